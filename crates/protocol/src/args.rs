@@ -1,0 +1,172 @@
+//! The parsed form of a request: a command name followed by its arguments, exactly
+//! as RESP would carry them.
+//!
+//! Both decoders (RESP and RESPB) produce this one form, so everything above the
+//! protocol layer sees a single shape. Arguments are not copied: an [`ArgRef`]
+//! points either into the caller's read buffer (the bytes a client sent) or into
+//! a small scratch buffer owned by [`CommandArgs`] for bytes that had to be made
+//! (numbers RESPB sent in binary, unescaped inline arguments, option tokens).
+//! A [`CommandArgs`] is reused from command to command, so steady-state decoding
+//! allocates nothing.
+
+/// Location of one argument: a byte range in the input buffer or in the scratch buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArgRef {
+    start: usize,
+    len: usize,
+    in_scratch: bool,
+}
+
+impl ArgRef {
+    /// Length of the argument in bytes.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True for a zero-length argument.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// A decoded command: `args[0]` is the command name, the rest its arguments.
+///
+/// Input ranges are relative to the buffer that was handed to the decoder; read
+/// them back with [`CommandArgs::get`] passing that same buffer.
+#[derive(Debug, Default, Clone)]
+pub struct CommandArgs {
+    refs: Vec<ArgRef>,
+    scratch: Vec<u8>,
+}
+
+impl CommandArgs {
+    /// An empty argument list.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Forget all arguments, keeping the capacity for the next command.
+    #[inline]
+    pub fn clear(&mut self) {
+        self.refs.clear();
+        self.scratch.clear();
+    }
+
+    /// Number of arguments, the command name included.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.refs.len()
+    }
+
+    /// True when no argument has been pushed.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.refs.is_empty()
+    }
+
+    /// The raw reference of argument `i`.
+    #[inline]
+    pub fn arg_ref(&self, i: usize) -> Option<ArgRef> {
+        self.refs.get(i).copied()
+    }
+
+    /// Append an argument that lives in the input buffer at `start..start + len`.
+    #[inline]
+    pub fn push_input(&mut self, start: usize, len: usize) {
+        self.refs.push(ArgRef { start, len, in_scratch: false });
+    }
+
+    /// Append an argument by copying `bytes` into the scratch buffer.
+    #[inline]
+    pub fn push_owned(&mut self, bytes: &[u8]) {
+        let start = self.scratch.len();
+        self.scratch.extend_from_slice(bytes);
+        self.refs.push(ArgRef { start, len: bytes.len(), in_scratch: true });
+    }
+
+    /// Append an argument whose bytes are written by `fill` into the scratch buffer.
+    ///
+    /// This is how numbers are formatted without an intermediate allocation.
+    #[inline]
+    pub fn push_with(&mut self, fill: impl FnOnce(&mut Vec<u8>)) {
+        let start = self.scratch.len();
+        fill(&mut self.scratch);
+        let len = self.scratch.len() - start;
+        self.refs.push(ArgRef { start, len, in_scratch: true });
+    }
+
+    /// Drop arguments from index `len` on (used when a decoder backs out).
+    #[inline]
+    pub fn truncate(&mut self, len: usize) {
+        self.refs.truncate(len);
+    }
+
+    /// Shift every input-buffer reference down by `by` bytes.
+    ///
+    /// A resumable decoder calls this when its caller discarded `by` bytes that
+    /// preceded the current frame.
+    pub fn rebase_input(&mut self, by: usize) {
+        for r in self.refs.iter_mut().filter(|r| !r.in_scratch) {
+            debug_assert!(r.start >= by);
+            r.start -= by;
+        }
+    }
+
+    /// Bytes of argument `i`, reading input references from `input`.
+    ///
+    /// Returns `None` when `i` is out of range or the reference does not fit
+    /// `input` (a caller passing a different buffer than the decoder saw).
+    #[inline]
+    pub fn get<'a>(&'a self, input: &'a [u8], i: usize) -> Option<&'a [u8]> {
+        let r = self.refs.get(i)?;
+        let src: &'a [u8] = if r.in_scratch { &self.scratch } else { input };
+        src.get(r.start..r.start + r.len)
+    }
+
+    /// Iterate over all arguments as byte slices.
+    pub fn iter<'a>(&'a self, input: &'a [u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
+        (0..self.refs.len()).map(move |i| self.get(input, i).unwrap_or(&[]))
+    }
+
+    /// Copy the arguments out (tests, tools and cold paths).
+    pub fn to_vec(&self, input: &[u8]) -> Vec<Vec<u8>> {
+        self.iter(input).map(<[u8]>::to_vec).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mixes_input_and_scratch_arguments() {
+        let input = b"GETkey";
+        let mut a = CommandArgs::new();
+        a.push_input(0, 3);
+        a.push_input(3, 3);
+        a.push_with(|s| s.extend_from_slice(b"42"));
+        a.push_owned(b"EX");
+        assert_eq!(a.to_vec(input), vec![b"GET".to_vec(), b"key".to_vec(), b"42".to_vec(), b"EX".to_vec()]);
+        assert_eq!(a.get(input, 4), None);
+        a.clear();
+        assert!(a.is_empty());
+    }
+
+    #[test]
+    fn out_of_range_reference_is_none_not_panic() {
+        let mut a = CommandArgs::new();
+        a.push_input(10, 5);
+        assert_eq!(a.get(b"short", 0), None);
+    }
+
+    #[test]
+    fn rebase_moves_only_input_references() {
+        let mut a = CommandArgs::new();
+        a.push_input(8, 2);
+        a.push_owned(b"x");
+        a.rebase_input(8);
+        assert_eq!(a.to_vec(b"ab"), vec![b"ab".to_vec(), b"x".to_vec()]);
+    }
+}

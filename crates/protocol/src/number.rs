@@ -1,0 +1,1 @@
+//! Integer and floating-point text formatting shared by the codecs.

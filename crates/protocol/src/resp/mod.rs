@@ -1,0 +1,6 @@
+//! RESP2/RESP3: request parsing, reply writing and reply parsing.
+
+pub mod inline;
+pub mod reply_parser;
+pub mod request;
+pub mod writer;
