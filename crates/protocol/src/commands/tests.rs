@@ -1,0 +1,416 @@
+use super::*;
+use serde_json::Value as Json;
+use std::collections::HashMap;
+
+fn spec_path(rel: &str) -> String {
+    format!("{}/../../spec/{rel}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read_spec(rel: &str) -> Vec<u8> {
+    std::fs::read(spec_path(rel)).unwrap_or_else(|e| panic!("read spec/{rel}: {e}"))
+}
+
+/// Splits one CSV line into fields, honouring double quotes (the fact tables
+/// quote fields that contain commas).
+fn csv_fields(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            '"' => quoted = !quoted,
+            ',' if !quoted => out.push(std::mem::take(&mut cur)),
+            _ => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out
+}
+
+fn csv_rows(rel: &str) -> Vec<Vec<String>> {
+    let text = String::from_utf8(read_spec(rel)).unwrap();
+    text.lines()
+        .skip(1)
+        .filter(|l| !l.is_empty())
+        .map(csv_fields)
+        .collect()
+}
+
+fn fnv1a64(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+fn get(name: &str) -> &'static CommandSpec {
+    lookup(name.as_bytes()).unwrap_or_else(|| panic!("{name} missing"))
+}
+
+#[test]
+fn table_is_up_to_date_with_its_inputs() {
+    assert_eq!(
+        fnv1a64(&read_spec("commands/commands.json")),
+        COMMANDS_JSON_FNV1A64,
+        "table.rs is stale: rerun python3 spec/commands/gen_table.py"
+    );
+    assert_eq!(
+        fnv1a64(&read_spec("respb/opcodes.csv")),
+        OPCODES_CSV_FNV1A64,
+        "table.rs is stale: rerun python3 spec/commands/gen_table.py"
+    );
+}
+
+#[test]
+fn table_is_sorted_and_lowercase() {
+    for w in COMMANDS.windows(2) {
+        assert!(w[0].name < w[1].name, "{} !< {}", w[0].name, w[1].name);
+    }
+    for c in COMMANDS {
+        assert_eq!(c.name, c.name.to_ascii_lowercase());
+        assert!(c.container.is_none());
+        for w in c.subcommands.windows(2) {
+            assert!(w[0].short_name() < w[1].short_name());
+        }
+        for s in c.subcommands {
+            assert_eq!(s.container, Some(c.name));
+            assert_eq!(s.name, format!("{}|{}", c.name, s.short_name()));
+            assert!(s.respb_opcode.is_none());
+        }
+    }
+}
+
+#[test]
+fn lookup_ignores_ascii_case() {
+    for name in ["get", "GET", "Get", "gEt"] {
+        assert_eq!(get(name).name, "get");
+    }
+    assert_eq!(get("JSON.SET").name, "json.set");
+    assert_eq!(get("restore-asking").name, "restore-asking");
+    assert_eq!(get("GEORADIUS_RO").name, "georadius_ro");
+    for name in [
+        "",
+        "ge",
+        "gett",
+        "nosuchcommand",
+        "get ",
+        "client|list",
+        "\u{e9}",
+    ] {
+        assert!(lookup(name.as_bytes()).is_none(), "{name:?} found");
+    }
+    for c in COMMANDS {
+        assert!(std::ptr::eq(get(c.name), c));
+        assert!(std::ptr::eq(get(&c.name.to_ascii_uppercase()), c));
+    }
+}
+
+#[test]
+fn lookup_subcommands() {
+    let client = get("client");
+    assert_eq!(
+        lookup_subcommand(client, b"LIST").map(|c| c.name),
+        Some("client|list")
+    );
+    assert_eq!(
+        lookup_subcommand(client, b"list").map(|c| c.name),
+        Some("client|list")
+    );
+    let config = get("CONFIG");
+    let config_get = lookup_subcommand(config, b"get").map(|c| (c.name, c.arity));
+    assert_eq!(config_get, Some(("config|get", -3)));
+    assert!(lookup_subcommand(config, b"nope").is_none());
+    assert!(lookup_subcommand(get("get"), b"x").is_none());
+    for c in COMMANDS {
+        for s in c.subcommands {
+            let up = s.short_name().to_ascii_uppercase();
+            assert!(std::ptr::eq(
+                lookup_subcommand(c, up.as_bytes()).unwrap(),
+                s
+            ));
+        }
+    }
+}
+
+#[test]
+fn known_facts() {
+    let g = get("get");
+    assert_eq!((g.arity, g.first_key, g.last_key, g.step), (2, 1, 1, 1));
+    assert!(g
+        .flags
+        .contains(CommandFlags::READONLY.union(CommandFlags::FAST)));
+    assert!(!g.flags.contains(CommandFlags::WRITE));
+    assert_eq!(g.flags.names().collect::<Vec<_>>(), ["readonly", "fast"]);
+    assert_eq!(
+        g.acl_categories.names().collect::<Vec<_>>(),
+        ["@read", "@string", "@fast"]
+    );
+    assert_eq!(g.respb_opcode, Some(RespbOpcode::Core(0x0000)));
+    assert_eq!(g.source, Source::Redis70);
+    assert!(g.arity_ok(2) && !g.arity_ok(1) && !g.arity_ok(3));
+
+    let s = get("set");
+    assert_eq!(s.arity, -3);
+    assert!(s
+        .flags
+        .contains(CommandFlags::WRITE.union(CommandFlags::DENYOOM)));
+    assert!(s.arity_ok(3) && s.arity_ok(9) && !s.arity_ok(2));
+    assert_eq!(s.history.len(), 4);
+    assert_eq!(s.arguments[0].kind, ArgKind::Key);
+    assert_eq!(s.arguments[0].key_spec_index, Some(0));
+
+    let m = get("mset");
+    assert_eq!((m.first_key, m.last_key, m.step), (1, -1, 2));
+
+    let e = get("eval");
+    assert!(e.movable_keys && e.flags.contains(CommandFlags::MOVABLEKEYS));
+    assert!(!g.movable_keys);
+
+    let z = get("ZUNIONSTORE");
+    assert_eq!((z.arity, z.first_key, z.last_key, z.step), (-4, 1, 1, 1));
+    assert!(z.movable_keys);
+    assert_eq!(z.key_specs.len(), 2);
+    assert_eq!(z.key_specs[0].begin_search, BeginSearch::Index(1));
+    assert_eq!(z.key_specs[1].begin_search, BeginSearch::Index(2));
+    assert_eq!(
+        z.key_specs[1].find_keys,
+        FindKeys::Keynum {
+            keynum_index: 0,
+            first_key: 1,
+            key_step: 1
+        }
+    );
+
+    assert_eq!(get("waitaof").source, Source::Valkey80);
+    let client = get("client");
+    let capa = lookup_subcommand(client, b"capa").map(|c| c.source);
+    assert_eq!(capa, Some(Source::Valkey80));
+    let bf = get("bf.add");
+    assert_eq!(bf.source, Source::Extra);
+    assert_eq!(bf.group, "module");
+    assert!(bf.flags.contains(CommandFlags::MODULE));
+    assert_eq!(bf.respb_opcode, Some(RespbOpcode::Module(0x0001_0000)));
+}
+
+#[test]
+fn respb_opcodes_match_the_fact_table() {
+    let mut seen: HashMap<RespbOpcode, String> = HashMap::new();
+    let mut commands = 0;
+    for row in csv_rows("respb/opcodes.csv") {
+        let (section, code, name) = (&row[0], &row[1], &row[2]);
+        let value = u32::from_str_radix(code.trim_start_matches("0x"), 16).unwrap();
+        let is_command = !["Response", "Control", "Special"]
+            .iter()
+            .any(|p| section.starts_with(p));
+        if !is_command {
+            assert!(lookup(name.as_bytes()).is_none(), "{name} is not a command");
+            continue;
+        }
+        commands += 1;
+        let op = if section.contains("Module") {
+            RespbOpcode::Module(value)
+        } else {
+            RespbOpcode::Core(u16::try_from(value).unwrap())
+        };
+        let spec = get(name);
+        assert_eq!(spec.respb_opcode, Some(op), "{name}");
+        assert!(std::ptr::eq(by_respb_opcode(op).unwrap(), spec), "{name}");
+        if let Some(other) = seen.insert(op, name.clone()) {
+            panic!("{name} and {other} share opcode {op:?}");
+        }
+    }
+    let with_opcode = COMMANDS.iter().filter(|c| c.respb_opcode.is_some()).count();
+    assert_eq!(with_opcode, commands);
+    assert!(by_respb_opcode(RespbOpcode::Core(0x7FFF)).is_none());
+    assert!(by_respb_opcode(RespbOpcode::Module(0x00FF_0000)).is_none());
+}
+
+#[test]
+fn every_valkey_command_is_present() {
+    for row in csv_rows("respb/valkey_commands.csv") {
+        let mut words = row[0].split(' ');
+        let top = words.next().unwrap();
+        let spec = get(top);
+        if let Some(sub) = words.next() {
+            assert!(
+                lookup_subcommand(spec, sub.as_bytes()).is_some(),
+                "{top} {sub} missing"
+            );
+        }
+    }
+}
+
+fn strs(v: &Json) -> Vec<&str> {
+    v.as_array()
+        .map(|a| a.iter().filter_map(Json::as_str).collect())
+        .unwrap_or_default()
+}
+
+fn opt_str(v: &Json, key: &str) -> Option<String> {
+    v.get(key).and_then(Json::as_str).map(str::to_owned)
+}
+
+fn check_args(ctx: &str, table: &[ArgSpec], json: &Json) {
+    let empty = Vec::new();
+    let json = json.as_array().unwrap_or(&empty);
+    assert_eq!(table.len(), json.len(), "{ctx}: argument count");
+    for (a, j) in table.iter().zip(json) {
+        let ctx = format!("{ctx}/{}", a.name);
+        assert_eq!(Some(a.name), j["name"].as_str(), "{ctx}");
+        assert_eq!(Some(a.kind.wire_name()), j["type"].as_str(), "{ctx}");
+        assert_eq!(a.token.map(str::to_owned), opt_str(j, "token"), "{ctx}");
+        assert_eq!(
+            a.display.map(str::to_owned),
+            opt_str(j, "display_text"),
+            "{ctx}"
+        );
+        assert_eq!(a.summary.map(str::to_owned), opt_str(j, "summary"), "{ctx}");
+        assert_eq!(a.since.map(str::to_owned), opt_str(j, "since"), "{ctx}");
+        let dep = opt_str(j, "deprecated_since");
+        assert_eq!(a.deprecated_since.map(str::to_owned), dep, "{ctx}");
+        let ksi = j.get("key_spec_index").and_then(Json::as_u64);
+        assert_eq!(a.key_spec_index.map(u64::from), ksi, "{ctx}");
+        let flags = j.get("flags").map(strs).unwrap_or_default();
+        assert_eq!(a.flags.names().collect::<Vec<_>>(), flags, "{ctx}");
+        check_args(&ctx, a.children, &j["arguments"]);
+    }
+}
+
+fn check_key_spec(ctx: &str, k: &KeySpec, j: &Json) {
+    assert_eq!(k.notes.map(str::to_owned), opt_str(j, "notes"), "{ctx}");
+    assert_eq!(
+        k.flags.names().collect::<Vec<_>>(),
+        strs(&j["flags"]),
+        "{ctx}"
+    );
+    let bs = &j["begin_search"];
+    let spec = &bs["spec"];
+    match (k.begin_search, bs["type"].as_str()) {
+        (BeginSearch::Index(i), Some("index")) => {
+            assert_eq!(spec["index"].as_i64(), Some(i64::from(i)), "{ctx}");
+        }
+        (
+            BeginSearch::Keyword {
+                keyword,
+                start_from,
+            },
+            Some("keyword"),
+        ) => {
+            assert_eq!(spec["keyword"].as_str(), Some(keyword), "{ctx}");
+            assert_eq!(
+                spec["startfrom"].as_i64(),
+                Some(i64::from(start_from)),
+                "{ctx}"
+            );
+        }
+        (BeginSearch::Unknown, Some("unknown")) => {}
+        (have, want) => panic!("{ctx}: begin_search {have:?} vs {want:?}"),
+    }
+    let fk = &j["find_keys"];
+    let spec = &fk["spec"];
+    let int = |key: &str| spec[key].as_i64().unwrap() as i32;
+    let find = match fk["type"].as_str() {
+        Some("range") => FindKeys::Range {
+            last_key: int("lastkey"),
+            key_step: int("keystep"),
+            limit: int("limit"),
+        },
+        Some("keynum") => FindKeys::Keynum {
+            keynum_index: int("keynumidx"),
+            first_key: int("firstkey"),
+            key_step: int("keystep"),
+        },
+        _ => FindKeys::Unknown,
+    };
+    assert_eq!(k.find_keys, find, "{ctx}");
+}
+
+fn check_command(c: &CommandSpec, j: &Json) {
+    let ctx = c.name;
+    assert_eq!(Some(c.name), j["name"].as_str());
+    assert_eq!(Some(c.source.label()), j["source"].as_str(), "{ctx}");
+    assert_eq!(Some(i64::from(c.arity)), j["arity"].as_i64(), "{ctx}");
+    assert_eq!(
+        c.flags.names().collect::<Vec<_>>(),
+        strs(&j["flags"]),
+        "{ctx}"
+    );
+    let keys = (
+        j["first_key"].as_i64(),
+        j["last_key"].as_i64(),
+        j["step"].as_i64(),
+    );
+    let want = (
+        Some(i64::from(c.first_key)),
+        Some(i64::from(c.last_key)),
+        Some(i64::from(c.step)),
+    );
+    assert_eq!(keys, want, "{ctx}");
+    assert_eq!(c.movable_keys, c.flags.contains(CommandFlags::MOVABLEKEYS));
+    let acl = c.acl_categories.names().collect::<Vec<_>>();
+    assert_eq!(acl, strs(&j["acl_categories"]), "{ctx}");
+    assert_eq!(c.tips.to_vec(), strs(&j["tips"]), "{ctx}");
+    let specs = j["key_specs"].as_array().unwrap();
+    assert_eq!(c.key_specs.len(), specs.len(), "{ctx}");
+    for (k, js) in c.key_specs.iter().zip(specs) {
+        check_key_spec(ctx, k, js);
+    }
+    let d = &j["docs"];
+    // An empty string in the table stands for a field the server leaves out.
+    let text = |key: &str| d.get(key).and_then(Json::as_str).unwrap_or("");
+    assert_eq!(c.group, text("group"), "{ctx}");
+    assert_eq!(c.summary, text("summary"), "{ctx}");
+    assert_eq!(c.since, text("since"), "{ctx}");
+    assert_eq!(c.complexity, text("complexity"), "{ctx}");
+    let doc_flags = d.get("doc_flags").map(strs).unwrap_or_default();
+    assert_eq!(c.doc_flags.names().collect::<Vec<_>>(), doc_flags, "{ctx}");
+    let dep = opt_str(d, "deprecated_since");
+    assert_eq!(c.deprecated_since.map(str::to_owned), dep, "{ctx}");
+    let rep = opt_str(d, "replaced_by");
+    assert_eq!(c.replaced_by.map(str::to_owned), rep, "{ctx}");
+    let history: Vec<(&str, &str)> = d
+        .get("history")
+        .and_then(Json::as_array)
+        .map(|h| {
+            h.iter()
+                .map(|p| (p[0].as_str().unwrap(), p[1].as_str().unwrap()))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(c.history.to_vec(), history, "{ctx}");
+    check_args(ctx, c.arguments, &d["arguments"]);
+    let subs = j["subcommands"].as_array().unwrap();
+    assert_eq!(c.subcommands.len(), subs.len(), "{ctx}");
+    for (s, js) in c.subcommands.iter().zip(subs) {
+        check_command(s, js);
+    }
+}
+
+/// Field-by-field comparison with commands.json: catches generator bugs that the
+/// staleness hash cannot.
+#[test]
+fn table_matches_commands_json() {
+    let doc: Json = serde_json::from_slice(&read_spec("commands/commands.json")).unwrap();
+    let list = doc["commands"].as_array().unwrap();
+    assert_eq!(COMMANDS.len(), list.len());
+    for (c, j) in COMMANDS.iter().zip(list) {
+        check_command(c, j);
+    }
+}
+
+#[test]
+fn bitset_names_round_trip() {
+    for &(flag, name) in CommandFlags::ALL {
+        assert_eq!(CommandFlags::from_name(name), Some(flag));
+    }
+    for &(cat, name) in AclCategories::ALL {
+        assert_eq!(AclCategories::from_name(name), Some(cat));
+    }
+    assert!(CommandFlags::from_name("nope").is_none());
+    assert!(CommandFlags::NONE.is_empty());
+    assert_eq!(format!("{:?}", get("get").flags), r#"{"readonly", "fast"}"#);
+}
