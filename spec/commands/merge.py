@@ -17,13 +17,18 @@ Redis 7.0 lacks; extra.json adds the rest. Every entry (and subcommand) gets a
 server already reports is an error, so the overlay never silently shadows
 measured facts. Names with "|" in extra.json are subcommands of the container
 before the "|".
+
+The merge fails if a command named in spec/respb/opcodes.csv or
+spec/respb/valkey_commands.csv is missing from the result: add it to extra.json.
 """
 
+import csv
 import json
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+RESPB = os.path.join(os.path.dirname(HERE), "respb")
 
 
 def load(name):
@@ -36,6 +41,24 @@ def tag(cmd, source):
     cmd["source"] = source
     cmd["subcommands"] = [tag(s, source) for s in cmd.get("subcommands", [])]
     return cmd
+
+
+def check_coverage(table):
+    """Every command the fact tables name must be in the merged table."""
+    wanted = set()
+    with open(os.path.join(RESPB, "opcodes.csv"), newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            if not row["section"].startswith(("Response", "Control", "Special")):
+                wanted.add(row["command"].lower())
+    with open(os.path.join(RESPB, "valkey_commands.csv"), newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            wanted.add(row["command"].lower().replace(" ", "|"))
+    have = set(table)
+    for c in table.values():
+        have.update(s["name"] for s in c["subcommands"])
+    missing = sorted(wanted - have)
+    if missing:
+        sys.exit("missing from the merged table (add to extra.json): %s" % missing)
 
 
 def main():
@@ -71,6 +94,7 @@ def main():
                 sys.exit("extra.json: %s is already reported by a server" % name)
             table[name] = tag(c, extra["source"])
 
+    check_coverage(table)
     commands = sorted(table.values(), key=lambda c: c["name"])
     for c in commands:
         c["subcommands"].sort(key=lambda s: s["name"])
