@@ -414,3 +414,40 @@ fn bitset_names_round_trip() {
     assert!(CommandFlags::NONE.is_empty());
     assert_eq!(format!("{:?}", get("get").flags), r#"{"readonly", "fast"}"#);
 }
+
+fn check_arg_shape(c: &CommandSpec, a: &ArgSpec) {
+    let ctx = format!("{}/{}", c.name, a.name);
+    match a.kind {
+        ArgKind::Oneof | ArgKind::Block => assert!(!a.children.is_empty(), "{ctx}"),
+        ArgKind::PureToken => {
+            assert!(a.token.is_some(), "{ctx}");
+            assert!(a.children.is_empty(), "{ctx}");
+        }
+        _ => assert!(a.children.is_empty(), "{ctx}"),
+    }
+    if let Some(i) = a.key_spec_index {
+        // Keys, and patterns that name keys (SORT ... BY pattern).
+        assert!(matches!(a.kind, ArgKind::Key | ArgKind::Pattern), "{ctx}");
+        assert!(usize::from(i) < c.key_specs.len(), "{ctx}");
+    }
+    for child in a.children {
+        check_arg_shape(c, child);
+    }
+}
+
+/// The argument trees drive generated test commands, so they must be well formed:
+/// containers have children, tokens exist where needed, key indexes resolve.
+#[test]
+fn argument_trees_are_well_formed() {
+    fn walk(c: &CommandSpec) {
+        for a in c.arguments {
+            check_arg_shape(c, a);
+        }
+        for s in c.subcommands {
+            walk(s);
+        }
+    }
+    for c in COMMANDS {
+        walk(c);
+    }
+}
