@@ -74,7 +74,24 @@ pub enum RequestError {
     UnbalancedQuotes,
     /// A bulk payload was not followed by CRLF.
     MissingBulkTerminator,
+    /// A client that has not authenticated announced more than
+    /// [`UNAUTHENTICATED_MAX_MULTIBULK`] arguments.
+    UnauthenticatedMultibulkLength,
+    /// A client that has not authenticated announced a bulk longer than
+    /// [`UNAUTHENTICATED_MAX_BULK`] bytes.
+    UnauthenticatedBulkLength,
 }
+
+/// Most arguments a client may announce before it has authenticated.
+///
+/// Redis uses this bound so that a stranger cannot make the server buffer a
+/// large request before being told to authenticate; `AUTH user pass` and
+/// `HELLO 3 AUTH user pass SETNAME name` fit well inside it.
+pub const UNAUTHENTICATED_MAX_MULTIBULK: usize = 10;
+
+/// Longest bulk a client may announce before it has authenticated (16 KiB), for
+/// the same reason as [`UNAUTHENTICATED_MAX_MULTIBULK`].
+pub const UNAUTHENTICATED_MAX_BULK: usize = 16 * 1024;
 
 impl fmt::Display for RequestError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -98,6 +115,8 @@ impl fmt::Display for RequestError {
             Self::TooBigInline => f.write_str("too big inline request"),
             Self::UnbalancedQuotes => f.write_str("unbalanced quotes in request"),
             Self::MissingBulkTerminator => f.write_str("expected '\\r\\n' after bulk data"),
+            Self::UnauthenticatedMultibulkLength => f.write_str("unauthenticated multibulk length"),
+            Self::UnauthenticatedBulkLength => f.write_str("unauthenticated bulk length"),
         }
     }
 }
@@ -125,6 +144,8 @@ enum Phase {
 #[derive(Debug, Clone)]
 pub struct RequestParser {
     limits: RequestLimits,
+    /// Whether the tighter pre-authentication bounds apply.
+    auth_required: bool,
     phase: Phase,
     /// Offset of the next unparsed byte of the current command.
     pos: usize,
@@ -148,6 +169,7 @@ impl RequestParser {
     pub fn new(limits: RequestLimits) -> Self {
         Self {
             limits,
+            auth_required: false,
             phase: Phase::Idle,
             pos: 0,
             scanned: 0,
@@ -165,6 +187,19 @@ impl RequestParser {
     /// to every header read from now on, including in a command in progress.
     pub fn set_limits(&mut self, limits: RequestLimits) {
         self.limits = limits;
+    }
+
+    /// Whether the pre-authentication bounds are in force.
+    pub fn auth_required(&self) -> bool {
+        self.auth_required
+    }
+
+    /// Turn the pre-authentication bounds ([`UNAUTHENTICATED_MAX_MULTIBULK`],
+    /// [`UNAUTHENTICATED_MAX_BULK`]) on or off. The server turns them on for a
+    /// connection that must authenticate and off once it has, so an
+    /// unauthenticated stranger cannot make it buffer large requests.
+    pub fn set_auth_required(&mut self, required: bool) {
+        self.auth_required = required;
     }
 
     /// Forget any command in progress; the next call starts a new command.
@@ -261,12 +296,18 @@ impl RequestParser {
             return Err(RequestError::InvalidMultibulkLength);
         }
         let count = match parse_i64(&buf[1..cr]) {
+            Some(n) if n > 0 && n as u64 > self.limits.max_multibulk_len as u64 => {
+                return Err(RequestError::InvalidMultibulkLength)
+            }
+            Some(n) if self.auth_required && n > UNAUTHENTICATED_MAX_MULTIBULK as i64 => {
+                return Err(RequestError::UnauthenticatedMultibulkLength)
+            }
             Some(n) if n <= 0 => {
                 self.reset();
                 return Ok(Some(Progress::Done(cr + 2)));
             }
-            Some(n) if n as u64 <= self.limits.max_multibulk_len as u64 => n as usize,
-            _ => return Err(RequestError::InvalidMultibulkLength),
+            Some(n) => n as usize,
+            None => return Err(RequestError::InvalidMultibulkLength),
         };
         self.remaining = count;
         self.pos = cr + 2;
@@ -303,6 +344,9 @@ impl RequestParser {
                     }
                     let len = match parse_i64(&buf[self.pos + 1..cr]) {
                         Some(n) if n >= 0 && n as u64 <= self.limits.max_bulk_len as u64 => {
+                            if self.auth_required && n as u64 > UNAUTHENTICATED_MAX_BULK as u64 {
+                                return Err(RequestError::UnauthenticatedBulkLength);
+                            }
                             n as usize
                         }
                         _ => return Err(RequestError::InvalidBulkLength),
@@ -758,6 +802,53 @@ mod tests {
             Err(RequestError::TooBigBulkCount)
         );
         assert_eq!(run(b"*1\r\n$00000000"), Err(RequestError::TooBigBulkCount));
+    }
+
+    #[test]
+    fn unauthenticated_clients_get_tighter_bounds() {
+        let mut p = RequestParser::default();
+        p.set_auth_required(true);
+        assert!(p.auth_required());
+        let mut out = CommandArgs::new();
+        let mut run = |p: &mut RequestParser, buf: &[u8]| p.parse(buf, &mut out);
+        assert_eq!(
+            run(&mut p, b"*11\r\n"),
+            Err(RequestError::UnauthenticatedMultibulkLength)
+        );
+        assert_eq!(run(&mut p, b"*10\r\n"), Ok(Progress::NeedMore { hint: 0 }));
+        p.reset();
+        // Malformed still wins over unauthenticated, as in Redis.
+        assert_eq!(
+            run(&mut p, b"*2147483648\r\n"),
+            Err(RequestError::InvalidMultibulkLength)
+        );
+        assert_eq!(
+            run(&mut p, b"*1\r\n$16385\r\n"),
+            Err(RequestError::UnauthenticatedBulkLength)
+        );
+        assert_eq!(
+            run(&mut p, b"*1\r\n$536870913\r\n"),
+            Err(RequestError::InvalidBulkLength)
+        );
+        assert_eq!(
+            run(&mut p, b"*1\r\n$16384\r\n"),
+            Ok(Progress::NeedMore { hint: 16386 })
+        );
+        p.reset();
+        assert_eq!(run(&mut p, b"*-1\r\n"), Ok(Progress::Done(5)));
+        p.set_auth_required(false);
+        assert_eq!(
+            run(&mut p, b"*11\r\n$16385\r\n"),
+            Ok(Progress::NeedMore { hint: 16387 })
+        );
+        assert_eq!(
+            RequestError::UnauthenticatedMultibulkLength.to_string(),
+            "ERR Protocol error: unauthenticated multibulk length"
+        );
+        assert_eq!(
+            RequestError::UnauthenticatedBulkLength.to_string(),
+            "ERR Protocol error: unauthenticated bulk length"
+        );
     }
 
     #[test]
