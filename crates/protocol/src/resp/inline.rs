@@ -46,6 +46,16 @@ fn split_into(line: &[u8], base: usize, out: &mut CommandArgs) -> Result<(), Req
             return Ok(());
         }
         let start = i;
+        // Fast path: an unquoted word is a plain slice of the input.
+        let mut j = i;
+        while j < line.len() && !matches!(line[j], b' ' | b'\n' | b'\r' | b'\t' | b'"' | b'\'') {
+            j += 1;
+        }
+        if !matches!(line.get(j), Some(b'"' | b'\'')) {
+            out.push_input(base + start, j - start);
+            i = j;
+            continue;
+        }
         // First pass: find where the argument ends and whether its bytes are a
         // single contiguous run of the input.
         let mut run: Option<(usize, usize)> = None;
@@ -315,6 +325,79 @@ mod tests {
         assert_eq!(out.get(b"", 0), None);
         assert_eq!(out.get(b"", 1), Some(&b"esc\tx"[..]));
         assert_eq!(out.get(b"", 2), Some(&b"mixed"[..]));
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Write `arg` so that the splitter must give it back unchanged, choosing
+        /// among the quoting styles by `style`.
+        fn quote(arg: &[u8], style: u8, line: &mut Vec<u8>) {
+            let plain = !arg.is_empty()
+                && arg
+                    .iter()
+                    .all(|&b| !is_blank(b) && b != b'"' && b != b'\'' && b != 0);
+            match style % 3 {
+                0 if plain => line.extend_from_slice(arg),
+                1 if !arg.contains(&b'\\') => {
+                    line.push(b'\'');
+                    for &b in arg {
+                        if b == b'\'' {
+                            line.push(b'\\');
+                        }
+                        line.push(b);
+                    }
+                    line.push(b'\'');
+                }
+                _ => {
+                    line.push(b'"');
+                    for &b in arg {
+                        match b {
+                            b'"' | b'\\' => line.extend_from_slice(&[b'\\', b]),
+                            b'\n' => line.extend_from_slice(b"\\n"),
+                            b if b.is_ascii_alphanumeric() || b == b' ' => line.push(b),
+                            b => line.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
+                        }
+                    }
+                    line.push(b'"');
+                }
+            }
+        }
+
+        proptest! {
+            #[test]
+            fn quoted_arguments_roundtrip(
+                items in prop::collection::vec(
+                    (prop::collection::vec(any::<u8>(), 0..12), any::<u8>()), 0..8),
+                gaps in prop::collection::vec(
+                    prop_oneof![Just(&b" "[..]), Just(&b"\t"[..]), Just(&b"  \x0b "[..]), Just(&b"\r"[..])], 9),
+            ) {
+                let mut line = gaps[8].to_vec();
+                for (i, (arg, style)) in items.iter().enumerate() {
+                    if i > 0 {
+                        line.extend_from_slice(gaps[i]);
+                    }
+                    quote(arg, *style, &mut line);
+                }
+                let expected: Vec<Vec<u8>> = items.iter().map(|(a, _)| a.clone()).collect();
+                prop_assert_eq!(split(&line), Ok(expected));
+            }
+
+            #[test]
+            fn any_line_splits_without_panicking(
+                line in prop::collection::vec(
+                    prop_oneof![Just(b'"'), Just(b'\''), Just(b'\\'), Just(b'x'), Just(b' '), any::<u8>()],
+                    0..40),
+            ) {
+                let mut out = CommandArgs::new();
+                if split_inline(&line, 0, &mut out).is_ok() {
+                    prop_assert!(out.iter(&line).count() == out.len());
+                } else {
+                    prop_assert!(out.is_empty());
+                }
+            }
+        }
     }
 
     #[test]

@@ -287,15 +287,12 @@ impl RequestParser {
     /// Read the `*N` line. `Some` when the command is finished (an empty one, or
     /// more input is needed); `None` when elements follow.
     fn parse_count(&mut self, buf: &[u8]) -> Result<Option<Progress>, RequestError> {
-        let Some(cr) = self.find_line_end(buf, RequestError::TooBigMbulkCount)? else {
+        let Some((value, cr)) = self.header_line(buf, RequestError::TooBigMbulkCount)? else {
             return Ok(Some(Progress::NeedMore {
                 hint: if self.scanned < buf.len() { 1 } else { 0 },
             }));
         };
-        if buf[cr + 1] != b'\n' {
-            return Err(RequestError::InvalidMultibulkLength);
-        }
-        let count = match parse_i64(&buf[1..cr]) {
+        let count = match value {
             Some(n) if n > 0 && n as u64 > self.limits.max_multibulk_len as u64 => {
                 return Err(RequestError::InvalidMultibulkLength)
             }
@@ -322,6 +319,9 @@ impl RequestParser {
         buf: &[u8],
         out: &mut CommandArgs,
     ) -> Result<Progress, RequestError> {
+        if self.bulk.is_none() {
+            self.take_complete_elements(buf, out);
+        }
         while self.remaining > 0 {
             let len = match self.bulk {
                 Some(len) => len,
@@ -334,15 +334,13 @@ impl RequestParser {
                     if first != b'$' {
                         return Err(RequestError::ExpectedDollar(first));
                     }
-                    let Some(cr) = self.find_line_end(buf, RequestError::TooBigBulkCount)? else {
+                    let Some((value, cr)) = self.header_line(buf, RequestError::TooBigBulkCount)?
+                    else {
                         return Ok(Progress::NeedMore {
                             hint: if self.scanned < buf.len() { 1 } else { 0 },
                         });
                     };
-                    if buf[cr + 1] != b'\n' {
-                        return Err(RequestError::InvalidBulkLength);
-                    }
-                    let len = match parse_i64(&buf[self.pos + 1..cr]) {
+                    let len = match value {
                         Some(n) if n >= 0 && n as u64 <= self.limits.max_bulk_len as u64 => {
                             if self.auth_required && n as u64 > UNAUTHENTICATED_MAX_BULK as u64 {
                                 return Err(RequestError::UnauthenticatedBulkLength);
@@ -378,6 +376,73 @@ impl RequestParser {
         Ok(Progress::Done(done))
     }
 
+    /// The pipelining fast path: take every element that is already complete
+    /// in `buf` and written in the usual shape, keeping position and count in
+    /// registers. It stops, without touching the element, at anything else
+    /// (partial data, an unusual header, any error), which the general loop in
+    /// [`Self::parse_elements`] then handles with the full rules.
+    #[inline(always)]
+    fn take_complete_elements(&mut self, buf: &[u8], out: &mut CommandArgs) {
+        let mut pos = self.pos;
+        let mut remaining = self.remaining;
+        let max_bulk = self.limits.max_bulk_len as u64;
+        let max_line = self.limits.max_inline_len;
+        let bulk_cap = if self.auth_required {
+            max_bulk.min(UNAUTHENTICATED_MAX_BULK as u64)
+        } else {
+            max_bulk
+        };
+        while remaining > 0 {
+            if buf.get(pos) != Some(&b'$') {
+                break;
+            }
+            let Some((n, cr)) = quick_number_line(buf, pos + 1) else {
+                break;
+            };
+            if n as u64 > bulk_cap || cr - pos > max_line {
+                break;
+            }
+            let len = n as usize;
+            let start = cr + 2;
+            let end = start + len + 2;
+            match buf.get(end - 2..end) {
+                Some(b"\r\n") => {}
+                _ => break,
+            }
+            out.push_input(start, len);
+            pos = end;
+            remaining -= 1;
+        }
+        self.pos = pos;
+        self.scanned = pos;
+        self.remaining = remaining;
+    }
+
+    /// Read the `*N` or `$L` line starting at `self.pos`: `None` when more input
+    /// is needed, else the number it holds (`None` when it is not a valid
+    /// integer or not ended by CRLF) and the index of its CR.
+    #[inline(always)]
+    fn header_line(
+        &mut self,
+        buf: &[u8],
+        too_big: RequestError,
+    ) -> Result<Option<(Option<i64>, usize)>, RequestError> {
+        // Nearly every header is a few plain digits followed by CRLF; read
+        // those in one pass without searching for the CR first.
+        if let Some((n, cr)) = quick_number_line(buf, self.pos + 1) {
+            if cr - self.pos <= self.limits.max_inline_len {
+                return Ok(Some((Some(n), cr)));
+            }
+        }
+        let Some(cr) = self.find_line_end(buf, too_big)? else {
+            return Ok(None);
+        };
+        if buf[cr + 1] != b'\n' {
+            return Ok(Some((None, cr)));
+        }
+        Ok(Some((parse_i64(&buf[self.pos + 1..cr]), cr)))
+    }
+
     /// Find the CR ending the header line that starts at `self.pos`, requiring
     /// the byte after it to be present. `None` means more input is needed.
     ///
@@ -411,6 +476,33 @@ impl RequestParser {
                 }
             }
         }
+    }
+}
+
+/// Read a header number in the common shape: 1 to 18 digits without a leading
+/// zero (or `0` alone) followed by CRLF, starting at `start`. Returns the value
+/// and the index of the CR, or `None` for anything else, which the general
+/// path then handles (negative numbers, partial lines, errors).
+#[inline(always)]
+fn quick_number_line(buf: &[u8], start: usize) -> Option<(i64, usize)> {
+    let digits = buf.get(start..)?;
+    let mut value: i64 = 0;
+    let mut k = 0;
+    // 18 digits always fit in an i64, so no overflow check is needed here.
+    while k < digits.len() && k < 18 {
+        let d = digits[k].wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        value = value * 10 + i64::from(d);
+        k += 1;
+    }
+    if k == 0 || (k > 1 && digits[0] == b'0') {
+        return None;
+    }
+    match digits.get(k..k + 2) {
+        Some(b"\r\n") => Some((value, start + k)),
+        _ => None,
     }
 }
 
@@ -688,6 +780,22 @@ mod tests {
         assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
         assert_eq!(parse_i64(b"9223372036854775808"), None);
         assert_eq!(parse_i64(b"-42"), Some(-42));
+        assert_eq!(quick_number_line(b"$123\r\n", 1), Some((123, 4)));
+        assert_eq!(quick_number_line(b"$0\r\n", 1), Some((0, 2)));
+        for not_quick in [
+            &b"$01\r\n"[..],
+            b"$\r\n",
+            b"$-1\r\n",
+            b"$12\r",
+            b"$12\rx",
+            b"$1234567890123456789\r\n",
+        ] {
+            assert_eq!(quick_number_line(not_quick, 1), None, "{not_quick:?}");
+        }
+        assert_eq!(
+            quick_number_line(b"*123456789012345678\r\n", 1),
+            Some((123456789012345678, 19))
+        );
     }
 
     #[test]
