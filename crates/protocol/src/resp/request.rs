@@ -404,7 +404,7 @@ impl RequestParser {
             }
             let len = n as usize;
             let start = cr + 2;
-            let end = start + len + 2;
+            let end = start.saturating_add(len).saturating_add(2);
             match buf.get(end - 2..end) {
                 Some(b"\r\n") => {}
                 _ => break,
@@ -956,6 +956,38 @@ mod tests {
         assert_eq!(
             RequestError::UnauthenticatedBulkLength.to_string(),
             "ERR Protocol error: unauthenticated bulk length"
+        );
+    }
+
+    #[test]
+    fn fast_path_respects_every_limit() {
+        let tiny = RequestLimits {
+            max_inline_len: 3,
+            ..RequestLimits::default()
+        };
+        let mut out = CommandArgs::new();
+        let buf = b"*1\r\n$100\r\n";
+        assert_eq!(
+            RequestParser::new(tiny).parse(buf, &mut out),
+            Err(RequestError::TooBigBulkCount)
+        );
+        let small_bulk = RequestLimits {
+            max_bulk_len: 2,
+            ..RequestLimits::default()
+        };
+        let buf = b"*2\r\n$2\r\nab\r\n$3\r\nabc\r\n";
+        assert_eq!(
+            RequestParser::new(small_bulk).parse(buf, &mut out),
+            Err(RequestError::InvalidBulkLength)
+        );
+        let mut p = RequestParser::default();
+        p.set_auth_required(true);
+        let mut buf = b"*1\r\n$16385\r\n".to_vec();
+        buf.resize(buf.len() + 16385, b'x');
+        buf.extend_from_slice(b"\r\n");
+        assert_eq!(
+            p.parse(&buf, &mut out),
+            Err(RequestError::UnauthenticatedBulkLength)
         );
     }
 
