@@ -55,6 +55,20 @@ pub fn write_i64(out: &mut Vec<u8>, n: i64) {
     write_u64(out, n.unsigned_abs());
 }
 
+/// Number of bytes [`write_i64`] produces for `n`.
+///
+/// Lets a writer emit a length prefix (`$3\r\n-12`) before the digits
+/// without formatting them twice.
+pub fn i64_len(n: i64) -> usize {
+    let mut magnitude = n.unsigned_abs();
+    let mut len = usize::from(n < 0) + 1;
+    while magnitude >= 10 {
+        magnitude /= 10;
+        len += 1;
+    }
+    len
+}
+
 /// Parses a decimal `i64` with exactly Redis's `string2ll` rules.
 ///
 /// Commands must accept and reject the same integer arguments as Redis, so
@@ -128,7 +142,11 @@ const G_PRECISION: i32 = 17;
 /// set, as glibc does), and negative zero as `-0`.
 pub fn write_double_g17(out: &mut Vec<u8>, d: f64) {
     if d.is_nan() {
-        out.extend_from_slice(if d.is_sign_negative() { b"-nan" } else { b"nan" });
+        out.extend_from_slice(if d.is_sign_negative() {
+            b"-nan"
+        } else {
+            b"nan"
+        });
         return;
     }
     if d.is_infinite() {
@@ -264,6 +282,7 @@ mod tests {
             i64::MIN + 1,
         ] {
             assert_eq!(i64_text(n), n.to_string().into_bytes(), "{n}");
+            assert_eq!(i64_len(n), n.to_string().len(), "{n}");
         }
         let mut v = b"x".to_vec();
         write_u64(&mut v, u64::MAX);
@@ -291,7 +310,12 @@ mod tests {
             (b"-9223372036854775807", i64::MIN + 1),
         ];
         for (text, n) in ok {
-            assert_eq!(parse_i64(text), Some(*n), "{:?}", String::from_utf8_lossy(text));
+            assert_eq!(
+                parse_i64(text),
+                Some(*n),
+                "{:?}",
+                String::from_utf8_lossy(text)
+            );
         }
         let bad: &[&[u8]] = &[
             b"",
@@ -368,6 +392,7 @@ mod tests {
         fn integers_round_trip(n in any::<i64>()) {
             let text = i64_text(n);
             prop_assert_eq!(&text, &n.to_string().into_bytes());
+            prop_assert_eq!(i64_len(n), text.len());
             prop_assert_eq!(parse_i64(&text), Some(n));
         }
 
