@@ -153,45 +153,24 @@ pub fn write_double_g17(out: &mut Vec<u8>, d: f64) {
         out.extend_from_slice(if d < 0.0 { b"-inf" } else { b"inf" });
         return;
     }
-    // Rust's exact-precision formatting rounds the true binary value to 17
-    // significant digits, ties to even, like glibc. Its output is
-    // `[-]D.DDDDDDDDDDDDDDDDe[-]X`.
-    let mut text = StackText {
-        buf: [0; 40],
-        len: 0,
-    };
-    if write!(text, "{:.16e}", d).is_err() {
-        // Cannot happen (the longest form is 24 bytes); stay well-formed anyway.
-        let _ = write!(VecWriter(out), "{}", d);
+    let negative = d.is_sign_negative();
+    let magnitude = d.abs();
+    // Integral values below 10^17 print as plain integers; this is the most
+    // common kind of score, so skip the digit machinery for them.
+    if magnitude.fract() == 0.0 && magnitude < 1e17 {
+        if negative {
+            out.push(b'-');
+        }
+        write_u64(out, magnitude as u64);
         return;
     }
-    let text = &text.buf[..text.len];
-    let (negative, text) = match text.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, text),
+    let Some((digits, exponent)) =
+        g17_digits_exact(magnitude).or_else(|| g17_digits_fmt(magnitude))
+    else {
+        // Unreachable: the fallback only fails if 40 bytes cannot hold 24.
+        let _ = write!(VecWriter(out), "{}", d);
+        return;
     };
-    let mut digits = [b'0'; G_PRECISION as usize];
-    let mut ndigits = 0usize;
-    let mut exponent: i32 = 0;
-    let mut exponent_negative = false;
-    let mut in_exponent = false;
-    for &b in text {
-        match b {
-            b'e' => in_exponent = true,
-            b'-' if in_exponent => exponent_negative = true,
-            b'0'..=b'9' if in_exponent => exponent = exponent * 10 + i32::from(b - b'0'),
-            b'0'..=b'9' => {
-                if let Some(slot) = digits.get_mut(ndigits) {
-                    *slot = b;
-                    ndigits += 1;
-                }
-            }
-            _ => {}
-        }
-    }
-    if exponent_negative {
-        exponent = -exponent;
-    }
     // %g drops trailing zeros; keep at least one digit.
     let mut significant = digits.len();
     while significant > 1 && digits[significant - 1] == b'0' {
@@ -232,6 +211,167 @@ pub fn write_double_g17(out: &mut Vec<u8>, d: f64) {
         }
         write_u64(out, u64::from(magnitude));
     }
+}
+
+/// The 17 significant digits (as ASCII) and decimal exponent of `%.17g`.
+type G17Digits = ([u8; G_PRECISION as usize], i32);
+
+/// `5^i` for every `i` whose power fits in a `u128`.
+const POW5: [u128; 56] = {
+    let mut table = [1u128; 56];
+    let mut i = 1;
+    while i < table.len() {
+        table[i] = table[i - 1] * 5;
+        i += 1;
+    }
+    table
+};
+
+/// `10^i` for every `i` whose power fits in a `u128`.
+const POW10: [u128; 39] = {
+    let mut table = [1u128; 39];
+    let mut i = 1;
+    while i < table.len() {
+        table[i] = table[i - 1] * 10;
+        i += 1;
+    }
+    table
+};
+
+const TEN_16: u128 = 10_000_000_000_000_000;
+const TEN_17: u128 = 100_000_000_000_000_000;
+
+/// `floor(m * 2^e * 10^q)` and how the discarded fraction compares with
+/// one half, computed exactly in 128-bit integers; `None` when the numbers
+/// do not fit (very large or very small magnitudes).
+fn scale_exact(m: u64, e: i32, q: i32) -> Option<(u128, std::cmp::Ordering)> {
+    use std::cmp::Ordering;
+    if q >= 0 {
+        // m * 2^e * 10^q = (m * 5^q) * 2^(e + q)
+        let p = u128::from(m).checked_mul(*POW5.get(q as usize)?)?;
+        let shift = e + q;
+        if shift >= 0 {
+            if p.leading_zeros() < shift as u32 {
+                return None;
+            }
+            return Some((p << shift, Ordering::Less));
+        }
+        let s = shift.unsigned_abs();
+        if s >= 128 {
+            return None;
+        }
+        let fraction = p & ((1u128 << s) - 1);
+        let half = 1u128 << (s - 1);
+        Some((p >> s, fraction.cmp(&half)))
+    } else {
+        // m * 2^e / 10^-q, with m * 2^e an integer here.
+        if e < 0 {
+            return None;
+        }
+        let e = e as u32;
+        if u128::from(m).leading_zeros() < e {
+            return None;
+        }
+        let n = u128::from(m) << e;
+        let divisor = *POW10.get(q.unsigned_abs() as usize)?;
+        let remainder = n % divisor;
+        // remainder < 10^38 < 2^127, so doubling cannot overflow.
+        Some((n / divisor, (remainder * 2).cmp(&divisor)))
+    }
+}
+
+/// `%.17g` digits of a positive finite `a` by exact integer arithmetic,
+/// for magnitudes from about 1e-15 to 3e38 (where 128 bits suffice).
+///
+/// This is several times faster than `core::fmt`'s exact mode, which matters
+/// for replies full of scores (`ZRANGE … WITHSCORES`).
+fn g17_digits_exact(a: f64) -> Option<G17Digits> {
+    use std::cmp::Ordering;
+    let bits = a.to_bits();
+    let biased = ((bits >> 52) & 0x7ff) as i32;
+    let fraction = bits & ((1u64 << 52) - 1);
+    let (m, e) = if biased == 0 {
+        (fraction, -1074)
+    } else {
+        (fraction | (1u64 << 52), biased - 1075)
+    };
+    if m == 0 {
+        return None;
+    }
+    // An estimate of the decimal exponent, corrected below if off by one.
+    let mut exponent = a.log10().floor() as i32;
+    for _ in 0..3 {
+        let (int, rest) = scale_exact(m, e, G_PRECISION - 1 - exponent)?;
+        if int >= TEN_17 {
+            exponent += 1;
+            continue;
+        }
+        if int < TEN_16 {
+            exponent -= 1;
+            continue;
+        }
+        // Round to nearest, ties to even, as glibc does on exact values.
+        let round_up = match rest {
+            Ordering::Greater => true,
+            Ordering::Equal => int % 2 == 1,
+            Ordering::Less => false,
+        };
+        let mut n = int + u128::from(round_up);
+        if n == TEN_17 {
+            n = TEN_16;
+            exponent += 1;
+        }
+        // n < 10^17 fits in 64 bits, where division is far cheaper.
+        let mut n = n as u64;
+        let mut digits = [b'0'; G_PRECISION as usize];
+        for pair in digits[1..].chunks_exact_mut(2).rev() {
+            let i = (n % 100) as usize * 2;
+            n /= 100;
+            pair.copy_from_slice(&DIGIT_PAIRS[i..i + 2]);
+        }
+        digits[0] = b'0' + n as u8;
+        return Some((digits, exponent));
+    }
+    None
+}
+
+/// `%.17g` digits of a positive finite `a` through `core::fmt`'s exact mode,
+/// which rounds the true binary value to 17 digits, ties to even, like glibc.
+/// Works for every double; used where [`g17_digits_exact`] cannot.
+fn g17_digits_fmt(a: f64) -> Option<G17Digits> {
+    let mut text = StackText {
+        buf: [0; 40],
+        len: 0,
+    };
+    // Output form: `D.DDDDDDDDDDDDDDDDe[-]X`.
+    write!(text, "{:.16e}", a).ok()?;
+    let mut digits = [b'0'; G_PRECISION as usize];
+    let mut ndigits = 0usize;
+    let mut exponent: i32 = 0;
+    let mut exponent_negative = false;
+    let mut in_exponent = false;
+    for &b in &text.buf[..text.len] {
+        match b {
+            b'e' => in_exponent = true,
+            b'-' if in_exponent => exponent_negative = true,
+            b'0'..=b'9' if in_exponent => exponent = exponent * 10 + i32::from(b - b'0'),
+            b'0'..=b'9' => {
+                if let Some(slot) = digits.get_mut(ndigits) {
+                    *slot = b;
+                    ndigits += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    Some((
+        digits,
+        if exponent_negative {
+            -exponent
+        } else {
+            exponent
+        },
+    ))
 }
 
 /// Adapter so `write!` can append to a `Vec<u8>` on the (unreachable) fallback path.
@@ -362,6 +502,26 @@ mod tests {
     }
 
     #[test]
+    fn g17_exact_path_covers_common_range_and_ties() {
+        for a in [1.1, 0.1, 1e-15, 1.5e-7, 123.456, 2e38, 9.999999999999999e16] {
+            assert!(g17_digits_exact(a).is_some(), "{a:e}");
+        }
+        // Exact ties at the 18th digit, both rounding directions of "even".
+        for n in 20..60 {
+            for k in [1.0, 3.0, 5.0, 7.0, 11.0] {
+                let a = k * 2f64.powi(-n);
+                assert_eq!(
+                    g17_digits_exact(a).or(g17_digits_fmt(a)),
+                    g17_digits_fmt(a),
+                    "{a:e}"
+                );
+            }
+        }
+        assert_eq!(g17_digits_exact(1e-300), None);
+        assert_eq!(g17_digits_exact(1e300), None);
+    }
+
+    #[test]
     fn g17_known_values() {
         assert_eq!(g17(1.1), "1.1000000000000001");
         assert_eq!(g17(0.1), "0.10000000000000001");
@@ -403,6 +563,17 @@ mod tests {
                 .ok()
                 .filter(|n| n.to_string() == s);
             prop_assert_eq!(parse_i64(s.as_bytes()), expected);
+        }
+
+        #[test]
+        fn g17_exact_path_agrees_with_fmt(bits in any::<u64>(), small in -1e6f64..1e6, shift in 0i32..60) {
+            for a in [f64::from_bits(bits).abs(), small.abs(), (small * 2f64.powi(-shift)).abs()] {
+                if a.is_finite() && a != 0.0 {
+                    if let Some(exact) = g17_digits_exact(a) {
+                        prop_assert_eq!(Some(exact), g17_digits_fmt(a), "{:e}", a);
+                    }
+                }
+            }
         }
 
         #[test]
