@@ -202,10 +202,25 @@ impl<'a> RespWriter<'a> {
     /// `$len\r\nbytes\r\n` without the drop check.
     #[inline]
     fn bulk_body(&mut self, b: &[u8]) {
-        self.out.reserve(b.len() + 25);
-        self.out.push(b'$');
-        write_u64(self.out, b.len() as u64);
-        self.out.extend_from_slice(b"\r\n");
+        let len = b.len();
+        self.out.reserve(len + 25);
+        // Most values are short: emit their header as one fixed-size copy.
+        if len < 10 {
+            self.out
+                .extend_from_slice(&[b'$', b'0' + len as u8, b'\r', b'\n']);
+        } else if len < 100 {
+            self.out.extend_from_slice(&[
+                b'$',
+                b'0' + (len / 10) as u8,
+                b'0' + (len % 10) as u8,
+                b'\r',
+                b'\n',
+            ]);
+        } else {
+            self.out.push(b'$');
+            write_u64(self.out, len as u64);
+            self.out.extend_from_slice(b"\r\n");
+        }
         self.out.extend_from_slice(b);
         self.out.extend_from_slice(b"\r\n");
     }
@@ -455,6 +470,13 @@ mod tests {
             b"$4\r\na\r\nb\r\n",
         );
         check(|w| w.bulk_i64(-123), b"$4\r\n-123\r\n", b"$4\r\n-123\r\n");
+        for len in [9, 10, 99, 100, 1000, 123456] {
+            let data = vec![b'x'; len];
+            let mut expected = format!("${len}\r\n").into_bytes();
+            expected.extend_from_slice(&data);
+            expected.extend_from_slice(b"\r\n");
+            check(|w| w.bulk(&data), &expected, &expected);
+        }
         check(|w| w.bulk_i64(0), b"$1\r\n0\r\n", b"$1\r\n0\r\n");
     }
 
