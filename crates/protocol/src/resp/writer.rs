@@ -139,8 +139,8 @@ impl<'a> RespWriter<'a> {
         self.raw(WRONGTYPE);
     }
 
-    /// A bulk string holding the decimal text of `n` (as Redis's
-    /// `addReplyBulkLongLong`), e.g. for `INCRBYFLOAT`-style string results.
+    /// A bulk string holding the decimal text of `n`, for replies Redis
+    /// sends as strings although they hold integers (its `addReplyBulkLongLong`).
     pub fn bulk_i64(&mut self, n: i64) {
         if self.drop_scalar() {
             return;
