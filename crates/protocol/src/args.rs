@@ -75,7 +75,11 @@ impl CommandArgs {
     /// Append an argument that lives in the input buffer at `start..start + len`.
     #[inline]
     pub fn push_input(&mut self, start: usize, len: usize) {
-        self.refs.push(ArgRef { start, len, in_scratch: false });
+        self.refs.push(ArgRef {
+            start,
+            len,
+            in_scratch: false,
+        });
     }
 
     /// Append an argument by copying `bytes` into the scratch buffer.
@@ -83,7 +87,11 @@ impl CommandArgs {
     pub fn push_owned(&mut self, bytes: &[u8]) {
         let start = self.scratch.len();
         self.scratch.extend_from_slice(bytes);
-        self.refs.push(ArgRef { start, len: bytes.len(), in_scratch: true });
+        self.refs.push(ArgRef {
+            start,
+            len: bytes.len(),
+            in_scratch: true,
+        });
     }
 
     /// Append an argument whose bytes are written by `fill` into the scratch buffer.
@@ -94,13 +102,74 @@ impl CommandArgs {
         let start = self.scratch.len();
         fill(&mut self.scratch);
         let len = self.scratch.len() - start;
-        self.refs.push(ArgRef { start, len, in_scratch: true });
+        self.refs.push(ArgRef {
+            start,
+            len,
+            in_scratch: true,
+        });
     }
 
     /// Drop arguments from index `len` on (used when a decoder backs out).
     #[inline]
     pub fn truncate(&mut self, len: usize) {
         self.refs.truncate(len);
+    }
+
+    /// Insert an argument copied into the scratch buffer at position `at`.
+    ///
+    /// Used by the RESPB decoder for the rare tokens that RESP places before the
+    /// binary field that governs them; shifting a handful of references is cheap.
+    pub fn insert_owned(&mut self, at: usize, bytes: &[u8]) {
+        let start = self.scratch.len();
+        self.scratch.extend_from_slice(bytes);
+        let r = ArgRef {
+            start,
+            len: bytes.len(),
+            in_scratch: true,
+        };
+        self.refs.insert(at.min(self.refs.len()), r);
+    }
+
+    /// Replace argument `i` with bytes written by `fill` into the scratch buffer.
+    pub fn replace_with(&mut self, i: usize, fill: impl FnOnce(&mut Vec<u8>)) {
+        let start = self.scratch.len();
+        fill(&mut self.scratch);
+        let len = self.scratch.len() - start;
+        if let Some(r) = self.refs.get_mut(i) {
+            *r = ArgRef {
+                start,
+                len,
+                in_scratch: true,
+            };
+        }
+    }
+
+    /// Put `prefix` in front of argument `i`, which must live in the scratch buffer.
+    ///
+    /// Returns false (changing nothing) for an argument in the input buffer.
+    pub fn prefix_owned(&mut self, i: usize, prefix: &[u8]) -> bool {
+        let Some(old) = self.refs.get(i).copied().filter(|r| r.in_scratch) else {
+            return false;
+        };
+        let start = self.scratch.len();
+        self.scratch.extend_from_slice(prefix);
+        self.scratch.extend_from_within(old.start..old.start + old.len);
+        self.refs[i] = ArgRef {
+            start,
+            len: prefix.len() + old.len,
+            in_scratch: true,
+        };
+        true
+    }
+
+    /// Move every input-buffer reference up by `by` bytes.
+    ///
+    /// Used when a sub-slice was decoded (a RESPB passthrough frame's RESP text)
+    /// and the references must point into the enclosing buffer.
+    pub fn shift_input(&mut self, by: usize) {
+        for r in self.refs.iter_mut().filter(|r| !r.in_scratch) {
+            r.start += by;
+        }
     }
 
     /// Shift every input-buffer reference down by `by` bytes.
@@ -148,7 +217,10 @@ mod tests {
         a.push_input(3, 3);
         a.push_with(|s| s.extend_from_slice(b"42"));
         a.push_owned(b"EX");
-        assert_eq!(a.to_vec(input), vec![b"GET".to_vec(), b"key".to_vec(), b"42".to_vec(), b"EX".to_vec()]);
+        assert_eq!(
+            a.to_vec(input),
+            vec![b"GET".to_vec(), b"key".to_vec(), b"42".to_vec(), b"EX".to_vec()]
+        );
         assert_eq!(a.get(input, 4), None);
         a.clear();
         assert!(a.is_empty());

@@ -96,9 +96,7 @@ pub fn parse_i64(bytes: &[u8]) -> Option<i64> {
         if !b.is_ascii_digit() {
             return None;
         }
-        magnitude = magnitude
-            .checked_mul(10)?
-            .checked_add(u64::from(b - b'0'))?;
+        magnitude = magnitude.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
     }
     if negative {
         if magnitude > i64::MIN.unsigned_abs() {
@@ -142,11 +140,7 @@ const G_PRECISION: i32 = 17;
 /// set, as glibc does), and negative zero as `-0`.
 pub fn write_double_g17(out: &mut Vec<u8>, d: f64) {
     if d.is_nan() {
-        out.extend_from_slice(if d.is_sign_negative() {
-            b"-nan"
-        } else {
-            b"nan"
-        });
+        out.extend_from_slice(if d.is_sign_negative() { b"-nan" } else { b"nan" });
         return;
     }
     if d.is_infinite() {
@@ -164,9 +158,7 @@ pub fn write_double_g17(out: &mut Vec<u8>, d: f64) {
         write_u64(out, magnitude as u64);
         return;
     }
-    let Some((digits, exponent)) =
-        g17_digits_exact(magnitude).or_else(|| g17_digits_fmt(magnitude))
-    else {
+    let Some((digits, exponent)) = g17_digits_exact(magnitude).or_else(|| g17_digits_fmt(magnitude)) else {
         // Unreachable: the fallback only fails if 40 bytes cannot hold 24.
         let _ = write!(VecWriter(out), "{}", d);
         return;
@@ -339,10 +331,7 @@ fn g17_digits_exact(a: f64) -> Option<G17Digits> {
 /// which rounds the true binary value to 17 digits, ties to even, like glibc.
 /// Works for every double; used where [`g17_digits_exact`] cannot.
 fn g17_digits_fmt(a: f64) -> Option<G17Digits> {
-    let mut text = StackText {
-        buf: [0; 40],
-        len: 0,
-    };
+    let mut text = StackText { buf: [0; 40], len: 0 };
     // Output form: `D.DDDDDDDDDDDDDDDDe[-]X`.
     write!(text, "{:.16e}", a).ok()?;
     let mut digits = [b'0'; G_PRECISION as usize];
@@ -364,14 +353,7 @@ fn g17_digits_fmt(a: f64) -> Option<G17Digits> {
             _ => {}
         }
     }
-    Some((
-        digits,
-        if exponent_negative {
-            -exponent
-        } else {
-            exponent
-        },
-    ))
+    Some((digits, if exponent_negative { -exponent } else { exponent }))
 }
 
 /// Adapter so `write!` can append to a `Vec<u8>` on the (unreachable) fallback path.
@@ -450,12 +432,7 @@ mod tests {
             (b"-9223372036854775807", i64::MIN + 1),
         ];
         for (text, n) in ok {
-            assert_eq!(
-                parse_i64(text),
-                Some(*n),
-                "{:?}",
-                String::from_utf8_lossy(text)
-            );
+            assert_eq!(parse_i64(text), Some(*n), "{:?}", String::from_utf8_lossy(text));
         }
         let bad: &[&[u8]] = &[
             b"",
@@ -510,11 +487,7 @@ mod tests {
         for n in 20..60 {
             for k in [1.0, 3.0, 5.0, 7.0, 11.0] {
                 let a = k * 2f64.powi(-n);
-                assert_eq!(
-                    g17_digits_exact(a).or(g17_digits_fmt(a)),
-                    g17_digits_fmt(a),
-                    "{a:e}"
-                );
+                assert_eq!(g17_digits_exact(a).or(g17_digits_fmt(a)), g17_digits_fmt(a), "{a:e}");
             }
         }
         assert_eq!(g17_digits_exact(1e-300), None);

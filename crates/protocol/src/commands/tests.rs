@@ -34,11 +34,7 @@ fn csv_fields(line: &str) -> Vec<String> {
 
 fn csv_rows(rel: &str) -> Vec<Vec<String>> {
     let text = String::from_utf8(read_spec(rel)).unwrap();
-    text.lines()
-        .skip(1)
-        .filter(|l| !l.is_empty())
-        .map(csv_fields)
-        .collect()
+    text.lines().skip(1).filter(|l| !l.is_empty()).map(csv_fields).collect()
 }
 
 fn fnv1a64(data: &[u8]) -> u64 {
@@ -92,15 +88,7 @@ fn lookup_ignores_ascii_case() {
     assert_eq!(get("JSON.SET").name, "json.set");
     assert_eq!(get("restore-asking").name, "restore-asking");
     assert_eq!(get("GEORADIUS_RO").name, "georadius_ro");
-    for name in [
-        "",
-        "ge",
-        "gett",
-        "nosuchcommand",
-        "get ",
-        "client|list",
-        "\u{e9}",
-    ] {
+    for name in ["", "ge", "gett", "nosuchcommand", "get ", "client|list", "\u{e9}"] {
         assert!(lookup(name.as_bytes()).is_none(), "{name:?} found");
     }
     for c in COMMANDS {
@@ -112,14 +100,8 @@ fn lookup_ignores_ascii_case() {
 #[test]
 fn lookup_subcommands() {
     let client = get("client");
-    assert_eq!(
-        lookup_subcommand(client, b"LIST").map(|c| c.name),
-        Some("client|list")
-    );
-    assert_eq!(
-        lookup_subcommand(client, b"list").map(|c| c.name),
-        Some("client|list")
-    );
+    assert_eq!(lookup_subcommand(client, b"LIST").map(|c| c.name), Some("client|list"));
+    assert_eq!(lookup_subcommand(client, b"list").map(|c| c.name), Some("client|list"));
     let config = get("CONFIG");
     let config_get = lookup_subcommand(config, b"get").map(|c| (c.name, c.arity));
     assert_eq!(config_get, Some(("config|get", -3)));
@@ -128,10 +110,7 @@ fn lookup_subcommands() {
     for c in COMMANDS {
         for s in c.subcommands {
             let up = s.short_name().to_ascii_uppercase();
-            assert!(std::ptr::eq(
-                lookup_subcommand(c, up.as_bytes()).unwrap(),
-                s
-            ));
+            assert!(std::ptr::eq(lookup_subcommand(c, up.as_bytes()).unwrap(), s));
         }
     }
 }
@@ -140,9 +119,7 @@ fn lookup_subcommands() {
 fn known_facts() {
     let g = get("get");
     assert_eq!((g.arity, g.first_key, g.last_key, g.step), (2, 1, 1, 1));
-    assert!(g
-        .flags
-        .contains(CommandFlags::READONLY.union(CommandFlags::FAST)));
+    assert!(g.flags.contains(CommandFlags::READONLY.union(CommandFlags::FAST)));
     assert!(!g.flags.contains(CommandFlags::WRITE));
     assert_eq!(g.flags.names().collect::<Vec<_>>(), ["readonly", "fast"]);
     assert_eq!(
@@ -155,9 +132,7 @@ fn known_facts() {
 
     let s = get("set");
     assert_eq!(s.arity, -3);
-    assert!(s
-        .flags
-        .contains(CommandFlags::WRITE.union(CommandFlags::DENYOOM)));
+    assert!(s.flags.contains(CommandFlags::WRITE.union(CommandFlags::DENYOOM)));
     assert!(s.arity_ok(3) && s.arity_ok(9) && !s.arity_ok(2));
     assert_eq!(s.history.len(), 4);
     assert_eq!(s.arguments[0].kind, ArgKind::Key);
@@ -236,10 +211,7 @@ fn every_valkey_command_is_present() {
         let top = words.next().unwrap();
         let spec = get(top);
         if let Some(sub) = words.next() {
-            assert!(
-                lookup_subcommand(spec, sub.as_bytes()).is_some(),
-                "{top} {sub} missing"
-            );
+            assert!(lookup_subcommand(spec, sub.as_bytes()).is_some(), "{top} {sub} missing");
         }
     }
 }
@@ -263,11 +235,7 @@ fn check_args(ctx: &str, table: &[ArgSpec], json: &Json) {
         assert_eq!(Some(a.name), j["name"].as_str(), "{ctx}");
         assert_eq!(Some(a.kind.wire_name()), j["type"].as_str(), "{ctx}");
         assert_eq!(a.token.map(str::to_owned), opt_str(j, "token"), "{ctx}");
-        assert_eq!(
-            a.display.map(str::to_owned),
-            opt_str(j, "display_text"),
-            "{ctx}"
-        );
+        assert_eq!(a.display.map(str::to_owned), opt_str(j, "display_text"), "{ctx}");
         assert_eq!(a.summary.map(str::to_owned), opt_str(j, "summary"), "{ctx}");
         assert_eq!(a.since.map(str::to_owned), opt_str(j, "since"), "{ctx}");
         let dep = opt_str(j, "deprecated_since");
@@ -282,30 +250,16 @@ fn check_args(ctx: &str, table: &[ArgSpec], json: &Json) {
 
 fn check_key_spec(ctx: &str, k: &KeySpec, j: &Json) {
     assert_eq!(k.notes.map(str::to_owned), opt_str(j, "notes"), "{ctx}");
-    assert_eq!(
-        k.flags.names().collect::<Vec<_>>(),
-        strs(&j["flags"]),
-        "{ctx}"
-    );
+    assert_eq!(k.flags.names().collect::<Vec<_>>(), strs(&j["flags"]), "{ctx}");
     let bs = &j["begin_search"];
     let spec = &bs["spec"];
     match (k.begin_search, bs["type"].as_str()) {
         (BeginSearch::Index(i), Some("index")) => {
             assert_eq!(spec["index"].as_i64(), Some(i64::from(i)), "{ctx}");
         }
-        (
-            BeginSearch::Keyword {
-                keyword,
-                start_from,
-            },
-            Some("keyword"),
-        ) => {
+        (BeginSearch::Keyword { keyword, start_from }, Some("keyword")) => {
             assert_eq!(spec["keyword"].as_str(), Some(keyword), "{ctx}");
-            assert_eq!(
-                spec["startfrom"].as_i64(),
-                Some(i64::from(start_from)),
-                "{ctx}"
-            );
+            assert_eq!(spec["startfrom"].as_i64(), Some(i64::from(start_from)), "{ctx}");
         }
         (BeginSearch::Unknown, Some("unknown")) => {}
         (have, want) => panic!("{ctx}: begin_search {have:?} vs {want:?}"),
@@ -334,16 +288,8 @@ fn check_command(c: &CommandSpec, j: &Json) {
     assert_eq!(Some(c.name), j["name"].as_str());
     assert_eq!(Some(c.source.label()), j["source"].as_str(), "{ctx}");
     assert_eq!(Some(i64::from(c.arity)), j["arity"].as_i64(), "{ctx}");
-    assert_eq!(
-        c.flags.names().collect::<Vec<_>>(),
-        strs(&j["flags"]),
-        "{ctx}"
-    );
-    let keys = (
-        j["first_key"].as_i64(),
-        j["last_key"].as_i64(),
-        j["step"].as_i64(),
-    );
+    assert_eq!(c.flags.names().collect::<Vec<_>>(), strs(&j["flags"]), "{ctx}");
+    let keys = (j["first_key"].as_i64(), j["last_key"].as_i64(), j["step"].as_i64());
     let want = (
         Some(i64::from(c.first_key)),
         Some(i64::from(c.last_key)),

@@ -95,11 +95,7 @@ enum Piece {
 
 /// Walk one argument starting at `i` (not whitespace), reporting its bytes to
 /// `emit`, and return the index just past it.
-fn walk_arg(
-    line: &[u8],
-    mut i: usize,
-    emit: &mut impl FnMut(Piece),
-) -> Result<usize, RequestError> {
+fn walk_arg(line: &[u8], mut i: usize, emit: &mut impl FnMut(Piece)) -> Result<usize, RequestError> {
     loop {
         match line.get(i) {
             None | Some(b' ' | b'\n' | b'\r' | b'\t') => return Ok(i),
@@ -113,11 +109,7 @@ fn walk_arg(
     }
 }
 
-fn walk_double_quoted(
-    line: &[u8],
-    mut i: usize,
-    emit: &mut impl FnMut(Piece),
-) -> Result<usize, RequestError> {
+fn walk_double_quoted(line: &[u8], mut i: usize, emit: &mut impl FnMut(Piece)) -> Result<usize, RequestError> {
     loop {
         match line.get(i) {
             None => return Err(RequestError::UnbalancedQuotes),
@@ -153,11 +145,7 @@ fn walk_double_quoted(
     }
 }
 
-fn walk_single_quoted(
-    line: &[u8],
-    mut i: usize,
-    emit: &mut impl FnMut(Piece),
-) -> Result<usize, RequestError> {
+fn walk_single_quoted(line: &[u8], mut i: usize, emit: &mut impl FnMut(Piece)) -> Result<usize, RequestError> {
     loop {
         match line.get(i) {
             None => return Err(RequestError::UnbalancedQuotes),
@@ -218,24 +206,15 @@ mod tests {
 
     #[test]
     fn plain_words_separated_by_any_whitespace() {
-        assert_eq!(
-            split(b"SET key value").unwrap(),
-            words(&[b"SET", b"key", b"value"])
-        );
-        assert_eq!(
-            split(b"  a \t b\r c  ").unwrap(),
-            words(&[b"a", b"b", b"c"])
-        );
+        assert_eq!(split(b"SET key value").unwrap(), words(&[b"SET", b"key", b"value"]));
+        assert_eq!(split(b"  a \t b\r c  ").unwrap(), words(&[b"a", b"b", b"c"]));
         assert_eq!(split(b"").unwrap(), words(&[]));
         assert_eq!(split(b"   \t ").unwrap(), words(&[]));
     }
 
     #[test]
     fn vertical_tab_and_form_feed_are_skipped_before_but_kept_inside() {
-        assert_eq!(
-            split(b"\x0b\x0ca\x0bb c").unwrap(),
-            words(&[b"a\x0bb", b"c"])
-        );
+        assert_eq!(split(b"\x0b\x0ca\x0bb c").unwrap(), words(&[b"a\x0bb", b"c"]));
     }
 
     #[test]
@@ -251,14 +230,8 @@ mod tests {
 
     #[test]
     fn double_quotes_and_their_escapes() {
-        assert_eq!(
-            split(br#"SET "a b" c"#).unwrap(),
-            words(&[b"SET", b"a b", b"c"])
-        );
-        assert_eq!(
-            split(br#""\n\r\t\b\a\\\"""#).unwrap(),
-            words(&[b"\n\r\t\x08\x07\\\""])
-        );
+        assert_eq!(split(br#"SET "a b" c"#).unwrap(), words(&[b"SET", b"a b", b"c"]));
+        assert_eq!(split(br#""\n\r\t\b\a\\\"""#).unwrap(), words(&[b"\n\r\t\x08\x07\\\""]));
         assert_eq!(split(br#""\x41\x6a\xFf""#).unwrap(), words(&[b"Aj\xff"]));
         assert_eq!(split(br#""\q\'""#).unwrap(), words(&[b"q'"]));
         // \x without two hex digits is just the letter x.
@@ -270,10 +243,7 @@ mod tests {
 
     #[test]
     fn single_quotes_only_escape_the_quote() {
-        assert_eq!(
-            split(br#"'a\'b' '\n\"'"#).unwrap(),
-            words(&[b"a'b", br#"\n\""#])
-        );
+        assert_eq!(split(br#"'a\'b' '\n\"'"#).unwrap(), words(&[b"a'b", br#"\n\""#]));
         assert_eq!(split(b"''").unwrap(), words(&[b""]));
         // `\\` is two literal backslashes, so the second escapes the closing quote.
         assert_eq!(split(br"'a\\'"), Err(RequestError::UnbalancedQuotes));
@@ -334,10 +304,7 @@ mod tests {
         /// Write `arg` so that the splitter must give it back unchanged, choosing
         /// among the quoting styles by `style`.
         fn quote(arg: &[u8], style: u8, line: &mut Vec<u8>) {
-            let plain = !arg.is_empty()
-                && arg
-                    .iter()
-                    .all(|&b| !is_blank(b) && b != b'"' && b != b'\'' && b != 0);
+            let plain = !arg.is_empty() && arg.iter().all(|&b| !is_blank(b) && b != b'"' && b != b'\'' && b != 0);
             match style % 3 {
                 0 if plain => line.extend_from_slice(arg),
                 1 if !arg.contains(&b'\\') => {

@@ -94,36 +94,24 @@ impl fmt::Display for ReplyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ReplyError::UnknownType(b) => {
-                write!(
-                    f,
-                    "protocol error: unknown reply type byte {:?}",
-                    char::from(*b)
-                )
+                write!(f, "protocol error: unknown reply type byte {:?}", char::from(*b))
             }
             ReplyError::BadLength(b) => {
-                write!(
-                    f,
-                    "protocol error: invalid length in {:?} reply",
-                    char::from(*b)
-                )
+                write!(f, "protocol error: invalid length in {:?} reply", char::from(*b))
             }
             ReplyError::BadInteger => f.write_str("protocol error: invalid integer reply"),
             ReplyError::BadDouble => f.write_str("protocol error: invalid double reply"),
             ReplyError::BadBoolean => f.write_str("protocol error: invalid boolean reply"),
             ReplyError::BadBigNumber => f.write_str("protocol error: invalid big number reply"),
-            ReplyError::BadVerbatim => {
-                f.write_str("protocol error: verbatim string without a format prefix")
-            }
+            ReplyError::BadVerbatim => f.write_str("protocol error: verbatim string without a format prefix"),
             ReplyError::BadNull => f.write_str("protocol error: null reply with data"),
             ReplyError::MissingCrlf => f.write_str("protocol error: expected CR LF"),
-            ReplyError::TooDeep { max_depth } => write!(
-                f,
-                "protocol error: reply nested deeper than {max_depth} levels"
-            ),
-            ReplyError::BulkTooLong { len, max } => write!(
-                f,
-                "protocol error: string of {len} bytes exceeds the limit of {max}"
-            ),
+            ReplyError::TooDeep { max_depth } => {
+                write!(f, "protocol error: reply nested deeper than {max_depth} levels")
+            }
+            ReplyError::BulkTooLong { len, max } => {
+                write!(f, "protocol error: string of {len} bytes exceeds the limit of {max}")
+            }
             ReplyError::AggregateTooLong { len, max } => write!(
                 f,
                 "protocol error: aggregate of {len} elements exceeds the limit of {max}"
@@ -287,8 +275,7 @@ impl<'b> Parser<'b> {
             return Ok(None);
         };
         match kind {
-            b'+' | b'-' | b':' | b'_' | b',' | b'#' | b'(' | b'$' | b'!' | b'=' | b'*' | b'~'
-            | b'>' | b'%' | b'|' => {}
+            b'+' | b'-' | b':' | b'_' | b',' | b'#' | b'(' | b'$' | b'!' | b'=' | b'*' | b'~' | b'>' | b'%' | b'|' => {}
             b';' | b'.' => return Err(ReplyError::Streamed(kind)),
             _ => return Err(ReplyError::UnknownType(kind)),
         }
@@ -697,14 +684,8 @@ mod tests {
         err(&nested(129), ReplyError::TooDeep { max_depth: 128 });
         // Far beyond any stack: rejected at the limit, not by overflowing.
         err(&nested(1_000_000), ReplyError::TooDeep { max_depth: 128 });
-        err(
-            &b"|0\r\n".repeat(1_000_000),
-            ReplyError::TooDeep { max_depth: 128 },
-        );
-        err(
-            &b"%1\r\n".repeat(1_000_000),
-            ReplyError::TooDeep { max_depth: 128 },
-        );
+        err(&b"|0\r\n".repeat(1_000_000), ReplyError::TooDeep { max_depth: 128 });
+        err(&b"%1\r\n".repeat(1_000_000), ReplyError::TooDeep { max_depth: 128 });
         // Incomplete but not too deep yet: more bytes needed.
         assert_eq!(parse(&b"*1\r\n".repeat(100)), Ok(None));
     }
@@ -733,10 +714,7 @@ mod tests {
             .prop_map(Value::Double),
             any::<bool>().prop_map(Value::Boolean),
             "-?[1-9][0-9]{0,40}".prop_map(|s| Value::BigNumber(s.into_bytes())),
-            (
-                any::<[u8; 3]>(),
-                proptest::collection::vec(any::<u8>(), 0..16)
-            )
+            (any::<[u8; 3]>(), proptest::collection::vec(any::<u8>(), 0..16))
                 .prop_map(|(format, text)| Value::Verbatim { format, text }),
         ];
         leaf.prop_recursive(5, 48, 6, |inner| {
@@ -776,33 +754,19 @@ mod tests {
 
     /// Structural equality where NaN equals NaN (doubles are otherwise exact).
     fn same(a: &Value, b: &Value) -> bool {
-        let all = |x: &[Value], y: &[Value]| {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q))
-        };
+        let all = |x: &[Value], y: &[Value]| x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q));
         let pairs = |x: &[(Value, Value)], y: &[(Value, Value)]| {
-            x.len() == y.len()
-                && x.iter()
-                    .zip(y)
-                    .all(|((k1, v1), (k2, v2))| same(k1, k2) && same(v1, v2))
+            x.len() == y.len() && x.iter().zip(y).all(|((k1, v1), (k2, v2))| same(k1, k2) && same(v1, v2))
         };
         match (a, b) {
-            (Value::Double(x), Value::Double(y)) => {
-                (x.is_nan() && y.is_nan()) || x.to_bits() == y.to_bits()
+            (Value::Double(x), Value::Double(y)) => (x.is_nan() && y.is_nan()) || x.to_bits() == y.to_bits(),
+            (Value::Array(x), Value::Array(y)) | (Value::Set(x), Value::Set(y)) | (Value::Push(x), Value::Push(y)) => {
+                all(x, y)
             }
-            (Value::Array(x), Value::Array(y))
-            | (Value::Set(x), Value::Set(y))
-            | (Value::Push(x), Value::Push(y)) => all(x, y),
             (Value::Map(x), Value::Map(y)) => pairs(x, y),
-            (
-                Value::Attribute {
-                    attrs: a1,
-                    value: v1,
-                },
-                Value::Attribute {
-                    attrs: a2,
-                    value: v2,
-                },
-            ) => pairs(a1, a2) && same(v1, v2),
+            (Value::Attribute { attrs: a1, value: v1 }, Value::Attribute { attrs: a2, value: v2 }) => {
+                pairs(a1, a2) && same(v1, v2)
+            }
             _ => a == b,
         }
     }

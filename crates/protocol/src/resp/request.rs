@@ -239,11 +239,7 @@ impl RequestParser {
             out.clear();
             self.pos = 0;
             self.scanned = 0;
-            self.phase = if first == b'*' {
-                Phase::Count
-            } else {
-                Phase::Inline
-            };
+            self.phase = if first == b'*' { Phase::Count } else { Phase::Inline };
         }
         match self.phase {
             Phase::Inline => self.parse_inline(buf, out),
@@ -256,11 +252,7 @@ impl RequestParser {
         }
     }
 
-    fn parse_inline(
-        &mut self,
-        buf: &[u8],
-        out: &mut CommandArgs,
-    ) -> Result<Progress, RequestError> {
+    fn parse_inline(&mut self, buf: &[u8], out: &mut CommandArgs) -> Result<Progress, RequestError> {
         let from = self.scanned.min(buf.len());
         let Some(nl) = memchr::memchr(b'\n', &buf[from..]).map(|i| from + i) else {
             if buf.len() > self.limits.max_inline_len {
@@ -274,11 +266,7 @@ impl RequestParser {
         if nl > self.limits.max_inline_len {
             return Err(RequestError::TooBigInline);
         }
-        let end = if nl > 0 && buf[nl - 1] == b'\r' {
-            nl - 1
-        } else {
-            nl
-        };
+        let end = if nl > 0 && buf[nl - 1] == b'\r' { nl - 1 } else { nl };
         split_inline(&buf[..end], 0, out)?;
         self.reset();
         Ok(Progress::Done(nl + 1))
@@ -314,11 +302,7 @@ impl RequestParser {
         Ok(None)
     }
 
-    fn parse_elements(
-        &mut self,
-        buf: &[u8],
-        out: &mut CommandArgs,
-    ) -> Result<Progress, RequestError> {
+    fn parse_elements(&mut self, buf: &[u8], out: &mut CommandArgs) -> Result<Progress, RequestError> {
         if self.bulk.is_none() {
             self.take_complete_elements(buf, out);
         }
@@ -334,8 +318,7 @@ impl RequestParser {
                     if first != b'$' {
                         return Err(RequestError::ExpectedDollar(first));
                     }
-                    let Some((value, cr)) = self.header_line(buf, RequestError::TooBigBulkCount)?
-                    else {
+                    let Some((value, cr)) = self.header_line(buf, RequestError::TooBigBulkCount)? else {
                         return Ok(Progress::NeedMore {
                             hint: if self.scanned < buf.len() { 1 } else { 0 },
                         });
@@ -358,9 +341,7 @@ impl RequestParser {
             // saturate anyway rather than trust a configured limit.
             let end = self.pos.saturating_add(len).saturating_add(2);
             if buf.len() < end {
-                return Ok(Progress::NeedMore {
-                    hint: end - buf.len(),
-                });
+                return Ok(Progress::NeedMore { hint: end - buf.len() });
             }
             if buf[end - 2] != b'\r' || buf[end - 1] != b'\n' {
                 return Err(RequestError::MissingBulkTerminator);
@@ -422,11 +403,7 @@ impl RequestParser {
     /// is needed, else the number it holds (`None` when it is not a valid
     /// integer or not ended by CRLF) and the index of its CR.
     #[inline(always)]
-    fn header_line(
-        &mut self,
-        buf: &[u8],
-        too_big: RequestError,
-    ) -> Result<Option<(Option<i64>, usize)>, RequestError> {
+    fn header_line(&mut self, buf: &[u8], too_big: RequestError) -> Result<Option<(Option<i64>, usize)>, RequestError> {
         // Nearly every header is a few plain digits followed by CRLF; read
         // those in one pass without searching for the CR first.
         if let Some((n, cr)) = quick_number_line(buf, self.pos + 1) {
@@ -448,11 +425,7 @@ impl RequestParser {
     ///
     /// A line longer than the header limit fails with `too_big`; as for inline
     /// lines, the line's own length decides, whatever was buffered.
-    fn find_line_end(
-        &mut self,
-        buf: &[u8],
-        too_big: RequestError,
-    ) -> Result<Option<usize>, RequestError> {
+    fn find_line_end(&mut self, buf: &[u8], too_big: RequestError) -> Result<Option<usize>, RequestError> {
         let from = self.scanned.max(self.pos + 1).min(buf.len());
         match memchr::memchr(b'\r', &buf[from..]) {
             None => {
@@ -526,9 +499,7 @@ fn parse_i64(s: &[u8]) -> Option<i64> {
         if !d.is_ascii_digit() {
             return None;
         }
-        magnitude = magnitude
-            .checked_mul(10)?
-            .checked_add(u64::from(d - b'0'))?;
+        magnitude = magnitude.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
     }
     if negative {
         if magnitude > i64::MAX as u64 + 1 {
@@ -627,10 +598,7 @@ mod tests {
     #[test]
     fn parses_a_multibulk_command() {
         let buf = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nvalue\r\n";
-        assert_eq!(
-            parse_all(buf),
-            vec![Ok(Some(args(&[b"SET", b"k", b"value"])))]
-        );
+        assert_eq!(parse_all(buf), vec![Ok(Some(args(&[b"SET", b"k", b"value"])))]);
         assert_eq!(one(buf), Ok(Progress::Done(buf.len())));
     }
 
@@ -642,26 +610,13 @@ mod tests {
             vec![Ok(Some(args(&[b"SET", b"a", b"b c"])))]
         );
         // Only the CR right before the LF is stripped.
-        assert_eq!(
-            parse_all(b"a\rb\r\r\n"),
-            vec![Ok(Some(args(&[b"a", b"b"])))]
-        );
-        assert_eq!(
-            parse_all(b"ECHO \"x\r\"\r\n"),
-            vec![Ok(Some(args(&[b"ECHO", b"x\r"])))]
-        );
+        assert_eq!(parse_all(b"a\rb\r\r\n"), vec![Ok(Some(args(&[b"a", b"b"])))]);
+        assert_eq!(parse_all(b"ECHO \"x\r\"\r\n"), vec![Ok(Some(args(&[b"ECHO", b"x\r"])))]);
     }
 
     #[test]
     fn empty_commands_are_consumed_with_no_arguments() {
-        for buf in [
-            &b"*0\r\n"[..],
-            b"*-1\r\n",
-            b"*-5\r\n",
-            b"\n",
-            b"\r\n",
-            b"   \t\r\n",
-        ] {
+        for buf in [&b"*0\r\n"[..], b"*-1\r\n", b"*-5\r\n", b"\n", b"\r\n", b"   \t\r\n"] {
             let mut out = CommandArgs::new();
             out.push_owned(b"stale");
             assert_eq!(
@@ -675,8 +630,7 @@ mod tests {
 
     #[test]
     fn pipelined_commands_parse_one_at_a_time() {
-        let buf =
-            b"*1\r\n$4\r\nPING\r\nECHO hi\r\n*0\r\n*2\r\n$3\r\nGET\r\n$0\r\n\r\n\n*1\r\n$4\r\nPI";
+        let buf = b"*1\r\n$4\r\nPING\r\nECHO hi\r\n*0\r\n*2\r\n$3\r\nGET\r\n$0\r\n\r\n\n*1\r\n$4\r\nPI";
         assert_eq!(
             parse_all(buf),
             vec![
@@ -693,10 +647,7 @@ mod tests {
     #[test]
     fn payloads_are_binary_safe() {
         let buf = b"*2\r\n$4\r\n\r\n\r\n\r\n$5\r\n*1\r\n$\r\n";
-        assert_eq!(
-            parse_all(buf),
-            vec![Ok(Some(args(&[b"\r\n\r\n", b"*1\r\n$"])))]
-        );
+        assert_eq!(parse_all(buf), vec![Ok(Some(args(&[b"\r\n\r\n", b"*1\r\n$"])))]);
         let mut bin = b"*1\r\n$256\r\n".to_vec();
         let payload: Vec<u8> = (0..=255u8).collect();
         bin.extend_from_slice(&payload);
@@ -706,40 +657,16 @@ mod tests {
 
     #[test]
     fn every_error_text_matches_redis() {
-        assert_eq!(
-            err_text(b"*x\r\n"),
-            "ERR Protocol error: invalid multibulk length"
-        );
-        assert_eq!(
-            err_text(b"*1\r\n$x\r\n"),
-            "ERR Protocol error: invalid bulk length"
-        );
-        assert_eq!(
-            err_text(b"*1\r\nx"),
-            "ERR Protocol error: expected '$', got 'x'"
-        );
-        assert_eq!(
-            err_text(b"*1\r\n\r\n"),
-            "ERR Protocol error: expected '$', got ' '"
-        );
-        assert_eq!(
-            err_text(b"*1\r\n\xc3"),
-            "ERR Protocol error: expected '$', got '?'"
-        );
+        assert_eq!(err_text(b"*x\r\n"), "ERR Protocol error: invalid multibulk length");
+        assert_eq!(err_text(b"*1\r\n$x\r\n"), "ERR Protocol error: invalid bulk length");
+        assert_eq!(err_text(b"*1\r\nx"), "ERR Protocol error: expected '$', got 'x'");
+        assert_eq!(err_text(b"*1\r\n\r\n"), "ERR Protocol error: expected '$', got ' '");
+        assert_eq!(err_text(b"*1\r\n\xc3"), "ERR Protocol error: expected '$', got '?'");
         let long_count = [&b"*"[..], &[b'1'; 70_000]].concat();
-        assert_eq!(
-            err_text(&long_count),
-            "ERR Protocol error: too big mbulk count string"
-        );
+        assert_eq!(err_text(&long_count), "ERR Protocol error: too big mbulk count string");
         let long_bulk = [&b"*1\r\n$"[..], &[b'1'; 70_000]].concat();
-        assert_eq!(
-            err_text(&long_bulk),
-            "ERR Protocol error: too big bulk count string"
-        );
-        assert_eq!(
-            err_text(&[b'a'; 70_000]),
-            "ERR Protocol error: too big inline request"
-        );
+        assert_eq!(err_text(&long_bulk), "ERR Protocol error: too big bulk count string");
+        assert_eq!(err_text(&[b'a'; 70_000]), "ERR Protocol error: too big inline request");
         assert_eq!(
             err_text(b"SET \"a\n"),
             "ERR Protocol error: unbalanced quotes in request"
@@ -765,11 +692,7 @@ mod tests {
             "*-99999999999999999999",
         ] {
             let buf = format!("{bad}\r\n");
-            assert_eq!(
-                one(buf.as_bytes()),
-                Err(RequestError::InvalidMultibulkLength),
-                "{bad}"
-            );
+            assert_eq!(one(buf.as_bytes()), Err(RequestError::InvalidMultibulkLength), "{bad}");
         }
         assert_eq!(one(b"*-9223372036854775808\r\n"), Ok(Progress::Done(23)));
         assert_eq!(
@@ -800,14 +723,8 @@ mod tests {
 
     #[test]
     fn header_lines_need_crlf() {
-        assert_eq!(
-            one(b"*1\rx$1\r\na\r\n"),
-            Err(RequestError::InvalidMultibulkLength)
-        );
-        assert_eq!(
-            one(b"*1\r\n$1\rxa\r\n"),
-            Err(RequestError::InvalidBulkLength)
-        );
+        assert_eq!(one(b"*1\rx$1\r\na\r\n"), Err(RequestError::InvalidMultibulkLength));
+        assert_eq!(one(b"*1\r\n$1\rxa\r\n"), Err(RequestError::InvalidBulkLength));
         assert_eq!(one(b"*1\n"), Ok(Progress::NeedMore { hint: 0 }));
         assert_eq!(one(b"*1\r"), Ok(Progress::NeedMore { hint: 1 }));
     }
@@ -816,30 +733,17 @@ mod tests {
     fn bulk_length_rules_and_limit() {
         for bad in ["$-1", "$-0", "$+1", "$01", "$", "$1 ", "$536870913"] {
             let buf = format!("*1\r\n{bad}\r\n");
-            assert_eq!(
-                one(buf.as_bytes()),
-                Err(RequestError::InvalidBulkLength),
-                "{bad}"
-            );
+            assert_eq!(one(buf.as_bytes()), Err(RequestError::InvalidBulkLength), "{bad}");
         }
         // The limit itself is accepted, and the length is checked before any payload arrives.
-        assert_eq!(
-            one(b"*1\r\n$536870912\r\n"),
-            Ok(Progress::NeedMore { hint: 536870914 })
-        );
+        assert_eq!(one(b"*1\r\n$536870912\r\n"), Ok(Progress::NeedMore { hint: 536870914 }));
         let mut p = RequestParser::new(RequestLimits {
             max_bulk_len: 3,
             ..RequestLimits::default()
         });
         let mut out = CommandArgs::new();
-        assert_eq!(
-            p.parse(b"*1\r\n$3\r\nabc\r\n", &mut out),
-            Ok(Progress::Done(13))
-        );
-        assert_eq!(
-            p.parse(b"*1\r\n$4\r\n", &mut out),
-            Err(RequestError::InvalidBulkLength)
-        );
+        assert_eq!(p.parse(b"*1\r\n$3\r\nabc\r\n", &mut out), Ok(Progress::Done(13)));
+        assert_eq!(p.parse(b"*1\r\n$4\r\n", &mut out), Err(RequestError::InvalidBulkLength));
     }
 
     #[test]
@@ -849,19 +753,10 @@ mod tests {
             ..RequestLimits::default()
         });
         let mut out = CommandArgs::new();
-        assert_eq!(
-            p.parse(b"*3\r\n", &mut out),
-            Err(RequestError::InvalidMultibulkLength)
-        );
-        assert_eq!(
-            p.parse(b"*2\r\n", &mut out),
-            Ok(Progress::NeedMore { hint: 0 })
-        );
+        assert_eq!(p.parse(b"*3\r\n", &mut out), Err(RequestError::InvalidMultibulkLength));
+        assert_eq!(p.parse(b"*2\r\n", &mut out), Ok(Progress::NeedMore { hint: 0 }));
         assert_eq!(one(b"*2147483647\r\n"), Ok(Progress::NeedMore { hint: 0 }));
-        assert_eq!(
-            one(b"*2147483648\r\n"),
-            Err(RequestError::InvalidMultibulkLength)
-        );
+        assert_eq!(one(b"*2147483648\r\n"), Err(RequestError::InvalidMultibulkLength));
     }
 
     #[test]
@@ -889,8 +784,7 @@ mod tests {
             max_inline_len: 8,
             ..RequestLimits::default()
         };
-        let run =
-            |buf: &[u8]| RequestParser::new(limits.clone()).parse(buf, &mut CommandArgs::new());
+        let run = |buf: &[u8]| RequestParser::new(limits.clone()).parse(buf, &mut CommandArgs::new());
         // Inline: 8 bytes before the LF are fine, 9 are not, complete or not.
         assert_eq!(run(b"abcdefgh\n"), Ok(Progress::Done(9)));
         assert_eq!(run(b"abcdefgh"), Ok(Progress::NeedMore { hint: 0 }));
@@ -901,14 +795,8 @@ mod tests {
         assert_eq!(run(b"*10000000\r\n"), Err(RequestError::TooBigMbulkCount));
         assert_eq!(run(b"*10000000"), Err(RequestError::TooBigMbulkCount));
         // Bulk line likewise, counted from its `$`.
-        assert_eq!(
-            run(b"*1\r\n$0000000\r\n"),
-            Err(RequestError::InvalidBulkLength)
-        );
-        assert_eq!(
-            run(b"*1\r\n$00000000\r\n"),
-            Err(RequestError::TooBigBulkCount)
-        );
+        assert_eq!(run(b"*1\r\n$0000000\r\n"), Err(RequestError::InvalidBulkLength));
+        assert_eq!(run(b"*1\r\n$00000000\r\n"), Err(RequestError::TooBigBulkCount));
         assert_eq!(run(b"*1\r\n$00000000"), Err(RequestError::TooBigBulkCount));
     }
 
@@ -938,10 +826,7 @@ mod tests {
             run(&mut p, b"*1\r\n$536870913\r\n"),
             Err(RequestError::InvalidBulkLength)
         );
-        assert_eq!(
-            run(&mut p, b"*1\r\n$16384\r\n"),
-            Ok(Progress::NeedMore { hint: 16386 })
-        );
+        assert_eq!(run(&mut p, b"*1\r\n$16384\r\n"), Ok(Progress::NeedMore { hint: 16386 }));
         p.reset();
         assert_eq!(run(&mut p, b"*-1\r\n"), Ok(Progress::Done(5)));
         p.set_auth_required(false);
@@ -985,34 +870,19 @@ mod tests {
         let mut buf = b"*1\r\n$16385\r\n".to_vec();
         buf.resize(buf.len() + 16385, b'x');
         buf.extend_from_slice(b"\r\n");
-        assert_eq!(
-            p.parse(&buf, &mut out),
-            Err(RequestError::UnauthenticatedBulkLength)
-        );
+        assert_eq!(p.parse(&buf, &mut out), Err(RequestError::UnauthenticatedBulkLength));
     }
 
     #[test]
     fn expected_dollar_is_reported_without_waiting_for_the_line() {
-        assert_eq!(
-            one(b"*2\r\n$1\r\na\r\n:"),
-            Err(RequestError::ExpectedDollar(b':'))
-        );
+        assert_eq!(one(b"*2\r\n$1\r\na\r\n:"), Err(RequestError::ExpectedDollar(b':')));
     }
 
     #[test]
     fn bulk_terminator_is_required() {
-        assert_eq!(
-            one(b"*1\r\n$1\r\nab\r\n"),
-            Err(RequestError::MissingBulkTerminator)
-        );
-        assert_eq!(
-            one(b"*1\r\n$1\r\na\rx"),
-            Err(RequestError::MissingBulkTerminator)
-        );
-        assert_eq!(
-            one(b"*1\r\n$1\r\na\n\n"),
-            Err(RequestError::MissingBulkTerminator)
-        );
+        assert_eq!(one(b"*1\r\n$1\r\nab\r\n"), Err(RequestError::MissingBulkTerminator));
+        assert_eq!(one(b"*1\r\n$1\r\na\rx"), Err(RequestError::MissingBulkTerminator));
+        assert_eq!(one(b"*1\r\n$1\r\na\n\n"), Err(RequestError::MissingBulkTerminator));
         assert_eq!(one(b"*1\r\n$1\r\na\r"), Ok(Progress::NeedMore { hint: 1 }));
     }
 
@@ -1034,10 +904,7 @@ mod tests {
             Ok(Progress::NeedMore { .. })
         ));
         p.reset();
-        assert_eq!(
-            p.parse(b"*1\r\n$4\r\nPING\r\n", &mut out),
-            Ok(Progress::Done(14))
-        );
+        assert_eq!(p.parse(b"*1\r\n$4\r\nPING\r\n", &mut out), Ok(Progress::Done(14)));
         assert_eq!(out.len(), 1);
     }
 
@@ -1061,21 +928,13 @@ mod tests {
         assert!(whole.iter().all(|r| matches!(r, Ok(Some(_)))));
         assert_eq!(parse_chunked(&buf, &[1]), whole);
         for split in 1..buf.len() {
-            assert_eq!(
-                parse_chunked(&buf, &[split, buf.len()]),
-                whole,
-                "split at {split}"
-            );
+            assert_eq!(parse_chunked(&buf, &[split, buf.len()]), whole, "split at {split}");
         }
         for seed in 0..200u64 {
-            let mut x = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             let sizes: Vec<usize> = (0..16)
                 .map(|_| {
-                    x = x
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                     (x >> 33) as usize % 13 + 1
                 })
                 .collect();
@@ -1114,26 +973,11 @@ mod tests {
         let mut p = RequestParser::default();
         let mut out = CommandArgs::new();
         let buf = b"*2\r\n$3\r\nSET\r\n$10\r\n0123456789\r\n";
-        assert_eq!(
-            p.parse(&buf[..16], &mut out),
-            Ok(Progress::NeedMore { hint: 0 })
-        );
-        assert_eq!(
-            p.parse(&buf[..17], &mut out),
-            Ok(Progress::NeedMore { hint: 1 })
-        );
-        assert_eq!(
-            p.parse(&buf[..18], &mut out),
-            Ok(Progress::NeedMore { hint: 12 })
-        );
-        assert_eq!(
-            p.parse(&buf[..25], &mut out),
-            Ok(Progress::NeedMore { hint: 5 })
-        );
-        assert_eq!(
-            p.parse(&buf[..29], &mut out),
-            Ok(Progress::NeedMore { hint: 1 })
-        );
+        assert_eq!(p.parse(&buf[..16], &mut out), Ok(Progress::NeedMore { hint: 0 }));
+        assert_eq!(p.parse(&buf[..17], &mut out), Ok(Progress::NeedMore { hint: 1 }));
+        assert_eq!(p.parse(&buf[..18], &mut out), Ok(Progress::NeedMore { hint: 12 }));
+        assert_eq!(p.parse(&buf[..25], &mut out), Ok(Progress::NeedMore { hint: 5 }));
+        assert_eq!(p.parse(&buf[..29], &mut out), Ok(Progress::NeedMore { hint: 1 }));
         assert_eq!(p.parse(buf, &mut out), Ok(Progress::Done(buf.len())));
         assert_eq!(out.to_vec(buf), args(&[b"SET", b"0123456789"]));
     }
@@ -1176,10 +1020,7 @@ mod tests {
         let mut buf = vec![b'a'; 60_000];
         buf.push(b'\n');
         for avail in 1..buf.len() {
-            assert_eq!(
-                p.parse(&buf[..avail], &mut out),
-                Ok(Progress::NeedMore { hint: 0 })
-            );
+            assert_eq!(p.parse(&buf[..avail], &mut out), Ok(Progress::NeedMore { hint: 0 }));
             assert_eq!(p.scanned, avail);
         }
         assert_eq!(p.parse(&buf, &mut out), Ok(Progress::Done(buf.len())));

@@ -50,8 +50,7 @@ pub const NULL_ARRAY_RESP2: &[u8] = b"*-1\r\n";
 /// RESP3's single null.
 pub const NULL_RESP3: &[u8] = b"_\r\n";
 /// Redis's error for an operation on a key of another type.
-pub const WRONGTYPE: &[u8] =
-    b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+pub const WRONGTYPE: &[u8] = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
 /// Redis's generic syntax error.
 pub const ERR_SYNTAX: &[u8] = b"-ERR syntax error\r\n";
 /// Redis's error for an argument that is not a valid `i64`.
@@ -82,11 +81,7 @@ impl<'a> RespWriter<'a> {
     /// A writer that appends to `out` (existing contents are kept).
     #[inline]
     pub fn new(out: &'a mut Vec<u8>, proto: Protocol) -> Self {
-        RespWriter {
-            out,
-            proto,
-            skip: 0,
-        }
+        RespWriter { out, proto, skip: 0 }
     }
 
     /// The protocol this writer encodes for.
@@ -206,16 +201,10 @@ impl<'a> RespWriter<'a> {
         self.out.reserve(len + 25);
         // Most values are short: emit their header as one fixed-size copy.
         if len < 10 {
-            self.out
-                .extend_from_slice(&[b'$', b'0' + len as u8, b'\r', b'\n']);
+            self.out.extend_from_slice(&[b'$', b'0' + len as u8, b'\r', b'\n']);
         } else if len < 100 {
-            self.out.extend_from_slice(&[
-                b'$',
-                b'0' + (len / 10) as u8,
-                b'0' + (len % 10) as u8,
-                b'\r',
-                b'\n',
-            ]);
+            self.out
+                .extend_from_slice(&[b'$', b'0' + (len / 10) as u8, b'0' + (len % 10) as u8, b'\r', b'\n']);
         } else {
             self.out.push(b'$');
             write_u64(self.out, len as u64);
@@ -249,8 +238,7 @@ impl ReplySink for RespWriter<'_> {
             return;
         }
         if (0..10).contains(&n) {
-            self.out
-                .extend_from_slice(&[b':', b'0' + n as u8, b'\r', b'\n']);
+            self.out.extend_from_slice(&[b':', b'0' + n as u8, b'\r', b'\n']);
             return;
         }
         self.out.reserve(24);
@@ -464,11 +452,7 @@ mod tests {
             b":-9223372036854775808\r\n",
         );
         check(|w| w.bulk(b""), b"$0\r\n\r\n", b"$0\r\n\r\n");
-        check(
-            |w| w.bulk(b"a\r\nb"),
-            b"$4\r\na\r\nb\r\n",
-            b"$4\r\na\r\nb\r\n",
-        );
+        check(|w| w.bulk(b"a\r\nb"), b"$4\r\na\r\nb\r\n", b"$4\r\na\r\nb\r\n");
         check(|w| w.bulk_i64(-123), b"$4\r\n-123\r\n", b"$4\r\n-123\r\n");
         for len in [9, 10, 99, 100, 1000, 123456] {
             let data = vec![b'x'; len];
@@ -497,11 +481,7 @@ mod tests {
             b",1.1000000000000001\r\n",
         );
         check(|w| w.double(f64::INFINITY), b"$3\r\ninf\r\n", b",inf\r\n");
-        check(
-            |w| w.double(f64::NEG_INFINITY),
-            b"$4\r\n-inf\r\n",
-            b",-inf\r\n",
-        );
+        check(|w| w.double(f64::NEG_INFINITY), b"$4\r\n-inf\r\n", b",-inf\r\n");
         check(|w| w.double(1e20), b"$5\r\n1e+20\r\n", b",1e+20\r\n");
         check(|w| w.double(0.0), b"$1\r\n0\r\n", b",0\r\n");
         check(|w| w.double(3.0), b"$1\r\n3\r\n", b",3\r\n");
@@ -518,11 +498,7 @@ mod tests {
         check(|w| w.double(3.141), b"$5\r\n3.141\r\n", b",3.141\r\n");
         // Length prefix switches from one to two digits at ten characters.
         check(|w| w.double(1.25e-3), b"$7\r\n0.00125\r\n", b",0.00125\r\n");
-        check(
-            |w| w.double(1234567890.0),
-            b"$10\r\n1234567890\r\n",
-            b",1234567890\r\n",
-        );
+        check(|w| w.double(1234567890.0), b"$10\r\n1234567890\r\n", b",1234567890\r\n");
         check(
             |w| w.double(-f64::MAX),
             b"$24\r\n-1.7976931348623157e+308\r\n",
@@ -632,10 +608,7 @@ mod tests {
         reply.write_to(&mut w);
         assert!(!w.is_dropping_attributes());
         w.ok();
-        assert_eq!(
-            out,
-            b"*2\r\n*2\r\n:7\r\n$1\r\nv\r\n:8\r\n+OK\r\n".as_slice()
-        );
+        assert_eq!(out, b"*2\r\n*2\r\n:7\r\n$1\r\nv\r\n:8\r\n+OK\r\n".as_slice());
     }
 
     #[test]
@@ -685,11 +658,7 @@ mod tests {
             &|w| w.error(b"ERR value is not an integer or out of range"),
             ERR_NOT_INTEGER,
         );
-        same(
-            &mut w,
-            &|w| w.error(b"ERR value is not a valid float"),
-            ERR_NOT_FLOAT,
-        );
+        same(&mut w, &|w| w.error(b"ERR value is not a valid float"), ERR_NOT_FLOAT);
         same(&mut w, &|w| w.error(b"ERR no such key"), ERR_NO_SUCH_KEY);
         same(
             &mut w,

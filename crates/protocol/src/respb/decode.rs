@@ -1,0 +1,540 @@
+//! RESPB/1 request decoding: one frame at a time into [`CommandArgs`].
+//!
+//! Frames carry no total length; the opcode's [`Layout`] says where a frame
+//! ends. The decoder walks the layout over the buffered bytes and fills the
+//! argument list as it goes; if the buffer ends before the frame does, it
+//! forgets what it produced and reports how many more bytes it needs at
+//! least, so the caller can read more and call again with the same frame
+//! start. Walking a layout costs a few steps per field, not per byte, so a
+//! retry after a partial frame is cheap even for large values.
+//!
+//! Every error is fatal for the connection: without a frame length a
+//! receiver cannot find the next frame after an invalid one.
+
+use super::float_text::write_canonical_f64;
+use super::layout::{Effect, Field, Layout, Opt};
+use super::layouts::{core_layout, module_layout};
+use super::{MODULE_PREFIX, MUX_CLOSE, MUX_CREATE, PASSTHROUGH};
+use crate::args::CommandArgs;
+use crate::number::{write_i64, write_u64};
+use crate::resp::request::{Progress, RequestError, RequestLimits, RequestParser};
+
+/// Limits a decoder enforces on lengths a client claims.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RespbLimits {
+    /// Largest `[4B len]` value accepted (Redis's `proto-max-bulk-len`, 512 MiB by default).
+    pub max_bulk_len: usize,
+    /// Largest passthrough frame (`[4B len]` of RESP text).
+    pub max_passthrough_len: usize,
+}
+
+impl Default for RespbLimits {
+    fn default() -> Self {
+        RespbLimits {
+            max_bulk_len: 512 * 1024 * 1024,
+            max_passthrough_len: 512 * 1024 * 1024 + 64 * 1024,
+        }
+    }
+}
+
+/// What one decoded frame asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Frame {
+    /// A command on channel `mux`; its arguments are in the `CommandArgs`.
+    Command {
+        /// Channel the command runs on and the reply goes to.
+        mux: u16,
+    },
+    /// MUX_CREATE: open channel `target` (the reply goes to `mux`).
+    MuxCreate {
+        /// Channel of the frame itself.
+        mux: u16,
+        /// Channel to open.
+        target: u16,
+    },
+    /// MUX_CLOSE: close channel `target` (the reply goes to `mux`).
+    MuxClose {
+        /// Channel of the frame itself.
+        mux: u16,
+        /// Channel to close.
+        target: u16,
+    },
+}
+
+/// Outcome of one decode call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decoded {
+    /// A whole frame was decoded from the first `consumed` bytes.
+    Frame {
+        /// The frame.
+        frame: Frame,
+        /// Bytes it took.
+        consumed: usize,
+    },
+    /// The frame is not complete; at least `hint` more bytes are needed.
+    NeedMore {
+        /// Lower bound on the missing bytes (at least 1).
+        hint: usize,
+    },
+}
+
+/// Why a frame could not be decoded. The connection cannot continue after one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodeErrorKind {
+    /// A 16-bit opcode no layout exists for.
+    UnknownOpcode(u16),
+    /// A module command id no layout exists for.
+    UnknownModuleCommand(u32),
+    /// A length field above the configured limit.
+    LengthOverLimit(u64),
+    /// A choice or subcommand byte outside its alternatives.
+    BadChoice(u8),
+    /// A boolean byte other than 0 or 1.
+    BadBool(u8),
+    /// A presence mask with undefined bits, or a paired field without its partner.
+    BadMask(u8),
+    /// A flags byte with undefined bits.
+    BadFlags(u8),
+    /// A float64 field holding NaN, which no argument text denotes.
+    NotANumber,
+    /// A passthrough frame whose RESP text is not exactly one command.
+    BadPassthrough(&'static str),
+    /// A passthrough frame whose RESP text is malformed.
+    Resp(RequestError),
+}
+
+/// A decode failure, with the channel it concerns when the header was readable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError {
+    /// Mux id of the failing frame, if its header was complete.
+    pub mux: Option<u16>,
+    /// What was wrong.
+    pub kind: DecodeErrorKind,
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.kind {
+            DecodeErrorKind::UnknownOpcode(op) => write!(f, "ERR RESPB unknown opcode 0x{op:04X}"),
+            DecodeErrorKind::UnknownModuleCommand(id) => write!(f, "ERR RESPB unknown module command 0x{id:08X}"),
+            DecodeErrorKind::LengthOverLimit(n) => write!(f, "ERR RESPB length {n} exceeds the configured limit"),
+            DecodeErrorKind::BadChoice(b) => write!(f, "ERR RESPB invalid choice byte {b}"),
+            DecodeErrorKind::BadBool(b) => write!(f, "ERR RESPB invalid boolean byte {b}"),
+            DecodeErrorKind::BadMask(b) => write!(f, "ERR RESPB invalid presence mask 0x{b:02X}"),
+            DecodeErrorKind::BadFlags(b) => write!(f, "ERR RESPB invalid flags 0x{b:02X}"),
+            DecodeErrorKind::NotANumber => write!(f, "ERR RESPB float field is NaN"),
+            DecodeErrorKind::BadPassthrough(why) => write!(f, "ERR RESPB passthrough {why}"),
+            DecodeErrorKind::Resp(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// Why a walk stopped early.
+enum Stop {
+    NeedMore(usize),
+    Fatal(DecodeErrorKind),
+}
+
+impl From<DecodeErrorKind> for Stop {
+    fn from(k: DecodeErrorKind) -> Self {
+        Stop::Fatal(k)
+    }
+}
+
+/// Bounded reader over the buffered bytes of one frame.
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// Take `n` bytes, returning where they start.
+    #[inline]
+    fn take(&mut self, n: usize) -> Result<usize, Stop> {
+        let have = self.buf.len() - self.pos;
+        if have < n {
+            return Err(Stop::NeedMore(n - have));
+        }
+        let at = self.pos;
+        self.pos += n;
+        Ok(at)
+    }
+
+    #[inline]
+    fn u8(&mut self) -> Result<u8, Stop> {
+        let at = self.take(1)?;
+        Ok(self.buf[at])
+    }
+
+    #[inline]
+    fn u16(&mut self) -> Result<u16, Stop> {
+        let at = self.take(2)?;
+        Ok(u16::from_be_bytes([self.buf[at], self.buf[at + 1]]))
+    }
+
+    #[inline]
+    fn u32(&mut self) -> Result<u32, Stop> {
+        let at = self.take(4)?;
+        let b = &self.buf[at..at + 4];
+        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    #[inline]
+    fn u64(&mut self) -> Result<u64, Stop> {
+        let at = self.take(8)?;
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&self.buf[at..at + 8]);
+        Ok(u64::from_be_bytes(w))
+    }
+}
+
+/// Per-frame state of a layout walk: where each top-level field's arguments
+/// begin and the fix-ups that later flag bits ask for.
+struct Walk {
+    field_arg: [usize; Layout::MAX_FIELDS],
+    /// Argument index and raw bits of each [`Field::Number64`], formatted at the end.
+    numbers: [(usize, u64); 2],
+    n_numbers: usize,
+    float_numbers: bool,
+    exclusive: [bool; Layout::MAX_FIELDS],
+    /// Tokens to insert before a field's first argument, in bit order.
+    inserts: [(u8, &'static str); 8],
+    n_inserts: usize,
+    last_count: usize,
+    max_bulk_len: usize,
+}
+
+/// RESPB/1 request decoder. Holds a RESP parser for passthrough frames.
+#[derive(Debug)]
+pub struct RespbDecoder {
+    limits: RespbLimits,
+    resp: RequestParser,
+}
+
+impl Default for RespbDecoder {
+    fn default() -> Self {
+        Self::new(RespbLimits::default())
+    }
+}
+
+impl RespbDecoder {
+    /// A decoder enforcing `limits`.
+    pub fn new(limits: RespbLimits) -> Self {
+        let resp_limits = RequestLimits {
+            max_bulk_len: limits.max_bulk_len,
+            ..RequestLimits::default()
+        };
+        RespbDecoder {
+            limits,
+            resp: RequestParser::new(resp_limits),
+        }
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> RespbLimits {
+        self.limits
+    }
+
+    /// Decode one frame from the start of `buf` into `out` (cleared first).
+    pub fn decode(&mut self, buf: &[u8], out: &mut CommandArgs) -> Result<Decoded, DecodeError> {
+        out.clear();
+        let mut rd = Reader { buf, pos: 0 };
+        let header = (|| Ok::<_, Stop>((rd.u16()?, rd.u16()?)))();
+        let (op, mux) = match header {
+            Ok(h) => h,
+            Err(stop) => return finish_stop(stop, None, out),
+        };
+        let result = match op {
+            MUX_CREATE | MUX_CLOSE => rd.u16().map(|target| {
+                if op == MUX_CREATE {
+                    Frame::MuxCreate { mux, target }
+                } else {
+                    Frame::MuxClose { mux, target }
+                }
+            }),
+            PASSTHROUGH => self.passthrough(&mut rd, out).map(|()| Frame::Command { mux }),
+            MODULE_PREFIX => rd
+                .u32()
+                .and_then(|id| module_layout(id).ok_or(Stop::Fatal(DecodeErrorKind::UnknownModuleCommand(id))))
+                .and_then(|layout| self.command(layout, &mut rd, out))
+                .map(|()| Frame::Command { mux }),
+            _ => core_layout(op)
+                .ok_or(Stop::Fatal(DecodeErrorKind::UnknownOpcode(op)))
+                .and_then(|layout| self.command(layout, &mut rd, out))
+                .map(|()| Frame::Command { mux }),
+        };
+        match result {
+            Ok(frame) => Ok(Decoded::Frame {
+                frame,
+                consumed: rd.pos,
+            }),
+            Err(stop) => finish_stop(stop, Some(mux), out),
+        }
+    }
+
+    fn passthrough(&mut self, rd: &mut Reader<'_>, out: &mut CommandArgs) -> Result<(), Stop> {
+        let len = rd.u32()? as usize;
+        if len > self.limits.max_passthrough_len {
+            return Err(DecodeErrorKind::LengthOverLimit(len as u64).into());
+        }
+        let at = rd.take(len)?;
+        let text = &rd.buf[at..at + len];
+        self.resp.reset();
+        let progress = self.resp.parse(text, out).map_err(DecodeErrorKind::Resp);
+        self.resp.reset();
+        match progress? {
+            Progress::Done(n) if n == len && !out.is_empty() => {
+                out.shift_input(at);
+                Ok(())
+            }
+            Progress::Done(n) if n < len => Err(DecodeErrorKind::BadPassthrough("holds more than one command").into()),
+            Progress::Done(_) => Err(DecodeErrorKind::BadPassthrough("holds no command").into()),
+            Progress::NeedMore { .. } => Err(DecodeErrorKind::BadPassthrough("ends inside a command").into()),
+        }
+    }
+
+    fn command(&mut self, layout: &'static Layout, rd: &mut Reader<'_>, out: &mut CommandArgs) -> Result<(), Stop> {
+        debug_assert!(layout.fields.len() <= Layout::MAX_FIELDS);
+        out.push_owned(layout.name.as_bytes());
+        let mut walk = Walk {
+            field_arg: [0; Layout::MAX_FIELDS],
+            numbers: [(0, 0); 2],
+            n_numbers: 0,
+            float_numbers: false,
+            exclusive: [false; Layout::MAX_FIELDS],
+            inserts: [(0, ""); 8],
+            n_inserts: 0,
+            last_count: 0,
+            max_bulk_len: self.limits.max_bulk_len,
+        };
+        for (i, field) in layout.fields.iter().enumerate() {
+            walk.field_arg[i] = out.len();
+            field_decode(field, rd, out, &mut walk)?;
+        }
+        walk.apply(out)
+    }
+}
+
+fn finish_stop(stop: Stop, mux: Option<u16>, out: &mut CommandArgs) -> Result<Decoded, DecodeError> {
+    out.clear();
+    match stop {
+        Stop::NeedMore(hint) => Ok(Decoded::NeedMore { hint: hint.max(1) }),
+        Stop::Fatal(kind) => Err(DecodeError { mux, kind }),
+    }
+}
+
+impl Walk {
+    /// Apply the deferred effects: number formatting, exclusive prefixes, inserted tokens.
+    fn apply(&mut self, out: &mut CommandArgs) -> Result<(), Stop> {
+        for &(arg, raw) in &self.numbers[..self.n_numbers] {
+            if self.float_numbers {
+                let x = f64::from_bits(raw);
+                if x.is_nan() {
+                    return Err(DecodeErrorKind::NotANumber.into());
+                }
+                out.replace_with(arg, |s| {
+                    write_canonical_f64(s, x);
+                });
+            } else {
+                out.replace_with(arg, |s| write_i64(s, raw as i64));
+            }
+        }
+        for (field, _) in self.exclusive.iter().enumerate().filter(|(_, &e)| e) {
+            out.prefix_owned(self.field_arg[field], b"(");
+        }
+        // Insert from the last position backwards so earlier indexes stay valid;
+        // equal positions are inserted in reverse bit order to come out in bit order.
+        for &(field, token) in self.inserts[..self.n_inserts].iter().rev() {
+            out.insert_owned(self.field_arg[usize::from(field)], token.as_bytes());
+        }
+        Ok(())
+    }
+}
+
+/// Push each space-separated word of `token` as an argument (`AGGREGATE SUM` is two).
+fn push_token(out: &mut CommandArgs, token: &str) {
+    for word in token.split(' ').filter(|w| !w.is_empty()) {
+        out.push_owned(word.as_bytes());
+    }
+}
+
+fn fields_decode(fields: &[Field], rd: &mut Reader<'_>, out: &mut CommandArgs, walk: &mut Walk) -> Result<(), Stop> {
+    fields.iter().try_for_each(|f| field_decode(f, rd, out, walk))
+}
+
+fn field_decode(field: &Field, rd: &mut Reader<'_>, out: &mut CommandArgs, walk: &mut Walk) -> Result<(), Stop> {
+    match *field {
+        Field::Bytes2 => {
+            let len = usize::from(rd.u16()?);
+            let at = rd.take(len)?;
+            out.push_input(at, len);
+        }
+        Field::Bytes4 => {
+            let len = rd.u32()?;
+            if len as usize > walk.max_bulk_len {
+                return Err(DecodeErrorKind::LengthOverLimit(u64::from(len)).into());
+            }
+            let at = rd.take(len as usize)?;
+            out.push_input(at, len as usize);
+        }
+        Field::Int64 => {
+            let n = rd.u64()? as i64;
+            out.push_with(|s| write_i64(s, n));
+        }
+        Field::Uint64 => {
+            let n = rd.u64()?;
+            out.push_with(|s| write_u64(s, n));
+        }
+        Field::Float64 => {
+            let x = f64::from_bits(rd.u64()?);
+            if x.is_nan() {
+                return Err(DecodeErrorKind::NotANumber.into());
+            }
+            out.push_with(|s| {
+                write_canonical_f64(s, x);
+            });
+        }
+        Field::Number64 => {
+            let raw = rd.u64()?;
+            if walk.n_numbers == walk.numbers.len() {
+                return Err(DecodeErrorKind::BadPassthrough("layout has too many numbers").into());
+            }
+            walk.numbers[walk.n_numbers] = (out.len(), raw);
+            walk.n_numbers += 1;
+            out.push_owned(b"");
+        }
+        Field::Uint16 => {
+            let n = rd.u16()?;
+            out.push_with(|s| write_u64(s, u64::from(n)));
+        }
+        Field::Int16 => {
+            let n = rd.u16()? as i16;
+            out.push_with(|s| write_i64(s, i64::from(n)));
+        }
+        Field::Uint8 => {
+            let n = rd.u8()?;
+            out.push_with(|s| write_u64(s, u64::from(n)));
+        }
+        Field::Token(t) => push_token(out, t),
+        Field::Choice(alts) => {
+            let b = rd.u8()?;
+            let alt = alts
+                .get(usize::from(b))
+                .ok_or(Stop::Fatal(DecodeErrorKind::BadChoice(b)))?;
+            push_token(out, alt.token);
+            fields_decode(alt.fields, rd, out, walk)?;
+        }
+        Field::OptToken(tokens) => {
+            let b = rd.u8()?;
+            if b != 0 {
+                let t = tokens
+                    .get(usize::from(b) - 1)
+                    .ok_or(Stop::Fatal(DecodeErrorKind::BadChoice(b)))?;
+                push_token(out, t);
+            }
+        }
+        Field::Bool(t) => match rd.u8()? {
+            0 => {}
+            1 => push_token(out, t),
+            b => return Err(DecodeErrorKind::BadBool(b).into()),
+        },
+        Field::List(list) => {
+            let count = usize::from(rd.u16()?);
+            if let Some(t) = list.token {
+                push_token(out, t);
+            }
+            if list.emit_count {
+                out.push_with(|s| write_u64(s, count as u64));
+            }
+            walk.last_count = count;
+            for _ in 0..count {
+                fields_decode(list.item, rd, out, walk)?;
+            }
+        }
+        Field::Weights => {
+            for _ in 0..walk.last_count {
+                field_decode(&Field::Float64, rd, out, walk)?;
+            }
+        }
+        Field::StreamPairs => {
+            let count = usize::from(rd.u16()?);
+            push_token(out, "STREAMS");
+            let pairs_at = rd.pos;
+            // Keys first, then ids: RESP lists all keys before all ids.
+            for _ in 0..count {
+                field_decode(&Field::Bytes2, rd, out, walk)?;
+                let id_len = usize::from(rd.u16()?);
+                rd.take(id_len)?;
+            }
+            let end = rd.pos;
+            rd.pos = pairs_at;
+            for _ in 0..count {
+                let key_len = usize::from(rd.u16()?);
+                rd.take(key_len)?;
+                field_decode(&Field::Bytes2, rd, out, walk)?;
+            }
+            debug_assert_eq!(rd.pos, end);
+        }
+        Field::Flags(bits) => {
+            let b = rd.u8()?;
+            if bits.len() < 8 && b >> bits.len() != 0 {
+                return Err(DecodeErrorKind::BadFlags(b).into());
+            }
+            for (i, bit) in bits.iter().enumerate().filter(|(i, _)| b & (1 << i) != 0) {
+                match bit.effect {
+                    Effect::Inline => {}
+                    Effect::FloatFields => walk.float_numbers = true,
+                    Effect::Exclusive(field) => {
+                        walk.exclusive[usize::from(field)] = true;
+                        continue;
+                    }
+                    Effect::BeforeField(field) => {
+                        walk.inserts[walk.n_inserts] = (field, bit.token);
+                        walk.n_inserts += 1;
+                        continue;
+                    }
+                }
+                let _ = i;
+                push_token(out, bit.token);
+                fields_decode(bit.fields, rd, out, walk)?;
+            }
+        }
+        Field::Mask(opts) => {
+            let m = rd.u8()?;
+            if !mask_is_valid(m, opts) {
+                return Err(DecodeErrorKind::BadMask(m).into());
+            }
+            for (_, o) in opts.iter().enumerate().filter(|(i, _)| m & (1 << i) != 0) {
+                push_token(out, o.token);
+                field_decode(&o.field, rd, out, walk)?;
+            }
+        }
+        Field::Rest => {
+            let argc = rd.u16()?;
+            for _ in 0..argc {
+                let len = rd.u32()?;
+                if len as usize > walk.max_bulk_len {
+                    return Err(DecodeErrorKind::LengthOverLimit(u64::from(len)).into());
+                }
+                let at = rd.take(len as usize)?;
+                out.push_input(at, len as usize);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A mask is valid when it sets only defined bits and every paired field
+/// (`with_previous`) is present exactly when the field before it is.
+pub(crate) fn mask_is_valid(m: u8, opts: &[Opt]) -> bool {
+    if opts.len() < 8 && m >> opts.len() != 0 {
+        return false;
+    }
+    opts.iter().enumerate().skip(1).all(|(i, o)| {
+        let here = m & (1 << i) != 0;
+        let prev = m & (1 << (i - 1)) != 0;
+        !o.with_previous || here == prev
+    })
+}

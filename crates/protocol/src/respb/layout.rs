@@ -1,0 +1,161 @@
+//! The payload layout language of RESPB/1 requests.
+//!
+//! Every request opcode has one [`Layout`]: an ordered list of [`Field`]s that
+//! says both how the binary payload is laid out and which RESP arguments it
+//! stands for. The decoder and the encoder are two walks over the same list,
+//! so they cannot disagree, and `spec/respb.md` prints the same list.
+//!
+//! Arguments come out in the order the fields produce them; that order is
+//! the command's canonical RESP form (options in the order Redis documents
+//! them). The few places where RESP puts an argument before the binary field
+//! that governs it are expressed with [`Effect`]s on flag bits.
+
+/// One element of a payload layout.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Field {
+    /// `[2B len][bytes]`: one argument of at most 65,535 bytes.
+    Bytes2,
+    /// `[4B len][bytes]`: one argument (values, scripts, serialized data).
+    Bytes4,
+    /// `[8B]` big-endian two's-complement integer, one decimal argument.
+    Int64,
+    /// `[8B]` big-endian IEEE-754 double, one argument in canonical float text.
+    Float64,
+    /// `[8B]` big-endian unsigned integer (SCAN cursors), one decimal argument.
+    Uint64,
+    /// `[8B]` read as float64 when the flags byte sets an [`Effect::FloatFields`] bit, else as int64.
+    Number64,
+    /// `[2B]` unsigned integer (database indexes, ports, counts), one decimal argument.
+    Uint16,
+    /// `[2B]` two's-complement integer (counts where negative means "with repeats").
+    Int16,
+    /// `[1B]` unsigned integer (bit values, protocol versions), one decimal argument.
+    Uint8,
+    /// No bytes: the token is always emitted.
+    Token(&'static str),
+    /// `[1B index]`: one of the alternatives, whose token is emitted followed by its fields.
+    Choice(&'static [Alt]),
+    /// `[1B]`: 0 emits nothing, `i` emits `tokens[i - 1]`.
+    OptToken(&'static [&'static str]),
+    /// `[1B]`: 1 emits the token, 0 emits nothing.
+    Bool(&'static str),
+    /// `[2B count]` then `count` repetitions of `item`.
+    List(List),
+    /// One `[8B]` float64 weight per element of the most recent list.
+    Weights,
+    /// `[2B count]` then `count × ([2B keylen][key][2B idlen][id])`, emitted as
+    /// `STREAMS key… id…`.
+    StreamPairs,
+    /// `[1B flags]`, bit 0 first.
+    Flags(&'static [Bit]),
+    /// `[1B presence mask]`: bit `i` set iff optional field `i` follows.
+    Mask(&'static [Opt]),
+    /// `[2B argc]` then `argc × ([4B len][bytes])`: the remaining arguments verbatim.
+    Rest,
+}
+
+/// A repeated group: `[2B count]` then `count` items.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct List {
+    /// Token emitted before the list (`FIELDS`, `ITEMS`, `KEYS`).
+    pub token: Option<&'static str>,
+    /// Whether the count itself is a RESP argument (`numkeys`, `numfields`).
+    pub emit_count: bool,
+    /// Fields of one item.
+    pub item: &'static [Field],
+}
+
+/// One alternative of a [`Field::Choice`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Alt {
+    /// Token emitted for this alternative.
+    pub token: &'static str,
+    /// Fields that follow the index byte when this alternative is chosen.
+    pub fields: &'static [Field],
+}
+
+/// One bit of a [`Field::Flags`] byte.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bit {
+    /// Token emitted when the bit is set ("" for bits that only have an effect).
+    pub token: &'static str,
+    /// Fields that follow, in bit order, when the bit is set.
+    pub fields: &'static [Field],
+    /// What else the bit changes.
+    pub effect: Effect,
+}
+
+/// How a flag bit acts on the arguments besides emitting its token in place.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Effect {
+    /// Token (and fields) emitted where the flags byte stands.
+    Inline,
+    /// Token emitted in place, and every [`Field::Number64`] of the layout is a float64.
+    FloatFields,
+    /// Token emitted just before the argument of top-level field `n` (XTRIM's `~`).
+    BeforeField(u8),
+    /// No token: the argument of top-level field `n` gets a `(` prefix (exclusive bound).
+    Exclusive(u8),
+}
+
+/// One optional field governed by a [`Field::Mask`] bit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Opt {
+    /// Token emitted before the field ("" for none).
+    pub token: &'static str,
+    /// The field itself.
+    pub field: Field,
+    /// True when this field is present exactly when the previous one is
+    /// (`LIMIT offset count`); it still has its own mask bit.
+    pub with_previous: bool,
+}
+
+/// The payload layout of one request opcode.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Layout {
+    /// Command name as RESP sends it (upper case).
+    pub name: &'static str,
+    /// Opcode: 16-bit core opcode, or `module << 16 | command` for module commands.
+    pub opcode: u32,
+    /// True for module commands, framed with the `0xF000` prefix.
+    pub module: bool,
+    /// Top-level fields in payload order.
+    pub fields: &'static [Field],
+}
+
+impl Layout {
+    /// Upper bound on top-level fields, so walks can keep per-field state on the stack.
+    pub const MAX_FIELDS: usize = 12;
+}
+
+impl Field {
+    /// Number of RESP arguments this field always produces, or `None` when it varies.
+    pub fn fixed_arity(&self) -> Option<usize> {
+        match self {
+            Field::Bytes2
+            | Field::Bytes4
+            | Field::Int64
+            | Field::Float64
+            | Field::Uint64
+            | Field::Number64
+            | Field::Uint16
+            | Field::Int16
+            | Field::Uint8
+            | Field::Token(_) => Some(1),
+            Field::Choice(alts) => {
+                let first = alts.first().map(|a| arity_of(a.fields))?;
+                alts.iter()
+                    .all(|a| arity_of(a.fields) == first)
+                    .then(|| first.map(|n| n + 1))?
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Fixed number of arguments a field sequence produces, or `None` when it varies.
+pub fn arity_of(fields: &[Field]) -> Option<usize> {
+    fields
+        .iter()
+        .try_fold(0usize, |acc, f| f.fixed_arity().map(|n| acc + n))
+}
