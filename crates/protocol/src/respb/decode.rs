@@ -482,7 +482,7 @@ fn field_decode(field: &Field, rd: &mut Reader<'_>, out: &mut CommandArgs, walk:
             if bits.len() < 8 && b >> bits.len() != 0 {
                 return Err(DecodeErrorKind::BadFlags(b).into());
             }
-            for (i, bit) in bits.iter().enumerate().filter(|(i, _)| b & (1 << i) != 0) {
+            for (_, bit) in bits.iter().enumerate().filter(|(i, _)| b & (1 << i) != 0) {
                 match bit.effect {
                     Effect::Inline => {}
                     Effect::FloatFields => walk.float_numbers = true,
@@ -496,7 +496,6 @@ fn field_decode(field: &Field, rd: &mut Reader<'_>, out: &mut CommandArgs, walk:
                         continue;
                     }
                 }
-                let _ = i;
                 push_token(out, bit.token);
                 fields_decode(bit.fields, rd, out, walk)?;
             }

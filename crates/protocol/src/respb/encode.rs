@@ -286,14 +286,11 @@ impl<'a, A: AsRef<[u8]>> Enc<'a, A> {
                     n
                 } else {
                     let mut n = 0;
-                    while self.remaining() > trailing {
+                    while self.remaining() > trailing && !self.at_following_token(top) {
                         for f in list.item {
                             self.field(f, None, 0)?;
                         }
                         n += 1;
-                    }
-                    if self.remaining() != trailing {
-                        return None;
                     }
                     n
                 };
@@ -309,7 +306,7 @@ impl<'a, A: AsRef<[u8]>> Enc<'a, A> {
             Field::StreamPairs => {
                 self.i += self.words_at("STREAMS", self.i)?;
                 let rest = self.remaining();
-                if rest == 0 || rest % 2 != 0 {
+                if rest == 0 || !rest.is_multiple_of(2) {
                     return None;
                 }
                 let n = rest / 2;
@@ -335,6 +332,26 @@ impl<'a, A: AsRef<[u8]>> Enc<'a, A> {
             }
         }
         Some(())
+    }
+
+    /// True when the next argument is an option token of a field after top-level
+    /// field `top` (XCLAIM's ids end where its options begin).
+    fn at_following_token(&self, top: Option<usize>) -> bool {
+        let (Some(k), Some(arg)) = (top, self.arg(self.i)) else {
+            return false;
+        };
+        let first_word = |t: &str| {
+            t.split(' ')
+                .next()
+                .is_some_and(|w| !w.is_empty() && word_matches(w, arg))
+        };
+        self.layout.fields[k + 1..].iter().any(|f| match f {
+            Field::Flags(bits) => bits.iter().any(|b| first_word(b.token)),
+            Field::Mask(opts) => opts.iter().any(|o| first_word(o.token)),
+            Field::Bool(t) => first_word(t),
+            Field::OptToken(ts) => ts.iter().any(|t| first_word(t)),
+            _ => false,
+        })
     }
 
     /// Arguments taken by a bit's or option's fields starting at `at`.

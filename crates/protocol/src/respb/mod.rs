@@ -152,3 +152,6 @@ mod tests {
         assert!(!answer_accepts(&[0xD3, 0xC1, 0, 0]));
     }
 }
+
+#[cfg(test)]
+mod roundtrip_tests;
