@@ -13,6 +13,7 @@ pub mod float_text;
 pub mod layout;
 pub mod layouts;
 pub mod reply;
+pub mod sample;
 
 pub use decode::{DecodeError, DecodeErrorKind, Decoded, Frame, RespbDecoder, RespbLimits};
 pub use encode::{encode_request, Encoding};

@@ -297,9 +297,10 @@ impl ReplySink for RespbReplyWriter<'_> {
         if let Some(mut w) = self.text() {
             w.attribute(pairs);
         }
-        // The attribute's pairs are owed before the value they decorate, which
-        // itself is still owed to the parent: the count grows by 2 * pairs.
-        self.needed += 2 * pairs as u64;
+        // The attribute's pairs are owed before the value they decorate. Inside
+        // an aggregate that value already holds the parent's slot; at top level
+        // it is owed to the frame itself.
+        self.needed = self.needed.max(1) + 2 * pairs as u64;
     }
 }
 
