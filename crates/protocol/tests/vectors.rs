@@ -789,3 +789,33 @@ fn resp_request_and_misc_vectors() {
         );
     }
 }
+
+/// The per-opcode layout table in `spec/respb.md` is generated from the layouts.
+#[test]
+fn spec_layout_table_is_current() {
+    use kvik_protocol::respb::layout::describe;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../spec/respb.md");
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let (begin, end) = ("<!-- BEGIN GENERATED LAYOUTS -->\n", "<!-- END GENERATED LAYOUTS -->");
+    let start = doc.find(begin).expect("begin marker") + begin.len();
+    let stop = doc.find(end).expect("end marker");
+    let mut table = String::from("| Opcode | Command | Payload |\n|---|---|---|\n");
+    for l in LAYOUTS {
+        let op = if l.module {
+            format!("F000 + {:08X}", l.opcode)
+        } else {
+            format!("{:04X}", l.opcode)
+        };
+        let payload = describe(l.fields).replace('|', "\\|");
+        table.push_str(&format!("| `{op}` | {} | `{payload}` |\n", l.name));
+    }
+    if std::env::var_os("KVIK_WRITE_VECTORS").is_some() {
+        let updated = format!("{}{}{}", &doc[..start], table, &doc[stop..]);
+        std::fs::write(&path, updated).unwrap();
+        return;
+    }
+    assert!(
+        doc[start..stop] == table,
+        "spec/respb.md layout table is stale: run KVIK_WRITE_VECTORS=1 cargo test -p kvik-protocol --test vectors"
+    );
+}

@@ -159,3 +159,106 @@ pub fn arity_of(fields: &[Field]) -> Option<usize> {
         .iter()
         .try_fold(0usize, |acc, f| f.fixed_arity().map(|n| acc + n))
 }
+
+/// Render `fields` in the notation `spec/respb.md` uses (see its "Layout notation").
+pub fn describe(fields: &[Field]) -> String {
+    let parts: Vec<String> = fields.iter().map(describe_field).collect();
+    if parts.is_empty() {
+        "(empty)".to_string()
+    } else {
+        parts.join(" ")
+    }
+}
+
+fn quoted(token: &str) -> String {
+    format!("\"{token}\"")
+}
+
+fn describe_field(f: &Field) -> String {
+    match f {
+        Field::Bytes2 => "s16".into(),
+        Field::Bytes4 => "s32".into(),
+        Field::Int64 => "i64".into(),
+        Field::Float64 => "f64".into(),
+        Field::Uint64 => "u64".into(),
+        Field::Number64 => "n64".into(),
+        Field::Uint16 => "u16".into(),
+        Field::Int16 => "i16".into(),
+        Field::Uint8 => "u8".into(),
+        Field::Token(t) => quoted(t),
+        Field::Choice(alts) => {
+            let a: Vec<String> = alts
+                .iter()
+                .enumerate()
+                .map(|(i, a)| {
+                    if a.fields.is_empty() {
+                        format!("{i}={}", a.token)
+                    } else {
+                        format!("{i}={} {}", a.token, describe(a.fields))
+                    }
+                })
+                .collect();
+            format!("choice{{{}}}", a.join(", "))
+        }
+        Field::OptToken(tokens) => {
+            let a: Vec<String> = tokens
+                .iter()
+                .enumerate()
+                .map(|(i, t)| format!("{}={t}", i + 1))
+                .collect();
+            format!("opt{{0=none, {}}}", a.join(", "))
+        }
+        Field::Bool(t) => format!("bool({t})"),
+        Field::List(l) => {
+            let mut s = String::new();
+            if let Some(t) = l.token {
+                s.push_str(&quoted(t));
+                s.push(' ');
+            }
+            s.push_str(if l.emit_count { "list#" } else { "list" });
+            s.push('(');
+            s.push_str(&describe(l.item));
+            s.push(')');
+            s
+        }
+        Field::Weights => "weights".into(),
+        Field::StreamPairs => "streams(s16 key, s16 id)".into(),
+        Field::Flags(bits) => {
+            let b: Vec<String> = bits
+                .iter()
+                .enumerate()
+                .map(|(i, bit)| {
+                    let what = match bit.effect {
+                        Effect::Inline if bit.fields.is_empty() => bit.token.to_string(),
+                        Effect::Inline => format!("{} {}", bit.token, describe(bit.fields)),
+                        Effect::FloatFields => format!("{} (n64 fields are f64)", bit.token),
+                        Effect::BeforeField(k) => format!("{} (before field {k})", bit.token),
+                        Effect::Exclusive(k) => format!("exclusive field {k}"),
+                    };
+                    format!("{i}:{what}")
+                })
+                .collect();
+            format!("flags{{{}}}", b.join(", "))
+        }
+        Field::Mask(opts) => {
+            let b: Vec<String> = opts
+                .iter()
+                .enumerate()
+                .map(|(i, o)| {
+                    let mut s = format!("{i}:");
+                    if o.with_previous {
+                        s.push_str("with previous ");
+                    }
+                    if !o.token.is_empty() {
+                        s.push_str(o.token);
+                        s.push(' ');
+                    }
+                    s.push_str(&describe_field(&o.field));
+                    s
+                })
+                .collect();
+            format!("mask{{{}}}", b.join(", "))
+        }
+        Field::Rest => "rest".into(),
+    }
+}
