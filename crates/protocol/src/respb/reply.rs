@@ -275,20 +275,15 @@ impl ReplySink for RespbReplyWriter<'_> {
         self.scalar(opcode::BOOLEAN, |w| w.boolean(b), |out| out.push(u8::from(b)));
     }
 
+    /// Big numbers travel as bulk strings of their digits, also inside a
+    /// passthrough frame, so a reader sees the same type either way.
     fn big_number(&mut self, digits: &[u8]) {
-        if self.passthrough_len_at.is_some() {
-            self.scalar(opcode::BULK, |w| w.big_number(digits), |_| {});
-        } else {
-            self.bulk(digits);
-        }
+        self.bulk(digits);
     }
 
-    fn verbatim(&mut self, format: &[u8; 3], text: &[u8]) {
-        if self.passthrough_len_at.is_some() {
-            self.scalar(opcode::BULK, |w| w.verbatim(format, text), |_| {});
-        } else {
-            self.bulk(text);
-        }
+    /// Verbatim strings travel as bulk strings of their text (without the format).
+    fn verbatim(&mut self, _format: &[u8; 3], text: &[u8]) {
+        self.bulk(text);
     }
 
     fn attribute(&mut self, pairs: usize) {

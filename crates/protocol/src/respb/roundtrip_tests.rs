@@ -35,7 +35,7 @@ fn every_layout_round_trips_canonical_frames() {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     for layout in LAYOUTS {
         for round in 0..300 {
-            let mux = rng.next() as u16;
+            let mux = rng.next_u64() as u16;
             let frame = random_frame(layout, mux, &mut rng, Style::Arbitrary);
             let (f, args, consumed) =
                 decode_all(&frame).unwrap_or_else(|e| panic!("{} round {round}: {e}", layout.name));
@@ -458,7 +458,7 @@ fn random_commands_from_the_command_table_keep_their_meaning() {
     for spec in &specs {
         for _ in 0..60 {
             let (args, tokens) = random_command(spec, &mut rng);
-            let mux = rng.next() as u16;
+            let mux = rng.next_u64() as u16;
             let (enc, frame) = encode(&args, mux);
             let (f, back, consumed) = decode_all(&frame).unwrap_or_else(|e| panic!("{}: {e}", show(&args)));
             assert_eq!(consumed, frame.len());

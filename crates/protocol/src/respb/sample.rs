@@ -12,7 +12,7 @@ pub struct Rng(pub u64);
 
 impl Rng {
     /// Next 64 random bits.
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -23,7 +23,7 @@ impl Rng {
         if n == 0 {
             0
         } else {
-            self.next() % n
+            self.next_u64() % n
         }
     }
     /// True once in `one_in` calls on average.
@@ -38,7 +38,7 @@ fn data(rng: &mut Rng, style: Style) -> Vec<u8> {
         Style::Arbitrary => {
             let len = rng.below(12) as usize;
             let mut v = b"d:".to_vec();
-            v.extend((0..len).map(|_| rng.next() as u8));
+            v.extend((0..len).map(|_| rng.next_u64() as u8));
             v
         }
         Style::Readable => {
@@ -64,7 +64,7 @@ fn random_f64(rng: &mut Rng) -> f64 {
         2 => rng.below(1000) as f64,
         3 => (rng.below(100_000) as f64) / 64.0 - 700.0,
         _ => loop {
-            let x = f64::from_bits(rng.next());
+            let x = f64::from_bits(rng.next_u64());
             if !x.is_nan() {
                 break x;
             }
@@ -76,7 +76,7 @@ fn random_i64(rng: &mut Rng) -> i64 {
     match rng.below(3) {
         0 => rng.below(100) as i64 - 50,
         1 => i64::MIN + rng.below(3) as i64,
-        _ => rng.next() as i64,
+        _ => rng.next_u64() as i64,
     }
 }
 
@@ -165,7 +165,7 @@ impl Gen<'_> {
                 let n = if self.style == Style::Readable {
                     self.rng.below(100)
                 } else {
-                    self.rng.next() >> self.rng.below(64)
+                    self.rng.next_u64() >> self.rng.below(64)
                 };
                 self.out.extend_from_slice(&n.to_be_bytes());
             }
@@ -197,7 +197,7 @@ impl Gen<'_> {
             Field::Uint8 => self.out.push(if self.style == Style::Readable {
                 self.rng.below(2) as u8
             } else {
-                self.rng.next() as u8
+                self.rng.next_u64() as u8
             }),
             Field::Token(_) => {}
             Field::Choice(alts) => {
