@@ -190,6 +190,7 @@ impl<'a> Reader<'a> {
     }
 }
 
+#[derive(Debug)]
 /// Per-frame state of a layout walk: where each top-level field's arguments
 /// begin and the fix-ups that later flag bits ask for.
 struct Walk {
@@ -198,7 +199,8 @@ struct Walk {
     numbers: [(usize, u64); 2],
     n_numbers: usize,
     float_numbers: bool,
-    exclusive: [bool; Layout::MAX_FIELDS],
+    /// Bit `k` set: top-level field `k` is an exclusive bound.
+    exclusive: u16,
     /// Tokens to insert before a field's first argument, in bit order.
     inserts: [(u8, &'static str); 8],
     n_inserts: usize,
@@ -211,6 +213,7 @@ struct Walk {
 pub struct RespbDecoder {
     limits: RespbLimits,
     resp: RequestParser,
+    walk: Walk,
 }
 
 impl Default for RespbDecoder {
@@ -226,10 +229,18 @@ impl RespbDecoder {
             max_bulk_len: limits.max_bulk_len,
             ..RequestLimits::default()
         };
-        RespbDecoder {
-            limits,
-            resp: RequestParser::new(resp_limits),
-        }
+        let walk = Walk {
+            field_arg: [0; Layout::MAX_FIELDS],
+            numbers: [(0, 0); 2],
+            n_numbers: 0,
+            float_numbers: false,
+            exclusive: 0,
+            inserts: [(0, ""); 8],
+            n_inserts: 0,
+            last_count: 0,
+            max_bulk_len: limits.max_bulk_len,
+        };
+        RespbDecoder { limits, resp: RequestParser::new(resp_limits), walk }
     }
 
     /// The limits in force.
@@ -298,22 +309,22 @@ impl RespbDecoder {
     fn command(&mut self, layout: &'static Layout, rd: &mut Reader<'_>, out: &mut CommandArgs) -> Result<(), Stop> {
         debug_assert!(layout.fields.len() <= Layout::MAX_FIELDS);
         out.push_owned(layout.name.as_bytes());
-        let mut walk = Walk {
-            field_arg: [0; Layout::MAX_FIELDS],
-            numbers: [(0, 0); 2],
-            n_numbers: 0,
-            float_numbers: false,
-            exclusive: [false; Layout::MAX_FIELDS],
-            inserts: [(0, ""); 8],
-            n_inserts: 0,
-            last_count: 0,
-            max_bulk_len: self.limits.max_bulk_len,
-        };
+        // The walk state lives in the decoder so a command costs no setup beyond these resets.
+        let walk = &mut self.walk;
+        walk.n_numbers = 0;
+        walk.float_numbers = false;
+        walk.exclusive = 0;
+        walk.n_inserts = 0;
+        walk.last_count = 0;
+        walk.max_bulk_len = self.limits.max_bulk_len;
         for (i, field) in layout.fields.iter().enumerate() {
             walk.field_arg[i] = out.len();
-            field_decode(field, rd, out, &mut walk)?;
+            field_decode(field, rd, out, walk)?;
         }
-        walk.apply(out)
+        if walk.n_numbers != 0 || walk.exclusive != 0 || walk.n_inserts != 0 {
+            walk.apply(out)?;
+        }
+        Ok(())
     }
 }
 
@@ -341,7 +352,7 @@ impl Walk {
                 out.replace_with(arg, |s| write_i64(s, raw as i64));
             }
         }
-        for (field, _) in self.exclusive.iter().enumerate().filter(|(_, &e)| e) {
+        for field in (0..Layout::MAX_FIELDS).filter(|k| self.exclusive & (1 << k) != 0) {
             out.prefix_owned(self.field_arg[field], b"(");
         }
         // Insert from the last position backwards so earlier indexes stay valid;
@@ -487,7 +498,7 @@ fn field_decode(field: &Field, rd: &mut Reader<'_>, out: &mut CommandArgs, walk:
                     Effect::Inline => {}
                     Effect::FloatFields => walk.float_numbers = true,
                     Effect::Exclusive(field) => {
-                        walk.exclusive[usize::from(field)] = true;
+                        walk.exclusive |= 1 << field;
                         continue;
                     }
                     Effect::BeforeField(field) => {
