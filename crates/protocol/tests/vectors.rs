@@ -9,9 +9,10 @@
 use kvik_protocol::resp::request::{Progress, RequestParser};
 use kvik_protocol::resp::writer::{Protocol, RespWriter};
 use kvik_protocol::respb::float_text::write_canonical_f64;
+use kvik_protocol::respb::layout::Field;
 use kvik_protocol::respb::layouts::LAYOUTS;
 use kvik_protocol::respb::reply::decode_reply;
-use kvik_protocol::respb::sample::{random_frame, Rng, Style};
+use kvik_protocol::respb::sample::{frame_with_bits, random_frame, Rng, Style};
 use kvik_protocol::respb::{
     control_frame, detect, encode_request, handshake, Decoded, Detected, Encoding, Frame, RespbDecoder,
     RespbReplyWriter, MUX_CLOSE, MUX_CREATE,
@@ -269,6 +270,30 @@ fn build_requests() -> Json {
             let (_, decoded) = decode_one(&frame).unwrap();
             out.push(json!({
                 "name": format!("{} sample {}", layout.name, i + 1),
+                "mux": mux,
+                "args": args_json(&decoded),
+                "encoding": "binary",
+                "frame": hex(&frame),
+                "decoded": args_json(&decoded),
+            }));
+        }
+    }
+    // One frame per flag bit and per presence-mask bit of every layout, so each
+    // option appears alone at least once.
+    let mut rng = Rng(0x5EED_0002);
+    for layout in LAYOUTS {
+        let width = |pred: fn(&Field) -> usize| layout.fields.iter().map(pred).max().unwrap_or(0);
+        let n_flags = width(|f| if let Field::Flags(b) = f { b.len() } else { 0 });
+        let n_mask = width(|f| if let Field::Mask(o) = f { o.len() } else { 0 });
+        let cases = (0..n_flags)
+            .map(|b| (Some(1u8 << b), Some(0u8), format!("flag bit {b}")))
+            .chain((0..n_mask).map(|b| (Some(0u8), Some(1u8 << b), format!("mask bit {b}"))));
+        for (flags, mask, what) in cases {
+            let mux = rng.below(4) as u16;
+            let frame = frame_with_bits(layout, mux, &mut rng, Style::Readable, flags, mask);
+            let (_, decoded) = decode_one(&frame).unwrap();
+            out.push(json!({
+                "name": format!("{} {what}", layout.name),
                 "mux": mux,
                 "args": args_json(&decoded),
                 "encoding": "binary",

@@ -240,7 +240,11 @@ impl RespbDecoder {
             last_count: 0,
             max_bulk_len: limits.max_bulk_len,
         };
-        RespbDecoder { limits, resp: RequestParser::new(resp_limits), walk }
+        RespbDecoder {
+            limits,
+            resp: RequestParser::new(resp_limits),
+            walk,
+        }
     }
 
     /// The limits in force.

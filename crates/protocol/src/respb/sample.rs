@@ -4,7 +4,7 @@
 //! Every frame produced here is *canonical*: decoding it and encoding the
 //! resulting arguments gives back the same bytes.
 
-use super::layout::{Bit, Effect, Field, Layout};
+use super::layout::{Bit, Effect, Field, Layout, Opt};
 use super::MODULE_PREFIX;
 
 /// Small deterministic generator (xorshift64*), so failures reproduce from the seed.
@@ -83,6 +83,22 @@ fn random_i64(rng: &mut Rng) -> i64 {
 /// Build a random frame that is canonical for `layout`: one the encoder would
 /// produce for the arguments the decoder yields.
 pub fn random_frame(layout: &Layout, mux: u16, rng: &mut Rng, style: Style) -> Vec<u8> {
+    frame_with_bits(layout, mux, rng, style, None, None)
+}
+
+/// Like [`random_frame`], with chosen flags and presence-mask bits.
+///
+/// The mask is completed so the frame stays canonical: paired fields are
+/// added to their partners, and a token-less field brings the token-less
+/// fields before it.
+pub fn frame_with_bits(
+    layout: &Layout,
+    mux: u16,
+    rng: &mut Rng,
+    style: Style,
+    flags: Option<u8>,
+    mask: Option<u8>,
+) -> Vec<u8> {
     let mut out = Vec::new();
     if layout.module {
         out.extend_from_slice(&MODULE_PREFIX.to_be_bytes());
@@ -93,11 +109,16 @@ pub fn random_frame(layout: &Layout, mux: u16, rng: &mut Rng, style: Style) -> V
         out.extend_from_slice(&mux.to_be_bytes());
     }
     // Choose the flags byte first: it decides how Number64 fields read.
+    let wanted_flags = flags;
     let flags = layout
         .fields
         .iter()
         .find_map(|f| if let Field::Flags(b) = f { Some(*b) } else { None });
-    let flag_byte = flags.map_or(0, |bits| random_flag_byte(bits, rng));
+    let flag_byte = match (flags, wanted_flags) {
+        (Some(bits), Some(b)) => b & (u8::MAX >> (8 - bits.len().min(8))),
+        (Some(bits), None) => random_flag_byte(bits, rng),
+        (None, _) => 0,
+    };
     let float = flags.is_some_and(|bits| {
         bits.iter()
             .enumerate()
@@ -110,6 +131,7 @@ pub fn random_frame(layout: &Layout, mux: u16, rng: &mut Rng, style: Style) -> V
         float,
         flag_byte,
         style,
+        mask,
     };
     for f in layout.fields {
         g.field(f);
@@ -127,9 +149,35 @@ fn random_flag_byte(bits: &[Bit], rng: &mut Rng) -> u8 {
     b
 }
 
+/// Close a requested mask over pairs and the token-less prefix rule.
+fn complete_mask(want: u8, opts: &[Opt]) -> u8 {
+    let n = opts.len().min(8);
+    let mut m = want & (u8::MAX >> (8 - n));
+    for _ in 0..n {
+        for i in 0..n {
+            let set = m & (1 << i) != 0;
+            if set && opts[i].with_previous && i > 0 {
+                m |= 1 << (i - 1);
+            }
+            if set && i + 1 < n && opts[i + 1].with_previous {
+                m |= 1 << (i + 1);
+            }
+            if set && opts[i].token.is_empty() && !opts[i].with_previous {
+                for (j, o) in opts.iter().enumerate().take(i) {
+                    if o.token.is_empty() && !o.with_previous {
+                        m |= 1 << j;
+                    }
+                }
+            }
+        }
+    }
+    m
+}
+
 struct Gen<'r> {
     rng: &'r mut Rng,
     style: Style,
+    mask: Option<u8>,
     out: Vec<u8>,
     last_count: usize,
     float: bool,
@@ -259,6 +307,9 @@ impl Gen<'_> {
                     if set {
                         m |= 1 << i;
                     }
+                }
+                if let Some(want) = self.mask {
+                    m = complete_mask(want, opts);
                 }
                 self.out.push(m);
                 for (i, o) in opts.iter().enumerate() {
