@@ -412,12 +412,13 @@ fn field_decode(field: &Field, rd: &mut Reader<'_>, out: &mut CommandArgs, walk:
             });
         }
         Field::Number64 => {
+            // Formatted once the flags byte says int or float; layouts have at most two.
             let raw = rd.u64()?;
-            if walk.n_numbers == walk.numbers.len() {
-                return Err(DecodeErrorKind::BadPassthrough("layout has too many numbers").into());
+            debug_assert!(walk.n_numbers < walk.numbers.len());
+            if let Some(slot) = walk.numbers.get_mut(walk.n_numbers) {
+                *slot = (out.len(), raw);
+                walk.n_numbers += 1;
             }
-            walk.numbers[walk.n_numbers] = (out.len(), raw);
-            walk.n_numbers += 1;
             out.push_owned(b"");
         }
         Field::Uint16 => {
