@@ -309,7 +309,7 @@ impl<'a, A: AsRef<[u8]>> Enc<'a, A> {
             Field::StreamPairs => {
                 self.i += self.words_at("STREAMS", self.i)?;
                 let rest = self.remaining();
-                if rest == 0 || rest % 2 != 0 {
+                if rest == 0 || rest & 1 == 1 {
                     return None;
                 }
                 let n = rest / 2;

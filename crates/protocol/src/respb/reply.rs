@@ -129,7 +129,7 @@ impl<'a> RespbReplyWriter<'a> {
     }
 
     /// Turn the reply under way into a passthrough frame of RESP3 text.
-    fn to_passthrough(&mut self) {
+    fn switch_to_passthrough(&mut self) {
         if self.passthrough_len_at.is_some() {
             return;
         }
@@ -165,7 +165,7 @@ impl<'a> RespbReplyWriter<'a> {
 
     fn short_string(&mut self, op: u16, s: &[u8], write_text: impl FnOnce(&mut RespWriter<'_>)) {
         if s.len() > MAX_U16 {
-            self.to_passthrough();
+            self.switch_to_passthrough();
         }
         self.scalar(op, write_text, |out| {
             out.extend_from_slice(&(s.len() as u16).to_be_bytes());
@@ -175,7 +175,7 @@ impl<'a> RespbReplyWriter<'a> {
 
     fn aggregate(&mut self, op: u16, count: usize, values: u64, write_text: impl FnOnce(&mut RespWriter<'_>)) {
         if count > MAX_U16 || self.depth >= MAX_BINARY_DEPTH {
-            self.to_passthrough();
+            self.switch_to_passthrough();
         }
         if let Some(mut w) = self.text() {
             write_text(&mut w);
@@ -227,7 +227,7 @@ impl ReplySink for RespbReplyWriter<'_> {
 
     fn bulk(&mut self, b: &[u8]) {
         if u32::try_from(b.len()).is_err() {
-            self.to_passthrough();
+            self.switch_to_passthrough();
         }
         self.scalar(
             opcode::BULK,
@@ -293,7 +293,7 @@ impl ReplySink for RespbReplyWriter<'_> {
 
     fn attribute(&mut self, pairs: usize) {
         // Attributes have no binary form: the whole reply travels as RESP3.
-        self.to_passthrough();
+        self.switch_to_passthrough();
         if let Some(mut w) = self.text() {
             w.attribute(pairs);
         }
