@@ -306,7 +306,7 @@ impl<'a, A: AsRef<[u8]>> Enc<'a, A> {
             Field::StreamPairs => {
                 self.i += self.words_at("STREAMS", self.i)?;
                 let rest = self.remaining();
-                if rest == 0 || !rest.is_multiple_of(2) {
+                if rest == 0 || rest & 1 == 1 {
                     return None;
                 }
                 let n = rest / 2;

@@ -82,14 +82,14 @@ fn layout_digits(out: &mut Vec<u8>, digits: &[u8], n: i32) {
     let k = digits.len() as i32;
     if k <= n && n <= 21 {
         out.extend_from_slice(digits);
-        out.extend(std::iter::repeat_n(b'0', (n - k) as usize));
+        out.resize(out.len() + (n - k) as usize, b'0');
     } else if 0 < n && n <= 21 {
         out.extend_from_slice(&digits[..n as usize]);
         out.push(b'.');
         out.extend_from_slice(&digits[n as usize..]);
     } else if -6 < n && n <= 0 {
         out.extend_from_slice(b"0.");
-        out.extend(std::iter::repeat_n(b'0', (-n) as usize));
+        out.resize(out.len() + (-n) as usize, b'0');
         out.extend_from_slice(digits);
     } else {
         out.push(digits[0]);

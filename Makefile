@@ -1,0 +1,63 @@
+# Entry points for people and CI. `make test` installs what the suite needs on a
+# fresh Debian machine (redis-server for the differential tests, a Python venv
+# with redis-py and pytest), then runs every test.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := test
+
+PYTHON ?= python3
+VENV := .venv
+# The debug binary that `cargo test` builds; the Python tests drive it.
+SERVER_BIN = $${CARGO_TARGET_DIR:-target}/debug/kvik-server
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
+
+.PHONY: run test deps cargo redis-server fmt lint bench
+
+## Build in release mode and serve on 127.0.0.1:6379.
+run: cargo
+	cargo run --release -q -p kvik-server
+
+## Install what is missing, then run the Rust and Python test suites.
+test: deps
+	cargo test --workspace
+	cargo build -q -p kvik-server
+	KVIK_SERVER_BIN="$(SERVER_BIN)" $(VENV)/bin/python -m pytest -q tests/python
+
+deps: cargo redis-server $(VENV)/.installed
+
+cargo:
+	@command -v cargo >/dev/null 2>&1 || { \
+		echo "cargo not found: install Rust 1.80 or newer (https://rustup.rs)" >&2; exit 1; }
+
+# Debian's package starts a redis-server service on port 6379 once installed.
+# The tests start their own servers, and `make run` wants that port, so a
+# service started by this install is stopped and not started at boot.
+redis-server:
+	@command -v redis-server >/dev/null 2>&1 || { \
+		echo "installing redis-server (Debian package)"; \
+		$(APT) update -qq && $(APT) install -y -qq redis-server >/dev/null && \
+		{ $(SUDO) systemctl disable --now redis-server >/dev/null 2>&1 || \
+		  $(SUDO) service redis-server stop >/dev/null 2>&1 || true; }; }
+
+$(VENV)/.installed: tests/python/requirements.txt
+	@command -v $(PYTHON) >/dev/null 2>&1 || { \
+		echo "installing python3 (Debian package)"; \
+		$(APT) update -qq && $(APT) install -y -qq python3 python3-venv >/dev/null; }
+	@$(PYTHON) -m venv $(VENV) >/dev/null 2>&1 || { \
+		echo "installing python3-venv (Debian package)"; \
+		$(APT) update -qq && $(APT) install -y -qq python3-venv >/dev/null && \
+		$(PYTHON) -m venv --clear $(VENV); }
+	@echo "installing Python test dependencies into $(VENV)"
+	@$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r tests/python/requirements.txt
+	@touch $@
+
+fmt:
+	cargo fmt --all
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+
+bench:
+	cargo bench -p kvik-protocol

@@ -1,0 +1,28 @@
+//! The kvik server as a library, so that the binary stays a thin shell and tests
+//! can start a server inside their own process when that is simpler than a child.
+//!
+//! Layers, outside in:
+//! - [`config`]: command-line options in redis.conf style (`--port 6379`);
+//! - [`listener`]: binds the socket and hands each accepted connection to a thread;
+//! - [`connection`]: one client connection: read buffer, protocol detection,
+//!   batched parsing and one write per batch, for RESP and RESPB alike;
+//! - [`session`]: the state of one logical client (a RESP connection or a RESPB channel);
+//! - [`commands`]: validation against the command table and the command implementations.
+
+#![forbid(unsafe_code)]
+
+pub mod commands;
+pub mod config;
+pub mod connection;
+pub mod listener;
+pub mod session;
+
+/// Version of kvik itself, as printed in the startup line.
+pub const KVIK_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The Redis version whose behaviour kvik reproduces.
+///
+/// Clients read `version` from `HELLO` (and later `INFO`) to decide which
+/// features they may use, so kvik reports the Redis release it matches
+/// rather than its own version number.
+pub const REDIS_VERSION: &str = "7.0.15";

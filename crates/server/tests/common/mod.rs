@@ -1,0 +1,176 @@
+//! Starting servers as child processes and talking to them over loopback.
+//!
+//! Shared by the integration tests: each test starts its own servers on free
+//! ports and stops them when the handle is dropped, so tests can run in
+//! parallel and leave nothing behind.
+
+#![allow(dead_code)]
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How long a server may take to accept its first connection.
+const STARTUP: Duration = Duration::from_secs(10);
+/// How long a reply may take before the test gives up.
+pub const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A server process, killed and reaped on drop.
+pub struct ServerProcess {
+    child: Child,
+    /// The loopback port it listens on.
+    pub port: u16,
+    /// Which server this is, for messages.
+    pub label: &'static str,
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A port nobody listens on right now (the OS picks it).
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    listener.local_addr().expect("local address").port()
+}
+
+fn start(label: &'static str, program: &str, args: impl Fn(u16) -> Vec<String>) -> ServerProcess {
+    // Another process can take the port between picking and binding; retry then.
+    for _ in 0..3 {
+        let port = free_port();
+        let child = Command::new(program)
+            .args(args(port))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {program}: {e}"));
+        let mut server = ServerProcess { child, port, label };
+        let deadline = Instant::now() + STARTUP;
+        while Instant::now() < deadline {
+            if let Ok(Some(_status)) = server.child.try_wait() {
+                break;
+            }
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return server;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        let _ = server.child.kill();
+    }
+    panic!("{label} did not start listening");
+}
+
+/// Start the kvik-server binary built for these tests.
+pub fn start_kvik() -> ServerProcess {
+    start("kvik", env!("CARGO_BIN_EXE_kvik-server"), |port| {
+        vec!["--bind".into(), "127.0.0.1".into(), "--port".into(), port.to_string()]
+    })
+}
+
+/// Whether `redis-server` can be run from PATH.
+pub fn redis_available() -> bool {
+    Command::new("redis-server")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// Start a real redis-server with persistence off, or `None` when it is not
+/// installed. Under CI (`CI` set) a missing redis-server is a failure: the
+/// comparison is the point of these tests and must not silently vanish.
+pub fn start_redis_or_skip(test: &str) -> Option<ServerProcess> {
+    if !redis_available() {
+        if std::env::var_os("CI").is_some() {
+            panic!("{test}: redis-server is not on PATH, and CI must compare against it");
+        }
+        eprintln!("{test}: skipped, redis-server is not on PATH (make test installs it)");
+        return None;
+    }
+    Some(start("redis", "redis-server", |port| {
+        [
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--daemonize",
+            "no",
+            "--loglevel",
+            "warning",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    }))
+}
+
+/// A connection to `port` with a read timeout, so a missing reply fails the test instead of hanging it.
+pub fn connect(port: u16) -> TcpStream {
+    let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to test server");
+    stream.set_read_timeout(Some(REPLY_TIMEOUT)).expect("set read timeout");
+    stream.set_nodelay(true).expect("set nodelay");
+    stream
+}
+
+/// What a server sent back for one exchange.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    /// Every byte received.
+    pub bytes: Vec<u8>,
+    /// Whether the server closed the connection.
+    pub closed: bool,
+}
+
+impl Answer {
+    /// The bytes as text with control bytes escaped, for failure messages.
+    pub fn show(&self) -> String {
+        let text: String = self.bytes.escape_ascii().to_string();
+        if self.closed {
+            format!("{text} <closed>")
+        } else {
+            text
+        }
+    }
+}
+
+/// Send `request`, then read until `done` says the reply is complete or the
+/// server closes the connection.
+pub fn exchange(port: u16, request: &[u8], done: impl Fn(&[u8]) -> bool) -> Answer {
+    let mut stream = connect(port);
+    stream.write_all(request).expect("send request");
+    read_until(&mut stream, done)
+}
+
+/// Read from `stream` until `done(bytes)` holds or the server closes.
+pub fn read_until(stream: &mut TcpStream, done: impl Fn(&[u8]) -> bool) -> Answer {
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; 64 * 1024];
+    loop {
+        if done(&bytes) {
+            return Answer { bytes, closed: false };
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) => return Answer { bytes, closed: true },
+            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            // A reset after the server's last bytes is a close as far as the client can tell.
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => return Answer { bytes, closed: true },
+            Err(e) => panic!(
+                "no complete reply within {REPLY_TIMEOUT:?} ({e}); got so far: {}",
+                bytes.escape_ascii()
+            ),
+        }
+    }
+}

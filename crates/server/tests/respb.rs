@@ -1,0 +1,146 @@
+//! RESPB/1 against kvik-server: handshake, frames on mux channels,
+//! passthrough, control frames, and the fatal-error path.
+
+mod common;
+
+use std::io::Write;
+use std::net::TcpStream;
+
+use common::{connect, read_until, start_kvik, ServerProcess};
+use kvik_protocol::resp::reply_parser::ReplyLimits;
+use kvik_protocol::respb::encode::write_passthrough;
+use kvik_protocol::respb::handshake;
+use kvik_protocol::respb::layouts::core_layout;
+use kvik_protocol::respb::{control_frame, decode_reply, encode_request, Encoding, ReplyFrame, MUX_CLOSE, MUX_CREATE};
+use kvik_protocol::Value;
+
+/// Connect and complete the version-1 handshake.
+fn greeted(server: &ServerProcess) -> TcpStream {
+    let mut stream = connect(server.port);
+    stream.write_all(&handshake::client_hello(1)).expect("send greeting");
+    let answer = read_until(&mut stream, |got| got.len() >= handshake::LEN);
+    assert_eq!(answer.bytes, [0xD3, 0xC1, 0x01, 0x00], "server accepts version 1");
+    stream
+}
+
+/// Read exactly one reply frame.
+fn reply(stream: &mut TcpStream) -> ReplyFrame {
+    let complete = |got: &[u8]| matches!(decode_reply(got, &ReplyLimits::DEFAULT), Ok(Some(_)) | Err(_));
+    let answer = read_until(stream, complete);
+    let frame = decode_reply(&answer.bytes, &ReplyLimits::DEFAULT)
+        .expect("well-formed reply frame")
+        .unwrap_or_else(|| panic!("incomplete reply frame: {}", answer.show()));
+    assert_eq!(frame.consumed, answer.bytes.len(), "exactly one frame was sent");
+    frame
+}
+
+fn request(stream: &mut TcpStream, args: &[&[u8]], mux: u16) -> ReplyFrame {
+    let mut frame = Vec::new();
+    encode_request(args, mux, &mut frame);
+    stream.write_all(&frame).expect("send frame");
+    reply(stream)
+}
+
+#[test]
+fn ping_on_a_channel_is_answered_on_that_channel() {
+    let kvik = start_kvik();
+    let mut stream = greeted(&kvik);
+    let mut frame = Vec::new();
+    assert_eq!(encode_request(&[b"PING"], 5, &mut frame), Encoding::Binary);
+    assert_eq!(&frame[..4], [0x03, 0x00, 0x00, 0x05], "PING opcode 0x0300 on mux 5");
+    stream.write_all(&frame).expect("send PING");
+    let pong = reply(&mut stream);
+    assert_eq!((pong.mux, pong.value), (5, Value::simple("PONG")));
+    // Any bytes travel intact in both directions.
+    let echo = request(&mut stream, &[b"ECHO", b"binary\r\n\0"], 6);
+    assert_eq!((echo.mux, echo.value), (6, Value::bulk("binary\r\n\0")));
+}
+
+#[test]
+fn passthrough_command_gets_a_binary_reply() {
+    let kvik = start_kvik();
+    let mut stream = greeted(&kvik);
+    let mut frame = Vec::new();
+    write_passthrough(&[&b"ECHO"[..], b"through"], 7, &mut frame);
+    assert_eq!(&frame[..2], [0xFF, 0xFF]);
+    stream.write_all(&frame).expect("send passthrough");
+    let echo = reply(&mut stream);
+    assert_eq!((echo.mux, echo.value), (7, Value::bulk("through")));
+    let unknown = request(&mut stream, &[b"NOSUCH", b"a"], 7);
+    assert_eq!(
+        unknown.value,
+        Value::Error(b"ERR unknown command 'NOSUCH', with args beginning with: 'a' ".to_vec()),
+        "command errors are ordinary replies"
+    );
+    let after = request(&mut stream, &[b"PING"], 7);
+    assert_eq!(
+        after.value,
+        Value::simple("PONG"),
+        "the connection stays up after a command error"
+    );
+}
+
+#[test]
+fn frames_without_handshake_and_control_frames() {
+    let kvik = start_kvik();
+    let mut stream = connect(kvik.port);
+    let pong = request(&mut stream, &[b"PING"], 0);
+    assert_eq!((pong.mux, pong.value), (0, Value::simple("PONG")));
+    for opcode in [MUX_CREATE, MUX_CLOSE] {
+        let mut frame = Vec::new();
+        control_frame(opcode, 1, 9, &mut frame);
+        stream.write_all(&frame).expect("send control frame");
+        let ok = reply(&mut stream);
+        assert_eq!((ok.mux, ok.value), (1, Value::simple("OK")));
+    }
+}
+
+#[test]
+fn each_channel_is_its_own_client() {
+    let kvik = start_kvik();
+    let mut stream = greeted(&kvik);
+    let id_of = |frame: ReplyFrame| match frame.value {
+        Value::Map(pairs) => pairs
+            .into_iter()
+            .find(|(k, _)| *k == Value::bulk("id"))
+            .map(|(_, v)| v)
+            .expect("HELLO reply has an id"),
+        other => panic!("HELLO reply is a map, got {other:?}"),
+    };
+    let first = id_of(request(&mut stream, &[b"HELLO", b"3"], 1));
+    let second = id_of(request(&mut stream, &[b"HELLO", b"3"], 2));
+    let first_again = id_of(request(&mut stream, &[b"HELLO"], 1));
+    assert_ne!(first, second);
+    assert_eq!(first, first_again);
+}
+
+#[test]
+fn unknown_opcode_gets_an_error_frame_and_the_connection_closes() {
+    let unknown = 0x7FFE;
+    assert!(core_layout(unknown).is_none(), "the opcode must really be unassigned");
+    let kvik = start_kvik();
+    let mut stream = greeted(&kvik);
+    let mut frame = Vec::new();
+    frame.extend_from_slice(&u16::to_be_bytes(unknown));
+    frame.extend_from_slice(&u16::to_be_bytes(9));
+    frame.extend_from_slice(b"payload the server cannot delimit");
+    stream.write_all(&frame).expect("send frame");
+    let answer = read_until(&mut stream, |_| false);
+    assert!(answer.closed, "the server closes after an undecodable frame");
+    let err = decode_reply(&answer.bytes, &ReplyLimits::DEFAULT)
+        .expect("well-formed error frame")
+        .expect("complete error frame");
+    assert_eq!(err.mux, 9, "the error goes to the frame's channel");
+    assert_eq!(err.value, Value::Error(b"ERR RESPB unknown opcode 0x7FFE".to_vec()));
+    assert_eq!(err.consumed, answer.bytes.len(), "nothing follows the error frame");
+}
+
+#[test]
+fn unsupported_version_is_refused_and_closed() {
+    let kvik = start_kvik();
+    let mut stream = connect(kvik.port);
+    stream.write_all(&handshake::client_hello(2)).expect("send greeting");
+    let answer = read_until(&mut stream, |_| false);
+    assert_eq!(answer.bytes, [0xD3, 0xC1, 0x00, 0x00]);
+    assert!(answer.closed);
+}

@@ -1,0 +1,64 @@
+"""Fixtures that run kvik-server as a child process for client-driven tests.
+
+The server binary is the one cargo built: $KVIK_SERVER_BIN when set,
+otherwise the newest of target/debug and target/release (honouring
+$CARGO_TARGET_DIR), so `make test` exercises the code it just compiled.
+"""
+
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def find_server_binary() -> Path:
+    explicit = os.environ.get("KVIK_SERVER_BIN")
+    if explicit:
+        return Path(explicit)
+    target = Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target")
+    candidates = [p for p in (target / "debug" / "kvik-server", target / "release" / "kvik-server") if p.is_file()]
+    if not candidates:
+        pytest.fail(f"kvik-server is not built under {target}; run `cargo build -p kvik-server` first")
+    return max(candidates, key=lambda p: p.stat().st_mtime)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def kvik_port():
+    """Start kvik-server on a free loopback port, wait until it answers PING, stop it afterwards."""
+    binary = find_server_binary()
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(binary), "--bind", "127.0.0.1", "--port", str(port)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"kvik-server exited early: {proc.stderr.read().decode(errors='replace')}")
+            try:
+                if redis.Redis(host="127.0.0.1", port=port, socket_timeout=1).ping():
+                    break
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    pytest.fail("kvik-server did not answer PING within 10 s")
+                time.sleep(0.05)
+        yield port
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stderr.close()
