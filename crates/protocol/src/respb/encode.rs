@@ -429,7 +429,10 @@ impl<'a, A: AsRef<[u8]>> Enc<'a, A> {
                 Some(hit) => hit,
                 None => {
                     let next = opts.iter().enumerate().find(|(j, o)| {
-                        o.token.is_empty() && !o.with_previous && set & (1 << j) == 0 && highest.is_none_or(|h| *j > h)
+                        o.token.is_empty()
+                            && !o.with_previous
+                            && set & (1 << j) == 0
+                            && !matches!(highest, Some(h) if *j <= h)
                     });
                     let Some((j, o)) = next else { break };
                     let need = 1 + chain_len(j);
