@@ -12,7 +12,7 @@
 use super::float_text::parse_canonical_f64;
 use super::layout::{arity_of, Bit, Effect, Field, Layout, Opt};
 use super::layouts::layout_by_name;
-use super::{MODULE_PREFIX, PASSTHROUGH};
+use super::PASSTHROUGH;
 use crate::number::{parse_i64, write_u64};
 
 /// How a command went on the wire.
@@ -85,14 +85,7 @@ struct Enc<'a, A> {
 }
 
 fn encode_layout<A: AsRef<[u8]>>(layout: &'static Layout, args: &[A], mux: u16, out: &mut Vec<u8>) -> Option<()> {
-    if layout.module {
-        out.extend_from_slice(&MODULE_PREFIX.to_be_bytes());
-        out.extend_from_slice(&mux.to_be_bytes());
-        out.extend_from_slice(&layout.opcode.to_be_bytes());
-    } else {
-        out.extend_from_slice(&(layout.opcode as u16).to_be_bytes());
-        out.extend_from_slice(&mux.to_be_bytes());
-    }
+    layout.write_header(mux, out);
     let mut e = Enc {
         args,
         i: 1,

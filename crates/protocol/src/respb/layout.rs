@@ -126,6 +126,19 @@ pub struct Layout {
 impl Layout {
     /// Upper bound on top-level fields, so walks can keep per-field state on the stack.
     pub const MAX_FIELDS: usize = 12;
+
+    /// Append this opcode's frame header for channel `mux`: `[opcode][mux]`, or
+    /// `[F000][mux][4B module command]` for a module command.
+    pub fn write_header(&self, mux: u16, out: &mut Vec<u8>) {
+        if self.module {
+            out.extend_from_slice(&super::MODULE_PREFIX.to_be_bytes());
+            out.extend_from_slice(&mux.to_be_bytes());
+            out.extend_from_slice(&self.opcode.to_be_bytes());
+        } else {
+            out.extend_from_slice(&(self.opcode as u16).to_be_bytes());
+            out.extend_from_slice(&mux.to_be_bytes());
+        }
+    }
 }
 
 impl Field {

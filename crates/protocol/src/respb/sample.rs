@@ -5,7 +5,6 @@
 //! resulting arguments gives back the same bytes.
 
 use super::layout::{Bit, Effect, Field, Layout, Opt};
-use super::MODULE_PREFIX;
 
 /// Small deterministic generator (xorshift64*), so failures reproduce from the seed.
 pub struct Rng(pub u64);
@@ -100,14 +99,7 @@ pub fn frame_with_bits(
     mask: Option<u8>,
 ) -> Vec<u8> {
     let mut out = Vec::new();
-    if layout.module {
-        out.extend_from_slice(&MODULE_PREFIX.to_be_bytes());
-        out.extend_from_slice(&mux.to_be_bytes());
-        out.extend_from_slice(&layout.opcode.to_be_bytes());
-    } else {
-        out.extend_from_slice(&(layout.opcode as u16).to_be_bytes());
-        out.extend_from_slice(&mux.to_be_bytes());
-    }
+    layout.write_header(mux, &mut out);
     // Choose the flags byte first: it decides how Number64 fields read.
     let wanted_flags = flags;
     let flags = layout
