@@ -29,8 +29,9 @@ fn saved_inputs_pass_every_check() {
                 continue;
             }
             let data = std::fs::read(&path).expect("readable regression input");
+            // Named before the check so a failing input is identified in the output.
+            eprintln!("checking {}", path.display());
             assert!(check_target(target, &data), "unknown target {target}");
-            eprintln!("ok {}", path.display());
         }
     }
 }
