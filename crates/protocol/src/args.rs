@@ -9,12 +9,24 @@
 //! A [`CommandArgs`] is reused from command to command, so steady-state decoding
 //! allocates nothing.
 
-/// Location of one argument: a byte range in the input buffer or in the scratch buffer.
+/// Which buffer an [`ArgRef`] points into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Source {
+    /// The caller's input buffer.
+    Input,
+    /// The scratch buffer of the [`CommandArgs`].
+    Scratch,
+    /// The static command name set with [`CommandArgs::push_name`].
+    Name,
+}
+
+/// Location of one argument: a byte range in the input buffer, the scratch
+/// buffer, or the static command name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ArgRef {
     start: usize,
     len: usize,
-    in_scratch: bool,
+    src: Source,
 }
 
 impl ArgRef {
@@ -39,6 +51,8 @@ impl ArgRef {
 pub struct CommandArgs {
     refs: Vec<ArgRef>,
     scratch: Vec<u8>,
+    /// The command name when a decoder knows it statically (RESPB opcodes).
+    name: &'static [u8],
 }
 
 impl CommandArgs {
@@ -72,13 +86,26 @@ impl CommandArgs {
         self.refs.get(i).copied()
     }
 
+    /// Append the command name a decoder knows without reading it (a RESPB
+    /// opcode's name): no bytes are copied. At most one per command.
+    #[inline]
+    pub fn push_name(&mut self, name: &'static str) {
+        debug_assert!(!self.refs.iter().any(|r| r.src == Source::Name), "a second static name");
+        self.name = name.as_bytes();
+        self.refs.push(ArgRef {
+            start: 0,
+            len: name.len(),
+            src: Source::Name,
+        });
+    }
+
     /// Append an argument that lives in the input buffer at `start..start + len`.
     #[inline]
     pub fn push_input(&mut self, start: usize, len: usize) {
         self.refs.push(ArgRef {
             start,
             len,
-            in_scratch: false,
+            src: Source::Input,
         });
     }
 
@@ -90,7 +117,7 @@ impl CommandArgs {
         self.refs.push(ArgRef {
             start,
             len: bytes.len(),
-            in_scratch: true,
+            src: Source::Scratch,
         });
     }
 
@@ -105,7 +132,7 @@ impl CommandArgs {
         self.refs.push(ArgRef {
             start,
             len,
-            in_scratch: true,
+            src: Source::Scratch,
         });
     }
 
@@ -125,7 +152,7 @@ impl CommandArgs {
         let r = ArgRef {
             start,
             len: bytes.len(),
-            in_scratch: true,
+            src: Source::Scratch,
         };
         self.refs.insert(at.min(self.refs.len()), r);
     }
@@ -139,7 +166,7 @@ impl CommandArgs {
             *r = ArgRef {
                 start,
                 len,
-                in_scratch: true,
+                src: Source::Scratch,
             };
         }
     }
@@ -148,7 +175,7 @@ impl CommandArgs {
     ///
     /// Returns false (changing nothing) for an argument in the input buffer.
     pub fn prefix_owned(&mut self, i: usize, prefix: &[u8]) -> bool {
-        let Some(old) = self.refs.get(i).copied().filter(|r| r.in_scratch) else {
+        let Some(old) = self.refs.get(i).copied().filter(|r| r.src == Source::Scratch) else {
             return false;
         };
         let start = self.scratch.len();
@@ -157,7 +184,7 @@ impl CommandArgs {
         self.refs[i] = ArgRef {
             start,
             len: prefix.len() + old.len,
-            in_scratch: true,
+            src: Source::Scratch,
         };
         true
     }
@@ -167,7 +194,7 @@ impl CommandArgs {
     /// Used when a sub-slice was decoded (a RESPB passthrough frame's RESP text)
     /// and the references must point into the enclosing buffer.
     pub fn shift_input(&mut self, by: usize) {
-        for r in self.refs.iter_mut().filter(|r| !r.in_scratch) {
+        for r in self.refs.iter_mut().filter(|r| r.src == Source::Input) {
             r.start += by;
         }
     }
@@ -177,7 +204,7 @@ impl CommandArgs {
     /// A resumable decoder calls this when its caller discarded `by` bytes that
     /// preceded the current frame.
     pub fn rebase_input(&mut self, by: usize) {
-        for r in self.refs.iter_mut().filter(|r| !r.in_scratch) {
+        for r in self.refs.iter_mut().filter(|r| r.src == Source::Input) {
             debug_assert!(r.start >= by);
             r.start -= by;
         }
@@ -190,7 +217,11 @@ impl CommandArgs {
     #[inline]
     pub fn get<'a>(&'a self, input: &'a [u8], i: usize) -> Option<&'a [u8]> {
         let r = self.refs.get(i)?;
-        let src: &'a [u8] = if r.in_scratch { &self.scratch } else { input };
+        let src: &'a [u8] = match r.src {
+            Source::Input => input,
+            Source::Scratch => &self.scratch,
+            Source::Name => self.name,
+        };
         src.get(r.start..r.start + r.len)
     }
 

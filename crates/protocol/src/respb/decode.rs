@@ -12,7 +12,7 @@
 //! receiver cannot find the next frame after an invalid one.
 
 use super::float_text::write_canonical_f64;
-use super::layout::{Effect, Field, Layout, Opt};
+use super::layout::{all_strings, Effect, Field, Layout, Opt};
 use super::layouts::{core_layout, module_layout};
 use super::{MODULE_PREFIX, MUX_CLOSE, MUX_CREATE, PASSTHROUGH};
 use crate::args::CommandArgs;
@@ -255,30 +255,14 @@ impl RespbDecoder {
     /// Decode one frame from the start of `buf` into `out` (cleared first).
     pub fn decode(&mut self, buf: &[u8], out: &mut CommandArgs) -> Result<Decoded, DecodeError> {
         out.clear();
-        let mut rd = Reader { buf, pos: 0 };
-        let header = (|| Ok::<_, Stop>((rd.u16()?, rd.u16()?)))();
-        let (op, mux) = match header {
-            Ok(h) => h,
-            Err(stop) => return finish_stop(stop, None, out),
+        let Some(&[o0, o1, m0, m1]) = buf.first_chunk::<4>() else {
+            return Ok(Decoded::NeedMore { hint: 4 - buf.len() });
         };
-        let result = match op {
-            MUX_CREATE | MUX_CLOSE => rd.u16().map(|target| {
-                if op == MUX_CREATE {
-                    Frame::MuxCreate { mux, target }
-                } else {
-                    Frame::MuxClose { mux, target }
-                }
-            }),
-            PASSTHROUGH => self.passthrough(&mut rd, out).map(|()| Frame::Command { mux }),
-            MODULE_PREFIX => rd
-                .u32()
-                .and_then(|id| module_layout(id).ok_or(Stop::Fatal(DecodeErrorKind::UnknownModuleCommand(id))))
-                .and_then(|layout| self.command(layout, &mut rd, out))
-                .map(|()| Frame::Command { mux }),
-            _ => core_layout(op)
-                .ok_or(Stop::Fatal(DecodeErrorKind::UnknownOpcode(op)))
-                .and_then(|layout| self.command(layout, &mut rd, out))
-                .map(|()| Frame::Command { mux }),
+        let (op, mux) = (u16::from_be_bytes([o0, o1]), u16::from_be_bytes([m0, m1]));
+        let mut rd = Reader { buf, pos: 4 };
+        let result = match core_layout(op) {
+            Some(layout) => self.command(layout, &mut rd, out).map(|()| Frame::Command { mux }),
+            None => self.other_frame(op, mux, &mut rd, out),
         };
         match result {
             Ok(frame) => Ok(Decoded::Frame {
@@ -286,6 +270,21 @@ impl RespbDecoder {
                 consumed: rd.pos,
             }),
             Err(stop) => finish_stop(stop, Some(mux), out),
+        }
+    }
+
+    /// Frames that are not core commands: control, passthrough, module commands.
+    fn other_frame(&mut self, op: u16, mux: u16, rd: &mut Reader<'_>, out: &mut CommandArgs) -> Result<Frame, Stop> {
+        match op {
+            MUX_CREATE => rd.u16().map(|target| Frame::MuxCreate { mux, target }),
+            MUX_CLOSE => rd.u16().map(|target| Frame::MuxClose { mux, target }),
+            PASSTHROUGH => self.passthrough(rd, out).map(|()| Frame::Command { mux }),
+            MODULE_PREFIX => {
+                let id = rd.u32()?;
+                let layout = module_layout(id).ok_or(Stop::Fatal(DecodeErrorKind::UnknownModuleCommand(id)))?;
+                self.command(layout, rd, out).map(|()| Frame::Command { mux })
+            }
+            _ => Err(Stop::Fatal(DecodeErrorKind::UnknownOpcode(op))),
         }
     }
 
@@ -310,26 +309,77 @@ impl RespbDecoder {
         }
     }
 
+    #[inline(always)]
     fn command(&mut self, layout: &'static Layout, rd: &mut Reader<'_>, out: &mut CommandArgs) -> Result<(), Stop> {
         debug_assert!(layout.fields.len() <= Layout::MAX_FIELDS);
-        out.push_owned(layout.name.as_bytes());
+        out.push_name(layout.name);
+        if layout.plain {
+            return plain_strings(layout.fields, rd, out, self.limits.max_bulk_len);
+        }
         // The walk state lives in the decoder so a command costs no setup beyond these resets.
         let walk = &mut self.walk;
-        walk.n_numbers = 0;
-        walk.float_numbers = false;
-        walk.exclusive = 0;
-        walk.n_inserts = 0;
-        walk.last_count = 0;
         walk.max_bulk_len = self.limits.max_bulk_len;
-        for (i, field) in layout.fields.iter().enumerate() {
-            walk.field_arg[i] = out.len();
-            field_decode(field, rd, out, walk)?;
+        if layout.deferred {
+            walk.n_numbers = 0;
+            walk.float_numbers = false;
+            walk.exclusive = 0;
+            walk.n_inserts = 0;
         }
-        if walk.n_numbers != 0 || walk.exclusive != 0 || walk.n_inserts != 0 {
+        for (i, field) in layout.fields.iter().enumerate() {
+            if layout.deferred {
+                walk.field_arg[i] = out.len();
+            }
+            // The common top-level fields inline; the rest take the general walk.
+            match field {
+                Field::Bytes2 => {
+                    let len = usize::from(rd.u16()?);
+                    let at = rd.take(len)?;
+                    out.push_input(at, len);
+                }
+                Field::Bytes4 => plain_strings(&[Field::Bytes4], rd, out, walk.max_bulk_len)?,
+                Field::Flags(_) if rd.buf.get(rd.pos) == Some(&0) => rd.pos += 1,
+                Field::List(list) if list.token.is_none() && all_strings(list.item) => {
+                    let count = usize::from(rd.u16()?);
+                    if list.emit_count {
+                        out.push_with(|s| write_u64(s, count as u64));
+                    }
+                    walk.last_count = count;
+                    for _ in 0..count {
+                        plain_strings(list.item, rd, out, walk.max_bulk_len)?;
+                    }
+                }
+                _ => field_decode(field, rd, out, walk)?,
+            }
+        }
+        if layout.deferred {
             walk.apply(out)?;
         }
         Ok(())
     }
+}
+
+/// Fast path for layouts made only of `s16`/`s32` fields.
+#[inline(always)]
+fn plain_strings(
+    fields: &[Field],
+    rd: &mut Reader<'_>,
+    out: &mut CommandArgs,
+    max_bulk_len: usize,
+) -> Result<(), Stop> {
+    for f in fields {
+        let len = if matches!(f, Field::Bytes2) {
+            usize::from(rd.u16()?)
+        } else {
+            let len = rd.u32()?;
+            if len as usize > max_bulk_len {
+                return Err(DecodeErrorKind::LengthOverLimit(u64::from(len)).into());
+            }
+            len as usize
+        };
+        let at = rd.take(len)?;
+        out.push_input(at, len);
+    }
+    Ok(())
 }
 
 fn finish_stop(stop: Stop, mux: Option<u16>, out: &mut CommandArgs) -> Result<Decoded, DecodeError> {

@@ -121,6 +121,46 @@ pub struct Layout {
     pub module: bool,
     /// Top-level fields in payload order.
     pub fields: &'static [Field],
+    /// True when every field is a plain string (`s16`/`s32`): such frames
+    /// (GET, APPEND, HGET, …) decode without the general walk.
+    pub plain: bool,
+    /// True when some argument is fixed up after the walk (a `Number64`, or a
+    /// flag bit with an effect on an earlier field); only such layouts pay for it.
+    pub deferred: bool,
+}
+
+/// Whether decoding `fields` needs the deferred fix-ups; `const` so layouts carry the answer.
+pub const fn has_deferred(fields: &[Field]) -> bool {
+    let mut i = 0;
+    while i < fields.len() {
+        match fields[i] {
+            Field::Number64 => return true,
+            Field::Flags(bits) => {
+                let mut b = 0;
+                while b < bits.len() {
+                    if !matches!(bits[b].effect, Effect::Inline) {
+                        return true;
+                    }
+                    b += 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
+/// Whether `fields` are all plain strings; `const` so layouts carry the answer.
+pub const fn all_strings(fields: &[Field]) -> bool {
+    let mut i = 0;
+    while i < fields.len() {
+        if !matches!(fields[i], Field::Bytes2 | Field::Bytes4) {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 impl Layout {

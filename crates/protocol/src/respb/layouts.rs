@@ -4,7 +4,7 @@
 //! leaves a layout incomplete (flag bits, optional fields, subcommand ids),
 //! the choices made here are normative and printed in `spec/respb.md`.
 
-use super::layout::{Alt, Bit, Effect, Field, Layout, List, Opt};
+use super::layout::{all_strings, has_deferred, Alt, Bit, Effect, Field, Layout, List, Opt};
 use Field::*;
 
 const B2: Field = Bytes2;
@@ -84,6 +84,8 @@ const fn core(opcode: u32, name: &'static str, fields: &'static [Field]) -> Layo
         opcode,
         module: false,
         fields,
+        plain: all_strings(fields),
+        deferred: has_deferred(fields),
     }
 }
 const fn module(opcode: u32, name: &'static str, fields: &'static [Field]) -> Layout {
@@ -92,6 +94,8 @@ const fn module(opcode: u32, name: &'static str, fields: &'static [Field]) -> La
         opcode,
         module: true,
         fields,
+        plain: all_strings(fields),
+        deferred: has_deferred(fields),
     }
 }
 
@@ -988,12 +992,21 @@ const DEBUG_SUBS: Field = subs(&[
     alt("HELP"),
 ]);
 
-/// The layout of a core opcode (binary search over the sorted table).
+/// Highest core opcode plus one: core opcodes live in `0x0000..0x0400`.
+const CORE_OPCODES: usize = 0x0400;
+
+/// The layout of a core opcode: one table lookup, since it runs for every frame.
 pub fn core_layout(opcode: u16) -> Option<&'static Layout> {
-    let op = u32::from(opcode);
-    let core_end = LAYOUTS.partition_point(|l| !l.module);
-    let core = &LAYOUTS[..core_end];
-    core.binary_search_by_key(&op, |l| l.opcode).ok().map(|i| &core[i])
+    static INDEX: std::sync::OnceLock<[u16; CORE_OPCODES]> = std::sync::OnceLock::new();
+    let index = INDEX.get_or_init(|| {
+        let mut index = [u16::MAX; CORE_OPCODES];
+        for (i, l) in LAYOUTS.iter().enumerate().filter(|(_, l)| !l.module) {
+            index[l.opcode as usize] = i as u16;
+        }
+        index
+    });
+    let i = *index.get(usize::from(opcode))?;
+    LAYOUTS.get(usize::from(i))
 }
 
 /// The layout of a module command id (`module << 16 | command`).
