@@ -17,7 +17,7 @@ use kvik_protocol::respb::{RespbDecoder, RespbReplyWriter};
 use kvik_protocol::{CommandArgs, ReplySink};
 
 mod workloads;
-use workloads::{decode_respb, parse_resp, resp_buffer, respb_buffer, workloads};
+use workloads::{decode_respb, parse_resp, resp_buffer, respb_buffer, value, workloads, COMMANDS};
 
 /// The peer: `redis-protocol`'s zero-copy RESP2 decoder, which returns byte
 /// ranges into the buffer (closest to what the two parsers above produce).
