@@ -17,24 +17,7 @@ use kvik_protocol::respb::{RespbDecoder, RespbReplyWriter};
 use kvik_protocol::{CommandArgs, ReplySink};
 
 mod workloads;
-use workloads::{decode_respb, parse_resp, resp_buffer, respb_buffer, value, workloads, COMMANDS};
-
-/// The peer: `redis-protocol`'s zero-copy RESP2 decoder, which returns byte
-/// ranges into the buffer (closest to what the two parsers above produce).
-fn parse_peer(buf: &[u8]) -> usize {
-    let (mut pos, mut n) = (0, 0);
-    while pos < buf.len() {
-        match redis_protocol::resp2::decode::decode_range(&buf[pos..]) {
-            Ok(Some((frame, used))) => {
-                black_box(frame);
-                pos += used;
-                n += 1;
-            }
-            other => panic!("workload does not parse with the peer: {other:?}"),
-        }
-    }
-    n
-}
+use workloads::{decode_respb, parse_peer, parse_resp, resp_buffer, respb_buffer, value, workloads, COMMANDS};
 
 fn requests(c: &mut Criterion) {
     for (name, commands) in workloads() {
@@ -52,15 +35,11 @@ fn requests(c: &mut Criterion) {
         let mut parser = RequestParser::default();
         let mut args = CommandArgs::new();
         assert_eq!(parse_resp(&mut parser, &mut args, &resp), commands.len());
-        group.bench_function("resp", |b| {
-            b.iter(|| parse_resp(&mut parser, &mut args, black_box(&resp)))
-        });
+        group.bench_function("resp", |b| b.iter(|| parse_resp(&mut parser, &mut args, black_box(&resp))));
 
         let mut decoder = RespbDecoder::default();
         assert_eq!(decode_respb(&mut decoder, &mut args, &respb), commands.len());
-        group.bench_function("respb", |b| {
-            b.iter(|| decode_respb(&mut decoder, &mut args, black_box(&respb)))
-        });
+        group.bench_function("respb", |b| b.iter(|| decode_respb(&mut decoder, &mut args, black_box(&respb))));
 
         assert_eq!(parse_peer(&resp), commands.len());
         group.bench_function("redis-protocol", |b| b.iter(|| parse_peer(black_box(&resp))));
@@ -96,11 +75,8 @@ fn array_replies(sink: &mut dyn ReplySink) {
 }
 
 fn replies(c: &mut Criterion) {
-    let kinds: [(&str, WriteReplies); 3] = [
-        ("bulk50", bulk_replies),
-        ("integer", integer_replies),
-        ("array10", array_replies),
-    ];
+    let kinds: [(&str, WriteReplies); 3] =
+        [("bulk50", bulk_replies), ("integer", integer_replies), ("array10", array_replies)];
     for (name, write) in kinds {
         let mut group = c.benchmark_group(format!("reply/{name}"));
         group.throughput(Throughput::Elements(COMMANDS as u64));

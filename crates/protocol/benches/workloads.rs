@@ -30,20 +30,14 @@ pub fn cmd(parts: impl IntoIterator<Item = Vec<u8>>) -> Command {
 /// The request workloads: a name and its commands.
 pub fn workloads() -> Vec<(&'static str, Vec<Command>)> {
     let get = (0..COMMANDS).map(|i| cmd([b"GET".to_vec(), key(i)])).collect();
-    let set = |len: usize| {
-        (0..COMMANDS)
-            .map(|i| cmd([b"SET".to_vec(), key(i), value(i, len)]))
-            .collect()
-    };
+    let set = |len: usize| (0..COMMANDS).map(|i| cmd([b"SET".to_vec(), key(i), value(i, len)])).collect();
     let mixed = (0..COMMANDS)
         .map(|i| match i % 5 {
             0 => cmd(std::iter::once(b"MGET".to_vec()).chain((0..10).map(|k| key(i + k)))),
             1 => cmd([b"HSET".to_vec(), key(i)]
                 .into_iter()
                 .chain((0..3).flat_map(|f| [format!("field{f}").into_bytes(), value(i + f, 16)]))),
-            2 => cmd([b"LPUSH".to_vec(), key(i)]
-                .into_iter()
-                .chain((0..5).map(|e| value(i + e, 12)))),
+            2 => cmd([b"LPUSH".to_vec(), key(i)].into_iter().chain((0..5).map(|e| value(i + e, 12)))),
             3 => cmd([b"GET".to_vec(), key(i)]),
             _ => cmd([b"SET".to_vec(), key(i), value(i, 50)]),
         })
@@ -100,6 +94,23 @@ pub fn decode_respb(decoder: &mut RespbDecoder, args: &mut CommandArgs, buf: &[u
                 n += 1;
             }
             other => panic!("workload does not decode: {other:?}"),
+        }
+    }
+    n
+}
+
+/// The peer: `redis-protocol`'s zero-copy RESP2 decoder, which returns byte
+/// ranges into the buffer (closest to what the two parsers above produce).
+pub fn parse_peer(buf: &[u8]) -> usize {
+    let (mut pos, mut n) = (0, 0);
+    while pos < buf.len() {
+        match redis_protocol::resp2::decode::decode_range(&buf[pos..]) {
+            Ok(Some((frame, used))) => {
+                black_box(frame);
+                pos += used;
+                n += 1;
+            }
+            other => panic!("workload does not parse with the peer: {other:?}"),
         }
     }
     n

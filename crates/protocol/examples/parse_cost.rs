@@ -19,7 +19,7 @@ use kvik_protocol::CommandArgs;
 
 #[path = "../benches/workloads.rs"]
 mod workloads;
-use workloads::{decode_respb, parse_resp, resp_buffer, respb_buffer, workloads};
+use workloads::{decode_respb, parse_peer, parse_resp, resp_buffer, respb_buffer, workloads};
 
 /// Parse `buf` `reps` times; the only function callgrind counts.
 #[inline(never)]
@@ -31,6 +31,11 @@ fn run(parser: &str, buf: &[u8], reps: usize) -> usize {
             let mut p = RequestParser::default();
             for _ in 0..reps {
                 n += parse_resp(&mut p, &mut args, black_box(buf));
+            }
+        }
+        "peer" => {
+            for _ in 0..reps {
+                n += parse_peer(black_box(buf));
             }
         }
         _ => {
@@ -46,7 +51,7 @@ fn run(parser: &str, buf: &[u8], reps: usize) -> usize {
 fn main() {
     let argv: Vec<String> = std::env::args().collect();
     let (Some(workload), Some(parser)) = (argv.get(1), argv.get(2)) else {
-        eprintln!("usage: parse_cost <get|set50|set1k|mixed> <resp|respb> [reps]");
+        eprintln!("usage: parse_cost <get|set50|set1k|mixed> <resp|respb|peer> [reps]");
         std::process::exit(2);
     };
     let reps: usize = argv.get(3).and_then(|r| r.parse().ok()).unwrap_or(100);
@@ -54,11 +59,7 @@ fn main() {
         eprintln!("unknown workload {workload}");
         std::process::exit(2);
     };
-    let buf = if parser == "resp" {
-        resp_buffer(&commands)
-    } else {
-        respb_buffer(&commands)
-    };
+    let buf = if parser == "respb" { respb_buffer(&commands) } else { resp_buffer(&commands) };
     let n = run(parser, &buf, reps);
     println!("{workload} {parser}: {n} commands, {} bytes per pass", buf.len());
 }

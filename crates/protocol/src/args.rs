@@ -92,21 +92,13 @@ impl CommandArgs {
     pub fn push_name(&mut self, name: &'static str) {
         debug_assert!(!self.refs.iter().any(|r| r.src == Source::Name), "a second static name");
         self.name = name.as_bytes();
-        self.refs.push(ArgRef {
-            start: 0,
-            len: name.len(),
-            src: Source::Name,
-        });
+        self.refs.push(ArgRef { start: 0, len: name.len(), src: Source::Name });
     }
 
     /// Append an argument that lives in the input buffer at `start..start + len`.
     #[inline]
     pub fn push_input(&mut self, start: usize, len: usize) {
-        self.refs.push(ArgRef {
-            start,
-            len,
-            src: Source::Input,
-        });
+        self.refs.push(ArgRef { start, len, src: Source::Input });
     }
 
     /// Append an argument by copying `bytes` into the scratch buffer.
@@ -114,11 +106,7 @@ impl CommandArgs {
     pub fn push_owned(&mut self, bytes: &[u8]) {
         let start = self.scratch.len();
         self.scratch.extend_from_slice(bytes);
-        self.refs.push(ArgRef {
-            start,
-            len: bytes.len(),
-            src: Source::Scratch,
-        });
+        self.refs.push(ArgRef { start, len: bytes.len(), src: Source::Scratch });
     }
 
     /// Append an argument whose bytes are written by `fill` into the scratch buffer.
@@ -129,11 +117,7 @@ impl CommandArgs {
         let start = self.scratch.len();
         fill(&mut self.scratch);
         let len = self.scratch.len() - start;
-        self.refs.push(ArgRef {
-            start,
-            len,
-            src: Source::Scratch,
-        });
+        self.refs.push(ArgRef { start, len, src: Source::Scratch });
     }
 
     /// Drop arguments from index `len` on (used when a decoder backs out).
@@ -149,11 +133,7 @@ impl CommandArgs {
     pub fn insert_owned(&mut self, at: usize, bytes: &[u8]) {
         let start = self.scratch.len();
         self.scratch.extend_from_slice(bytes);
-        let r = ArgRef {
-            start,
-            len: bytes.len(),
-            src: Source::Scratch,
-        };
+        let r = ArgRef { start, len: bytes.len(), src: Source::Scratch };
         self.refs.insert(at.min(self.refs.len()), r);
     }
 
@@ -163,11 +143,7 @@ impl CommandArgs {
         fill(&mut self.scratch);
         let len = self.scratch.len() - start;
         if let Some(r) = self.refs.get_mut(i) {
-            *r = ArgRef {
-                start,
-                len,
-                src: Source::Scratch,
-            };
+            *r = ArgRef { start, len, src: Source::Scratch };
         }
     }
 
@@ -181,11 +157,7 @@ impl CommandArgs {
         let start = self.scratch.len();
         self.scratch.extend_from_slice(prefix);
         self.scratch.extend_from_within(old.start..old.start + old.len);
-        self.refs[i] = ArgRef {
-            start,
-            len: prefix.len() + old.len,
-            src: Source::Scratch,
-        };
+        self.refs[i] = ArgRef { start, len: prefix.len() + old.len, src: Source::Scratch };
         true
     }
 
@@ -248,10 +220,7 @@ mod tests {
         a.push_input(3, 3);
         a.push_with(|s| s.extend_from_slice(b"42"));
         a.push_owned(b"EX");
-        assert_eq!(
-            a.to_vec(input),
-            vec![b"GET".to_vec(), b"key".to_vec(), b"42".to_vec(), b"EX".to_vec()]
-        );
+        assert_eq!(a.to_vec(input), vec![b"GET".to_vec(), b"key".to_vec(), b"42".to_vec(), b"EX".to_vec()]);
         assert_eq!(a.get(input, 4), None);
         a.clear();
         assert!(a.is_empty());

@@ -282,11 +282,7 @@ fn g17_digits_exact(a: f64) -> Option<G17Digits> {
     let bits = a.to_bits();
     let biased = ((bits >> 52) & 0x7ff) as i32;
     let fraction = bits & ((1u64 << 52) - 1);
-    let (m, e) = if biased == 0 {
-        (fraction, -1074)
-    } else {
-        (fraction | (1u64 << 52), biased - 1075)
-    };
+    let (m, e) = if biased == 0 { (fraction, -1074) } else { (fraction | (1u64 << 52), biased - 1075) };
     if m == 0 {
         return None;
     }
@@ -385,24 +381,7 @@ mod tests {
 
     #[test]
     fn integers_format_like_display() {
-        for n in [
-            0,
-            1,
-            9,
-            10,
-            99,
-            100,
-            101,
-            999,
-            1000,
-            -1,
-            -10,
-            -99,
-            -100,
-            i64::MAX,
-            i64::MIN,
-            i64::MIN + 1,
-        ] {
+        for n in [0, 1, 9, 10, 99, 100, 101, 999, 1000, -1, -10, -99, -100, i64::MAX, i64::MIN, i64::MIN + 1] {
             assert_eq!(i64_text(n), n.to_string().into_bytes(), "{n}");
             assert_eq!(i64_len(n), n.to_string().len(), "{n}");
         }

@@ -41,10 +41,7 @@ pub enum Value {
     /// `=n` — a 3-byte format (`txt`, `mkd`) and the text.
     Verbatim { format: [u8; 3], text: Vec<u8> },
     /// `|n` — attributes that decorate the value that follows them.
-    Attribute {
-        attrs: Vec<(Value, Value)>,
-        value: Box<Value>,
-    },
+    Attribute { attrs: Vec<(Value, Value)>, value: Box<Value> },
 }
 
 impl Value {

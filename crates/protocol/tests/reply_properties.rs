@@ -10,20 +10,13 @@ use kvik_protocol::Value;
 use proptest::prelude::*;
 
 fn bytes() -> impl Strategy<Value = Vec<u8>> {
-    prop_oneof![
-        proptest::collection::vec(any::<u8>(), 0..12),
-        Just(b"OK".to_vec()),
-        Just(vec![b'x'; 7_000]),
-    ]
+    prop_oneof![proptest::collection::vec(any::<u8>(), 0..12), Just(b"OK".to_vec()), Just(vec![b'x'; 7_000]),]
 }
 
 /// Status and error text: no CR or LF (writers blank them, which the model would have to copy).
 fn line() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
-        proptest::collection::vec(
-            any::<u8>().prop_filter("no CR/LF", |b| *b != b'\r' && *b != b'\n'),
-            0..12
-        ),
+        proptest::collection::vec(any::<u8>().prop_filter("no CR/LF", |b| *b != b'\r' && *b != b'\n'), 0..12),
         Just(vec![b's'; 65_536]),
     ]
 }
@@ -36,15 +29,10 @@ fn scalar() -> impl Strategy<Value = Value> {
         bytes().prop_map(Value::Bulk),
         Just(Value::Null),
         Just(Value::NullArray),
-        any::<f64>()
-            .prop_filter("NaN never equals itself", |d| !d.is_nan())
-            .prop_map(Value::Double),
+        any::<f64>().prop_filter("NaN never equals itself", |d| !d.is_nan()).prop_map(Value::Double),
         any::<bool>().prop_map(Value::Boolean),
         "[1-9][0-9]{0,40}".prop_map(|s| Value::BigNumber(s.into_bytes())),
-        proptest::collection::vec(any::<u8>(), 0..8).prop_map(|t| Value::Verbatim {
-            format: *b"txt",
-            text: t
-        }),
+        proptest::collection::vec(any::<u8>(), 0..8).prop_map(|t| Value::Verbatim { format: *b"txt", text: t }),
     ]
 }
 
@@ -57,10 +45,7 @@ fn value() -> impl Strategy<Value = Value> {
             items.clone().prop_map(Value::Set),
             items.prop_map(Value::Push),
             pairs.clone().prop_map(Value::Map),
-            (pairs, inner.clone()).prop_map(|(attrs, v)| Value::Attribute {
-                attrs,
-                value: Box::new(v)
-            }),
+            (pairs, inner.clone()).prop_map(|(attrs, v)| Value::Attribute { attrs, value: Box::new(v) }),
             (any::<i64>(), inner)
                 .prop_map(|(n, v)| Value::Array(vec![v, Value::Array(vec![Value::Integer(n); 70_000])])),
         ]

@@ -25,10 +25,7 @@ fn hex(b: &[u8]) -> String {
 }
 
 fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
 }
 
 fn arg_json(a: &[u8]) -> Json {
@@ -324,10 +321,7 @@ fn build_decode_only() -> Json {
     pt.extend_from_slice(b"PING hello\r\n");
     push("passthrough with an inline command", pt);
     // SET with both NX and XX: carried faithfully, the server answers the syntax error.
-    push(
-        "SET with NX and XX bits",
-        vec![0x00, 0x01, 0, 0, 0, 1, b'k', 0, 0, 0, 1, b'v', 0b11],
-    );
+    push("SET with NX and XX bits", vec![0x00, 0x01, 0, 0, 0, 1, b'k', 0, 0, 0, 1, b'v', 0b11]);
     // BITCOUNT with only the second optional field present.
     let mut bc = vec![0x01, 0x42, 0, 0, 0, 1, b'k', 0b10];
     bc.extend_from_slice(&5i64.to_be_bytes());
@@ -342,21 +336,13 @@ fn build_decode_only() -> Json {
 fn build_malformed() -> Json {
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
         ("unknown core opcode", vec![0x7F, 0x00, 0x00, 0x01], "unknown_opcode"),
-        (
-            "unknown module command",
-            vec![0xF0, 0x00, 0x00, 0x01, 0x00, 0x09, 0x00, 0x00],
-            "unknown_module_command",
-        ),
+        ("unknown module command", vec![0xF0, 0x00, 0x00, 0x01, 0x00, 0x09, 0x00, 0x00], "unknown_module_command"),
         (
             "SET value length of 4 GiB - 1",
             vec![0x00, 0x01, 0, 0, 0, 1, b'k', 0xFF, 0xFF, 0xFF, 0xFF],
             "length_over_limit",
         ),
-        (
-            "LINSERT choice byte out of range",
-            vec![0x00, 0x4A, 0, 0, 0, 1, b'k', 7],
-            "bad_choice",
-        ),
+        ("LINSERT choice byte out of range", vec![0x00, 0x4A, 0, 0, 0, 1, b'k', 7], "bad_choice"),
         (
             "ZREVRANGE boolean byte 2",
             {
@@ -372,16 +358,8 @@ fn build_malformed() -> Json {
             vec![0x00, 0xC7, 0, 0, 0, 1, b'z', 0, 1, b'a', 0, 1, b'b', 0b01],
             "bad_mask",
         ),
-        (
-            "PING mask with an undefined bit",
-            vec![0x03, 0x00, 0, 0, 0b10],
-            "bad_mask",
-        ),
-        (
-            "GETEX undefined flag bit",
-            vec![0x00, 0x06, 0, 0, 0, 1, b'k', 0b0010_0000],
-            "bad_flags",
-        ),
+        ("PING mask with an undefined bit", vec![0x03, 0x00, 0, 0, 0b10], "bad_mask"),
+        ("GETEX undefined flag bit", vec![0x00, 0x06, 0, 0, 0, 1, b'k', 0b0010_0000], "bad_flags"),
         (
             "INCRBYFLOAT NaN",
             {
@@ -508,14 +486,8 @@ fn sample_replies() -> Vec<(&'static str, Value)> {
     vec![
         ("OK", Value::simple("OK")),
         ("status", Value::simple("QUEUED")),
-        (
-            "error",
-            Value::error("ERR unknown command 'foo', with args beginning with: "),
-        ),
-        (
-            "wrongtype",
-            Value::error("WRONGTYPE Operation against a key holding the wrong kind of value"),
-        ),
+        ("error", Value::error("ERR unknown command 'foo', with args beginning with: ")),
+        ("wrongtype", Value::error("WRONGTYPE Operation against a key holding the wrong kind of value")),
         ("integer zero", Value::Integer(0)),
         ("integer negative", Value::Integer(-42)),
         ("integer min", Value::Integer(i64::MIN)),
@@ -530,23 +502,11 @@ fn sample_replies() -> Vec<(&'static str, Value)> {
         ("double 1.1", Value::Double(1.1)),
         ("double inf", Value::Double(f64::INFINITY)),
         ("double -inf", Value::Double(f64::NEG_INFINITY)),
-        (
-            "big number",
-            Value::BigNumber(b"3492890328409238509324850943850943825024385".to_vec()),
-        ),
-        (
-            "verbatim",
-            Value::Verbatim {
-                format: *b"txt",
-                text: b"Some string".to_vec(),
-            },
-        ),
+        ("big number", Value::BigNumber(b"3492890328409238509324850943850943825024385".to_vec())),
+        ("verbatim", Value::Verbatim { format: *b"txt", text: b"Some string".to_vec() }),
         ("empty array", Value::Array(vec![])),
         ("array of bulks", Value::Array(vec![b("a"), b("b"), Value::Null])),
-        (
-            "map (HGETALL)",
-            Value::Map(vec![(b("f1"), b("v1")), (b("f2"), b("v2"))]),
-        ),
+        ("map (HGETALL)", Value::Map(vec![(b("f1"), b("v1")), (b("f2"), b("v2"))])),
         ("set (SMEMBERS)", Value::Set(vec![b("x"), b("y")])),
         ("push (message)", Value::Push(vec![b("message"), b("news"), b("hello")])),
         (
@@ -565,14 +525,8 @@ fn sample_replies() -> Vec<(&'static str, Value)> {
                 value: Box::new(Value::Array(vec![Value::Integer(2039123), Value::Integer(9543892)])),
             },
         ),
-        (
-            "status over 65535 bytes (passthrough in RESPB)",
-            Value::Simple(vec![b'x'; 65536]),
-        ),
-        (
-            "array of 65536 elements (passthrough in RESPB)",
-            Value::Array(vec![Value::Integer(7); 65536]),
-        ),
+        ("status over 65535 bytes (passthrough in RESPB)", Value::Simple(vec![b'x'; 65536])),
+        ("array of 65536 elements (passthrough in RESPB)", Value::Array(vec![Value::Integer(7); 65536])),
         (
             "oversize array nested after a header (passthrough in RESPB)",
             Value::Array(vec![b("head"), Value::Array(vec![Value::Integer(1); 70000])]),
@@ -720,10 +674,7 @@ fn check_or_write(name: &str, value: &Json) -> Json {
         std::fs::write(&path, &text).unwrap();
     }
     let on_disk = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    assert!(
-        on_disk == text,
-        "{name} is stale: run KVIK_WRITE_VECTORS=1 cargo test -p kvik-protocol --test vectors"
-    );
+    assert!(on_disk == text, "{name} is stale: run KVIK_WRITE_VECTORS=1 cargo test -p kvik-protocol --test vectors");
     serde_json::from_str(&on_disk).unwrap()
 }
 
@@ -761,20 +712,13 @@ fn decode_only_and_malformed_vectors() {
     let ok = check_or_write("decode_only.json", &build_decode_only());
     for v in ok["frames"].as_array().unwrap() {
         let (f, args) = decode_one(&unhex(v["frame"].as_str().unwrap())).unwrap();
-        assert_eq!(
-            f,
-            Frame::Command {
-                mux: v["mux"].as_u64().unwrap() as u16
-            }
-        );
+        assert_eq!(f, Frame::Command { mux: v["mux"].as_u64().unwrap() as u16 });
         let want: Vec<Vec<u8>> = v["decoded"].as_array().unwrap().iter().map(json_arg).collect();
         assert_eq!(args, want, "{}", v["name"]);
     }
     let bad = check_or_write("malformed.json", &build_malformed());
     for v in bad["frames"].as_array().unwrap() {
-        let err = decode_one(&unhex(v["frame"].as_str().unwrap()))
-            .map(|_| ())
-            .unwrap_err();
+        let err = decode_one(&unhex(v["frame"].as_str().unwrap())).map(|_| ()).unwrap_err();
         assert_eq!(err, v["error"].as_str().unwrap(), "{}", v["name"]);
     }
 }
@@ -826,11 +770,7 @@ fn spec_layout_table_is_current() {
     let stop = doc.find(end).expect("end marker");
     let mut table = String::from("| Opcode | Command | Payload |\n|---|---|---|\n");
     for l in LAYOUTS {
-        let op = if l.module {
-            format!("F000 + {:08X}", l.opcode)
-        } else {
-            format!("{:04X}", l.opcode)
-        };
+        let op = if l.module { format!("F000 + {:08X}", l.opcode) } else { format!("{:04X}", l.opcode) };
         let payload = describe(l.fields).replace('|', "\\|");
         table.push_str(&format!("| `{op}` | {} | `{payload}` |\n", l.name));
     }

@@ -300,15 +300,9 @@ mod tests {
     fn ping_and_echo() {
         assert_eq!(reply(&[b"PING"]), b"+PONG\r\n");
         assert_eq!(reply(&[b"ping", b"hi"]), b"$2\r\nhi\r\n");
-        assert_eq!(
-            reply(&[b"ping", b"a", b"b"]),
-            b"-ERR wrong number of arguments for 'ping' command\r\n"
-        );
+        assert_eq!(reply(&[b"ping", b"a", b"b"]), b"-ERR wrong number of arguments for 'ping' command\r\n");
         assert_eq!(reply(&[b"Echo", b""]), b"$0\r\n\r\n");
-        assert_eq!(
-            reply(&[b"echo"]),
-            b"-ERR wrong number of arguments for 'echo' command\r\n"
-        );
+        assert_eq!(reply(&[b"echo"]), b"-ERR wrong number of arguments for 'echo' command\r\n");
     }
 
     #[test]
@@ -320,14 +314,8 @@ mod tests {
 
     #[test]
     fn unknown_command_quotes_like_redis() {
-        assert_eq!(
-            reply(&[b"foo", b"a", b"b"]),
-            b"-ERR unknown command 'foo', with args beginning with: 'a' 'b' \r\n"
-        );
-        assert_eq!(
-            reply(&[b"f\0oo", b"a\0b"]),
-            b"-ERR unknown command 'f', with args beginning with: 'a' \r\n"
-        );
+        assert_eq!(reply(&[b"foo", b"a", b"b"]), b"-ERR unknown command 'foo', with args beginning with: 'a' 'b' \r\n");
+        assert_eq!(reply(&[b"f\0oo", b"a\0b"]), b"-ERR unknown command 'f', with args beginning with: 'a' \r\n");
         let x = [b'x'; 100];
         let y = [b'y'; 100];
         let expected = format!(
@@ -338,40 +326,22 @@ mod tests {
         assert_eq!(reply(&[b"foo", &x, &y, b"z"]), expected.as_bytes());
         let long_name = [b'n'; 300];
         let got = reply(&[&long_name]);
-        let expected = format!(
-            "-ERR unknown command '{}', with args beginning with: \r\n",
-            "n".repeat(128)
-        );
+        let expected = format!("-ERR unknown command '{}', with args beginning with: \r\n", "n".repeat(128));
         assert_eq!(got, expected.as_bytes());
     }
 
     #[test]
     fn known_but_unsupported_commands_read_as_unknown() {
-        assert_eq!(
-            reply(&[b"GET", b"k"]),
-            b"-ERR unknown command 'GET', with args beginning with: 'k' \r\n"
-        );
+        assert_eq!(reply(&[b"GET", b"k"]), b"-ERR unknown command 'GET', with args beginning with: 'k' \r\n");
         // Arity is still checked first, from the table, as Redis does.
-        assert_eq!(
-            reply(&[b"get"]),
-            b"-ERR wrong number of arguments for 'get' command\r\n"
-        );
+        assert_eq!(reply(&[b"get"]), b"-ERR wrong number of arguments for 'get' command\r\n");
     }
 
     #[test]
     fn subcommands_are_resolved_before_arity() {
-        assert_eq!(
-            reply(&[b"client", b"foo"]),
-            b"-ERR unknown subcommand 'foo'. Try CLIENT HELP.\r\n"
-        );
-        assert_eq!(
-            reply(&[b"client", b"setname"]),
-            b"-ERR wrong number of arguments for 'client|setname' command\r\n"
-        );
-        assert_eq!(
-            reply(&[b"client"]),
-            b"-ERR wrong number of arguments for 'client' command\r\n"
-        );
+        assert_eq!(reply(&[b"client", b"foo"]), b"-ERR unknown subcommand 'foo'. Try CLIENT HELP.\r\n");
+        assert_eq!(reply(&[b"client", b"setname"]), b"-ERR wrong number of arguments for 'client|setname' command\r\n");
+        assert_eq!(reply(&[b"client"]), b"-ERR wrong number of arguments for 'client' command\r\n");
         let count = reply(&[b"command", b"COUNT"]);
         assert_eq!(count, format!(":{}\r\n", COMMANDS.len()).as_bytes());
     }
@@ -393,24 +363,15 @@ mod tests {
     #[test]
     fn hello_errors_follow_redis_order() {
         assert_eq!(reply(&[b"hello", b"4"]), b"-NOPROTO unsupported protocol version\r\n");
-        assert_eq!(
-            reply(&[b"hello", b"x"]),
-            b"-ERR Protocol version is not an integer or out of range\r\n"
-        );
-        assert_eq!(
-            reply(&[b"hello", b"3", b"auth", b"default"]),
-            b"-ERR Syntax error in HELLO option 'auth'\r\n"
-        );
+        assert_eq!(reply(&[b"hello", b"x"]), b"-ERR Protocol version is not an integer or out of range\r\n");
+        assert_eq!(reply(&[b"hello", b"3", b"auth", b"default"]), b"-ERR Syntax error in HELLO option 'auth'\r\n");
         assert_eq!(
             reply(&[b"hello", b"3", b"auth", b"bob", b"pw"]),
             b"-WRONGPASS invalid username-password pair or user is disabled.\r\n"
         );
         let mut session = Session::new(1);
         let (bytes, _) = run(&mut session, &[b"hello", b"3", b"setname", b"a b"]);
-        assert_eq!(
-            bytes,
-            b"-ERR Client names cannot contain spaces, newlines or special characters.\r\n"
-        );
+        assert_eq!(bytes, b"-ERR Client names cannot contain spaces, newlines or special characters.\r\n");
         assert_eq!(session.protocol, Protocol::Resp2, "a failed HELLO changes nothing");
     }
 }

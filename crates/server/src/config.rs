@@ -53,11 +53,9 @@ impl fmt::Display for ConfigError {
         match self {
             ConfigError::UnknownOption(o) => write!(f, "unknown option '{o}'"),
             ConfigError::MissingValue(o) => write!(f, "option '{o}' needs a value"),
-            ConfigError::InvalidValue {
-                option,
-                value,
-                expected,
-            } => write!(f, "invalid value '{value}' for option '{option}': expected {expected}"),
+            ConfigError::InvalidValue { option, value, expected } => {
+                write!(f, "invalid value '{value}' for option '{option}': expected {expected}")
+            }
         }
     }
 }
@@ -85,11 +83,8 @@ impl Config {
             let Some(value) = words.next() else {
                 return Err(ConfigError::MissingValue(option));
             };
-            let invalid = |expected| ConfigError::InvalidValue {
-                option: option.clone(),
-                value: value.clone(),
-                expected,
-            };
+            let invalid =
+                |expected| ConfigError::InvalidValue { option: option.clone(), value: value.clone(), expected };
             match name.as_str() {
                 "port" => config.port = value.parse().map_err(|_| invalid("a port number 0-65535"))?,
                 "bind" => {
@@ -125,14 +120,7 @@ mod tests {
     #[test]
     fn options_take_the_following_word() {
         let c = Config::from_args(["--port", "7000", "--bind", "0.0.0.0", "--THREADS", "4"]).unwrap();
-        assert_eq!(
-            c,
-            Config {
-                bind: "0.0.0.0".into(),
-                port: 7000,
-                threads: 4
-            }
-        );
+        assert_eq!(c, Config { bind: "0.0.0.0".into(), port: 7000, threads: 4 });
     }
 
     #[test]
@@ -145,15 +133,9 @@ mod tests {
 
     #[test]
     fn bad_or_missing_values_are_refused() {
-        assert_eq!(
-            Config::from_args(["--port"]).unwrap_err(),
-            ConfigError::MissingValue("--port".into())
-        );
+        assert_eq!(Config::from_args(["--port"]).unwrap_err(), ConfigError::MissingValue("--port".into()));
         let e = Config::from_args(["--port", "70000"]).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "invalid value '70000' for option '--port': expected a port number 0-65535"
-        );
+        assert_eq!(e.to_string(), "invalid value '70000' for option '--port': expected a port number 0-65535");
         assert!(Config::from_args(["--threads", "0"]).is_err());
     }
 }

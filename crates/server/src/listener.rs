@@ -27,10 +27,7 @@ impl Server {
     /// that startup errors (address in use) are reported before anything runs.
     pub fn bind(config: &Config) -> io::Result<Server> {
         let listener = TcpListener::bind((config.bind.as_str(), config.port))?;
-        Ok(Server {
-            listener,
-            ids: Arc::new(ClientIds::default()),
-        })
+        Ok(Server { listener, ids: Arc::new(ClientIds::default()) })
     }
 
     /// The address actually bound (the real port when 0 was asked for).
@@ -60,9 +57,7 @@ impl Server {
         // Replies are written once per batch; delaying them for coalescing only adds latency.
         let _ = stream.set_nodelay(true);
         let ids = Arc::clone(&self.ids);
-        let spawned = thread::Builder::new()
-            .name("kvik-conn".into())
-            .spawn(move || connection::serve(stream, &ids));
+        let spawned = thread::Builder::new().name("kvik-conn".into()).spawn(move || connection::serve(stream, &ids));
         if let Err(e) = spawned {
             eprintln!("kvik-server: cannot start a connection thread: {e}");
         }

@@ -20,9 +20,7 @@ pub struct ClientIds {
 
 impl Default for ClientIds {
     fn default() -> Self {
-        ClientIds {
-            next: AtomicU64::new(1),
-        }
+        ClientIds { next: AtomicU64::new(1) }
     }
 }
 
@@ -47,10 +45,6 @@ pub struct Session {
 impl Session {
     /// A fresh client: RESP2, no name.
     pub fn new(id: u64) -> Self {
-        Session {
-            id,
-            protocol: Protocol::Resp2,
-            name: None,
-        }
+        Session { id, protocol: Protocol::Resp2, name: None }
     }
 }

@@ -34,19 +34,11 @@ struct Case {
 }
 
 fn open(name: &'static str, bytes: impl Into<Vec<u8>>) -> Case {
-    Case {
-        name,
-        bytes: bytes.into(),
-        end: End::Open,
-    }
+    Case { name, bytes: bytes.into(), end: End::Open }
 }
 
 fn closed(name: &'static str, bytes: impl Into<Vec<u8>>) -> Case {
-    Case {
-        name,
-        bytes: bytes.into(),
-        end: End::Closed,
-    }
+    Case { name, bytes: bytes.into(), end: End::Closed }
 }
 
 /// A multibulk request from its arguments.
@@ -221,12 +213,7 @@ fn replies_match_redis_byte_for_byte() {
             ));
         }
     }
-    assert!(
-        mismatches.is_empty(),
-        "{} case(s) differ from redis-server:\n{}",
-        mismatches.len(),
-        mismatches.join("\n")
-    );
+    assert!(mismatches.is_empty(), "{} case(s) differ from redis-server:\n{}", mismatches.len(), mismatches.join("\n"));
 }
 
 /// The same comparison, with every case sent on one connection after the
@@ -247,11 +234,7 @@ fn pipelined_cases_match_redis() {
     batch.extend_from_slice(MARKER);
     let expected = exchange(redis.port, &batch, |got| got.ends_with(MARKER_REPLY));
     let got = exchange(kvik.port, &batch, |got| got.ends_with(MARKER_REPLY));
-    assert!(
-        !expected.closed,
-        "redis closed the pipelined connection: {}",
-        expected.show()
-    );
+    assert!(!expected.closed, "redis closed the pipelined connection: {}", expected.show());
     assert_eq!(
         mask_client_id(&got.bytes).escape_ascii().to_string(),
         mask_client_id(&expected.bytes).escape_ascii().to_string()
@@ -264,35 +247,20 @@ fn pipelined_cases_match_redis() {
 fn kvik_answers_core_requests() {
     let kvik = start_kvik();
     let ask = |bytes: &[u8], end: End| {
-        let case = Case {
-            name: "",
-            bytes: bytes.to_vec(),
-            end,
-        };
+        let case = Case { name: "", bytes: bytes.to_vec(), end };
         run_case(kvik.port, &case)
     };
-    let open_answer = |bytes: &[u8]| Answer {
-        bytes: bytes.to_vec(),
-        closed: false,
-    };
-    let closed_answer = |bytes: &[u8]| Answer {
-        bytes: bytes.to_vec(),
-        closed: true,
-    };
+    let open_answer = |bytes: &[u8]| Answer { bytes: bytes.to_vec(), closed: false };
+    let closed_answer = |bytes: &[u8]| Answer { bytes: bytes.to_vec(), closed: true };
     assert_eq!(ask(b"PING\r\n", End::Open), open_answer(b"+PONG\r\n"));
     assert_eq!(ask(b"ECHO hi\r\n", End::Open), open_answer(b"$2\r\nhi\r\n"));
     assert_eq!(
         ask(b"foo 'a b' c\r\n", End::Open),
         open_answer(b"-ERR unknown command 'foo', with args beginning with: 'a b' 'c' \r\n")
     );
-    assert_eq!(
-        ask(b"GET\r\n", End::Open),
-        open_answer(b"-ERR wrong number of arguments for 'get' command\r\n")
-    );
+    assert_eq!(ask(b"GET\r\n", End::Open), open_answer(b"-ERR wrong number of arguments for 'get' command\r\n"));
     let hello = ask(b"HELLO 3\r\nPING\r\n", End::Open);
-    assert!(hello
-        .bytes
-        .starts_with(b"%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$6\r\n7.0.15\r\n"));
+    assert!(hello.bytes.starts_with(b"%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$6\r\n7.0.15\r\n"));
     assert!(hello.bytes.ends_with(b"$7\r\nmodules\r\n*0\r\n+PONG\r\n"));
     assert_eq!(ask(b"QUIT\r\nPING\r\n", End::Closed), closed_answer(b"+OK\r\n"));
     assert_eq!(

@@ -73,11 +73,7 @@ fn passthrough_command_gets_a_binary_reply() {
         "command errors are ordinary replies"
     );
     let after = request(&mut stream, &[b"PING"], 7);
-    assert_eq!(
-        after.value,
-        Value::simple("PONG"),
-        "the connection stays up after a command error"
-    );
+    assert_eq!(after.value, Value::simple("PONG"), "the connection stays up after a command error");
 }
 
 #[test]
@@ -100,11 +96,9 @@ fn each_channel_is_its_own_client() {
     let kvik = start_kvik();
     let mut stream = greeted(&kvik);
     let id_of = |frame: ReplyFrame| match frame.value {
-        Value::Map(pairs) => pairs
-            .into_iter()
-            .find(|(k, _)| *k == Value::bulk("id"))
-            .map(|(_, v)| v)
-            .expect("HELLO reply has an id"),
+        Value::Map(pairs) => {
+            pairs.into_iter().find(|(k, _)| *k == Value::bulk("id")).map(|(_, v)| v).expect("HELLO reply has an id")
+        }
         other => panic!("HELLO reply is a map, got {other:?}"),
     };
     let first = id_of(request(&mut stream, &[b"HELLO", b"3"], 1));

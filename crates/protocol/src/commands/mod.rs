@@ -471,19 +471,14 @@ fn cmp_folded(name: &str, input: &[u8]) -> Ordering {
 /// Runs for every request, so it is a binary search over the sorted table
 /// comparing bytes folded on the fly.
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
-    COMMANDS
-        .binary_search_by(|c| cmp_folded(c.name, name))
-        .ok()
-        .and_then(|i| COMMANDS.get(i))
+    COMMANDS.binary_search_by(|c| cmp_folded(c.name, name)).ok().and_then(|i| COMMANDS.get(i))
 }
 
 /// Finds a subcommand of `container` by its short name (`list` for `CLIENT LIST`),
 /// ignoring ASCII case.
 pub fn lookup_subcommand(container: &CommandSpec, sub: &[u8]) -> Option<&'static CommandSpec> {
     let subs = container.subcommands;
-    subs.binary_search_by(|c| cmp_folded(c.short_name(), sub))
-        .ok()
-        .and_then(|i| subs.get(i))
+    subs.binary_search_by(|c| cmp_folded(c.short_name(), sub)).ok().and_then(|i| subs.get(i))
 }
 
 /// Finds the command a RESPB/1 request opcode stands for.

@@ -38,9 +38,7 @@ fn csv_rows(rel: &str) -> Vec<Vec<String>> {
 }
 
 fn fnv1a64(data: &[u8]) -> u64 {
-    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
 }
 
 fn get(name: &str) -> &'static CommandSpec {
@@ -122,10 +120,7 @@ fn known_facts() {
     assert!(g.flags.contains(CommandFlags::READONLY.union(CommandFlags::FAST)));
     assert!(!g.flags.contains(CommandFlags::WRITE));
     assert_eq!(g.flags.names().collect::<Vec<_>>(), ["readonly", "fast"]);
-    assert_eq!(
-        g.acl_categories.names().collect::<Vec<_>>(),
-        ["@read", "@string", "@fast"]
-    );
+    assert_eq!(g.acl_categories.names().collect::<Vec<_>>(), ["@read", "@string", "@fast"]);
     assert_eq!(g.respb_opcode, Some(RespbOpcode::Core(0x0000)));
     assert_eq!(g.source, Source::Redis70);
     assert!(g.arity_ok(2) && !g.arity_ok(1) && !g.arity_ok(3));
@@ -151,14 +146,7 @@ fn known_facts() {
     assert_eq!(z.key_specs.len(), 2);
     assert_eq!(z.key_specs[0].begin_search, BeginSearch::Index(1));
     assert_eq!(z.key_specs[1].begin_search, BeginSearch::Index(2));
-    assert_eq!(
-        z.key_specs[1].find_keys,
-        FindKeys::Keynum {
-            keynum_index: 0,
-            first_key: 1,
-            key_step: 1
-        }
-    );
+    assert_eq!(z.key_specs[1].find_keys, FindKeys::Keynum { keynum_index: 0, first_key: 1, key_step: 1 });
 
     assert_eq!(get("waitaof").source, Source::Valkey80);
     let client = get("client");
@@ -178,9 +166,7 @@ fn respb_opcodes_match_the_fact_table() {
     for row in csv_rows("respb/opcodes.csv") {
         let (section, code, name) = (&row[0], &row[1], &row[2]);
         let value = u32::from_str_radix(code.trim_start_matches("0x"), 16).unwrap();
-        let is_command = !["Response", "Control", "Special"]
-            .iter()
-            .any(|p| section.starts_with(p));
+        let is_command = !["Response", "Control", "Special"].iter().any(|p| section.starts_with(p));
         if !is_command {
             assert!(lookup(name.as_bytes()).is_none(), "{name} is not a command");
             continue;
@@ -217,9 +203,7 @@ fn every_valkey_command_is_present() {
 }
 
 fn strs(v: &Json) -> Vec<&str> {
-    v.as_array()
-        .map(|a| a.iter().filter_map(Json::as_str).collect())
-        .unwrap_or_default()
+    v.as_array().map(|a| a.iter().filter_map(Json::as_str).collect()).unwrap_or_default()
 }
 
 fn opt_str(v: &Json, key: &str) -> Option<String> {
@@ -268,16 +252,10 @@ fn check_key_spec(ctx: &str, k: &KeySpec, j: &Json) {
     let spec = &fk["spec"];
     let int = |key: &str| spec[key].as_i64().unwrap() as i32;
     let find = match fk["type"].as_str() {
-        Some("range") => FindKeys::Range {
-            last_key: int("lastkey"),
-            key_step: int("keystep"),
-            limit: int("limit"),
-        },
-        Some("keynum") => FindKeys::Keynum {
-            keynum_index: int("keynumidx"),
-            first_key: int("firstkey"),
-            key_step: int("keystep"),
-        },
+        Some("range") => FindKeys::Range { last_key: int("lastkey"), key_step: int("keystep"), limit: int("limit") },
+        Some("keynum") => {
+            FindKeys::Keynum { keynum_index: int("keynumidx"), first_key: int("firstkey"), key_step: int("keystep") }
+        }
         _ => FindKeys::Unknown,
     };
     assert_eq!(k.find_keys, find, "{ctx}");
@@ -290,11 +268,7 @@ fn check_command(c: &CommandSpec, j: &Json) {
     assert_eq!(Some(i64::from(c.arity)), j["arity"].as_i64(), "{ctx}");
     assert_eq!(c.flags.names().collect::<Vec<_>>(), strs(&j["flags"]), "{ctx}");
     let keys = (j["first_key"].as_i64(), j["last_key"].as_i64(), j["step"].as_i64());
-    let want = (
-        Some(i64::from(c.first_key)),
-        Some(i64::from(c.last_key)),
-        Some(i64::from(c.step)),
-    );
+    let want = (Some(i64::from(c.first_key)), Some(i64::from(c.last_key)), Some(i64::from(c.step)));
     assert_eq!(keys, want, "{ctx}");
     assert_eq!(c.movable_keys, c.flags.contains(CommandFlags::MOVABLEKEYS));
     let acl = c.acl_categories.names().collect::<Vec<_>>();
@@ -321,11 +295,7 @@ fn check_command(c: &CommandSpec, j: &Json) {
     let history: Vec<(&str, &str)> = d
         .get("history")
         .and_then(Json::as_array)
-        .map(|h| {
-            h.iter()
-                .map(|p| (p[0].as_str().unwrap(), p[1].as_str().unwrap()))
-                .collect()
-        })
+        .map(|h| h.iter().map(|p| (p[0].as_str().unwrap(), p[1].as_str().unwrap())).collect())
         .unwrap_or_default();
     assert_eq!(c.history.to_vec(), history, "{ctx}");
     check_args(ctx, c.arguments, &d["arguments"]);

@@ -117,10 +117,9 @@ fn walk_double_quoted(line: &[u8], mut i: usize, emit: &mut impl FnMut(Piece)) -
             Some(b'\\') if i + 1 < line.len() => {
                 let c = line[i + 1];
                 if c == b'x' {
-                    if let (Some(hi), Some(lo)) = (
-                        line.get(i + 2).and_then(|&h| hex_value(h)),
-                        line.get(i + 3).and_then(|&l| hex_value(l)),
-                    ) {
+                    if let (Some(hi), Some(lo)) =
+                        (line.get(i + 2).and_then(|&h| hex_value(h)), line.get(i + 3).and_then(|&l| hex_value(l)))
+                    {
                         emit(Piece::Byte(hi << 4 | lo));
                         i += 4;
                         continue;
@@ -278,10 +277,7 @@ mod tests {
     fn error_leaves_earlier_arguments_untouched() {
         let mut out = CommandArgs::new();
         out.push_owned(b"keep");
-        assert_eq!(
-            split_inline(b"a b \"c", 0, &mut out),
-            Err(RequestError::UnbalancedQuotes)
-        );
+        assert_eq!(split_inline(b"a b \"c", 0, &mut out), Err(RequestError::UnbalancedQuotes));
         assert_eq!(out.len(), 1);
     }
 

@@ -32,11 +32,8 @@ pub struct ReplyLimits {
 impl ReplyLimits {
     /// Redis's own limits where it has one (512 MiB strings), generous
     /// elsewhere: `i32::MAX` elements and 128 levels of nesting.
-    pub const DEFAULT: ReplyLimits = ReplyLimits {
-        max_bulk_len: 512 * 1024 * 1024,
-        max_aggregate_len: i32::MAX as usize,
-        max_depth: 128,
-    };
+    pub const DEFAULT: ReplyLimits =
+        ReplyLimits { max_bulk_len: 512 * 1024 * 1024, max_aggregate_len: i32::MAX as usize, max_depth: 128 };
 }
 
 impl Default for ReplyLimits {
@@ -112,15 +109,12 @@ impl fmt::Display for ReplyError {
             ReplyError::BulkTooLong { len, max } => {
                 write!(f, "protocol error: string of {len} bytes exceeds the limit of {max}")
             }
-            ReplyError::AggregateTooLong { len, max } => write!(
-                f,
-                "protocol error: aggregate of {len} elements exceeds the limit of {max}"
-            ),
-            ReplyError::Streamed(b) => write!(
-                f,
-                "protocol error: streamed {:?} replies are not supported",
-                char::from(*b)
-            ),
+            ReplyError::AggregateTooLong { len, max } => {
+                write!(f, "protocol error: aggregate of {len} elements exceeds the limit of {max}")
+            }
+            ReplyError::Streamed(b) => {
+                write!(f, "protocol error: streamed {:?} replies are not supported", char::from(*b))
+            }
         }
     }
 }
@@ -200,10 +194,7 @@ impl Build for Tree {
         Value::BigNumber(digits.to_vec())
     }
     fn verbatim(format: [u8; 3], text: &[u8]) -> Value {
-        Value::Verbatim {
-            format,
-            text: text.to_vec(),
-        }
+        Value::Verbatim { format, text: text.to_vec() }
     }
     fn list(kind: u8, items: Vec<Value>) -> Value {
         match kind {
@@ -216,10 +207,7 @@ impl Build for Tree {
         Value::Map(pairs)
     }
     fn attribute(attrs: Vec<(Value, Value)>, value: Value) -> Value {
-        Value::Attribute {
-            attrs,
-            value: Box::new(value),
-        }
+        Value::Attribute { attrs, value: Box::new(value) }
     }
 }
 
@@ -360,9 +348,7 @@ impl<'b> Parser<'b> {
             return Err(too_long);
         }
         if depth >= self.limits.max_depth {
-            return Err(ReplyError::TooDeep {
-                max_depth: self.limits.max_depth,
-            });
+            return Err(ReplyError::TooDeep { max_depth: self.limits.max_depth });
         }
         // A claimed count never reserves more than the received bytes could hold.
         let available = self.buf.len().saturating_sub(start) / MIN_VALUE_LEN;
@@ -496,11 +482,7 @@ mod tests {
         ok(b"*0\r\n", Value::Array(vec![]));
         ok(
             b"*3\r\n:1\r\n*1\r\n$1\r\nx\r\n$-1\r\n",
-            Value::Array(vec![
-                Value::Integer(1),
-                Value::Array(vec![Value::bulk("x")]),
-                Value::Null,
-            ]),
+            Value::Array(vec![Value::Integer(1), Value::Array(vec![Value::bulk("x")]), Value::Null]),
         );
     }
 
@@ -528,27 +510,12 @@ mod tests {
         ok(b"!8\r\nERR a\r\nb\r\n", Value::error("ERR a\r\nb"));
         ok(
             b"=29\r\ntxt:This is a verbatim\nstring\r\n",
-            Value::Verbatim {
-                format: *b"txt",
-                text: b"This is a verbatim\nstring".to_vec(),
-            },
+            Value::Verbatim { format: *b"txt", text: b"This is a verbatim\nstring".to_vec() },
         );
-        ok(
-            b"=4\r\nmkd:\r\n",
-            Value::Verbatim {
-                format: *b"mkd",
-                text: vec![],
-            },
-        );
-        ok(
-            b"%1\r\n$1\r\nf\r\n$1\r\nv\r\n",
-            Value::Map(vec![(Value::bulk("f"), Value::bulk("v"))]),
-        );
+        ok(b"=4\r\nmkd:\r\n", Value::Verbatim { format: *b"mkd", text: vec![] });
+        ok(b"%1\r\n$1\r\nf\r\n$1\r\nv\r\n", Value::Map(vec![(Value::bulk("f"), Value::bulk("v"))]));
         ok(b"~1\r\n$1\r\nm\r\n", Value::Set(vec![Value::bulk("m")]));
-        ok(
-            b">2\r\n$7\r\nmessage\r\n:1\r\n",
-            Value::Push(vec![Value::bulk("message"), Value::Integer(1)]),
-        );
+        ok(b">2\r\n$7\r\nmessage\r\n:1\r\n", Value::Push(vec![Value::bulk("message"), Value::Integer(1)]));
     }
 
     /// `DEBUG PROTOCOL attrib` as sent by redis-server 7.0.15.
@@ -625,11 +592,7 @@ mod tests {
 
     #[test]
     fn huge_length_claims_do_not_allocate() {
-        let unlimited = ReplyLimits {
-            max_bulk_len: usize::MAX,
-            max_aggregate_len: usize::MAX,
-            max_depth: 128,
-        };
+        let unlimited = ReplyLimits { max_bulk_len: usize::MAX, max_aggregate_len: usize::MAX, max_depth: 128 };
         for buf in [
             &b"$4294967296\r\nab"[..],
             b"!4294967296\r\nab",
@@ -643,34 +606,12 @@ mod tests {
             assert_eq!(parse_reply(buf, &unlimited), Ok(None));
             assert_eq!(reply_len(buf, &unlimited), Ok(None));
         }
-        err(
-            b"$4294967296\r\nab",
-            ReplyError::BulkTooLong {
-                len: 4294967296,
-                max: 512 * 1024 * 1024,
-            },
-        );
-        err(
-            b"*4294967296\r\n",
-            ReplyError::AggregateTooLong {
-                len: 4294967296,
-                max: i32::MAX as usize,
-            },
-        );
-        let small = ReplyLimits {
-            max_bulk_len: 3,
-            max_aggregate_len: 2,
-            max_depth: 4,
-        };
-        assert_eq!(
-            parse_reply(b"$4\r\nabcd\r\n", &small),
-            Err(ReplyError::BulkTooLong { len: 4, max: 3 })
-        );
+        err(b"$4294967296\r\nab", ReplyError::BulkTooLong { len: 4294967296, max: 512 * 1024 * 1024 });
+        err(b"*4294967296\r\n", ReplyError::AggregateTooLong { len: 4294967296, max: i32::MAX as usize });
+        let small = ReplyLimits { max_bulk_len: 3, max_aggregate_len: 2, max_depth: 4 };
+        assert_eq!(parse_reply(b"$4\r\nabcd\r\n", &small), Err(ReplyError::BulkTooLong { len: 4, max: 3 }));
         assert!(parse_reply(b"$3\r\nabc\r\n", &small).unwrap().is_some());
-        assert_eq!(
-            reply_len(b"%3\r\n", &small),
-            Err(ReplyError::AggregateTooLong { len: 3, max: 2 })
-        );
+        assert_eq!(reply_len(b"%3\r\n", &small), Err(ReplyError::AggregateTooLong { len: 3, max: 2 }));
     }
 
     #[test]
@@ -693,10 +634,8 @@ mod tests {
     /// Values RESP3 can carry without loss: no `NullArray` (RESP3 has one
     /// null) and no CR/LF in simple strings and errors (the writer blanks them).
     fn resp3_value() -> impl Strategy<Value = Value> {
-        let line = proptest::collection::vec(
-            any::<u8>().prop_filter("no CR/LF", |b| *b != b'\r' && *b != b'\n'),
-            0..12,
-        );
+        let line =
+            proptest::collection::vec(any::<u8>().prop_filter("no CR/LF", |b| *b != b'\r' && *b != b'\n'), 0..12);
         let leaf = prop_oneof![
             line.clone().prop_map(Value::Simple),
             line.prop_map(Value::Error),
@@ -704,14 +643,8 @@ mod tests {
             proptest::collection::vec(any::<u8>(), 0..24).prop_map(Value::Bulk),
             Just(Value::Null),
             any::<f64>().prop_map(Value::Double),
-            prop_oneof![
-                Just(0.0),
-                Just(-0.0),
-                Just(f64::INFINITY),
-                Just(f64::NEG_INFINITY),
-                Just(1.1)
-            ]
-            .prop_map(Value::Double),
+            prop_oneof![Just(0.0), Just(-0.0), Just(f64::INFINITY), Just(f64::NEG_INFINITY), Just(1.1)]
+                .prop_map(Value::Double),
             any::<bool>().prop_map(Value::Boolean),
             "-?[1-9][0-9]{0,40}".prop_map(|s| Value::BigNumber(s.into_bytes())),
             (any::<[u8; 3]>(), proptest::collection::vec(any::<u8>(), 0..16))
@@ -725,20 +658,15 @@ mod tests {
                 items.clone().prop_map(Value::Set),
                 items.prop_map(Value::Push),
                 pairs.clone().prop_map(Value::Map),
-                (pairs, inner).prop_map(|(attrs, v)| Value::Attribute {
-                    attrs,
-                    value: Box::new(v)
-                }),
+                (pairs, inner).prop_map(|(attrs, v)| Value::Attribute { attrs, value: Box::new(v) }),
             ]
         })
     }
 
     /// Values RESP2 can carry exactly.
     fn resp2_value() -> impl Strategy<Value = Value> {
-        let line = proptest::collection::vec(
-            any::<u8>().prop_filter("no CR/LF", |b| *b != b'\r' && *b != b'\n'),
-            0..12,
-        );
+        let line =
+            proptest::collection::vec(any::<u8>().prop_filter("no CR/LF", |b| *b != b'\r' && *b != b'\n'), 0..12);
         let leaf = prop_oneof![
             line.clone().prop_map(Value::Simple),
             line.prop_map(Value::Error),
@@ -747,9 +675,7 @@ mod tests {
             Just(Value::Null),
             Just(Value::NullArray),
         ];
-        leaf.prop_recursive(5, 48, 6, |inner| {
-            proptest::collection::vec(inner, 0..6).prop_map(Value::Array)
-        })
+        leaf.prop_recursive(5, 48, 6, |inner| proptest::collection::vec(inner, 0..6).prop_map(Value::Array))
     }
 
     /// Structural equality where NaN equals NaN (doubles are otherwise exact).

@@ -31,11 +31,7 @@ pub struct RequestLimits {
 
 impl Default for RequestLimits {
     fn default() -> Self {
-        Self {
-            max_bulk_len: 512 * 1024 * 1024,
-            max_multibulk_len: i32::MAX as usize,
-            max_inline_len: 64 * 1024,
-        }
+        Self { max_bulk_len: 512 * 1024 * 1024, max_multibulk_len: i32::MAX as usize, max_inline_len: 64 * 1024 }
     }
 }
 
@@ -167,15 +163,7 @@ impl Default for RequestParser {
 impl RequestParser {
     /// A parser between commands, enforcing `limits`.
     pub fn new(limits: RequestLimits) -> Self {
-        Self {
-            limits,
-            auth_required: false,
-            phase: Phase::Idle,
-            pos: 0,
-            scanned: 0,
-            remaining: 0,
-            bulk: None,
-        }
+        Self { limits, auth_required: false, phase: Phase::Idle, pos: 0, scanned: 0, remaining: 0, bulk: None }
     }
 
     /// The limits in force.
@@ -276,9 +264,7 @@ impl RequestParser {
     /// more input is needed); `None` when elements follow.
     fn parse_count(&mut self, buf: &[u8]) -> Result<Option<Progress>, RequestError> {
         let Some((value, cr)) = self.header_line(buf, RequestError::TooBigMbulkCount)? else {
-            return Ok(Some(Progress::NeedMore {
-                hint: if self.scanned < buf.len() { 1 } else { 0 },
-            }));
+            return Ok(Some(Progress::NeedMore { hint: if self.scanned < buf.len() { 1 } else { 0 } }));
         };
         let count = match value {
             Some(n) if n > 0 && n as u64 > self.limits.max_multibulk_len as u64 => {
@@ -319,9 +305,7 @@ impl RequestParser {
                         return Err(RequestError::ExpectedDollar(first));
                     }
                     let Some((value, cr)) = self.header_line(buf, RequestError::TooBigBulkCount)? else {
-                        return Ok(Progress::NeedMore {
-                            hint: if self.scanned < buf.len() { 1 } else { 0 },
-                        });
+                        return Ok(Progress::NeedMore { hint: if self.scanned < buf.len() { 1 } else { 0 } });
                     };
                     let len = match value {
                         Some(n) if n >= 0 && n as u64 <= self.limits.max_bulk_len as u64 => {
@@ -368,11 +352,7 @@ impl RequestParser {
         let mut remaining = self.remaining;
         let max_bulk = self.limits.max_bulk_len as u64;
         let max_line = self.limits.max_inline_len;
-        let bulk_cap = if self.auth_required {
-            max_bulk.min(UNAUTHENTICATED_MAX_BULK as u64)
-        } else {
-            max_bulk
-        };
+        let bulk_cap = if self.auth_required { max_bulk.min(UNAUTHENTICATED_MAX_BULK as u64) } else { max_bulk };
         while remaining > 0 {
             if buf.get(pos) != Some(&b'$') {
                 break;
@@ -605,10 +585,7 @@ mod tests {
     #[test]
     fn parses_inline_commands() {
         assert_eq!(parse_all(b"PING\r\n"), vec![Ok(Some(args(&[b"PING"])))]);
-        assert_eq!(
-            parse_all(b"SET a \"b c\"\n"),
-            vec![Ok(Some(args(&[b"SET", b"a", b"b c"])))]
-        );
+        assert_eq!(parse_all(b"SET a \"b c\"\n"), vec![Ok(Some(args(&[b"SET", b"a", b"b c"])))]);
         // Only the CR right before the LF is stripped.
         assert_eq!(parse_all(b"a\rb\r\r\n"), vec![Ok(Some(args(&[b"a", b"b"])))]);
         assert_eq!(parse_all(b"ECHO \"x\r\"\r\n"), vec![Ok(Some(args(&[b"ECHO", b"x\r"])))]);
@@ -619,11 +596,7 @@ mod tests {
         for buf in [&b"*0\r\n"[..], b"*-1\r\n", b"*-5\r\n", b"\n", b"\r\n", b"   \t\r\n"] {
             let mut out = CommandArgs::new();
             out.push_owned(b"stale");
-            assert_eq!(
-                RequestParser::default().parse(buf, &mut out),
-                Ok(Progress::Done(buf.len())),
-                "{buf:?}"
-            );
+            assert_eq!(RequestParser::default().parse(buf, &mut out), Ok(Progress::Done(buf.len())), "{buf:?}");
             assert!(out.is_empty(), "{buf:?}");
         }
     }
@@ -667,58 +640,30 @@ mod tests {
         let long_bulk = [&b"*1\r\n$"[..], &[b'1'; 70_000]].concat();
         assert_eq!(err_text(&long_bulk), "ERR Protocol error: too big bulk count string");
         assert_eq!(err_text(&[b'a'; 70_000]), "ERR Protocol error: too big inline request");
-        assert_eq!(
-            err_text(b"SET \"a\n"),
-            "ERR Protocol error: unbalanced quotes in request"
-        );
-        assert_eq!(
-            err_text(b"*1\r\n$1\r\naXY"),
-            "ERR Protocol error: expected '\\r\\n' after bulk data"
-        );
+        assert_eq!(err_text(b"SET \"a\n"), "ERR Protocol error: unbalanced quotes in request");
+        assert_eq!(err_text(b"*1\r\n$1\r\naXY"), "ERR Protocol error: expected '\\r\\n' after bulk data");
     }
 
     #[test]
     fn count_line_follows_string2ll() {
-        for bad in [
-            "*+1",
-            "*01",
-            "*1 ",
-            "* 1",
-            "*",
-            "*-",
-            "*-0",
-            "*1x",
-            "*99999999999999999999",
-            "*-99999999999999999999",
-        ] {
+        for bad in
+            ["*+1", "*01", "*1 ", "* 1", "*", "*-", "*-0", "*1x", "*99999999999999999999", "*-99999999999999999999"]
+        {
             let buf = format!("{bad}\r\n");
             assert_eq!(one(buf.as_bytes()), Err(RequestError::InvalidMultibulkLength), "{bad}");
         }
         assert_eq!(one(b"*-9223372036854775808\r\n"), Ok(Progress::Done(23)));
-        assert_eq!(
-            one(b"*9223372036854775807\r\n"),
-            Err(RequestError::InvalidMultibulkLength)
-        );
+        assert_eq!(one(b"*9223372036854775807\r\n"), Err(RequestError::InvalidMultibulkLength));
         assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
         assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
         assert_eq!(parse_i64(b"9223372036854775808"), None);
         assert_eq!(parse_i64(b"-42"), Some(-42));
         assert_eq!(quick_number_line(b"$123\r\n", 1), Some((123, 4)));
         assert_eq!(quick_number_line(b"$0\r\n", 1), Some((0, 2)));
-        for not_quick in [
-            &b"$01\r\n"[..],
-            b"$\r\n",
-            b"$-1\r\n",
-            b"$12\r",
-            b"$12\rx",
-            b"$1234567890123456789\r\n",
-        ] {
+        for not_quick in [&b"$01\r\n"[..], b"$\r\n", b"$-1\r\n", b"$12\r", b"$12\rx", b"$1234567890123456789\r\n"] {
             assert_eq!(quick_number_line(not_quick, 1), None, "{not_quick:?}");
         }
-        assert_eq!(
-            quick_number_line(b"*123456789012345678\r\n", 1),
-            Some((123456789012345678, 19))
-        );
+        assert_eq!(quick_number_line(b"*123456789012345678\r\n", 1), Some((123456789012345678, 19)));
     }
 
     #[test]
@@ -737,10 +682,7 @@ mod tests {
         }
         // The limit itself is accepted, and the length is checked before any payload arrives.
         assert_eq!(one(b"*1\r\n$536870912\r\n"), Ok(Progress::NeedMore { hint: 536870914 }));
-        let mut p = RequestParser::new(RequestLimits {
-            max_bulk_len: 3,
-            ..RequestLimits::default()
-        });
+        let mut p = RequestParser::new(RequestLimits { max_bulk_len: 3, ..RequestLimits::default() });
         let mut out = CommandArgs::new();
         assert_eq!(p.parse(b"*1\r\n$3\r\nabc\r\n", &mut out), Ok(Progress::Done(13)));
         assert_eq!(p.parse(b"*1\r\n$4\r\n", &mut out), Err(RequestError::InvalidBulkLength));
@@ -748,10 +690,7 @@ mod tests {
 
     #[test]
     fn multibulk_count_limit() {
-        let mut p = RequestParser::new(RequestLimits {
-            max_multibulk_len: 2,
-            ..RequestLimits::default()
-        });
+        let mut p = RequestParser::new(RequestLimits { max_multibulk_len: 2, ..RequestLimits::default() });
         let mut out = CommandArgs::new();
         assert_eq!(p.parse(b"*3\r\n", &mut out), Err(RequestError::InvalidMultibulkLength));
         assert_eq!(p.parse(b"*2\r\n", &mut out), Ok(Progress::NeedMore { hint: 0 }));
@@ -763,16 +702,10 @@ mod tests {
     fn huge_counts_and_lengths_do_not_allocate() {
         let mut p = RequestParser::default();
         let mut out = CommandArgs::new();
-        assert_eq!(
-            p.parse(b"*2147483647\r\n$1\r\na\r\n", &mut out),
-            Ok(Progress::NeedMore { hint: 0 })
-        );
+        assert_eq!(p.parse(b"*2147483647\r\n$1\r\na\r\n", &mut out), Ok(Progress::NeedMore { hint: 0 }));
         assert_eq!(out.len(), 1);
         let mut p = RequestParser::default();
-        assert_eq!(
-            p.parse(b"*1\r\n$536870912\r\nab", &mut out),
-            Ok(Progress::NeedMore { hint: 536870912 })
-        );
+        assert_eq!(p.parse(b"*1\r\n$536870912\r\nab", &mut out), Ok(Progress::NeedMore { hint: 536870912 }));
         // Reaching here at all shows nothing was sized from the claimed count or
         // length: 2^31 argument slots or 512 MiB would not go unnoticed.
         assert!(out.is_empty());
@@ -780,10 +713,7 @@ mod tests {
 
     #[test]
     fn line_limits_are_exact_and_do_not_depend_on_buffering() {
-        let limits = RequestLimits {
-            max_inline_len: 8,
-            ..RequestLimits::default()
-        };
+        let limits = RequestLimits { max_inline_len: 8, ..RequestLimits::default() };
         let run = |buf: &[u8]| RequestParser::new(limits.clone()).parse(buf, &mut CommandArgs::new());
         // Inline: 8 bytes before the LF are fine, 9 are not, complete or not.
         assert_eq!(run(b"abcdefgh\n"), Ok(Progress::Done(9)));
@@ -807,33 +737,18 @@ mod tests {
         assert!(p.auth_required());
         let mut out = CommandArgs::new();
         let mut run = |p: &mut RequestParser, buf: &[u8]| p.parse(buf, &mut out);
-        assert_eq!(
-            run(&mut p, b"*11\r\n"),
-            Err(RequestError::UnauthenticatedMultibulkLength)
-        );
+        assert_eq!(run(&mut p, b"*11\r\n"), Err(RequestError::UnauthenticatedMultibulkLength));
         assert_eq!(run(&mut p, b"*10\r\n"), Ok(Progress::NeedMore { hint: 0 }));
         p.reset();
         // Malformed still wins over unauthenticated, as in Redis.
-        assert_eq!(
-            run(&mut p, b"*2147483648\r\n"),
-            Err(RequestError::InvalidMultibulkLength)
-        );
-        assert_eq!(
-            run(&mut p, b"*1\r\n$16385\r\n"),
-            Err(RequestError::UnauthenticatedBulkLength)
-        );
-        assert_eq!(
-            run(&mut p, b"*1\r\n$536870913\r\n"),
-            Err(RequestError::InvalidBulkLength)
-        );
+        assert_eq!(run(&mut p, b"*2147483648\r\n"), Err(RequestError::InvalidMultibulkLength));
+        assert_eq!(run(&mut p, b"*1\r\n$16385\r\n"), Err(RequestError::UnauthenticatedBulkLength));
+        assert_eq!(run(&mut p, b"*1\r\n$536870913\r\n"), Err(RequestError::InvalidBulkLength));
         assert_eq!(run(&mut p, b"*1\r\n$16384\r\n"), Ok(Progress::NeedMore { hint: 16386 }));
         p.reset();
         assert_eq!(run(&mut p, b"*-1\r\n"), Ok(Progress::Done(5)));
         p.set_auth_required(false);
-        assert_eq!(
-            run(&mut p, b"*11\r\n$16385\r\n"),
-            Ok(Progress::NeedMore { hint: 16387 })
-        );
+        assert_eq!(run(&mut p, b"*11\r\n$16385\r\n"), Ok(Progress::NeedMore { hint: 16387 }));
         assert_eq!(
             RequestError::UnauthenticatedMultibulkLength.to_string(),
             "ERR Protocol error: unauthenticated multibulk length"
@@ -846,25 +761,13 @@ mod tests {
 
     #[test]
     fn fast_path_respects_every_limit() {
-        let tiny = RequestLimits {
-            max_inline_len: 3,
-            ..RequestLimits::default()
-        };
+        let tiny = RequestLimits { max_inline_len: 3, ..RequestLimits::default() };
         let mut out = CommandArgs::new();
         let buf = b"*1\r\n$100\r\n";
-        assert_eq!(
-            RequestParser::new(tiny).parse(buf, &mut out),
-            Err(RequestError::TooBigBulkCount)
-        );
-        let small_bulk = RequestLimits {
-            max_bulk_len: 2,
-            ..RequestLimits::default()
-        };
+        assert_eq!(RequestParser::new(tiny).parse(buf, &mut out), Err(RequestError::TooBigBulkCount));
+        let small_bulk = RequestLimits { max_bulk_len: 2, ..RequestLimits::default() };
         let buf = b"*2\r\n$2\r\nab\r\n$3\r\nabc\r\n";
-        assert_eq!(
-            RequestParser::new(small_bulk).parse(buf, &mut out),
-            Err(RequestError::InvalidBulkLength)
-        );
+        assert_eq!(RequestParser::new(small_bulk).parse(buf, &mut out), Err(RequestError::InvalidBulkLength));
         let mut p = RequestParser::default();
         p.set_auth_required(true);
         let mut buf = b"*1\r\n$16385\r\n".to_vec();
@@ -899,10 +802,7 @@ mod tests {
     fn reset_abandons_a_partial_command() {
         let mut p = RequestParser::default();
         let mut out = CommandArgs::new();
-        assert!(matches!(
-            p.parse(b"*2\r\n$3\r\nGET\r\n", &mut out),
-            Ok(Progress::NeedMore { .. })
-        ));
+        assert!(matches!(p.parse(b"*2\r\n$3\r\nGET\r\n", &mut out), Ok(Progress::NeedMore { .. })));
         p.reset();
         assert_eq!(p.parse(b"*1\r\n$4\r\nPING\r\n", &mut out), Ok(Progress::Done(14)));
         assert_eq!(out.len(), 1);
@@ -958,11 +858,7 @@ mod tests {
             let whole = parse_all(buf);
             assert!(matches!(whole.last(), Some(Err(_))), "{buf:?}");
             for split in 1..buf.len() {
-                assert_eq!(
-                    parse_chunked(buf, &[split, buf.len()]),
-                    whole,
-                    "{buf:?} split at {split}"
-                );
+                assert_eq!(parse_chunked(buf, &[split, buf.len()]), whole, "{buf:?} split at {split}");
             }
             assert_eq!(parse_chunked(buf, &[1]), whole, "{buf:?}");
         }
@@ -1028,14 +924,8 @@ mod tests {
 
     #[test]
     fn display_texts_for_expected_dollar() {
-        assert_eq!(
-            RequestError::ExpectedDollar(b'\n').to_string(),
-            "ERR Protocol error: expected '$', got ' '"
-        );
-        assert_eq!(
-            RequestError::ExpectedDollar(b'+').to_string(),
-            "ERR Protocol error: expected '$', got '+'"
-        );
+        assert_eq!(RequestError::ExpectedDollar(b'\n').to_string(), "ERR Protocol error: expected '$', got ' '");
+        assert_eq!(RequestError::ExpectedDollar(b'+').to_string(), "ERR Protocol error: expected '$', got '+'");
     }
 
     mod props {

@@ -203,8 +203,7 @@ impl<'a> RespWriter<'a> {
         if len < 10 {
             self.out.extend_from_slice(&[b'$', b'0' + len as u8, b'\r', b'\n']);
         } else if len < 100 {
-            self.out
-                .extend_from_slice(&[b'$', b'0' + (len / 10) as u8, b'0' + (len % 10) as u8, b'\r', b'\n']);
+            self.out.extend_from_slice(&[b'$', b'0' + (len / 10) as u8, b'0' + (len % 10) as u8, b'\r', b'\n']);
         } else {
             self.out.push(b'$');
             write_u64(self.out, len as u64);
@@ -437,20 +436,12 @@ mod tests {
     #[test]
     fn scalars() {
         check(|w| w.simple(b"OK"), b"+OK\r\n", b"+OK\r\n");
-        check(
-            |w| w.error(b"ERR bad thing"),
-            b"-ERR bad thing\r\n",
-            b"-ERR bad thing\r\n",
-        );
+        check(|w| w.error(b"ERR bad thing"), b"-ERR bad thing\r\n", b"-ERR bad thing\r\n");
         check(|w| w.integer(0), b":0\r\n", b":0\r\n");
         check(|w| w.integer(9), b":9\r\n", b":9\r\n");
         check(|w| w.integer(10), b":10\r\n", b":10\r\n");
         check(|w| w.integer(-1), b":-1\r\n", b":-1\r\n");
-        check(
-            |w| w.integer(i64::MIN),
-            b":-9223372036854775808\r\n",
-            b":-9223372036854775808\r\n",
-        );
+        check(|w| w.integer(i64::MIN), b":-9223372036854775808\r\n", b":-9223372036854775808\r\n");
         check(|w| w.bulk(b""), b"$0\r\n\r\n", b"$0\r\n\r\n");
         check(|w| w.bulk(b"a\r\nb"), b"$4\r\na\r\nb\r\n", b"$4\r\na\r\nb\r\n");
         check(|w| w.bulk_i64(-123), b"$4\r\n-123\r\n", b"$4\r\n-123\r\n");
@@ -475,35 +466,19 @@ mod tests {
     #[test]
     #[allow(clippy::approx_constant)] // 3.141 is what `DEBUG PROTOCOL double` sends
     fn doubles_match_redis_7_0() {
-        check(
-            |w| w.double(1.1),
-            b"$18\r\n1.1000000000000001\r\n",
-            b",1.1000000000000001\r\n",
-        );
+        check(|w| w.double(1.1), b"$18\r\n1.1000000000000001\r\n", b",1.1000000000000001\r\n");
         check(|w| w.double(f64::INFINITY), b"$3\r\ninf\r\n", b",inf\r\n");
         check(|w| w.double(f64::NEG_INFINITY), b"$4\r\n-inf\r\n", b",-inf\r\n");
         check(|w| w.double(1e20), b"$5\r\n1e+20\r\n", b",1e+20\r\n");
         check(|w| w.double(0.0), b"$1\r\n0\r\n", b",0\r\n");
         check(|w| w.double(3.0), b"$1\r\n3\r\n", b",3\r\n");
-        check(
-            |w| w.double(1.5e-7),
-            b"$22\r\n1.4999999999999999e-07\r\n",
-            b",1.4999999999999999e-07\r\n",
-        );
-        check(
-            |w| w.double(123456789.123),
-            b"$13\r\n123456789.123\r\n",
-            b",123456789.123\r\n",
-        );
+        check(|w| w.double(1.5e-7), b"$22\r\n1.4999999999999999e-07\r\n", b",1.4999999999999999e-07\r\n");
+        check(|w| w.double(123456789.123), b"$13\r\n123456789.123\r\n", b",123456789.123\r\n");
         check(|w| w.double(3.141), b"$5\r\n3.141\r\n", b",3.141\r\n");
         // Length prefix switches from one to two digits at ten characters.
         check(|w| w.double(1.25e-3), b"$7\r\n0.00125\r\n", b",0.00125\r\n");
         check(|w| w.double(1234567890.0), b"$10\r\n1234567890\r\n", b",1234567890\r\n");
-        check(
-            |w| w.double(-f64::MAX),
-            b"$24\r\n-1.7976931348623157e+308\r\n",
-            b",-1.7976931348623157e+308\r\n",
-        );
+        check(|w| w.double(-f64::MAX), b"$24\r\n-1.7976931348623157e+308\r\n", b",-1.7976931348623157e+308\r\n");
     }
 
     #[test]
@@ -566,10 +541,7 @@ mod tests {
             value(Protocol::Resp3, &reply),
             b"|1\r\n$14\r\nkey-popularity\r\n*2\r\n$7\r\nkey:123\r\n:90\r\n$39\r\nSome real reply following the attribute\r\n"
         );
-        assert_eq!(
-            value(Protocol::Resp2, &reply),
-            b"$39\r\nSome real reply following the attribute\r\n"
-        );
+        assert_eq!(value(Protocol::Resp2, &reply), b"$39\r\nSome real reply following the attribute\r\n");
     }
 
     #[test]
@@ -589,13 +561,7 @@ mod tests {
                             value: Box::new(Value::Array(vec![Value::bulk("x")])),
                         },
                     ),
-                    (
-                        Value::BigNumber(b"1".to_vec()),
-                        Value::Verbatim {
-                            format: *b"txt",
-                            text: b"t".to_vec(),
-                        },
-                    ),
+                    (Value::BigNumber(b"1".to_vec()), Value::Verbatim { format: *b"txt", text: b"t".to_vec() }),
                     (Value::simple("s"), Value::error("E")),
                     (Value::Array(vec![]), Value::Map(vec![])),
                 ],
@@ -653,18 +619,10 @@ mod tests {
         same(&mut w, &|w| w.null(), NULL_BULK_RESP2);
         same(&mut w, &|w| w.null_array(), NULL_ARRAY_RESP2);
         same(&mut w, &|w| w.error(b"ERR syntax error"), ERR_SYNTAX);
-        same(
-            &mut w,
-            &|w| w.error(b"ERR value is not an integer or out of range"),
-            ERR_NOT_INTEGER,
-        );
+        same(&mut w, &|w| w.error(b"ERR value is not an integer or out of range"), ERR_NOT_INTEGER);
         same(&mut w, &|w| w.error(b"ERR value is not a valid float"), ERR_NOT_FLOAT);
         same(&mut w, &|w| w.error(b"ERR no such key"), ERR_NO_SUCH_KEY);
-        same(
-            &mut w,
-            &|w| w.error(b"ERR increment or decrement would overflow"),
-            ERR_OVERFLOW,
-        );
+        same(&mut w, &|w| w.error(b"ERR increment or decrement would overflow"), ERR_OVERFLOW);
         let mut out = Vec::new();
         let mut w = RespWriter::new(&mut out, Protocol::Resp3);
         same(&mut w, &|w| w.null(), NULL_RESP3);

@@ -30,10 +30,7 @@ pub struct RespbLimits {
 
 impl Default for RespbLimits {
     fn default() -> Self {
-        RespbLimits {
-            max_bulk_len: 512 * 1024 * 1024,
-            max_passthrough_len: 512 * 1024 * 1024 + 64 * 1024,
-        }
+        RespbLimits { max_bulk_len: 512 * 1024 * 1024, max_passthrough_len: 512 * 1024 * 1024 + 64 * 1024 }
     }
 }
 
@@ -225,10 +222,7 @@ impl Default for RespbDecoder {
 impl RespbDecoder {
     /// A decoder enforcing `limits`.
     pub fn new(limits: RespbLimits) -> Self {
-        let resp_limits = RequestLimits {
-            max_bulk_len: limits.max_bulk_len,
-            ..RequestLimits::default()
-        };
+        let resp_limits = RequestLimits { max_bulk_len: limits.max_bulk_len, ..RequestLimits::default() };
         let walk = Walk {
             field_arg: [0; Layout::MAX_FIELDS],
             numbers: [(0, 0); 2],
@@ -240,11 +234,7 @@ impl RespbDecoder {
             last_count: 0,
             max_bulk_len: limits.max_bulk_len,
         };
-        RespbDecoder {
-            limits,
-            resp: RequestParser::new(resp_limits),
-            walk,
-        }
+        RespbDecoder { limits, resp: RequestParser::new(resp_limits), walk }
     }
 
     /// The limits in force.
@@ -265,10 +255,7 @@ impl RespbDecoder {
             None => self.other_frame(op, mux, &mut rd, out),
         };
         match result {
-            Ok(frame) => Ok(Decoded::Frame {
-                frame,
-                consumed: rd.pos,
-            }),
+            Ok(frame) => Ok(Decoded::Frame { frame, consumed: rd.pos }),
             Err(stop) => finish_stop(stop, Some(mux), out),
         }
     }
@@ -486,18 +473,14 @@ fn field_decode(field: &Field, rd: &mut Reader<'_>, out: &mut CommandArgs, walk:
         Field::Token(t) => push_token(out, t),
         Field::Choice(alts) => {
             let b = rd.u8()?;
-            let alt = alts
-                .get(usize::from(b))
-                .ok_or(Stop::Fatal(DecodeErrorKind::BadChoice(b)))?;
+            let alt = alts.get(usize::from(b)).ok_or(Stop::Fatal(DecodeErrorKind::BadChoice(b)))?;
             push_token(out, alt.token);
             fields_decode(alt.fields, rd, out, walk)?;
         }
         Field::OptToken(tokens) => {
             let b = rd.u8()?;
             if b != 0 {
-                let t = tokens
-                    .get(usize::from(b) - 1)
-                    .ok_or(Stop::Fatal(DecodeErrorKind::BadChoice(b)))?;
+                let t = tokens.get(usize::from(b) - 1).ok_or(Stop::Fatal(DecodeErrorKind::BadChoice(b)))?;
                 push_token(out, t);
             }
         }

@@ -146,11 +146,7 @@ impl<'a, A: AsRef<[u8]>> Enc<'a, A> {
     }
 
     fn layout_bits(&self) -> &'static [Bit] {
-        self.layout
-            .fields
-            .iter()
-            .find_map(|f| if let Field::Flags(b) = f { Some(*b) } else { None })
-            .unwrap_or(&[])
+        self.layout.fields.iter().find_map(|f| if let Field::Flags(b) = f { Some(*b) } else { None }).unwrap_or(&[])
     }
 
     /// Consume tokens RESP places before top-level field `k` (XTRIM's `=` / `~`).
@@ -252,9 +248,7 @@ impl<'a, A: AsRef<[u8]>> Enc<'a, A> {
                 }
             }
             Field::OptToken(tokens) => {
-                let hit = self
-                    .arg(self.i)
-                    .and_then(|a| tokens.iter().position(|t| word_matches(t, a)));
+                let hit = self.arg(self.i).and_then(|a| tokens.iter().position(|t| word_matches(t, a)));
                 self.out.push(hit.map_or(0, |p| p as u8 + 1));
                 self.i += usize::from(hit.is_some());
             }
@@ -333,11 +327,7 @@ impl<'a, A: AsRef<[u8]>> Enc<'a, A> {
         let (Some(k), Some(arg)) = (top, self.arg(self.i)) else {
             return false;
         };
-        let first_word = |t: &str| {
-            t.split(' ')
-                .next()
-                .is_some_and(|w| !w.is_empty() && word_matches(w, arg))
-        };
+        let first_word = |t: &str| t.split(' ').next().is_some_and(|w| !w.is_empty() && word_matches(w, arg));
         self.layout.fields[k + 1..].iter().any(|f| match f {
             Field::Flags(bits) => bits.iter().any(|b| first_word(b.token)),
             Field::Mask(opts) => opts.iter().any(|o| first_word(o.token)),
@@ -464,11 +454,7 @@ impl<'a, A: AsRef<[u8]>> Enc<'a, A> {
         for &(pos, arg, exclusive) in &self.numbers[..self.n_numbers] {
             let a = self.arg(arg)?;
             let text = if exclusive { a.get(1..)? } else { a };
-            let raw = if self.float_numbers {
-                parse_canonical_f64(text)?.to_bits()
-            } else {
-                parse_i64(text)? as u64
-            };
+            let raw = if self.float_numbers { parse_canonical_f64(text)?.to_bits() } else { parse_i64(text)? as u64 };
             self.out[pos..pos + 8].copy_from_slice(&raw.to_be_bytes());
         }
         if self.pending_flags != 0 {

@@ -44,10 +44,7 @@ pub fn write_canonical_f64(out: &mut Vec<u8>, x: f64) -> bool {
         return true;
     }
     // Rust's `{:e}` prints the shortest round-tripping digits: "-1.2345e-7".
-    let mut sci = StackBuf {
-        bytes: [0; MAX_TEXT],
-        len: 0,
-    };
+    let mut sci = StackBuf { bytes: [0; MAX_TEXT], len: 0 };
     if write!(sci, "{:e}", x).is_err() {
         return false;
     }
@@ -146,10 +143,7 @@ pub fn parse_canonical_f64(text: &[u8]) -> Option<f64> {
         _ => {
             // Only plain decimal syntax reaches str::parse: it would also accept
             // "inf", "NaN" and "infinity", which are not canonical.
-            if !text
-                .iter()
-                .all(|b| b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e'))
-            {
+            if !text.iter().all(|b| b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e')) {
                 return None;
             }
             std::str::from_utf8(text).ok()?.parse::<f64>().ok()?

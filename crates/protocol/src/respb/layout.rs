@@ -197,9 +197,7 @@ impl Field {
             | Field::Token(_) => Some(1),
             Field::Choice(alts) => {
                 let first = alts.first().map(|a| arity_of(a.fields))?;
-                alts.iter()
-                    .all(|a| arity_of(a.fields) == first)
-                    .then(|| first.map(|n| n + 1))?
+                alts.iter().all(|a| arity_of(a.fields) == first).then(|| first.map(|n| n + 1))?
             }
             _ => None,
         }
@@ -208,9 +206,7 @@ impl Field {
 
 /// Fixed number of arguments a field sequence produces, or `None` when it varies.
 pub fn arity_of(fields: &[Field]) -> Option<usize> {
-    fields
-        .iter()
-        .try_fold(0usize, |acc, f| f.fixed_arity().map(|n| acc + n))
+    fields.iter().try_fold(0usize, |acc, f| f.fixed_arity().map(|n| acc + n))
 }
 
 /// Render `fields` in the notation `spec/respb.md` uses (see its "Layout notation").
@@ -254,11 +250,7 @@ fn describe_field(f: &Field) -> String {
             format!("choice{{{}}}", a.join(", "))
         }
         Field::OptToken(tokens) => {
-            let a: Vec<String> = tokens
-                .iter()
-                .enumerate()
-                .map(|(i, t)| format!("{}={t}", i + 1))
-                .collect();
+            let a: Vec<String> = tokens.iter().enumerate().map(|(i, t)| format!("{}={t}", i + 1)).collect();
             format!("opt{{0=none, {}}}", a.join(", "))
         }
         Field::Bool(t) => format!("bool({t})"),

@@ -13,90 +13,40 @@ const I64: Field = Int64;
 const F64: Field = Float64;
 
 const fn list(item: &'static [Field]) -> Field {
-    List(List {
-        token: None,
-        emit_count: false,
-        item,
-    })
+    List(List { token: None, emit_count: false, item })
 }
 const fn numbered(item: &'static [Field]) -> Field {
-    List(List {
-        token: None,
-        emit_count: true,
-        item,
-    })
+    List(List { token: None, emit_count: true, item })
 }
 const fn tagged(token: &'static str, emit_count: bool, item: &'static [Field]) -> Field {
-    List(List {
-        token: Some(token),
-        emit_count,
-        item,
-    })
+    List(List { token: Some(token), emit_count, item })
 }
 const fn bit(token: &'static str) -> Bit {
-    Bit {
-        token,
-        fields: &[],
-        effect: Effect::Inline,
-    }
+    Bit { token, fields: &[], effect: Effect::Inline }
 }
 const fn bitf(token: &'static str, fields: &'static [Field]) -> Bit {
-    Bit {
-        token,
-        fields,
-        effect: Effect::Inline,
-    }
+    Bit { token, fields, effect: Effect::Inline }
 }
 const fn excl(field: u8) -> Bit {
-    Bit {
-        token: "",
-        fields: &[],
-        effect: Effect::Exclusive(field),
-    }
+    Bit { token: "", fields: &[], effect: Effect::Exclusive(field) }
 }
 const fn before(token: &'static str, field: u8) -> Bit {
-    Bit {
-        token,
-        fields: &[],
-        effect: Effect::BeforeField(field),
-    }
+    Bit { token, fields: &[], effect: Effect::BeforeField(field) }
 }
 const fn opt(token: &'static str, field: Field) -> Opt {
-    Opt {
-        token,
-        field,
-        with_previous: false,
-    }
+    Opt { token, field, with_previous: false }
 }
 const fn then(field: Field) -> Opt {
-    Opt {
-        token: "",
-        field,
-        with_previous: true,
-    }
+    Opt { token: "", field, with_previous: true }
 }
 const fn alt(token: &'static str) -> Alt {
     Alt { token, fields: &[] }
 }
 const fn core(opcode: u32, name: &'static str, fields: &'static [Field]) -> Layout {
-    Layout {
-        name,
-        opcode,
-        module: false,
-        fields,
-        plain: all_strings(fields),
-        deferred: has_deferred(fields),
-    }
+    Layout { name, opcode, module: false, fields, plain: all_strings(fields), deferred: has_deferred(fields) }
 }
 const fn module(opcode: u32, name: &'static str, fields: &'static [Field]) -> Layout {
-    Layout {
-        name,
-        opcode,
-        module: true,
-        fields,
-        plain: all_strings(fields),
-        deferred: has_deferred(fields),
-    }
+    Layout { name, opcode, module: true, fields, plain: all_strings(fields), deferred: has_deferred(fields) }
 }
 
 const KEYS: Field = list(&[B2]);
@@ -122,32 +72,19 @@ const SET_BITS: Field = Flags(&[
     bitf("EXAT", &[I64]),
     bitf("PXAT", &[I64]),
 ]);
-const GETEX_BITS: Field = Flags(&[
-    bitf("EX", &[I64]),
-    bitf("PX", &[I64]),
-    bitf("EXAT", &[I64]),
-    bitf("PXAT", &[I64]),
-    bit("PERSIST"),
-]);
+const GETEX_BITS: Field =
+    Flags(&[bitf("EX", &[I64]), bitf("PX", &[I64]), bitf("EXAT", &[I64]), bitf("PXAT", &[I64]), bit("PERSIST")]);
 /// ZRANGE and ZRANGESTORE: start/stop are ranks unless BYSCORE makes them scores.
 const ZRANGE_BITS: Field = Flags(&[
-    Bit {
-        token: "BYSCORE",
-        fields: &[],
-        effect: Effect::FloatFields,
-    },
+    Bit { token: "BYSCORE", fields: &[], effect: Effect::FloatFields },
     bit("REV"),
     bitf("LIMIT", &[I64, I64]),
     bit("WITHSCORES"),
     excl(1),
     excl(2),
 ]);
-const ZSTORE_BITS: Field = Flags(&[
-    bitf("WEIGHTS", &[Weights]),
-    bit("AGGREGATE SUM"),
-    bit("AGGREGATE MIN"),
-    bit("AGGREGATE MAX"),
-]);
+const ZSTORE_BITS: Field =
+    Flags(&[bitf("WEIGHTS", &[Weights]), bit("AGGREGATE SUM"), bit("AGGREGATE MIN"), bit("AGGREGATE MAX")]);
 const ZCOMBINE_BITS: Field = Flags(&[
     bitf("WEIGHTS", &[Weights]),
     bit("AGGREGATE SUM"),
@@ -166,17 +103,8 @@ const GEORADIUS_BITS: Field = Flags(&[
 ]);
 const SCRIPT_CALL: [Field; 3] = [B4, NUMKEYS, list(&[B2])];
 const SHA_CALL: [Field; 3] = [B2, NUMKEYS, list(&[B2])];
-const RESTORE_FIELDS: [Field; 4] = [
-    B2,
-    I64,
-    B4,
-    Flags(&[
-        bit("REPLACE"),
-        bit("ABSTTL"),
-        bitf("IDLETIME", &[I64]),
-        bitf("FREQ", &[I64]),
-    ]),
-];
+const RESTORE_FIELDS: [Field; 4] =
+    [B2, I64, B4, Flags(&[bit("REPLACE"), bit("ABSTTL"), bitf("IDLETIME", &[I64]), bitf("FREQ", &[I64])])];
 const JSON_KEY_PATH: [Field; 2] = [B2, Mask(&[opt("", B2)])];
 
 /// Subcommand alternatives, in the order their ids are assigned (id = index).
@@ -208,15 +136,7 @@ pub static LAYOUTS: &[Layout] = &[
     core(0x0012, "SETRANGE", &[B2, I64, B4]),
     core(0x0013, "STRLEN", &[B2]),
     core(0x0014, "SUBSTR", &[B2, I64, I64]),
-    core(
-        0x0015,
-        "LCS",
-        &[
-            B2,
-            B2,
-            Flags(&[bit("LEN"), bit("IDX"), bitf("MINMATCHLEN", &[I64]), bit("WITHMATCHLEN")]),
-        ],
-    ),
+    core(0x0015, "LCS", &[B2, B2, Flags(&[bit("LEN"), bit("IDX"), bitf("MINMATCHLEN", &[I64]), bit("WITHMATCHLEN")])]),
     core(0x0016, "DELIFEQ", &[B2, B4]),
     // Lists
     core(0x0040, "LPUSH", &[B2, ITEMS2]),
@@ -235,15 +155,7 @@ pub static LAYOUTS: &[Layout] = &[
     core(0x004D, "RPOPLPUSH", &[B2, B2]),
     core(0x004E, "LMOVE", &[B2, B2, LEFT_RIGHT, LEFT_RIGHT]),
     core(0x004F, "LMPOP", &[NUMKEYS, LEFT_RIGHT, COUNT_U16]),
-    core(
-        0x0050,
-        "LPOS",
-        &[
-            B2,
-            B2,
-            Mask(&[opt("RANK", I64), opt("COUNT", Uint16), opt("MAXLEN", I64)]),
-        ],
-    ),
+    core(0x0050, "LPOS", &[B2, B2, Mask(&[opt("RANK", I64), opt("COUNT", Uint16), opt("MAXLEN", I64)])]),
     core(0x0051, "BLPOP", &[KEYS, F64]),
     core(0x0052, "BRPOP", &[KEYS, F64]),
     core(0x0053, "BRPOPLPUSH", &[B2, B2, F64]),
@@ -271,11 +183,7 @@ pub static LAYOUTS: &[Layout] = &[
     core(
         0x00C0,
         "ZADD",
-        &[
-            B2,
-            Flags(&[bit("NX"), bit("XX"), bit("GT"), bit("LT"), bit("CH"), bit("INCR")]),
-            list(&[F64, B2]),
-        ],
+        &[B2, Flags(&[bit("NX"), bit("XX"), bit("GT"), bit("LT"), bit("CH"), bit("INCR")]), list(&[F64, B2])],
     ),
     core(0x00C1, "ZREM", &[B2, ITEMS2]),
     core(0x00C2, "ZCARD", &[B2]),
@@ -285,24 +193,14 @@ pub static LAYOUTS: &[Layout] = &[
     core(
         0x00C6,
         "ZRANGEBYSCORE",
-        &[
-            B2,
-            F64,
-            F64,
-            Flags(&[bit("WITHSCORES"), bitf("LIMIT", &[I64, I64]), excl(1), excl(2)]),
-        ],
+        &[B2, F64, F64, Flags(&[bit("WITHSCORES"), bitf("LIMIT", &[I64, I64]), excl(1), excl(2)])],
     ),
     core(0x00C7, "ZRANGEBYLEX", &[B2, B2, B2, LIMIT_PAIR]),
     core(0x00C8, "ZREVRANGE", &[B2, I64, I64, Bool("WITHSCORES")]),
     core(
         0x00C9,
         "ZREVRANGEBYSCORE",
-        &[
-            B2,
-            F64,
-            F64,
-            Flags(&[bit("WITHSCORES"), bitf("LIMIT", &[I64, I64]), excl(1), excl(2)]),
-        ],
+        &[B2, F64, F64, Flags(&[bit("WITHSCORES"), bitf("LIMIT", &[I64, I64]), excl(1), excl(2)])],
     ),
     core(0x00CA, "ZREVRANGEBYLEX", &[B2, B2, B2, LIMIT_PAIR]),
     core(0x00CB, "ZRANK", &[B2, B2, Bool("WITHSCORE")]),
@@ -317,11 +215,7 @@ pub static LAYOUTS: &[Layout] = &[
     core(0x00D4, "ZPOPMAX", &[B2, OPT_U16]),
     core(0x00D5, "BZPOPMIN", &[KEYS, F64]),
     core(0x00D6, "BZPOPMAX", &[KEYS, F64]),
-    core(
-        0x00D7,
-        "ZRANDMEMBER",
-        &[B2, Mask(&[opt("", Int16)]), Bool("WITHSCORES")],
-    ),
+    core(0x00D7, "ZRANDMEMBER", &[B2, Mask(&[opt("", Int16)]), Bool("WITHSCORES")]),
     core(0x00D8, "ZDIFF", &[NUMKEYS, Bool("WITHSCORES")]),
     core(0x00D9, "ZDIFFSTORE", &[B2, NUMKEYS]),
     core(0x00DA, "ZINTER", &[NUMKEYS, ZCOMBINE_BITS]),
@@ -341,11 +235,7 @@ pub static LAYOUTS: &[Layout] = &[
             Number64,
             Number64,
             Flags(&[
-                Bit {
-                    token: "BYSCORE",
-                    fields: &[],
-                    effect: Effect::FloatFields,
-                },
+                Bit { token: "BYSCORE", fields: &[], effect: Effect::FloatFields },
                 bit("REV"),
                 bitf("LIMIT", &[I64, I64]),
                 excl(2),
@@ -400,21 +290,8 @@ pub static LAYOUTS: &[Layout] = &[
     // Bitmaps
     core(0x0140, "SETBIT", &[B2, I64, Uint8]),
     core(0x0141, "GETBIT", &[B2, I64]),
-    core(
-        0x0142,
-        "BITCOUNT",
-        &[B2, Mask(&[opt("", I64), opt("", I64)]), OptToken(&["BYTE", "BIT"])],
-    ),
-    core(
-        0x0143,
-        "BITPOS",
-        &[
-            B2,
-            Uint8,
-            Mask(&[opt("", I64), opt("", I64)]),
-            OptToken(&["BYTE", "BIT"]),
-        ],
-    ),
+    core(0x0142, "BITCOUNT", &[B2, Mask(&[opt("", I64), opt("", I64)]), OptToken(&["BYTE", "BIT"])]),
+    core(0x0143, "BITPOS", &[B2, Uint8, Mask(&[opt("", I64), opt("", I64)]), OptToken(&["BYTE", "BIT"])]),
     core(
         0x0144,
         "BITOP",
@@ -442,11 +319,7 @@ pub static LAYOUTS: &[Layout] = &[
     core(0x0163, "PFDEBUG", &[B2, B2]),
     core(0x0164, "PFSELFTEST", &[]),
     // Geo
-    core(
-        0x0180,
-        "GEOADD",
-        &[B2, Flags(&[bit("NX"), bit("XX"), bit("CH")]), list(&[F64, F64, B2])],
-    ),
+    core(0x0180, "GEOADD", &[B2, Flags(&[bit("NX"), bit("XX"), bit("CH")]), list(&[F64, F64, B2])]),
     core(0x0181, "GEODIST", &[B2, B2, B2, OptToken(&["m", "km", "ft", "mi"])]),
     core(0x0182, "GEOHASH", &[B2, ITEMS2]),
     core(0x0183, "GEOPOS", &[B2, ITEMS2]),
@@ -461,22 +334,11 @@ pub static LAYOUTS: &[Layout] = &[
     core(0x01C1, "XLEN", &[B2]),
     core(0x01C2, "XRANGE", &[B2, B2, B2, Mask(&[opt("COUNT", I64)])]),
     core(0x01C3, "XREVRANGE", &[B2, B2, B2, Mask(&[opt("COUNT", I64)])]),
-    core(
-        0x01C4,
-        "XREAD",
-        &[Mask(&[opt("COUNT", I64), opt("BLOCK", I64)]), StreamPairs],
-    ),
+    core(0x01C4, "XREAD", &[Mask(&[opt("COUNT", I64), opt("BLOCK", I64)]), StreamPairs]),
     core(
         0x01C5,
         "XREADGROUP",
-        &[
-            Token("GROUP"),
-            B2,
-            B2,
-            Mask(&[opt("COUNT", I64), opt("BLOCK", I64)]),
-            Bool("NOACK"),
-            StreamPairs,
-        ],
+        &[Token("GROUP"), B2, B2, Mask(&[opt("COUNT", I64), opt("BLOCK", I64)]), Bool("NOACK"), StreamPairs],
     ),
     core(0x01C6, "XDEL", &[B2, ITEMS2]),
     core(
@@ -490,15 +352,7 @@ pub static LAYOUTS: &[Layout] = &[
         ],
     ),
     core(0x01C8, "XACK", &[B2, B2, ITEMS2]),
-    core(
-        0x01C9,
-        "XPENDING",
-        &[
-            B2,
-            B2,
-            Mask(&[opt("IDLE", I64), opt("", B2), then(B2), then(I64), opt("", B2)]),
-        ],
-    ),
+    core(0x01C9, "XPENDING", &[B2, B2, Mask(&[opt("IDLE", I64), opt("", B2), then(B2), then(I64), opt("", B2)])]),
     core(
         0x01CA,
         "XCLAIM",
@@ -518,36 +372,14 @@ pub static LAYOUTS: &[Layout] = &[
             ]),
         ],
     ),
-    core(
-        0x01CB,
-        "XAUTOCLAIM",
-        &[B2, B2, B2, I64, B2, Mask(&[opt("COUNT", I64)]), Bool("JUSTID")],
-    ),
-    core(
-        0x01CC,
-        "XINFO",
-        &[subs(&[alt("CONSUMERS"), alt("GROUPS"), alt("STREAM")]), B2, Rest],
-    ),
+    core(0x01CB, "XAUTOCLAIM", &[B2, B2, B2, I64, B2, Mask(&[opt("COUNT", I64)]), Bool("JUSTID")]),
+    core(0x01CC, "XINFO", &[subs(&[alt("CONSUMERS"), alt("GROUPS"), alt("STREAM")]), B2, Rest]),
     core(
         0x01CD,
         "XGROUP",
-        &[
-            subs(&[
-                alt("CREATE"),
-                alt("SETID"),
-                alt("DESTROY"),
-                alt("CREATECONSUMER"),
-                alt("DELCONSUMER"),
-            ]),
-            B2,
-            Rest,
-        ],
+        &[subs(&[alt("CREATE"), alt("SETID"), alt("DESTROY"), alt("CREATECONSUMER"), alt("DELCONSUMER")]), B2, Rest],
     ),
-    core(
-        0x01CE,
-        "XSETID",
-        &[B2, B2, Mask(&[opt("ENTRIESADDED", I64), opt("MAXDELETEDID", B2)])],
-    ),
+    core(0x01CE, "XSETID", &[B2, B2, Mask(&[opt("ENTRIESADDED", I64), opt("MAXDELETEDID", B2)])]),
     // Pub/Sub
     core(0x0200, "PUBLISH", &[B2, B4]),
     core(0x0201, "SUBSCRIBE", &[ITEMS2]),
@@ -586,17 +418,7 @@ pub static LAYOUTS: &[Layout] = &[
     core(
         0x0264,
         "SCRIPT",
-        &[
-            subs(&[
-                alt("LOAD"),
-                alt("EXISTS"),
-                alt("FLUSH"),
-                alt("KILL"),
-                alt("DEBUG"),
-                alt("HELP"),
-            ]),
-            Rest,
-        ],
+        &[subs(&[alt("LOAD"), alt("EXISTS"), alt("FLUSH"), alt("KILL"), alt("DEBUG"), alt("HELP")]), Rest],
     ),
     core(0x0265, "FCALL", &SHA_CALL),
     core(0x0266, "FCALL_RO", &SHA_CALL),
@@ -632,11 +454,7 @@ pub static LAYOUTS: &[Layout] = &[
     core(0x02CA, "PTTL", &[B2]),
     core(0x02CB, "PERSIST", &[B2]),
     core(0x02CC, "KEYS", &[B2]),
-    core(
-        0x02CD,
-        "SCAN",
-        &[Uint64, Mask(&[opt("MATCH", B2), opt("COUNT", I64), opt("TYPE", B2)])],
-    ),
+    core(0x02CD, "SCAN", &[Uint64, Mask(&[opt("MATCH", B2), opt("COUNT", I64), opt("TYPE", B2)])]),
     core(0x02CE, "RANDOMKEY", &[]),
     core(0x02CF, "RENAME", &[B2, B2]),
     core(0x02D0, "RENAMENX", &[B2, B2]),
@@ -666,14 +484,7 @@ pub static LAYOUTS: &[Layout] = &[
     core(0x02D7, "SORT", &[B2, Rest]),
     core(0x02D8, "SORT_RO", &[B2, Rest]),
     core(0x02D9, "TOUCH", &[KEYS]),
-    core(
-        0x02DA,
-        "OBJECT",
-        &[
-            subs(&[alt("ENCODING"), alt("FREQ"), alt("IDLETIME"), alt("REFCOUNT")]),
-            B2,
-        ],
-    ),
+    core(0x02DA, "OBJECT", &[subs(&[alt("ENCODING"), alt("FREQ"), alt("IDLETIME"), alt("REFCOUNT")]), B2]),
     core(0x02DB, "WAIT", &[I64, I64]),
     core(0x02DC, "WAITAOF", &[I64, I64, I64]),
     // Connection
@@ -682,11 +493,7 @@ pub static LAYOUTS: &[Layout] = &[
     core(0x0302, "AUTH", &[Mask(&[opt("", B2)]), B2]),
     core(0x0303, "SELECT", &[Uint16]),
     core(0x0304, "QUIT", &[]),
-    core(
-        0x0305,
-        "HELLO",
-        &[Uint8, Mask(&[opt("AUTH", B2), then(B2), opt("SETNAME", B2)])],
-    ),
+    core(0x0305, "HELLO", &[Uint8, Mask(&[opt("AUTH", B2), then(B2), opt("SETNAME", B2)])]),
     core(0x0306, "RESET", &[]),
     core(0x0307, "CLIENT", &[CLIENT_SUBS, Rest]),
     // Cluster
@@ -702,26 +509,9 @@ pub static LAYOUTS: &[Layout] = &[
     core(0x03C4, "BGSAVE", &[Flags(&[bit("SCHEDULE")])]),
     core(0x03C5, "BGREWRITEAOF", &[]),
     core(0x03C6, "LASTSAVE", &[]),
-    core(
-        0x03C7,
-        "SHUTDOWN",
-        &[Flags(&[
-            bit("NOSAVE"),
-            bit("SAVE"),
-            bit("NOW"),
-            bit("FORCE"),
-            bit("ABORT"),
-        ])],
-    ),
+    core(0x03C7, "SHUTDOWN", &[Flags(&[bit("NOSAVE"), bit("SAVE"), bit("NOW"), bit("FORCE"), bit("ABORT")])]),
     core(0x03C8, "INFO", &[ITEMS2]),
-    core(
-        0x03C9,
-        "CONFIG",
-        &[
-            subs(&[alt("GET"), alt("SET"), alt("RESETSTAT"), alt("REWRITE"), alt("HELP")]),
-            Rest,
-        ],
-    ),
+    core(0x03C9, "CONFIG", &[subs(&[alt("GET"), alt("SET"), alt("RESETSTAT"), alt("REWRITE"), alt("HELP")]), Rest]),
     core(
         0x03CA,
         "COMMAND",
@@ -747,14 +537,7 @@ pub static LAYOUTS: &[Layout] = &[
     core(0x03D1, "SYNC", &[]),
     core(0x03D2, "PSYNC", &[B2, I64]),
     core(0x03D3, "REPLCONF", &[ITEMS2]),
-    core(
-        0x03D4,
-        "SLOWLOG",
-        &[
-            subs(&[alt("GET"), alt("LEN"), alt("RESET"), alt("HELP")]),
-            Mask(&[opt("", I64)]),
-        ],
-    ),
+    core(0x03D4, "SLOWLOG", &[subs(&[alt("GET"), alt("LEN"), alt("RESET"), alt("HELP")]), Mask(&[opt("", I64)])]),
     core(
         0x03D5,
         "LATENCY",
@@ -774,26 +557,9 @@ pub static LAYOUTS: &[Layout] = &[
     core(
         0x03D6,
         "MEMORY",
-        &[
-            subs(&[
-                alt("DOCTOR"),
-                alt("MALLOC-STATS"),
-                alt("PURGE"),
-                alt("STATS"),
-                alt("USAGE"),
-                alt("HELP"),
-            ]),
-            Rest,
-        ],
+        &[subs(&[alt("DOCTOR"), alt("MALLOC-STATS"), alt("PURGE"), alt("STATS"), alt("USAGE"), alt("HELP")]), Rest],
     ),
-    core(
-        0x03D7,
-        "MODULE",
-        &[
-            subs(&[alt("LIST"), alt("LOAD"), alt("LOADEX"), alt("UNLOAD"), alt("HELP")]),
-            Rest,
-        ],
-    ),
+    core(0x03D7, "MODULE", &[subs(&[alt("LIST"), alt("LOAD"), alt("LOADEX"), alt("UNLOAD"), alt("HELP")]), Rest]),
     core(
         0x03D8,
         "ACL",
@@ -819,21 +585,12 @@ pub static LAYOUTS: &[Layout] = &[
     core(
         0x03D9,
         "FAILOVER",
-        &[Flags(&[
-            bitf("TO", &[B2, Uint16]),
-            bit("FORCE"),
-            bit("ABORT"),
-            bitf("TIMEOUT", &[I64]),
-        ])],
+        &[Flags(&[bitf("TO", &[B2, Uint16]), bit("FORCE"), bit("ABORT"), bitf("TIMEOUT", &[I64])])],
     ),
     core(0x03DA, "SWAPDB", &[Uint16, Uint16]),
     core(0x03DB, "LOLWUT", &[ITEMS2]),
     core(0x03DC, "RESTORE-ASKING", &RESTORE_FIELDS),
-    core(
-        0x03DD,
-        "COMMANDLOG",
-        &[subs(&[alt("GET"), alt("LEN"), alt("RESET"), alt("HELP")]), Rest],
-    ),
+    core(0x03DD, "COMMANDLOG", &[subs(&[alt("GET"), alt("LEN"), alt("RESET"), alt("HELP")]), Rest]),
     // Module commands: module 0 = JSON, 1 = Bloom, 2 = Search.
     module(0x0000_0000, "JSON.SET", &[B2, B2, B4, Flags(&[bit("NX"), bit("XX")])]),
     module(0x0000_0001, "JSON.GET", &[B2, ITEMS2]),
@@ -844,11 +601,7 @@ pub static LAYOUTS: &[Layout] = &[
     module(0x0000_0006, "JSON.TYPE", &JSON_KEY_PATH),
     module(0x0000_0007, "JSON.CLEAR", &JSON_KEY_PATH),
     module(0x0000_0008, "JSON.ARRAPPEND", &[B2, B2, list(&[B4])]),
-    module(
-        0x0000_0009,
-        "JSON.ARRINDEX",
-        &[B2, B2, B4, Mask(&[opt("", I64), opt("", I64)])],
-    ),
+    module(0x0000_0009, "JSON.ARRINDEX", &[B2, B2, B4, Mask(&[opt("", I64), opt("", I64)])]),
     module(0x0000_000A, "JSON.ARRINSERT", &[B2, B2, I64, list(&[B4])]),
     module(0x0000_000B, "JSON.ARRLEN", &JSON_KEY_PATH),
     module(0x0000_000C, "JSON.ARRPOP", &[B2, Mask(&[opt("", B2), opt("", I64)])]),
@@ -860,21 +613,13 @@ pub static LAYOUTS: &[Layout] = &[
     module(0x0000_0012, "JSON.NUMINCRBY", &[B2, B2, F64]),
     module(0x0000_0013, "JSON.NUMMULTBY", &[B2, B2, F64]),
     module(0x0000_0014, "JSON.TOGGLE", &[B2, B2]),
-    module(
-        0x0000_0015,
-        "JSON.DEBUG",
-        &[subs(&[alt("MEMORY"), alt("HELP")]), B2, Mask(&[opt("", B2)])],
-    ),
+    module(0x0000_0015, "JSON.DEBUG", &[subs(&[alt("MEMORY"), alt("HELP")]), B2, Mask(&[opt("", B2)])]),
     module(0x0000_0016, "JSON.RESP", &JSON_KEY_PATH),
     module(0x0001_0000, "BF.ADD", &[B2, B2]),
     module(0x0001_0001, "BF.MADD", &[B2, ITEMS2]),
     module(0x0001_0002, "BF.EXISTS", &[B2, B2]),
     module(0x0001_0003, "BF.MEXISTS", &[B2, ITEMS2]),
-    module(
-        0x0001_0004,
-        "BF.RESERVE",
-        &[B2, F64, I64, Flags(&[bitf("EXPANSION", &[I64]), bit("NONSCALING")])],
-    ),
+    module(0x0001_0004, "BF.RESERVE", &[B2, F64, I64, Flags(&[bitf("EXPANSION", &[I64]), bit("NONSCALING")])]),
     module(
         0x0001_0005,
         "BF.INSERT",
@@ -902,22 +647,10 @@ pub static LAYOUTS: &[Layout] = &[
 
 /// One BITFIELD operation: `[1B op]` then its arguments, each `[2B len][bytes]`.
 const BITFIELD_OP: Field = Choice(&[
-    Alt {
-        token: "GET",
-        fields: &[B2, B2],
-    },
-    Alt {
-        token: "SET",
-        fields: &[B2, B2, B2],
-    },
-    Alt {
-        token: "INCRBY",
-        fields: &[B2, B2, B2],
-    },
-    Alt {
-        token: "OVERFLOW",
-        fields: &[B2],
-    },
+    Alt { token: "GET", fields: &[B2, B2] },
+    Alt { token: "SET", fields: &[B2, B2, B2] },
+    Alt { token: "INCRBY", fields: &[B2, B2, B2] },
+    Alt { token: "OVERFLOW", fields: &[B2] },
 ]);
 
 const CLIENT_SUBS: Field = subs(&[
@@ -1013,10 +746,7 @@ pub fn core_layout(opcode: u16) -> Option<&'static Layout> {
 pub fn module_layout(id: u32) -> Option<&'static Layout> {
     let core_end = LAYOUTS.partition_point(|l| !l.module);
     let modules = &LAYOUTS[core_end..];
-    modules
-        .binary_search_by_key(&id, |l| l.opcode)
-        .ok()
-        .map(|i| &modules[i])
+    modules.binary_search_by_key(&id, |l| l.opcode).ok().map(|i| &modules[i])
 }
 
 /// The layout for a command name, ASCII case-insensitive.

@@ -88,13 +88,9 @@ pub mod handshake {
             return Greeting::Incomplete;
         };
         if g[..2] == HANDSHAKE_MAGIC && g[2] == VERSION {
-            Greeting::Accept {
-                reply: [HANDSHAKE_MAGIC[0], HANDSHAKE_MAGIC[1], VERSION, 0],
-            }
+            Greeting::Accept { reply: [HANDSHAKE_MAGIC[0], HANDSHAKE_MAGIC[1], VERSION, 0] }
         } else {
-            Greeting::Reject {
-                reply: [HANDSHAKE_MAGIC[0], HANDSHAKE_MAGIC[1], 0, 0],
-            }
+            Greeting::Reject { reply: [HANDSHAKE_MAGIC[0], HANDSHAKE_MAGIC[1], 0, 0] }
         }
     }
 
@@ -131,24 +127,9 @@ mod tests {
     fn handshake_accepts_version_one_only() {
         use handshake::*;
         assert_eq!(read_greeting(&[0xD3, 0xC1]), Greeting::Incomplete);
-        assert_eq!(
-            read_greeting(&client_hello(1)),
-            Greeting::Accept {
-                reply: [0xD3, 0xC1, 1, 0]
-            }
-        );
-        assert_eq!(
-            read_greeting(&client_hello(2)),
-            Greeting::Reject {
-                reply: [0xD3, 0xC1, 0, 0]
-            }
-        );
-        assert_eq!(
-            read_greeting(&[0xD3, 0x00, 1, 0]),
-            Greeting::Reject {
-                reply: [0xD3, 0xC1, 0, 0]
-            }
-        );
+        assert_eq!(read_greeting(&client_hello(1)), Greeting::Accept { reply: [0xD3, 0xC1, 1, 0] });
+        assert_eq!(read_greeting(&client_hello(2)), Greeting::Reject { reply: [0xD3, 0xC1, 0, 0] });
+        assert_eq!(read_greeting(&[0xD3, 0x00, 1, 0]), Greeting::Reject { reply: [0xD3, 0xC1, 0, 0] });
         assert!(answer_accepts(&[0xD3, 0xC1, 1, 0]));
         assert!(!answer_accepts(&[0xD3, 0xC1, 0, 0]));
     }

@@ -148,9 +148,7 @@ impl<'a> RespbReplyWriter<'a> {
     }
 
     fn text(&mut self) -> Option<RespWriter<'_>> {
-        self.passthrough_len_at
-            .is_some()
-            .then(|| RespWriter::new(self.out, Protocol::Resp3))
+        self.passthrough_len_at.is_some().then(|| RespWriter::new(self.out, Protocol::Resp3))
     }
 
     fn scalar(&mut self, op: u16, write_text: impl FnOnce(&mut RespWriter<'_>), payload: impl FnOnce(&mut Vec<u8>)) {
@@ -218,11 +216,7 @@ impl ReplySink for RespbReplyWriter<'_> {
     }
 
     fn integer(&mut self, n: i64) {
-        self.scalar(
-            opcode::INTEGER,
-            |w| w.integer(n),
-            |out| out.extend_from_slice(&n.to_be_bytes()),
-        );
+        self.scalar(opcode::INTEGER, |w| w.integer(n), |out| out.extend_from_slice(&n.to_be_bytes()));
     }
 
     fn bulk(&mut self, b: &[u8]) {
@@ -264,11 +258,7 @@ impl ReplySink for RespbReplyWriter<'_> {
     }
 
     fn double(&mut self, d: f64) {
-        self.scalar(
-            opcode::DOUBLE,
-            |w| w.double(d),
-            |out| out.extend_from_slice(&d.to_bits().to_be_bytes()),
-        );
+        self.scalar(opcode::DOUBLE, |w| w.double(d), |out| out.extend_from_slice(&d.to_bits().to_be_bytes()));
     }
 
     fn boolean(&mut self, b: bool) {
@@ -359,10 +349,7 @@ fn read_scalar_or_header(tag: u8, b: &[u8]) -> Option<(Token, usize)> {
         }
         opcode::NULL => (Token::Scalar(Value::Null), 0),
         opcode::BOOLEAN => (Token::Scalar(Value::Boolean(*b.first()? != 0)), 1),
-        opcode::DOUBLE => (
-            Token::Scalar(Value::Double(f64::from_bits(u64::from_be_bytes(be(b)?)))),
-            8,
-        ),
+        opcode::DOUBLE => (Token::Scalar(Value::Double(f64::from_bits(u64::from_be_bytes(be(b)?)))), 8),
         opcode::ARRAY | opcode::MAP | opcode::SET | opcode::PUSH => {
             (Token::Header(tag, usize::from(u16::from_be_bytes(be(b)?))), 2)
         }
@@ -442,11 +429,7 @@ pub fn decode_reply(buf: &[u8], limits: &ReplyLimits) -> Result<Option<ReplyFram
             return Ok(None);
         };
         return match parse_reply(text, limits) {
-            Ok(Some((value, used))) if used == len => Ok(Some(ReplyFrame {
-                mux,
-                value,
-                consumed: 8 + len,
-            })),
+            Ok(Some((value, used))) if used == len => Ok(Some(ReplyFrame { mux, value, consumed: 8 + len })),
             Ok(_) => Err(ReplyDecodeError::PassthroughLength),
             Err(e) => Err(ReplyDecodeError::Passthrough(e)),
         };
@@ -456,11 +439,7 @@ pub fn decode_reply(buf: &[u8], limits: &ReplyLimits) -> Result<Option<ReplyFram
     }
     let mut pos = 4;
     match read_value(op as u8, buf, &mut pos, limits, 0) {
-        Ok(value) => Ok(Some(ReplyFrame {
-            mux,
-            value,
-            consumed: pos,
-        })),
+        Ok(value) => Ok(Some(ReplyFrame { mux, value, consumed: pos })),
         Err(Short::Need) => Ok(None),
         Err(Short::Bad(e)) => Err(e),
     }
@@ -545,21 +524,14 @@ mod tests {
         assert_eq!(f.consumed, bytes.len());
         assert_eq!(f.mux, 7);
         for cut in 0..bytes.len() {
-            assert_eq!(
-                decode_reply(&bytes[..cut], &ReplyLimits::default()),
-                Ok(None),
-                "prefix {cut}"
-            );
+            assert_eq!(decode_reply(&bytes[..cut], &ReplyLimits::default()), Ok(None), "prefix {cut}");
         }
         f.value
     }
 
     #[test]
     fn ok_is_length_prefixed() {
-        assert_eq!(
-            frame(&Value::simple("OK"), 1),
-            [0x80, 0x00, 0x00, 0x01, 0x00, 0x02, b'O', b'K']
-        );
+        assert_eq!(frame(&Value::simple("OK"), 1), [0x80, 0x00, 0x00, 0x01, 0x00, 0x02, b'O', b'K']);
     }
 
     #[test]
@@ -574,20 +546,14 @@ mod tests {
             Value::error("ERR nope"),
         ]);
         assert_eq!(round_trip(&v), v);
-        assert_eq!(
-            round_trip(&Value::Push(vec![Value::bulk("message")])),
-            Value::Push(vec![Value::bulk("message")])
-        );
+        assert_eq!(round_trip(&Value::Push(vec![Value::bulk("message")])), Value::Push(vec![Value::bulk("message")]));
     }
 
     #[test]
     fn null_array_and_big_types_map_to_binary_forms() {
         assert_eq!(round_trip(&Value::NullArray), Value::Null);
         assert_eq!(round_trip(&Value::BigNumber(b"123".to_vec())), Value::bulk("123"));
-        let verbatim = Value::Verbatim {
-            format: *b"txt",
-            text: b"hi".to_vec(),
-        };
+        let verbatim = Value::Verbatim { format: *b"txt", text: b"hi".to_vec() };
         assert_eq!(round_trip(&verbatim), Value::bulk("hi"));
     }
 
@@ -606,9 +572,7 @@ mod tests {
             out
         };
         let first = decode_reply(&then_small, &ReplyLimits::default()).unwrap().unwrap();
-        let second = decode_reply(&then_small[first.consumed..], &ReplyLimits::default())
-            .unwrap()
-            .unwrap();
+        let second = decode_reply(&then_small[first.consumed..], &ReplyLimits::default()).unwrap().unwrap();
         assert_eq!(second.value, Value::Integer(9));
     }
 
@@ -616,10 +580,8 @@ mod tests {
     fn long_status_and_attributes_become_passthrough() {
         let long = Value::simple(vec![b'a'; 70_000]);
         assert_eq!(round_trip(&long), long);
-        let attr = Value::Attribute {
-            attrs: vec![(Value::bulk("a"), Value::Integer(1))],
-            value: Box::new(Value::Integer(2)),
-        };
+        let attr =
+            Value::Attribute { attrs: vec![(Value::bulk("a"), Value::Integer(1))], value: Box::new(Value::Integer(2)) };
         let bytes = frame(&Value::Array(vec![attr.clone()]), 0);
         assert_eq!(&bytes[..2], &[0xFF, 0xFF]);
         assert_eq!(round_trip(&Value::Array(vec![attr.clone()])), Value::Array(vec![attr]));
@@ -639,18 +601,9 @@ mod tests {
     #[test]
     fn malformed_replies_are_errors() {
         let lim = ReplyLimits::default();
-        assert_eq!(
-            decode_reply(&[0x80, 0x0B, 0, 0], &lim),
-            Err(ReplyDecodeError::UnknownType(0x800B))
-        );
-        assert_eq!(
-            decode_reply(&[0x80, 0x06, 0, 0, 2], &lim),
-            Err(ReplyDecodeError::BadBoolean(2))
-        );
-        assert_eq!(
-            decode_reply(&[0x80, 0x04, 0, 0, 0, 1, 0x20], &lim),
-            Err(ReplyDecodeError::UnknownType(0x8020))
-        );
+        assert_eq!(decode_reply(&[0x80, 0x0B, 0, 0], &lim), Err(ReplyDecodeError::UnknownType(0x800B)));
+        assert_eq!(decode_reply(&[0x80, 0x06, 0, 0, 2], &lim), Err(ReplyDecodeError::BadBoolean(2)));
+        assert_eq!(decode_reply(&[0x80, 0x04, 0, 0, 0, 1, 0x20], &lim), Err(ReplyDecodeError::UnknownType(0x8020)));
         let huge = [0x80, 0x03, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF];
         assert!(matches!(decode_reply(&huge, &lim), Err(ReplyDecodeError::TooLong(_))));
         let mut deep = vec![0x80, 0x04, 0, 0, 0, 1];

@@ -24,10 +24,7 @@ fn encode(args: &[Vec<u8>], mux: u16) -> (Encoding, Vec<u8>) {
 }
 
 fn show(args: &[Vec<u8>]) -> String {
-    args.iter()
-        .map(|a| format!("{:?}", String::from_utf8_lossy(a)))
-        .collect::<Vec<_>>()
-        .join(" ")
+    args.iter().map(|a| format!("{:?}", String::from_utf8_lossy(a))).collect::<Vec<_>>().join(" ")
 }
 
 #[test]
@@ -42,13 +39,7 @@ fn every_layout_round_trips_canonical_frames() {
             assert_eq!(consumed, frame.len(), "{}", layout.name);
             assert_eq!(f, Frame::Command { mux });
             let (enc, again) = encode(&args, mux);
-            assert_eq!(
-                enc,
-                Encoding::Binary,
-                "{} fell back to passthrough for {}",
-                layout.name,
-                show(&args)
-            );
+            assert_eq!(enc, Encoding::Binary, "{} fell back to passthrough for {}", layout.name, show(&args));
             assert_eq!(again, frame, "{} re-encoded differently: {}", layout.name, show(&args));
             for cut in [0, 1, 3, frame.len() / 2, frame.len().saturating_sub(1)] {
                 if cut < frame.len() {
@@ -79,27 +70,16 @@ fn layouts_match_the_opcode_table_and_the_command_table() {
         if name.starts_with("REPLY_") || matches!(name, "MUX_CREATE" | "MUX_CLOSE" | "RESP_PASSTHROUGH") {
             continue;
         }
-        let layout = LAYOUTS
-            .iter()
-            .find(|l| l.name == name)
-            .unwrap_or_else(|| panic!("no layout for {name}"));
+        let layout = LAYOUTS.iter().find(|l| l.name == name).unwrap_or_else(|| panic!("no layout for {name}"));
         assert_eq!(layout.opcode, op, "{name}");
         seen += 1;
         let spec = crate::commands::lookup(name.as_bytes()).unwrap_or_else(|| panic!("{name} not in command table"));
-        let want = if layout.module {
-            RespbOpcode::Module(op)
-        } else {
-            RespbOpcode::Core(op as u16)
-        };
+        let want = if layout.module { RespbOpcode::Module(op) } else { RespbOpcode::Core(op as u16) };
         assert_eq!(spec.respb_opcode, Some(want), "{name}");
     }
     assert_eq!(seen, LAYOUTS.len(), "layouts not in opcodes.csv");
     for w in LAYOUTS.windows(2) {
-        assert!(
-            (w[0].module, w[0].opcode) < (w[1].module, w[1].opcode),
-            "LAYOUTS not sorted at {}",
-            w[1].name
-        );
+        assert!((w[0].module, w[0].opcode) < (w[1].module, w[1].opcode), "LAYOUTS not sorted at {}", w[1].name);
     }
     for l in LAYOUTS {
         assert!(l.fields.len() <= Layout::MAX_FIELDS, "{}", l.name);
@@ -114,11 +94,7 @@ fn roundtrip_text(s: &str) -> (Encoding, String) {
     let args = args_of(s);
     let (e, frame) = encode(&args, 1);
     let (_, back, _) = decode_all(&frame).unwrap();
-    let text = back
-        .iter()
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect::<Vec<_>>()
-        .join(" ");
+    let text = back.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ");
     (e, text)
 }
 
@@ -130,56 +106,24 @@ fn options_in_any_order_and_case_come_back_canonical() {
         ("set k v px 100 nx", Binary, "SET k v NX PX 100"),
         ("SET k v GET KEEPTTL XX", Binary, "SET k v XX GET KEEPTTL"),
         ("ZADD z ch nx 1 a 2.5 b -inf c", Binary, "ZADD z NX CH 1 a 2.5 b -inf c"),
-        (
-            "ZRANGEBYSCORE z (1 +inf LIMIT 0 10 WITHSCORES",
-            Binary,
-            "ZRANGEBYSCORE z (1 +inf WITHSCORES LIMIT 0 10",
-        ),
+        ("ZRANGEBYSCORE z (1 +inf LIMIT 0 10 WITHSCORES", Binary, "ZRANGEBYSCORE z (1 +inf WITHSCORES LIMIT 0 10"),
         ("ZRANGE z (1.5 5 BYSCORE REV", Binary, "ZRANGE z (1.5 5 BYSCORE REV"),
         ("ZRANGE z 0 -1 WITHSCORES", Binary, "ZRANGE z 0 -1 WITHSCORES"),
-        (
-            "XTRIM s MAXLEN ~ 1000 LIMIT 10",
-            Binary,
-            "XTRIM s MAXLEN ~ 1000 LIMIT 10",
-        ),
+        ("XTRIM s MAXLEN ~ 1000 LIMIT 10", Binary, "XTRIM s MAXLEN ~ 1000 LIMIT 10"),
         ("XREAD COUNT 2 STREAMS a b 0 $", Binary, "XREAD COUNT 2 STREAMS a b 0 $"),
-        (
-            "XREADGROUP GROUP g c NOACK STREAMS s >",
-            Binary,
-            "XREADGROUP GROUP g c NOACK STREAMS s >",
-        ),
-        (
-            "ZUNIONSTORE d 2 a b WEIGHTS 1 2.5 AGGREGATE MAX",
-            Binary,
-            "ZUNIONSTORE d 2 a b WEIGHTS 1 2.5 AGGREGATE MAX",
-        ),
+        ("XREADGROUP GROUP g c NOACK STREAMS s >", Binary, "XREADGROUP GROUP g c NOACK STREAMS s >"),
+        ("ZUNIONSTORE d 2 a b WEIGHTS 1 2.5 AGGREGATE MAX", Binary, "ZUNIONSTORE d 2 a b WEIGHTS 1 2.5 AGGREGATE MAX"),
         ("SSCAN s 0 COUNT 10 MATCH a*", Binary, "SSCAN s 0 MATCH a* COUNT 10"),
-        (
-            "SCAN 18446744073709551615 TYPE string",
-            Binary,
-            "SCAN 18446744073709551615 TYPE string",
-        ),
+        ("SCAN 18446744073709551615 TYPE string", Binary, "SCAN 18446744073709551615 TYPE string"),
         ("HELLO 3 SETNAME n AUTH u p", Binary, "HELLO 3 AUTH u p SETNAME n"),
         ("AUTH p", Binary, "AUTH p"),
         ("AUTH u p", Binary, "AUTH u p"),
         ("PING", Binary, "PING"),
         ("BLPOP a b 0.5", Binary, "BLPOP a b 0.5"),
         ("CLIENT setname x", Binary, "CLIENT SETNAME x"),
-        (
-            "GEORADIUS g 1.5 2 100 km COUNT 3 ANY WITHDIST",
-            Binary,
-            "GEORADIUS g 1.5 2 100 km WITHDIST COUNT 3 ANY",
-        ),
-        (
-            "BITFIELD k SET i8 #0 100 GET u4 0 OVERFLOW SAT",
-            Binary,
-            "BITFIELD k SET i8 #0 100 GET u4 0 OVERFLOW SAT",
-        ),
-        (
-            "MIGRATE h 6379 \"\" 0 5000 COPY KEYS a b",
-            Binary,
-            "MIGRATE h 6379 \"\" 0 5000 COPY KEYS a b",
-        ),
+        ("GEORADIUS g 1.5 2 100 km COUNT 3 ANY WITHDIST", Binary, "GEORADIUS g 1.5 2 100 km WITHDIST COUNT 3 ANY"),
+        ("BITFIELD k SET i8 #0 100 GET u4 0 OVERFLOW SAT", Binary, "BITFIELD k SET i8 #0 100 GET u4 0 OVERFLOW SAT"),
+        ("MIGRATE h 6379 \"\" 0 5000 COPY KEYS a b", Binary, "MIGRATE h 6379 \"\" 0 5000 COPY KEYS a b"),
         ("XPENDING s g IDLE 10 - + 5 c", Binary, "XPENDING s g IDLE 10 - + 5 c"),
         // Forms the layouts cannot carry go as passthrough, unchanged.
         ("SET k v EX 1.5", Passthrough, "SET k v EX 1.5"),
@@ -194,11 +138,7 @@ fn options_in_any_order_and_case_come_back_canonical() {
         ("LPOP k 70000", Passthrough, "LPOP k 70000"),
         // Read as id "MAXLEN" and pairs (10, *), (f, v): the same text comes back, so the same meaning.
         ("XADD s MAXLEN 10 * f v", Binary, "XADD s MAXLEN 10 * f v"),
-        (
-            "XCLAIM s g c 10 1-1 2-2 idle 5 FORCE",
-            Binary,
-            "XCLAIM s g c 10 1-1 2-2 IDLE 5 FORCE",
-        ),
+        ("XCLAIM s g c 10 1-1 2-2 idle 5 FORCE", Binary, "XCLAIM s g c 10 1-1 2-2 IDLE 5 FORCE"),
         ("GEODIST g a b KM", Passthrough, "GEODIST g a b KM"),
         ("COMMAND", Passthrough, "COMMAND"),
         ("NOSUCHCOMMAND a b", Passthrough, "NOSUCHCOMMAND a b"),
@@ -221,11 +161,7 @@ fn oversized_arguments_fall_back_to_passthrough() {
     assert_eq!(e, Encoding::Passthrough);
     assert_eq!(decode_all(&frame).unwrap().1, args);
     let set = vec![b"SET".to_vec(), b"k".to_vec(), long];
-    assert_eq!(
-        encode(&set, 9).0,
-        Encoding::Binary,
-        "a 4-byte length carries long values"
-    );
+    assert_eq!(encode(&set, 9).0, Encoding::Binary, "a 4-byte length carries long values");
 }
 
 #[test]
@@ -233,10 +169,7 @@ fn malformed_frames_are_fatal_errors() {
     let kinds = |bytes: &[u8]| decode_all(bytes).map(|_| ()).unwrap_err();
     assert_eq!(kinds(&[0x7F, 0x00, 0, 1]).kind, DecodeErrorKind::UnknownOpcode(0x7F00));
     assert_eq!(kinds(&[0x7F, 0x00, 0, 1]).mux, Some(1));
-    assert_eq!(
-        kinds(&[0xF0, 0x00, 0, 1, 0, 9, 0, 0]).kind,
-        DecodeErrorKind::UnknownModuleCommand(0x0009_0000)
-    );
+    assert_eq!(kinds(&[0xF0, 0x00, 0, 1, 0, 9, 0, 0]).kind, DecodeErrorKind::UnknownModuleCommand(0x0009_0000));
     // SET with a 4 GiB value claim: rejected at once, nothing allocated.
     let set = vec![0x00, 0x01, 0, 0, 0, 1, b'k', 0xFF, 0xFF, 0xFF, 0xFF];
     assert!(matches!(kinds(&set).kind, DecodeErrorKind::LengthOverLimit(_)));
@@ -250,9 +183,7 @@ fn malformed_frames_are_fatal_errors() {
     let zrbl = [0x00, 0xC7, 0, 0, 0, 1, b'z', 0, 1, b'a', 0, 1, b'b', 0b01];
     assert_eq!(kinds(&zrbl).kind, DecodeErrorKind::BadMask(1));
     // ZREVRANGE with a boolean byte of 2.
-    let zr = [
-        0x00, 0xC8, 0, 0, 0, 1, b'z', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2,
-    ];
+    let zr = [0x00, 0xC8, 0, 0, 0, 1, b'z', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
     assert_eq!(kinds(&zr).kind, DecodeErrorKind::BadBool(2));
     // INCRBYFLOAT with NaN.
     let mut nan = vec![0x00, 0x0B, 0, 0, 0, 1, b'k'];
@@ -274,14 +205,8 @@ fn passthrough_frames_carry_exactly_one_command() {
     let (_, inline, _) = decode_all(&frame(b"PING hello\r\n")).unwrap();
     assert_eq!(inline, args_of("PING hello"));
     let err = |t: &[u8]| decode_all(&frame(t)).unwrap_err().kind;
-    assert!(matches!(
-        err(b"*1\r\n$4\r\nPING\r\n*1\r\n$4\r\nPING\r\n"),
-        DecodeErrorKind::BadPassthrough(_)
-    ));
-    assert!(matches!(
-        err(b"*2\r\n$4\r\nECHO\r\n"),
-        DecodeErrorKind::BadPassthrough(_)
-    ));
+    assert!(matches!(err(b"*1\r\n$4\r\nPING\r\n*1\r\n$4\r\nPING\r\n"), DecodeErrorKind::BadPassthrough(_)));
+    assert!(matches!(err(b"*2\r\n$4\r\nECHO\r\n"), DecodeErrorKind::BadPassthrough(_)));
     assert!(matches!(err(b"\r\n"), DecodeErrorKind::BadPassthrough(_)));
     assert!(matches!(err(b"*x\r\n"), DecodeErrorKind::Resp(_)));
 }
@@ -294,21 +219,9 @@ fn mux_control_frames() {
     let mut dec = RespbDecoder::default();
     let mut args = CommandArgs::new();
     let r = dec.decode(&out, &mut args).unwrap();
-    assert_eq!(
-        r,
-        Decoded::Frame {
-            frame: Frame::MuxCreate { mux: 1, target: 42 },
-            consumed: 6
-        }
-    );
+    assert_eq!(r, Decoded::Frame { frame: Frame::MuxCreate { mux: 1, target: 42 }, consumed: 6 });
     let r = dec.decode(&out[6..], &mut args).unwrap();
-    assert_eq!(
-        r,
-        Decoded::Frame {
-            frame: Frame::MuxClose { mux: 2, target: 42 },
-            consumed: 6
-        }
-    );
+    assert_eq!(r, Decoded::Frame { frame: Frame::MuxClose { mux: 2, target: 42 }, consumed: 6 });
     assert_eq!(dec.decode(&out[..5], &mut args).unwrap(), Decoded::NeedMore { hint: 1 });
 }
 
@@ -319,11 +232,7 @@ fn render_arg(arg: &ArgSpec, rng: &mut Rng, out: &mut Vec<Vec<u8>>, tokens: &mut
     if arg.flags.contains(ArgFlags::OPTIONAL) && rng.chance(2) {
         return;
     }
-    let reps = if arg.flags.contains(ArgFlags::MULTIPLE) {
-        1 + rng.below(3)
-    } else {
-        1
-    };
+    let reps = if arg.flags.contains(ArgFlags::MULTIPLE) { 1 + rng.below(3) } else { 1 };
     for rep in 0..reps {
         if let Some(t) = arg.token {
             if rep == 0 || arg.flags.contains(ArgFlags::MULTIPLE_TOKEN) {
@@ -335,15 +244,7 @@ fn render_arg(arg: &ArgSpec, rng: &mut Rng, out: &mut Vec<Vec<u8>>, tokens: &mut
             ArgKind::PureToken => {}
             ArgKind::Oneof => {
                 let c = &arg.children[rng.below(arg.children.len() as u64) as usize];
-                render_arg(
-                    &ArgSpec {
-                        flags: ArgFlags::NONE,
-                        ..*c
-                    },
-                    rng,
-                    out,
-                    tokens,
-                );
+                render_arg(&ArgSpec { flags: ArgFlags::NONE, ..*c }, rng, out, tokens);
             }
             ArgKind::Block => arg.children.iter().for_each(|c| render_arg(c, rng, out, tokens)),
             ArgKind::Integer | ArgKind::UnixTime => out.push(random_integer_text(rng)),
@@ -357,15 +258,7 @@ fn random_case(t: &str, rng: &mut Rng) -> Vec<u8> {
     if t.bytes().any(|b| b.is_ascii_lowercase()) && !t.bytes().any(|b| b.is_ascii_uppercase()) {
         return t.as_bytes().to_vec();
     }
-    t.bytes()
-        .map(|b| {
-            if rng.chance(3) {
-                b.to_ascii_lowercase()
-            } else {
-                b.to_ascii_uppercase()
-            }
-        })
-        .collect()
+    t.bytes().map(|b| if rng.chance(3) { b.to_ascii_lowercase() } else { b.to_ascii_uppercase() }).collect()
 }
 
 fn random_integer_text(rng: &mut Rng) -> Vec<u8> {
@@ -380,9 +273,7 @@ fn random_integer_text(rng: &mut Rng) -> Vec<u8> {
 }
 
 fn random_double_text(rng: &mut Rng) -> Vec<u8> {
-    let options: [&[u8]; 10] = [
-        b"1.5", b"1.50", b"(2", b"+inf", b"-inf", b"inf", b"0.1", b"1e3", b"-7", b"3",
-    ];
+    let options: [&[u8]; 10] = [b"1.5", b"1.50", b"(2", b"+inf", b"-inf", b"inf", b"0.1", b"1e3", b"-7", b"3"];
     options[rng.below(options.len() as u64) as usize].to_vec()
 }
 
@@ -432,11 +323,7 @@ fn same_meaning(a: &[Vec<u8>], b: &[Vec<u8>], tokens: &[String]) -> bool {
             .collect()
     };
     let (na, nb) = (norm(a), norm(b));
-    let lead = na
-        .iter()
-        .skip(1)
-        .take_while(|x| !tokens.iter().any(|t| t.as_bytes() == x.as_slice()))
-        .count();
+    let lead = na.iter().skip(1).take_while(|x| !tokens.iter().any(|t| t.as_bytes() == x.as_slice())).count();
     let mut sa = na.clone();
     let mut sb = nb.clone();
     sa[0] = sa[0].to_ascii_uppercase();
@@ -451,9 +338,7 @@ fn random_commands_from_the_command_table_keep_their_meaning() {
     let mut rng = Rng(0x1234_5678_9ABC_DEF1);
     let mut binary = 0;
     let mut total = 0;
-    let all = COMMANDS
-        .iter()
-        .flat_map(|c| std::iter::once(c).chain(c.subcommands.iter()));
+    let all = COMMANDS.iter().flat_map(|c| std::iter::once(c).chain(c.subcommands.iter()));
     let specs: Vec<&CommandSpec> = all.filter(|c| c.subcommands.is_empty()).collect();
     for spec in &specs {
         for _ in 0..60 {
@@ -468,37 +353,22 @@ fn random_commands_from_the_command_table_keep_their_meaning() {
                 Encoding::Passthrough => assert_eq!(back, args),
                 Encoding::Binary => {
                     binary += 1;
-                    assert!(
-                        same_meaning(&args, &back, &tokens),
-                        "{} -> {}",
-                        show(&args),
-                        show(&back)
-                    );
+                    assert!(same_meaning(&args, &back, &tokens), "{} -> {}", show(&args), show(&back));
                     let (enc2, frame2) = encode(&back, mux);
-                    assert_eq!(
-                        (enc2, &frame2),
-                        (Encoding::Binary, &frame),
-                        "not idempotent: {}",
-                        show(&back)
-                    );
+                    assert_eq!((enc2, &frame2), (Encoding::Binary, &frame), "not idempotent: {}", show(&back));
                 }
             }
         }
     }
     // Most generated commands are well-formed; the layouts must carry a good share.
-    assert!(
-        binary * 3 > total,
-        "only {binary} of {total} commands encoded in binary"
-    );
+    assert!(binary * 3 > total, "only {binary} of {total} commands encoded in binary");
 }
 
 #[test]
 #[ignore]
 fn report_binary_share_per_command() {
     let mut rng = Rng(7);
-    let all = COMMANDS
-        .iter()
-        .flat_map(|c| std::iter::once(c).chain(c.subcommands.iter()));
+    let all = COMMANDS.iter().flat_map(|c| std::iter::once(c).chain(c.subcommands.iter()));
     for spec in all.filter(|c| c.subcommands.is_empty() && c.respb_opcode.is_some() || c.container.is_some()) {
         let mut bin = 0;
         let mut example = None;
@@ -513,11 +383,7 @@ fn report_binary_share_per_command() {
             }
         }
         if bin < 20 {
-            println!(
-                "{:24} {bin:3}/200  e.g. {}",
-                spec.name,
-                example.map(|e| show(&e)).unwrap_or_default()
-            );
+            println!("{:24} {bin:3}/200  e.g. {}", spec.name, example.map(|e| show(&e)).unwrap_or_default());
         }
     }
 }

@@ -102,29 +102,16 @@ pub fn frame_with_bits(
     layout.write_header(mux, &mut out);
     // Choose the flags byte first: it decides how Number64 fields read.
     let wanted_flags = flags;
-    let flags = layout
-        .fields
-        .iter()
-        .find_map(|f| if let Field::Flags(b) = f { Some(*b) } else { None });
+    let flags = layout.fields.iter().find_map(|f| if let Field::Flags(b) = f { Some(*b) } else { None });
     let flag_byte = match (flags, wanted_flags) {
         (Some(bits), Some(b)) => b & (u8::MAX >> (8 - bits.len().min(8))),
         (Some(bits), None) => random_flag_byte(bits, rng),
         (None, _) => 0,
     };
     let float = flags.is_some_and(|bits| {
-        bits.iter()
-            .enumerate()
-            .any(|(i, b)| b.effect == Effect::FloatFields && flag_byte & (1 << i) != 0)
+        bits.iter().enumerate().any(|(i, b)| b.effect == Effect::FloatFields && flag_byte & (1 << i) != 0)
     });
-    let mut g = Gen {
-        rng,
-        out,
-        last_count: 0,
-        float,
-        flag_byte,
-        style,
-        mask,
-    };
+    let mut g = Gen { rng, out, last_count: 0, float, flag_byte, style, mask };
     for f in layout.fields {
         g.field(f);
     }
@@ -194,11 +181,7 @@ impl Gen<'_> {
                 self.out.extend_from_slice(&d);
             }
             Field::Int64 => {
-                let n = if self.style == Style::Readable {
-                    self.rng.below(100) as i64
-                } else {
-                    random_i64(self.rng)
-                };
+                let n = if self.style == Style::Readable { self.rng.below(100) as i64 } else { random_i64(self.rng) };
                 self.out.extend_from_slice(&n.to_be_bytes());
             }
             Field::Uint64 => {
@@ -210,11 +193,8 @@ impl Gen<'_> {
                 self.out.extend_from_slice(&n.to_be_bytes());
             }
             Field::Float64 => {
-                let x = if self.style == Style::Readable {
-                    self.rng.below(40) as f64 / 4.0
-                } else {
-                    random_f64(self.rng)
-                };
+                let x =
+                    if self.style == Style::Readable { self.rng.below(40) as f64 / 4.0 } else { random_f64(self.rng) };
                 self.out.extend_from_slice(&x.to_bits().to_be_bytes());
             }
             Field::Number64 => {
@@ -314,11 +294,7 @@ impl Gen<'_> {
                 let n = self.rng.below(4) as usize;
                 self.out.extend_from_slice(&(n as u16).to_be_bytes());
                 for _ in 0..n {
-                    let d = if self.rng.chance(4) {
-                        b"NX".to_vec()
-                    } else {
-                        data(self.rng, self.style)
-                    };
+                    let d = if self.rng.chance(4) { b"NX".to_vec() } else { data(self.rng, self.style) };
                     self.out.extend_from_slice(&(d.len() as u32).to_be_bytes());
                     self.out.extend_from_slice(&d);
                 }

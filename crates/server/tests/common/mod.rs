@@ -167,10 +167,7 @@ pub fn read_until(stream: &mut TcpStream, done: impl Fn(&[u8]) -> bool) -> Answe
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             // A reset after the server's last bytes is a close as far as the client can tell.
             Err(e) if e.kind() == ErrorKind::ConnectionReset => return Answer { bytes, closed: true },
-            Err(e) => panic!(
-                "no complete reply within {REPLY_TIMEOUT:?} ({e}); got so far: {}",
-                bytes.escape_ascii()
-            ),
+            Err(e) => panic!("no complete reply within {REPLY_TIMEOUT:?} ({e}); got so far: {}", bytes.escape_ascii()),
         }
     }
 }
