@@ -12,7 +12,7 @@ SERVER_BIN = $${CARGO_TARGET_DIR:-target}/debug/kvik-server
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: run test deps cargo redis-server fmt lint bench
+.PHONY: run test deps cargo redis-server fmt lint bench fuzz
 
 ## Build in release mode and serve on 127.0.0.1:6379.
 run: cargo
@@ -21,6 +21,7 @@ run: cargo
 ## Install what is missing, then run the Rust and Python test suites.
 test: deps
 	cargo test --workspace
+	cargo test --manifest-path crates/protocol/fuzz/Cargo.toml
 	cargo build -q -p kvik-server
 	KVIK_SERVER_BIN="$(SERVER_BIN)" $(VENV)/bin/python -m pytest -q tests/python
 
@@ -61,3 +62,7 @@ lint:
 
 bench:
 	cargo bench -p kvik-protocol
+
+## Every fuzz target for 10 minutes (nightly toolchain and cargo-fuzz needed).
+fuzz:
+	crates/protocol/fuzz/run.sh 600

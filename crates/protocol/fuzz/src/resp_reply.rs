@@ -43,16 +43,10 @@ pub fn check(data: &[u8]) {
 
     // The reply is self-delimiting: its own bytes suffice, and no fewer do.
     let alone = parse_reply(&data[..n], &limits);
-    assert!(
-        matches!(&alone, Ok(Some((v, m))) if *m == n && same(v, &value)),
-        "reply read alone gives {alone:?}"
-    );
+    assert!(matches!(&alone, Ok(Some((v, m))) if *m == n && same(v, &value)), "reply read alone gives {alone:?}");
     for cut in prefixes(n) {
         let partial = parse_reply(&data[..cut], &limits);
-        assert!(
-            matches!(partial, Ok(None)),
-            "prefix of {cut}/{n} bytes gives {partial:?}"
-        );
+        assert!(matches!(partial, Ok(None)), "prefix of {cut}/{n} bytes gives {partial:?}");
     }
 
     // RESP3 text round trip, modulo what RESP3 text cannot carry.
@@ -62,18 +56,11 @@ pub fn check(data: &[u8]) {
         panic!("RESP3 text {text:?} written for {value:?} reads back as {back:?}");
     };
     assert_eq!(used, text.len(), "RESP3 text of {value:?} is not exactly one reply");
-    assert!(
-        same(&canonical_resp3(&value), &again),
-        "RESP3 round trip changed {value:?} into {again:?}"
-    );
+    assert!(same(&canonical_resp3(&value), &again), "RESP3 round trip changed {value:?} into {again:?}");
     assert_eq!(write(&again, Protocol::Resp3), text, "writing {again:?} is not stable");
 
     // RESP2 output must still be exactly one well-formed reply.
     let text2 = write(&value, Protocol::Resp2);
     let len2 = reply_len(&text2, &limits);
-    assert_eq!(
-        len2,
-        Ok(Some(text2.len())),
-        "RESP2 text {text2:?} written for {value:?} is not one reply"
-    );
+    assert_eq!(len2, Ok(Some(text2.len())), "RESP2 text {text2:?} written for {value:?} is not one reply");
 }

@@ -27,11 +27,7 @@ struct Outcome {
 
 fn parser_for(options: u8) -> RequestParser {
     let limits = if options & 2 != 0 {
-        RequestLimits {
-            max_bulk_len: 64,
-            max_multibulk_len: 16,
-            max_inline_len: 32,
-        }
+        RequestLimits { max_bulk_len: 64, max_multibulk_len: 16, max_inline_len: 32 }
     } else {
         RequestLimits::default()
     };
@@ -52,10 +48,7 @@ fn chunk_size(control: u8) -> usize {
 /// Record a finished command after checking what `Done(n)` promises.
 fn record_done(stream: &[u8], start: usize, n: usize, available: usize, args: &CommandArgs, events: &mut Vec<Event>) {
     assert!(n > 0, "Done(0) would stall the connection");
-    assert!(
-        start + n <= available,
-        "Done({n}) at {start} claims bytes beyond the {available} given"
-    );
+    assert!(start + n <= available, "Done({n}) at {start} claims bytes beyond the {available} given");
     let frame = &stream[start..start + n];
     for i in 0..args.len() {
         assert!(
@@ -86,10 +79,7 @@ fn whole(options: u8, stream: &[u8]) -> Outcome {
             }
         }
     }
-    Outcome {
-        events,
-        consumed: start,
-    }
+    Outcome { events, consumed: start }
 }
 
 /// Parse `stream` as it would arrive in reads of the sizes `controls` pick.
@@ -107,9 +97,7 @@ fn chunked(options: u8, controls: &[u8], stream: &[u8], reference: &Outcome) -> 
     // The hint given for the command now in progress, with the bytes that were available then.
     let mut pending_hint: Option<(usize, usize)> = None;
     'feed: while available < stream.len() {
-        let size = controls
-            .get(turn % controls.len().max(1))
-            .map_or(usize::MAX, |&c| chunk_size(c));
+        let size = controls.get(turn % controls.len().max(1)).map_or(usize::MAX, |&c| chunk_size(c));
         turn += 1;
         available = available.saturating_add(size).min(stream.len());
         loop {
@@ -141,10 +129,7 @@ fn chunked(options: u8, controls: &[u8], stream: &[u8], reference: &Outcome) -> 
             break;
         }
     }
-    Outcome {
-        events,
-        consumed: start,
-    }
+    Outcome { events, consumed: start }
 }
 
 /// Check one fuzz input.
@@ -154,8 +139,5 @@ pub fn check(data: &[u8]) {
     let controls = header.get(1..).unwrap_or(&[]);
     let reference = whole(options, stream);
     let split = chunked(options, controls, stream, &reference);
-    assert_eq!(
-        reference, split,
-        "chunked parsing (sizes from {controls:?}) differs from parsing the whole buffer"
-    );
+    assert_eq!(reference, split, "chunked parsing (sizes from {controls:?}) differs from parsing the whole buffer");
 }

@@ -35,10 +35,7 @@ pub fn check(data: &[u8]) {
     );
     for cut in prefixes(n) {
         let partial = decode_reply(&data[..cut], &limits);
-        assert!(
-            matches!(partial, Ok(None)),
-            "prefix of {cut}/{n} bytes gives {partial:?}"
-        );
+        assert!(matches!(partial, Ok(None)), "prefix of {cut}/{n} bytes gives {partial:?}");
     }
 
     let bytes = write(&frame.value, frame.mux);
@@ -66,10 +63,5 @@ pub fn check(data: &[u8]) {
             again.value
         );
     }
-    assert_eq!(
-        write(&again.value, again.mux),
-        bytes,
-        "writing {:?} is not stable",
-        again.value
-    );
+    assert_eq!(write(&again.value, again.mux), bytes, "writing {:?} is not stable", again.value);
 }

@@ -14,18 +14,12 @@ use kvik_protocol::CommandArgs;
 use crate::resp_reply::prefixes;
 
 /// Appended after a frame to show the decoder does not look past it.
-const GARBAGE: &[u8] = &[
-    0xFF, 0xFF, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, b'*', b'1', b'\r', b'\n', 0x00,
-];
+const GARBAGE: &[u8] = &[0xFF, 0xFF, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, b'*', b'1', b'\r', b'\n', 0x00];
 
 /// Everything observable about one decode call.
 #[derive(Debug, PartialEq, Eq)]
 enum Seen {
-    Frame {
-        frame: Frame,
-        consumed: usize,
-        args: Vec<Vec<u8>>,
-    },
+    Frame { frame: Frame, consumed: usize, args: Vec<Vec<u8>> },
     NeedMore,
     Error(DecodeError),
 }
@@ -33,11 +27,7 @@ enum Seen {
 fn decode(decoder: &mut RespbDecoder, buf: &[u8], args: &mut CommandArgs) -> Seen {
     match decoder.decode(buf, args) {
         Ok(Decoded::Frame { frame, consumed }) => {
-            assert!(
-                consumed > 0 && consumed <= buf.len(),
-                "frame of {consumed} bytes from a buffer of {}",
-                buf.len()
-            );
+            assert!(consumed > 0 && consumed <= buf.len(), "frame of {consumed} bytes from a buffer of {}", buf.len());
             let own = &buf[..consumed];
             for i in 0..args.len() {
                 assert!(
@@ -46,11 +36,7 @@ fn decode(decoder: &mut RespbDecoder, buf: &[u8], args: &mut CommandArgs) -> See
                     args.arg_ref(i)
                 );
             }
-            Seen::Frame {
-                frame,
-                consumed,
-                args: args.to_vec(own),
-            }
+            Seen::Frame { frame, consumed, args: args.to_vec(own) }
         }
         Ok(Decoded::NeedMore { hint }) => {
             assert!(hint > 0, "NeedMore with a zero hint");
@@ -66,11 +52,11 @@ fn reencode(decoder: &mut RespbDecoder, args: &[Vec<u8>], mux: u16) -> (Encoding
     let how = encode_request(args, mux, &mut bytes);
     let mut out = CommandArgs::new();
     match decode(decoder, &bytes, &mut out) {
-        Seen::Frame {
-            frame: Frame::Command { mux: m },
-            consumed,
-            args: again,
-        } if m == mux && consumed == bytes.len() => (how, again),
+        Seen::Frame { frame: Frame::Command { mux: m }, consumed, args: again }
+            if m == mux && consumed == bytes.len() =>
+        {
+            (how, again)
+        }
         other => panic!("{how:?} frame {bytes:?} for {args:?} decodes as {other:?}"),
     }
 }
@@ -83,15 +69,10 @@ fn is_passthrough(frame: &[u8]) -> bool {
 /// (a command name or option token) may have been sent in another case.
 fn same_modulo_word_case(sent: &[Vec<u8>], decoded: &[Vec<u8>]) -> bool {
     let word = |a: &[u8]| {
-        !a.is_empty()
-            && a.iter()
-                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_' || *b == b'-')
+        !a.is_empty() && a.iter().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_' || *b == b'-')
     };
     sent.len() == decoded.len()
-        && sent
-            .iter()
-            .zip(decoded)
-            .all(|(s, d)| s == d || (word(d) && s.eq_ignore_ascii_case(d)))
+        && sent.iter().zip(decoded).all(|(s, d)| s == d || (word(d) && s.eq_ignore_ascii_case(d)))
 }
 
 /// Check the properties of the frame at the start of `buf`; returns its
@@ -114,21 +95,12 @@ fn check_frame(decoder: &mut RespbDecoder, tight: &mut RespbDecoder, buf: &[u8])
         assert_eq!(under_limits, seen, "limits changed how a frame reads");
     }
 
-    let Seen::Frame {
-        frame,
-        consumed,
-        args: first,
-    } = seen
-    else {
+    let Seen::Frame { frame, consumed, args: first } = seen else {
         return None;
     };
     assert_eq!(
         decode(decoder, &buf[..consumed], &mut args),
-        Seen::Frame {
-            frame,
-            consumed,
-            args: first.clone()
-        },
+        Seen::Frame { frame, consumed, args: first.clone() },
         "frame read alone decodes differently"
     );
     for cut in prefixes(consumed) {
@@ -156,11 +128,7 @@ fn check_frame(decoder: &mut RespbDecoder, tight: &mut RespbDecoder, buf: &[u8])
             assert_eq!(third, second, "decode after encode is not idempotent");
         }
         Frame::MuxCreate { mux, target } | Frame::MuxClose { mux, target } => {
-            let op = if matches!(frame, Frame::MuxCreate { .. }) {
-                MUX_CREATE
-            } else {
-                MUX_CLOSE
-            };
+            let op = if matches!(frame, Frame::MuxCreate { .. }) { MUX_CREATE } else { MUX_CLOSE };
             let mut bytes = Vec::new();
             control_frame(op, mux, target, &mut bytes);
             assert_eq!(&bytes[..], &buf[..consumed], "control frame does not rebuild");
@@ -172,10 +140,7 @@ fn check_frame(decoder: &mut RespbDecoder, tight: &mut RespbDecoder, buf: &[u8])
 /// Check one fuzz input.
 pub fn check(data: &[u8]) {
     let mut decoder = RespbDecoder::default();
-    let mut tight = RespbDecoder::new(RespbLimits {
-        max_bulk_len: 16,
-        max_passthrough_len: 64,
-    });
+    let mut tight = RespbDecoder::new(RespbLimits { max_bulk_len: 16, max_passthrough_len: 64 });
     let mut pos = 0;
     while let Some(n) = check_frame(&mut decoder, &mut tight, &data[pos..]) {
         pos += n;

@@ -37,10 +37,7 @@ fn commands() -> Vec<Vec<Vec<u8>>> {
         "SCAN 0 MATCH k* COUNT 10",
         "UNKNOWNCMD x y",
     ];
-    lines
-        .iter()
-        .map(|l| l.split(' ').map(|w| w.as_bytes().to_vec()).collect())
-        .collect()
+    lines.iter().map(|l| l.split(' ').map(|w| w.as_bytes().to_vec()).collect()).collect()
 }
 
 fn multibulk(args: &[Vec<u8>], out: &mut Vec<u8>) {
@@ -128,19 +125,12 @@ fn values() -> Vec<Value> {
         Value::Double(f64::NAN),
         Value::Boolean(true),
         Value::BigNumber(b"-12345678901234567890".to_vec()),
-        Value::Verbatim {
-            format: *b"txt",
-            text: b"some text".to_vec(),
-        },
+        Value::Verbatim { format: *b"txt", text: b"some text".to_vec() },
     ];
     let mut all = scalars.clone();
     all.push(Value::Array(scalars.clone()));
     all.push(Value::Set(vec![Value::bulk("a"), Value::Integer(1)]));
-    all.push(Value::Push(vec![
-        Value::bulk("message"),
-        Value::bulk("ch"),
-        Value::bulk("hi"),
-    ]));
+    all.push(Value::Push(vec![Value::bulk("message"), Value::bulk("ch"), Value::bulk("hi")]));
     all.push(Value::Map(vec![
         (Value::bulk("k"), Value::Array(vec![Value::Integer(1), Value::Null])),
         (Value::simple("s"), Value::Double(-0.5)),

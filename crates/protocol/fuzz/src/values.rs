@@ -59,28 +59,22 @@ fn map_value(v: &Value, leaf: &dyn Fn(&Value) -> Option<Value>) -> Value {
     }
     let list = |items: &[Value]| items.iter().map(|x| map_value(x, leaf)).collect::<Vec<_>>();
     let pairs = |items: &[(Value, Value)]| {
-        items
-            .iter()
-            .map(|(k, x)| (map_value(k, leaf), map_value(x, leaf)))
-            .collect::<Vec<_>>()
+        items.iter().map(|(k, x)| (map_value(k, leaf), map_value(x, leaf))).collect::<Vec<_>>()
     };
     match v {
         Value::Array(items) => Value::Array(list(items)),
         Value::Set(items) => Value::Set(list(items)),
         Value::Push(items) => Value::Push(list(items)),
         Value::Map(items) => Value::Map(pairs(items)),
-        Value::Attribute { attrs, value } => Value::Attribute {
-            attrs: pairs(attrs),
-            value: Box::new(map_value(value, leaf)),
-        },
+        Value::Attribute { attrs, value } => {
+            Value::Attribute { attrs: pairs(attrs), value: Box::new(map_value(value, leaf)) }
+        }
         other => other.clone(),
     }
 }
 
 fn unbreak(s: &[u8]) -> Vec<u8> {
-    s.iter()
-        .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b })
-        .collect()
+    s.iter().map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }).collect()
 }
 
 #[cfg(test)]
@@ -91,18 +85,12 @@ mod tests {
     fn nan_matches_nan_but_signed_zeros_differ() {
         assert!(same(&Value::Double(f64::NAN), &Value::Double(-f64::NAN)));
         assert!(!same(&Value::Double(0.0), &Value::Double(-0.0)));
-        assert!(same(
-            &Value::Array(vec![Value::Double(f64::NAN)]),
-            &Value::Array(vec![Value::Double(f64::NAN)])
-        ));
+        assert!(same(&Value::Array(vec![Value::Double(f64::NAN)]), &Value::Array(vec![Value::Double(f64::NAN)])));
     }
 
     #[test]
     fn resp3_canonical_form_removes_line_breaks_and_array_nulls() {
         let v = Value::Map(vec![(Value::simple("a\r\nb"), Value::NullArray)]);
-        assert_eq!(
-            canonical_resp3(&v),
-            Value::Map(vec![(Value::simple("a  b"), Value::Null)])
-        );
+        assert_eq!(canonical_resp3(&v), Value::Map(vec![(Value::simple("a  b"), Value::Null)]));
     }
 }
