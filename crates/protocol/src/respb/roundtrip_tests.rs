@@ -335,13 +335,31 @@ fn same_meaning(a: &[Vec<u8>], b: &[Vec<u8>], tokens: &[String]) -> bool {
 
 #[test]
 fn random_commands_from_the_command_table_keep_their_meaning() {
-    let mut rng = Rng(0x1234_5678_9ABC_DEF1);
+    let (binary, total) = check_random_commands(0x1234_5678_9ABC_DEF1, 60);
+    // Most generated commands are well-formed; the layouts must carry a good share.
+    assert!(binary * 3 > total, "only {binary} of {total} commands encoded in binary");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 8, ..Default::default() })]
+
+    /// The same property from seeds proptest picks, a few commands per command spec.
+    #[test]
+    fn random_commands_keep_their_meaning_for_any_seed(seed in proptest::prelude::any::<u64>()) {
+        check_random_commands(seed | 1, 4);
+    }
+}
+
+/// Encode and decode `per_command` random invocations of every command in the
+/// table; returns how many went binary out of how many.
+fn check_random_commands(seed: u64, per_command: usize) -> (usize, usize) {
+    let mut rng = Rng(seed);
     let mut binary = 0;
     let mut total = 0;
     let all = COMMANDS.iter().flat_map(|c| std::iter::once(c).chain(c.subcommands.iter()));
     let specs: Vec<&CommandSpec> = all.filter(|c| c.subcommands.is_empty()).collect();
     for spec in &specs {
-        for _ in 0..60 {
+        for _ in 0..per_command {
             let (args, tokens) = random_command(spec, &mut rng);
             let mux = rng.next_u64() as u16;
             let (enc, frame) = encode(&args, mux);
@@ -360,8 +378,7 @@ fn random_commands_from_the_command_table_keep_their_meaning() {
             }
         }
     }
-    // Most generated commands are well-formed; the layouts must carry a good share.
-    assert!(binary * 3 > total, "only {binary} of {total} commands encoded in binary");
+    (binary, total)
 }
 
 #[test]
