@@ -23,7 +23,8 @@ use kvik_protocol::respb::{detect, Decoded, Detected, Frame, RespbDecoder, Respb
 use kvik_protocol::{CommandArgs, ReplySink};
 
 use crate::commands::{execute, Outcome, ReplyTarget, Request};
-use crate::session::{ClientIds, Session};
+use crate::session::Session;
+use crate::state::ServerState;
 
 /// Smallest free space offered to a read.
 const MIN_READ: usize = 16 * 1024;
@@ -40,9 +41,9 @@ const LINGER: Duration = Duration::from_millis(200);
 const LINGER_BYTES: usize = 1024 * 1024;
 
 /// Serve `stream` until the client leaves, breaks the protocol, or the socket fails.
-pub fn serve(mut stream: TcpStream, ids: &ClientIds) {
+pub fn serve(mut stream: TcpStream, state: &ServerState) {
     // An I/O error only means the client is gone; there is nobody to tell.
-    let _ = run(&mut stream, ids);
+    let _ = run(&mut stream, state);
     close_gracefully(&mut stream);
 }
 
@@ -67,7 +68,7 @@ fn close_gracefully(stream: &mut TcpStream) {
     }
 }
 
-fn run(stream: &mut TcpStream, ids: &ClientIds) -> io::Result<()> {
+fn run(stream: &mut TcpStream, state: &ServerState) -> io::Result<()> {
     let mut buf = ReadBuffer::default();
     if buf.fill(stream, 0)? == 0 {
         return Ok(());
@@ -76,11 +77,11 @@ fn run(stream: &mut TcpStream, ids: &ClientIds) -> io::Result<()> {
         return Ok(());
     };
     match detect(first) {
-        Detected::Resp => serve_resp(stream, &mut buf, ids),
-        Detected::Respb => serve_respb(stream, &mut buf, ids),
+        Detected::Resp => serve_resp(stream, &mut buf, state),
+        Detected::Respb => serve_respb(stream, &mut buf, state),
         Detected::Handshake => {
             if greet(stream, &mut buf)? {
-                serve_respb(stream, &mut buf, ids)
+                serve_respb(stream, &mut buf, state)
             } else {
                 Ok(())
             }
@@ -175,10 +176,10 @@ fn protocol_error_text(e: &RequestError) -> Vec<u8> {
     }
 }
 
-fn serve_resp(stream: &mut TcpStream, buf: &mut ReadBuffer, ids: &ClientIds) -> io::Result<()> {
+fn serve_resp(stream: &mut TcpStream, buf: &mut ReadBuffer, state: &ServerState) -> io::Result<()> {
     let mut parser = RequestParser::default();
     let mut args = CommandArgs::new();
-    let mut session = Session::new(ids.next_id());
+    let mut session = Session::new(state.ids.next_id());
     let mut out = Vec::new();
     loop {
         let mut want = 0;
@@ -194,7 +195,7 @@ fn serve_resp(stream: &mut TcpStream, buf: &mut ReadBuffer, ids: &ClientIds) -> 
                         Outcome::Continue
                     } else {
                         let mut target = RespTarget { out: &mut out };
-                        execute(Request::new(&args, pending), &mut session, &mut target)
+                        execute(state, Request::new(&args, pending), &mut session, &mut target)
                     };
                     buf.consume(n);
                     if outcome == Outcome::Close {
@@ -249,7 +250,7 @@ fn greet(stream: &mut TcpStream, buf: &mut ReadBuffer) -> io::Result<bool> {
     }
 }
 
-fn serve_respb(stream: &mut TcpStream, buf: &mut ReadBuffer, ids: &ClientIds) -> io::Result<()> {
+fn serve_respb(stream: &mut TcpStream, buf: &mut ReadBuffer, state: &ServerState) -> io::Result<()> {
     let mut decoder = RespbDecoder::default();
     let mut args = CommandArgs::new();
     // Every mux id is its own logical client, created on first use.
@@ -267,15 +268,15 @@ fn serve_respb(stream: &mut TcpStream, buf: &mut ReadBuffer, ids: &ClientIds) ->
                 Ok(Decoded::Frame { frame, consumed }) => {
                     match frame {
                         Frame::Command { mux } => {
-                            let session = channels.entry(mux).or_insert_with(|| Session::new(ids.next_id()));
+                            let session = channels.entry(mux).or_insert_with(|| Session::new(state.ids.next_id()));
                             let mut target = RespbTarget { out: &mut out, mux };
                             // QUIT ends the logical client that sent it, not its neighbours.
-                            if execute(Request::new(&args, pending), session, &mut target) == Outcome::Close {
+                            if execute(state, Request::new(&args, pending), session, &mut target) == Outcome::Close {
                                 channels.remove(&mux);
                             }
                         }
                         Frame::MuxCreate { mux, target } => {
-                            channels.entry(target).or_insert_with(|| Session::new(ids.next_id()));
+                            channels.entry(target).or_insert_with(|| Session::new(state.ids.next_id()));
                             RespbReplyWriter::new(&mut out, mux).simple(b"OK");
                         }
                         Frame::MuxClose { mux, target } => {

@@ -7,15 +7,20 @@
 //! - [`connection`]: one client connection: read buffer, protocol detection,
 //!   batched parsing and one write per batch, for RESP and RESPB alike;
 //! - [`session`]: the state of one logical client (a RESP connection or a RESPB channel);
-//! - [`commands`]: validation against the command table and the command implementations.
+//! - [`commands`]: validation against the command table and the command implementations;
+//! - [`state`]: what all connections share; [`keyspace`]: the sharded databases;
+//!   [`types`]: the stored value types and their encodings.
 
 #![forbid(unsafe_code)]
 
 pub mod commands;
 pub mod config;
 pub mod connection;
+pub mod keyspace;
 pub mod listener;
 pub mod session;
+pub mod state;
+pub mod types;
 
 /// Version of kvik itself, as printed in the startup line.
 pub const KVIK_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -13,13 +13,13 @@ use std::time::Duration;
 
 use crate::config::Config;
 use crate::connection;
-use crate::session::ClientIds;
+use crate::state::ServerState;
 
 /// A bound listening socket and the state shared by all its connections.
 #[derive(Debug)]
 pub struct Server {
     listener: TcpListener,
-    ids: Arc<ClientIds>,
+    state: Arc<ServerState>,
 }
 
 impl Server {
@@ -27,7 +27,7 @@ impl Server {
     /// that startup errors (address in use) are reported before anything runs.
     pub fn bind(config: &Config) -> io::Result<Server> {
         let listener = TcpListener::bind((config.bind.as_str(), config.port))?;
-        Ok(Server { listener, ids: Arc::new(ClientIds::default()) })
+        Ok(Server { listener, state: Arc::new(ServerState::default()) })
     }
 
     /// The address actually bound (the real port when 0 was asked for).
@@ -56,8 +56,8 @@ impl Server {
     fn spawn(&self, stream: TcpStream) {
         // Replies are written once per batch; delaying them for coalescing only adds latency.
         let _ = stream.set_nodelay(true);
-        let ids = Arc::clone(&self.ids);
-        let spawned = thread::Builder::new().name("kvik-conn".into()).spawn(move || connection::serve(stream, &ids));
+        let state = Arc::clone(&self.state);
+        let spawned = thread::Builder::new().name("kvik-conn".into()).spawn(move || connection::serve(stream, &state));
         if let Err(e) = spawned {
             eprintln!("kvik-server: cannot start a connection thread: {e}");
         }

@@ -40,11 +40,13 @@ pub struct Session {
     pub protocol: Protocol,
     /// Name set by `HELLO ... SETNAME` (none until then).
     pub name: Option<Vec<u8>>,
+    /// The database `SELECT` chose.
+    pub db: usize,
 }
 
 impl Session {
     /// A fresh client: RESP2, no name.
     pub fn new(id: u64) -> Self {
-        Session { id, protocol: Protocol::Resp2, name: None }
+        Session { id, protocol: Protocol::Resp2, name: None, db: 0 }
     }
 }

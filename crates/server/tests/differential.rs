@@ -11,46 +11,8 @@ mod common;
 
 use std::io::Write;
 
-use common::{exchange, start_kvik, start_redis_or_skip, Answer};
-
-/// Sent after a case that leaves the connection open, to mark the end of its replies.
-const MARKER: &[u8] = b"*2\r\n$4\r\nECHO\r\n$11\r\nend-of-case\r\n";
-/// The marker's reply (the same in RESP2 and RESP3).
-const MARKER_REPLY: &[u8] = b"$11\r\nend-of-case\r\n";
-
-/// How a case ends.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum End {
-    /// The connection stays open; the marker follows the case.
-    Open,
-    /// The server closes the connection (protocol error, QUIT); nothing follows.
-    Closed,
-}
-
-struct Case {
-    name: &'static str,
-    bytes: Vec<u8>,
-    end: End,
-}
-
-fn open(name: &'static str, bytes: impl Into<Vec<u8>>) -> Case {
-    Case { name, bytes: bytes.into(), end: End::Open }
-}
-
-fn closed(name: &'static str, bytes: impl Into<Vec<u8>>) -> Case {
-    Case { name, bytes: bytes.into(), end: End::Closed }
-}
-
-/// A multibulk request from its arguments.
-fn multibulk(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
-}
+use common::diff::{closed, compare_each, compare_pipelined, multibulk, open, run_case, Case, End};
+use common::{start_kvik, Answer};
 
 fn cases() -> Vec<Case> {
     let x100 = vec![b'x'; 100];
@@ -73,6 +35,24 @@ fn cases() -> Vec<Case> {
         open("echo binary", multibulk(&[b"echo", b"a\r\nb\0c\xff"])),
         open("echo no args", "ECHO\r\n"),
         open("echo two args", "ECHO a b\r\n"),
+        // Strings and keys; every case starts from an empty keyspace.
+        open("set get", "FLUSHALL\r\nSET k v\r\nGET k\r\nGET missing\r\n"),
+        open("set options", "FLUSHALL\r\nSET k v NX\r\nSET k w NX\r\nSET k w XX\r\nGET k\r\nSET n v XX\r\nGET n\r\n"),
+        open("set get option", "FLUSHALL\r\nSET k v GET\r\nSET k w GET\r\nSET k x NX GET\r\nGET k\r\n"),
+        open("set syntax errors", "FLUSHALL\r\nSET k v NX XX\r\nSET k v XX NX\r\nSET k v BOGUS\r\nSET k v EX\r\nSET k v EX 10 PX 10\r\nSET k v KEEPTTL EX 10\r\nSET k v EX 10 KEEPTTL\r\nGET k\r\n"),
+        open("set bad expire", "FLUSHALL\r\nSET k v EX 0\r\nSET k v EX -1\r\nSET k v PX abc\r\nSET k v EX 9223372036854775807\r\nSET k v EX 1.5\r\nEXISTS k\r\n"),
+        open("set repeated option", "FLUSHALL\r\nSET k v NX NX\r\nSET k v EX 100 EX 200\r\nGET k\r\n"),
+        open("set lowercase options", "FLUSHALL\r\nset k v nx get\r\nset k v2 xx get\r\nget k\r\n"),
+        open("integers", "FLUSHALL\r\nINCR c\r\nINCRBY c 10\r\nDECR c\r\nDECRBY c 5\r\nGET c\r\nSET s abc\r\nINCR s\r\nINCRBY c x\r\nDECRBY c -9223372036854775808\r\n"),
+        open("integer overflow", "FLUSHALL\r\nSET c 9223372036854775807\r\nINCR c\r\nSET d -9223372036854775808\r\nDECR d\r\nGET c\r\n"),
+        open("integer text forms", "FLUSHALL\r\nSET a 007\r\nINCR a\r\nSET b \" 1\"\r\nINCR b\r\nSET c -0\r\nINCR c\r\nSET d 12\r\nAPPEND d 3\r\nINCR d\r\n"),
+        open("append strlen", "FLUSHALL\r\nAPPEND k abc\r\nAPPEND k def\r\nSTRLEN k\r\nSTRLEN missing\r\nGET k\r\nSET n 12345\r\nSTRLEN n\r\n"),
+        open("mset mget", "FLUSHALL\r\nMSET a 1 b 2 c 3\r\nMGET a b c missing\r\nMSET a 1 b\r\nMGET\r\n"),
+        open("setnx", "FLUSHALL\r\nSETNX k a\r\nSETNX k b\r\nGET k\r\n"),
+        open("del exists type", "FLUSHALL\r\nMSET a 1 b 2\r\nEXISTS a b c a\r\nTYPE a\r\nTYPE c\r\nDEL a c a\r\nUNLINK b\r\nEXISTS a b\r\n"),
+        open("select and dbsize", "FLUSHALL\r\nSET k 0\r\nSELECT 1\r\nGET k\r\nSET k 1\r\nDBSIZE\r\nSELECT 0\r\nGET k\r\nSELECT 16\r\nSELECT -1\r\nSELECT x\r\nDBSIZE\r\n"),
+        open("flushdb", "FLUSHALL\r\nSET k 0\r\nSELECT 1\r\nSET k 1\r\nFLUSHDB\r\nDBSIZE\r\nSELECT 0\r\nDBSIZE\r\nFLUSHDB ASYNC\r\nFLUSHDB bogus\r\nFLUSHALL SYNC\r\nFLUSHALL a b\r\n"),
+        open("binary keys and values", multibulk(&[b"SET", b"k\x00\xff", b"v\r\n\x00"])),
         // HELLO, RESP3 and what follows it on the same connection.
         open("hello 3 then ping", "HELLO 3\r\nPING\r\nPING x\r\nECHO y\r\n"),
         open("hello 2", "HELLO 2\r\n"),
@@ -149,71 +129,9 @@ fn cases() -> Vec<Case> {
     ]
 }
 
-/// Client ids differ between servers that have seen different numbers of
-/// connections; everything else in a HELLO reply must match.
-fn mask_client_id(bytes: &[u8]) -> Vec<u8> {
-    const KEY: &[u8] = b"$2\r\nid\r\n:";
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut rest = bytes;
-    while let Some(at) = rest.windows(KEY.len()).position(|w| w == KEY) {
-        out.extend_from_slice(&rest[..at + KEY.len()]);
-        rest = &rest[at + KEY.len()..];
-        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-        out.extend_from_slice(b"<id>");
-        rest = &rest[digits..];
-    }
-    out.extend_from_slice(rest);
-    out
-}
-
-fn run_case(port: u16, case: &Case) -> Answer {
-    let mut answer = match case.end {
-        End::Open => {
-            let mut request = case.bytes.clone();
-            request.extend_from_slice(MARKER);
-            let mut answer = exchange(port, &request, |got| got.ends_with(MARKER_REPLY));
-            if !answer.closed {
-                answer.bytes.truncate(answer.bytes.len() - MARKER_REPLY.len());
-            }
-            answer
-        }
-        End::Closed => exchange(port, &case.bytes, |_| false),
-    };
-    answer.bytes = mask_client_id(&answer.bytes);
-    answer
-}
-
 #[test]
 fn replies_match_redis_byte_for_byte() {
-    let Some(redis) = start_redis_or_skip("replies_match_redis_byte_for_byte") else {
-        return;
-    };
-    let kvik = start_kvik();
-    let mut mismatches = Vec::new();
-    for case in cases() {
-        let expected = run_case(redis.port, &case);
-        let got = run_case(kvik.port, &case);
-        // Guard against a case that does not exercise what its name says.
-        assert_eq!(
-            expected.closed,
-            case.end == End::Closed,
-            "case '{}': redis closed={}, which the case does not expect: {}",
-            case.name,
-            expected.closed,
-            expected.show()
-        );
-        if got != expected {
-            mismatches.push(format!(
-                "case '{}':\n  {:<5} {}\n  {:<5} {}",
-                case.name,
-                redis.label,
-                expected.show(),
-                kvik.label,
-                got.show()
-            ));
-        }
-    }
-    assert!(mismatches.is_empty(), "{} case(s) differ from redis-server:\n{}", mismatches.len(), mismatches.join("\n"));
+    compare_each("replies_match_redis_byte_for_byte", cases());
 }
 
 /// The same comparison, with every case sent on one connection after the
@@ -221,24 +139,7 @@ fn replies_match_redis_byte_for_byte() {
 /// Redis answers it, in order.
 #[test]
 fn pipelined_cases_match_redis() {
-    let Some(redis) = start_redis_or_skip("pipelined_cases_match_redis") else {
-        return;
-    };
-    let kvik = start_kvik();
-    let mut batch = Vec::new();
-    for case in cases().into_iter().filter(|c| c.end == End::Open) {
-        batch.extend_from_slice(&case.bytes);
-        // Reset the protocol between cases that switch it.
-        batch.extend_from_slice(b"HELLO 2\r\n");
-    }
-    batch.extend_from_slice(MARKER);
-    let expected = exchange(redis.port, &batch, |got| got.ends_with(MARKER_REPLY));
-    let got = exchange(kvik.port, &batch, |got| got.ends_with(MARKER_REPLY));
-    assert!(!expected.closed, "redis closed the pipelined connection: {}", expected.show());
-    assert_eq!(
-        mask_client_id(&got.bytes).escape_ascii().to_string(),
-        mask_client_id(&expected.bytes).escape_ascii().to_string()
-    );
+    compare_pipelined("pipelined_cases_match_redis", cases());
 }
 
 /// Checks that hold for kvik alone, so the behaviour is asserted even where

@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod diff;
+
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};

@@ -1,0 +1,29 @@
+//! Value types stored in the keyspace, one module per type, each with its
+//! compact encodings and the helpers its commands share.
+
+pub mod string;
+
+use string::StrValue;
+
+/// A stored value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// A string (also integers and bitmaps).
+    Str(StrValue),
+}
+
+impl Value {
+    /// The name `TYPE` reports.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Str(_) => "string",
+        }
+    }
+
+    /// The name `OBJECT ENCODING` reports.
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            Value::Str(s) => s.encoding(),
+        }
+    }
+}

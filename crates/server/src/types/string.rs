@@ -1,0 +1,124 @@
+//! String values and their encodings.
+//!
+//! Like Redis, a string that is the canonical text of a 64-bit integer is kept
+//! as the integer (8 bytes instead of a heap buffer, and INCR needs no
+//! parsing); other strings keep their bytes. `OBJECT ENCODING` reports
+//! Redis's names: `int`, `embstr` for short strings written whole, `raw` for
+//! longer ones and for strings changed in place (APPEND, SETRANGE).
+
+use kvik_protocol::number::{parse_i64, write_i64};
+
+/// Longest string Redis stores as `embstr`.
+const EMBSTR_MAX: usize = 44;
+
+/// A string value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StrValue {
+    /// The canonical text of this integer.
+    Int(i64),
+    /// Bytes written whole (SET, GETSET, …).
+    Bytes(Vec<u8>),
+    /// Bytes changed in place; always reported as `raw`.
+    Raw(Vec<u8>),
+}
+
+impl StrValue {
+    /// Store `bytes` in the most compact form that reads back identically.
+    pub fn from_bytes(bytes: &[u8]) -> StrValue {
+        // Redis only tries integers for strings of up to 20 bytes.
+        match (bytes.len() <= 20).then(|| parse_i64(bytes)).flatten() {
+            Some(n) => StrValue::Int(n),
+            None => StrValue::Bytes(bytes.to_vec()),
+        }
+    }
+
+    /// Length in bytes of the string's text.
+    pub fn len(&self) -> usize {
+        match self {
+            StrValue::Int(n) => kvik_protocol::number::i64_len(*n),
+            StrValue::Bytes(b) | StrValue::Raw(b) => b.len(),
+        }
+    }
+
+    /// True for the empty string.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The string's bytes, formatting an integer into `scratch` when needed.
+    pub fn bytes<'a>(&'a self, scratch: &'a mut Vec<u8>) -> &'a [u8] {
+        match self {
+            StrValue::Int(n) => {
+                scratch.clear();
+                write_i64(scratch, *n);
+                scratch
+            }
+            StrValue::Bytes(b) | StrValue::Raw(b) => b,
+        }
+    }
+
+    /// The integer this string holds, if it is one (Redis's `string2ll` rules).
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            StrValue::Int(n) => Some(*n),
+            StrValue::Bytes(b) | StrValue::Raw(b) => parse_i64(b),
+        }
+    }
+
+    /// Mutable bytes for an in-place change; the value becomes `raw`.
+    pub fn make_raw(&mut self) -> &mut Vec<u8> {
+        if !matches!(self, StrValue::Raw(_)) {
+            let bytes = match std::mem::replace(self, StrValue::Raw(Vec::new())) {
+                StrValue::Int(n) => {
+                    let mut v = Vec::new();
+                    write_i64(&mut v, n);
+                    v
+                }
+                StrValue::Bytes(b) | StrValue::Raw(b) => b,
+            };
+            *self = StrValue::Raw(bytes);
+        }
+        match self {
+            StrValue::Raw(b) => b,
+            // Just made raw above.
+            _ => unreachable!("string was made raw"),
+        }
+    }
+
+    /// The name `OBJECT ENCODING` reports.
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            StrValue::Int(_) => "int",
+            StrValue::Bytes(b) if b.len() <= EMBSTR_MAX => "embstr",
+            _ => "raw",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_are_stored_as_integers_only_when_canonical() {
+        assert_eq!(StrValue::from_bytes(b"123"), StrValue::Int(123));
+        assert_eq!(StrValue::from_bytes(b"-9223372036854775808"), StrValue::Int(i64::MIN));
+        assert_eq!(StrValue::from_bytes(b"0123"), StrValue::Bytes(b"0123".to_vec()));
+        assert_eq!(StrValue::from_bytes(b"+1"), StrValue::Bytes(b"+1".to_vec()));
+        assert_eq!(StrValue::from_bytes(b"9223372036854775808"), StrValue::Bytes(b"9223372036854775808".to_vec()));
+    }
+
+    #[test]
+    fn encodings_use_redis_names() {
+        assert_eq!(StrValue::from_bytes(b"12").encoding(), "int");
+        assert_eq!(StrValue::from_bytes(&[b'a'; 44]).encoding(), "embstr");
+        assert_eq!(StrValue::from_bytes(&[b'a'; 45]).encoding(), "raw");
+        let mut s = StrValue::from_bytes(b"ab");
+        s.make_raw().push(b'c');
+        assert_eq!(s.encoding(), "raw");
+        let mut scratch = Vec::new();
+        assert_eq!(s.bytes(&mut scratch), b"abc");
+        assert_eq!(StrValue::Int(-5).bytes(&mut scratch), b"-5");
+        assert_eq!(StrValue::Int(-5).len(), 2);
+    }
+}

@@ -1,0 +1,146 @@
+//! Differential testing against a real redis-server: cases, and the runners
+//! that send each case to both servers and compare the replies byte for byte.
+//!
+//! Each case is sent on a fresh connection. Cases that leave the connection
+//! open are followed by a marker command (`ECHO` of a fixed token); the reply
+//! is complete when the marker's reply arrives, which avoids waiting on
+//! timeouts. Cases that must close the connection are read to the end. Cases
+//! that use data start with `FLUSHALL`, so each one stands alone.
+
+#![allow(dead_code)]
+
+use super::{exchange, start_kvik, start_redis_or_skip, Answer};
+
+/// Sent after a case that leaves the connection open, to mark the end of its replies.
+pub const MARKER: &[u8] = b"*2\r\n$4\r\nECHO\r\n$11\r\nend-of-case\r\n";
+/// The marker's reply (the same in RESP2 and RESP3).
+pub const MARKER_REPLY: &[u8] = b"$11\r\nend-of-case\r\n";
+
+/// How a case ends.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// The connection stays open; the marker follows the case.
+    Open,
+    /// The server closes the connection (protocol error, QUIT); nothing follows.
+    Closed,
+}
+
+pub struct Case {
+    /// Shown when the case fails.
+    pub name: &'static str,
+    /// Bytes sent.
+    pub bytes: Vec<u8>,
+    /// How the case ends.
+    pub end: End,
+}
+
+pub fn open(name: &'static str, bytes: impl Into<Vec<u8>>) -> Case {
+    Case { name, bytes: bytes.into(), end: End::Open }
+}
+
+pub fn closed(name: &'static str, bytes: impl Into<Vec<u8>>) -> Case {
+    Case { name, bytes: bytes.into(), end: End::Closed }
+}
+
+/// A multibulk request from its arguments.
+pub fn multibulk(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// Client ids differ between servers that have seen different numbers of
+/// connections; everything else in a HELLO reply must match.
+pub fn mask_client_id(bytes: &[u8]) -> Vec<u8> {
+    const KEY: &[u8] = b"$2\r\nid\r\n:";
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut rest = bytes;
+    while let Some(at) = rest.windows(KEY.len()).position(|w| w == KEY) {
+        out.extend_from_slice(&rest[..at + KEY.len()]);
+        rest = &rest[at + KEY.len()..];
+        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+        out.extend_from_slice(b"<id>");
+        rest = &rest[digits..];
+    }
+    out.extend_from_slice(rest);
+    out
+}
+
+pub fn run_case(port: u16, case: &Case) -> Answer {
+    let mut answer = match case.end {
+        End::Open => {
+            let mut request = case.bytes.clone();
+            request.extend_from_slice(MARKER);
+            let mut answer = exchange(port, &request, |got| got.ends_with(MARKER_REPLY));
+            if !answer.closed {
+                answer.bytes.truncate(answer.bytes.len() - MARKER_REPLY.len());
+            }
+            answer
+        }
+        End::Closed => exchange(port, &case.bytes, |_| false),
+    };
+    answer.bytes = mask_client_id(&answer.bytes);
+    answer
+}
+
+/// Send every case to a real redis-server and to kvik, each on a fresh
+/// connection, and fail listing every case whose replies differ.
+pub fn compare_each(test: &str, cases: Vec<Case>) {
+    let Some(redis) = start_redis_or_skip(test) else {
+        return;
+    };
+    let kvik = start_kvik();
+    let mut mismatches = Vec::new();
+    for case in cases {
+        let expected = run_case(redis.port, &case);
+        let got = run_case(kvik.port, &case);
+        // Guard against a case that does not exercise what its name says.
+        assert_eq!(
+            expected.closed,
+            case.end == End::Closed,
+            "case '{}': redis closed={}, which the case does not expect: {}",
+            case.name,
+            expected.closed,
+            expected.show()
+        );
+        if got != expected {
+            mismatches.push(format!(
+                "case '{}':\n  {:<5} {}\n  {:<5} {}",
+                case.name,
+                redis.label,
+                expected.show(),
+                kvik.label,
+                got.show()
+            ));
+        }
+    }
+    assert!(mismatches.is_empty(), "{} case(s) differ from redis-server:\n{}", mismatches.len(), mismatches.join("\n"));
+}
+
+/// The same comparison, with every case sent on one connection after the
+/// other, pipelined in a single write: a batch must be answered exactly as
+/// Redis answers it, in order.
+pub fn compare_pipelined(test: &str, cases: Vec<Case>) {
+    let Some(redis) = start_redis_or_skip(test) else {
+        return;
+    };
+    let kvik = start_kvik();
+    let mut batch = Vec::new();
+    for case in cases.into_iter().filter(|c| c.end == End::Open) {
+        batch.extend_from_slice(&case.bytes);
+        // Reset the protocol between cases that switch it.
+        batch.extend_from_slice(b"HELLO 2\r\n");
+    }
+    batch.extend_from_slice(MARKER);
+    let expected = exchange(redis.port, &batch, |got| got.ends_with(MARKER_REPLY));
+    let got = exchange(kvik.port, &batch, |got| got.ends_with(MARKER_REPLY));
+    assert!(!expected.closed, "redis closed the pipelined connection: {}", expected.show());
+    assert_eq!(
+        mask_client_id(&got.bytes).escape_ascii().to_string(),
+        mask_client_id(&expected.bytes).escape_ascii().to_string()
+    );
+}
