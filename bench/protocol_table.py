@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Turn the criterion results of `cargo bench --bench protocol` into Markdown tables.
 
-Usage: protocol_table.py CRITERION_DIR BENCH_LOG
+Usage: protocol_table.py BENCH_LOG CRITERION_DIR [CRITERION_DIR ...]
 
-CRITERION_DIR is the `criterion` folder under the cargo target directory;
 BENCH_LOG is the bench's standard output, whose `workload ...` lines give the
-buffer sizes used to turn commands per second into bytes per second.
-Throughput uses each benchmark's mean time per iteration.
+buffer sizes used to turn commands per second into bytes per second. Each
+CRITERION_DIR is a copy of the `criterion` folder under the cargo target
+directory from one run; with several, every figure is the median over the
+runs of that benchmark's mean time per iteration.
 """
+
+import statistics
 
 import json
 import pathlib
@@ -37,8 +40,9 @@ def sizes(log):
 
 
 def main():
-    results = load(sys.argv[1])
-    workloads = sizes(sys.argv[2])
+    workloads = sizes(sys.argv[1])
+    runs = [load(d) for d in sys.argv[2:]]
+    results = {k: statistics.median(r[k] for r in runs if k in r) for k in runs[0]}
     print("| workload | RESP bytes/cmd | RESPB bytes/cmd | RESP Mcmd/s | RESPB Mcmd/s | redis-protocol Mcmd/s "
           "| RESP MB/s | RESPB MB/s | redis-protocol MB/s | RESPB/RESP | RESP/peer |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
