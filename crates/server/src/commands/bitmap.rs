@@ -332,14 +332,15 @@ enum FieldOpKind {
 /// Parse a BITFIELD type, with Redis's error for anything else.
 fn field_type(arg: &[u8]) -> Option<FieldType> {
     let (first, rest) = arg.split_first()?;
-    let signed = match first | 0x20 {
+    // Only lowercase letters, as Redis checks them.
+    let signed = match first {
         b'i' => true,
         b'u' => false,
         _ => return None,
     };
     let bits = parse_i64(rest)?;
     let max = if signed { 64 } else { 63 };
-    (1..=max).contains(&bits).then(|| FieldType { signed, bits: bits as u32 })
+    (1..=max).contains(&bits).then_some(FieldType { signed, bits: bits as u32 })
 }
 
 /// `BITFIELD key [GET type offset] [SET type offset value]
@@ -601,7 +602,8 @@ mod tests {
     #[test]
     fn field_types_and_offsets() {
         assert_eq!(field_type(b"i64"), Some(I64));
-        assert_eq!(field_type(b"U8"), Some(U8));
+        assert_eq!(field_type(b"u8"), Some(U8));
+        assert_eq!(field_type(b"U8"), None);
         assert_eq!(field_type(b"u64"), None);
         assert_eq!(field_type(b"i0"), None);
         assert_eq!(field_type(b"i08"), None);

@@ -165,8 +165,7 @@ pub fn execute<T: ReplyTarget>(
         }
         name => {
             let mut ctx = Ctx { state, req, session, target };
-            let known =
-                strings::dispatch(name, &mut ctx)
+            let known = strings::dispatch(name, &mut ctx)
                 || bitmap::dispatch(name, &mut ctx)
                 || keys::dispatch(name, &mut ctx)
                 || server::dispatch(name, &mut ctx);

@@ -377,85 +377,95 @@ fn getdel<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     }
 }
 
-/// What `GETEX` does to the key's TTL.
-enum TtlChange {
+/// What `GETEX` does to the key's TTL, as parsed (the time not yet checked).
+enum TtlChange<'a> {
     Keep,
     Persist,
-    /// A new deadline; `absolute` when given as EXAT/PXAT, which delete the
-    /// key when the deadline has already passed.
-    At { ms: i64, absolute: bool },
+    /// EX, PX, EXAT or PXAT (an index into [`GETEX_UNITS`]) and its time.
+    At(usize, &'a [u8]),
 }
 
+/// GETEX's expiry options: name, time in seconds, time relative to now.
+const GETEX_UNITS: [(&[u8], bool, bool); 4] =
+    [(b"ex", true, true), (b"px", false, true), (b"exat", true, false), (b"pxat", false, false)];
+
 /// Parse `GETEX`'s options with Redis's rules: one of EX, PX, EXAT, PXAT,
-/// PERSIST (the same one may repeat; two different ones are a syntax error),
-/// then the time is checked.
-fn getex_options<T: ReplyTarget>(c: &Ctx<'_, T>, now: i64) -> Result<TtlChange, Vec<u8>> {
-    // (seconds, relative) per expiry option.
-    const UNITS: [(&[u8], bool, bool); 4] =
-        [(b"ex", true, true), (b"px", false, true), (b"exat", true, false), (b"pxat", false, false)];
-    let mut persist = false;
-    let mut expire: Option<(usize, &[u8])> = None;
+/// PERSIST (the same one may repeat; two different ones are a syntax error).
+fn getex_options<'a, T: ReplyTarget>(c: &Ctx<'a, T>) -> Result<TtlChange<'a>, &'static [u8]> {
+    let mut change = TtlChange::Keep;
     let mut j = 2;
     while j < c.argc() {
-        let opt = c.arg(j);
+        let opt = c.req.arg(j);
         let has_next = j + 1 < c.argc();
-        let unit = UNITS.iter().position(|(w, _, _)| opt.eq_ignore_ascii_case(w));
-        if opt.eq_ignore_ascii_case(b"persist") && expire.is_none() {
-            persist = true;
-        } else if let (Some(u), true) = (unit, has_next) {
-            if persist || expire.is_some_and(|(e, _)| e != u) {
-                return Err(SYNTAX_ERROR.to_vec());
+        let unit = GETEX_UNITS.iter().position(|(w, _, _)| opt.eq_ignore_ascii_case(w));
+        match (unit, &change) {
+            (None, TtlChange::Keep | TtlChange::Persist) if opt.eq_ignore_ascii_case(b"persist") => {
+                change = TtlChange::Persist;
             }
-            expire = Some((u, c.arg(j + 1)));
-            j += 1;
-        } else {
-            return Err(SYNTAX_ERROR.to_vec());
+            (Some(u), TtlChange::Keep) if has_next => {
+                change = TtlChange::At(u, c.req.arg(j + 1));
+                j += 1;
+            }
+            (Some(u), TtlChange::At(prev, _)) if has_next && *prev == u => {
+                change = TtlChange::At(u, c.req.arg(j + 1));
+                j += 1;
+            }
+            _ => return Err(SYNTAX_ERROR),
         }
         j += 1;
     }
-    match expire {
-        Some((u, text)) => {
-            let (_, seconds, relative) = UNITS[u];
-            let ms = expire_deadline(text, seconds, relative, now, "getex")?;
-            Ok(TtlChange::At { ms, absolute: !relative })
-        }
-        None if persist => Ok(TtlChange::Persist),
-        None => Ok(TtlChange::Keep),
-    }
+    Ok(change)
 }
 
 /// `GETEX key [EX s | PX ms | EXAT s | PXAT ms | PERSIST]`: the value, and
 /// the key's TTL changed as asked.
+///
+/// Redis checks the options' syntax first, answers null for a missing key,
+/// and only then checks the time, so a bad time on a missing key is no error.
 fn getex<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let now = now_ms();
-    let change = match getex_options(c, now) {
+    let change = match getex_options(c) {
         Ok(ch) => ch,
-        Err(msg) => return c.error(&msg),
+        Err(msg) => return c.error(msg),
     };
     let key = c.arg(1);
     let db = c.session.db;
     let mut shard = c.state.keyspace.lock_key(key);
     let d = shard.db(db);
-    let value = owned_string_at(d, key, now);
-    if let Ok(Some(_)) = value {
-        match change {
-            TtlChange::Keep => {}
-            TtlChange::Persist => {
-                d.set_expire(key, None);
-            }
-            TtlChange::At { ms, absolute: true } if ms <= now => {
-                d.remove(key);
-            }
-            TtlChange::At { ms, .. } => {
-                d.set_expire(key, Some(ms));
+    let value = match owned_string_at(d, key, now) {
+        Ok(Some(v)) => v,
+        Ok(None) => {
+            drop(shard);
+            return c.reply(|s| s.null());
+        }
+        Err(()) => {
+            drop(shard);
+            return c.error(WRONGTYPE);
+        }
+    };
+    match change {
+        TtlChange::Keep => {}
+        TtlChange::Persist => {
+            d.set_expire(key, None);
+        }
+        TtlChange::At(u, text) => {
+            let (_, seconds, relative) = GETEX_UNITS[u];
+            match expire_deadline(text, seconds, relative, now, "getex") {
+                Err(msg) => {
+                    drop(shard);
+                    return c.error(&msg);
+                }
+                Ok(at) if !relative && at <= now => {
+                    d.remove(key);
+                }
+                Ok(at) => {
+                    d.set_expire(key, Some(at));
+                }
             }
         }
     }
     drop(shard);
-    match value {
-        Ok(v) => reply_string(c, v.as_ref()),
-        Err(()) => c.error(WRONGTYPE),
-    }
+    reply_string(c, Some(&value));
 }
 
 /// `MSETNX key value [key value ...]`: 1 when every key was set, 0 (and
@@ -490,7 +500,7 @@ fn incrbyfloat<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let result: Result<Vec<u8>, &[u8]> = match d.get_mut(key, now_ms()) {
         None => match F80::parse(incr) {
             None => Err(NOT_A_FLOAT),
-            Some(inc) => match F80::from_i64(0).add(inc).filter(|v| !v.is_inf()) {
+            Some(inc) => match F80::from_i64(0).sum(inc).filter(|v| !v.is_inf()) {
                 None => Err(b"ERR increment would produce NaN or Infinity"),
                 Some(v) => {
                     let text = v.to_human();
@@ -505,7 +515,7 @@ fn incrbyfloat<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
                 StrValue::Bytes(b) | StrValue::Raw(b) => F80::parse(b),
             };
             match (old, F80::parse(incr)) {
-                (Some(old), Some(inc)) => match old.add(inc).filter(|v| !v.is_inf()) {
+                (Some(old), Some(inc)) => match old.sum(inc).filter(|v| !v.is_inf()) {
                     None => Err(b"ERR increment would produce NaN or Infinity"),
                     Some(v) => {
                         let text = v.to_human();

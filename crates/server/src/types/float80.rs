@@ -256,12 +256,11 @@ impl F80 {
         if text.is_empty() || text.len() >= MAX_CHARS {
             return None;
         }
-        // The C string ends at the first NUL; strtold never sees the rest.
-        let end = text.iter().position(|&b| b == 0).unwrap_or(text.len());
-        let s = &text[..end];
-        if s.is_empty() {
-            return Some(F80::zero(false));
+        // strtold stops at a NUL, and Redis then sees text left unparsed.
+        if text.contains(&0) {
+            return None;
         }
+        let s = text;
         if s[0].is_ascii_whitespace() || s[0] == 0x0b {
             return None;
         }
@@ -287,7 +286,7 @@ impl F80 {
 
     /// The sum, correctly rounded to nearest, ties to even; `None` for NaN
     /// (opposite infinities).
-    pub fn add(self, other: F80) -> Option<F80> {
+    pub fn sum(self, other: F80) -> Option<F80> {
         match (self, other) {
             (F80::Inf { neg: a }, F80::Inf { neg: b }) if a != b => None,
             (F80::Inf { neg }, _) | (_, F80::Inf { neg }) => Some(F80::Inf { neg }),
@@ -530,7 +529,7 @@ mod tests {
     fn incr(a: &str, b: &str) -> String {
         let x = F80::parse(a.as_bytes()).expect("a parses");
         let y = F80::parse(b.as_bytes()).expect("b parses");
-        String::from_utf8(x.add(y).expect("finite").to_human()).expect("ascii")
+        String::from_utf8(x.sum(y).expect("finite").to_human()).expect("ascii")
     }
 
     #[test]
@@ -554,16 +553,16 @@ mod tests {
         for bad in ["", " 1", "1 ", "nan", "1e", "e5", ".", "abc", "0x", "1e5000", "1e-5000", "1..2", "--1"] {
             assert!(F80::parse(bad.as_bytes()).is_none(), "{bad}");
         }
-        assert_eq!(F80::parse(b"1\0x"), F80::parse(b"1"));
+        assert_eq!(F80::parse(b"1\0"), None);
     }
 
     #[test]
     fn infinities_and_nan() {
         let inf = F80::parse(b"inf").expect("inf");
         let minus = F80::parse(b"-inf").expect("-inf");
-        assert_eq!(inf.add(minus), None);
-        assert!(inf.add(F80::from_i64(1)).is_some_and(|v| v.is_inf()));
+        assert_eq!(inf.sum(minus), None);
+        assert!(inf.sum(F80::from_i64(1)).is_some_and(|v| v.is_inf()));
         let big = F80::parse(b"1e4932").expect("big");
-        assert!(big.add(big).is_some_and(|v| v.is_inf()));
+        assert!(big.sum(big).is_some_and(|v| v.is_inf()));
     }
 }
