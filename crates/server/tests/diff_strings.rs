@@ -769,6 +769,152 @@ fn bitfield_cases() -> Vec<Case> {
     ]
 }
 
+/// A small deterministic pseudo-random generator, so generated cases are the same on every run.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn bytes(&mut self, len: usize, alphabet: &[u8]) -> Vec<u8> {
+        (0..len).map(|_| alphabet[self.below(alphabet.len() as u64) as usize]).collect()
+    }
+}
+
+/// Many increments of assorted sizes and forms on a few keys: every
+/// intermediate sum is printed, so each exercises parsing, rounding and
+/// printing of the extended precision arithmetic.
+fn generated_float_cases() -> Vec<Case> {
+    let mut rng = Lcg(7);
+    let mut out = Vec::new();
+    for name in ["incrbyfloat generated 1", "incrbyfloat generated 2", "incrbyfloat generated 3"] {
+        let mut cmds: Vec<Vec<Vec<u8>>> = Vec::new();
+        for _ in 0..150 {
+            let key = format!("k{}", rng.below(3));
+            let mantissa = rng.next() % 100_000_000_000;
+            let digits = mantissa.to_string();
+            let point = rng.below(digits.len() as u64 + 1) as usize;
+            let sign = if rng.below(3) == 0 { "-" } else { "" };
+            let text = match rng.below(6) {
+                0 => format!("{sign}{digits}e{}", rng.below(60) as i64 - 30),
+                1 => format!("{sign}0.{}{digits}", "0".repeat(rng.below(20) as usize)),
+                2 => format!("{sign}{}", rng.below(1000)),
+                _ => format!("{sign}{}.{}", &digits[..point], &digits[point..]),
+            };
+            cmds.push(vec![b"INCRBYFLOAT".to_vec(), key.into_bytes(), text.into_bytes()]);
+        }
+        let refs: Vec<Vec<&[u8]>> = cmds.iter().map(|c| c.iter().map(Vec::as_slice).collect()).collect();
+        let slices: Vec<&[&[u8]]> = refs.iter().map(Vec::as_slice).collect();
+        out.push(requests(name, &slices));
+    }
+    out
+}
+
+/// Every small range, in bytes and in bits, over a few bit patterns.
+fn generated_range_cases() -> Vec<Case> {
+    let mut rng = Lcg(11);
+    let mut out = Vec::new();
+    for name in ["bit ranges generated 1", "bit ranges generated 2", "bit ranges generated 3", "bit ranges generated 4"] {
+        let len = 1 + rng.below(4) as usize;
+        let value = rng.bytes(len, &[0x00, 0xff, 0x0f, 0xf0, 0x80, 0x01, 0x5a, 0x3c]);
+        let mut cmds: Vec<Vec<Vec<u8>>> = vec![vec![b"SET".to_vec(), b"k".to_vec(), value]];
+        let word = |s: &str| s.as_bytes().to_vec();
+        for start in -6i64..6 {
+            for end in -6i64..6 {
+                let (s, e) = (start.to_string(), end.to_string());
+                cmds.push(vec![word("BITCOUNT"), word("k"), word(&s), word(&e)]);
+                cmds.push(vec![word("GETRANGE"), word("k"), word(&s), word(&e)]);
+                for bit in ["0", "1"] {
+                    cmds.push(vec![word("BITPOS"), word("k"), word(bit), word(&s), word(&e)]);
+                }
+            }
+            let s = start.to_string();
+            for bit in ["0", "1"] {
+                cmds.push(vec![word("BITPOS"), word("k"), word(bit), word(&s)]);
+            }
+        }
+        for start in (-40i64..40).step_by(3) {
+            for end in (-40i64..40).step_by(5) {
+                let (s, e) = (start.to_string(), end.to_string());
+                cmds.push(vec![word("BITCOUNT"), word("k"), word(&s), word(&e), word("BIT")]);
+                for bit in ["0", "1"] {
+                    cmds.push(vec![word("BITPOS"), word("k"), word(bit), word(&s), word(&e), word("BIT")]);
+                }
+            }
+        }
+        let refs: Vec<Vec<&[u8]>> = cmds.iter().map(|c| c.iter().map(Vec::as_slice).collect()).collect();
+        let slices: Vec<&[&[u8]]> = refs.iter().map(Vec::as_slice).collect();
+        out.push(requests(name, &slices));
+    }
+    out
+}
+
+/// LCS of random strings over small alphabets, with every reply form.
+fn generated_lcs_cases() -> Vec<Case> {
+    let mut rng = Lcg(5);
+    let mut out = Vec::new();
+    for name in ["lcs generated 1", "lcs generated 2", "lcs generated 3", "lcs generated 4", "lcs generated 5"] {
+        let mut cmds: Vec<Vec<Vec<u8>>> = Vec::new();
+        for _ in 0..8 {
+            let (la, lb) = (rng.below(30) as usize, rng.below(30) as usize);
+            let a = rng.bytes(la, b"abc");
+            let b = rng.bytes(lb, b"abcd");
+            cmds.push(vec![b"MSET".to_vec(), b"a".to_vec(), a, b"b".to_vec(), b]);
+            cmds.push(vec![b"LCS".to_vec(), b"a".to_vec(), b"b".to_vec()]);
+            cmds.push(vec![b"LCS".to_vec(), b"a".to_vec(), b"b".to_vec(), b"LEN".to_vec()]);
+            cmds.push(vec![b"LCS".to_vec(), b"a".to_vec(), b"b".to_vec(), b"IDX".to_vec(), b"WITHMATCHLEN".to_vec()]);
+            let min = rng.below(4).to_string().into_bytes();
+            cmds.push(vec![b"LCS".to_vec(), b"b".to_vec(), b"a".to_vec(), b"IDX".to_vec(), b"MINMATCHLEN".to_vec(), min]);
+        }
+        let refs: Vec<Vec<&[u8]>> = cmds.iter().map(|c| c.iter().map(Vec::as_slice).collect()).collect();
+        let slices: Vec<&[&[u8]]> = refs.iter().map(Vec::as_slice).collect();
+        out.push(requests(name, &slices));
+    }
+    out
+}
+
+/// Random BITFIELD operations of every width and overflow mode on one key.
+fn generated_bitfield_cases() -> Vec<Case> {
+    let mut rng = Lcg(3);
+    let mut out = Vec::new();
+    for name in ["bitfield generated 1", "bitfield generated 2", "bitfield generated 3"] {
+        let mut cmds: Vec<Vec<Vec<u8>>> = Vec::new();
+        for _ in 0..60 {
+            let mut cmd = vec![b"BITFIELD".to_vec(), b"k".to_vec()];
+            for _ in 0..1 + rng.below(4) {
+                let signed = rng.below(2) == 0;
+                let bits = 1 + rng.below(if signed { 64 } else { 63 });
+                let ty = format!("{}{bits}", if signed { 'i' } else { 'u' });
+                let offset = if rng.below(4) == 0 { format!("#{}", rng.below(5)) } else { rng.below(100).to_string() };
+                let value = match rng.below(4) {
+                    0 => (rng.next() as i64 - (1 << 30)).to_string(),
+                    1 => ((rng.next() << 31 | rng.next()) as i64).wrapping_mul(3).to_string(),
+                    2 => (rng.below(20) as i64 - 10).to_string(),
+                    _ => ["9223372036854775807", "-9223372036854775808", "255", "-256"][rng.below(4) as usize].to_string(),
+                };
+                match rng.below(5) {
+                    0 => cmd.extend([b"OVERFLOW".to_vec(), [&b"WRAP"[..], b"SAT", b"FAIL"][rng.below(3) as usize].to_vec()]),
+                    1 => cmd.extend([b"GET".to_vec(), ty.into_bytes(), offset.into_bytes()]),
+                    2 => cmd.extend([b"SET".to_vec(), ty.into_bytes(), offset.into_bytes(), value.into_bytes()]),
+                    _ => cmd.extend([b"INCRBY".to_vec(), ty.into_bytes(), offset.into_bytes(), value.into_bytes()]),
+                }
+            }
+            cmds.push(cmd);
+        }
+        cmds.push(vec![b"GET".to_vec(), b"k".to_vec()]);
+        let refs: Vec<Vec<&[u8]>> = cmds.iter().map(|c| c.iter().map(Vec::as_slice).collect()).collect();
+        let slices: Vec<&[&[u8]]> = refs.iter().map(Vec::as_slice).collect();
+        out.push(requests(name, &slices));
+    }
+    out
+}
+
 fn cases() -> Vec<Case> {
     let mut all = Vec::new();
     all.extend(expiry_cases());
@@ -780,6 +926,10 @@ fn cases() -> Vec<Case> {
     all.extend(bitpos_cases());
     all.extend(bitop_cases());
     all.extend(bitfield_cases());
+    all.extend(generated_float_cases());
+    all.extend(generated_range_cases());
+    all.extend(generated_lcs_cases());
+    all.extend(generated_bitfield_cases());
     all
 }
 
