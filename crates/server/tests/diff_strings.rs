@@ -820,7 +820,8 @@ fn generated_float_cases() -> Vec<Case> {
 fn generated_range_cases() -> Vec<Case> {
     let mut rng = Lcg(11);
     let mut out = Vec::new();
-    for name in ["bit ranges generated 1", "bit ranges generated 2", "bit ranges generated 3", "bit ranges generated 4"] {
+    for name in ["bit ranges generated 1", "bit ranges generated 2", "bit ranges generated 3", "bit ranges generated 4"]
+    {
         let len = 1 + rng.below(4) as usize;
         let value = rng.bytes(len, &[0x00, 0xff, 0x0f, 0xf0, 0x80, 0x01, 0x5a, 0x3c]);
         let mut cmds: Vec<Vec<Vec<u8>>> = vec![vec![b"SET".to_vec(), b"k".to_vec(), value]];
@@ -870,7 +871,14 @@ fn generated_lcs_cases() -> Vec<Case> {
             cmds.push(vec![b"LCS".to_vec(), b"a".to_vec(), b"b".to_vec(), b"LEN".to_vec()]);
             cmds.push(vec![b"LCS".to_vec(), b"a".to_vec(), b"b".to_vec(), b"IDX".to_vec(), b"WITHMATCHLEN".to_vec()]);
             let min = rng.below(4).to_string().into_bytes();
-            cmds.push(vec![b"LCS".to_vec(), b"b".to_vec(), b"a".to_vec(), b"IDX".to_vec(), b"MINMATCHLEN".to_vec(), min]);
+            cmds.push(vec![
+                b"LCS".to_vec(),
+                b"b".to_vec(),
+                b"a".to_vec(),
+                b"IDX".to_vec(),
+                b"MINMATCHLEN".to_vec(),
+                min,
+            ]);
         }
         let refs: Vec<Vec<&[u8]>> = cmds.iter().map(|c| c.iter().map(Vec::as_slice).collect()).collect();
         let slices: Vec<&[&[u8]]> = refs.iter().map(Vec::as_slice).collect();
@@ -896,10 +904,14 @@ fn generated_bitfield_cases() -> Vec<Case> {
                     0 => (rng.next() as i64 - (1 << 30)).to_string(),
                     1 => ((rng.next() << 31 | rng.next()) as i64).wrapping_mul(3).to_string(),
                     2 => (rng.below(20) as i64 - 10).to_string(),
-                    _ => ["9223372036854775807", "-9223372036854775808", "255", "-256"][rng.below(4) as usize].to_string(),
+                    _ => ["9223372036854775807", "-9223372036854775808", "255", "-256"][rng.below(4) as usize]
+                        .to_string(),
                 };
                 match rng.below(5) {
-                    0 => cmd.extend([b"OVERFLOW".to_vec(), [&b"WRAP"[..], b"SAT", b"FAIL"][rng.below(3) as usize].to_vec()]),
+                    0 => cmd.extend([
+                        b"OVERFLOW".to_vec(),
+                        [&b"WRAP"[..], b"SAT", b"FAIL"][rng.below(3) as usize].to_vec(),
+                    ]),
                     1 => cmd.extend([b"GET".to_vec(), ty.into_bytes(), offset.into_bytes()]),
                     2 => cmd.extend([b"SET".to_vec(), ty.into_bytes(), offset.into_bytes(), value.into_bytes()]),
                     _ => cmd.extend([b"INCRBY".to_vec(), ty.into_bytes(), offset.into_bytes(), value.into_bytes()]),

@@ -45,11 +45,18 @@ fn bit_offset(arg: &[u8], field_bits: Option<u32>) -> Option<u64> {
 
 /// The string at `key` as bytes (an integer's text); `Err` for another type.
 fn bytes_at(db: &mut Db, key: &[u8], now: i64) -> Result<Option<Vec<u8>>, ()> {
+    read_bytes(db, key, now, <[u8]>::to_vec)
+}
+
+/// Run `read` on the bytes of the string at `key` (an integer's text) in
+/// place, so reading a few bits of a large bitmap copies nothing; `Ok(None)`
+/// for a missing key, `Err` for another type.
+fn read_bytes<R>(db: &mut Db, key: &[u8], now: i64, read: impl FnOnce(&[u8]) -> R) -> Result<Option<R>, ()> {
     match db.get(key, now) {
         None => Ok(None),
         Some(Entry { value: Value::Str(s), .. }) => {
             let mut scratch = Vec::new();
-            Ok(Some(s.bytes(&mut scratch).to_vec()))
+            Ok(Some(read(s.bytes(&mut scratch))))
         }
     }
 }
@@ -101,7 +108,7 @@ fn getbit<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let key = c.arg(1);
     let db = c.session.db;
     let mut shard = c.state.keyspace.lock_key(key);
-    let bit = bytes_at(shard.db(db), key, now_ms()).map(|v| v.is_some_and(|b| get_bit(&b, offset)));
+    let bit = read_bytes(shard.db(db), key, now_ms(), |b| get_bit(b, offset)).map(|v| v.unwrap_or(false));
     drop(shard);
     match bit {
         Ok(b) => c.reply(|s| s.integer(i64::from(b))),
@@ -136,44 +143,68 @@ fn unit_is_bit(arg: &[u8]) -> Option<bool> {
     }
 }
 
+/// A BITCOUNT/BITPOS range as given: start, end (if given) and unit.
+struct RangeArgs {
+    start: i64,
+    end: Option<i64>,
+    in_bits: bool,
+}
+
+/// Parse `[start [end [BYTE | BIT]]]` from argument `first` on, with
+/// BITCOUNT's rules when `bitcount` is set and BITPOS's otherwise. A wrong
+/// argument count is a syntax error before anything is parsed (BITCOUNT
+/// needs the end when it has a start). BITPOS reads the unit before the
+/// end and BITCOUNT after it, which decides which error a client sees.
+fn range_args<T: ReplyTarget>(
+    c: &Ctx<'_, T>,
+    first: usize,
+    bitcount: bool,
+) -> Result<Option<RangeArgs>, &'static [u8]> {
+    match c.argc() - first {
+        0 => return Ok(None),
+        1 if bitcount => return Err(SYNTAX_ERROR),
+        n if n > 3 => return Err(SYNTAX_ERROR),
+        _ => {}
+    }
+    let start = parse_i64(c.arg(first)).ok_or(NOT_AN_INTEGER)?;
+    let parse_end =
+        || if c.argc() > first + 1 { parse_i64(c.arg(first + 1)).map(Some).ok_or(NOT_AN_INTEGER) } else { Ok(None) };
+    let early_end = if bitcount { Some(parse_end()?) } else { None };
+    let in_bits = match c.argc() - first {
+        3 => unit_is_bit(c.arg(first + 2)).ok_or(SYNTAX_ERROR)?,
+        _ => false,
+    };
+    let end = match early_end {
+        Some(end) => end,
+        None => parse_end()?,
+    };
+    Ok(Some(RangeArgs { start, end, in_bits }))
+}
+
 /// `BITCOUNT key [start end [BYTE | BIT]]`: the number of set bits.
 ///
 /// As in Redis, a missing key answers 0 before the arguments are looked at.
 fn bitcount<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    let args = range_args(c, 2, true);
     let key = c.arg(1);
     let db = c.session.db;
     let mut shard = c.state.keyspace.lock_key(key);
-    let value = bytes_at(shard.db(db), key, now_ms());
+    let count = read_bytes(shard.db(db), key, now_ms(), |bytes| {
+        let range = match &args {
+            Err(msg) => return Err(*msg),
+            Ok(None) => (!bytes.is_empty()).then(|| (0, bytes.len() as u64 * 8 - 1)),
+            Ok(Some(RangeArgs { start, end: Some(end), .. })) if *start < 0 && *end < 0 && start > end => None,
+            Ok(Some(r)) => bit_range(bytes.len(), r.start, r.end.unwrap_or(i64::MAX), r.in_bits),
+        };
+        Ok(range.map_or(0, |(from, to)| count_bits(bytes, from, to)))
+    });
     drop(shard);
-    let bytes = match value {
-        Err(()) => return c.error(WRONGTYPE),
-        Ok(None) => return c.reply(|s| s.integer(0)),
-        Ok(Some(b)) => b,
-    };
-    let range = match c.argc() {
-        2 => (!bytes.is_empty()).then(|| (0, bytes.len() as u64 * 8 - 1)),
-        4 | 5 => {
-            let (Some(start), Some(end)) = (parse_i64(c.arg(2)), parse_i64(c.arg(3))) else {
-                return c.error(NOT_AN_INTEGER);
-            };
-            let in_bits = if c.argc() == 5 {
-                match unit_is_bit(c.arg(4)) {
-                    Some(b) => b,
-                    None => return c.error(SYNTAX_ERROR),
-                }
-            } else {
-                false
-            };
-            if start < 0 && end < 0 && start > end {
-                None
-            } else {
-                bit_range(bytes.len(), start, end, in_bits)
-            }
-        }
-        _ => return c.error(SYNTAX_ERROR),
-    };
-    let count = range.map_or(0, |(from, to)| count_bits(&bytes, from, to));
-    c.reply(|s| s.integer(i64::try_from(count).unwrap_or(i64::MAX)));
+    match count {
+        Err(()) => c.error(WRONGTYPE),
+        Ok(None) => c.reply(|s| s.integer(0)),
+        Ok(Some(Err(msg))) => c.error(msg),
+        Ok(Some(Ok(n))) => c.reply(|s| s.integer(i64::try_from(n).unwrap_or(i64::MAX))),
+    }
 }
 
 /// `BITPOS key bit [start [end [BYTE | BIT]]]`: the first bit with that value.
@@ -187,51 +218,33 @@ fn bitpos<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         Some(b @ (0 | 1)) => b == 1,
         Some(_) => return c.error(b"ERR The bit argument must be 1 or 0."),
     };
+    let args = range_args(c, 3, false);
     let key = c.arg(1);
     let db = c.session.db;
     let mut shard = c.state.keyspace.lock_key(key);
-    let value = bytes_at(shard.db(db), key, now_ms());
-    drop(shard);
-    let bytes = match value {
-        Err(()) => return c.error(WRONGTYPE),
-        Ok(None) => return c.reply(|s| s.integer(if want { -1 } else { 0 })),
-        Ok(Some(b)) => b,
-    };
-    let total_bits = bytes.len() as u64 * 8;
-    let (range, end_given) = match c.argc() {
-        3 => ((!bytes.is_empty()).then(|| (0, total_bits - 1)), false),
-        4..=6 => {
-            let Some(start) = parse_i64(c.arg(3)) else { return c.error(NOT_AN_INTEGER) };
-            let in_bits = if c.argc() == 6 {
-                match unit_is_bit(c.arg(5)) {
-                    Some(b) => b,
-                    None => return c.error(SYNTAX_ERROR),
-                }
-            } else {
-                false
-            };
-            let end = if c.argc() >= 5 {
-                match parse_i64(c.arg(4)) {
-                    Some(e) => e,
-                    None => return c.error(NOT_AN_INTEGER),
-                }
-            } else {
-                i64::MAX
-            };
-            (bit_range(bytes.len(), start, end, in_bits), c.argc() >= 5)
-        }
-        _ => return c.error(SYNTAX_ERROR),
-    };
-    let pos = match range {
-        None => -1,
-        Some((from, to)) => match (from..=to).find(|&i| get_bit(&bytes, i) == want) {
-            Some(i) => i64::try_from(i).unwrap_or(i64::MAX),
-            // Past the range counts as zeros unless the end was given.
-            None if !want && !end_given => i64::try_from((to / 8 + 1) * 8).unwrap_or(i64::MAX),
+    let pos = read_bytes(shard.db(db), key, now_ms(), |bytes| {
+        let (range, end_given) = match &args {
+            Err(msg) => return Err(*msg),
+            Ok(None) => ((!bytes.is_empty()).then(|| (0, bytes.len() as u64 * 8 - 1)), false),
+            Ok(Some(r)) => (bit_range(bytes.len(), r.start, r.end.unwrap_or(i64::MAX), r.in_bits), r.end.is_some()),
+        };
+        Ok(match range {
             None => -1,
-        },
-    };
-    c.reply(|s| s.integer(pos));
+            Some((from, to)) => match find_bit(bytes, from, to, want) {
+                Some(i) => i64::try_from(i).unwrap_or(i64::MAX),
+                // Past the range counts as zeros unless the end was given.
+                None if !want && !end_given => i64::try_from((to / 8 + 1) * 8).unwrap_or(i64::MAX),
+                None => -1,
+            },
+        })
+    });
+    drop(shard);
+    match pos {
+        Err(()) => c.error(WRONGTYPE),
+        Ok(None) => c.reply(|s| s.integer(if want { -1 } else { 0 })),
+        Ok(Some(Err(msg))) => c.error(msg),
+        Ok(Some(Ok(n))) => c.reply(|s| s.integer(n)),
+    }
 }
 
 /// `BITOP AND|OR|XOR|NOT destkey key [key ...]`: the result's length.
@@ -398,11 +411,11 @@ fn bitfield<T: ReplyTarget>(c: &mut Ctx<'_, T>, read_only: bool) {
     let now = now_ms();
     if !writes {
         let mut shard = c.state.keyspace.lock_key(key);
-        let value = bytes_at(shard.db(db), key, now);
+        let read = |bytes: &[u8]| ops.iter().map(|op| read_field(bytes, op.offset, op.ty)).collect::<Vec<i64>>();
+        let values = read_bytes(shard.db(db), key, now, read);
         drop(shard);
-        let Ok(bytes) = value else { return c.error(WRONGTYPE) };
-        let bytes = bytes.unwrap_or_default();
-        let values: Vec<i64> = ops.iter().map(|op| read_field(&bytes, op.offset, op.ty)).collect();
+        let Ok(values) = values else { return c.error(WRONGTYPE) };
+        let values = values.unwrap_or_else(|| read(&[]));
         return c.reply(|s| {
             s.array(values.len());
             for v in &values {
@@ -465,6 +478,27 @@ pub fn set_bit(bytes: &mut [u8], i: u64, on: bool) {
             *b &= !mask;
         }
     }
+}
+
+/// The first bit equal to `want` in the inclusive range `from..=to`,
+/// skipping whole bytes that cannot hold it.
+pub fn find_bit(bytes: &[u8], from: u64, to: u64, want: bool) -> Option<u64> {
+    let skip = if want { 0x00 } else { 0xff };
+    let mut i = from;
+    while i <= to {
+        if i.is_multiple_of(8) && i + 7 <= to {
+            let byte = usize::try_from(i / 8).ok().and_then(|b| bytes.get(b)).copied().unwrap_or(0);
+            if byte == skip {
+                i += 8;
+                continue;
+            }
+        }
+        if get_bit(bytes, i) == want {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
 }
 
 /// Number of set bits in the inclusive bit range `from..=to`.
@@ -572,6 +606,10 @@ mod tests {
         assert!(get_bit(&b, 1) && get_bit(&b, 15) && !get_bit(&b, 0) && !get_bit(&b, 100));
         assert_eq!(count_bits(&[0xff, 0xff], 3, 12), 10);
         assert_eq!(count_bits(&[0xff], 0, 7), 8);
+        assert_eq!(find_bit(&[0x00, 0x00, 0x10], 0, 23, true), Some(19));
+        assert_eq!(find_bit(&[0xff, 0xfe], 0, 15, false), Some(15));
+        assert_eq!(find_bit(&[0xff, 0xfe], 0, 14, false), None);
+        assert_eq!(find_bit(&[0x01], 3, 6, true), None);
     }
 
     #[test]
