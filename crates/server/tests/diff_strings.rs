@@ -112,6 +112,15 @@ fn expiry_cases() -> Vec<Case> {
     ]
 }
 
+/// Null and array replies look different in RESP3.
+fn resp3_cases() -> Vec<Case> {
+    vec![
+        open("resp3 nulls", "FLUSHALL\r\nHELLO 3\r\nGETDEL missing\r\nGETEX missing\r\nGETSET k v\r\nGETSET k w\r\nGETRANGE missing 0 1\r\nSUBSTR k 0 0\r\n"),
+        open("resp3 bitfield", "FLUSHALL\r\nHELLO 3\r\nBITFIELD k OVERFLOW FAIL SET u8 0 300 SET u8 0 3 GET u8 0\r\nBITFIELD_RO k GET i4 4\r\nBITFIELD k\r\n"),
+        open("resp3 incrbyfloat", "FLUSHALL\r\nHELLO 3\r\nINCRBYFLOAT k 1.5\r\nINCRBYFLOAT k x\r\nMSETNX a 1 b 2\r\nBITPOS k 1\r\n"),
+    ]
+}
+
 fn msetnx_cases() -> Vec<Case> {
     vec![
         lines("msetnx all new", &["MSETNX a 1 b 2", "MGET a b"]),
@@ -258,7 +267,65 @@ fn incrbyfloat_cases() -> Vec<Case> {
         ),
         lines("incrbyfloat keeps ttl", &["SETEX k 100 1", "INCRBYFLOAT k 1", "GET k"]),
         lines("incrbyfloat arity", &["INCRBYFLOAT k", "INCRBYFLOAT k 1 2"]),
+        lines(
+            "incrbyfloat printing ties",
+            &[
+                "INCRBYFLOAT a 0.000003814697265625",
+                "INCRBYFLOAT b 0.000011444091796875",
+                "INCRBYFLOAT c -0.000011444091796875",
+                "INCRBYFLOAT d 0.5",
+                "INCRBYFLOAT d 0.25",
+                "INCRBYFLOAT d 0.125",
+            ],
+        ),
+        lines(
+            "incrbyfloat precision limits",
+            &[
+                "INCRBYFLOAT a 1.00000000000000000000001",
+                "INCRBYFLOAT b 9007199254740993",
+                "INCRBYFLOAT c 18446744073709551615",
+                "INCRBYFLOAT d 18446744073709551617",
+                "INCRBYFLOAT e 36893488147419103231",
+                "INCRBYFLOAT f 0.99999999999999999999",
+                "INCRBYFLOAT g 123456789.123456789123456789",
+            ],
+        ),
+        lines(
+            "incrbyfloat cancellation",
+            &[
+                "INCRBYFLOAT a 1e20",
+                "INCRBYFLOAT a 0.5",
+                "INCRBYFLOAT a -1e20",
+                "INCRBYFLOAT b 1e-30",
+                "INCRBYFLOAT b 1",
+                "INCRBYFLOAT b -1",
+            ],
+        ),
     ]
+}
+
+/// Redis parses floats of at most 5119 bytes.
+fn long_float_cases() -> Vec<Case> {
+    let pad = |total: usize| {
+        let mut t = "0".repeat(total - 3);
+        t.push_str("1.5");
+        t
+    };
+    let (ok, too_long) = (pad(5119), pad(5120));
+    let mut frac = "0.".to_string();
+    frac.push_str(&"3".repeat(5117));
+    vec![requests(
+        "incrbyfloat long texts",
+        &[
+            &[b"INCRBYFLOAT", b"k", ok.as_bytes()],
+            &[b"INCRBYFLOAT", b"k", too_long.as_bytes()],
+            &[b"INCRBYFLOAT", b"f", frac.as_bytes()],
+            &[b"SET", b"s", too_long.as_bytes()],
+            &[b"INCRBYFLOAT", b"s", b"1"],
+            &[b"SET", b"s", ok.as_bytes()],
+            &[b"INCRBYFLOAT", b"s", b"1"],
+        ],
+    )]
 }
 
 fn range_cases() -> Vec<Case> {
@@ -930,6 +997,8 @@ fn generated_bitfield_cases() -> Vec<Case> {
 fn cases() -> Vec<Case> {
     let mut all = Vec::new();
     all.extend(expiry_cases());
+    all.extend(resp3_cases());
+    all.extend(long_float_cases());
     all.extend(msetnx_cases());
     all.extend(incrbyfloat_cases());
     all.extend(range_cases());
