@@ -783,3 +783,30 @@ impl LcsTable {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lcs_walk_matches_redis() {
+        let (a, b) = (&b"ohmytext"[..], &b"mynewtext"[..]);
+        let t = lcs_table(a, b);
+        assert_eq!(t.len(), 6);
+        assert_eq!(t.sequence(a, b), b"mytext");
+        let ranges: Vec<_> = t.ranges(a, b).iter().map(|r| (r.a, r.b, r.len())).collect();
+        assert_eq!(ranges, [((4, 7), (5, 8), 4), ((2, 3), (0, 1), 2)]);
+        let empty = lcs_table(b"", b"abc");
+        assert_eq!((empty.len(), empty.sequence(b"", b"abc")), (0, Vec::new()));
+    }
+
+    #[test]
+    fn expire_deadlines_follow_redis_checks() {
+        assert_eq!(expire_deadline(b"10", true, true, 1_000, "setex"), Ok(11_000));
+        assert_eq!(expire_deadline(b"10", false, false, 1_000, "getex"), Ok(10));
+        assert_eq!(expire_deadline(b"x", true, true, 0, "setex"), Err(NOT_AN_INTEGER.to_vec()));
+        let invalid = b"ERR invalid expire time in 'psetex' command".to_vec();
+        assert_eq!(expire_deadline(b"0", false, true, 0, "psetex"), Err(invalid.clone()));
+        assert_eq!(expire_deadline(b"9223372036854775807", false, true, 5, "psetex"), Err(invalid));
+    }
+}
