@@ -483,7 +483,13 @@ fn range_cases() -> Vec<Case> {
 }
 
 fn lcs_cases() -> Vec<Case> {
+    // A table of (11585 + 1)² four-byte cells exceeds 512 MB: refused before any work.
+    let big = vec![b'a'; 11585];
     vec![
+        requests(
+            "lcs table too large",
+            &[&[b"MSET", b"a", &big, b"b", &big], &[b"LCS", b"a", b"b"], &[b"LCS", b"a", b"b", b"IDX"]],
+        ),
         lines(
             "lcs",
             &[
