@@ -20,6 +20,7 @@ use crate::session::Session;
 use crate::state::ServerState;
 use crate::REDIS_VERSION;
 
+mod bitmap;
 mod keys;
 mod server;
 mod strings;
@@ -164,8 +165,10 @@ pub fn execute<T: ReplyTarget>(
         }
         name => {
             let mut ctx = Ctx { state, req, session, target };
-            let known =
-                strings::dispatch(name, &mut ctx) || keys::dispatch(name, &mut ctx) || server::dispatch(name, &mut ctx);
+            let known = strings::dispatch(name, &mut ctx)
+                || bitmap::dispatch(name, &mut ctx)
+                || keys::dispatch(name, &mut ctx)
+                || server::dispatch(name, &mut ctx);
             if !known {
                 let msg = unknown_command(&req);
                 ctx.error(&msg);

@@ -11,6 +11,37 @@ use kvik_protocol::number::{parse_i64, write_i64};
 /// Longest string Redis stores as `embstr`.
 const EMBSTR_MAX: usize = 44;
 
+/// Largest string a client may create (Redis's default `proto-max-bulk-len`,
+/// 512 MB); SETRANGE, SETBIT and friends refuse to grow a string beyond it.
+pub const MAX_STRING_LEN: u64 = 512 * 1024 * 1024;
+
+/// The byte range `GETRANGE` returns for `start..=end` on a string of `len`
+/// bytes, with Redis's rules: negative indexes count from the end, both ends
+/// are clamped, and an empty or inverted range gives `None`.
+pub fn byte_range(len: usize, start: i64, end: i64) -> Option<(usize, usize)> {
+    if start < 0 && end < 0 && start > end {
+        return None;
+    }
+    let len_i = i64::try_from(len).unwrap_or(i64::MAX);
+    let from_end = |i: i64| if i < 0 { len_i.wrapping_add(i).max(0) } else { i };
+    let start = from_end(start);
+    let end = from_end(end).min(len_i - 1);
+    if len == 0 || start > end {
+        return None;
+    }
+    Some((usize::try_from(start).ok()?, usize::try_from(end).ok()?))
+}
+
+/// Overwrite `bytes` with `value` at `offset`, zero-padding the gap; the new length.
+pub fn write_at(bytes: &mut Vec<u8>, offset: usize, value: &[u8]) -> usize {
+    let end = offset + value.len();
+    if bytes.len() < end {
+        bytes.resize(end, 0);
+    }
+    bytes[offset..end].copy_from_slice(value);
+    bytes.len()
+}
+
 /// A string value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StrValue {
@@ -106,6 +137,27 @@ mod tests {
         assert_eq!(StrValue::from_bytes(b"0123"), StrValue::Bytes(b"0123".to_vec()));
         assert_eq!(StrValue::from_bytes(b"+1"), StrValue::Bytes(b"+1".to_vec()));
         assert_eq!(StrValue::from_bytes(b"9223372036854775808"), StrValue::Bytes(b"9223372036854775808".to_vec()));
+    }
+
+    #[test]
+    fn byte_ranges_follow_getrange() {
+        assert_eq!(byte_range(5, 0, -1), Some((0, 4)));
+        assert_eq!(byte_range(5, -3, -1), Some((2, 4)));
+        assert_eq!(byte_range(5, -1, -3), None);
+        assert_eq!(byte_range(5, 3, 1), None);
+        assert_eq!(byte_range(5, -100, 100), Some((0, 4)));
+        assert_eq!(byte_range(0, 0, -1), None);
+        assert_eq!(byte_range(5, i64::MIN, i64::MAX), Some((0, 4)));
+        assert_eq!(byte_range(5, 10, 20), None);
+    }
+
+    #[test]
+    fn writes_pad_with_zeros() {
+        let mut b = b"ab".to_vec();
+        assert_eq!(write_at(&mut b, 4, b"x"), 5);
+        assert_eq!(b, b"ab\0\0x");
+        assert_eq!(write_at(&mut b, 0, b"AB"), 5);
+        assert_eq!(b, b"AB\0\0x");
     }
 
     #[test]
