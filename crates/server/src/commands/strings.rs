@@ -161,12 +161,12 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let db = c.session.db;
     let mut shard = c.state.keyspace.lock_key(key);
     let d = shard.db(db);
-    let old = d.get(key, now).map(|Entry { value: Value::Str(s), expire_at_ms }| (s.clone(), *expire_at_ms));
+    let old = d.get(key, now).map(|Entry { value: Value::Str(s), expire_at_ms, .. }| (s.clone(), *expire_at_ms));
     let exists = old.is_some();
     let write = !(o.nx && exists || o.xx && !exists);
     if write {
         let expire_at_ms = if o.keep_ttl { old.as_ref().and_then(|(_, at)| *at) } else { o.expire_at_ms };
-        d.insert(key, Entry { value: Value::Str(StrValue::from_bytes(value)), expire_at_ms });
+        d.insert(key, Entry::with_expire(Value::Str(StrValue::from_bytes(value)), expire_at_ms));
     }
     drop(shard);
     match (o.get, write) {
