@@ -12,7 +12,7 @@ use std::io::Write;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::diff::{compare_each, multibulk, open, Case};
+use common::diff::{compare_each, compare_pipelined, multibulk, open, Case};
 use common::{connect, read_until, start_kvik};
 
 /// Each key alone in the database, then `KEYS pattern`: at most one key per
@@ -82,6 +82,9 @@ fn cases() -> Vec<Case> {
         open("expire option errors", "FLUSHALL\r\nSET k v\r\nEXPIRE k 100 NX XX\r\nEXPIRE k 100 NX GT\r\nEXPIRE k 100 NX LT\r\nEXPIRE k 100 GT LT\r\nEXPIRE k 100 bogus\r\nEXPIRE k 100 NX bogus\r\nEXPIRE k abc\r\nEXPIRE k abc NX XX\r\nEXPIRE k 1.5\r\nTTL k\r\n"),
         open("expire overflow", "FLUSHALL\r\nSET k v\r\nEXPIRE k 9223372036854775807\r\nEXPIRE k 9223372036854775\r\nPEXPIRE k 9223372036854775807\r\nEXPIREAT k 9223372036854775807\r\nEXPIREAT k 9223372036854775\r\nPEXPIREAT k 9223372036854775807\r\nPEXPIRETIME k\r\nEXPIRETIME k\r\nEXPIRE k -9223372036854775808\r\nEXISTS k\r\n"),
         open("expire arity", "EXPIRE\r\nEXPIRE k\r\nPEXPIREAT k\r\nTTL\r\nTTL a b\r\nPERSIST\r\nEXPIRETIME a b\r\n"),
+        open("expire repeated options", "FLUSHALL\r\nSET k v\r\nEXPIRE k 100 NX NX\r\nEXPIRE k 200 xx XX\r\nTTL k\r\nEXPIRE k 300 gt GT xx\r\nTTL k\r\nEXPIRE missing 10 NX\r\nEXPIRE missing 10 GT\r\n"),
+        open("ttl rounding", "FLUSHALL\r\nSET k v\r\nPEXPIRE k 2400\r\nTTL k\r\nPEXPIRE k 99000\r\nTTL k\r\nEXPIRE k 1\r\nTTL k\r\n"),
+        open("expire then delete and recreate", "FLUSHALL\r\nSET k v EX 100\r\nDEL k\r\nSET k v\r\nTTL k\r\nSET k v PX 100000\r\nSET k w\r\nTTL k\r\n"),
         open("persist", "FLUSHALL\r\nSET k v\r\nPERSIST k\r\nEXPIRE k 100\r\nPERSIST k\r\nTTL k\r\nPERSIST k\r\nPERSIST missing\r\n"),
         open("set clears ttl, keepttl keeps it", "FLUSHALL\r\nSET k v EX 100\r\nTTL k\r\nSET k w\r\nTTL k\r\nSET k v EX 100\r\nSET k w KEEPTTL\r\nTTL k\r\nINCR n\r\nEXPIRE n 100\r\nINCR n\r\nTTL n\r\nAPPEND n x\r\nTTL n\r\n"),
         open("expire in another db", "FLUSHALL\r\nSELECT 3\r\nSET k v\r\nEXPIRE k 100\r\nSELECT 0\r\nTTL k\r\nSELECT 3\r\nTTL k\r\n"),
@@ -133,6 +136,11 @@ fn cases() -> Vec<Case> {
 #[test]
 fn key_commands_match_redis() {
     compare_each("key_commands_match_redis", cases());
+}
+
+#[test]
+fn key_commands_match_redis_pipelined() {
+    compare_pipelined("key_commands_match_redis_pipelined", cases());
 }
 
 /// Keys whose TTL has passed, seen through every key command after a short
