@@ -11,8 +11,9 @@
 //!
 //! A call never stops between two keys with the same hash (a group larger
 //! than COUNT is returned whole), so no key is skipped or repeated even when
-//! hashes collide. Each visited shard costs one pass over that shard's keys
-//! of the database, which stays small because there are many shards.
+//! hashes collide. Each visited shard costs one linear pass over that
+//! shard's keys of the database (a selection, not a sort), which stays small
+//! because there are many shards.
 
 use super::{Entry, Keyspace};
 
@@ -63,23 +64,35 @@ impl Keyspace {
             let d = guard.db(db);
             let mut candidates: Vec<(u64, &[u8], &Entry)> =
                 d.entries().map(|(k, e)| (position(k), k, e)).filter(|(p, _, _)| *p >= from).collect();
-            candidates.sort_unstable_by_key(|c| c.0);
             let want = count - visited;
-            let mut end = want.min(candidates.len());
-            while end < candidates.len() && end > 0 && candidates[end].0 == candidates[end - 1].0 {
-                end += 1;
-            }
-            for (_, k, e) in &candidates[..end] {
+            // Return the `want` lowest positions, never splitting a group of
+            // equal positions: everything below the first position left out,
+            // or, when one group fills the whole page, that group entirely.
+            let (taken, resume) = if candidates.len() <= want {
+                (candidates.len(), None)
+            } else {
+                candidates.select_nth_unstable_by_key(want, |c| c.0);
+                let boundary = candidates[want].0;
+                let below = partition(&mut candidates[..want], |c| c.0 < boundary);
+                if below > 0 {
+                    (below, Some(boundary))
+                } else {
+                    let group = partition(&mut candidates, |c| c.0 == boundary);
+                    (group, boundary.checked_add(1))
+                }
+            };
+            for (_, k, e) in &candidates[..taken] {
                 if keep(k, e) {
                     out.push(k.to_vec());
                 }
             }
-            visited += end;
-            if end < candidates.len() {
-                from = candidates[end].0;
-            } else {
-                shard += 1;
-                from = 0;
+            visited += taken;
+            match resume {
+                Some(position) if position <= POSITION_MASK => from = position,
+                _ => {
+                    shard += 1;
+                    from = 0;
+                }
             }
         }
         if shard >= shards {
@@ -88,6 +101,18 @@ impl Keyspace {
         // Shard indexes are below 16384, so they fit above the position bits.
         ((shard as u64) << POSITION_BITS | from, out)
     }
+}
+
+/// Move the items satisfying `pred` to the front; returns how many there are.
+fn partition<T>(items: &mut [T], mut pred: impl FnMut(&T) -> bool) -> usize {
+    let mut front = 0;
+    for i in 0..items.len() {
+        if pred(&items[i]) {
+            items.swap(front, i);
+            front += 1;
+        }
+    }
+    front
 }
 
 #[cfg(test)]
@@ -121,11 +146,13 @@ mod tests {
         for i in 0..1000 {
             add(&ks, format!("key:{i}").as_bytes());
         }
-        let mut seen = scan_all(&ks, 7, |_| {});
-        seen.sort();
-        let len = seen.len();
-        seen.dedup();
-        assert_eq!((len, seen.len()), (1000, 1000));
+        for count in [1, 7, 100, 5000] {
+            let mut seen = scan_all(&ks, count, |_| {});
+            seen.sort();
+            let len = seen.len();
+            seen.dedup();
+            assert_eq!((len, seen.len()), (1000, 1000), "COUNT {count}");
+        }
     }
 
     #[test]
