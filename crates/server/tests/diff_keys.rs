@@ -143,6 +143,36 @@ fn key_commands_match_redis_pipelined() {
     compare_pipelined("key_commands_match_redis_pipelined", cases());
 }
 
+/// Random short patterns over the bytes that mean something to the matcher,
+/// against random short keys: KEYS must pick the same keys as Redis.
+#[test]
+fn random_glob_patterns_match_redis() {
+    let alphabet = b"ab-^[]*?\\\xff";
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let mut cases = Vec::new();
+    for _ in 0..40 {
+        let mut bytes = Vec::new();
+        for _ in 0..10 {
+            let pattern: Vec<u8> = (0..1 + next(6)).map(|_| alphabet[next(alphabet.len())]).collect();
+            bytes.extend(multibulk(&[b"FLUSHALL"]));
+            for _ in 0..6 {
+                let key: Vec<u8> = (0..1 + next(4)).map(|_| alphabet[next(alphabet.len())]).collect();
+                bytes.extend(multibulk(&[b"SET", &key, b"v"]));
+                bytes.extend(multibulk(&[b"KEYS", &pattern]));
+                bytes.extend(multibulk(&[b"DEL", &key]));
+            }
+        }
+        cases.push(open("random globs", bytes));
+    }
+    compare_each("random_glob_patterns_match_redis", cases);
+}
+
 /// Keys whose TTL has passed, seen through every key command after a short
 /// wait, on both servers.
 #[test]

@@ -209,6 +209,64 @@ mod tests {
         assert!(!matches(b"MAX*", b"maxmemory", false));
     }
 
+    /// A direct recursive reading of the rules (each `*` tries every split
+    /// that leaves at least one byte, the loop stops when the subject runs
+    /// out, trailing stars are skipped), to check the backtracking matcher.
+    fn reference(p: &[u8], s: &[u8]) -> bool {
+        fn go(p: &[u8], mut pi: usize, s: &[u8], mut si: usize) -> bool {
+            while pi < p.len() && si < s.len() {
+                if p[pi] == b'*' {
+                    while pi + 1 < p.len() && p[pi + 1] == b'*' {
+                        pi += 1;
+                    }
+                    if pi + 1 == p.len() {
+                        return true;
+                    }
+                    return (si..s.len()).any(|start| go(p, pi + 1, s, start));
+                }
+                let (ok, next) = super::token(p, pi, s[si], false);
+                if !ok {
+                    return false;
+                }
+                pi = next;
+                si += 1;
+                if si == s.len() {
+                    while pi < p.len() && p[pi] == b'*' {
+                        pi += 1;
+                    }
+                    break;
+                }
+            }
+            pi == p.len() && si == s.len()
+        }
+        go(p, 0, s, 0)
+    }
+
+    #[test]
+    fn agrees_with_a_recursive_reading_on_random_patterns() {
+        let alphabet = b"ab*?[]^-\\";
+        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        for _ in 0..20_000 {
+            let plen = next(7);
+            let slen = next(6);
+            let p: Vec<u8> = (0..plen).map(|_| alphabet[next(alphabet.len())]).collect();
+            let s: Vec<u8> = (0..slen).map(|_| alphabet[next(alphabet.len())]).collect();
+            assert_eq!(
+                matches(&p, &s, false),
+                reference(&p, &s),
+                "pattern {:?} subject {:?}",
+                p.escape_ascii().to_string(),
+                s.escape_ascii().to_string()
+            );
+        }
+    }
+
     #[test]
     fn long_star_patterns_finish_quickly() {
         let pattern = "a*".repeat(5000) + "b";
