@@ -236,7 +236,8 @@ fn append<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let d = shard.db(db);
     let len = match d.get_mut(key, now_ms()) {
         None => {
-            d.insert(key, Entry::new(Value::Str(StrValue::Raw(tail.to_vec()))));
+            // A new key is stored as SET would store it (an integer, or embstr).
+            d.insert(key, Entry::new(Value::Str(StrValue::from_bytes(tail))));
             tail.len()
         }
         Some(Entry { value: Value::Str(s), .. }) => {
