@@ -190,13 +190,21 @@ fn random_key_command_sequences_match_redis() {
     let times = ["4000000000", "4000000500", "3999999999", "1", "-5", "4100000000"];
     let options = ["", " NX", " XX", " GT", " LT", " xx gt", " NX LT"];
     let mut cases = Vec::new();
-    for _ in 0..30 {
+    for case in 0..100 {
+        // Redis shares small integers between keys, but a COPY gets its own
+        // object; kvik reports the shared count for both, so half the
+        // sequences use COPY and the other half OBJECT REFCOUNT.
+        let copies = case % 2 == 0;
         let mut text = String::from("FLUSHALL\r\n");
         for _ in 0..60 {
             let k = keys[next(keys.len())];
             let k2 = keys[next(keys.len())];
             let t = times[next(times.len())];
-            let command = match next(22) {
+            let mut pick = next(27);
+            if copies && pick == 25 || !copies && pick == 9 {
+                pick = 26;
+            }
+            let command = match pick {
                 0 => format!("SET {k} v{}", next(3)),
                 1 => format!("SET {k} {}", next(20000)),
                 2 => format!("EXPIREAT {k} {t}{}", options[next(options.len())]),
@@ -218,6 +226,11 @@ fn random_key_command_sequences_match_redis() {
                 18 => "DBSIZE".to_string(),
                 19 => format!("KEYS {}", k.replace('{', "\\{")),
                 20 => format!("TOUCH {k} {k2}"),
+                21 => format!("SETNX {k} 7"),
+                22 => format!("MSET {k} 1 {k2} x"),
+                23 => format!("RESTORE {k} 0 bad"),
+                24 => format!("SCAN 0 MATCH {}", k.replace('{', "\\{")),
+                25 => format!("OBJECT REFCOUNT {k}"),
                 _ => format!("TYPE {k}"),
             };
             text.push_str(&command);
