@@ -480,7 +480,9 @@ fn copy<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             if d.contains(dst, now) && !replace {
                 false
             } else {
-                d.insert(dst, Entry::with_expire(value, expire_at_ms));
+                let mut entry = Entry::with_expire(value, expire_at_ms);
+                entry.private_copy = true;
+                d.insert(dst, entry);
                 true
             }
         }
@@ -554,7 +556,7 @@ fn object<T: ReplyTarget>(c: &mut Ctx<'_, T>, name: &str) {
     let encoding = entry.value.encoding();
     let idle = i64::from(seconds(now).saturating_sub(entry.touched_s));
     let refcount = match &entry.value {
-        Value::Str(StrValue::Int(n)) if (0..SHARED_INTEGERS).contains(n) => SHARED_REFCOUNT,
+        Value::Str(StrValue::Int(n)) if (0..SHARED_INTEGERS).contains(n) && !entry.private_copy => SHARED_REFCOUNT,
         Value::Str(_) => 1,
     };
     drop(shard);

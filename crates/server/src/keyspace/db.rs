@@ -21,6 +21,10 @@ pub struct Entry {
     /// Unix time in seconds of the last access (for `OBJECT IDLETIME`);
     /// seconds are all Redis keeps, and four bytes keep the entry small.
     pub touched_s: u32,
+    /// The value was made by `COPY` and not changed since. Redis gives a
+    /// copy its own object even for the small integers it otherwise shares
+    /// between keys, which `OBJECT REFCOUNT` shows.
+    pub private_copy: bool,
 }
 
 impl Entry {
@@ -31,7 +35,7 @@ impl Entry {
 
     /// A key expiring at `expire_at_ms` (never when `None`), accessed now.
     pub fn with_expire(value: Value, expire_at_ms: Option<i64>) -> Entry {
-        Entry { value, expire_at_ms, touched_s: seconds(super::now_ms()) }
+        Entry { value, expire_at_ms, touched_s: seconds(super::now_ms()), private_copy: false }
     }
 
     /// True when the deadline has passed at `now_ms`.
@@ -89,16 +93,21 @@ impl Db {
 
     /// The live entry for `key`, marking it accessed.
     pub fn get(&mut self, key: &[u8], now_ms: i64) -> Option<&Entry> {
-        self.get_mut(key, now_ms).map(|e| &*e)
+        self.expire_if_due(key, now_ms);
+        let entry = self.map.get_mut(key)?;
+        entry.touched_s = seconds(now_ms);
+        Some(entry)
     }
 
-    /// The live entry for `key`, mutable, marking it accessed. A caller that
-    /// changes the deadline must go through [`Db::set_expire`] so the
-    /// deadline index stays right.
+    /// The live entry for `key`, mutable, marking it accessed; for commands
+    /// that change the value. A caller that changes the deadline must go
+    /// through [`Db::set_expire`] so the deadline index stays right.
     pub fn get_mut(&mut self, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
         self.expire_if_due(key, now_ms);
         let entry = self.map.get_mut(key)?;
         entry.touched_s = seconds(now_ms);
+        // A changed value is a new value as far as sharing goes.
+        entry.private_copy = false;
         Some(entry)
     }
 
