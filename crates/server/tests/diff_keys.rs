@@ -411,3 +411,62 @@ fn randomkey_reaches_every_key() {
         assert!(got.windows(key.len()).any(|w| w == key.as_bytes()), "{key:?} never picked");
     }
 }
+
+/// The key commands over RESPB frames (binary where the command has a
+/// layout, passthrough otherwise) give the same answers as over RESP.
+#[test]
+fn key_commands_over_respb() {
+    use kvik_protocol::resp::reply_parser::ReplyLimits;
+    use kvik_protocol::respb::{decode_reply, encode_request, handshake};
+    use kvik_protocol::Value;
+
+    let kvik = start_kvik();
+    let mut stream = connect(kvik.port);
+    stream.write_all(&handshake::client_hello(1)).expect("send greeting");
+    let answer = read_until(&mut stream, |got| got.len() >= handshake::LEN);
+    assert_eq!(answer.bytes, [0xD3, 0xC1, 0x01, 0x00]);
+    let mut ask = |args: &[&[u8]]| {
+        let mut frame = Vec::new();
+        encode_request(args, 3, &mut frame);
+        stream.write_all(&frame).expect("send frame");
+        let complete = |got: &[u8]| matches!(decode_reply(got, &ReplyLimits::DEFAULT), Ok(Some(_)) | Err(_));
+        let answer = read_until(&mut stream, complete);
+        let frame = decode_reply(&answer.bytes, &ReplyLimits::DEFAULT).expect("a reply frame").expect("complete");
+        assert_eq!(frame.mux, 3);
+        frame.value
+    };
+    assert_eq!(ask(&[b"FLUSHALL"]), Value::simple("OK"));
+    assert_eq!(ask(&[b"SET", b"k", b"v"]), Value::simple("OK"));
+    assert_eq!(ask(&[b"EXPIRE", b"k", b"100", b"NX"]), Value::Integer(1));
+    assert_eq!(ask(&[b"TTL", b"k"]), Value::Integer(100));
+    assert_eq!(ask(&[b"PEXPIREAT", b"k", b"4000000000000"]), Value::Integer(1));
+    assert_eq!(ask(&[b"EXPIRETIME", b"k"]), Value::Integer(4_000_000_000));
+    assert_eq!(ask(&[b"PERSIST", b"k"]), Value::Integer(1));
+    assert_eq!(ask(&[b"KEYS", b"*"]), Value::Array(vec![Value::bulk("k")]));
+    assert_eq!(
+        ask(&[b"SCAN", b"0", b"MATCH", b"k"]),
+        Value::Array(vec![Value::bulk("0"), Value::Array(vec![Value::bulk("k")])])
+    );
+    assert_eq!(ask(&[b"RENAME", b"k", b"j"]), Value::simple("OK"));
+    assert_eq!(ask(&[b"COPY", b"j", b"i", b"DB", b"2"]), Value::Integer(1));
+    assert_eq!(ask(&[b"OBJECT", b"ENCODING", b"j"]), Value::bulk("embstr"));
+    assert_eq!(ask(&[b"RANDOMKEY"]), Value::bulk("j"));
+    assert_eq!(ask(&[b"RENAME", b"nope", b"x"]), Value::error("ERR no such key"));
+}
+
+/// OBJECT IDLETIME counts whole seconds since the last access; reads reset
+/// it, OBJECT itself and TTL do not.
+#[test]
+fn idle_time_counts_from_the_last_access() {
+    let kvik = start_kvik();
+    send(kvik.port, b"FLUSHALL\r\nSET k v\r\nSET j v\r\n");
+    thread::sleep(Duration::from_millis(2100));
+    let got = send(kvik.port, b"OBJECT IDLETIME k\r\nTTL k\r\nOBJECT IDLETIME k\r\nGET k\r\nOBJECT IDLETIME k\r\nTOUCH j\r\nOBJECT IDLETIME j\r\n");
+    let text = String::from_utf8_lossy(&got).into_owned();
+    let replies: Vec<&str> = text.split("\r\n").collect();
+    let idle: i64 = replies[0].trim_start_matches(':').parse().expect("an integer");
+    assert!((2..=3).contains(&idle), "idle {idle} after 2.1 s: {text:?}");
+    assert_eq!(replies[1], ":-1");
+    assert_eq!(replies[2], replies[0], "TTL is not an access");
+    assert_eq!(&replies[3..], ["$1", "v", ":0", ":1", ":0", ""], "{text:?}");
+}
