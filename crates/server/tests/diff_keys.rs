@@ -319,6 +319,52 @@ fn scan_returns_every_key_present_throughout_despite_changes() {
     }
 }
 
+/// The same guarantee while another client writes continuously, renaming
+/// and moving keys across shards and databases as the scan runs.
+#[test]
+fn scan_under_concurrent_writes_still_returns_every_stable_key() {
+    let kvik = start_kvik();
+    let mut setup = b"FLUSHALL\r\n".to_vec();
+    for i in 0..1000 {
+        setup.extend_from_slice(format!("SET stable:{i} v\r\n").as_bytes());
+    }
+    send(kvik.port, &setup);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let stop = std::sync::Arc::clone(&stop);
+        let port = kvik.port;
+        thread::spawn(move || {
+            let mut round = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let mut batch = Vec::new();
+                for j in 0..50 {
+                    batch.extend_from_slice(
+                        format!("SET tmp:{round}:{j} v\r\nRENAME tmp:{round}:{j} moved:{round}:{j}\r\nCOPY moved:{round}:{j} c:{j} REPLACE\r\nMOVE c:{j} 1\r\nDEL moved:{}:{j}\r\n", round.saturating_sub(1))
+                            .as_bytes(),
+                    );
+                }
+                send(port, &batch);
+                round += 1;
+            }
+        })
+    };
+    let mut cursor = "0".to_string();
+    let mut seen = std::collections::HashSet::new();
+    loop {
+        let (next, keys) = parse_scan(&send(kvik.port, format!("SCAN {cursor} COUNT 20\r\n").as_bytes()));
+        seen.extend(keys);
+        if next == "0" {
+            break;
+        }
+        cursor = next;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().expect("writer thread");
+    for i in 0..1000 {
+        assert!(seen.contains(format!("stable:{i}").as_bytes()), "stable:{i} was never returned");
+    }
+}
+
 /// SCAN's MATCH, TYPE and COUNT over many keys agree with KEYS.
 #[test]
 fn scan_with_match_returns_what_keys_returns() {
