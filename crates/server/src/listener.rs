@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use crate::config::Config;
 use crate::connection;
+use crate::keyspace::expire::ActiveExpiry;
 use crate::state::ServerState;
 
 /// A bound listening socket and the state shared by all its connections.
@@ -41,6 +42,8 @@ impl Server {
     /// it was accepted) is logged and retried after a short pause instead of
     /// stopping the server: established clients must keep being served.
     pub fn serve(self) -> io::Result<()> {
+        // Keys whose deadline passed are removed even when nobody reads them.
+        ActiveExpiry::spawn(Arc::downgrade(&self.state), |state: &ServerState| &state.keyspace)?;
         loop {
             match self.listener.accept() {
                 Ok((stream, _peer)) => self.spawn(stream),

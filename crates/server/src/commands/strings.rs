@@ -197,12 +197,12 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let db = c.session.db;
     let mut shard = c.state.keyspace.lock_key(key);
     let d = shard.db(db);
-    let old = d.get(key, now).map(|Entry { value: Value::Str(s), expire_at_ms }| (s.clone(), *expire_at_ms));
+    let old = d.get(key, now).map(|Entry { value: Value::Str(s), expire_at_ms, .. }| (s.clone(), *expire_at_ms));
     let exists = old.is_some();
     let write = !(o.nx && exists || o.xx && !exists);
     if write {
         let expire_at_ms = if o.keep_ttl { old.as_ref().and_then(|(_, at)| *at) } else { o.expire_at_ms };
-        d.insert(key, Entry { value: Value::Str(StrValue::from_bytes(value)), expire_at_ms });
+        d.insert(key, Entry::with_expire(Value::Str(StrValue::from_bytes(value)), expire_at_ms));
     }
     drop(shard);
     match (o.get, write) {
@@ -272,7 +272,8 @@ fn append<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let d = shard.db(db);
     let len = match d.get_mut(key, now_ms()) {
         None => {
-            d.insert(key, Entry::new(Value::Str(StrValue::Raw(tail.to_vec()))));
+            // A new key is stored as SET would store it (an integer, or embstr).
+            d.insert(key, Entry::new(Value::Str(StrValue::from_bytes(tail))));
             tail.len()
         }
         Some(Entry { value: Value::Str(s), .. }) => {
@@ -338,7 +339,7 @@ fn setex<T: ReplyTarget>(c: &mut Ctx<'_, T>, seconds: bool) {
     let (key, value) = (c.arg(1), c.arg(3));
     let db = c.session.db;
     let mut shard = c.state.keyspace.lock_key(key);
-    shard.db(db).insert(key, Entry { value: Value::Str(StrValue::from_bytes(value)), expire_at_ms: Some(at) });
+    shard.db(db).insert(key, Entry::with_expire(Value::Str(StrValue::from_bytes(value)), Some(at)));
     drop(shard);
     c.ok();
 }

@@ -2,9 +2,12 @@
 //!
 //! Expiry is lazy here: every lookup first checks the key's deadline and
 //! removes the key if it has passed, so no command ever sees an expired key.
-//! The active cycle (which removes keys nobody asks for) walks the same map.
+//! Keys with a deadline are also indexed by deadline, so the active cycle
+//! (which removes keys nobody asks for) finds the due ones without scanning:
+//! it costs one ordered-set entry per key with a TTL, and in exchange every
+//! expired key is found, not just the ones a random sample happens to hit.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use crate::types::Value;
 
@@ -15,12 +18,24 @@ pub struct Entry {
     pub value: Value,
     /// Unix time in milliseconds at which the key expires.
     pub expire_at_ms: Option<i64>,
+    /// Unix time in seconds of the last access (for `OBJECT IDLETIME`);
+    /// seconds are all Redis keeps, and four bytes keep the entry small.
+    pub touched_s: u32,
+    /// The value was made by `COPY` and not changed since. Redis gives a
+    /// copy its own object even for the small integers it otherwise shares
+    /// between keys, which `OBJECT REFCOUNT` shows.
+    pub private_copy: bool,
 }
 
 impl Entry {
     /// A key without expiry.
     pub fn new(value: Value) -> Entry {
-        Entry { value, expire_at_ms: None }
+        Entry::with_expire(value, None)
+    }
+
+    /// A key expiring at `expire_at_ms` (never when `None`), accessed now.
+    pub fn with_expire(value: Value, expire_at_ms: Option<i64>) -> Entry {
+        Entry { value, expire_at_ms, touched_s: seconds(super::now_ms()), private_copy: false }
     }
 
     /// True when the deadline has passed at `now_ms`.
@@ -30,11 +45,17 @@ impl Entry {
 }
 
 /// The keys of one database that live in one shard.
+/// A Unix time in milliseconds as the seconds an entry's access time keeps.
+pub fn seconds(ms: i64) -> u32 {
+    u32::try_from(ms.max(0) / 1000).unwrap_or(u32::MAX)
+}
+
 #[derive(Debug, Default)]
 pub struct Db {
     map: HashMap<Box<[u8]>, Entry>,
-    /// Keys with a deadline (for `INFO keyspace`'s `expires=`).
-    expiring: usize,
+    /// Keys with a deadline, ordered by deadline (for the active cycle and
+    /// for `INFO keyspace`'s `expires=`).
+    deadlines: BTreeSet<(i64, Box<[u8]>)>,
     /// Keys removed because their deadline passed (for `INFO stats`' `expired_keys`).
     expired: u64,
 }
@@ -52,7 +73,7 @@ impl Db {
 
     /// Number of keys with a deadline.
     pub fn expiring(&self) -> usize {
-        self.expiring
+        self.deadlines.len()
     }
 
     /// Keys removed by expiry so far.
@@ -70,17 +91,38 @@ impl Db {
         due
     }
 
-    /// The live entry for `key`.
+    /// The live entry for `key`, marking it accessed.
     pub fn get(&mut self, key: &[u8], now_ms: i64) -> Option<&Entry> {
+        self.expire_if_due(key, now_ms);
+        let entry = self.map.get_mut(key)?;
+        entry.touched_s = seconds(now_ms);
+        Some(entry)
+    }
+
+    /// The live entry for `key`, mutable, marking it accessed; for commands
+    /// that change the value. A caller that changes the deadline must go
+    /// through [`Db::set_expire`] so the deadline index stays right.
+    pub fn get_mut(&mut self, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
+        self.expire_if_due(key, now_ms);
+        let entry = self.map.get_mut(key)?;
+        entry.touched_s = seconds(now_ms);
+        // A changed value is a new value as far as sharing goes.
+        entry.private_copy = false;
+        Some(entry)
+    }
+
+    /// The live entry for `key` without marking it accessed (`OBJECT`, `TTL`).
+    pub fn peek(&mut self, key: &[u8], now_ms: i64) -> Option<&Entry> {
         self.expire_if_due(key, now_ms);
         self.map.get(key)
     }
 
-    /// The live entry for `key`, mutable. A caller that changes the deadline
-    /// must go through [`Db::set_expire`] so the counters stay right.
-    pub fn get_mut(&mut self, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
-        self.expire_if_due(key, now_ms);
-        self.map.get_mut(key)
+    /// Remove and return the live entry for `key` (RENAME, MOVE).
+    pub fn take(&mut self, key: &[u8], now_ms: i64) -> Option<Entry> {
+        if self.expire_if_due(key, now_ms) {
+            return None;
+        }
+        self.remove(key)
     }
 
     /// True when `key` exists and has not expired.
@@ -90,7 +132,7 @@ impl Db {
 
     /// Store `entry` under `key`, replacing any previous value; returns the old entry.
     pub fn insert(&mut self, key: &[u8], entry: Entry) -> Option<Entry> {
-        let new_expiring = entry.expire_at_ms.is_some();
+        let new_deadline = entry.expire_at_ms;
         let old = match self.map.get_mut(key) {
             Some(slot) => Some(std::mem::replace(slot, entry)),
             None => {
@@ -98,33 +140,42 @@ impl Db {
                 None
             }
         };
-        let old_expiring = old.as_ref().is_some_and(|e| e.expire_at_ms.is_some());
-        self.expiring = self.expiring + usize::from(new_expiring) - usize::from(old_expiring);
+        self.reindex(key, old.as_ref().and_then(|e| e.expire_at_ms), new_deadline);
         old
     }
 
     /// Remove `key`; returns its entry if it existed (expired or not).
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         let old = self.map.remove(key)?;
-        if old.expire_at_ms.is_some() {
-            self.expiring -= 1;
-        }
+        self.reindex(key, old.expire_at_ms, None);
         Some(old)
     }
 
     /// Set or clear the deadline of an existing key; false when the key does not exist.
     pub fn set_expire(&mut self, key: &[u8], at_ms: Option<i64>) -> bool {
         let Some(entry) = self.map.get_mut(key) else { return false };
-        let was = entry.expire_at_ms.is_some();
-        entry.expire_at_ms = at_ms;
-        self.expiring = self.expiring + usize::from(at_ms.is_some()) - usize::from(was);
+        let was = std::mem::replace(&mut entry.expire_at_ms, at_ms);
+        self.reindex(key, was, at_ms);
         true
+    }
+
+    /// Move `key` in the deadline index from `old` to `new`.
+    fn reindex(&mut self, key: &[u8], old: Option<i64>, new: Option<i64>) {
+        if old == new {
+            return;
+        }
+        if let Some(at) = old {
+            self.deadlines.remove(&(at, Box::from(key)));
+        }
+        if let Some(at) = new {
+            self.deadlines.insert((at, Box::from(key)));
+        }
     }
 
     /// Remove every key.
     pub fn clear(&mut self) {
         self.map.clear();
-        self.expiring = 0;
+        self.deadlines.clear();
     }
 
     /// Every key (live or not yet removed), for KEYS, SCAN and RANDOMKEY.
@@ -132,21 +183,45 @@ impl Db {
         self.map.keys().map(|k| &k[..])
     }
 
+    /// Every key with its entry (live or not yet removed), for SCAN's filters.
+    pub fn entries(&self) -> impl Iterator<Item = (&[u8], &Entry)> {
+        self.map.iter().map(|(k, e)| (&k[..], e))
+    }
+
     /// Remove up to `budget` expired keys; returns how many were removed.
     ///
     /// The active expiry cycle calls this with a small budget per shard, so it
     /// never holds a shard lock for long.
     pub fn remove_expired(&mut self, now_ms: i64, budget: usize) -> usize {
-        if self.expiring == 0 {
-            return 0;
+        let mut removed = 0;
+        while removed < budget {
+            let Some((at, key)) = self.deadlines.first() else { break };
+            if *at > now_ms {
+                break;
+            }
+            let key = key.clone();
+            if self.expire_if_due(&key, now_ms) {
+                removed += 1;
+            } else {
+                // Not in step with the entry (cannot happen through this
+                // type's methods); drop the stale index entry.
+                self.deadlines.pop_first();
+            }
         }
-        let due: Vec<Box<[u8]>> =
-            self.map.iter().filter(|(_, e)| e.is_expired(now_ms)).take(budget).map(|(k, _)| k.clone()).collect();
-        for k in &due {
-            self.remove(k);
+        removed
+    }
+
+    /// The `n`th key in the map's order if it is live (RANDOMKEY); an
+    /// expired key found there is removed and `None` returned, so the caller
+    /// picks again.
+    pub fn nth_live_key(&mut self, n: usize, now_ms: i64) -> Option<Box<[u8]>> {
+        let (key, entry) = self.map.iter().nth(n)?;
+        let key = key.clone();
+        if entry.is_expired(now_ms) {
+            self.expire_if_due(&key, now_ms);
+            return None;
         }
-        self.expired += due.len() as u64;
-        due.len()
+        Some(key)
     }
 }
 
@@ -162,7 +237,7 @@ mod tests {
     #[test]
     fn expired_keys_vanish_on_access_and_are_counted() {
         let mut db = Db::default();
-        db.insert(b"a", Entry { value: val("1"), expire_at_ms: Some(100) });
+        db.insert(b"a", Entry::with_expire(val("1"), Some(100)));
         db.insert(b"b", Entry::new(val("2")));
         assert_eq!((db.len(), db.expiring()), (2, 1));
         assert!(db.get(b"a", 99).is_some());
@@ -173,7 +248,7 @@ mod tests {
     #[test]
     fn counters_follow_inserts_removals_and_deadlines() {
         let mut db = Db::default();
-        db.insert(b"a", Entry { value: val("1"), expire_at_ms: Some(5) });
+        db.insert(b"a", Entry::with_expire(val("1"), Some(5)));
         db.insert(b"a", Entry::new(val("2")));
         assert_eq!(db.expiring(), 0);
         assert!(db.set_expire(b"a", Some(10)));
@@ -187,7 +262,7 @@ mod tests {
     fn active_removal_respects_its_budget() {
         let mut db = Db::default();
         for i in 0..10 {
-            db.insert(format!("k{i}").as_bytes(), Entry { value: val("x"), expire_at_ms: Some(1) });
+            db.insert(format!("k{i}").as_bytes(), Entry::with_expire(val("x"), Some(1)));
         }
         assert_eq!(db.remove_expired(2, 4), 4);
         assert_eq!(db.len(), 6);

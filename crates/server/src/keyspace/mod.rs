@@ -7,6 +7,9 @@
 //! never deadlock. Commands on different shards run in parallel.
 
 pub mod db;
+pub mod expire;
+pub mod glob;
+pub mod scan;
 pub mod slot;
 
 use std::sync::{Mutex, MutexGuard};
@@ -35,6 +38,21 @@ impl Shard {
     /// Every database of this shard.
     pub fn dbs(&mut self) -> &mut [Db] {
         &mut self.dbs
+    }
+
+    /// Databases `a` and `b` of this shard, both mutable (`COPY ... DB`,
+    /// `MOVE`); `None` when they are the same or out of range.
+    pub fn two_dbs(&mut self, a: usize, b: usize) -> Option<(&mut Db, &mut Db)> {
+        if a == b || a >= self.dbs.len() || b >= self.dbs.len() {
+            return None;
+        }
+        if a < b {
+            let (low, high) = self.dbs.split_at_mut(b);
+            Some((&mut low[a], &mut high[0]))
+        } else {
+            let (low, high) = self.dbs.split_at_mut(a);
+            Some((&mut high[0], &mut low[b]))
+        }
     }
 }
 

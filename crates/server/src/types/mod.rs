@@ -1,6 +1,7 @@
 //! Value types stored in the keyspace, one module per type, each with its
 //! compact encodings and the helpers its commands share.
 
+pub mod dump;
 pub mod float80;
 pub mod string;
 
