@@ -1,5 +1,12 @@
 //! [`ServerState`]: what every connection of the server shares.
 
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{RwLock, RwLockReadGuard};
+
+use tokio::sync::watch;
+
+use crate::config::Config;
 use crate::keyspace::Keyspace;
 use crate::session::ClientIds;
 
@@ -17,10 +24,66 @@ pub struct ServerState {
     pub ids: ClientIds,
     /// All the data.
     pub keyspace: Keyspace,
+    /// The running configuration; `CONFIG SET` writes it, everything else reads it.
+    config: RwLock<Config>,
+    /// The file the configuration was loaded from, for `CONFIG REWRITE`.
+    pub config_file: Option<PathBuf>,
+    /// Connected clients, checked against `maxclients` when accepting.
+    pub clients: AtomicUsize,
+    /// Set to true once the server is to stop; every loop and connection watches it.
+    shutdown: watch::Sender<bool>,
 }
 
 impl Default for ServerState {
     fn default() -> Self {
-        ServerState { ids: ClientIds::default(), keyspace: Keyspace::new(DEFAULT_SHARDS, DEFAULT_DATABASES) }
+        ServerState::new(Config::default(), None)
+    }
+}
+
+impl ServerState {
+    /// State for a server running `config`, loaded from `config_file` if any.
+    /// The database count is read here: it cannot change while running.
+    pub fn new(config: Config, config_file: Option<PathBuf>) -> Self {
+        let databases = config.usize("databases").max(1);
+        ServerState {
+            ids: ClientIds::default(),
+            keyspace: Keyspace::new(DEFAULT_SHARDS, databases),
+            config: RwLock::new(config),
+            config_file,
+            clients: AtomicUsize::new(0),
+            shutdown: watch::Sender::new(false),
+        }
+    }
+
+    /// Read the running configuration. A poisoned lock still holds a valid
+    /// configuration (values are replaced whole), so it is read anyway.
+    pub fn config(&self) -> RwLockReadGuard<'_, Config> {
+        self.config.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Change the running configuration with `f`.
+    pub fn update_config<R>(&self, f: impl FnOnce(&mut Config) -> R) -> R {
+        let mut guard = self.config.write().unwrap_or_else(|e| e.into_inner());
+        f(&mut guard)
+    }
+
+    /// Ask the whole server to stop (signal or `SHUTDOWN`).
+    pub fn request_shutdown(&self) {
+        self.shutdown.send_replace(true);
+    }
+
+    /// Whether a stop was asked for.
+    pub fn shutting_down(&self) -> bool {
+        *self.shutdown.borrow()
+    }
+
+    /// A receiver that changes when a stop is asked for.
+    pub fn shutdown_watch(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
+    }
+
+    /// Current number of connected clients.
+    pub fn client_count(&self) -> usize {
+        self.clients.load(Ordering::Relaxed)
     }
 }

@@ -20,6 +20,7 @@ use crate::session::Session;
 use crate::state::ServerState;
 use crate::REDIS_VERSION;
 
+mod config;
 mod keys;
 mod server;
 mod strings;
@@ -162,10 +163,13 @@ pub fn execute<T: ReplyTarget>(
             let count = i64::try_from(COMMANDS.len()).unwrap_or(i64::MAX);
             target.reply(session, |s| s.integer(count));
         }
+        "shutdown" => return server::shutdown(&mut Ctx { state, req, session, target }),
         name => {
             let mut ctx = Ctx { state, req, session, target };
-            let known =
-                strings::dispatch(name, &mut ctx) || keys::dispatch(name, &mut ctx) || server::dispatch(name, &mut ctx);
+            let known = strings::dispatch(name, &mut ctx)
+                || keys::dispatch(name, &mut ctx)
+                || server::dispatch(name, &mut ctx)
+                || config::dispatch(name, &mut ctx);
             if !known {
                 let msg = unknown_command(&req);
                 ctx.error(&msg);
