@@ -142,7 +142,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     opt("stream-node-max-bytes", mem(0, LONG_MAX), "4096", Runtime),
     opt("notify-keyspace-events", Kind::KeyspaceEvents, "", Runtime),
     opt("appendonly", Kind::Bool, "no", Runtime),
-    opt("appendfsync", Kind::Enum(&["always", "everysec", "no"]), "everysec", Runtime),
+    opt("appendfsync", Kind::Enum(&["everysec", "always", "no"]), "everysec", Runtime),
     opt("save", Kind::Save, "3600 1 300 100 60 10000", Runtime),
     opt("dir", Kind::Str, ".", Protected),
     opt("dbfilename", Kind::Str, "dump.rdb", Protected),

@@ -66,7 +66,7 @@ fn get<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// `CONFIG SET name value [name value ...]`: all or nothing.
 fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     if !c.argc().is_multiple_of(2) {
-        return c.error(b"ERR wrong number of arguments for 'config|set' command");
+        return c.error(super::SYNTAX_ERROR);
     }
     let mut pairs = Vec::with_capacity(c.argc() / 2 - 1);
     for i in (2..c.argc()).step_by(2) {
