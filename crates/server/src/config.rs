@@ -523,9 +523,11 @@ impl Config {
             while end < rest.len() && !rest[end].starts_with("--") {
                 end += 1;
             }
-            // `--save ""` gives an empty word, which means "no value" only for save.
+            // `--save ""` (or a bare `--save`) gives an empty value, which only
+            // free-text options and save accept.
             let values: Vec<String> = rest[i + 1..end].to_vec();
-            if values.len() == 1 && values[0].is_empty() {
+            let bare_save = values.is_empty() && name.eq_ignore_ascii_case("save");
+            if bare_save || (values.len() == 1 && values[0].is_empty()) {
                 let index = find_option(name).ok_or_else(|| ConfigError::UnknownOption(option.clone()))?;
                 config.store(index, "").map_err(|e| ConfigError::InvalidValue {
                     option: option.clone(),
@@ -543,6 +545,13 @@ impl Config {
     /// Apply a redis.conf-style file: one `name value...` per line, `#`
     /// comments, values quoted with `"..."` or `'...'` when they hold spaces.
     pub fn load_file(&mut self, path: &Path) -> Result<(), ConfigError> {
+        self.load_file_nested(path, 0)
+    }
+
+    /// [`Config::load_file`], `depth` files deep in `include` directives.
+    fn load_file_nested(&mut self, path: &Path, depth: usize) -> Result<(), ConfigError> {
+        /// Deeper than this, an `include` is taken to include itself.
+        const MAX_INCLUDE_DEPTH: usize = 16;
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
             path: shown.clone(),
@@ -557,6 +566,16 @@ impl Config {
                 continue;
             };
             if name.starts_with('#') {
+                continue;
+            }
+            if name.eq_ignore_ascii_case("include") {
+                let [included] = values else {
+                    return Err(file_error("include needs one file name".into()));
+                };
+                if depth >= MAX_INCLUDE_DEPTH {
+                    return Err(file_error("includes nested too deeply".into()));
+                }
+                self.load_file_nested(Path::new(included), depth + 1)?;
                 continue;
             }
             let Some(index) = find_option(name) else {
@@ -856,6 +875,7 @@ mod tests {
         assert_eq!(c.get("save"), "");
         assert_eq!(args(&["--io-threads", "2"]).unwrap().threads(), 2);
         assert_eq!(args(&["--maxmemory", "1mb"]).unwrap().get("maxmemory"), "1048576");
+        assert_eq!(args(&["--save", "--port", "1"]).unwrap().get("save"), "");
     }
 
     #[test]

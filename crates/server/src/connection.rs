@@ -83,8 +83,12 @@ impl<S: ClientStream> Conn<'_, S> {
         }
     }
 
+    /// Send `bytes`; a client that does not read cannot hold up a shutdown.
     async fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.stream.write_all(bytes).await
+        tokio::select! {
+            r = self.stream.write_all(bytes) => r,
+            _ = self.shutdown.wait_for(|stop| *stop) => Err(io::Error::other("server shutting down")),
+        }
     }
 }
 

@@ -367,7 +367,9 @@ async fn accept_tcp(listener: &TcpListener, state: &ServerState, dispatcher: &Di
         let _ = stream.set_nodelay(true);
         if keepalive > 0 {
             let time = Duration::from_secs(u64::try_from(keepalive).unwrap_or(300));
-            let _ = SockRef::from(&stream).set_tcp_keepalive(&TcpKeepalive::new().with_time(time));
+            // Probes as Redis sends them: after `tcp-keepalive` seconds idle, then every third of it.
+            let keepalive = TcpKeepalive::new().with_time(time).with_interval((time / 3).max(Duration::from_secs(1)));
+            let _ = SockRef::from(&stream).set_tcp_keepalive(&keepalive.with_retries(3));
         }
         match stream.into_std() {
             Ok(s) => dispatcher.send(Incoming::Tcp(s)),

@@ -9,7 +9,32 @@ use kvik_server::listener::Server;
 use kvik_server::state::ServerState;
 use kvik_server::{KVIK_VERSION, REDIS_VERSION};
 
+/// What `--help` prints.
+const USAGE: &str = "Usage: kvik-server [/path/to/kvik.conf] [--option value ...]
+       kvik-server -v | --version
+       kvik-server -h | --help
+
+Options are those of redis.conf (port, bind, unixsocket, threads, maxclients,
+timeout, maxmemory, ...); flags given after the file override it.
+
+Examples:
+       kvik-server --port 7000 --threads 4
+       kvik-server /etc/kvik/kvik.conf --loglevel verbose
+";
+
 fn main() -> ExitCode {
+    let first = std::env::args().nth(1);
+    match first.as_deref() {
+        Some("-v" | "--version") => {
+            println!("kvik-server v={KVIK_VERSION} redis={REDIS_VERSION}");
+            return ExitCode::SUCCESS;
+        }
+        Some("-h" | "--help") => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        _ => {}
+    }
     let (config, file) = match Config::from_args(std::env::args().skip(1)) {
         Ok(loaded) => loaded,
         Err(e) => {

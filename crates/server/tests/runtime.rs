@@ -245,9 +245,12 @@ fn config_file_then_flags_and_rewrite() {
     let dir = temp_dir("conf");
     let file = dir.join("kvik.conf");
     let port = free_port();
+    let extra = dir.join("extra.conf");
+    std::fs::write(&extra, "maxmemory-policy allkeys-lru\n").expect("write included config");
     let text = format!(
         "# a comment\nbind 127.0.0.1\nport {port}\ntimeout 7\nmaxmemory 10mb\nsave 900 1\nsave 300 10\n\
-         requirepass \"a b\"\n  loglevel warning\n"
+         requirepass \"a b\"\n  loglevel warning\ninclude {}\n",
+        extra.display()
     );
     std::fs::write(&file, text).expect("write config");
     let args = vec![file.to_string_lossy().into_owned(), "--timeout".into(), "8".into()];
@@ -258,6 +261,7 @@ fn config_file_then_flags_and_rewrite() {
     assert_eq!(config_get(&mut s, "save"), "900 1 300 10");
     assert_eq!(config_get(&mut s, "requirepass"), "a b");
     assert_eq!(config_get(&mut s, "loglevel"), "warning");
+    assert_eq!(config_get(&mut s, "maxmemory-policy"), "allkeys-lru", "included file");
     assert_eq!(call(&mut s, &[b"CONFIG", b"SET", b"maxclients", b"77", b"timeout", b"9"]), b"+OK\r\n");
     assert_eq!(call(&mut s, &[b"CONFIG", b"REWRITE"]), b"+OK\r\n");
     let rewritten = std::fs::read_to_string(&file).expect("read config");
