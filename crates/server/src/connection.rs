@@ -61,18 +61,15 @@ impl<S: ClientStream> Conn<'_, S> {
     /// idle past `timeout`, outgrew `client-query-buffer-limit`, or the
     /// server is stopping.
     async fn fill(&mut self, buf: &mut ReadBuffer, want: usize) -> io::Result<usize> {
-        let (idle, limit) = {
-            let config = self.state.config();
-            (config.int("timeout"), config.usize("client-query-buffer-limit"))
-        };
-        if buf.pending().len() > limit {
+        let limits = &self.state.limits;
+        if buf.pending().len() > limits.query_buffer_limit() {
             return Ok(0);
         }
+        let idle = limits.idle_timeout();
         let read = buf.fill(&mut self.stream, want);
         let read = async {
             if idle > 0 {
-                let idle = Duration::from_secs(u64::try_from(idle).unwrap_or(0));
-                tokio::time::timeout(idle, read).await.unwrap_or(Ok(0))
+                tokio::time::timeout(Duration::from_secs(idle), read).await.unwrap_or(Ok(0))
             } else {
                 read.await
             }
@@ -93,9 +90,10 @@ impl<S: ClientStream> Conn<'_, S> {
 }
 
 /// Serve `stream` until the client leaves, breaks the protocol, stays idle
-/// too long, the socket fails or the server stops.
-pub async fn serve<S: ClientStream>(stream: S, state: &ServerState) {
-    let mut conn = Conn { stream, state, shutdown: state.shutdown_watch() };
+/// too long, the socket fails, or `shutdown` turns true. `shutdown` is the
+/// event loop's own signal, so waiting on it touches nothing other cores use.
+pub async fn serve<S: ClientStream>(stream: S, state: &ServerState, shutdown: watch::Receiver<bool>) {
+    let mut conn = Conn { stream, state, shutdown };
     // An I/O error only means the client is gone; there is nobody to tell.
     let _ = run(&mut conn).await;
     close_gracefully(&mut conn.stream).await;
@@ -233,8 +231,7 @@ fn protocol_error_text(e: &RequestError) -> Vec<u8> {
 
 /// The request limits the configuration asks for now.
 fn request_limits(state: &ServerState) -> RequestLimits {
-    let max_bulk_len = state.config().usize("proto-max-bulk-len");
-    RequestLimits { max_bulk_len, ..RequestLimits::default() }
+    RequestLimits { max_bulk_len: state.limits.proto_max_bulk_len(), ..RequestLimits::default() }
 }
 
 async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffer) -> io::Result<()> {
@@ -316,7 +313,7 @@ async fn greet<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffer) ->
 
 async fn serve_respb<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffer) -> io::Result<()> {
     let state = conn.state;
-    let max_bulk_len = state.config().usize("proto-max-bulk-len");
+    let max_bulk_len = state.limits.proto_max_bulk_len();
     let limits = RespbLimits { max_bulk_len, max_passthrough_len: max_bulk_len.saturating_add(64 * 1024) };
     let mut decoder = RespbDecoder::new(limits);
     let mut args = CommandArgs::new();

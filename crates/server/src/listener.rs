@@ -29,7 +29,7 @@ use std::time::Duration;
 use socket2::{Domain, SockRef, Socket, TcpKeepalive, Type};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use crate::connection::{self, close_gracefully, ClientStream};
 use crate::state::ServerState;
@@ -184,6 +184,8 @@ impl Server {
             None => (None, None),
         };
         let reason = runtime.block_on(accept_all(self.tcp, unix, loops, &self.state));
+        // Also when accepting could not start: the loops must not wait forever.
+        self.state.request_shutdown();
         // Dropping the runtime closes the listeners and the hand-off channels,
         // which ends the loops once their connections are closed.
         drop(runtime);
@@ -208,17 +210,26 @@ fn run_loop(mut rx: mpsc::UnboundedReceiver<Incoming>, state: Arc<ServerState>) 
         }
     };
     let local = tokio::task::LocalSet::new();
+    // The loop's own copy of the shutdown signal: its connections wait on
+    // it without touching the server-wide one, which every core would share.
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut server_stop = state.shutdown_watch();
+    local.spawn_local(async move {
+        let _ = server_stop.wait_for(|stop| *stop).await;
+        stop_tx.send_replace(true);
+    });
     local.block_on(&runtime, async {
         while let Some(incoming) = rx.recv().await {
             let state = Arc::clone(&state);
+            let stop = stop_rx.clone();
             tokio::task::spawn_local(async move {
                 match incoming {
                     Incoming::Tcp(s) => match TcpStream::from_std(s) {
-                        Ok(stream) => connection::serve(stream, &state).await,
+                        Ok(stream) => connection::serve(stream, &state, stop).await,
                         Err(e) => eprintln!("kvik-server: cannot register a connection: {e}"),
                     },
                     Incoming::Unix(s) => match UnixStream::from_std(s) {
-                        Ok(stream) => connection::serve(stream, &state).await,
+                        Ok(stream) => connection::serve(stream, &state, stop).await,
                         Err(e) => eprintln!("kvik-server: cannot register a connection: {e}"),
                     },
                 }

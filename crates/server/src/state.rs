@@ -1,7 +1,7 @@
 //! [`ServerState`]: what every connection of the server shares.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{RwLock, RwLockReadGuard};
 
 use tokio::sync::watch;
@@ -30,8 +30,46 @@ pub struct ServerState {
     pub config_file: Option<PathBuf>,
     /// Connected clients, checked against `maxclients` when accepting.
     pub clients: AtomicUsize,
-    /// Set to true once the server is to stop; every loop and connection watches it.
+    /// Set to true once the server is to stop; every loop watches it.
     shutdown: watch::Sender<bool>,
+    /// The options connections read on every batch, copied out of `config`
+    /// so that reading them touches no lock shared between cores.
+    pub limits: ConnectionLimits,
+}
+
+/// Configuration read on every batch of every connection, as atomics kept
+/// in step with the configuration by [`ServerState::update_config`].
+#[derive(Debug, Default)]
+pub struct ConnectionLimits {
+    /// `proto-max-bulk-len`.
+    pub proto_max_bulk_len: AtomicUsize,
+    /// `client-query-buffer-limit`.
+    pub query_buffer_limit: AtomicUsize,
+    /// `timeout`, in seconds (0: never).
+    pub idle_timeout: AtomicU64,
+}
+
+impl ConnectionLimits {
+    fn load_from(&self, config: &Config) {
+        self.proto_max_bulk_len.store(config.usize("proto-max-bulk-len"), Ordering::Relaxed);
+        self.query_buffer_limit.store(config.usize("client-query-buffer-limit"), Ordering::Relaxed);
+        self.idle_timeout.store(u64::try_from(config.int("timeout")).unwrap_or(0), Ordering::Relaxed);
+    }
+
+    /// `proto-max-bulk-len` now.
+    pub fn proto_max_bulk_len(&self) -> usize {
+        self.proto_max_bulk_len.load(Ordering::Relaxed)
+    }
+
+    /// `client-query-buffer-limit` now.
+    pub fn query_buffer_limit(&self) -> usize {
+        self.query_buffer_limit.load(Ordering::Relaxed)
+    }
+
+    /// `timeout` now, in seconds.
+    pub fn idle_timeout(&self) -> u64 {
+        self.idle_timeout.load(Ordering::Relaxed)
+    }
 }
 
 impl Default for ServerState {
@@ -45,7 +83,10 @@ impl ServerState {
     /// The database count is read here: it cannot change while running.
     pub fn new(config: Config, config_file: Option<PathBuf>) -> Self {
         let databases = config.usize("databases").max(1);
+        let limits = ConnectionLimits::default();
+        limits.load_from(&config);
         ServerState {
+            limits,
             ids: ClientIds::default(),
             keyspace: Keyspace::new(DEFAULT_SHARDS, databases),
             config: RwLock::new(config),
@@ -64,7 +105,9 @@ impl ServerState {
     /// Change the running configuration with `f`.
     pub fn update_config<R>(&self, f: impl FnOnce(&mut Config) -> R) -> R {
         let mut guard = self.config.write().unwrap_or_else(|e| e.into_inner());
-        f(&mut guard)
+        let result = f(&mut guard);
+        self.limits.load_from(&guard);
+        result
     }
 
     /// Ask the whole server to stop (signal or `SHUTDOWN`).
