@@ -243,13 +243,13 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
     loop {
         let mut want = 0;
         let mut close = false;
-        // `CONFIG SET proto-max-bulk-len` applies from the next batch on.
-        parser.set_limits(request_limits(state));
         loop {
             let pending = buf.pending();
             if pending.is_empty() {
                 break;
             }
+            // `CONFIG SET proto-max-bulk-len` applies to the very next command, as in Redis.
+            parser.set_limits(request_limits(state));
             match parser.parse(pending, &mut args) {
                 Ok(Progress::Done(n)) => {
                     let outcome = if args.is_empty() {

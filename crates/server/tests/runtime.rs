@@ -14,7 +14,7 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::diff::{compare_each, multibulk, open, Case};
+use common::diff::{closed, compare_each, multibulk, open, Case};
 use common::{connect, free_port, read_until};
 
 const KVIK: &str = env!("CARGO_BIN_EXE_kvik-server");
@@ -483,6 +483,11 @@ fn config_cases() -> Vec<Case> {
         open("config set memory units", "CONFIG SET maxmemory 1MB\r\nCONFIG GET maxmemory\r\nCONFIG SET maxmemory 2k\r\nCONFIG GET maxmemory\r\nCONFIG SET maxmemory 0\r\n"),
         open("config set hz clamps", "CONFIG SET hz 1000\r\nCONFIG GET hz\r\nCONFIG SET hz 10\r\n"),
         open("config set several", "CONFIG SET timeout 3 maxmemory-policy ALLKEYS-LRU\r\nCONFIG GET timeout\r\nCONFIG GET maxmemory-policy\r\nCONFIG SET timeout 0 maxmemory-policy noeviction\r\n"),
+        // Last, since it changes the limit for the rest of the servers' lives.
+        closed(
+            "bulk over proto-max-bulk-len",
+            "CONFIG SET proto-max-bulk-len 1mb\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$1048577\r\n",
+        ),
         open("shutdown syntax", "SHUTDOWN foo\r\nSHUTDOWN NOSAVE SAVE\r\nSHUTDOWN ABORT NOW\r\nSHUTDOWN ABORT\r\nSHUTDOWN ABORT ABORT\r\n"),
     ]);
     cases
