@@ -362,7 +362,12 @@ impl Default for Config {
     fn default() -> Self {
         let values = OPTIONS
             .iter()
-            .map(|o| if o.name == "threads" { default_threads() } else { o.default.to_string() })
+            .map(|o| match o.name {
+                "threads" => default_threads(),
+                // Redis reports the working directory it runs in, as an absolute path.
+                "dir" => std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_else(|_| ".".into()),
+                _ => o.default.to_string(),
+            })
             .collect();
         Config { values }
     }

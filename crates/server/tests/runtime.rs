@@ -438,6 +438,7 @@ fn config_cases() -> Vec<Case> {
         "appendonly",
         "appendfsync",
         "dbfilename",
+        "dir",
         "unixsocket",
         "unixsocketperm",
         "slowlog-log-slower-than",
