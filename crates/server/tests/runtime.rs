@@ -364,6 +364,13 @@ fn sigterm_and_shutdown_exit_cleanly() {
     assert!(stderr.contains("received SIGTERM, shut down"), "{stderr}");
     assert!(read_until(&mut idle, |_| false).closed, "clients are closed");
 
+    let kvik = Kvik::start(&["--threads", "3"]);
+    let killed = Command::new("kill").args(["-INT", &kvik.child.id().to_string()]).status().expect("kill");
+    assert!(killed.success());
+    let (status, stderr) = kvik.wait_exit();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("received SIGINT, shut down"), "{stderr}");
+
     let kvik = Kvik::start(&[]);
     let mut s = connect(kvik.port);
     assert_eq!(call(&mut s, &[b"SHUTDOWN", b"NOSAVE", b"SAVE"]), b"-ERR syntax error\r\n");
@@ -497,4 +504,22 @@ fn config_cases() -> Vec<Case> {
 #[test]
 fn config_replies_match_redis() {
     compare_each("config_replies_match_redis", config_cases());
+}
+
+#[test]
+fn query_buffer_over_the_limit_closes_the_client() {
+    let kvik = Kvik::start(&["--client-query-buffer-limit", "1mb"]);
+    let mut s = connect(kvik.port);
+    s.write_all(b"*2\r\n$4\r\nECHO\r\n$3000000\r\n").expect("send header");
+    let chunk = vec![b'x'; 100_000];
+    // The server may close while the payload is still being sent.
+    for _ in 0..30 {
+        if s.write_all(&chunk).is_err() {
+            break;
+        }
+    }
+    let answer = read_until(&mut s, |_| false);
+    assert!(answer.closed && answer.bytes.is_empty(), "{}", answer.show());
+    let mut other = connect(kvik.port);
+    assert_eq!(call(&mut other, &[b"PING"]), b"+PONG\r\n", "other clients are served");
 }
