@@ -229,6 +229,13 @@ fn protocol_error_text(e: &RequestError) -> Vec<u8> {
     }
 }
 
+/// A new logical client; it starts authenticated when no password is required.
+fn new_session(state: &ServerState) -> Session {
+    let mut session = Session::new(state.ids.next_id());
+    session.authenticated = !state.limits.auth_required();
+    session
+}
+
 /// The request limits the configuration asks for now.
 fn request_limits(state: &ServerState) -> RequestLimits {
     RequestLimits { max_bulk_len: state.limits.proto_max_bulk_len(), ..RequestLimits::default() }
@@ -238,7 +245,7 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
     let state = conn.state;
     let mut parser = RequestParser::new(request_limits(state));
     let mut args = CommandArgs::new();
-    let mut session = Session::new(state.ids.next_id());
+    let mut session = new_session(state);
     let mut out = Vec::new();
     loop {
         let mut want = 0;
@@ -250,6 +257,8 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
             }
             // `CONFIG SET proto-max-bulk-len` applies to the very next command, as in Redis.
             parser.set_limits(request_limits(state));
+            // Until it authenticates, a client may only send small requests.
+            parser.set_auth_required(!session.authenticated && state.limits.auth_required());
             match parser.parse(pending, &mut args) {
                 Ok(Progress::Done(n)) => {
                     let outcome = if args.is_empty() {
@@ -332,7 +341,7 @@ async fn serve_respb<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuff
                 Ok(Decoded::Frame { frame, consumed }) => {
                     match frame {
                         Frame::Command { mux } => {
-                            let session = channels.entry(mux).or_insert_with(|| Session::new(state.ids.next_id()));
+                            let session = channels.entry(mux).or_insert_with(|| new_session(state));
                             let mut target = RespbTarget { out: &mut out, mux };
                             // QUIT ends the logical client that sent it, not its neighbours.
                             if execute(state, Request::new(&args, pending), session, &mut target) == Outcome::Close {
@@ -340,7 +349,7 @@ async fn serve_respb<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuff
                             }
                         }
                         Frame::MuxCreate { mux, target } => {
-                            channels.entry(target).or_insert_with(|| Session::new(state.ids.next_id()));
+                            channels.entry(target).or_insert_with(|| new_session(state));
                             RespbReplyWriter::new(&mut out, mux).simple(b"OK");
                         }
                         Frame::MuxClose { mux, target } => {

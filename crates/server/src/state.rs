@@ -1,7 +1,7 @@
 //! [`ServerState`]: what every connection of the server shares.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{RwLock, RwLockReadGuard};
 
 use tokio::sync::watch;
@@ -47,6 +47,8 @@ pub struct ConnectionLimits {
     pub query_buffer_limit: AtomicUsize,
     /// `timeout`, in seconds (0: never).
     pub idle_timeout: AtomicU64,
+    /// Whether `requirepass` is set, so clients must authenticate.
+    pub auth_required: AtomicBool,
 }
 
 impl ConnectionLimits {
@@ -54,6 +56,12 @@ impl ConnectionLimits {
         self.proto_max_bulk_len.store(config.usize("proto-max-bulk-len"), Ordering::Relaxed);
         self.query_buffer_limit.store(config.usize("client-query-buffer-limit"), Ordering::Relaxed);
         self.idle_timeout.store(u64::try_from(config.int("timeout")).unwrap_or(0), Ordering::Relaxed);
+        self.auth_required.store(!config.get("requirepass").is_empty(), Ordering::Relaxed);
+    }
+
+    /// Whether clients must authenticate now.
+    pub fn auth_required(&self) -> bool {
+        self.auth_required.load(Ordering::Relaxed)
     }
 
     /// `proto-max-bulk-len` now.

@@ -256,6 +256,7 @@ fn config_file_then_flags_and_rewrite() {
     let args = vec![file.to_string_lossy().into_owned(), "--timeout".into(), "8".into()];
     let kvik = Kvik::start_until(&args, port, || TcpStream::connect(("127.0.0.1", port)).is_ok());
     let mut s = connect(kvik.port);
+    assert_eq!(call(&mut s, &[b"AUTH", b"a b"]), b"+OK\r\n", "the file's password is in force");
     assert_eq!(config_get(&mut s, "timeout"), "8", "flags override the file");
     assert_eq!(config_get(&mut s, "maxmemory"), "10485760");
     assert_eq!(config_get(&mut s, "save"), "900 1 300 10");
@@ -277,6 +278,7 @@ fn config_file_then_flags_and_rewrite() {
         TcpStream::connect(("127.0.0.1", port)).is_ok()
     });
     let mut s = connect(kvik.port);
+    assert_eq!(call(&mut s, &[b"AUTH", b"a b"]), b"+OK\r\n");
     assert_eq!(config_get(&mut s, "maxclients"), "77");
     assert_eq!(config_get(&mut s, "save"), "900 1 300 10");
     drop(kvik);
@@ -401,21 +403,25 @@ fn protected_mode_refuses_remote_clients_without_password() {
     let port = free_port();
     let args: Vec<String> = ["--bind", "0.0.0.0", "--port", &port.to_string()].iter().map(|s| s.to_string()).collect();
     let kvik = Kvik::start_until(&args, port, || TcpStream::connect(("127.0.0.1", port)).is_ok());
-    let remote = || {
+    let remote = |request: &[u8], done: &[u8]| {
         let mut s = TcpStream::connect((ip, port)).expect("connect remotely");
         s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
-        s.write_all(b"PING\r\n").expect("send");
-        read_until(&mut s, |got| got == b"+PONG\r\n")
+        s.write_all(request).expect("send");
+        read_until(&mut s, |got| got == done)
     };
-    let answer = remote();
+    let answer = remote(b"PING\r\n", b"+PONG\r\n");
     assert!(answer.closed, "{}", answer.show());
     assert!(answer.bytes.starts_with(b"-DENIED Redis is running in protected mode"), "{}", answer.show());
     let mut local = connect(kvik.port);
     assert_eq!(call(&mut local, &[b"PING"]), b"+PONG\r\n");
-    // With a password set, remote clients get in.
+    // With a password set, remote clients get in, and must authenticate.
     assert_eq!(call(&mut local, &[b"CONFIG", b"SET", b"requirepass", b"secret"]), b"+OK\r\n");
-    let answer = remote();
-    assert_eq!(answer.bytes, b"+PONG\r\n");
+    let answer = remote(b"PING\r\n", b"-NOAUTH Authentication required.\r\n");
+    assert_eq!(answer.bytes, b"-NOAUTH Authentication required.\r\n");
+    let answer = remote(b"AUTH secret\r\nPING\r\n", b"+OK\r\n+PONG\r\n");
+    assert_eq!(answer.bytes, b"+OK\r\n+PONG\r\n");
+    // Clients connected before the password was set stay logged in, as in Redis.
+    assert_eq!(call(&mut local, &[b"PING"]), b"+PONG\r\n");
 }
 
 fn config_cases() -> Vec<Case> {
@@ -491,6 +497,18 @@ fn config_cases() -> Vec<Case> {
         open("config set memory units", "CONFIG SET maxmemory 1MB\r\nCONFIG GET maxmemory\r\nCONFIG SET maxmemory 2k\r\nCONFIG GET maxmemory\r\nCONFIG SET maxmemory 0\r\n"),
         open("config set hz clamps", "CONFIG SET hz 1000\r\nCONFIG GET hz\r\nCONFIG SET hz 10\r\n"),
         open("config set several", "CONFIG SET timeout 3 maxmemory-policy ALLKEYS-LRU\r\nCONFIG GET timeout\r\nCONFIG GET maxmemory-policy\r\nCONFIG SET timeout 0 maxmemory-policy noeviction\r\n"),
+        // requirepass: set on one connection, felt by the next ones, then cleared.
+        open("requirepass set", "CONFIG SET requirepass sec\r\nPING\r\n"),
+        open(
+            "requirepass gates commands",
+            "PING\r\nGET a\r\nFOO\r\nAUTH\r\nAUTH x\r\nAUTH a b c\r\nAUTH bad\r\nAUTH other sec\r\n\
+             HELLO 3 AUTH default bad\r\nHELLO 3\r\nHELLO\r\nCONFIG GET x\r\nAUTH default sec\r\nPING\r\n",
+        ),
+        open("hello auth", "HELLO 2 AUTH default sec\r\nPING\r\n"),
+        closed("unauthenticated multibulk", "*20\r\n"),
+        closed("unauthenticated bulk", "*2\r\n$4\r\nECHO\r\n$20000\r\n"),
+        open("requirepass cleared", "AUTH sec\r\nCONFIG SET requirepass \"\"\r\nPING\r\n"),
+        open("auth without requirepass", "AUTH x\r\nAUTH default x\r\nAUTH bob x\r\n"),
         // Last, since it changes the limit for the rest of the servers' lives.
         closed(
             "bulk over proto-max-bulk-len",
