@@ -1,41 +1,293 @@
-//! Server configuration from the command line.
+//! Server configuration: the registry of options, their validation, and
+//! loading from a redis.conf-style file and the command line.
 //!
-//! Options follow redis-server's command-line form, `--name value`, so that
-//! scripts which start Redis can start kvik by changing only the binary name.
+//! Options follow redis-server's names, value syntax and error texts, so that
+//! scripts, configuration files and tools written for Redis work with kvik by
+//! changing only the binary name. Every option has one entry in [`OPTIONS`]:
+//! its name, kind of value, default, and whether `CONFIG SET` may change it
+//! while the server runs. Values are kept in the canonical text form that
+//! `CONFIG GET` reports (memory sizes in bytes, `yes`/`no`, lower-case enum
+//! words), and read as numbers through typed accessors.
+//!
 //! Anything unrecognised stops startup with a message naming it: a mistyped
 //! option silently ignored would leave a server running with a setting its
 //! operator did not ask for.
 
 use std::fmt;
+use std::path::{Path, PathBuf};
 
-/// Everything the server needs to know before it starts listening.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Config {
-    /// Address to listen on (`--bind`); loopback by default so that a server
-    /// started without configuration is not reachable from the network.
-    pub bind: String,
-    /// TCP port (`--port`), 6379 by default like Redis; 0 picks a free port.
-    pub port: u16,
-    /// Number of event-loop threads (`--threads`), one per core by default.
-    pub threads: usize,
+use kvik_protocol::number::parse_i64;
+
+/// What kind of value an option takes, with the rules that validate it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `yes` or `no`.
+    Bool,
+    /// A decimal integer within `min..=max`.
+    Int {
+        /// Smallest accepted value.
+        min: i64,
+        /// Largest accepted value.
+        max: i64,
+    },
+    /// A size with an optional unit (`1mb`, `512k`), stored in bytes.
+    Memory {
+        /// Smallest accepted value, in bytes.
+        min: i64,
+        /// Largest accepted value, in bytes.
+        max: i64,
+    },
+    /// One word of a fixed list, matched without regard to case.
+    Enum(&'static [&'static str]),
+    /// Free text.
+    Str,
+    /// `save`: pairs of `seconds changes`, or empty for none.
+    Save,
+    /// `bind`: one or more addresses separated by spaces.
+    Bind,
+    /// `unixsocketperm`: file permission bits in octal.
+    Octal,
+    /// `notify-keyspace-events`: event class letters.
+    KeyspaceEvents,
 }
 
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            bind: "127.0.0.1".to_string(),
-            port: 6379,
-            threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-        }
+/// How an option may be changed once the server runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// `CONFIG SET` changes it.
+    Runtime,
+    /// Fixed at startup (listening sockets, database count).
+    Immutable,
+    /// Fixed at startup because changing it remotely would let a client
+    /// write files where it likes (Redis's protected configs).
+    Protected,
+}
+
+/// One configuration option.
+#[derive(Debug, Clone, Copy)]
+pub struct OptionSpec {
+    /// The name used in files, on the command line and by `CONFIG`.
+    pub name: &'static str,
+    /// Another accepted name (Redis's older or differently named spelling).
+    pub alias: Option<&'static str>,
+    /// The kind of value.
+    pub kind: Kind,
+    /// The default, in canonical form (`threads` is computed from the machine).
+    pub default: &'static str,
+    /// Whether `CONFIG SET` may change it.
+    pub change: Change,
+}
+
+const INT_MAX: i64 = i32::MAX as i64;
+const INT_MIN: i64 = i32::MIN as i64;
+const LONG_MAX: i64 = i64::MAX;
+const MIB: i64 = 1024 * 1024;
+
+const fn opt(name: &'static str, kind: Kind, default: &'static str, change: Change) -> OptionSpec {
+    OptionSpec { name, alias: None, kind, default, change }
+}
+
+const fn int(min: i64, max: i64) -> Kind {
+    Kind::Int { min, max }
+}
+
+const fn mem(min: i64, max: i64) -> Kind {
+    Kind::Memory { min, max }
+}
+
+use Change::{Immutable, Protected, Runtime};
+
+/// Eviction policies `maxmemory-policy` accepts, in Redis's order.
+pub const MAXMEMORY_POLICIES: &[&str] = &[
+    "volatile-lru",
+    "volatile-lfu",
+    "volatile-random",
+    "volatile-ttl",
+    "allkeys-lru",
+    "allkeys-lfu",
+    "allkeys-random",
+    "noeviction",
+];
+
+/// Every option kvik knows, with Redis's defaults and ranges.
+///
+/// Options whose feature arrives later (persistence, eviction, the slow log)
+/// are accepted and reported already, so configuration files and tools that
+/// set them work today and keep working when the feature lands.
+pub const OPTIONS: &[OptionSpec] = &[
+    opt("port", int(0, 65535), "6379", Immutable),
+    opt("bind", Kind::Bind, "127.0.0.1", Immutable),
+    opt("unixsocket", Kind::Str, "", Immutable),
+    opt("unixsocketperm", Kind::Octal, "0", Immutable),
+    OptionSpec { name: "threads", alias: Some("io-threads"), kind: int(1, 1024), default: "", change: Immutable },
+    opt("databases", int(1, INT_MAX), "16", Immutable),
+    opt("timeout", int(0, INT_MAX), "0", Runtime),
+    opt("tcp-keepalive", int(0, INT_MAX), "300", Runtime),
+    opt("maxclients", int(1, u32::MAX as i64), "10000", Runtime),
+    opt("requirepass", Kind::Str, "", Runtime),
+    opt("protected-mode", Kind::Bool, "yes", Runtime),
+    opt("proto-max-bulk-len", mem(MIB, LONG_MAX), "536870912", Runtime),
+    opt("client-query-buffer-limit", mem(MIB, LONG_MAX), "1073741824", Runtime),
+    opt("maxmemory", mem(0, LONG_MAX), "0", Runtime),
+    opt("maxmemory-policy", Kind::Enum(MAXMEMORY_POLICIES), "noeviction", Runtime),
+    opt("maxmemory-samples", int(1, INT_MAX), "5", Runtime),
+    opt("hash-max-listpack-entries", int(0, LONG_MAX), "512", Runtime),
+    opt("hash-max-listpack-value", int(0, LONG_MAX), "64", Runtime),
+    opt("list-max-listpack-size", int(INT_MIN, INT_MAX), "-2", Runtime),
+    opt("set-max-intset-entries", int(0, LONG_MAX), "512", Runtime),
+    opt("set-max-listpack-entries", int(0, LONG_MAX), "128", Runtime),
+    opt("zset-max-listpack-entries", int(0, LONG_MAX), "128", Runtime),
+    opt("zset-max-listpack-value", int(0, LONG_MAX), "64", Runtime),
+    opt("stream-node-max-entries", int(0, LONG_MAX), "100", Runtime),
+    opt("stream-node-max-bytes", mem(0, LONG_MAX), "4096", Runtime),
+    opt("notify-keyspace-events", Kind::KeyspaceEvents, "", Runtime),
+    opt("appendonly", Kind::Bool, "no", Runtime),
+    opt("appendfsync", Kind::Enum(&["everysec", "always", "no"]), "everysec", Runtime),
+    opt("save", Kind::Save, "3600 1 300 100 60 10000", Runtime),
+    opt("dir", Kind::Str, ".", Protected),
+    opt("dbfilename", Kind::Str, "dump.rdb", Protected),
+    opt("loglevel", Kind::Enum(&["debug", "verbose", "notice", "warning"]), "notice", Runtime),
+    opt("logfile", Kind::Str, "", Immutable),
+    opt("slowlog-log-slower-than", int(-1, LONG_MAX), "10000", Runtime),
+    opt("slowlog-max-len", int(0, LONG_MAX), "128", Runtime),
+    opt("latency-monitor-threshold", int(0, LONG_MAX), "0", Runtime),
+    opt("hz", int(0, INT_MAX), "10", Runtime),
+    opt("lfu-log-factor", int(0, INT_MAX), "10", Runtime),
+    opt("lfu-decay-time", int(0, INT_MAX), "1", Runtime),
+];
+
+/// The option called `name` (or by its alias), without regard to case.
+pub fn find_option(name: &str) -> Option<usize> {
+    OPTIONS
+        .iter()
+        .position(|o| o.name.eq_ignore_ascii_case(name) || o.alias.is_some_and(|a| a.eq_ignore_ascii_case(name)))
+}
+
+/// Why a value was refused; the text is what Redis puts after the dash in
+/// `ERR CONFIG SET failed (possibly related to argument 'x') - ...`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidValue(pub String);
+
+impl fmt::Display for InvalidValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
     }
 }
 
-/// Why the command line could not be turned into a [`Config`].
+fn invalid(msg: impl Into<String>) -> InvalidValue {
+    InvalidValue(msg.into())
+}
+
+/// Parse a size with an optional unit as Redis's `memtoull` does: `k`/`m`/`g`
+/// are powers of 1000, `kb`/`mb`/`gb` powers of 1024, `b` is bytes.
+pub fn parse_memory(text: &str) -> Option<i64> {
+    let lower = text.to_ascii_lowercase();
+    let digits = lower.bytes().take_while(u8::is_ascii_digit).count();
+    let (number, unit) = lower.split_at(digits);
+    let multiplier: i64 = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    if number.is_empty() {
+        return None;
+    }
+    number.parse::<i64>().ok()?.checked_mul(multiplier)
+}
+
+/// Keyspace event classes in the order Redis prints them, and the letters it accepts.
+const EVENT_CLASSES: &str = "g$lshzxetd";
+const EVENT_LETTERS: &str = "Ag$lshzxeKEtmdn";
+
+fn canonical_events(value: &str) -> Result<String, InvalidValue> {
+    let mut set = [false; 128];
+    for c in value.chars() {
+        if !EVENT_LETTERS.contains(c) {
+            return Err(invalid("Invalid event class character. Use 'Ag$lshzxeKEtmdn'."));
+        }
+        if c == 'A' {
+            EVENT_CLASSES.bytes().for_each(|b| set[usize::from(b)] = true);
+        } else {
+            set[c as usize] = true;
+        }
+    }
+    let mut out = String::new();
+    if EVENT_CLASSES.bytes().all(|b| set[usize::from(b)]) {
+        out.push('A');
+    } else {
+        out.extend(EVENT_CLASSES.chars().filter(|&c| set[c as usize]));
+    }
+    out.extend("KEmn".chars().filter(|&c| set[c as usize]));
+    Ok(out)
+}
+
+/// Check `value` against `kind` and return its canonical text.
+pub fn canonical(kind: Kind, value: &str) -> Result<String, InvalidValue> {
+    let range = |n: i64, min: i64, max: i64| {
+        if (min..=max).contains(&n) {
+            Ok(n.to_string())
+        } else {
+            Err(invalid(format!("argument must be between {min} and {max} inclusive")))
+        }
+    };
+    match kind {
+        Kind::Bool => {
+            if value.eq_ignore_ascii_case("yes") {
+                Ok("yes".into())
+            } else if value.eq_ignore_ascii_case("no") {
+                Ok("no".into())
+            } else {
+                Err(invalid("argument must be 'yes' or 'no'"))
+            }
+        }
+        Kind::Int { min, max } => {
+            let n =
+                parse_i64(value.as_bytes()).ok_or_else(|| invalid("argument couldn't be parsed into an integer"))?;
+            range(n, min, max)
+        }
+        Kind::Memory { min, max } => {
+            let n = parse_memory(value).ok_or_else(|| invalid("argument must be a memory value"))?;
+            range(n, min, max)
+        }
+        Kind::Enum(words) => words
+            .iter()
+            .find(|w| w.eq_ignore_ascii_case(value))
+            .map(|w| w.to_string())
+            .ok_or_else(|| invalid(format!("argument(s) must be one of the following: {}", words.join(", ")))),
+        Kind::Str => Ok(value.to_string()),
+        Kind::Save => {
+            let words: Vec<&str> = value.split_ascii_whitespace().collect();
+            if !words.len().is_multiple_of(2) || words.iter().any(|w| parse_i64(w.as_bytes()).is_none_or(|n| n < 0)) {
+                return Err(invalid("Invalid save parameters"));
+            }
+            Ok(words.join(" "))
+        }
+        Kind::Bind => {
+            let words: Vec<&str> = value.split_ascii_whitespace().collect();
+            if words.is_empty() {
+                return Err(invalid("Invalid bind address"));
+            }
+            Ok(words.join(" "))
+        }
+        Kind::Octal => match u32::from_str_radix(value, 8) {
+            Ok(n) if n <= 0o777 => Ok(format!("{n:o}")),
+            _ => Err(invalid("argument couldn't be parsed into an integer")),
+        },
+        Kind::KeyspaceEvents => canonical_events(value),
+    }
+}
+
+/// Why a configuration could not be loaded at startup.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigError {
     /// An option kvik does not know.
     UnknownOption(String),
-    /// An option given as the last word, without its value.
+    /// An option given without its value.
     MissingValue(String),
     /// An option whose value cannot be used.
     InvalidValue {
@@ -43,8 +295,17 @@ pub enum ConfigError {
         option: String,
         /// The value, as written.
         value: String,
-        /// What a valid value looks like.
-        expected: &'static str,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// The configuration file could not be read or has a malformed line.
+    File {
+        /// The file.
+        path: String,
+        /// Line number (1-based), 0 when the file itself could not be read.
+        line: usize,
+        /// What went wrong.
+        reason: String,
     },
 }
 
@@ -53,89 +314,636 @@ impl fmt::Display for ConfigError {
         match self {
             ConfigError::UnknownOption(o) => write!(f, "unknown option '{o}'"),
             ConfigError::MissingValue(o) => write!(f, "option '{o}' needs a value"),
-            ConfigError::InvalidValue { option, value, expected } => {
-                write!(f, "invalid value '{value}' for option '{option}': expected {expected}")
+            ConfigError::InvalidValue { option, value, reason } => {
+                write!(f, "invalid value '{value}' for option '{option}': {reason}")
             }
+            ConfigError::File { path, line: 0, reason } => write!(f, "cannot read config file '{path}': {reason}"),
+            ConfigError::File { path, line, reason } => write!(f, "{path}:{line}: {reason}"),
         }
     }
 }
 
 impl std::error::Error for ConfigError {}
 
+/// Why `CONFIG SET` refused a change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetError {
+    /// No option has that name.
+    Unknown(String),
+    /// The option exists but refused the value or the change; the option
+    /// name and the reason.
+    Failed(String, String),
+}
+
+impl SetError {
+    /// The error reply, as Redis words it (without the leading `-`).
+    pub fn reply_text(&self) -> String {
+        match self {
+            SetError::Unknown(name) => format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'"),
+            SetError::Failed(name, reason) => {
+                format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}")
+            }
+        }
+    }
+}
+
+/// The value of every option, in canonical text, indexed like [`OPTIONS`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    values: Vec<String>,
+}
+
+/// One core per event loop unless told otherwise.
+fn default_threads() -> String {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).to_string()
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let values = OPTIONS
+            .iter()
+            .map(|o| match o.name {
+                "threads" => default_threads(),
+                // Redis reports the working directory it runs in, as an absolute path.
+                "dir" => std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_else(|_| ".".into()),
+                _ => o.default.to_string(),
+            })
+            .collect();
+        Config { values }
+    }
+}
+
 impl Config {
-    /// Build a configuration from command-line words (without the program name).
-    pub fn from_args<I, S>(args: I) -> Result<Config, ConfigError>
+    /// The canonical value of option `index` of [`OPTIONS`].
+    pub fn value(&self, index: usize) -> &str {
+        self.values.get(index).map(String::as_str).unwrap_or("")
+    }
+
+    /// The canonical value of the option called `name` ("" for an unknown name).
+    pub fn get(&self, name: &str) -> &str {
+        find_option(name).map(|i| self.value(i)).unwrap_or("")
+    }
+
+    /// A numeric option as a number (0 when it is not numeric).
+    pub fn int(&self, name: &str) -> i64 {
+        parse_i64(self.get(name).as_bytes()).unwrap_or(0)
+    }
+
+    /// A numeric option as a count or size (0 when negative).
+    pub fn usize(&self, name: &str) -> usize {
+        usize::try_from(self.int(name)).unwrap_or(0)
+    }
+
+    /// A yes/no option.
+    pub fn flag(&self, name: &str) -> bool {
+        self.get(name) == "yes"
+    }
+
+    /// TCP port; 0 means no TCP listener, as in Redis.
+    pub fn port(&self) -> u16 {
+        u16::try_from(self.int("port")).unwrap_or(0)
+    }
+
+    /// The addresses to listen on, as written (`-` marks an optional one).
+    pub fn bind_addresses(&self) -> Vec<String> {
+        self.get("bind").split_ascii_whitespace().map(str::to_string).collect()
+    }
+
+    /// Number of event-loop threads.
+    pub fn threads(&self) -> usize {
+        self.usize("threads").max(1)
+    }
+
+    /// Path of the unix socket to listen on, if any.
+    pub fn unixsocket(&self) -> Option<&str> {
+        Some(self.get("unixsocket")).filter(|p| !p.is_empty())
+    }
+
+    /// Permission bits for the unix socket (0: leave the default).
+    pub fn unixsocketperm(&self) -> u32 {
+        u32::from_str_radix(self.get("unixsocketperm"), 8).unwrap_or(0)
+    }
+
+    /// Validate and store `value` for option `index`, whatever its [`Change`].
+    fn store(&mut self, index: usize, value: &str) -> Result<(), InvalidValue> {
+        let Some(spec) = OPTIONS.get(index) else {
+            return Err(invalid("unknown option"));
+        };
+        let mut text = canonical(spec.kind, value)?;
+        if spec.name == "hz" {
+            // Redis keeps the timer frequency within 1..=500 whatever is asked.
+            let hz = parse_i64(text.as_bytes()).unwrap_or(10).clamp(1, 500);
+            text = hz.to_string();
+        }
+        if spec.name == "dbfilename" && text.contains('/') {
+            return Err(invalid("dbfilename can't be a path, just a filename"));
+        }
+        if let Some(slot) = self.values.get_mut(index) {
+            *slot = text;
+        }
+        Ok(())
+    }
+
+    /// Apply `CONFIG SET name value [name value ...]`: every pair is checked
+    /// before any is applied, so a failed call changes nothing, as in Redis.
+    pub fn set_many(&mut self, pairs: &[(&str, &str)]) -> Result<(), SetError> {
+        let mut seen = Vec::new();
+        for (name, _) in pairs {
+            let index = find_option(name).ok_or_else(|| SetError::Unknown((*name).to_string()))?;
+            seen.push(index);
+        }
+        let mut next = self.clone();
+        for (i, ((name, value), &index)) in pairs.iter().zip(&seen).enumerate() {
+            if seen[..i].contains(&index) {
+                return Err(SetError::Failed((*name).to_string(), "duplicate parameter".into()));
+            }
+            match OPTIONS[index].change {
+                Change::Runtime => {}
+                Change::Immutable => {
+                    return Err(SetError::Failed((*name).to_string(), "can't set immutable config".into()))
+                }
+                Change::Protected => {
+                    return Err(SetError::Failed((*name).to_string(), "can't set protected config".into()))
+                }
+            }
+            next.store(index, value).map_err(|e| SetError::Failed((*name).to_string(), e.0))?;
+        }
+        *self = next;
+        Ok(())
+    }
+
+    /// Set one option at startup (any [`Change`] allowed); `words` are the
+    /// value's words as written, joined with spaces for multi-word options.
+    fn set_startup(&mut self, option: &str, name: &str, words: &[String]) -> Result<(), ConfigError> {
+        let index = find_option(name).ok_or_else(|| ConfigError::UnknownOption(option.to_string()))?;
+        let multi = matches!(OPTIONS[index].kind, Kind::Save | Kind::Bind);
+        if words.is_empty() || (!multi && words.len() != 1) {
+            return Err(if words.is_empty() {
+                ConfigError::MissingValue(option.to_string())
+            } else {
+                ConfigError::InvalidValue {
+                    option: option.to_string(),
+                    value: words.join(" "),
+                    reason: "wrong number of arguments".into(),
+                }
+            });
+        }
+        let value = words.join(" ");
+        self.store(index, &value).map_err(|e| ConfigError::InvalidValue {
+            option: option.to_string(),
+            value: value.clone(),
+            reason: e.0,
+        })
+    }
+
+    /// Build a configuration from command-line words (without the program
+    /// name): an optional configuration file first, then `--name value ...`
+    /// options, which override the file. Returns the file's path too, for
+    /// `CONFIG REWRITE`.
+    pub fn from_args<I, S>(args: I) -> Result<(Config, Option<PathBuf>), ConfigError>
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
+        let words: Vec<String> = args.into_iter().map(Into::into).collect();
         let mut config = Config::default();
-        let mut words = args.into_iter().map(Into::into);
-        while let Some(option) = words.next() {
-            let name = match option.strip_prefix("--") {
-                Some(name) if !name.is_empty() => name.to_ascii_lowercase(),
-                _ => return Err(ConfigError::UnknownOption(option)),
-            };
-            let known = matches!(name.as_str(), "port" | "bind" | "threads");
-            if !known {
-                return Err(ConfigError::UnknownOption(option));
+        let mut rest = &words[..];
+        let mut file = None;
+        if let Some(first) = words.first() {
+            if !first.starts_with("--") {
+                let path = PathBuf::from(first);
+                config.load_file(&path)?;
+                file = Some(path);
+                rest = &words[1..];
             }
-            let Some(value) = words.next() else {
-                return Err(ConfigError::MissingValue(option));
+        }
+        let mut i = 0;
+        while i < rest.len() {
+            let option = &rest[i];
+            let name = match option.strip_prefix("--") {
+                Some(name) if !name.is_empty() => name,
+                _ => return Err(ConfigError::UnknownOption(option.clone())),
             };
-            let invalid =
-                |expected| ConfigError::InvalidValue { option: option.clone(), value: value.clone(), expected };
-            match name.as_str() {
-                "port" => config.port = value.parse().map_err(|_| invalid("a port number 0-65535"))?,
-                "bind" => {
-                    if value.is_empty() {
-                        return Err(invalid("an address"));
-                    }
-                    config.bind = value.clone();
+            let mut end = i + 1;
+            while end < rest.len() && !rest[end].starts_with("--") {
+                end += 1;
+            }
+            // `--save ""` (or a bare `--save`) gives an empty value, which only
+            // free-text options and save accept.
+            let values: Vec<String> = rest[i + 1..end].to_vec();
+            let bare_save = values.is_empty() && name.eq_ignore_ascii_case("save");
+            if bare_save || (values.len() == 1 && values[0].is_empty()) {
+                let index = find_option(name).ok_or_else(|| ConfigError::UnknownOption(option.clone()))?;
+                config.store(index, "").map_err(|e| ConfigError::InvalidValue {
+                    option: option.clone(),
+                    value: String::new(),
+                    reason: e.0,
+                })?;
+            } else {
+                config.set_startup(option, name, &values)?;
+            }
+            i = end;
+        }
+        Ok((config, file))
+    }
+
+    /// Apply a redis.conf-style file: one `name value...` per line, `#`
+    /// comments, values quoted with `"..."` or `'...'` when they hold spaces.
+    pub fn load_file(&mut self, path: &Path) -> Result<(), ConfigError> {
+        self.load_file_nested(path, 0)
+    }
+
+    /// [`Config::load_file`], `depth` files deep in `include` directives.
+    fn load_file_nested(&mut self, path: &Path, depth: usize) -> Result<(), ConfigError> {
+        /// Deeper than this, an `include` is taken to include itself.
+        const MAX_INCLUDE_DEPTH: usize = 16;
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
+            path: shown.clone(),
+            line: 0,
+            reason: e.to_string(),
+        })?;
+        let mut save_seen = false;
+        for (n, line) in text.lines().enumerate() {
+            let file_error = |reason: String| ConfigError::File { path: shown.clone(), line: n + 1, reason };
+            let words = split_config_line(line).ok_or_else(|| file_error("unbalanced quotes".into()))?;
+            let Some((name, values)) = words.split_first() else {
+                continue;
+            };
+            if name.starts_with('#') {
+                continue;
+            }
+            if name.eq_ignore_ascii_case("include") {
+                let [included] = values else {
+                    return Err(file_error("include needs one file name".into()));
+                };
+                if depth >= MAX_INCLUDE_DEPTH {
+                    return Err(file_error("includes nested too deeply".into()));
                 }
-                _ => {
-                    config.threads = match value.parse::<usize>() {
-                        Ok(n) if (1..=1024).contains(&n) => n,
-                        _ => return Err(invalid("a thread count 1-1024")),
+                self.load_file_nested(Path::new(included), depth + 1)?;
+                continue;
+            }
+            let Some(index) = find_option(name) else {
+                return Err(file_error(format!("unknown option '{name}'")));
+            };
+            // Several `save` lines add up, as in redis.conf; the first replaces the default.
+            let values = if OPTIONS[index].name == "save" && save_seen && !values.iter().all(String::is_empty) {
+                let mut all: Vec<String> = self.value(index).split(' ').map(str::to_string).collect();
+                all.retain(|w| !w.is_empty());
+                all.extend(values.iter().cloned());
+                all
+            } else {
+                values.to_vec()
+            };
+            if OPTIONS[index].name == "save" {
+                save_seen = true;
+            }
+            if values.len() == 1 && values[0].is_empty() {
+                self.store(index, "").map_err(|e| file_error(format!("invalid value for '{name}': {e}")))?;
+            } else {
+                self.set_startup(name, name, &values).map_err(|e| file_error(e.to_string()))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Rewrite the configuration file at `path` so that it holds the running
+    /// configuration: lines of options that changed are replaced in place,
+    /// later duplicates dropped, options not yet in the file appended, and
+    /// comments and everything else kept.
+    pub fn rewrite(&self, path: &Path) -> std::io::Result<()> {
+        let old = std::fs::read_to_string(path).unwrap_or_default();
+        let mut written = vec![false; OPTIONS.len()];
+        let mut out = String::new();
+        for line in old.lines() {
+            let name = split_config_line(line).and_then(|w| w.into_iter().next());
+            match name.as_deref().filter(|n| !n.starts_with('#')).and_then(find_option) {
+                Some(index) => {
+                    if !written[index] {
+                        written[index] = true;
+                        out.push_str(&self.config_line(index));
+                        out.push('\n');
+                    }
+                }
+                None => {
+                    out.push_str(line);
+                    out.push('\n');
+                }
+            }
+        }
+        let defaults = Config::default();
+        let mut header = false;
+        for (index, spec) in OPTIONS.iter().enumerate() {
+            if written[index] || self.value(index) == defaults.value(index) {
+                continue;
+            }
+            if !header {
+                out.push_str("# Generated by CONFIG REWRITE\n");
+                header = true;
+            }
+            let _ = spec;
+            out.push_str(&self.config_line(index));
+            out.push('\n');
+        }
+        let tmp = path.with_extension("kvik-rewrite.tmp");
+        std::fs::write(&tmp, out)?;
+        std::fs::rename(&tmp, path)
+    }
+
+    /// `name value` as a configuration file line, quoting where needed.
+    fn config_line(&self, index: usize) -> String {
+        let spec = &OPTIONS[index];
+        let value = self.value(index);
+        match spec.kind {
+            Kind::Save | Kind::Bind if !value.is_empty() => format!("{} {value}", spec.name),
+            _ => format!("{} {}", spec.name, quote_config_value(value)),
+        }
+    }
+}
+
+/// Quote a value for a configuration file when it is empty or holds
+/// characters the line splitter treats specially.
+fn quote_config_value(value: &str) -> String {
+    let plain =
+        !value.is_empty() && value.bytes().all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\'' && b != b'\\');
+    if plain {
+        return value.to_string();
+    }
+    let mut out = String::from("\"");
+    for c in value.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Split one configuration line into words as Redis's `sdssplitargs` does:
+/// spaces separate words, `"..."` allows escapes (`\n`, `\"`, `\xHH`), `'...'`
+/// is literal except `\'`. `None` for unbalanced quotes or a quote not
+/// followed by a space.
+pub fn split_config_line(line: &str) -> Option<Vec<String>> {
+    let chars: Vec<char> = line.chars().collect();
+    let mut words = Vec::new();
+    let mut i = 0;
+    loop {
+        while i < chars.len() && chars[i].is_whitespace() {
+            i += 1;
+        }
+        if i >= chars.len() {
+            return Some(words);
+        }
+        let mut word = String::new();
+        match chars[i] {
+            '"' => {
+                i += 1;
+                loop {
+                    let c = *chars.get(i)?;
+                    i += 1;
+                    match c {
+                        '"' => break,
+                        '\\' => {
+                            let e = *chars.get(i)?;
+                            i += 1;
+                            match e {
+                                'n' => word.push('\n'),
+                                'r' => word.push('\r'),
+                                't' => word.push('\t'),
+                                'b' => word.push('\u{8}'),
+                                'a' => word.push('\u{7}'),
+                                'x' => {
+                                    let hex: String = chars.get(i..i + 2)?.iter().collect();
+                                    let byte = u8::from_str_radix(&hex, 16).ok()?;
+                                    word.push(char::from(byte));
+                                    i += 2;
+                                }
+                                other => word.push(other),
+                            }
+                        }
+                        c => word.push(c),
+                    }
+                }
+                if chars.get(i).is_some_and(|c| !c.is_whitespace()) {
+                    return None;
+                }
+            }
+            '\'' => {
+                i += 1;
+                loop {
+                    let c = *chars.get(i)?;
+                    i += 1;
+                    match c {
+                        '\'' => break,
+                        '\\' if chars.get(i) == Some(&'\'') => {
+                            word.push('\'');
+                            i += 1;
+                        }
+                        c => word.push(c),
+                    }
+                }
+                if chars.get(i).is_some_and(|c| !c.is_whitespace()) {
+                    return None;
+                }
+            }
+            _ => {
+                while i < chars.len() && !chars[i].is_whitespace() {
+                    word.push(chars[i]);
+                    i += 1;
+                }
+            }
+        }
+        words.push(word);
+    }
+}
+
+/// Redis-style glob matching (`*`, `?`, `[abc]`, `[^a-z]`, `\x`), without
+/// regard to ASCII case, as `CONFIG GET` uses it.
+pub fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
+    let (mut p, mut t) = (0, 0);
+    // Where to resume after the last `*`: pattern index after it, and the text index it covers up to.
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        if p < pattern.len() {
+            match pattern[p] {
+                b'*' => {
+                    star = Some((p + 1, t));
+                    p += 1;
+                    continue;
+                }
+                b'?' => {
+                    p += 1;
+                    t += 1;
+                    continue;
+                }
+                b'[' => {
+                    if let Some((matched, next)) = match_class(pattern, p, text[t]) {
+                        if matched {
+                            p = next;
+                            t += 1;
+                            continue;
+                        }
+                    }
+                }
+                b'\\' if p + 1 < pattern.len() => {
+                    if pattern[p + 1].eq_ignore_ascii_case(&text[t]) {
+                        p += 2;
+                        t += 1;
+                        continue;
+                    }
+                }
+                c => {
+                    if c.eq_ignore_ascii_case(&text[t]) {
+                        p += 1;
+                        t += 1;
+                        continue;
                     }
                 }
             }
         }
-        Ok(config)
+        match star {
+            Some((sp, st)) => {
+                p = sp;
+                t = st + 1;
+                star = Some((sp, st + 1));
+            }
+            None => return false,
+        }
     }
+    pattern[p..].iter().all(|&c| c == b'*')
+}
+
+/// Match `c` against the class starting at `pattern[start] == b'['`; returns
+/// whether it matched and the index after the class, or `None` for an
+/// unterminated class.
+fn match_class(pattern: &[u8], start: usize, c: u8) -> Option<(bool, usize)> {
+    let mut i = start + 1;
+    let negate = pattern.get(i) == Some(&b'^');
+    if negate {
+        i += 1;
+    }
+    let c = c.to_ascii_lowercase();
+    let mut matched = false;
+    loop {
+        let b = *pattern.get(i)?;
+        if b == b']' {
+            break;
+        }
+        if b == b'\\' {
+            let e = *pattern.get(i + 1)?;
+            matched |= e.to_ascii_lowercase() == c;
+            i += 2;
+        } else if pattern.get(i + 1) == Some(&b'-') && pattern.get(i + 2).is_some_and(|&e| e != b']') {
+            let (mut lo, mut hi) = (b.to_ascii_lowercase(), pattern[i + 2].to_ascii_lowercase());
+            if lo > hi {
+                std::mem::swap(&mut lo, &mut hi);
+            }
+            matched |= (lo..=hi).contains(&c);
+            i += 3;
+        } else {
+            matched |= b.to_ascii_lowercase() == c;
+            i += 1;
+        }
+    }
+    Some((matched != negate, i + 1))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn defaults_listen_on_loopback_6379() {
-        let c = Config::from_args(Vec::<String>::new()).unwrap();
-        assert_eq!(c.bind, "127.0.0.1");
-        assert_eq!(c.port, 6379);
-        assert!(c.threads >= 1);
+    fn args(words: &[&str]) -> Result<Config, ConfigError> {
+        Config::from_args(words.iter().copied()).map(|(c, _)| c)
     }
 
     #[test]
-    fn options_take_the_following_word() {
-        let c = Config::from_args(["--port", "7000", "--bind", "0.0.0.0", "--THREADS", "4"]).unwrap();
-        assert_eq!(c, Config { bind: "0.0.0.0".into(), port: 7000, threads: 4 });
+    fn defaults_listen_on_loopback_6379() {
+        let c = args(&[]).unwrap();
+        assert_eq!(c.bind_addresses(), ["127.0.0.1"]);
+        assert_eq!(c.port(), 6379);
+        assert!(c.threads() >= 1);
+        assert_eq!(c.get("save"), "3600 1 300 100 60 10000");
+        assert_eq!(c.int("proto-max-bulk-len"), 512 * 1024 * 1024);
+    }
+
+    #[test]
+    fn options_take_the_following_words() {
+        let c = args(&["--port", "7000", "--bind", "0.0.0.0", "::1", "--THREADS", "4", "--save", ""]).unwrap();
+        assert_eq!(c.port(), 7000);
+        assert_eq!(c.bind_addresses(), ["0.0.0.0", "::1"]);
+        assert_eq!(c.threads(), 4);
+        assert_eq!(c.get("save"), "");
+        assert_eq!(args(&["--io-threads", "2"]).unwrap().threads(), 2);
+        assert_eq!(args(&["--maxmemory", "1mb"]).unwrap().get("maxmemory"), "1048576");
+        assert_eq!(args(&["--save", "--port", "1"]).unwrap().get("save"), "");
     }
 
     #[test]
     fn unknown_option_is_named() {
-        let e = Config::from_args(["--port", "1", "--maxmemry", "1gb"]).unwrap_err();
+        let e = args(&["--port", "1", "--maxmemry", "1gb"]).unwrap_err();
         assert_eq!(e.to_string(), "unknown option '--maxmemry'");
-        let e = Config::from_args(["port"]).unwrap_err();
-        assert_eq!(e, ConfigError::UnknownOption("port".into()));
     }
 
     #[test]
     fn bad_or_missing_values_are_refused() {
-        assert_eq!(Config::from_args(["--port"]).unwrap_err(), ConfigError::MissingValue("--port".into()));
-        let e = Config::from_args(["--port", "70000"]).unwrap_err();
-        assert_eq!(e.to_string(), "invalid value '70000' for option '--port': expected a port number 0-65535");
-        assert!(Config::from_args(["--threads", "0"]).is_err());
+        assert_eq!(args(&["--port"]).unwrap_err(), ConfigError::MissingValue("--port".into()));
+        let e = args(&["--port", "70000"]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid value '70000' for option '--port': argument must be between 0 and 65535 inclusive"
+        );
+        assert!(args(&["--threads", "0"]).is_err());
+        assert!(args(&["--timeout", "1", "2"]).is_err());
+    }
+
+    #[test]
+    fn set_many_is_all_or_nothing_with_redis_errors() {
+        let mut c = Config::default();
+        let e = c.set_many(&[("timeout", "5"), ("foo", "1")]).unwrap_err();
+        assert_eq!(e.reply_text(), "ERR Unknown option or number of arguments for CONFIG SET - 'foo'");
+        let e = c.set_many(&[("maxclients", "5"), ("timeout", "x")]).unwrap_err();
+        assert_eq!(
+            e.reply_text(),
+            "ERR CONFIG SET failed (possibly related to argument 'timeout') - argument couldn't be parsed into an integer"
+        );
+        assert_eq!(c.get("maxclients"), "10000");
+        c.set_many(&[("maxmemory", "1MB"), ("appendfsync", "ALWAYS"), ("hz", "1000")]).unwrap();
+        assert_eq!((c.get("maxmemory"), c.get("appendfsync"), c.get("hz")), ("1048576", "always", "500"));
+        let e = c.set_many(&[("databases", "3")]).unwrap_err();
+        assert!(e.reply_text().ends_with("can't set immutable config"));
+        let e = c.set_many(&[("timeout", "1"), ("timeout", "2")]).unwrap_err();
+        assert!(e.reply_text().ends_with("duplicate parameter"));
+    }
+
+    #[test]
+    fn keyspace_events_are_canonical() {
+        assert_eq!(canonical_events("KEA").unwrap(), "AKE");
+        assert_eq!(canonical_events("Kgx").unwrap(), "gxK");
+        assert!(canonical_events("q").is_err());
+    }
+
+    #[test]
+    fn config_lines_split_like_redis() {
+        assert_eq!(split_config_line("  save 900 1 ").unwrap(), ["save", "900", "1"]);
+        assert_eq!(split_config_line("requirepass \"a b\\x41\"").unwrap(), ["requirepass", "a bA"]);
+        assert_eq!(split_config_line("dir 'it\\'s'").unwrap(), ["dir", "it's"]);
+        assert_eq!(split_config_line("save \"\"").unwrap(), ["save", ""]);
+        assert!(split_config_line("dir \"open").is_none());
+    }
+
+    #[test]
+    fn globs_match_like_redis() {
+        assert!(glob_match(b"maxmemory*", b"maxmemory-policy"));
+        assert!(glob_match(b"*", b""));
+        assert!(glob_match(b"M?XMEMORY", b"maxmemory"));
+        assert!(glob_match(b"[a-m]ax*", b"maxclients"));
+        assert!(!glob_match(b"[^m]ax*", b"maxclients"));
+        assert!(glob_match(b"*-max-*-entries", b"hash-max-listpack-entries"));
+        assert!(!glob_match(b"port?", b"port"));
     }
 }

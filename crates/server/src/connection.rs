@@ -12,14 +12,16 @@
 //! the error text after the replies already due and is then closed.
 
 use std::collections::HashMap;
-use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpStream};
+use std::io;
 use std::time::Duration;
 
-use kvik_protocol::resp::request::{Progress, RequestError, RequestParser};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::watch;
+
+use kvik_protocol::resp::request::{Progress, RequestError, RequestLimits, RequestParser};
 use kvik_protocol::resp::writer::RespWriter;
 use kvik_protocol::respb::handshake::{self, Greeting};
-use kvik_protocol::respb::{detect, Decoded, Detected, Frame, RespbDecoder, RespbReplyWriter};
+use kvik_protocol::respb::{detect, Decoded, Detected, Frame, RespbDecoder, RespbLimits, RespbReplyWriter};
 use kvik_protocol::{CommandArgs, ReplySink};
 
 use crate::commands::{execute, Outcome, ReplyTarget, Request};
@@ -40,11 +42,61 @@ const LINGER: Duration = Duration::from_millis(200);
 /// Most bytes discarded while lingering.
 const LINGER_BYTES: usize = 1024 * 1024;
 
-/// Serve `stream` until the client leaves, breaks the protocol, or the socket fails.
-pub fn serve(mut stream: TcpStream, state: &ServerState) {
+/// A byte stream a client is connected through (TCP or unix socket).
+pub trait ClientStream: AsyncRead + AsyncWrite + Unpin {}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> ClientStream for S {}
+
+/// One connection's socket with what decides when reading stops: the idle
+/// timeout, the query buffer limit and the server's shutdown.
+struct Conn<'a, S> {
+    stream: S,
+    state: &'a ServerState,
+    shutdown: watch::Receiver<bool>,
+}
+
+impl<S: ClientStream> Conn<'_, S> {
+    /// Read more input into `buf` (see [`ReadBuffer::fill`]). Returns 0 when
+    /// the connection is to end without an error: the client closed, stayed
+    /// idle past `timeout`, outgrew `client-query-buffer-limit`, or the
+    /// server is stopping.
+    async fn fill(&mut self, buf: &mut ReadBuffer, want: usize) -> io::Result<usize> {
+        let limits = &self.state.limits;
+        if buf.pending().len() > limits.query_buffer_limit() {
+            return Ok(0);
+        }
+        let idle = limits.idle_timeout();
+        let read = buf.fill(&mut self.stream, want);
+        let read = async {
+            if idle > 0 {
+                tokio::time::timeout(Duration::from_secs(idle), read).await.unwrap_or(Ok(0))
+            } else {
+                read.await
+            }
+        };
+        tokio::select! {
+            r = read => r,
+            _ = self.shutdown.wait_for(|stop| *stop) => Ok(0),
+        }
+    }
+
+    /// Send `bytes`; a client that does not read cannot hold up a shutdown.
+    async fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        tokio::select! {
+            r = self.stream.write_all(bytes) => r,
+            _ = self.shutdown.wait_for(|stop| *stop) => Err(io::Error::other("server shutting down")),
+        }
+    }
+}
+
+/// Serve `stream` until the client leaves, breaks the protocol, stays idle
+/// too long, the socket fails, or `shutdown` turns true. `shutdown` is the
+/// event loop's own signal, so waiting on it touches nothing other cores use.
+pub async fn serve<S: ClientStream>(stream: S, state: &ServerState, shutdown: watch::Receiver<bool>) {
+    let mut conn = Conn { stream, state, shutdown };
     // An I/O error only means the client is gone; there is nobody to tell.
-    let _ = run(&mut stream, state);
-    close_gracefully(&mut stream);
+    let _ = run(&mut conn).await;
+    close_gracefully(&mut conn.stream).await;
 }
 
 /// Close after the last reply without losing it.
@@ -53,35 +105,36 @@ pub fn serve(mut stream: TcpStream, state: &ServerState) {
 /// connection, and a reset can destroy the reply (an error text, QUIT's OK)
 /// before the client reads it. So: send FIN, then discard what the client
 /// still sends, for a bounded time and amount, before closing.
-fn close_gracefully(stream: &mut TcpStream) {
-    let _ = stream.shutdown(Shutdown::Write);
-    if stream.set_read_timeout(Some(LINGER)).is_err() {
-        return;
-    }
-    let mut sink = [0u8; 16 * 1024];
-    let mut discarded = 0;
-    while discarded < LINGER_BYTES {
-        match stream.read(&mut sink) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => discarded += n,
+pub async fn close_gracefully<S: ClientStream>(stream: &mut S) {
+    let _ = stream.flush().await;
+    let _ = stream.shutdown().await;
+    let drain = async {
+        let mut sink = [0u8; 16 * 1024];
+        let mut discarded = 0;
+        while discarded < LINGER_BYTES {
+            match stream.read(&mut sink).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => discarded += n,
+            }
         }
-    }
+    };
+    let _ = tokio::time::timeout(LINGER, drain).await;
 }
 
-fn run(stream: &mut TcpStream, state: &ServerState) -> io::Result<()> {
+async fn run<S: ClientStream>(conn: &mut Conn<'_, S>) -> io::Result<()> {
     let mut buf = ReadBuffer::default();
-    if buf.fill(stream, 0)? == 0 {
+    if conn.fill(&mut buf, 0).await? == 0 {
         return Ok(());
     }
     let Some(&first) = buf.pending().first() else {
         return Ok(());
     };
     match detect(first) {
-        Detected::Resp => serve_resp(stream, &mut buf, state),
-        Detected::Respb => serve_respb(stream, &mut buf, state),
+        Detected::Resp => serve_resp(conn, &mut buf).await,
+        Detected::Respb => serve_respb(conn, &mut buf).await,
         Detected::Handshake => {
-            if greet(stream, &mut buf)? {
-                serve_respb(stream, &mut buf, state)
+            if greet(conn, &mut buf).await? {
+                serve_respb(conn, &mut buf).await
             } else {
                 Ok(())
             }
@@ -113,7 +166,7 @@ impl ReadBuffer {
 
     /// One read from `stream`, making room for at least `want` bytes (within
     /// [`MAX_GROWTH`]). Returns the bytes read; 0 means the client closed.
-    fn fill(&mut self, stream: &mut TcpStream, want: usize) -> io::Result<usize> {
+    async fn fill<S: ClientStream>(&mut self, stream: &mut S, want: usize) -> io::Result<usize> {
         if self.start > 0 {
             self.data.copy_within(self.start..self.end, 0);
             self.end -= self.start;
@@ -124,7 +177,7 @@ impl ReadBuffer {
             self.data.resize(self.end + room, 0);
         }
         loop {
-            match stream.read(&mut self.data[self.end..]) {
+            match stream.read(&mut self.data[self.end..]).await {
                 Ok(n) => {
                     self.end += n;
                     return Ok(n);
@@ -176,10 +229,23 @@ fn protocol_error_text(e: &RequestError) -> Vec<u8> {
     }
 }
 
-fn serve_resp(stream: &mut TcpStream, buf: &mut ReadBuffer, state: &ServerState) -> io::Result<()> {
-    let mut parser = RequestParser::default();
-    let mut args = CommandArgs::new();
+/// A new logical client; it starts authenticated when no password is required.
+fn new_session(state: &ServerState) -> Session {
     let mut session = Session::new(state.ids.next_id());
+    session.authenticated = !state.limits.auth_required();
+    session
+}
+
+/// The request limits the configuration asks for now.
+fn request_limits(state: &ServerState) -> RequestLimits {
+    RequestLimits { max_bulk_len: state.limits.proto_max_bulk_len(), ..RequestLimits::default() }
+}
+
+async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffer) -> io::Result<()> {
+    let state = conn.state;
+    let mut parser = RequestParser::new(request_limits(state));
+    let mut args = CommandArgs::new();
+    let mut session = new_session(state);
     let mut out = Vec::new();
     loop {
         let mut want = 0;
@@ -189,6 +255,10 @@ fn serve_resp(stream: &mut TcpStream, buf: &mut ReadBuffer, state: &ServerState)
             if pending.is_empty() {
                 break;
             }
+            // `CONFIG SET proto-max-bulk-len` applies to the very next command, as in Redis.
+            parser.set_limits(request_limits(state));
+            // Until it authenticates, a client may only send small requests.
+            parser.set_auth_required(!session.authenticated && state.limits.auth_required());
             match parser.parse(pending, &mut args) {
                 Ok(Progress::Done(n)) => {
                     let outcome = if args.is_empty() {
@@ -203,7 +273,7 @@ fn serve_resp(stream: &mut TcpStream, buf: &mut ReadBuffer, state: &ServerState)
                         break;
                     }
                     if out.len() >= FLUSH_AT {
-                        stream.write_all(&out)?;
+                        conn.write_all(&out).await?;
                         out.clear();
                     }
                 }
@@ -219,39 +289,42 @@ fn serve_resp(stream: &mut TcpStream, buf: &mut ReadBuffer, state: &ServerState)
             }
         }
         if !out.is_empty() {
-            stream.write_all(&out)?;
+            conn.write_all(&out).await?;
             out.clear();
         }
-        if close || buf.fill(stream, want)? == 0 {
+        if close || conn.fill(buf, want).await? == 0 {
             return Ok(());
         }
     }
 }
 
 /// Answer a RESPB greeting. Returns whether frames follow.
-fn greet(stream: &mut TcpStream, buf: &mut ReadBuffer) -> io::Result<bool> {
+async fn greet<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffer) -> io::Result<bool> {
     loop {
         match handshake::read_greeting(buf.pending()) {
             Greeting::Incomplete => {
-                if buf.fill(stream, handshake::LEN)? == 0 {
+                if conn.fill(buf, handshake::LEN).await? == 0 {
                     return Ok(false);
                 }
             }
             Greeting::Accept { reply } => {
-                stream.write_all(&reply)?;
+                conn.write_all(&reply).await?;
                 buf.consume(handshake::LEN);
                 return Ok(true);
             }
             Greeting::Reject { reply } => {
-                stream.write_all(&reply)?;
+                conn.write_all(&reply).await?;
                 return Ok(false);
             }
         }
     }
 }
 
-fn serve_respb(stream: &mut TcpStream, buf: &mut ReadBuffer, state: &ServerState) -> io::Result<()> {
-    let mut decoder = RespbDecoder::default();
+async fn serve_respb<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffer) -> io::Result<()> {
+    let state = conn.state;
+    let max_bulk_len = state.limits.proto_max_bulk_len();
+    let limits = RespbLimits { max_bulk_len, max_passthrough_len: max_bulk_len.saturating_add(64 * 1024) };
+    let mut decoder = RespbDecoder::new(limits);
     let mut args = CommandArgs::new();
     // Every mux id is its own logical client, created on first use.
     let mut channels: HashMap<u16, Session> = HashMap::new();
@@ -268,7 +341,7 @@ fn serve_respb(stream: &mut TcpStream, buf: &mut ReadBuffer, state: &ServerState
                 Ok(Decoded::Frame { frame, consumed }) => {
                     match frame {
                         Frame::Command { mux } => {
-                            let session = channels.entry(mux).or_insert_with(|| Session::new(state.ids.next_id()));
+                            let session = channels.entry(mux).or_insert_with(|| new_session(state));
                             let mut target = RespbTarget { out: &mut out, mux };
                             // QUIT ends the logical client that sent it, not its neighbours.
                             if execute(state, Request::new(&args, pending), session, &mut target) == Outcome::Close {
@@ -276,7 +349,7 @@ fn serve_respb(stream: &mut TcpStream, buf: &mut ReadBuffer, state: &ServerState
                             }
                         }
                         Frame::MuxCreate { mux, target } => {
-                            channels.entry(target).or_insert_with(|| Session::new(state.ids.next_id()));
+                            channels.entry(target).or_insert_with(|| new_session(state));
                             RespbReplyWriter::new(&mut out, mux).simple(b"OK");
                         }
                         Frame::MuxClose { mux, target } => {
@@ -286,7 +359,7 @@ fn serve_respb(stream: &mut TcpStream, buf: &mut ReadBuffer, state: &ServerState
                     }
                     buf.consume(consumed);
                     if out.len() >= FLUSH_AT {
-                        stream.write_all(&out)?;
+                        conn.write_all(&out).await?;
                         out.clear();
                     }
                 }
@@ -302,10 +375,10 @@ fn serve_respb(stream: &mut TcpStream, buf: &mut ReadBuffer, state: &ServerState
             }
         }
         if !out.is_empty() {
-            stream.write_all(&out)?;
+            conn.write_all(&out).await?;
             out.clear();
         }
-        if close || buf.fill(stream, want)? == 0 {
+        if close || conn.fill(buf, want).await? == 0 {
             return Ok(());
         }
     }

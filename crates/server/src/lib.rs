@@ -2,8 +2,9 @@
 //! can start a server inside their own process when that is simpler than a child.
 //!
 //! Layers, outside in:
-//! - [`config`]: command-line options in redis.conf style (`--port 6379`);
-//! - [`listener`]: binds the socket and hands each accepted connection to a thread;
+//! - [`config`]: the option registry, redis.conf files and `--name value` flags;
+//! - [`listener`]: listening sockets, one event loop per thread, and the
+//!   acceptor that hands connections to the loops in turn;
 //! - [`connection`]: one client connection: read buffer, protocol detection,
 //!   batched parsing and one write per batch, for RESP and RESPB alike;
 //! - [`session`]: the state of one logical client (a RESP connection or a RESPB channel);

@@ -1,68 +1,417 @@
-//! Accepting connections.
+//! Listening sockets, the event loops, and the way connections reach them.
 //!
-//! For now each connection gets its own thread with blocking I/O: simple,
-//! correct, and enough for tests and tools. The event-loop-per-core design
-//! replaces this module's insides; [`Server`] keeps its shape so `main` and
-//! the tests do not change when it does.
+//! The server runs `threads` event loops, each a thread with its own
+//! single-threaded tokio runtime that owns the connections handed to it: a
+//! connection never moves between threads, so its buffers stay in one core's
+//! cache and no loop waits on another.
+//!
+//! One acceptor (on the thread that calls [`Server::serve`]) accepts on every
+//! listening socket, TCP and unix alike, and hands each new connection to the
+//! loops in turn. Round-robin hand-off was chosen over one `SO_REUSEPORT`
+//! listener per loop because it spreads clients evenly whatever their
+//! addresses (the kernel's reuseport hash can put several clients of one
+//! benchmark on the same loop), works the same for unix sockets, and leaves
+//! one place where `maxclients` and protected mode are decided. Accepting is
+//! cheap next to serving, so one acceptor does not limit throughput.
+//!
+//! The acceptor also watches for SIGTERM, SIGINT and `SHUTDOWN`: it stops
+//! accepting, tells every connection to close, and waits for the loops to end.
 
 use std::io;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr};
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use crate::config::Config;
-use crate::connection;
+use socket2::{Domain, SockRef, Socket, TcpKeepalive, Type};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
+use tokio::sync::{mpsc, watch};
+
+use crate::connection::{self, close_gracefully, ClientStream};
 use crate::keyspace::expire::ActiveExpiry;
 use crate::state::ServerState;
 
-/// A bound listening socket and the state shared by all its connections.
+/// Backlog of the listening sockets, Redis's `tcp-backlog` default.
+const BACKLOG: i32 = 511;
+
+/// Reply to a client over `maxclients`.
+pub const MAX_CLIENTS_REACHED: &[u8] = b"-ERR max number of clients reached\r\n";
+
+/// Reply to a remote client while protected mode is on, Redis's text.
+pub const PROTECTED_MODE_DENIED: &[u8] = b"-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
+
+/// Why the server stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// SIGTERM arrived.
+    Terminate,
+    /// SIGINT arrived (Ctrl-C).
+    Interrupt,
+    /// A client sent `SHUTDOWN`.
+    Command,
+}
+
+impl StopReason {
+    /// The words used in the shutdown log line.
+    pub fn describe(self) -> &'static str {
+        match self {
+            StopReason::Terminate => "received SIGTERM",
+            StopReason::Interrupt => "received SIGINT",
+            StopReason::Command => "SHUTDOWN requested by a client",
+        }
+    }
+}
+
+/// A connection on its way from the acceptor to a loop. Sockets cross the
+/// thread boundary as std sockets and are registered with the receiving
+/// loop's runtime there.
+enum Incoming {
+    Tcp(std::net::TcpStream),
+    Unix(std::os::unix::net::UnixStream),
+}
+
+/// Bound listening sockets and the state shared by all their connections.
 #[derive(Debug)]
 pub struct Server {
-    listener: TcpListener,
+    tcp: Vec<std::net::TcpListener>,
+    unix: Option<(std::os::unix::net::UnixListener, PathBuf)>,
     state: Arc<ServerState>,
 }
 
+/// `*` and `::*` are Redis's spellings of "every address".
+fn parse_bind(address: &str) -> Option<IpAddr> {
+    match address {
+        "*" => Some(IpAddr::from([0, 0, 0, 0])),
+        "::*" => Some(IpAddr::from([0u16; 8])),
+        other => other.parse().ok(),
+    }
+}
+
+fn bind_tcp(ip: IpAddr, port: u16) -> io::Result<std::net::TcpListener> {
+    let addr = SocketAddr::new(ip, port);
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    socket.set_reuse_address(true)?;
+    if ip.is_ipv6() {
+        // Leave IPv4 to its own listener, as Redis does with `bind * -::*`.
+        socket.set_only_v6(true)?;
+    }
+    socket.bind(&addr.into())?;
+    socket.listen(BACKLOG)?;
+    socket.set_nonblocking(true)?;
+    Ok(socket.into())
+}
+
 impl Server {
-    /// Bind to `config.bind:config.port`. Binding is separate from serving so
-    /// that startup errors (address in use) are reported before anything runs.
-    pub fn bind(config: &Config) -> io::Result<Server> {
-        let listener = TcpListener::bind((config.bind.as_str(), config.port))?;
-        Ok(Server { listener, state: Arc::new(ServerState::default()) })
-    }
-
-    /// The address actually bound (the real port when 0 was asked for).
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.listener.local_addr()
-    }
-
-    /// Accept connections until the listening socket fails.
-    ///
-    /// A failed accept (out of file descriptors, a connection reset before
-    /// it was accepted) is logged and retried after a short pause instead of
-    /// stopping the server: established clients must keep being served.
-    pub fn serve(self) -> io::Result<()> {
-        // Keys whose deadline passed are removed even when nobody reads them.
-        ActiveExpiry::spawn(Arc::downgrade(&self.state), |state: &ServerState| &state.keyspace)?;
-        loop {
-            match self.listener.accept() {
-                Ok((stream, _peer)) => self.spawn(stream),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    eprintln!("kvik-server: accept failed: {e}");
-                    thread::sleep(Duration::from_millis(10));
+    /// Open every listening socket the configuration asks for. Binding is
+    /// separate from serving so that startup errors (address in use, bad
+    /// address) are reported before anything runs.
+    pub fn bind(state: Arc<ServerState>) -> io::Result<Server> {
+        let (port, addresses, unixsocket, perm) = {
+            let config = state.config();
+            (config.port(), config.bind_addresses(), config.unixsocket().map(PathBuf::from), config.unixsocketperm())
+        };
+        let mut tcp = Vec::new();
+        if port != 0 {
+            for address in &addresses {
+                // A leading `-` marks an address that may be missing on this machine.
+                let (optional, address) = match address.strip_prefix('-') {
+                    Some(rest) => (true, rest),
+                    None => (false, address.as_str()),
+                };
+                let Some(ip) = parse_bind(address) else {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("invalid bind address '{address}'"),
+                    ));
+                };
+                match bind_tcp(ip, port) {
+                    Ok(listener) => tcp.push(listener),
+                    Err(_) if optional => {}
+                    Err(e) => return Err(io::Error::new(e.kind(), format!("cannot listen on {address}:{port}: {e}"))),
                 }
             }
         }
+        let unix = match unixsocket {
+            Some(path) => {
+                // A socket file left by an earlier run would make bind fail.
+                let _ = std::fs::remove_file(&path);
+                let listener = std::os::unix::net::UnixListener::bind(&path).map_err(|e| {
+                    io::Error::new(e.kind(), format!("cannot listen on unix socket {}: {e}", path.display()))
+                })?;
+                if perm != 0 {
+                    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(perm))?;
+                }
+                listener.set_nonblocking(true)?;
+                Some((listener, path))
+            }
+            None => None,
+        };
+        if tcp.is_empty() && unix.is_none() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "configured to not listen anywhere"));
+        }
+        Ok(Server { tcp, unix, state })
     }
 
-    fn spawn(&self, stream: TcpStream) {
+    /// The TCP addresses actually bound.
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        self.tcp.iter().filter_map(|l| l.local_addr().ok()).collect()
+    }
+
+    /// The shared state.
+    pub fn state(&self) -> &Arc<ServerState> {
+        &self.state
+    }
+
+    /// Serve until SIGTERM, SIGINT or `SHUTDOWN`; returns which one, once
+    /// every connection is closed and every loop has ended.
+    pub fn serve(self) -> io::Result<StopReason> {
+        // Keys whose deadline passed are removed even when nobody reads them.
+        ActiveExpiry::spawn(Arc::downgrade(&self.state), |state: &ServerState| &state.keyspace)?;
+        let threads = self.state.config().threads();
+        let mut loops = Vec::with_capacity(threads);
+        let mut handles = Vec::with_capacity(threads);
+        for i in 0..threads {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let state = Arc::clone(&self.state);
+            let handle = thread::Builder::new().name(format!("kvik-loop-{i}")).spawn(move || run_loop(rx, state))?;
+            loops.push(tx);
+            handles.push(handle);
+        }
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let (unix, unix_path) = match self.unix {
+            Some((listener, path)) => (Some(listener), Some(path)),
+            None => (None, None),
+        };
+        let reason = runtime.block_on(accept_all(self.tcp, unix, loops, &self.state));
+        // Also when accepting could not start: the loops must not wait forever.
+        self.state.request_shutdown();
+        // Dropping the runtime closes the listeners and the hand-off channels,
+        // which ends the loops once their connections are closed.
+        drop(runtime);
+        for handle in handles {
+            let _ = handle.join();
+        }
+        if let Some(path) = unix_path {
+            let _ = std::fs::remove_file(path);
+        }
+        reason
+    }
+}
+
+/// One event loop: serve every connection handed over until the acceptor
+/// goes away, then wait for the connections to finish closing.
+fn run_loop(mut rx: mpsc::UnboundedReceiver<Incoming>, state: Arc<ServerState>) {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("kvik-server: cannot start an event loop: {e}");
+            return;
+        }
+    };
+    let local = tokio::task::LocalSet::new();
+    // The loop's own copy of the shutdown signal: its connections wait on
+    // it without touching the server-wide one, which every core would share.
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut server_stop = state.shutdown_watch();
+    local.spawn_local(async move {
+        let _ = server_stop.wait_for(|stop| *stop).await;
+        stop_tx.send_replace(true);
+    });
+    local.block_on(&runtime, async {
+        while let Some(incoming) = rx.recv().await {
+            let state = Arc::clone(&state);
+            let stop = stop_rx.clone();
+            tokio::task::spawn_local(async move {
+                match incoming {
+                    Incoming::Tcp(s) => match TcpStream::from_std(s) {
+                        Ok(stream) => connection::serve(stream, &state, stop).await,
+                        Err(e) => eprintln!("kvik-server: cannot register a connection: {e}"),
+                    },
+                    Incoming::Unix(s) => match UnixStream::from_std(s) {
+                        Ok(stream) => connection::serve(stream, &state, stop).await,
+                        Err(e) => eprintln!("kvik-server: cannot register a connection: {e}"),
+                    },
+                }
+                state.clients.fetch_sub(1, Ordering::Relaxed);
+            });
+        }
+    });
+    // The acceptor is gone: let the connections see the shutdown and close.
+    runtime.block_on(local);
+}
+
+/// Hands connections to the loops in turn.
+struct Dispatcher {
+    loops: Vec<mpsc::UnboundedSender<Incoming>>,
+    next: std::cell::Cell<usize>,
+}
+
+impl Dispatcher {
+    fn send(&self, incoming: Incoming) {
+        if self.loops.is_empty() {
+            return;
+        }
+        let i = self.next.get() % self.loops.len();
+        self.next.set(i + 1);
+        let _ = self.loops[i].send(incoming);
+    }
+}
+
+async fn accept_all(
+    tcp: Vec<std::net::TcpListener>,
+    unix: Option<std::os::unix::net::UnixListener>,
+    loops: Vec<mpsc::UnboundedSender<Incoming>>,
+    state: &Arc<ServerState>,
+) -> io::Result<StopReason> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let dispatcher = Dispatcher { loops, next: std::cell::Cell::new(0) };
+    let mut tcp_listeners = Vec::with_capacity(tcp.len());
+    for l in tcp {
+        tcp_listeners.push(TcpListener::from_std(l)?);
+    }
+    let unix_listener = match unix {
+        Some(l) => Some(UnixListener::from_std(l)?),
+        None => None,
+    };
+    let local = tokio::task::LocalSet::new();
+    let mut shutdown = state.shutdown_watch();
+    local
+        .run_until(async {
+            let accepting = async {
+                let tcp_tasks = tcp_listeners.iter().map(|l| accept_tcp(l, state, &dispatcher));
+                let unix_task = async {
+                    if let Some(l) = &unix_listener {
+                        accept_unix(l, state, &dispatcher).await;
+                    }
+                };
+                tokio::join!(futures_join_all(tcp_tasks.collect()), unix_task);
+            };
+            let reason = tokio::select! {
+                _ = accepting => StopReason::Command,
+                _ = sigterm.recv() => StopReason::Terminate,
+                _ = sigint.recv() => StopReason::Interrupt,
+                _ = shutdown.wait_for(|stop| *stop) => StopReason::Command,
+            };
+            state.request_shutdown();
+            Ok(reason)
+        })
+        .await
+}
+
+/// Wait for every future of `futures` (accept loops, which run until the
+/// server stops), polling them together on this task.
+async fn futures_join_all<F: std::future::Future<Output = ()>>(futures: Vec<F>) {
+    let mut pinned: Vec<std::pin::Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
+    std::future::poll_fn(|cx| {
+        pinned.retain_mut(|f| f.as_mut().poll(cx).is_pending());
+        if pinned.is_empty() {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await
+}
+
+/// Pause after a failed accept (out of file descriptors, say), so that a
+/// persistent failure does not spin; established clients keep being served.
+async fn accept_failed(e: &io::Error) {
+    eprintln!("kvik-server: accept failed: {e}");
+    tokio::time::sleep(Duration::from_millis(10)).await;
+}
+
+/// Whether a new client is over `maxclients`; counts it in when it is not.
+fn admit(state: &ServerState) -> bool {
+    let max = state.config().usize("maxclients");
+    let mut current = state.clients.load(Ordering::Relaxed);
+    loop {
+        if current >= max {
+            return false;
+        }
+        match state.clients.compare_exchange(current, current + 1, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return true,
+            Err(now) => current = now,
+        }
+    }
+}
+
+/// Send `reply` and close, on the acceptor, without holding up accepting.
+fn refuse<S: ClientStream + 'static>(mut stream: S, reply: &'static [u8]) {
+    tokio::task::spawn_local(async move {
+        let _ = stream.write_all(reply).await;
+        close_gracefully(&mut stream).await;
+    });
+}
+
+fn is_loopback(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        IpAddr::V6(v6) => v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
+    }
+}
+
+async fn accept_tcp(listener: &TcpListener, state: &ServerState, dispatcher: &Dispatcher) {
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                accept_failed(&e).await;
+                continue;
+            }
+        };
+        let (protected, no_password, keepalive) = {
+            let config = state.config();
+            (config.flag("protected-mode"), config.get("requirepass").is_empty(), config.int("tcp-keepalive"))
+        };
+        if protected && no_password && !is_loopback(peer.ip()) {
+            refuse(stream, PROTECTED_MODE_DENIED);
+            continue;
+        }
+        if !admit(state) {
+            refuse(stream, MAX_CLIENTS_REACHED);
+            continue;
+        }
         // Replies are written once per batch; delaying them for coalescing only adds latency.
         let _ = stream.set_nodelay(true);
-        let state = Arc::clone(&self.state);
-        let spawned = thread::Builder::new().name("kvik-conn".into()).spawn(move || connection::serve(stream, &state));
-        if let Err(e) = spawned {
-            eprintln!("kvik-server: cannot start a connection thread: {e}");
+        if keepalive > 0 {
+            let time = Duration::from_secs(u64::try_from(keepalive).unwrap_or(300));
+            // Probes as Redis sends them: after `tcp-keepalive` seconds idle, then every third of it.
+            let keepalive = TcpKeepalive::new().with_time(time).with_interval((time / 3).max(Duration::from_secs(1)));
+            let _ = SockRef::from(&stream).set_tcp_keepalive(&keepalive.with_retries(3));
+        }
+        match stream.into_std() {
+            Ok(s) => dispatcher.send(Incoming::Tcp(s)),
+            Err(_) => {
+                state.clients.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+async fn accept_unix(listener: &UnixListener, state: &ServerState, dispatcher: &Dispatcher) {
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                accept_failed(&e).await;
+                continue;
+            }
+        };
+        if !admit(state) {
+            refuse(stream, MAX_CLIENTS_REACHED);
+            continue;
+        }
+        match stream.into_std() {
+            Ok(s) => dispatcher.send(Incoming::Unix(s)),
+            Err(_) => {
+                state.clients.fetch_sub(1, Ordering::Relaxed);
+            }
         }
     }
 }

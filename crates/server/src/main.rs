@@ -1,35 +1,70 @@
-//! `kvik-server`: parse the options, bind, serve until the process is stopped.
+//! `kvik-server [config-file] [--name value ...]`: load the configuration,
+//! bind, serve until SIGTERM, SIGINT or `SHUTDOWN`, then exit 0.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use kvik_server::config::Config;
 use kvik_server::listener::Server;
+use kvik_server::state::ServerState;
 use kvik_server::{KVIK_VERSION, REDIS_VERSION};
 
+/// What `--help` prints.
+const USAGE: &str = "Usage: kvik-server [/path/to/kvik.conf] [--option value ...]
+       kvik-server -v | --version
+       kvik-server -h | --help
+
+Options are those of redis.conf (port, bind, unixsocket, threads, maxclients,
+timeout, maxmemory, ...); flags given after the file override it.
+
+Examples:
+       kvik-server --port 7000 --threads 4
+       kvik-server /etc/kvik/kvik.conf --loglevel verbose
+";
+
 fn main() -> ExitCode {
-    let config = match Config::from_args(std::env::args().skip(1)) {
-        Ok(config) => config,
+    let first = std::env::args().nth(1);
+    match first.as_deref() {
+        Some("-v" | "--version") => {
+            println!("kvik-server v={KVIK_VERSION} redis={REDIS_VERSION}");
+            return ExitCode::SUCCESS;
+        }
+        Some("-h" | "--help") => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        _ => {}
+    }
+    let (config, file) = match Config::from_args(std::env::args().skip(1)) {
+        Ok(loaded) => loaded,
         Err(e) => {
             eprintln!("kvik-server: {e}");
             return ExitCode::from(1);
         }
     };
-    let server = match Server::bind(&config) {
+    let threads = config.threads();
+    let state = Arc::new(ServerState::new(config, file));
+    let server = match Server::bind(Arc::clone(&state)) {
         Ok(server) => server,
         Err(e) => {
-            eprintln!("kvik-server: cannot listen on {}:{}: {e}", config.bind, config.port);
+            eprintln!("kvik-server: {e}");
             return ExitCode::from(1);
         }
     };
-    let port = server.local_addr().map(|a| a.port()).unwrap_or(config.port);
+    let mut listening: Vec<String> = server.local_addrs().iter().map(ToString::to_string).collect();
+    if let Some(path) = state.config().unixsocket() {
+        listening.push(path.to_string());
+    }
     eprintln!(
-        "kvik-server {KVIK_VERSION} (Redis {REDIS_VERSION} compatible) listening on {}:{port}, threads={}, pid={}",
-        config.bind,
-        config.threads,
+        "kvik-server {KVIK_VERSION} (Redis {REDIS_VERSION} compatible) listening on {}, threads={threads}, pid={}",
+        listening.join(" "),
         std::process::id()
     );
     match server.serve() {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(reason) => {
+            eprintln!("kvik-server: {}, shut down, bye", reason.describe());
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("kvik-server: {e}");
             ExitCode::from(1)

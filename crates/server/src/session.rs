@@ -42,11 +42,16 @@ pub struct Session {
     pub name: Option<Vec<u8>>,
     /// The database `SELECT` chose.
     pub db: usize,
+    /// Whether the client may run commands while `requirepass` is set: it
+    /// sent the password, or it connected while no password was required
+    /// (as in Redis, setting a password later does not lock out clients
+    /// already connected).
+    pub authenticated: bool,
 }
 
 impl Session {
-    /// A fresh client: RESP2, no name.
+    /// A fresh client: RESP2, no name, not authenticated.
     pub fn new(id: u64) -> Self {
-        Session { id, protocol: Protocol::Resp2, name: None, db: 0 }
+        Session { id, protocol: Protocol::Resp2, name: None, db: 0, authenticated: false }
     }
 }

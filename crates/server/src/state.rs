@@ -1,5 +1,12 @@
 //! [`ServerState`]: what every connection of the server shares.
 
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{RwLock, RwLockReadGuard};
+
+use tokio::sync::watch;
+
+use crate::config::Config;
 use crate::keyspace::Keyspace;
 use crate::session::ClientIds;
 
@@ -17,10 +24,117 @@ pub struct ServerState {
     pub ids: ClientIds,
     /// All the data.
     pub keyspace: Keyspace,
+    /// The running configuration; `CONFIG SET` writes it, everything else reads it.
+    config: RwLock<Config>,
+    /// The file the configuration was loaded from, for `CONFIG REWRITE`.
+    pub config_file: Option<PathBuf>,
+    /// Connected clients, checked against `maxclients` when accepting.
+    pub clients: AtomicUsize,
+    /// Set to true once the server is to stop; every loop watches it.
+    shutdown: watch::Sender<bool>,
+    /// The options connections read on every batch, copied out of `config`
+    /// so that reading them touches no lock shared between cores.
+    pub limits: ConnectionLimits,
+}
+
+/// Configuration read on every batch of every connection, as atomics kept
+/// in step with the configuration by [`ServerState::update_config`].
+#[derive(Debug, Default)]
+pub struct ConnectionLimits {
+    /// `proto-max-bulk-len`.
+    pub proto_max_bulk_len: AtomicUsize,
+    /// `client-query-buffer-limit`.
+    pub query_buffer_limit: AtomicUsize,
+    /// `timeout`, in seconds (0: never).
+    pub idle_timeout: AtomicU64,
+    /// Whether `requirepass` is set, so clients must authenticate.
+    pub auth_required: AtomicBool,
+}
+
+impl ConnectionLimits {
+    fn load_from(&self, config: &Config) {
+        self.proto_max_bulk_len.store(config.usize("proto-max-bulk-len"), Ordering::Relaxed);
+        self.query_buffer_limit.store(config.usize("client-query-buffer-limit"), Ordering::Relaxed);
+        self.idle_timeout.store(u64::try_from(config.int("timeout")).unwrap_or(0), Ordering::Relaxed);
+        self.auth_required.store(!config.get("requirepass").is_empty(), Ordering::Relaxed);
+    }
+
+    /// Whether clients must authenticate now.
+    pub fn auth_required(&self) -> bool {
+        self.auth_required.load(Ordering::Relaxed)
+    }
+
+    /// `proto-max-bulk-len` now.
+    pub fn proto_max_bulk_len(&self) -> usize {
+        self.proto_max_bulk_len.load(Ordering::Relaxed)
+    }
+
+    /// `client-query-buffer-limit` now.
+    pub fn query_buffer_limit(&self) -> usize {
+        self.query_buffer_limit.load(Ordering::Relaxed)
+    }
+
+    /// `timeout` now, in seconds.
+    pub fn idle_timeout(&self) -> u64 {
+        self.idle_timeout.load(Ordering::Relaxed)
+    }
 }
 
 impl Default for ServerState {
     fn default() -> Self {
-        ServerState { ids: ClientIds::default(), keyspace: Keyspace::new(DEFAULT_SHARDS, DEFAULT_DATABASES) }
+        ServerState::new(Config::default(), None)
+    }
+}
+
+impl ServerState {
+    /// State for a server running `config`, loaded from `config_file` if any.
+    /// The database count is read here: it cannot change while running.
+    pub fn new(config: Config, config_file: Option<PathBuf>) -> Self {
+        let databases = config.usize("databases").max(1);
+        let limits = ConnectionLimits::default();
+        limits.load_from(&config);
+        ServerState {
+            limits,
+            ids: ClientIds::default(),
+            keyspace: Keyspace::new(DEFAULT_SHARDS, databases),
+            config: RwLock::new(config),
+            config_file,
+            clients: AtomicUsize::new(0),
+            shutdown: watch::Sender::new(false),
+        }
+    }
+
+    /// Read the running configuration. A poisoned lock still holds a valid
+    /// configuration (values are replaced whole), so it is read anyway.
+    pub fn config(&self) -> RwLockReadGuard<'_, Config> {
+        self.config.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Change the running configuration with `f`.
+    pub fn update_config<R>(&self, f: impl FnOnce(&mut Config) -> R) -> R {
+        let mut guard = self.config.write().unwrap_or_else(|e| e.into_inner());
+        let result = f(&mut guard);
+        self.limits.load_from(&guard);
+        result
+    }
+
+    /// Ask the whole server to stop (signal or `SHUTDOWN`).
+    pub fn request_shutdown(&self) {
+        self.shutdown.send_replace(true);
+    }
+
+    /// Whether a stop was asked for.
+    pub fn shutting_down(&self) -> bool {
+        *self.shutdown.borrow()
+    }
+
+    /// A receiver that changes when a stop is asked for.
+    pub fn shutdown_watch(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
+    }
+
+    /// Current number of connected clients.
+    pub fn client_count(&self) -> usize {
+        self.clients.load(Ordering::Relaxed)
     }
 }

@@ -21,6 +21,7 @@ use crate::state::ServerState;
 use crate::REDIS_VERSION;
 
 mod bitmap;
+mod config;
 mod keys;
 mod server;
 mod strings;
@@ -152,23 +153,32 @@ pub fn execute<T: ReplyTarget>(
         target.reply(session, |s| s.error(&msg));
         return Outcome::Continue;
     }
+    // Redis checks authentication after the name and the arity, and lets
+    // AUTH and HELLO (which can carry credentials) through.
+    if !session.authenticated && state.limits.auth_required() && !matches!(spec.name, "auth" | "hello") {
+        target.reply(session, |s| s.error(b"NOAUTH Authentication required."));
+        return Outcome::Continue;
+    }
     match spec.name {
         "ping" => ping(req, session, target),
         "echo" => {
             let msg = req.arg(1);
             target.reply(session, |s| s.bulk(msg));
         }
-        "hello" => hello(req, session, target),
+        "hello" => hello(state, req, session, target),
+        "auth" => auth(state, req, session, target),
         "command|count" => {
             let count = i64::try_from(COMMANDS.len()).unwrap_or(i64::MAX);
             target.reply(session, |s| s.integer(count));
         }
+        "shutdown" => return server::shutdown(&mut Ctx { state, req, session, target }),
         name => {
             let mut ctx = Ctx { state, req, session, target };
             let known = strings::dispatch(name, &mut ctx)
                 || bitmap::dispatch(name, &mut ctx)
                 || keys::dispatch(name, &mut ctx)
-                || server::dispatch(name, &mut ctx);
+                || server::dispatch(name, &mut ctx)
+                || config::dispatch(name, &mut ctx);
             if !known {
                 let msg = unknown_command(&req);
                 ctx.error(&msg);
@@ -198,7 +208,7 @@ fn ping<T: ReplyTarget>(req: Request<'_>, session: &mut Session, target: &mut T)
 ///
 /// Checks happen in Redis's order (version, then options left to right, then
 /// credentials) so the first error a client sees is the one Redis would send.
-fn hello<T: ReplyTarget>(req: Request<'_>, session: &mut Session, target: &mut T) {
+fn hello<T: ReplyTarget>(state: &ServerState, req: Request<'_>, session: &mut Session, target: &mut T) {
     let mut version = None;
     if req.argc() >= 2 {
         match parse_i64(req.arg(1)) {
@@ -241,14 +251,16 @@ fn hello<T: ReplyTarget>(req: Request<'_>, session: &mut Session, target: &mut T
             return;
         }
     }
-    // No users are configured yet: only the default user exists, and it
-    // accepts any password, as Redis's does without `requirepass`.
-    if let Some((user, _password)) = credentials {
-        if user != b"default" {
-            let msg = b"WRONGPASS invalid username-password pair or user is disabled.";
-            target.reply(session, |s| s.error(msg));
+    if let Some((user, password)) = credentials {
+        if !password_ok(state, user, password) {
+            target.reply(session, |s| s.error(WRONGPASS));
             return;
         }
+        session.authenticated = true;
+    } else if !session.authenticated && state.limits.auth_required() {
+        let msg = b"NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time";
+        target.reply(session, |s| s.error(msg));
+        return;
     }
     if let Some(name) = new_name {
         session.name = (!name.is_empty()).then(|| name.to_vec());
@@ -278,6 +290,50 @@ fn hello<T: ReplyTarget>(req: Request<'_>, session: &mut Session, target: &mut T
         s.bulk(b"modules");
         s.array(0);
     });
+}
+
+/// Redis's reply to a wrong user name or password.
+const WRONGPASS: &[u8] = b"WRONGPASS invalid username-password pair or user is disabled.";
+
+/// Whether `user` / `password` log in. Only the default user exists: it
+/// takes any password while `requirepass` is unset, else exactly that one.
+fn password_ok(state: &ServerState, user: &[u8], password: &[u8]) -> bool {
+    if user != b"default" {
+        return false;
+    }
+    let config = state.config();
+    let required = config.get("requirepass").as_bytes();
+    required.is_empty() || same_secret(required, password)
+}
+
+/// Compare secrets in time that does not depend on where they differ.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = a.len() ^ b.len();
+    for i in 0..a.len().max(b.len()) {
+        let x = a.get(i).copied().unwrap_or(0);
+        let y = b.get(i).copied().unwrap_or(0);
+        diff |= usize::from(x ^ y);
+    }
+    diff == 0
+}
+
+/// `AUTH [username] password`, against `requirepass` for the default user.
+fn auth<T: ReplyTarget>(state: &ServerState, req: Request<'_>, session: &mut Session, target: &mut T) {
+    let (user, password): (&[u8], &[u8]) = match req.argc() {
+        2 => (b"default", req.arg(1)),
+        3 => (req.arg(1), req.arg(2)),
+        _ => return target.reply(session, |s| s.error(b"ERR syntax error")),
+    };
+    if req.argc() == 2 && !state.limits.auth_required() {
+        let msg = b"ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?";
+        return target.reply(session, |s| s.error(msg));
+    }
+    if password_ok(state, user, password) {
+        session.authenticated = true;
+        target.reply(session, |s| s.simple(b"OK"));
+    } else {
+        target.reply(session, |s| s.error(WRONGPASS));
+    }
 }
 
 /// Redis accepts client names made only of printable ASCII other than space.

@@ -1,8 +1,8 @@
-//! Server and database commands: SELECT, DBSIZE, FLUSHDB, FLUSHALL.
+//! Server and database commands: SELECT, DBSIZE, FLUSHDB, FLUSHALL, SHUTDOWN.
 
 use kvik_protocol::number::parse_i64;
 
-use super::{Ctx, ReplyTarget, SYNTAX_ERROR};
+use super::{Ctx, Outcome, ReplyTarget, SYNTAX_ERROR};
 
 /// Run the server command `name`; false when `name` is not one of them.
 pub fn dispatch<T: ReplyTarget>(name: &str, c: &mut Ctx<'_, T>) -> bool {
@@ -56,4 +56,39 @@ fn flush<T: ReplyTarget>(c: &mut Ctx<'_, T>, all: bool) {
     }
     drop(lock);
     c.ok();
+}
+
+/// `SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]`.
+///
+/// Options are checked as Redis checks them. There is nothing to save yet
+/// and nothing to wait for, so a valid SHUTDOWN stops the server at once:
+/// the client gets no reply, its connection closes with all the others, and
+/// an ABORT always finds no shutdown in progress.
+pub fn shutdown<T: ReplyTarget>(c: &mut Ctx<'_, T>) -> Outcome {
+    let (mut nosave, mut save, mut other, mut abort) = (false, false, false, false);
+    for i in 1..c.argc() {
+        let word = c.arg(i);
+        if word.eq_ignore_ascii_case(b"nosave") {
+            nosave = true;
+        } else if word.eq_ignore_ascii_case(b"save") {
+            save = true;
+        } else if word.eq_ignore_ascii_case(b"now") || word.eq_ignore_ascii_case(b"force") {
+            other = true;
+        } else if word.eq_ignore_ascii_case(b"abort") {
+            abort = true;
+        } else {
+            c.error(SYNTAX_ERROR);
+            return Outcome::Continue;
+        }
+    }
+    if (abort && (nosave || save || other)) || (nosave && save) {
+        c.error(SYNTAX_ERROR);
+        return Outcome::Continue;
+    }
+    if abort {
+        c.error(b"ERR No shutdown in progress.");
+        return Outcome::Continue;
+    }
+    c.state.request_shutdown();
+    Outcome::Close
 }

@@ -1,0 +1,543 @@
+//! The server's runtime and configuration, across processes: event loops
+//! under many concurrent clients, listeners (TCP, unix socket), client
+//! limits, idle timeouts, configuration files and flags, CONFIG, signals and
+//! SHUTDOWN, protected mode.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpStream, UdpSocket};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::diff::{closed, compare_each, multibulk, open, Case};
+use common::{connect, free_port, read_until};
+
+const KVIK: &str = env!("CARGO_BIN_EXE_kvik-server");
+
+/// A kvik-server child with its stderr kept, killed and reaped on drop.
+struct Kvik {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Kvik {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Kvik {
+    /// Start kvik with `args` and wait until `ready` holds.
+    fn start_until(args: &[String], port: u16, ready: impl Fn() -> bool) -> Kvik {
+        let child = Command::new(KVIK)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start kvik-server");
+        let mut kvik = Kvik { child, port };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = kvik.child.try_wait() {
+                panic!("kvik-server exited at startup: {status}");
+            }
+            if ready() {
+                return kvik;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        panic!("kvik-server did not become ready");
+    }
+
+    /// Start kvik on a free loopback port with extra `args`.
+    fn start(args: &[&str]) -> Kvik {
+        let port = free_port();
+        let mut all: Vec<String> = vec!["--bind".into(), "127.0.0.1".into(), "--port".into(), port.to_string()];
+        all.extend(args.iter().map(|s| s.to_string()));
+        Kvik::start_until(&all, port, || TcpStream::connect(("127.0.0.1", port)).is_ok())
+    }
+
+    /// Wait for the process to exit by itself; returns its status and stderr.
+    fn wait_exit(mut self) -> (ExitStatus, String) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                let mut err = String::new();
+                if let Some(mut stderr) = self.child.stderr.take() {
+                    let _ = stderr.read_to_string(&mut err);
+                }
+                return (status, err);
+            }
+            assert!(Instant::now() < deadline, "kvik-server did not exit");
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Send one request on `stream` and read one reply line (or a whole bulk).
+fn call(stream: &mut TcpStream, args: &[&[u8]]) -> Vec<u8> {
+    stream.write_all(&multibulk(args)).expect("send");
+    read_until(stream, reply_complete).bytes
+}
+
+/// Whether `got` holds one complete simple reply, bulk reply, or flat array of bulks.
+fn reply_complete(got: &[u8]) -> bool {
+    fn one(got: &[u8]) -> Option<usize> {
+        let line_end = got.windows(2).position(|w| w == b"\r\n")? + 2;
+        match got.first()? {
+            b'$' => {
+                let n: i64 = std::str::from_utf8(&got[1..line_end - 2]).ok()?.parse().ok()?;
+                if n < 0 {
+                    return Some(line_end);
+                }
+                let end = line_end + n as usize + 2;
+                (got.len() >= end).then_some(end)
+            }
+            b'*' | b'%' => {
+                let n: usize = std::str::from_utf8(&got[1..line_end - 2]).ok()?.parse().ok()?;
+                let n = if got[0] == b'%' { n * 2 } else { n };
+                let mut at = line_end;
+                for _ in 0..n {
+                    at += one(&got[at..])?;
+                }
+                Some(at)
+            }
+            _ => Some(line_end),
+        }
+    }
+    one(got) == Some(got.len())
+}
+
+fn config_get(stream: &mut TcpStream, name: &str) -> String {
+    let reply = call(stream, &[b"CONFIG", b"GET", name.as_bytes()]);
+    let text = String::from_utf8_lossy(&reply).into_owned();
+    let parts: Vec<&str> = text.split("\r\n").collect();
+    assert!(parts.len() >= 5 && parts[0] == "*2", "CONFIG GET {name}: {text:?}");
+    parts[4].to_string()
+}
+
+#[test]
+fn many_pipelining_clients_on_four_loops() {
+    let kvik = Kvik::start(&["--threads", "4"]);
+    let clients: Vec<_> = (0..50)
+        .map(|client| {
+            let port = kvik.port;
+            thread::spawn(move || {
+                let mut stream = connect(port);
+                let mut request = Vec::new();
+                let mut expected = Vec::new();
+                for i in 0..1000 {
+                    let key = format!("c{client}:k{i}");
+                    let value = format!("v{client}-{i}");
+                    request.extend(multibulk(&[b"SET", key.as_bytes(), value.as_bytes()]));
+                    expected.extend_from_slice(b"+OK\r\n");
+                }
+                for i in 0..1000 {
+                    let key = format!("c{client}:k{i}");
+                    let value = format!("v{client}-{i}");
+                    request.extend(multibulk(&[b"GET", key.as_bytes()]));
+                    expected.extend(format!("${}\r\n{value}\r\n", value.len()).into_bytes());
+                }
+                stream.write_all(&request).expect("send pipeline");
+                let answer = read_until(&mut stream, |got| got.len() >= expected.len());
+                assert_eq!(answer.bytes, expected, "client {client}");
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().expect("client thread");
+    }
+    let mut stream = connect(kvik.port);
+    assert_eq!(call(&mut stream, &[b"DBSIZE"]), b":50000\r\n");
+    assert_eq!(config_get(&mut stream, "threads"), "4");
+}
+
+#[test]
+fn unix_socket_with_permissions_and_no_tcp() {
+    let dir = temp_dir("unix");
+    let path = dir.join("kvik.sock");
+    let args: Vec<String> = ["--port", "0", "--unixsocket", path.to_str().unwrap_or(""), "--unixsocketperm", "700"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let kvik = Kvik::start_until(&args, 0, || UnixStream::connect(&path).is_ok());
+    let mode = std::fs::metadata(&path).expect("socket file").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+    let mut stream = UnixStream::connect(&path).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    stream.write_all(b"PING\r\nCONFIG GET unixsocketperm\r\n").expect("send");
+    let mut got = Vec::new();
+    let expected = b"+PONG\r\n*2\r\n$14\r\nunixsocketperm\r\n$3\r\n700\r\n";
+    let mut chunk = [0u8; 256];
+    while got.len() < expected.len() {
+        let n = stream.read(&mut chunk).expect("read");
+        assert!(n > 0, "closed early: {}", got.escape_ascii());
+        got.extend_from_slice(&chunk[..n]);
+    }
+    assert_eq!(got, expected);
+    drop(kvik);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn clients_over_maxclients_are_refused() {
+    // The limit is set once two clients are in, so that the connection
+    // which probed for startup cannot take one of the two places.
+    let kvik = Kvik::start(&["--maxclients", "100"]);
+    let mut a = connect(kvik.port);
+    let mut b = connect(kvik.port);
+    assert_eq!(call(&mut a, &[b"PING"]), b"+PONG\r\n");
+    assert_eq!(call(&mut b, &[b"PING"]), b"+PONG\r\n");
+    assert_eq!(call(&mut b, &[b"CONFIG", b"SET", b"maxclients", b"2"]), b"+OK\r\n");
+    let mut c = connect(kvik.port);
+    let _ = c.write_all(b"PING\r\n");
+    let answer = read_until(&mut c, |_| false);
+    assert_eq!(answer.bytes, b"-ERR max number of clients reached\r\n");
+    assert!(answer.closed);
+    // A place frees up when a client leaves.
+    drop(a);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut d = connect(kvik.port);
+        if call(&mut d, &[b"PING"]) == b"+PONG\r\n" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no place freed");
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn idle_clients_are_closed_after_timeout() {
+    let kvik = Kvik::start(&["--timeout", "1"]);
+    let mut idle = connect(kvik.port);
+    assert_eq!(call(&mut idle, &[b"PING"]), b"+PONG\r\n");
+    let mut busy = connect(kvik.port);
+    for _ in 0..8 {
+        thread::sleep(Duration::from_millis(300));
+        assert_eq!(call(&mut busy, &[b"PING"]), b"+PONG\r\n");
+    }
+    let answer = read_until(&mut idle, |_| false);
+    assert!(answer.closed && answer.bytes.is_empty(), "idle client got {}", answer.show());
+    // Set at run time, 0 turns it off.
+    assert_eq!(call(&mut busy, &[b"CONFIG", b"SET", b"timeout", b"0"]), b"+OK\r\n");
+    let mut later = connect(kvik.port);
+    assert_eq!(call(&mut later, &[b"PING"]), b"+PONG\r\n");
+    thread::sleep(Duration::from_millis(1500));
+    assert_eq!(call(&mut later, &[b"PING"]), b"+PONG\r\n");
+}
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("kvik-runtime-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+#[test]
+fn config_file_then_flags_and_rewrite() {
+    let dir = temp_dir("conf");
+    let file = dir.join("kvik.conf");
+    let port = free_port();
+    let extra = dir.join("extra.conf");
+    std::fs::write(&extra, "maxmemory-policy allkeys-lru\n").expect("write included config");
+    let text = format!(
+        "# a comment\nbind 127.0.0.1\nport {port}\ntimeout 7\nmaxmemory 10mb\nsave 900 1\nsave 300 10\n\
+         requirepass \"a b\"\n  loglevel warning\ninclude {}\n",
+        extra.display()
+    );
+    std::fs::write(&file, text).expect("write config");
+    let args = vec![file.to_string_lossy().into_owned(), "--timeout".into(), "8".into()];
+    let kvik = Kvik::start_until(&args, port, || TcpStream::connect(("127.0.0.1", port)).is_ok());
+    let mut s = connect(kvik.port);
+    assert_eq!(call(&mut s, &[b"AUTH", b"a b"]), b"+OK\r\n", "the file's password is in force");
+    assert_eq!(config_get(&mut s, "timeout"), "8", "flags override the file");
+    assert_eq!(config_get(&mut s, "maxmemory"), "10485760");
+    assert_eq!(config_get(&mut s, "save"), "900 1 300 10");
+    assert_eq!(config_get(&mut s, "requirepass"), "a b");
+    assert_eq!(config_get(&mut s, "loglevel"), "warning");
+    assert_eq!(config_get(&mut s, "maxmemory-policy"), "allkeys-lru", "included file");
+    assert_eq!(call(&mut s, &[b"CONFIG", b"SET", b"maxclients", b"77", b"timeout", b"9"]), b"+OK\r\n");
+    assert_eq!(call(&mut s, &[b"CONFIG", b"REWRITE"]), b"+OK\r\n");
+    let rewritten = std::fs::read_to_string(&file).expect("read config");
+    assert!(rewritten.starts_with("# a comment\n"), "{rewritten}");
+    assert!(rewritten.contains("\ntimeout 9\n"), "{rewritten}");
+    assert!(rewritten.contains("\nmaxclients 77\n"), "{rewritten}");
+    assert!(rewritten.contains("\nsave 900 1 300 10\n"), "{rewritten}");
+    assert!(rewritten.contains("\nrequirepass \"a b\"\n"), "{rewritten}");
+    assert_eq!(rewritten.matches("save").count(), 1, "{rewritten}");
+    drop(kvik);
+    // The rewritten file starts a server with the same settings.
+    let kvik = Kvik::start_until(&[file.to_string_lossy().into_owned()], port, || {
+        TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let mut s = connect(kvik.port);
+    assert_eq!(call(&mut s, &[b"AUTH", b"a b"]), b"+OK\r\n");
+    assert_eq!(config_get(&mut s, "maxclients"), "77");
+    assert_eq!(config_get(&mut s, "save"), "900 1 300 10");
+    drop(kvik);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn run_to_exit(args: &[&str]) -> Output {
+    Command::new(KVIK).args(args).stdin(Stdio::null()).output().expect("run kvik-server")
+}
+
+#[test]
+fn bad_options_stop_startup_with_a_message() {
+    let out = run_to_exit(&["--port", "0", "--foo", "1"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "kvik-server: unknown option '--foo'\n");
+    let out = run_to_exit(&["--maxmemory", "lots"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "kvik-server: invalid value 'lots' for option '--maxmemory': argument must be a memory value\n"
+    );
+    let dir = temp_dir("bad");
+    let file = dir.join("bad.conf");
+    std::fs::write(&file, "port 0\nmaxmemry 1gb\n").expect("write");
+    let out = run_to_exit(&[file.to_str().unwrap_or("")]);
+    assert_eq!(out.status.code(), Some(1));
+    let expected = format!("kvik-server: {}:2: unknown option 'maxmemry'\n", file.display());
+    assert_eq!(String::from_utf8_lossy(&out.stderr), expected);
+    let out = run_to_exit(&[dir.join("missing.conf").to_str().unwrap_or("")]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = run_to_exit(&["--port", "0"]);
+    assert_eq!(out.status.code(), Some(1), "listening nowhere is an error");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn config_set_then_get_round_trips() {
+    let kvik = Kvik::start(&[]);
+    let mut s = connect(kvik.port);
+    let cases: &[(&str, &str, &str)] = &[
+        ("timeout", "30", "30"),
+        ("tcp-keepalive", "60", "60"),
+        ("maxclients", "500", "500"),
+        ("requirepass", "", ""),
+        ("protected-mode", "NO", "no"),
+        ("proto-max-bulk-len", "2mb", "2097152"),
+        ("client-query-buffer-limit", "1gb", "1073741824"),
+        ("maxmemory", "100k", "100000"),
+        ("maxmemory-policy", "allkeys-LRU", "allkeys-lru"),
+        ("maxmemory-samples", "10", "10"),
+        ("hash-max-listpack-entries", "100", "100"),
+        ("list-max-listpack-size", "-3", "-3"),
+        ("set-max-listpack-entries", "64", "64"),
+        ("stream-node-max-bytes", "8kb", "8192"),
+        ("notify-keyspace-events", "KEA", "AKE"),
+        ("appendonly", "yes", "yes"),
+        ("appendfsync", "no", "no"),
+        ("save", "60 5 10 1", "60 5 10 1"),
+        ("save", "", ""),
+        ("loglevel", "debug", "debug"),
+        ("slowlog-log-slower-than", "-1", "-1"),
+        ("latency-monitor-threshold", "100", "100"),
+        ("hz", "0", "1"),
+        ("lfu-decay-time", "5", "5"),
+    ];
+    for (name, value, shown) in cases {
+        let reply = call(&mut s, &[b"CONFIG", b"SET", name.as_bytes(), value.as_bytes()]);
+        assert_eq!(reply, b"+OK\r\n", "CONFIG SET {name} {value}: {}", reply.escape_ascii());
+        assert_eq!(config_get(&mut s, name), *shown, "CONFIG GET {name}");
+    }
+    // RESP3 replies a map.
+    call(&mut s, &[b"HELLO", b"3"]);
+    assert_eq!(call(&mut s, &[b"CONFIG", b"GET", b"hz"]), b"%1\r\n$2\r\nhz\r\n$1\r\n1\r\n");
+}
+
+#[test]
+fn sigterm_and_shutdown_exit_cleanly() {
+    let kvik = Kvik::start(&[]);
+    let mut idle = connect(kvik.port);
+    assert_eq!(call(&mut idle, &[b"PING"]), b"+PONG\r\n");
+    let killed = Command::new("kill").args(["-TERM", &kvik.child.id().to_string()]).status().expect("kill");
+    assert!(killed.success());
+    let (status, stderr) = kvik.wait_exit();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("received SIGTERM, shut down"), "{stderr}");
+    assert!(read_until(&mut idle, |_| false).closed, "clients are closed");
+
+    let kvik = Kvik::start(&["--threads", "3"]);
+    let killed = Command::new("kill").args(["-INT", &kvik.child.id().to_string()]).status().expect("kill");
+    assert!(killed.success());
+    let (status, stderr) = kvik.wait_exit();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("received SIGINT, shut down"), "{stderr}");
+
+    let kvik = Kvik::start(&[]);
+    let mut s = connect(kvik.port);
+    assert_eq!(call(&mut s, &[b"SHUTDOWN", b"NOSAVE", b"SAVE"]), b"-ERR syntax error\r\n");
+    assert_eq!(call(&mut s, &[b"SHUTDOWN", b"ABORT"]), b"-ERR No shutdown in progress.\r\n");
+    s.write_all(b"SHUTDOWN NOSAVE\r\n").expect("send");
+    let answer = read_until(&mut s, |_| false);
+    assert!(answer.closed && answer.bytes.is_empty(), "{}", answer.show());
+    let (status, stderr) = kvik.wait_exit();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("SHUTDOWN requested by a client"), "{stderr}");
+}
+
+/// An address of this machine other than loopback, if it has one.
+fn non_loopback_address() -> Option<std::net::IpAddr> {
+    // Connecting a UDP socket sends nothing; it only picks the outgoing address.
+    let socket = UdpSocket::bind("0.0.0.0:0").ok()?;
+    socket.connect("192.0.2.1:9").ok()?;
+    let ip = socket.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+#[test]
+fn protected_mode_refuses_remote_clients_without_password() {
+    let Some(ip) = non_loopback_address() else {
+        eprintln!("protected mode: skipped, this machine has no non-loopback address");
+        return;
+    };
+    let port = free_port();
+    let args: Vec<String> = ["--bind", "0.0.0.0", "--port", &port.to_string()].iter().map(|s| s.to_string()).collect();
+    let kvik = Kvik::start_until(&args, port, || TcpStream::connect(("127.0.0.1", port)).is_ok());
+    let remote = |request: &[u8], done: &[u8]| {
+        let mut s = TcpStream::connect((ip, port)).expect("connect remotely");
+        s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+        s.write_all(request).expect("send");
+        read_until(&mut s, |got| got == done)
+    };
+    let answer = remote(b"PING\r\n", b"+PONG\r\n");
+    assert!(answer.closed, "{}", answer.show());
+    assert!(answer.bytes.starts_with(b"-DENIED Redis is running in protected mode"), "{}", answer.show());
+    let mut local = connect(kvik.port);
+    assert_eq!(call(&mut local, &[b"PING"]), b"+PONG\r\n");
+    // With a password set, remote clients get in, and must authenticate.
+    assert_eq!(call(&mut local, &[b"CONFIG", b"SET", b"requirepass", b"secret"]), b"+OK\r\n");
+    let answer = remote(b"PING\r\n", b"-NOAUTH Authentication required.\r\n");
+    assert_eq!(answer.bytes, b"-NOAUTH Authentication required.\r\n");
+    let answer = remote(b"AUTH secret\r\nPING\r\n", b"+OK\r\n+PONG\r\n");
+    assert_eq!(answer.bytes, b"+OK\r\n+PONG\r\n");
+    // Clients connected before the password was set stay logged in, as in Redis.
+    assert_eq!(call(&mut local, &[b"PING"]), b"+PONG\r\n");
+}
+
+fn config_cases() -> Vec<Case> {
+    let mut cases = Vec::new();
+    // Options whose defaults are the same in kvik and in the redis-server the tests start.
+    for name in [
+        "databases",
+        "timeout",
+        "tcp-keepalive",
+        "maxclients",
+        "requirepass",
+        "protected-mode",
+        "proto-max-bulk-len",
+        "client-query-buffer-limit",
+        "maxmemory",
+        "maxmemory-policy",
+        "maxmemory-samples",
+        "hash-max-listpack-entries",
+        "hash-max-listpack-value",
+        "list-max-listpack-size",
+        "set-max-intset-entries",
+        "zset-max-listpack-entries",
+        "zset-max-listpack-value",
+        "stream-node-max-entries",
+        "stream-node-max-bytes",
+        "notify-keyspace-events",
+        "appendonly",
+        "appendfsync",
+        "dbfilename",
+        "dir",
+        "unixsocket",
+        "unixsocketperm",
+        "slowlog-log-slower-than",
+        "slowlog-max-len",
+        "latency-monitor-threshold",
+        "hz",
+        "lfu-log-factor",
+        "lfu-decay-time",
+    ] {
+        cases.push(open("config get", multibulk(&[b"CONFIG", b"GET", name.as_bytes()])));
+    }
+    let get = |args: &[&str]| {
+        let mut words: Vec<&[u8]> = vec![b"CONFIG", b"GET"];
+        words.extend(args.iter().map(|a| a.as_bytes()));
+        multibulk(&words)
+    };
+    cases.extend([
+        open("config get glob", get(&["maxmemory-p*"])),
+        open("config get class", get(&["[t]imeout"])),
+        open("config get upper case", get(&["MAXCLIENTS"])),
+        open("config get twice", get(&["Timeout", "timeout"])),
+        open("config get several", get(&["nomatch", "hz"])),
+        open("config get nothing", get(&["nomatch"])),
+        open("config get no pattern", "CONFIG GET\r\n"),
+        open("config get resp3", [b"HELLO 3\r\n".to_vec(), get(&["appendfsync"])].concat()),
+        open("config help", "CONFIG HELP\r\n"),
+        open("config resetstat", "CONFIG RESETSTAT\r\n"),
+        open("config rewrite without file", "CONFIG REWRITE\r\n"),
+        open("config bogus", "CONFIG BOGUS\r\n"),
+        open("config set unknown", "CONFIG SET foo bar\r\n"),
+        open("config set unknown later", "CONFIG SET timeout 5 foo 1\r\nCONFIG GET timeout\r\n"),
+        open("config set odd", "CONFIG SET timeout 5 maxclients\r\nCONFIG SET timeout\r\n"),
+        open("config set not integer", "CONFIG SET timeout abc\r\nCONFIG SET timeout +5\r\n"),
+        open("config set range", "CONFIG SET timeout -1\r\nCONFIG SET maxclients 0\r\nCONFIG SET proto-max-bulk-len 10\r\n"),
+        open("config set enum", "CONFIG SET maxmemory-policy bogus\r\nCONFIG SET appendfsync sometimes\r\n"),
+        open("config set bool", "CONFIG SET protected-mode maybe\r\nCONFIG SET appendonly 1\r\n"),
+        open("config set memory", "CONFIG SET maxmemory -1\r\nCONFIG SET maxmemory 1.5mb\r\nCONFIG SET maxmemory 1zb\r\n"),
+        open("config set immutable", "CONFIG SET databases 5\r\nCONFIG SET unixsocketperm 700\r\n"),
+        open("config set protected", "CONFIG SET dbfilename x.rdb\r\n"),
+        open("config set duplicate", "CONFIG SET timeout 5 timeout 6\r\nCONFIG GET timeout\r\n"),
+        open("config set events", "CONFIG SET notify-keyspace-events q\r\nCONFIG SET notify-keyspace-events KEA\r\nCONFIG GET notify-keyspace-events\r\nCONFIG SET notify-keyspace-events Kgx\r\nCONFIG GET notify-keyspace-events\r\nCONFIG SET notify-keyspace-events \"\"\r\n"),
+        open("config set save", "CONFIG SET save 1\r\nCONFIG SET save \"100 10 5 2\"\r\nCONFIG GET save\r\nCONFIG SET save \"\"\r\n"),
+        open("config set memory units", "CONFIG SET maxmemory 1MB\r\nCONFIG GET maxmemory\r\nCONFIG SET maxmemory 2k\r\nCONFIG GET maxmemory\r\nCONFIG SET maxmemory 0\r\n"),
+        open("config set hz clamps", "CONFIG SET hz 1000\r\nCONFIG GET hz\r\nCONFIG SET hz 10\r\n"),
+        open("config set several", "CONFIG SET timeout 3 maxmemory-policy ALLKEYS-LRU\r\nCONFIG GET timeout\r\nCONFIG GET maxmemory-policy\r\nCONFIG SET timeout 0 maxmemory-policy noeviction\r\n"),
+        // requirepass: set on one connection, felt by the next ones, then cleared.
+        open("requirepass set", "CONFIG SET requirepass sec\r\nPING\r\n"),
+        open(
+            "requirepass gates commands",
+            "PING\r\nGET a\r\nFOO\r\nAUTH\r\nAUTH x\r\nAUTH a b c\r\nAUTH bad\r\nAUTH other sec\r\n\
+             HELLO 3 AUTH default bad\r\nHELLO 3\r\nHELLO\r\nCONFIG GET x\r\nAUTH default sec\r\nPING\r\n",
+        ),
+        open("hello auth", "HELLO 2 AUTH default sec\r\nPING\r\n"),
+        closed("unauthenticated multibulk", "*20\r\n"),
+        closed("unauthenticated bulk", "*2\r\n$4\r\nECHO\r\n$20000\r\n"),
+        open("requirepass cleared", "AUTH sec\r\nCONFIG SET requirepass \"\"\r\nPING\r\n"),
+        open("auth without requirepass", "AUTH x\r\nAUTH default x\r\nAUTH bob x\r\n"),
+        // Last, since it changes the limit for the rest of the servers' lives.
+        closed(
+            "bulk over proto-max-bulk-len",
+            "CONFIG SET proto-max-bulk-len 1mb\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$1048577\r\n",
+        ),
+        open("shutdown syntax", "SHUTDOWN foo\r\nSHUTDOWN NOSAVE SAVE\r\nSHUTDOWN ABORT NOW\r\nSHUTDOWN ABORT\r\nSHUTDOWN ABORT ABORT\r\n"),
+    ]);
+    cases
+}
+
+#[test]
+fn config_replies_match_redis() {
+    compare_each("config_replies_match_redis", config_cases());
+}
+
+#[test]
+fn query_buffer_over_the_limit_closes_the_client() {
+    let kvik = Kvik::start(&["--client-query-buffer-limit", "1mb"]);
+    let mut s = connect(kvik.port);
+    s.write_all(b"*2\r\n$4\r\nECHO\r\n$3000000\r\n").expect("send header");
+    let chunk = vec![b'x'; 100_000];
+    // The server may close while the payload is still being sent.
+    for _ in 0..30 {
+        if s.write_all(&chunk).is_err() {
+            break;
+        }
+    }
+    let answer = read_until(&mut s, |_| false);
+    assert!(answer.closed && answer.bytes.is_empty(), "{}", answer.show());
+    let mut other = connect(kvik.port);
+    assert_eq!(call(&mut other, &[b"PING"]), b"+PONG\r\n", "other clients are served");
+}
