@@ -762,97 +762,6 @@ pub fn split_config_line(line: &str) -> Option<Vec<String>> {
     }
 }
 
-/// Redis-style glob matching (`*`, `?`, `[abc]`, `[^a-z]`, `\x`), without
-/// regard to ASCII case, as `CONFIG GET` uses it.
-pub fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
-    let (mut p, mut t) = (0, 0);
-    // Where to resume after the last `*`: pattern index after it, and the text index it covers up to.
-    let mut star: Option<(usize, usize)> = None;
-    while t < text.len() {
-        if p < pattern.len() {
-            match pattern[p] {
-                b'*' => {
-                    star = Some((p + 1, t));
-                    p += 1;
-                    continue;
-                }
-                b'?' => {
-                    p += 1;
-                    t += 1;
-                    continue;
-                }
-                b'[' => {
-                    if let Some((matched, next)) = match_class(pattern, p, text[t]) {
-                        if matched {
-                            p = next;
-                            t += 1;
-                            continue;
-                        }
-                    }
-                }
-                b'\\' if p + 1 < pattern.len() => {
-                    if pattern[p + 1].eq_ignore_ascii_case(&text[t]) {
-                        p += 2;
-                        t += 1;
-                        continue;
-                    }
-                }
-                c => {
-                    if c.eq_ignore_ascii_case(&text[t]) {
-                        p += 1;
-                        t += 1;
-                        continue;
-                    }
-                }
-            }
-        }
-        match star {
-            Some((sp, st)) => {
-                p = sp;
-                t = st + 1;
-                star = Some((sp, st + 1));
-            }
-            None => return false,
-        }
-    }
-    pattern[p..].iter().all(|&c| c == b'*')
-}
-
-/// Match `c` against the class starting at `pattern[start] == b'['`; returns
-/// whether it matched and the index after the class, or `None` for an
-/// unterminated class.
-fn match_class(pattern: &[u8], start: usize, c: u8) -> Option<(bool, usize)> {
-    let mut i = start + 1;
-    let negate = pattern.get(i) == Some(&b'^');
-    if negate {
-        i += 1;
-    }
-    let c = c.to_ascii_lowercase();
-    let mut matched = false;
-    loop {
-        let b = *pattern.get(i)?;
-        if b == b']' {
-            break;
-        }
-        if b == b'\\' {
-            let e = *pattern.get(i + 1)?;
-            matched |= e.to_ascii_lowercase() == c;
-            i += 2;
-        } else if pattern.get(i + 1) == Some(&b'-') && pattern.get(i + 2).is_some_and(|&e| e != b']') {
-            let (mut lo, mut hi) = (b.to_ascii_lowercase(), pattern[i + 2].to_ascii_lowercase());
-            if lo > hi {
-                std::mem::swap(&mut lo, &mut hi);
-            }
-            matched |= (lo..=hi).contains(&c);
-            i += 3;
-        } else {
-            matched |= b.to_ascii_lowercase() == c;
-            i += 1;
-        }
-    }
-    Some((matched != negate, i + 1))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -934,16 +843,5 @@ mod tests {
         assert_eq!(split_config_line("dir 'it\\'s'").unwrap(), ["dir", "it's"]);
         assert_eq!(split_config_line("save \"\"").unwrap(), ["save", ""]);
         assert!(split_config_line("dir \"open").is_none());
-    }
-
-    #[test]
-    fn globs_match_like_redis() {
-        assert!(glob_match(b"maxmemory*", b"maxmemory-policy"));
-        assert!(glob_match(b"*", b""));
-        assert!(glob_match(b"M?XMEMORY", b"maxmemory"));
-        assert!(glob_match(b"[a-m]ax*", b"maxclients"));
-        assert!(!glob_match(b"[^m]ax*", b"maxclients"));
-        assert!(glob_match(b"*-max-*-entries", b"hash-max-listpack-entries"));
-        assert!(!glob_match(b"port?", b"port"));
     }
 }

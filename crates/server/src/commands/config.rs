@@ -1,7 +1,8 @@
 //! `CONFIG GET | SET | RESETSTAT | REWRITE | HELP`: reading and changing the
 //! running configuration with Redis's replies and error texts.
 
-use crate::config::{find_option, glob_match, OPTIONS};
+use crate::config::{find_option, OPTIONS};
+use crate::keyspace::glob;
 
 use super::{Ctx, ReplyTarget};
 
@@ -33,9 +34,9 @@ fn get<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         let pattern = c.arg(i);
         if is_glob(pattern) {
             for (index, spec) in OPTIONS.iter().enumerate() {
-                let key = if glob_match(pattern, spec.name.as_bytes()) {
+                let key = if glob::matches(pattern, spec.name.as_bytes(), true) {
                     spec.name
-                } else if let Some(alias) = spec.alias.filter(|a| glob_match(pattern, a.as_bytes())) {
+                } else if let Some(alias) = spec.alias.filter(|a| glob::matches(pattern, a.as_bytes(), true)) {
                     alias
                 } else {
                     continue;
