@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# kvik-server against redis-server on loopback, in the same run.
+#
+# Throughput: redis-benchmark -t ping,set,get,incr,mset -n BENCH_N -r 100000 -q --csv
+# at three settings (-c 50 -P 1, -c 50 -P 16, -c 1 -P 1000), alternating kvik and
+# redis for every setting, REPEATS times; reports the median requests/s of each
+# server and the ratio kvik/redis.
+#
+# Bytes per key: each server started fresh, then MEM_KEYS pipelined
+# `SET key:<i> <value>` with 3-byte and then 64-byte values; reports
+# (after - before) / DBSIZE of the process RSS and, where the server has
+# INFO, of used_memory.
+#
+# Writes bench/results/server.md and bench/results/server.csv (or OUT_DIR).
+#
+# Environment (defaults in brackets):
+#   BENCH_N   [1000000]  requests per redis-benchmark test
+#   REPEATS   [3]        kvik/redis rounds per setting
+#   THREADS   [nproc]    kvik-server --threads
+#   MEM_KEYS  [1000000]  keys loaded for bytes per key (0 skips it)
+#   OUT_DIR   [bench/results]
+#   LABEL     []         a line printed at the top of the Markdown report
+#
+#   bench/server.sh
+#   BENCH_N=100000 REPEATS=1 MEM_KEYS=200000 bench/server.sh     # quick check
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BENCH_N="${BENCH_N:-1000000}"
+REPEATS="${REPEATS:-3}"
+THREADS="${THREADS:-$(nproc)}"
+MEM_KEYS="${MEM_KEYS:-1000000}"
+OUT_DIR="${OUT_DIR:-bench/results}"
+LABEL="${LABEL:-}"
+TESTS="ping,set,get,incr,mset"
+SETTINGS=("c50_P1:-c 50 -P 1" "c50_P16:-c 50 -P 16" "c1_P1000:-c 1 -P 1000")
+HELPER=bench/server_report.py
+# Upper bound for one redis-benchmark invocation; a stuck server must not hang the run.
+BENCH_TIMEOUT="${BENCH_TIMEOUT:-900}"
+
+for v in BENCH_N REPEATS THREADS MEM_KEYS BENCH_TIMEOUT; do
+    [[ "${!v}" =~ ^[0-9]+$ ]] || { echo "$v must be a whole number, got '${!v}'" >&2; exit 2; }
+done
+[ "$REPEATS" -ge 1 ] && [ "$REPEATS" -le 100 ] || { echo "REPEATS must be 1..100" >&2; exit 2; }
+
+command_line="BENCH_N=$BENCH_N REPEATS=$REPEATS THREADS=$THREADS MEM_KEYS=$MEM_KEYS bench/server.sh"
+
+# ------------------------------------------------------------------ tools
+need_install=()
+command -v redis-server >/dev/null 2>&1 || need_install+=(redis-server)
+command -v redis-benchmark >/dev/null 2>&1 || need_install+=(redis-tools)
+if [ ${#need_install[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "installing ${need_install[*]} (Debian packages)" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq "${need_install[@]}" >/dev/null
+        # The package starts a service on port 6379; this script starts its own servers.
+        systemctl disable --now redis-server >/dev/null 2>&1 ||
+            service redis-server stop >/dev/null 2>&1 || true
+    else
+        echo "missing ${need_install[*]}: install Debian's redis-server and redis-tools" \
+            "packages (sudo apt-get install redis-server redis-tools) and run again" >&2
+        exit 1
+    fi
+fi
+command -v python3 >/dev/null 2>&1 || { echo "python3 is required" >&2; exit 1; }
+command -v timeout >/dev/null 2>&1 || { echo "timeout (coreutils) is required" >&2; exit 1; }
+
+echo "building kvik-server (release)" >&2
+cargo build --release -q -p kvik-server
+KVIK_BIN="${CARGO_TARGET_DIR:-target}/release/kvik-server"
+[ -x "$KVIK_BIN" ] || { echo "no binary at $KVIK_BIN" >&2; exit 1; }
+
+# ------------------------------------------------------------------ servers
+work=$(mktemp -d)
+declare -A pid=() port=()
+# stop_server NAME: SIGTERM, a bounded wait for a clean exit, then SIGKILL.
+stop_server() {
+    local name=$1 p=${pid[$1]:-}
+    [ -n "$p" ] || return 0
+    kill "$p" 2>/dev/null || true
+    for _ in $(seq 1 50); do
+        kill -0 "$p" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -9 "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+    unset "pid[$name]"
+}
+# run_bounded OUT ERR CMD...: runs CMD under `timeout`, in the background so that
+# a signal to this script runs the traps at once instead of after CMD ends.
+child_pid=""
+run_bounded() {
+    local out=$1 err=$2 rc=0
+    shift 2
+    timeout "$BENCH_TIMEOUT" "$@" >"$out" 2>"$err" &
+    child_pid=$!
+    wait "$child_pid" || rc=$?
+    child_pid=""
+    return "$rc"
+}
+cleanup() {
+    if [ -n "$child_pid" ]; then
+        kill "$child_pid" 2>/dev/null || true
+        wait "$child_pid" 2>/dev/null || true
+    fi
+    stop_server kvik
+    stop_server redis
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# start_server NAME: starts it on a free port of 127.0.0.1; sets pid[NAME], port[NAME].
+start_server() {
+    local name=$1 p
+    p=$(python3 "$HELPER" freeport)
+    case "$name" in
+        kvik)
+            "$KVIK_BIN" --port "$p" --threads "$THREADS" >>"$work/kvik.log" 2>&1 &
+            ;;
+        redis)
+            redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no \
+                --daemonize no --dir "$work" >>"$work/redis.log" 2>&1 &
+            ;;
+    esac
+    pid[$name]=$!
+    port[$name]=$p
+    if ! python3 "$HELPER" wait "$p" 20; then
+        echo "$name did not answer PING on port $p; its log:" >&2
+        tail -20 "$work/$name.log" >&2 || true
+        exit 1
+    fi
+}
+
+# ------------------------------------------------------------------ metadata
+cpu=$(lscpu 2>/dev/null | sed -n 's/^Model name:[[:space:]]*//p' | head -1)
+memtotal=$(awk '/^MemTotal:/ {printf "%.0f GiB RAM", $2/1048576}' /proc/meminfo)
+{
+    echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "cpu=${cpu:-unknown}"
+    echo "cores=$(nproc)"
+    echo "memtotal=$memtotal"
+    echo "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "kvik_version=$("$KVIK_BIN" --version 2>&1 | head -1) ($(git rev-parse --short HEAD 2>/dev/null || echo '?'))"
+    echo "redis_version=$(redis-server --version | head -1)"
+    echo "bench_version=$(redis-benchmark --version 2>&1 | head -1)"
+    echo "threads=$THREADS"
+    echo "n=$BENCH_N"
+    echo "repeats=$REPEATS"
+    echo "tests=$TESTS"
+    echo "command=$command_line"
+    echo "label=$LABEL"
+} >"$work/meta"
+
+# ------------------------------------------------------------------ throughput
+# Both servers run side by side for the whole throughput part; only one is
+# under load at a time.
+failures=()
+start_server kvik
+start_server redis
+for rep in $(seq 1 "$REPEATS"); do
+    for entry in "${SETTINGS[@]}"; do
+        key=${entry%%:*}
+        flags=${entry#*:}
+        for name in kvik redis; do
+            echo "round $rep/$REPEATS  $flags  $name" >&2
+            out="$work/bench-$key-$name-$rep"
+            # shellcheck disable=SC2086  # $flags is a list of options
+            if ! run_bounded "$out.csv" "$out.err" redis-benchmark -h 127.0.0.1 \
+                -p "${port[$name]}" -t "$TESTS" -n "$BENCH_N" -r 100000 $flags -q --csv ||
+                ! python3 "$HELPER" wait "${port[$name]}" 5; then
+                failures+=("$name $flags round $rep")
+                echo "  failed: $(tail -3 "$out.err" | tr '\n' ' ')" >&2
+                # A server that stopped answering is started again for the next rounds.
+                if ! python3 "$HELPER" wait "${port[$name]}" 5; then
+                    stop_server "$name"
+                    start_server "$name"
+                fi
+            fi
+        done
+    done
+done
+stop_server kvik
+stop_server redis
+
+# ------------------------------------------------------------------ bytes per key
+if [ "$MEM_KEYS" -gt 0 ]; then
+    for size in 3 64; do
+        for name in kvik redis; do
+            echo "bytes per key: $name, $MEM_KEYS keys, $size-byte values" >&2
+            start_server "$name"
+            if ! run_bounded /dev/null "$work/memory-$name-$size.err" python3 "$HELPER" memory \
+                "$name" "${pid[$name]}" "${port[$name]}" "$MEM_KEYS" "$size" "$work/memory.csv"; then
+                failures+=("bytes per key: $name $size-byte values")
+                echo "  failed: $(tail -3 "$work/memory-$name-$size.err" | tr '\n' ' ')" >&2
+            fi
+            stop_server "$name"
+        done
+    done
+fi
+
+notes=()
+if [ "$((THREADS + 1))" -gt "$(nproc)" ]; then
+    notes+=("redis-benchmark runs on the same $(nproc) cores as the server under test (kvik with $THREADS threads), so client and server compete for CPU.")
+fi
+if grep -qi 'unknown command' "$work"/*.err 2>/dev/null; then
+    notes+=("some requests got 'unknown command': $(grep -hi 'unknown command' "$work"/*.err | sort -u | head -3 | tr '\n' ' ')")
+fi
+{
+    echo "failures=${failures[*]:-}"
+    echo "notes=$(IFS='|'; echo "${notes[*]:-}")"
+} >>"$work/meta"
+
+mkdir -p "$OUT_DIR"
+python3 "$HELPER" report "$work" "$OUT_DIR/server.md" "$OUT_DIR/server.csv"
+echo "wrote $OUT_DIR/server.md and $OUT_DIR/server.csv" >&2
+[ ${#failures[@]} -eq 0 ] || { echo "failed: ${failures[*]}" >&2; exit 1; }
