@@ -18,6 +18,8 @@ pub struct Config {
     pub port: u16,
     /// Number of event-loop threads (`--threads`), one per core by default.
     pub threads: usize,
+    /// Password of the `default` user (`--requirepass`); none by default, as in Redis.
+    pub requirepass: Option<String>,
 }
 
 impl Default for Config {
@@ -26,6 +28,7 @@ impl Default for Config {
             bind: "127.0.0.1".to_string(),
             port: 6379,
             threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            requirepass: None,
         }
     }
 }
@@ -76,7 +79,7 @@ impl Config {
                 Some(name) if !name.is_empty() => name.to_ascii_lowercase(),
                 _ => return Err(ConfigError::UnknownOption(option)),
             };
-            let known = matches!(name.as_str(), "port" | "bind" | "threads");
+            let known = matches!(name.as_str(), "port" | "bind" | "threads" | "requirepass");
             if !known {
                 return Err(ConfigError::UnknownOption(option));
             }
@@ -93,6 +96,8 @@ impl Config {
                     }
                     config.bind = value.clone();
                 }
+                // An empty password means none, as in redis.conf.
+                "requirepass" => config.requirepass = (!value.is_empty()).then(|| value.clone()),
                 _ => {
                     config.threads = match value.parse::<usize>() {
                         Ok(n) if (1..=1024).contains(&n) => n,
@@ -120,7 +125,7 @@ mod tests {
     #[test]
     fn options_take_the_following_word() {
         let c = Config::from_args(["--port", "7000", "--bind", "0.0.0.0", "--THREADS", "4"]).unwrap();
-        assert_eq!(c, Config { bind: "0.0.0.0".into(), port: 7000, threads: 4 });
+        assert_eq!(c, Config { bind: "0.0.0.0".into(), port: 7000, threads: 4, requirepass: None });
     }
 
     #[test]

@@ -14,6 +14,7 @@
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
+use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use kvik_protocol::resp::request::{Progress, RequestError, RequestParser};
@@ -179,7 +180,13 @@ fn protocol_error_text(e: &RequestError) -> Vec<u8> {
 fn serve_resp(stream: &mut TcpStream, buf: &mut ReadBuffer, state: &ServerState) -> io::Result<()> {
     let mut parser = RequestParser::default();
     let mut args = CommandArgs::new();
-    let mut session = Session::new(state.ids.next_id());
+    let mut session = Session::connected(
+        state,
+        stream.peer_addr().ok(),
+        stream.local_addr().ok(),
+        stream.as_raw_fd(),
+        stream.try_clone().ok(),
+    );
     let mut out = Vec::new();
     loop {
         let mut want = 0;
@@ -255,6 +262,8 @@ fn serve_respb(stream: &mut TcpStream, buf: &mut ReadBuffer, state: &ServerState
     let mut args = CommandArgs::new();
     // Every mux id is its own logical client, created on first use.
     let mut channels: HashMap<u16, Session> = HashMap::new();
+    let (peer, local, fd) = (stream.peer_addr().ok(), stream.local_addr().ok(), stream.as_raw_fd());
+    let new_session = || Session::connected(state, peer, local, fd, None);
     let mut out = Vec::new();
     loop {
         let mut want = 0;
@@ -268,7 +277,7 @@ fn serve_respb(stream: &mut TcpStream, buf: &mut ReadBuffer, state: &ServerState
                 Ok(Decoded::Frame { frame, consumed }) => {
                     match frame {
                         Frame::Command { mux } => {
-                            let session = channels.entry(mux).or_insert_with(|| Session::new(state.ids.next_id()));
+                            let session = channels.entry(mux).or_insert_with(new_session);
                             let mut target = RespbTarget { out: &mut out, mux };
                             // QUIT ends the logical client that sent it, not its neighbours.
                             if execute(state, Request::new(&args, pending), session, &mut target) == Outcome::Close {
@@ -276,7 +285,7 @@ fn serve_respb(stream: &mut TcpStream, buf: &mut ReadBuffer, state: &ServerState
                             }
                         }
                         Frame::MuxCreate { mux, target } => {
-                            channels.entry(target).or_insert_with(|| Session::new(state.ids.next_id()));
+                            channels.entry(target).or_insert_with(new_session);
                             RespbReplyWriter::new(&mut out, mux).simple(b"OK");
                         }
                         Frame::MuxClose { mux, target } => {

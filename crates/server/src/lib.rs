@@ -13,6 +13,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod auth;
+pub mod clients;
 pub mod commands;
 pub mod config;
 pub mod connection;
@@ -20,6 +22,7 @@ pub mod keyspace;
 pub mod listener;
 pub mod session;
 pub mod state;
+pub mod stats;
 pub mod types;
 
 /// Version of kvik itself, as printed in the startup line.

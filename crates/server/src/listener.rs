@@ -27,7 +27,10 @@ impl Server {
     /// that startup errors (address in use) are reported before anything runs.
     pub fn bind(config: &Config) -> io::Result<Server> {
         let listener = TcpListener::bind((config.bind.as_str(), config.port))?;
-        Ok(Server { listener, state: Arc::new(ServerState::default()) })
+        let state = ServerState::default();
+        state.auth.set(config.requirepass.as_ref().map(|p| p.as_bytes().to_vec()));
+        state.port.store(listener.local_addr()?.port(), std::sync::atomic::Ordering::Relaxed);
+        Ok(Server { listener, state: Arc::new(state) })
     }
 
     /// The address actually bound (the real port when 0 was asked for).

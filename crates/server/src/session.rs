@@ -5,9 +5,14 @@
 //! name, and later the selected database, MULTI and subscriptions) works the
 //! same way on both without special cases.
 
+use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use kvik_protocol::resp::writer::Protocol;
+
+use crate::clients::{ClientHandle, Registration};
+use crate::state::ServerState;
 
 /// Hands out client ids, unique for the life of the server.
 ///
@@ -31,8 +36,20 @@ impl ClientIds {
     }
 }
 
+/// Whether replies are sent (`CLIENT REPLY`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReplyMode {
+    /// Every reply is sent.
+    #[default]
+    On,
+    /// No reply is sent until `CLIENT REPLY ON`.
+    Off,
+    /// The reply of the next command is dropped.
+    SkipNext,
+}
+
 /// One logical client.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Session {
     /// Client id, as `HELLO` reports it.
     pub id: u64,
@@ -42,11 +59,50 @@ pub struct Session {
     pub name: Option<Vec<u8>>,
     /// The database `SELECT` chose.
     pub db: usize,
+    /// Whether the client may run commands that need authentication.
+    pub authenticated: bool,
+    /// `CLIENT REPLY` state.
+    pub reply_mode: ReplyMode,
+    /// Set while running the command whose reply `CLIENT REPLY SKIP` drops.
+    pub skip_this: bool,
+    /// The client's entry in the server's client list, when it has one.
+    pub registration: Option<Registration>,
 }
 
 impl Session {
-    /// A fresh client: RESP2, no name.
+    /// A fresh client: RESP2, no name, authenticated (no password is set).
     pub fn new(id: u64) -> Self {
-        Session { id, protocol: Protocol::Resp2, name: None, db: 0 }
+        Session {
+            id,
+            protocol: Protocol::Resp2,
+            name: None,
+            db: 0,
+            authenticated: true,
+            reply_mode: ReplyMode::On,
+            skip_this: false,
+            registration: None,
+        }
+    }
+
+    /// A client of a server: listed in its client registry, and
+    /// unauthenticated when the server requires a password.
+    pub fn connected(
+        state: &ServerState,
+        peer: Option<SocketAddr>,
+        local: Option<SocketAddr>,
+        fd: i32,
+        stream: Option<TcpStream>,
+    ) -> Self {
+        let id = state.ids.next_id();
+        let mut session = Session::new(id);
+        session.authenticated = !state.auth.required();
+        session.registration = Some(state.clients.register(id, peer, local, fd, stream));
+        state.stats.total_connections.fetch_add(1, Ordering::Relaxed);
+        session
+    }
+
+    /// The registry entry, when the client is registered.
+    pub fn handle(&self) -> Option<&Arc<ClientHandle>> {
+        self.registration.as_ref().map(|r| &r.handle)
     }
 }

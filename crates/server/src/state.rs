@@ -1,7 +1,12 @@
 //! [`ServerState`]: what every connection of the server shares.
 
+use std::sync::Arc;
+
+use crate::auth::Auth;
+use crate::clients::ClientRegistry;
 use crate::keyspace::Keyspace;
 use crate::session::ClientIds;
+use crate::stats::Stats;
 
 /// Default number of keyspace shards: many more than cores, so that commands
 /// from different threads rarely meet on one lock.
@@ -17,10 +22,25 @@ pub struct ServerState {
     pub ids: ClientIds,
     /// All the data.
     pub keyspace: Keyspace,
+    /// The password clients must give.
+    pub auth: Auth,
+    /// Connected clients.
+    pub clients: Arc<ClientRegistry>,
+    /// Counters for INFO and the slow log.
+    pub stats: Stats,
+    /// The TCP port the server listens on, for INFO.
+    pub port: std::sync::atomic::AtomicU16,
 }
 
 impl Default for ServerState {
     fn default() -> Self {
-        ServerState { ids: ClientIds::default(), keyspace: Keyspace::new(DEFAULT_SHARDS, DEFAULT_DATABASES) }
+        ServerState {
+            ids: ClientIds::default(),
+            keyspace: Keyspace::new(DEFAULT_SHARDS, DEFAULT_DATABASES),
+            auth: Auth::default(),
+            clients: Arc::default(),
+            stats: Stats::default(),
+            port: std::sync::atomic::AtomicU16::new(0),
+        }
     }
 }
