@@ -18,6 +18,7 @@ pub mod clients;
 pub mod commands;
 pub mod config;
 pub mod connection;
+pub mod glob;
 pub mod keyspace;
 pub mod listener;
 pub mod session;
