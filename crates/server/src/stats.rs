@@ -6,7 +6,7 @@
 //! per call. Error counts and the slow log change rarely and use a mutex.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -82,6 +82,8 @@ pub struct Stats {
     pub lastsave: AtomicI64,
     /// End of a `CLIENT PAUSE`, in Unix milliseconds (0 when not paused).
     pub pause_until_ms: AtomicI64,
+    /// Whether the active expiry cycle runs (`DEBUG SET-ACTIVE-EXPIRE`).
+    pub active_expire: AtomicBool,
     commands: Vec<(&'static str, CommandStat)>,
     index: HashMap<&'static str, usize>,
     errors: Mutex<BTreeMap<Vec<u8>, u64>>,
@@ -118,6 +120,7 @@ impl Default for Stats {
             dirty: AtomicU64::new(0),
             lastsave: AtomicI64::new(started_unix),
             pause_until_ms: AtomicI64::new(0),
+            active_expire: AtomicBool::new(true),
             commands,
             index,
             errors: Mutex::new(BTreeMap::new()),

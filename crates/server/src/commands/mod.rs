@@ -25,6 +25,7 @@ use crate::stats;
 
 mod command;
 mod connection;
+mod info;
 mod keys;
 mod server;
 mod strings;
@@ -236,6 +237,9 @@ fn execute_checked<T: ReplyTarget>(
         return Outcome::Continue;
     }
     let (failed, outcome) = (ctx.failed, ctx.outcome);
+    if !failed && spec.flags.contains(CommandFlags::WRITE) {
+        state.stats.dirty.fetch_add(1, Ordering::Relaxed);
+    }
     let usec = started.elapsed().as_micros() as u64;
     state.stats.total_commands.fetch_add(1, Ordering::Relaxed);
     if let Some(stat) = stat {

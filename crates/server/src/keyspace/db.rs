@@ -8,6 +8,10 @@ use std::collections::HashMap;
 
 use crate::types::Value;
 
+/// Bytes an entry costs beyond its key and value bytes (table slot, boxes,
+/// expiry field), as counted by [`Db::memory_estimate`].
+pub const ENTRY_OVERHEAD: usize = 56;
+
 /// A stored key: its value and, if it has one, its expiry deadline.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
@@ -125,6 +129,12 @@ impl Db {
     pub fn clear(&mut self) {
         self.map.clear();
         self.expiring = 0;
+    }
+
+    /// Approximate bytes held by this database's keys and values, counting
+    /// a fixed per-entry overhead for the table slot and bookkeeping.
+    pub fn memory_estimate(&self) -> usize {
+        self.map.iter().map(|(k, e)| k.len() + e.value.approx_bytes() + ENTRY_OVERHEAD).sum()
     }
 
     /// Every key (live or not yet removed), for KEYS, SCAN and RANDOMKEY.
