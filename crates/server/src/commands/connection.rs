@@ -210,8 +210,8 @@ fn reset<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     c.session.db = 0;
     c.session.protocol = Protocol::Resp2;
     c.session.name = None;
+    // Clears OFF and a pending SKIP; a SKIP already covering this RESET still applies.
     c.session.reply_mode = ReplyMode::On;
-    c.session.skip_this = false;
     c.session.authenticated = !c.state.auth.required();
     if let Some(h) = c.session.handle() {
         let mut info = h.info();
@@ -319,9 +319,10 @@ fn client_kill<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         let Some(h) = clients.iter().find(|h| h.info().addr.as_bytes() == addr) else {
             return c.error(b"ERR No such client");
         };
-        h.kill();
         if h.id == me {
             c.outcome = Outcome::Close;
+        } else {
+            h.kill();
         }
         return c.ok();
     }
@@ -384,9 +385,10 @@ fn client_kill<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             if !matches || (skipme && h.id == me) {
                 continue;
             }
-            h.kill();
             if h.id == me {
                 c.outcome = Outcome::Close;
+            } else {
+                h.kill();
             }
             killed += 1;
         }

@@ -140,6 +140,10 @@ pub fn execute<T: ReplyTarget>(
     session: &mut Session,
     target: &mut T,
 ) -> Outcome {
+    // A client killed while its request was on the way gets no answer.
+    if session.handle().is_some_and(|h| h.is_killed()) {
+        return Outcome::Close;
+    }
     let outcome = execute_checked(state, req, session, &mut Gate(target));
     session.skip_this = false;
     if session.reply_mode == ReplyMode::SkipNext {
