@@ -8,8 +8,9 @@
 //! because the session itself belongs to the connection's thread.
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -82,6 +83,10 @@ impl ClientHandle {
 #[derive(Debug, Default)]
 pub struct ClientRegistry {
     clients: Mutex<BTreeMap<u64, Arc<ClientHandle>>>,
+    /// Clients in MONITOR mode, fed every executed command.
+    monitors: Mutex<Vec<Arc<ClientHandle>>>,
+    /// `monitors.len()`, read without the lock on every command.
+    monitor_count: AtomicUsize,
 }
 
 /// Keeps a client registered for as long as it lives.
@@ -95,6 +100,9 @@ pub struct Registration {
 impl Drop for Registration {
     fn drop(&mut self) {
         self.registry.lock().remove(&self.handle.id);
+        if self.handle.info().monitor {
+            self.registry.remove_monitor(self.handle.id);
+        }
     }
 }
 
@@ -139,6 +147,45 @@ impl ClientRegistry {
     /// Every registered client, in id order.
     pub fn snapshot(&self) -> Vec<Arc<ClientHandle>> {
         self.lock().values().cloned().collect()
+    }
+
+    /// Start feeding executed commands to `handle`'s socket.
+    ///
+    /// Returns false when the client has no socket of its own (a RESPB
+    /// channel), which cannot receive the unsolicited lines.
+    pub fn add_monitor(&self, handle: &Arc<ClientHandle>) -> bool {
+        if handle.stream.is_none() {
+            return false;
+        }
+        let mut monitors = self.monitors.lock().unwrap_or_else(|e| e.into_inner());
+        if !monitors.iter().any(|m| m.id == handle.id) {
+            monitors.push(Arc::clone(handle));
+            self.monitor_count.store(monitors.len(), Ordering::Release);
+        }
+        true
+    }
+
+    fn remove_monitor(&self, id: u64) {
+        let mut monitors = self.monitors.lock().unwrap_or_else(|e| e.into_inner());
+        monitors.retain(|m| m.id != id);
+        self.monitor_count.store(monitors.len(), Ordering::Release);
+    }
+
+    /// Whether any client is in MONITOR mode (cheap; checked for every command).
+    pub fn has_monitors(&self) -> bool {
+        self.monitor_count.load(Ordering::Acquire) > 0
+    }
+
+    /// Send `line` to every monitor, dropping those whose socket fails.
+    ///
+    /// Sent under the monitors lock so lines from different threads never interleave.
+    pub fn feed_monitors(&self, line: &[u8]) {
+        let mut monitors = self.monitors.lock().unwrap_or_else(|e| e.into_inner());
+        monitors.retain(|m| match &m.stream {
+            Some(s) => !m.is_killed() && (&*s).write_all(line).is_ok(),
+            None => false,
+        });
+        self.monitor_count.store(monitors.len(), Ordering::Release);
     }
 
     /// Number of connected clients.

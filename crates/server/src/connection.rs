@@ -229,6 +229,7 @@ fn serve_resp(stream: &mut TcpStream, buf: &mut ReadBuffer, state: &ServerState)
             stream.write_all(&out)?;
             out.clear();
         }
+        session.flushed(state);
         if close || buf.fill(stream, want)? == 0 {
             return Ok(());
         }

@@ -67,6 +67,8 @@ pub struct Session {
     pub skip_this: bool,
     /// The client's entry in the server's client list, when it has one.
     pub registration: Option<Registration>,
+    /// `MONITOR` was accepted; the feed starts once its `+OK` is sent.
+    pub monitor_pending: bool,
 }
 
 impl Session {
@@ -81,6 +83,22 @@ impl Session {
             reply_mode: ReplyMode::On,
             skip_this: false,
             registration: None,
+            monitor_pending: false,
+        }
+    }
+
+    /// Called by the connection after it has sent the replies of a batch.
+    ///
+    /// A pending MONITOR starts here, so its `+OK` reaches the client before
+    /// the first fed command does.
+    pub fn flushed(&mut self, state: &ServerState) {
+        if self.monitor_pending {
+            self.monitor_pending = false;
+            if let Some(h) = self.handle() {
+                if state.clients.add_monitor(h) {
+                    h.info().monitor = true;
+                }
+            }
         }
     }
 

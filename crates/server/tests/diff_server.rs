@@ -409,3 +409,36 @@ fn requirepass_option_guards_every_connection() {
     let debug = text(call(&mut c, &[b"DEBUG", b"OBJECT", b"k"]));
     assert!(debug.starts_with("+Value at:") && debug.contains(" refcount:1 encoding:int "), "{debug}");
 }
+
+/// What a MONITOR client receives while another client runs `commands`,
+/// with times and client ports masked.
+fn monitor_feed(port: u16, commands: &[u8]) -> String {
+    let mut monitor = connect(port);
+    monitor.write_all(b"MONITOR\r\n").expect("send MONITOR");
+    let ok = read_until(&mut monitor, |b| b.ends_with(b"\r\n"));
+    assert_eq!(ok.bytes, b"+OK\r\n");
+    let mut client = connect(port);
+    client.write_all(commands).expect("send commands");
+    client.write_all(b"ECHO end-of-feed\r\n").expect("send marker");
+    let fed = read_until(&mut monitor, |b| b.ends_with(b"\"ECHO\" \"end-of-feed\"\r\n"));
+    let mut out = String::new();
+    for line in String::from_utf8_lossy(&fed.bytes).split_inclusive("\r\n") {
+        // "+1700000000.123456 [0 127.0.0.1:53124] ..." -> "+T [0 ADDR] ..."
+        let (head, rest) = line.split_once(']').unwrap_or((line, ""));
+        let db = head.split_once('[').and_then(|(_, d)| d.split(' ').next()).unwrap_or("?");
+        out.push_str(&format!("+T [{db} ADDR]{rest}"));
+    }
+    out
+}
+
+#[test]
+fn monitor_feed_matches_redis() {
+    let Some(redis) = common::start_redis_or_skip("monitor_feed_matches_redis") else {
+        return;
+    };
+    let kvik = start_kvik();
+    let commands = b"SET k \"a b\\\"\\n\\x01\\xff\"\r\nSELECT 2\r\nGET k\r\nAUTH x\r\nAUTH default x\r\n\
+        HELLO 2 AUTH default x\r\nCLIENT LIST\r\nGET\r\nFOO\r\nINCR n\r\nPING\r\n\
+        *3\r\n$3\r\nSET\r\n$1\r\nn\r\n$2\r\n12\r\nDEBUG SLEEP 0\r\nFLUSHALL\r\n";
+    assert_eq!(monitor_feed(kvik.port, commands), monitor_feed(redis.port, commands));
+}

@@ -68,6 +68,10 @@ pub fn dispatch<T: ReplyTarget>(name: &str, c: &mut Ctx<'_, T>) -> bool {
         }
         "client|setinfo" => client_setinfo(c),
         "client|help" => client_help(c),
+        "monitor" => {
+            c.session.monitor_pending = true;
+            c.ok();
+        }
         _ => return false,
     }
     true

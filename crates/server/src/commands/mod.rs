@@ -241,6 +241,11 @@ fn execute_checked<T: ReplyTarget>(
         return Outcome::Continue;
     }
     let (failed, outcome) = (ctx.failed, ctx.outcome);
+    let unmonitored = spec.flags.contains(CommandFlags::SKIP_MONITOR) || spec.flags.contains(CommandFlags::ADMIN);
+    if state.clients.has_monitors() && !unmonitored {
+        let addr = session.handle().map(|h| h.info().addr.clone()).unwrap_or_default();
+        state.clients.feed_monitors(&monitor_line(&req, spec, session.db, &addr));
+    }
     if !failed && spec.flags.contains(CommandFlags::WRITE) {
         state.stats.dirty.fetch_add(1, Ordering::Relaxed);
     }
@@ -271,6 +276,51 @@ fn execute_checked<T: ReplyTarget>(
         }
     }
     outcome
+}
+
+/// A MONITOR line: `+<unix time> [<db> <addr>] "arg" ...`, arguments quoted
+/// as Redis quotes them, credentials of AUTH and HELLO AUTH replaced.
+fn monitor_line(req: &Request<'_>, spec: &CommandSpec, db: usize, addr: &str) -> Vec<u8> {
+    let now = stats::unix_micros();
+    let mut line = format!("+{}.{:06} [{db} {addr}]", now / 1_000_000, now % 1_000_000).into_bytes();
+    let hello_auth = if spec.name == "hello" {
+        (2..req.argc()).find(|&i| req.arg(i).eq_ignore_ascii_case(b"auth")).map(|i| (i + 1, i + 2))
+    } else {
+        None
+    };
+    for i in 0..req.argc() {
+        let redacted = (spec.name == "auth" && i > 0) || hello_auth.is_some_and(|(u, p)| i == u || i == p);
+        line.push(b' ');
+        if redacted {
+            line.extend_from_slice(b"\"(redacted)\"");
+        } else {
+            quote_repr(&mut line, req.arg(i));
+        }
+    }
+    line.extend_from_slice(b"\r\n");
+    line
+}
+
+/// Redis's `sdscatrepr`: a double-quoted string with C escapes and `\xHH`
+/// for other unprintable bytes.
+pub fn quote_repr(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.push(b'"');
+    for &b in bytes {
+        match b {
+            b'\\' | b'"' => {
+                out.push(b'\\');
+                out.push(b);
+            }
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            7 => out.extend_from_slice(b"\\a"),
+            8 => out.extend_from_slice(b"\\b"),
+            b' '..=b'~' => out.push(b),
+            _ => out.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
+        }
+    }
+    out.push(b'"');
 }
 
 /// Reply with a container's help text, ending with Redis's common `HELP` entry.
