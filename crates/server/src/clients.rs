@@ -79,12 +79,17 @@ impl ClientHandle {
     }
 }
 
+/// A client in MONITOR mode and, until MONITOR's reply is sent, the lines
+/// collected for it.
+type Monitor = (Arc<ClientHandle>, Option<Vec<u8>>);
+
 /// All connected clients, by id (so listings come out in id order, as Redis's do).
 #[derive(Debug, Default)]
 pub struct ClientRegistry {
     clients: Mutex<BTreeMap<u64, Arc<ClientHandle>>>,
-    /// Clients in MONITOR mode, fed every executed command.
-    monitors: Mutex<Vec<Arc<ClientHandle>>>,
+    /// Clients in MONITOR mode, fed every executed command; lines for a
+    /// monitor whose `+OK` is not sent yet wait in its backlog.
+    monitors: Mutex<Vec<Monitor>>,
     /// `monitors.len()`, read without the lock on every command.
     monitor_count: AtomicUsize,
 }
@@ -149,7 +154,8 @@ impl ClientRegistry {
         self.lock().values().cloned().collect()
     }
 
-    /// Start feeding executed commands to `handle`'s socket.
+    /// Start collecting executed commands for `handle`; they are sent once
+    /// [`ClientRegistry::monitor_ready`] says MONITOR's own reply went out.
     ///
     /// Returns false when the client has no socket of its own (a RESPB
     /// channel), which cannot receive the unsolicited lines.
@@ -157,17 +163,38 @@ impl ClientRegistry {
         if handle.stream.is_none() {
             return false;
         }
-        let mut monitors = self.monitors.lock().unwrap_or_else(|e| e.into_inner());
-        if !monitors.iter().any(|m| m.id == handle.id) {
-            monitors.push(Arc::clone(handle));
+        let mut monitors = self.lock_monitors();
+        if !monitors.iter().any(|(m, _)| m.id == handle.id) {
+            monitors.push((Arc::clone(handle), Some(Vec::new())));
             self.monitor_count.store(monitors.len(), Ordering::Release);
         }
         true
     }
 
+    /// MONITOR's reply has been sent to client `id`: send what was collected
+    /// since, and feed it directly from now on.
+    pub fn monitor_ready(&self, id: u64) {
+        let mut monitors = self.lock_monitors();
+        monitors.retain_mut(|(m, backlog)| {
+            if m.id != id {
+                return true;
+            }
+            match (backlog.take(), &m.stream) {
+                (Some(lines), Some(s)) => lines.is_empty() || (&*s).write_all(&lines).is_ok(),
+                (None, Some(_)) => true,
+                _ => false,
+            }
+        });
+        self.monitor_count.store(monitors.len(), Ordering::Release);
+    }
+
+    fn lock_monitors(&self) -> MutexGuard<'_, Vec<Monitor>> {
+        self.monitors.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn remove_monitor(&self, id: u64) {
-        let mut monitors = self.monitors.lock().unwrap_or_else(|e| e.into_inner());
-        monitors.retain(|m| m.id != id);
+        let mut monitors = self.lock_monitors();
+        monitors.retain(|(m, _)| m.id != id);
         self.monitor_count.store(monitors.len(), Ordering::Release);
     }
 
@@ -180,10 +207,19 @@ impl ClientRegistry {
     ///
     /// Sent under the monitors lock so lines from different threads never interleave.
     pub fn feed_monitors(&self, line: &[u8]) {
-        let mut monitors = self.monitors.lock().unwrap_or_else(|e| e.into_inner());
-        monitors.retain(|m| match &m.stream {
-            Some(s) => !m.is_killed() && (&*s).write_all(line).is_ok(),
-            None => false,
+        let mut monitors = self.lock_monitors();
+        monitors.retain_mut(|(m, backlog)| {
+            if m.is_killed() {
+                return false;
+            }
+            match (backlog, &m.stream) {
+                (Some(backlog), _) => {
+                    backlog.extend_from_slice(line);
+                    true
+                }
+                (None, Some(s)) => (&*s).write_all(line).is_ok(),
+                (None, None) => false,
+            }
         });
         self.monitor_count.store(monitors.len(), Ordering::Release);
     }

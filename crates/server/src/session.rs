@@ -89,16 +89,12 @@ impl Session {
 
     /// Called by the connection after it has sent the replies of a batch.
     ///
-    /// A pending MONITOR starts here, so its `+OK` reaches the client before
-    /// the first fed command does.
+    /// A pending MONITOR starts its feed here, so its `+OK` reaches the
+    /// client before the first fed command does.
     pub fn flushed(&mut self, state: &ServerState) {
         if self.monitor_pending {
             self.monitor_pending = false;
-            if let Some(h) = self.handle() {
-                if state.clients.add_monitor(h) {
-                    h.info().monitor = true;
-                }
-            }
+            state.clients.monitor_ready(self.id);
         }
     }
 

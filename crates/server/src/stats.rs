@@ -140,6 +140,12 @@ impl Stats {
         self.commands.iter().map(|(n, s)| (*n, s))
     }
 
+    /// Count a read of a key for `keyspace_hits` / `keyspace_misses`.
+    pub fn key_lookup(&self, found: bool) {
+        let counter = if found { &self.keyspace_hits } else { &self.keyspace_misses };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Count an error reply; its code is the text up to the first space.
     pub fn error_reply(&self, msg: &[u8]) {
         self.total_error_replies.fetch_add(1, Ordering::Relaxed);

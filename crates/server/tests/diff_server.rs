@@ -31,7 +31,8 @@ fn exact_cases() -> Vec<Case> {
         open(
             "command getkeys errors",
             "COMMAND GETKEYS foo\r\nCOMMAND GETKEYS ping\r\nCOMMAND GETKEYS\r\nCOMMAND GETKEYS get a b\r\n\
-             COMMAND GETKEYS get\r\n",
+             COMMAND GETKEYS get\r\nCOMMAND GETKEYS zunionstore d 9223372036854775807 a b\r\n\
+             COMMAND GETKEYS eval s -1 a\r\nCOMMAND GETKEYS eval s 0\r\n",
         ),
         open(
             "command getkeysandflags",
@@ -271,7 +272,7 @@ fn info_reports_the_fields_tools_read() {
         "total_commands_processed:4\r\n",
         "expired_keys:0\r\n",
         "evicted_keys:0\r\n",
-        "keyspace_hits:",
+        "keyspace_hits:1\r\nkeyspace_misses:0\r\n",
         "total_error_replies:3\r\n",
         "role:master\r\nconnected_slaves:0\r\n",
         "used_cpu_sys:",

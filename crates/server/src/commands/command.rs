@@ -6,8 +6,8 @@
 //! the dispatcher checks requests against.
 
 use kvik_protocol::commands::{
-    lookup, lookup_subcommand, AclCategories, ArgSpec, BeginSearch, CommandSpec, FindKeys, KeySpecFlags, Source,
-    COMMANDS,
+    lookup, lookup_subcommand, AclCategories, ArgSpec, BeginSearch, CommandFlags, CommandSpec, FindKeys, KeySpecFlags,
+    Source, COMMANDS,
 };
 use kvik_protocol::ReplySink;
 
@@ -363,10 +363,13 @@ fn getkeys<T: ReplyTarget>(c: &mut Ctx<'_, T>, with_flags: bool) {
             spec = sub;
         }
     }
+    if spec.key_specs.is_empty() {
+        return c.error(b"ERR The command has no key arguments");
+    }
     if !spec.arity_ok(args.len()) {
         return c.error(b"ERR Invalid number of arguments specified for command");
     }
-    let mut keys = find_keys(spec, &args);
+    let mut keys = find_keys(spec, &args).unwrap_or_default();
     // SET's key flags depend on its options: without GET the old value is
     // neither read nor returned, so Redis reports an overwrite.
     if spec.name == "set" {
@@ -381,7 +384,10 @@ fn getkeys<T: ReplyTarget>(c: &mut Ctx<'_, T>, with_flags: bool) {
         }
     }
     if keys.is_empty() {
-        return c.error(b"ERR The command has no key arguments");
+        if spec.flags.contains(CommandFlags::NO_MANDATORY_KEYS) {
+            return c.reply(|s| s.array(0));
+        }
+        return c.error(b"ERR Invalid arguments specified for command");
     }
     c.reply(|s| {
         s.array(keys.len());
@@ -398,8 +404,9 @@ fn getkeys<T: ReplyTarget>(c: &mut Ctx<'_, T>, with_flags: bool) {
 }
 
 /// Positions of the keys in `args` (the command name at 0) and their flags,
-/// by walking the key specs as Redis does.
-fn find_keys(spec: &CommandSpec, args: &[&[u8]]) -> Vec<(usize, KeySpecFlags)> {
+/// by walking the key specs as Redis does; `None` when a key count is not a
+/// non-negative integer.
+fn find_keys(spec: &CommandSpec, args: &[&[u8]]) -> Option<Vec<(usize, KeySpecFlags)>> {
     let argc = args.len() as i64;
     let mut keys = Vec::new();
     for ks in spec.key_specs {
@@ -419,7 +426,7 @@ fn find_keys(spec: &CommandSpec, args: &[&[u8]]) -> Vec<(usize, KeySpecFlags)> {
             }
             BeginSearch::Unknown => continue,
         };
-        if first <= 0 || first >= argc {
+        if first <= 0 {
             continue;
         }
         let (last, step) = match ks.find_keys {
@@ -435,15 +442,19 @@ fn find_keys(spec: &CommandSpec, args: &[&[u8]]) -> Vec<(usize, KeySpecFlags)> {
             }
             FindKeys::Keynum { keynum_index, first_key, key_step } => {
                 let idx = first + i64::from(keynum_index);
-                let Some(n) = args.get(idx as usize).and_then(|a| kvik_protocol::number::parse_i64(a)) else {
-                    continue;
-                };
+                let n = args.get(idx as usize).and_then(|a| kvik_protocol::number::parse_i64(a))?;
+                if n < 0 {
+                    return None;
+                }
                 let start = first + i64::from(first_key);
                 let step = i64::from(key_step);
-                if n <= 0 {
-                    continue;
+                // Redis narrows the count to a C int, so a huge count wraps
+                // the same way there (and usually finds no keys).
+                let last = start + (n as i32 as i64) - 1;
+                // Out of bounds means a malformed request, as in Redis.
+                if last >= argc || last < start || start >= argc {
+                    return None;
                 }
-                let last = start + (n - 1) * step;
                 for i in (start..=last.min(argc - 1)).step_by(step.max(1) as usize) {
                     keys.push((i as usize, ks.flags));
                 }
@@ -451,6 +462,9 @@ fn find_keys(spec: &CommandSpec, args: &[&[u8]]) -> Vec<(usize, KeySpecFlags)> {
             }
             FindKeys::Unknown => continue,
         };
+        if last >= argc || last < first || first >= argc {
+            return None;
+        }
         let step = step.max(1);
         let mut i = first;
         while i <= last && i < argc {
@@ -458,7 +472,7 @@ fn find_keys(spec: &CommandSpec, args: &[&[u8]]) -> Vec<(usize, KeySpecFlags)> {
             i += step;
         }
     }
-    keys
+    Some(keys)
 }
 
 /// Redis 7.0's `COMMAND HELP` text.

@@ -69,7 +69,12 @@ pub fn dispatch<T: ReplyTarget>(name: &str, c: &mut Ctx<'_, T>) -> bool {
         "client|setinfo" => client_setinfo(c),
         "client|help" => client_help(c),
         "monitor" => {
-            c.session.monitor_pending = true;
+            if let Some(h) = c.session.handle() {
+                if c.state.clients.add_monitor(h) {
+                    h.info().monitor = true;
+                    c.session.monitor_pending = true;
+                }
+            }
             c.ok();
         }
         _ => return false,

@@ -61,7 +61,9 @@ fn get<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let key = c.arg(1);
     let db = c.session.db;
     let mut shard = c.state.keyspace.lock_key(key);
-    match string_at(shard.db(db), key, now_ms()) {
+    let found = string_at(shard.db(db), key, now_ms());
+    c.state.stats.key_lookup(!matches!(found, Ok(None)));
+    match found {
         Ok(v) => {
             let v = v.cloned();
             drop(shard);
@@ -197,8 +199,15 @@ fn mget<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let now = now_ms();
     let ks = &c.state.keyspace;
     let mut lock = ks.lock_keys(keys.iter().copied());
-    let values: Vec<Option<StrValue>> =
-        keys.iter().map(|k| string_at(lock.shard_for(ks, k).db(db), k, now).ok().flatten().cloned()).collect();
+    let stats = &c.state.stats;
+    let values: Vec<Option<StrValue>> = keys
+        .iter()
+        .map(|k| {
+            let found = string_at(lock.shard_for(ks, k).db(db), k, now);
+            stats.key_lookup(!matches!(found, Ok(None)));
+            found.ok().flatten().cloned()
+        })
+        .collect();
     drop(lock);
     let mut scratch = Vec::new();
     c.reply(|s| {
