@@ -443,3 +443,56 @@ fn monitor_feed_matches_redis() {
         *3\r\n$3\r\nSET\r\n$1\r\nn\r\n$2\r\n12\r\nDEBUG SLEEP 0\r\nFLUSHALL\r\n";
     assert_eq!(monitor_feed(kvik.port, commands), monitor_feed(redis.port, commands));
 }
+
+/// Every Redis 7.0 command and subcommand, except containers (whose
+/// subcommands Redis lists in hash order, different on every start).
+fn redis_command_names() -> (Vec<String>, Vec<String>) {
+    use kvik_protocol::commands::{Source, COMMANDS};
+    let mut plain = Vec::new();
+    let mut containers = Vec::new();
+    for spec in COMMANDS.iter().filter(|s| s.source == Source::Redis70) {
+        if spec.subcommands.is_empty() {
+            plain.push(spec.name.to_string());
+        } else {
+            containers.push(spec.name.to_string());
+            plain.extend(spec.subcommands.iter().filter(|s| s.source == Source::Redis70).map(|s| s.name.to_string()));
+        }
+    }
+    (plain, containers)
+}
+
+#[test]
+fn command_info_and_docs_match_redis_for_every_command() {
+    let (plain, _) = redis_command_names();
+    let names = plain.join(" ");
+    compare_each(
+        "command_info_and_docs_match_redis_for_every_command",
+        vec![
+            open("info resp2", format!("COMMAND INFO {names}\r\n")),
+            open("docs resp2", format!("COMMAND DOCS {names}\r\n")),
+            open("info resp3", format!("HELLO 3\r\nCOMMAND INFO {names}\r\n")),
+            open("docs resp3", format!("HELLO 3\r\nCOMMAND DOCS {names}\r\n")),
+        ],
+    );
+}
+
+#[test]
+fn container_entries_match_redis_in_size() {
+    let (_, containers) = redis_command_names();
+    let cases = containers
+        .iter()
+        .flat_map(|c| {
+            let info: &'static str = Box::leak(format!("info {c}").into_boxed_str());
+            let docs: &'static str = Box::leak(format!("docs {c}").into_boxed_str());
+            [open(info, format!("COMMAND INFO {c}\r\n")), open(docs, format!("COMMAND DOCS {c}\r\n"))]
+        })
+        .collect();
+    // Same bytes in another order: the same length and the same multiset of bytes.
+    compare_each_with("container_entries_match_redis_in_size", &[], sorted_bytes, cases);
+}
+
+fn sorted_bytes(bytes: &[u8]) -> Vec<u8> {
+    let mut v = bytes.to_vec();
+    v.sort_unstable();
+    v
+}
