@@ -85,6 +85,13 @@ fn exact_cases() -> Vec<Case> {
              CLIENT PAUSE 1 WRITE\r\nCLIENT UNPAUSE\r\nCLIENT UNPAUSE x\r\nCLIENT NO-EVICT on\r\n\
              CLIENT NO-EVICT off\r\nCLIENT NO-EVICT x\r\n",
         ),
+        open(
+            "client tracking state",
+            "CLIENT GETREDIR\r\nCLIENT TRACKINGINFO\r\nCLIENT UNBLOCK 5\r\nCLIENT UNBLOCK x\r\n\
+             CLIENT UNBLOCK 5 timeout\r\nCLIENT UNBLOCK 5 error\r\nCLIENT UNBLOCK 5 foo\r\n\
+             CLIENT UNBLOCK 5 error x\r\nCLIENT CACHING yes\r\nCLIENT CACHING x\r\nCLIENT UNBLOCK -1\r\n\
+             HELLO 3\r\nCLIENT TRACKINGINFO\r\n",
+        ),
         open("client arity", "CLIENT ID x\r\nCLIENT GETNAME x\r\nCLIENT INFO x\r\nCLIENT\r\nCLIENT FOO\r\n"),
         // INFO sections whose text is deterministic.
         open(

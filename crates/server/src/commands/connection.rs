@@ -68,6 +68,23 @@ pub fn dispatch<T: ReplyTarget>(name: &str, c: &mut Ctx<'_, T>) -> bool {
         }
         "client|setinfo" => client_setinfo(c),
         "client|help" => client_help(c),
+        // Client-side caching is not offered, so tracking is always off.
+        "client|getredir" => c.reply(|s| s.integer(-1)),
+        "client|trackinginfo" => c.reply(|s| {
+            s.map(3);
+            s.bulk(b"flags");
+            s.set(1);
+            s.bulk(b"off");
+            s.bulk(b"redirect");
+            s.integer(-1);
+            s.bulk(b"prefixes");
+            s.array(0);
+        }),
+        "client|caching" => c.error(
+            b"ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode \
+              enabled",
+        ),
+        "client|unblock" => client_unblock(c),
         "monitor" => {
             if let Some(h) = c.session.handle() {
                 if c.state.clients.add_monitor(h) {
@@ -438,6 +455,20 @@ fn client_pause<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let until = (unix_micros() / 1000).saturating_add(timeout);
     c.state.stats.pause_until_ms.store(until, Ordering::Relaxed);
     c.ok();
+}
+
+/// `CLIENT UNBLOCK id [TIMEOUT|ERROR]`: no client ever blocks yet, so 0.
+fn client_unblock<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    if c.argc() > 4 {
+        return unknown_subcommand_syntax(c);
+    }
+    if parse_i64(c.arg(2)).is_none() {
+        return c.error(b"ERR value is not an integer or out of range");
+    }
+    if c.argc() == 4 && !(c.arg(3).eq_ignore_ascii_case(b"timeout") || c.arg(3).eq_ignore_ascii_case(b"error")) {
+        return c.error(b"ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+    }
+    c.reply(|s| s.integer(0));
 }
 
 /// `CLIENT SETINFO LIB-NAME|LIB-VER value` (Redis 7.2 / Valkey).

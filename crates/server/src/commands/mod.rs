@@ -505,4 +505,22 @@ mod tests {
         assert_eq!(bytes, b"-ERR Client names cannot contain spaces, newlines or special characters.\r\n");
         assert_eq!(session.protocol, Protocol::Resp2, "a failed HELLO changes nothing");
     }
+
+    #[test]
+    fn monitor_quoting_follows_sdscatrepr() {
+        let mut out = Vec::new();
+        quote_repr(&mut out, b"a \"b\"\\\n\r\t\x07\x08\x01\xff~");
+        assert_eq!(out, b"\"a \\\"b\\\"\\\\\\n\\r\\t\\a\\b\\x01\\xff~\"");
+    }
+
+    #[test]
+    fn reply_off_drops_replies_until_on() {
+        let mut session = Session::new(1);
+        assert_eq!(run(&mut session, &[b"CLIENT", b"REPLY", b"OFF"]).0, b"");
+        assert_eq!(run(&mut session, &[b"PING"]).0, b"");
+        assert_eq!(run(&mut session, &[b"CLIENT", b"REPLY", b"ON"]).0, b"+OK\r\n");
+        assert_eq!(run(&mut session, &[b"CLIENT", b"REPLY", b"SKIP"]).0, b"");
+        assert_eq!(run(&mut session, &[b"PING"]).0, b"");
+        assert_eq!(run(&mut session, &[b"PING"]).0, b"+PONG\r\n");
+    }
 }
