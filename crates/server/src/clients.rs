@@ -192,7 +192,8 @@ impl ClientRegistry {
         self.monitors.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn remove_monitor(&self, id: u64) {
+    /// Stop feeding client `id` (RESET, disconnect).
+    pub fn remove_monitor(&self, id: u64) {
         let mut monitors = self.lock_monitors();
         monitors.retain(|(m, _)| m.id != id);
         self.monitor_count.store(monitors.len(), Ordering::Release);

@@ -537,3 +537,16 @@ fn command_and_error_stats_match_redis() {
         )],
     );
 }
+
+#[test]
+fn stats_before_authentication_match_redis() {
+    compare_each_with(
+        "stats_before_authentication_match_redis",
+        &["--requirepass", "secret"],
+        stats_lines,
+        vec![open(
+            "rejected before auth",
+            "GET k\r\nSET k v\r\nPING\r\nHELLO 3\r\nAUTH x\r\nAUTH secret\r\nINFO commandstats errorstats\r\n",
+        )],
+    );
+}

@@ -231,7 +231,7 @@ fn auth<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 }
 
 /// `RESET`: back to a fresh connection's state (database 0, RESP2, no name,
-/// replies on, authenticated only if no password is required).
+/// replies on, out of MONITOR mode, authenticated only if no password is required).
 fn reset<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     c.session.db = 0;
     c.session.protocol = Protocol::Resp2;
@@ -239,8 +239,13 @@ fn reset<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     // Clears OFF and a pending SKIP; a SKIP already covering this RESET still applies.
     c.session.reply_mode = ReplyMode::On;
     c.session.authenticated = !c.state.auth.required();
+    c.session.monitor_pending = false;
     if let Some(h) = c.session.handle() {
         let mut info = h.info();
+        if info.monitor {
+            info.monitor = false;
+            c.state.clients.remove_monitor(h.id);
+        }
         info.no_evict = false;
         info.name = None;
         info.db = 0;
