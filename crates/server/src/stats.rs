@@ -66,7 +66,7 @@ pub struct Stats {
     pub started: Instant,
     /// Unix time of the start, in seconds (what `LASTSAVE` reports before any save).
     pub started_unix: i64,
-    /// Connections accepted.
+    /// Clients connected since start (each RESPB channel counts as one, as it is a client).
     pub total_connections: AtomicU64,
     /// Commands run.
     pub total_commands: AtomicU64,

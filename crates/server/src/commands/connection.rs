@@ -346,16 +346,18 @@ fn client_kill<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let me = c.session.id;
     let clients = c.state.clients.snapshot();
     if c.argc() == 3 {
+        // Old form: every client from that address (RESPB channels share one), the caller included.
         let addr = c.arg(2);
-        let Some(h) = clients.iter().find(|h| h.info().addr.as_bytes() == addr) else {
-            return c.error(b"ERR No such client");
-        };
-        if h.id == me {
-            c.outcome = Outcome::Close;
-        } else {
-            h.kill();
+        let mut found = false;
+        for h in clients.iter().filter(|h| h.info().addr.as_bytes() == addr) {
+            found = true;
+            if h.id == me {
+                c.outcome = Outcome::Close;
+            } else {
+                h.kill();
+            }
         }
-        return c.ok();
+        return if found { c.ok() } else { c.error(b"ERR No such client") };
     }
     let mut id = None;
     let mut addr = None;
