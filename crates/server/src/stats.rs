@@ -32,6 +32,39 @@ pub struct CommandStat {
     pub rejected: AtomicU64,
     /// Calls that ran and replied with an error.
     pub failed: AtomicU64,
+    /// Calls by duration: slot `k` counts calls of at most `2^k` microseconds
+    /// (and more than half that), for `LATENCY HISTOGRAM`.
+    pub histogram: [AtomicU64; HISTOGRAM_SLOTS],
+}
+
+/// Power-of-two duration slots per command: 1 µs up to about 18 minutes.
+pub const HISTOGRAM_SLOTS: usize = 31;
+
+impl CommandStat {
+    /// Count one completed call that took `usec`.
+    pub fn record(&self, usec: u64) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.usec.fetch_add(usec, Ordering::Relaxed);
+        let slot = (usec.max(1).next_power_of_two().trailing_zeros() as usize).min(HISTOGRAM_SLOTS - 1);
+        if let Some(h) = self.histogram.get(slot) {
+            h.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// `(bucket upper bound in µs, calls up to it)` for every bucket where the
+    /// running total grows, as `LATENCY HISTOGRAM` lists them.
+    pub fn cumulative(&self) -> Vec<(u64, u64)> {
+        let mut total = 0;
+        let mut out = Vec::new();
+        for (k, h) in self.histogram.iter().enumerate() {
+            let n = h.load(Ordering::Relaxed);
+            if n > 0 {
+                total += n;
+                out.push((1u64 << k, total));
+            }
+        }
+        out
+    }
 }
 
 /// One slow log entry.
@@ -170,6 +203,7 @@ impl Stats {
             s.usec.store(0, Ordering::Relaxed);
             s.rejected.store(0, Ordering::Relaxed);
             s.failed.store(0, Ordering::Relaxed);
+            s.histogram.iter().for_each(|h| h.store(0, Ordering::Relaxed));
         }
         self.errors.lock().unwrap_or_else(|e| e.into_inner()).clear();
         self.total_error_replies.store(0, Ordering::Relaxed);

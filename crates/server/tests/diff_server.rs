@@ -539,6 +539,21 @@ fn command_and_error_stats_match_redis() {
 }
 
 #[test]
+fn latency_histogram_matches_redis_in_shape() {
+    compare_each_with(
+        "latency_histogram_matches_redis_in_shape",
+        &[],
+        // Bucket bounds depend on timing; keep the structure and the call counts' positions.
+        mask_digits,
+        vec![open(
+            "histogram",
+            "LATENCY HISTOGRAM nosuch\r\nLATENCY HISTOGRAM echo\r\nECHO a\r\n\
+                 LATENCY HISTOGRAM echo nosuch ECHO\r\nLATENCY HISTOGRAM client|id\r\n",
+        )],
+    );
+}
+
+#[test]
 fn stats_before_authentication_match_redis() {
     compare_each_with(
         "stats_before_authentication_match_redis",

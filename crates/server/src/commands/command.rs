@@ -67,7 +67,7 @@ pub fn dispatch<T: ReplyTarget>(name: &str, c: &mut Ctx<'_, T>) -> bool {
 }
 
 /// A command or `container|sub` subcommand by name, ignoring case.
-fn find(name: &[u8]) -> Option<&'static CommandSpec> {
+pub fn find(name: &[u8]) -> Option<&'static CommandSpec> {
     match name.iter().position(|&b| b == b'|') {
         Some(bar) => {
             let container = lookup(&name[..bar])?;

@@ -252,8 +252,7 @@ fn execute_checked<T: ReplyTarget>(
     let usec = started.elapsed().as_micros() as u64;
     state.stats.total_commands.fetch_add(1, Ordering::Relaxed);
     if let Some(stat) = stat {
-        stat.calls.fetch_add(1, Ordering::Relaxed);
-        stat.usec.fetch_add(usec, Ordering::Relaxed);
+        stat.record(usec);
         if failed {
             stat.failed.fetch_add(1, Ordering::Relaxed);
         }

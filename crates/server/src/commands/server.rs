@@ -58,6 +58,7 @@ pub fn dispatch<T: ReplyTarget>(name: &str, c: &mut Ctx<'_, T>) -> bool {
             c.error(&msg);
         }
         "latency|help" => super::help(c, LATENCY_HELP),
+        "latency|histogram" => latency_histogram(c),
         "debug" => debug(c),
         _ => return false,
     }
@@ -287,6 +288,51 @@ fn debug<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             c.error(&msg);
         }
     }
+}
+
+/// `LATENCY HISTOGRAM [command ...]`: per command, its calls and their
+/// cumulative distribution over power-of-two microsecond buckets. A
+/// container name stands for its subcommands; commands never called are left out.
+fn latency_histogram<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    let stats = &c.state.stats;
+    let mut names: Vec<&'static str> = Vec::new();
+    if c.argc() == 2 {
+        names.extend(stats.commands().map(|(n, _)| n));
+    } else {
+        for i in 2..c.argc() {
+            let arg = c.arg(i);
+            let Some(spec) = super::command::find(arg) else { continue };
+            if spec.subcommands.is_empty() {
+                names.push(spec.name);
+            } else {
+                names.extend(spec.subcommands.iter().map(|s| s.name));
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    for name in names {
+        let Some(stat) = stats.command(name) else { continue };
+        let calls = stat.calls.load(Ordering::Relaxed);
+        // A command named twice is listed twice, as Redis lists it.
+        if calls > 0 {
+            rows.push((name, calls, stat.cumulative()));
+        }
+    }
+    c.reply(|s| {
+        s.map(rows.len());
+        for (name, calls, buckets) in &rows {
+            s.bulk(name.as_bytes());
+            s.map(2);
+            s.bulk(b"calls");
+            s.integer(*calls as i64);
+            s.bulk(b"histogram_usec");
+            s.map(buckets.len());
+            for (bound, count) in buckets {
+                s.integer(*bound as i64);
+                s.integer(*count as i64);
+            }
+        }
+    });
 }
 
 /// The DEBUG subcommands kvik has.
