@@ -12,7 +12,7 @@ use std::io::Write;
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// What `CLIENT LIST` shows about one client.
 #[derive(Debug, Clone)]
@@ -78,6 +78,9 @@ impl ClientHandle {
         self.killed.load(Ordering::Acquire)
     }
 }
+
+/// Longest a MONITOR line may wait for its client to read.
+const MONITOR_WRITE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// A client in MONITOR mode and, until MONITOR's reply is sent, the lines
 /// collected for it.
@@ -160,9 +163,12 @@ impl ClientRegistry {
     /// Returns false when the client has no socket of its own (a RESPB
     /// channel), which cannot receive the unsolicited lines.
     pub fn add_monitor(&self, handle: &Arc<ClientHandle>) -> bool {
-        if handle.stream.is_none() {
+        let Some(stream) = &handle.stream else {
             return false;
-        }
+        };
+        // Lines are written while every command waits on the monitors lock:
+        // a monitor that stops reading is dropped rather than stalling everyone.
+        let _ = stream.set_write_timeout(Some(MONITOR_WRITE_TIMEOUT));
         let mut monitors = self.lock_monitors();
         if !monitors.iter().any(|(m, _)| m.id == handle.id) {
             monitors.push((Arc::clone(handle), Some(Vec::new())));
