@@ -37,6 +37,8 @@ pub fn dispatch<T: ReplyTarget>(name: &str, c: &mut Ctx<'_, T>) -> bool {
         "memory|purge" => c.ok(),
         "memory|doctor" => memory_doctor(c),
         "memory|help" => super::help(c, MEMORY_HELP),
+        // What Redis answers when built without jemalloc, as kvik's allocator is the system one.
+        "memory|malloc-stats" => c.reply(|s| s.verbatim(b"txt", b"Stats not supported for the current allocator")),
         "slowlog|get" => slowlog_get(c),
         "slowlog|len" => {
             let n = c.state.stats.slowlog().entries.len() as i64;
