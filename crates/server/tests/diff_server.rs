@@ -565,3 +565,24 @@ fn stats_before_authentication_match_redis() {
         )],
     );
 }
+
+/// Only the keyspace_hits / keyspace_misses lines.
+fn hit_lines(bytes: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(bytes);
+    text.split("\r\n").filter(|l| l.starts_with("keyspace_")).collect::<Vec<_>>().join("\n").into_bytes()
+}
+
+#[test]
+fn keyspace_hits_and_misses_match_redis() {
+    compare_each_with(
+        "keyspace_hits_and_misses_match_redis",
+        &[],
+        hit_lines,
+        vec![open(
+            "reads",
+            "FLUSHALL\r\nSET k v\r\nSET n 5\r\nGET k\r\nGET nokey\r\nMGET k n nokey\r\nSTRLEN k\r\nSTRLEN nokey\r\n\
+             EXISTS k nokey k\r\nTYPE k\r\nTYPE nokey\r\nSET k w GET\r\nSET new w GET\r\nINCR n\r\nAPPEND k x\r\n\
+             SETNX k y\r\nDEL nokey\r\nSET k z\r\nINFO stats\r\n",
+        )],
+    );
+}

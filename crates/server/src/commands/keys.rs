@@ -39,7 +39,15 @@ fn exists<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let now = now_ms();
     let ks = &c.state.keyspace;
     let mut lock = ks.lock_keys(keys.iter().copied());
-    let found = keys.iter().filter(|k| lock.shard_for(ks, k).db(db).contains(k, now)).count();
+    let stats = &c.state.stats;
+    let found = keys
+        .iter()
+        .filter(|k| {
+            let here = lock.shard_for(ks, k).db(db).contains(k, now);
+            stats.key_lookup(here);
+            here
+        })
+        .count();
     drop(lock);
     c.reply(|s| s.integer(found as i64));
 }
@@ -50,6 +58,7 @@ fn type_of<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let db = c.session.db;
     let mut shard = c.state.keyspace.lock_key(key);
     let name = shard.db(db).get(key, now_ms()).map_or("none", |e| e.value.type_name());
+    c.state.stats.key_lookup(name != "none");
     drop(shard);
     c.reply(|s| s.simple(name.as_bytes()));
 }
