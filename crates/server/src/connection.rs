@@ -13,10 +13,13 @@
 
 use std::collections::HashMap;
 use std::io;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::watch;
+use tokio::net::{TcpStream, UnixStream};
+use tokio::sync::{watch, Notify};
 
 use kvik_protocol::resp::request::{Progress, RequestError, RequestLimits, RequestParser};
 use kvik_protocol::resp::writer::RespWriter;
@@ -47,12 +50,50 @@ pub trait ClientStream: AsyncRead + AsyncWrite + Unpin {}
 
 impl<S: AsyncRead + AsyncWrite + Unpin> ClientStream for S {}
 
+/// Where a connection comes from, as `CLIENT LIST` shows it.
+#[derive(Debug, Clone, Default)]
+pub struct Peer {
+    /// The client's address (`addr=`).
+    pub addr: String,
+    /// The server's end (`laddr=`).
+    pub laddr: String,
+    /// The socket's file descriptor (`fd=`).
+    pub fd: i32,
+}
+
+impl Peer {
+    /// A TCP client.
+    pub fn tcp(stream: &TcpStream) -> Peer {
+        let show = |a: io::Result<std::net::SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
+        Peer { addr: show(stream.peer_addr()), laddr: show(stream.local_addr()), fd: stream.as_raw_fd() }
+    }
+
+    /// A unix socket client: both ends shown as the socket's path with port 0, as Redis shows them.
+    pub fn unix(stream: &UnixStream) -> Peer {
+        let path =
+            stream.local_addr().ok().and_then(|a| a.as_pathname().map(|p| p.display().to_string())).unwrap_or_default();
+        let addr = format!("{path}:0");
+        Peer { laddr: addr.clone(), addr, fd: stream.as_raw_fd() }
+    }
+}
+
 /// One connection's socket with what decides when reading stops: the idle
 /// timeout, the query buffer limit and the server's shutdown.
 struct Conn<'a, S> {
     stream: S,
     state: &'a ServerState,
     shutdown: watch::Receiver<bool>,
+    peer: Peer,
+}
+
+/// What ended a wait for input.
+enum Wake {
+    /// Input arrived (or the connection is to end, on `Ok(0)`).
+    Read(io::Result<usize>),
+    /// Another client's `CLIENT KILL` named this one.
+    Killed,
+    /// A line for this MONITOR client, or `None` once its feed stopped.
+    Monitor(Option<Vec<u8>>),
 }
 
 impl<S: ClientStream> Conn<'_, S> {
@@ -80,6 +121,42 @@ impl<S: ClientStream> Conn<'_, S> {
         }
     }
 
+    /// [`Conn::fill`] for a client with a session of its own: also ends when
+    /// the client is killed, and meanwhile sends the lines fed to it if it
+    /// is a MONITOR, so other clients never write to its socket.
+    async fn fill_for(
+        &mut self,
+        buf: &mut ReadBuffer,
+        want: usize,
+        session: &mut Session,
+        wake: &Notify,
+    ) -> io::Result<usize> {
+        loop {
+            if session.handle().is_some_and(|h| h.is_killed()) {
+                return Ok(0);
+            }
+            let event = {
+                let feed = async {
+                    match session.monitor.as_mut() {
+                        Some(feed) => feed.recv().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    r = self.fill(buf, want) => Wake::Read(r),
+                    () = wake.notified() => Wake::Killed,
+                    line = feed => Wake::Monitor(line),
+                }
+            };
+            match event {
+                Wake::Read(r) => return r,
+                Wake::Killed => return Ok(0),
+                Wake::Monitor(Some(line)) => self.write_all(&line).await?,
+                Wake::Monitor(None) => session.monitor = None,
+            }
+        }
+    }
+
     /// Send `bytes`; a client that does not read cannot hold up a shutdown.
     async fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
         tokio::select! {
@@ -92,8 +169,8 @@ impl<S: ClientStream> Conn<'_, S> {
 /// Serve `stream` until the client leaves, breaks the protocol, stays idle
 /// too long, the socket fails, or `shutdown` turns true. `shutdown` is the
 /// event loop's own signal, so waiting on it touches nothing other cores use.
-pub async fn serve<S: ClientStream>(stream: S, state: &ServerState, shutdown: watch::Receiver<bool>) {
-    let mut conn = Conn { stream, state, shutdown };
+pub async fn serve<S: ClientStream>(stream: S, state: &ServerState, shutdown: watch::Receiver<bool>, peer: Peer) {
+    let mut conn = Conn { stream, state, shutdown, peer };
     // An I/O error only means the client is gone; there is nobody to tell.
     let _ = run(&mut conn).await;
     close_gracefully(&mut conn.stream).await;
@@ -229,11 +306,11 @@ fn protocol_error_text(e: &RequestError) -> Vec<u8> {
     }
 }
 
-/// A new logical client; it starts authenticated when no password is required.
-fn new_session(state: &ServerState) -> Session {
-    let mut session = Session::new(state.ids.next_id());
-    session.authenticated = !state.limits.auth_required();
-    session
+/// A new logical client, registered in the client list; it starts
+/// authenticated when no password is required. `wake` is notified when the
+/// client is killed (only clients with a socket of their own have one).
+fn new_session(state: &ServerState, peer: &Peer, wake: Option<Arc<Notify>>) -> Session {
+    Session::connected(state, peer.addr.clone(), peer.laddr.clone(), peer.fd, wake)
 }
 
 /// The request limits the configuration asks for now.
@@ -245,7 +322,8 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
     let state = conn.state;
     let mut parser = RequestParser::new(request_limits(state));
     let mut args = CommandArgs::new();
-    let mut session = new_session(state);
+    let wake = Arc::new(Notify::new());
+    let mut session = new_session(state, &conn.peer, Some(Arc::clone(&wake)));
     let mut out = Vec::new();
     loop {
         let mut want = 0;
@@ -292,7 +370,7 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
             conn.write_all(&out).await?;
             out.clear();
         }
-        if close || conn.fill(buf, want).await? == 0 {
+        if close || conn.fill_for(buf, want, &mut session, &wake).await? == 0 {
             return Ok(());
         }
     }
@@ -326,6 +404,7 @@ async fn serve_respb<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuff
     let limits = RespbLimits { max_bulk_len, max_passthrough_len: max_bulk_len.saturating_add(64 * 1024) };
     let mut decoder = RespbDecoder::new(limits);
     let mut args = CommandArgs::new();
+    let peer = conn.peer.clone();
     // Every mux id is its own logical client, created on first use.
     let mut channels: HashMap<u16, Session> = HashMap::new();
     let mut out = Vec::new();
@@ -341,7 +420,7 @@ async fn serve_respb<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuff
                 Ok(Decoded::Frame { frame, consumed }) => {
                     match frame {
                         Frame::Command { mux } => {
-                            let session = channels.entry(mux).or_insert_with(|| new_session(state));
+                            let session = channels.entry(mux).or_insert_with(|| new_session(state, &peer, None));
                             let mut target = RespbTarget { out: &mut out, mux };
                             // QUIT ends the logical client that sent it, not its neighbours.
                             if execute(state, Request::new(&args, pending), session, &mut target) == Outcome::Close {
@@ -349,7 +428,7 @@ async fn serve_respb<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuff
                             }
                         }
                         Frame::MuxCreate { mux, target } => {
-                            channels.entry(target).or_insert_with(|| new_session(state));
+                            channels.entry(target).or_insert_with(|| new_session(state, &peer, None));
                             RespbReplyWriter::new(&mut out, mux).simple(b"OK");
                         }
                         Frame::MuxClose { mux, target } => {

@@ -14,6 +14,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod auth;
+pub mod clients;
 pub mod commands;
 pub mod config;
 pub mod connection;
@@ -21,6 +23,7 @@ pub mod keyspace;
 pub mod listener;
 pub mod session;
 pub mod state;
+pub mod stats;
 pub mod types;
 
 /// Version of kvik itself, as printed in the startup line.

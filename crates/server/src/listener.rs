@@ -31,7 +31,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::sync::{mpsc, watch};
 
-use crate::connection::{self, close_gracefully, ClientStream};
+use crate::connection::{self, close_gracefully, ClientStream, Peer};
 use crate::keyspace::expire::ActiveExpiry;
 use crate::state::ServerState;
 
@@ -153,6 +153,9 @@ impl Server {
         if tcp.is_empty() && unix.is_none() {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "configured to not listen anywhere"));
         }
+        if let Some(port) = tcp.first().and_then(|l| l.local_addr().ok()).map(|a| a.port()) {
+            state.port.store(port, Ordering::Relaxed);
+        }
         Ok(Server { tcp, unix, state })
     }
 
@@ -170,7 +173,10 @@ impl Server {
     /// every connection is closed and every loop has ended.
     pub fn serve(self) -> io::Result<StopReason> {
         // Keys whose deadline passed are removed even when nobody reads them.
-        ActiveExpiry::spawn(Arc::downgrade(&self.state), |state: &ServerState| &state.keyspace)?;
+        // `DEBUG SET-ACTIVE-EXPIRE 0` pauses it.
+        ActiveExpiry::spawn(Arc::downgrade(&self.state), |state: &ServerState| {
+            state.stats.active_expire.load(Ordering::Relaxed).then_some(&state.keyspace)
+        })?;
         let threads = self.state.config().threads();
         let mut loops = Vec::with_capacity(threads);
         let mut handles = Vec::with_capacity(threads);
@@ -228,15 +234,21 @@ fn run_loop(mut rx: mpsc::UnboundedReceiver<Incoming>, state: Arc<ServerState>) 
             tokio::task::spawn_local(async move {
                 match incoming {
                     Incoming::Tcp(s) => match TcpStream::from_std(s) {
-                        Ok(stream) => connection::serve(stream, &state, stop).await,
+                        Ok(stream) => {
+                            let peer = Peer::tcp(&stream);
+                            connection::serve(stream, &state, stop, peer).await
+                        }
                         Err(e) => eprintln!("kvik-server: cannot register a connection: {e}"),
                     },
                     Incoming::Unix(s) => match UnixStream::from_std(s) {
-                        Ok(stream) => connection::serve(stream, &state, stop).await,
+                        Ok(stream) => {
+                            let peer = Peer::unix(&stream);
+                            connection::serve(stream, &state, stop, peer).await
+                        }
                         Err(e) => eprintln!("kvik-server: cannot register a connection: {e}"),
                     },
                 }
-                state.clients.fetch_sub(1, Ordering::Relaxed);
+                state.connected.fetch_sub(1, Ordering::Relaxed);
             });
         }
     });
@@ -329,12 +341,12 @@ async fn accept_failed(e: &io::Error) {
 /// Whether a new client is over `maxclients`; counts it in when it is not.
 fn admit(state: &ServerState) -> bool {
     let max = state.config().usize("maxclients");
-    let mut current = state.clients.load(Ordering::Relaxed);
+    let mut current = state.connected.load(Ordering::Relaxed);
     loop {
         if current >= max {
             return false;
         }
-        match state.clients.compare_exchange(current, current + 1, Ordering::Relaxed, Ordering::Relaxed) {
+        match state.connected.compare_exchange(current, current + 1, Ordering::Relaxed, Ordering::Relaxed) {
             Ok(_) => return true,
             Err(now) => current = now,
         }
@@ -388,7 +400,7 @@ async fn accept_tcp(listener: &TcpListener, state: &ServerState, dispatcher: &Di
         match stream.into_std() {
             Ok(s) => dispatcher.send(Incoming::Tcp(s)),
             Err(_) => {
-                state.clients.fetch_sub(1, Ordering::Relaxed);
+                state.connected.fetch_sub(1, Ordering::Relaxed);
             }
         }
     }
@@ -410,7 +422,7 @@ async fn accept_unix(listener: &UnixListener, state: &ServerState, dispatcher: &
         match stream.into_std() {
             Ok(s) => dispatcher.send(Incoming::Unix(s)),
             Err(_) => {
-                state.clients.fetch_sub(1, Ordering::Relaxed);
+                state.connected.fetch_sub(1, Ordering::Relaxed);
             }
         }
     }

@@ -6,8 +6,14 @@
 //! same way on both without special cases.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use kvik_protocol::resp::writer::Protocol;
+use tokio::sync::Notify;
+
+use crate::auth;
+use crate::clients::{ClientHandle, MonitorFeed, Registration};
+use crate::state::ServerState;
 
 /// Hands out client ids, unique for the life of the server.
 ///
@@ -31,8 +37,20 @@ impl ClientIds {
     }
 }
 
+/// Whether replies are sent (`CLIENT REPLY`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReplyMode {
+    /// Every reply is sent.
+    #[default]
+    On,
+    /// No reply is sent until `CLIENT REPLY ON`.
+    Off,
+    /// The reply of the next command is dropped.
+    SkipNext,
+}
+
 /// One logical client.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Session {
     /// Client id, as `HELLO` reports it.
     pub id: u64,
@@ -47,11 +65,47 @@ pub struct Session {
     /// (as in Redis, setting a password later does not lock out clients
     /// already connected).
     pub authenticated: bool,
+    /// `CLIENT REPLY` state.
+    pub reply_mode: ReplyMode,
+    /// Set while running the command whose reply `CLIENT REPLY SKIP` drops.
+    pub skip_this: bool,
+    /// The client's entry in the server's client list, when it has one.
+    pub registration: Option<Registration>,
+    /// The lines `MONITOR` feeds this client, sent by its connection after
+    /// the replies already due.
+    pub monitor: Option<MonitorFeed>,
 }
 
 impl Session {
-    /// A fresh client: RESP2, no name, not authenticated.
+    /// A fresh client: RESP2, no name, authenticated (no password is set).
     pub fn new(id: u64) -> Self {
-        Session { id, protocol: Protocol::Resp2, name: None, db: 0, authenticated: false }
+        Session {
+            id,
+            protocol: Protocol::Resp2,
+            name: None,
+            db: 0,
+            authenticated: true,
+            reply_mode: ReplyMode::On,
+            skip_this: false,
+            registration: None,
+            monitor: None,
+        }
+    }
+
+    /// A client of a server: listed in its client registry (`addr`, `laddr`
+    /// and `fd` as `CLIENT LIST` shows them; `wake` notified when it is
+    /// killed), and unauthenticated when the server requires a password.
+    pub fn connected(state: &ServerState, addr: String, laddr: String, fd: i32, wake: Option<Arc<Notify>>) -> Self {
+        let id = state.ids.next_id();
+        let mut session = Session::new(id);
+        session.authenticated = !auth::required(state);
+        session.registration = Some(state.clients.register(id, addr, laddr, fd, wake));
+        state.stats.total_connections.fetch_add(1, Ordering::Relaxed);
+        session
+    }
+
+    /// The registry entry, when the client is registered.
+    pub fn handle(&self) -> Option<&Arc<ClientHandle>> {
+        self.registration.as_ref().map(|r| &r.handle)
     }
 }

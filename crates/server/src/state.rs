@@ -1,14 +1,16 @@
 //! [`ServerState`]: what every connection of the server shares.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{RwLock, RwLockReadGuard};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use tokio::sync::watch;
 
+use crate::clients::ClientRegistry;
 use crate::config::Config;
 use crate::keyspace::Keyspace;
 use crate::session::ClientIds;
+use crate::stats::Stats;
 
 /// Default number of keyspace shards: many more than cores, so that commands
 /// from different threads rarely meet on one lock.
@@ -28,8 +30,14 @@ pub struct ServerState {
     config: RwLock<Config>,
     /// The file the configuration was loaded from, for `CONFIG REWRITE`.
     pub config_file: Option<PathBuf>,
-    /// Connected clients, checked against `maxclients` when accepting.
-    pub clients: AtomicUsize,
+    /// Number of accepted connections, checked against `maxclients` when accepting.
+    pub connected: AtomicUsize,
+    /// Connected clients, for CLIENT LIST/KILL/INFO and MONITOR.
+    pub clients: Arc<ClientRegistry>,
+    /// Counters for INFO and the slow log.
+    pub stats: Stats,
+    /// The TCP port the server listens on, for INFO.
+    pub port: AtomicU16,
     /// Set to true once the server is to stop; every loop watches it.
     shutdown: watch::Sender<bool>,
     /// The options connections read on every batch, copied out of `config`
@@ -99,7 +107,10 @@ impl ServerState {
             keyspace: Keyspace::new(DEFAULT_SHARDS, databases),
             config: RwLock::new(config),
             config_file,
-            clients: AtomicUsize::new(0),
+            connected: AtomicUsize::new(0),
+            clients: Arc::default(),
+            stats: Stats::default(),
+            port: AtomicU16::new(0),
             shutdown: watch::Sender::new(false),
         }
     }
@@ -135,6 +146,6 @@ impl ServerState {
 
     /// Current number of connected clients.
     pub fn client_count(&self) -> usize {
-        self.clients.load(Ordering::Relaxed)
+        self.connected.load(Ordering::Relaxed)
     }
 }

@@ -541,3 +541,71 @@ fn query_buffer_over_the_limit_closes_the_client() {
     let mut other = connect(kvik.port);
     assert_eq!(call(&mut other, &[b"PING"]), b"+PONG\r\n", "other clients are served");
 }
+
+#[test]
+fn client_kill_ends_an_idle_client_at_once() {
+    let kvik = Kvik::start(&["--threads", "2"]);
+    let mut idle = connect(kvik.port);
+    assert_eq!(call(&mut idle, &[b"CLIENT", b"SETNAME", b"idle"]), b"+OK\r\n");
+    let mut admin = connect(kvik.port);
+    let started = Instant::now();
+    assert_eq!(call(&mut admin, &[b"CLIENT", b"KILL", b"SKIPME", b"yes"]), b":1\r\n");
+    // The idle client sends nothing more: its connection is closed by the kill itself.
+    let answer = read_until(&mut idle, |_| false);
+    assert!(answer.closed && answer.bytes.is_empty(), "{}", answer.show());
+    assert!(started.elapsed() < Duration::from_secs(2));
+    let list = String::from_utf8_lossy(&call(&mut admin, &[b"CLIENT", b"LIST"])).into_owned();
+    assert!(!list.contains("name=idle"), "{list}");
+}
+
+#[test]
+fn a_monitor_that_stops_reading_holds_up_no_other_client() {
+    let kvik = Kvik::start(&["--threads", "2"]);
+    // Several monitors, so that some share a loop with the writer; one never reads.
+    let mut stuck = connect(kvik.port);
+    assert_eq!(call(&mut stuck, &[b"MONITOR"]), b"+OK\r\n");
+    let mut monitors: Vec<TcpStream> = (0..3).map(|_| connect(kvik.port)).collect();
+    for m in &mut monitors {
+        assert_eq!(call(m, &[b"MONITOR"]), b"+OK\r\n");
+    }
+    let mut writer = connect(kvik.port);
+    let count = 20_000;
+    let mut batch = Vec::new();
+    for i in 0..count {
+        batch.extend_from_slice(&multibulk(&[b"SET", b"key", format!("value-{i}").as_bytes()]));
+    }
+    batch.extend_from_slice(&multibulk(&[b"ECHO", b"end-of-feed"]));
+    writer.write_all(&batch).expect("send");
+    let answer = read_until(&mut writer, |b| b.ends_with(b"$11\r\nend-of-feed\r\n"));
+    assert!(!answer.closed);
+    // A reading monitor gets every line, in order, after its +OK.
+    for m in &mut monitors {
+        let fed = read_until(m, |b| b.ends_with(b"\"ECHO\" \"end-of-feed\"\r\n"));
+        let text = String::from_utf8_lossy(&fed.bytes).into_owned();
+        assert_eq!(text.matches("\"SET\" \"key\"").count(), count, "{}", &text[..text.len().min(300)]);
+        assert!(text.contains("\"value-0\"") && text.contains(&format!("\"value-{}\"", count - 1)));
+    }
+}
+
+#[test]
+fn requirepass_set_at_run_time_is_the_password_auth_and_hello_check() {
+    let kvik = Kvik::start(&[]);
+    let mut admin = connect(kvik.port);
+    assert_eq!(call(&mut admin, &[b"CONFIG", b"SET", b"requirepass", b"pw"]), b"+OK\r\n");
+    let mut c = connect(kvik.port);
+    assert_eq!(call(&mut c, &[b"PING"]), b"-NOAUTH Authentication required.\r\n");
+    assert_eq!(
+        call(&mut c, &[b"HELLO", b"2", b"AUTH", b"default", b"nope"]),
+        b"-WRONGPASS invalid username-password pair or user is disabled.\r\n"
+    );
+    let hello = call(&mut c, &[b"HELLO", b"2", b"AUTH", b"default", b"pw"]);
+    assert!(hello.starts_with(b"*14\r\n"), "{}", String::from_utf8_lossy(&hello));
+    assert_eq!(call(&mut c, &[b"PING"]), b"+PONG\r\n");
+    let mut d = connect(kvik.port);
+    assert_eq!(call(&mut d, &[b"AUTH", b"pw"]), b"+OK\r\n");
+    assert_eq!(call(&mut d, &[b"CONFIG", b"SET", b"requirepass", b""]), b"+OK\r\n");
+    // With the password cleared, new clients need no AUTH and AUTH <password> is refused as in Redis.
+    let mut e = connect(kvik.port);
+    assert_eq!(call(&mut e, &[b"PING"]), b"+PONG\r\n");
+    assert!(call(&mut e, &[b"AUTH", b"pw"]).starts_with(b"-ERR AUTH <password> called without any password"));
+}

@@ -11,7 +11,10 @@ pub fn dispatch<T: ReplyTarget>(name: &str, c: &mut Ctx<'_, T>) -> bool {
     match name {
         "config|get" => get(c),
         "config|set" => set(c),
-        "config|resetstat" => c.ok(),
+        "config|resetstat" => {
+            c.state.stats.reset();
+            c.ok();
+        }
         "config|rewrite" => rewrite(c),
         "config|help" => help(c),
         _ => return false,

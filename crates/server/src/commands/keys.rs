@@ -113,15 +113,14 @@ fn count_existing<T: ReplyTarget>(c: &mut Ctx<'_, T>, touch: bool) {
     let now = now_ms();
     let ks = &c.state.keyspace;
     let mut lock = ks.lock_keys(keys.iter().copied());
+    let stats = &c.state.stats;
     let found = keys
         .iter()
         .filter(|k| {
             let d = lock.shard_for(ks, k).db(db);
-            if touch {
-                d.get(k, now).is_some()
-            } else {
-                d.peek(k, now).is_some()
-            }
+            let here = if touch { d.get(k, now).is_some() } else { d.peek(k, now).is_some() };
+            stats.key_lookup(here);
+            here
         })
         .count();
     drop(lock);
@@ -134,6 +133,7 @@ fn type_of<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let db = c.session.db;
     let mut shard = c.state.keyspace.lock_key(key);
     let name = shard.db(db).peek(key, now_ms()).map_or("none", |e| e.value.type_name());
+    c.state.stats.key_lookup(name != "none");
     drop(shard);
     c.reply(|s| s.simple(name.as_bytes()));
 }

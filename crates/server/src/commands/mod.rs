@@ -11,17 +11,23 @@
 //! for the session (RESP2, RESP3 or RESPB) at the moment the reply is written;
 //! that is what lets `HELLO 3` answer in RESP3 after switching the session.
 
-use kvik_protocol::commands::{lookup, lookup_subcommand, CommandSpec, COMMANDS};
-use kvik_protocol::number::parse_i64;
-use kvik_protocol::resp::writer::Protocol;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use kvik_protocol::commands::{lookup, lookup_subcommand, CommandFlags, CommandSpec};
+use kvik_protocol::resp::writer::{Protocol, RespWriter};
 use kvik_protocol::{CommandArgs, ReplySink};
 
-use crate::session::Session;
+use crate::auth;
+use crate::session::{ReplyMode, Session};
 use crate::state::ServerState;
-use crate::REDIS_VERSION;
+use crate::stats;
 
 mod bitmap;
+mod command;
 mod config;
+mod connection;
+mod info;
 mod keys;
 mod server;
 mod strings;
@@ -37,9 +43,13 @@ pub struct Ctx<'a, T: ReplyTarget> {
     pub session: &'a mut Session,
     /// Where the reply goes.
     pub target: &'a mut T,
+    /// Whether the command replied with an error (for `failed_calls`).
+    pub failed: bool,
+    /// What the connection does next (RESET and CLIENT KILL of oneself may close it).
+    pub outcome: Outcome,
 }
 
-impl<T: ReplyTarget> Ctx<'_, T> {
+impl<'a, T: ReplyTarget> Ctx<'a, T> {
     /// Write one reply through the session's encoding.
     pub fn reply(&mut self, write: impl FnOnce(&mut dyn ReplySink)) {
         self.target.reply(self.session, write);
@@ -47,6 +57,8 @@ impl<T: ReplyTarget> Ctx<'_, T> {
 
     /// Reply with an error (code first, no leading `-`).
     pub fn error(&mut self, msg: &[u8]) {
+        self.failed = true;
+        self.state.stats.error_reply(msg);
         self.reply(|s| s.error(msg));
     }
 
@@ -56,7 +68,7 @@ impl<T: ReplyTarget> Ctx<'_, T> {
     }
 
     /// Argument `i` of the request.
-    pub fn arg(&self, i: usize) -> &[u8] {
+    pub fn arg(&self, i: usize) -> &'a [u8] {
         self.req.arg(i)
     }
 
@@ -121,7 +133,55 @@ pub enum Outcome {
 }
 
 /// Validate `req` against the command table and run it.
+///
+/// Replies are dropped while `CLIENT REPLY OFF` or `SKIP` says so, and the
+/// connection is told to close when the client was killed.
 pub fn execute<T: ReplyTarget>(
+    state: &ServerState,
+    req: Request<'_>,
+    session: &mut Session,
+    target: &mut T,
+) -> Outcome {
+    // A client killed while its request was on the way gets no answer.
+    if session.handle().is_some_and(|h| h.is_killed()) {
+        return Outcome::Close;
+    }
+    let outcome = execute_checked(state, req, session, &mut Gate(target));
+    session.skip_this = false;
+    if session.reply_mode == ReplyMode::SkipNext {
+        session.reply_mode = ReplyMode::On;
+        session.skip_this = true;
+    }
+    if session.handle().is_some_and(|h| h.is_killed()) {
+        return Outcome::Close;
+    }
+    outcome
+}
+
+/// Passes replies on unless `CLIENT REPLY OFF` or `SKIP` says to drop them.
+///
+/// Decided per reply, from the session as it is then, so that
+/// `CLIENT REPLY ON` sent while replies are off is itself answered.
+struct Gate<'t, T>(&'t mut T);
+
+impl<T: ReplyTarget> ReplyTarget for Gate<'_, T> {
+    fn reply<F: FnOnce(&mut dyn ReplySink)>(&mut self, session: &Session, write: F) {
+        if session.reply_mode == ReplyMode::Off || session.skip_this {
+            let mut scratch = Vec::new();
+            write(&mut RespWriter::new(&mut scratch, session.protocol));
+        } else {
+            self.0.reply(session, write);
+        }
+    }
+}
+
+/// Reply with an error before the command ran, counting it as Redis does.
+fn reject<T: ReplyTarget>(state: &ServerState, session: &Session, target: &mut T, msg: &[u8]) {
+    state.stats.error_reply(msg);
+    target.reply(session, |s| s.error(msg));
+}
+
+fn execute_checked<T: ReplyTarget>(
     state: &ServerState,
     req: Request<'_>,
     session: &mut Session,
@@ -135,7 +195,7 @@ pub fn execute<T: ReplyTarget>(
     }
     let Some(mut spec) = lookup(name) else {
         let msg = unknown_command(&req);
-        target.reply(session, |s| s.error(&msg));
+        reject(state, session, target, &msg);
         return Outcome::Continue;
     };
     if !spec.subcommands.is_empty() && req.argc() >= 2 {
@@ -143,197 +203,152 @@ pub fn execute<T: ReplyTarget>(
             Some(sub) => spec = sub,
             None => {
                 let msg = unknown_subcommand(&req);
-                target.reply(session, |s| s.error(&msg));
+                reject(state, session, target, &msg);
                 return Outcome::Continue;
             }
         }
     }
+    let stat = state.stats.command(spec.name);
     if !spec.arity_ok(req.argc()) {
         let msg = wrong_arity(spec);
-        target.reply(session, |s| s.error(&msg));
+        if let Some(stat) = stat {
+            stat.rejected.fetch_add(1, Ordering::Relaxed);
+        }
+        reject(state, session, target, &msg);
         return Outcome::Continue;
     }
     // Redis checks authentication after the name and the arity, and lets
-    // AUTH and HELLO (which can carry credentials) through.
-    if !session.authenticated && state.limits.auth_required() && !matches!(spec.name, "auth" | "hello") {
-        target.reply(session, |s| s.error(b"NOAUTH Authentication required."));
+    // the commands that can carry credentials (AUTH, HELLO) through.
+    if !session.authenticated && auth::required(state) && !spec.flags.contains(CommandFlags::NO_AUTH) {
+        if let Some(stat) = stat {
+            stat.rejected.fetch_add(1, Ordering::Relaxed);
+        }
+        reject(state, session, target, auth::NOAUTH);
         return Outcome::Continue;
     }
-    match spec.name {
-        "ping" => ping(req, session, target),
-        "echo" => {
-            let msg = req.arg(1);
-            target.reply(session, |s| s.bulk(msg));
-        }
-        "hello" => hello(state, req, session, target),
-        "auth" => auth(state, req, session, target),
-        "command|count" => {
-            let count = i64::try_from(COMMANDS.len()).unwrap_or(i64::MAX);
-            target.reply(session, |s| s.integer(count));
-        }
-        "shutdown" => return server::shutdown(&mut Ctx { state, req, session, target }),
-        name => {
-            let mut ctx = Ctx { state, req, session, target };
-            let known = strings::dispatch(name, &mut ctx)
-                || bitmap::dispatch(name, &mut ctx)
-                || keys::dispatch(name, &mut ctx)
-                || server::dispatch(name, &mut ctx)
-                || config::dispatch(name, &mut ctx);
-            if !known {
-                let msg = unknown_command(&req);
-                ctx.error(&msg);
-            }
+    if let Some(handle) = session.handle() {
+        let mut info = handle.info();
+        info.last_cmd = spec.name;
+        info.last_active = Instant::now();
+    }
+    let started = Instant::now();
+    let mut ctx = Ctx { state, req, session, target, failed: false, outcome: Outcome::Continue };
+    let known = connection::dispatch(spec.name, &mut ctx)
+        || strings::dispatch(spec.name, &mut ctx)
+        || bitmap::dispatch(spec.name, &mut ctx)
+        || keys::dispatch(spec.name, &mut ctx)
+        || server::dispatch(spec.name, &mut ctx)
+        || config::dispatch(spec.name, &mut ctx)
+        || command::dispatch(spec.name, &mut ctx);
+    if !known {
+        // A subcommand kvik does not run reads as one Redis does not know.
+        let msg = if spec.container.is_some() { unknown_subcommand(&req) } else { unknown_command(&req) };
+        reject(state, ctx.session, ctx.target, &msg);
+        return Outcome::Continue;
+    }
+    let (failed, outcome) = (ctx.failed, ctx.outcome);
+    let unmonitored = spec.flags.contains(CommandFlags::SKIP_MONITOR) || spec.flags.contains(CommandFlags::ADMIN);
+    if state.clients.has_monitors() && !unmonitored {
+        let addr = session.handle().map(|h| h.info().addr.clone()).unwrap_or_default();
+        state.clients.feed_monitors(&monitor_line(&req, spec, session.db, &addr));
+    }
+    if !failed && spec.flags.contains(CommandFlags::WRITE) {
+        state.stats.dirty.fetch_add(1, Ordering::Relaxed);
+    }
+    let usec = started.elapsed().as_micros() as u64;
+    state.stats.total_commands.fetch_add(1, Ordering::Relaxed);
+    if let Some(stat) = stat {
+        stat.record(usec);
+        if failed {
+            stat.failed.fetch_add(1, Ordering::Relaxed);
         }
     }
-    Outcome::Continue
+    if let Some(handle) = session.handle() {
+        let mut info = handle.info();
+        info.db = session.db;
+        info.resp = match session.protocol {
+            Protocol::Resp2 => 2,
+            Protocol::Resp3 => 3,
+        };
+        if info.name != session.name {
+            info.name.clone_from(&session.name);
+        }
+        if usec >= stats::SLOWLOG_SLOWER_THAN_US && !spec.flags.contains(CommandFlags::SKIP_SLOWLOG) {
+            let (addr, name) = (info.addr.clone(), session.name.clone().unwrap_or_default());
+            drop(info);
+            let mut args = (0..req.argc()).map(|i| req.arg(i));
+            state.stats.maybe_slow(usec, &mut args, req.argc(), &addr, &name);
+        }
+    }
+    outcome
 }
 
-/// `PING [message]`: `PONG`, or the message back as a bulk string.
-fn ping<T: ReplyTarget>(req: Request<'_>, session: &mut Session, target: &mut T) {
-    match req.argc() {
-        1 => target.reply(session, |s| s.simple(b"PONG")),
-        2 => {
-            let msg = req.arg(1);
-            target.reply(session, |s| s.bulk(msg));
-        }
-        // The table allows any count; PING itself takes at most one argument.
-        _ => {
-            let msg = b"ERR wrong number of arguments for 'ping' command";
-            target.reply(session, |s| s.error(msg));
-        }
-    }
-}
-
-/// `HELLO [protover [AUTH username password] [SETNAME clientname]]`.
-///
-/// Checks happen in Redis's order (version, then options left to right, then
-/// credentials) so the first error a client sees is the one Redis would send.
-fn hello<T: ReplyTarget>(state: &ServerState, req: Request<'_>, session: &mut Session, target: &mut T) {
-    let mut version = None;
-    if req.argc() >= 2 {
-        match parse_i64(req.arg(1)) {
-            None => {
-                let msg = b"ERR Protocol version is not an integer or out of range";
-                target.reply(session, |s| s.error(msg));
-                return;
-            }
-            Some(2) => version = Some(Protocol::Resp2),
-            Some(3) => version = Some(Protocol::Resp3),
-            Some(_) => {
-                target.reply(session, |s| s.error(b"NOPROTO unsupported protocol version"));
-                return;
-            }
-        }
-    }
-    let mut credentials = None;
-    let mut new_name = None;
-    let mut i = 2;
-    while i < req.argc() {
-        let option = req.arg(i);
-        let more = req.argc() - 1 - i;
-        if option.eq_ignore_ascii_case(b"auth") && more >= 2 {
-            credentials = Some((req.arg(i + 1), req.arg(i + 2)));
-            i += 3;
-        } else if option.eq_ignore_ascii_case(b"setname") && more >= 1 {
-            let name = req.arg(i + 1);
-            if !valid_client_name(name) {
-                let msg = b"ERR Client names cannot contain spaces, newlines or special characters.";
-                target.reply(session, |s| s.error(msg));
-                return;
-            }
-            new_name = Some(name);
-            i += 2;
-        } else {
-            let mut msg = b"ERR Syntax error in HELLO option '".to_vec();
-            msg.extend_from_slice(until_nul(option, usize::MAX));
-            msg.push(b'\'');
-            target.reply(session, |s| s.error(&msg));
-            return;
-        }
-    }
-    if let Some((user, password)) = credentials {
-        if !password_ok(state, user, password) {
-            target.reply(session, |s| s.error(WRONGPASS));
-            return;
-        }
-        session.authenticated = true;
-    } else if !session.authenticated && state.limits.auth_required() {
-        let msg = b"NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time";
-        target.reply(session, |s| s.error(msg));
-        return;
-    }
-    if let Some(name) = new_name {
-        session.name = (!name.is_empty()).then(|| name.to_vec());
-    }
-    if let Some(v) = version {
-        session.protocol = v;
-    }
-    let proto = match session.protocol {
-        Protocol::Resp2 => 2,
-        Protocol::Resp3 => 3,
+/// A MONITOR line: `+<unix time> [<db> <addr>] "arg" ...`, arguments quoted
+/// as Redis quotes them, credentials of AUTH and HELLO AUTH replaced.
+fn monitor_line(req: &Request<'_>, spec: &CommandSpec, db: usize, addr: &str) -> Vec<u8> {
+    let now = stats::unix_micros();
+    let mut line = format!("+{}.{:06} [{db} {addr}]", now / 1_000_000, now % 1_000_000).into_bytes();
+    let hello_auth = if spec.name == "hello" {
+        (2..req.argc()).find(|&i| req.arg(i).eq_ignore_ascii_case(b"auth")).map(|i| (i + 1, i + 2))
+    } else {
+        None
     };
-    let id = i64::try_from(session.id).unwrap_or(i64::MAX);
-    target.reply(session, |s| {
-        s.map(7);
-        s.bulk(b"server");
-        s.bulk(b"redis");
-        s.bulk(b"version");
-        s.bulk(REDIS_VERSION.as_bytes());
-        s.bulk(b"proto");
-        s.integer(proto);
-        s.bulk(b"id");
-        s.integer(id);
-        s.bulk(b"mode");
-        s.bulk(b"standalone");
-        s.bulk(b"role");
-        s.bulk(b"master");
-        s.bulk(b"modules");
-        s.array(0);
+    for i in 0..req.argc() {
+        let redacted = (spec.name == "auth" && i > 0) || hello_auth.is_some_and(|(u, p)| i == u || i == p);
+        line.push(b' ');
+        if redacted {
+            line.extend_from_slice(b"\"(redacted)\"");
+        } else {
+            quote_repr(&mut line, req.arg(i));
+        }
+    }
+    line.extend_from_slice(b"\r\n");
+    line
+}
+
+/// Redis's `sdscatrepr`: a double-quoted string with C escapes and `\xHH`
+/// for other unprintable bytes.
+pub fn quote_repr(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.push(b'"');
+    for &b in bytes {
+        match b {
+            b'\\' | b'"' => {
+                out.push(b'\\');
+                out.push(b);
+            }
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            7 => out.extend_from_slice(b"\\a"),
+            8 => out.extend_from_slice(b"\\b"),
+            b' '..=b'~' => out.push(b),
+            _ => out.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
+        }
+    }
+    out.push(b'"');
+}
+
+/// Reply with a container's help text, ending with Redis's common `HELP` entry.
+fn help<T: ReplyTarget>(c: &mut Ctx<'_, T>, lines: &[&str]) {
+    c.reply(|s| {
+        s.array(lines.len() + 2);
+        for line in lines {
+            s.simple(line.as_bytes());
+        }
+        s.simple(b"HELP");
+        s.simple(b"    Prints this help.");
     });
 }
 
-/// Redis's reply to a wrong user name or password.
-const WRONGPASS: &[u8] = b"WRONGPASS invalid username-password pair or user is disabled.";
-
-/// Whether `user` / `password` log in. Only the default user exists: it
-/// takes any password while `requirepass` is unset, else exactly that one.
-fn password_ok(state: &ServerState, user: &[u8], password: &[u8]) -> bool {
-    if user != b"default" {
-        return false;
-    }
-    let config = state.config();
-    let required = config.get("requirepass").as_bytes();
-    required.is_empty() || same_secret(required, password)
-}
-
-/// Compare secrets in time that does not depend on where they differ.
-fn same_secret(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = a.len() ^ b.len();
-    for i in 0..a.len().max(b.len()) {
-        let x = a.get(i).copied().unwrap_or(0);
-        let y = b.get(i).copied().unwrap_or(0);
-        diff |= usize::from(x ^ y);
-    }
-    diff == 0
-}
-
-/// `AUTH [username] password`, against `requirepass` for the default user.
-fn auth<T: ReplyTarget>(state: &ServerState, req: Request<'_>, session: &mut Session, target: &mut T) {
-    let (user, password): (&[u8], &[u8]) = match req.argc() {
-        2 => (b"default", req.arg(1)),
-        3 => (req.arg(1), req.arg(2)),
-        _ => return target.reply(session, |s| s.error(b"ERR syntax error")),
-    };
-    if req.argc() == 2 && !state.limits.auth_required() {
-        let msg = b"ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?";
-        return target.reply(session, |s| s.error(msg));
-    }
-    if password_ok(state, user, password) {
-        session.authenticated = true;
-        target.reply(session, |s| s.simple(b"OK"));
-    } else {
-        target.reply(session, |s| s.error(WRONGPASS));
-    }
+/// `ERR unknown subcommand or wrong number of arguments for '<sub>'. Try <COMMAND> HELP.`,
+/// for subcommands whose own argument checks go beyond the table's arity.
+fn unknown_subcommand_syntax<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    let mut msg = b"ERR unknown subcommand or wrong number of arguments for '".to_vec();
+    msg.extend_from_slice(until_nul(c.arg(1), QUOTE_LIMIT));
+    msg.extend_from_slice(b"'. Try ");
+    msg.extend(until_nul(c.arg(0), usize::MAX).iter().map(u8::to_ascii_uppercase));
+    msg.extend_from_slice(b" HELP.");
+    c.error(&msg);
 }
 
 /// Redis accepts client names made only of printable ASCII other than space.
@@ -391,7 +406,7 @@ fn wrong_arity(spec: &CommandSpec) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kvik_protocol::resp::writer::RespWriter;
+    use kvik_protocol::commands::COMMANDS;
 
     /// Collects RESP bytes for a session, as a RESP connection does.
     struct Collect(Vec<u8>);
@@ -494,5 +509,23 @@ mod tests {
         let (bytes, _) = run(&mut session, &[b"hello", b"3", b"setname", b"a b"]);
         assert_eq!(bytes, b"-ERR Client names cannot contain spaces, newlines or special characters.\r\n");
         assert_eq!(session.protocol, Protocol::Resp2, "a failed HELLO changes nothing");
+    }
+
+    #[test]
+    fn monitor_quoting_follows_sdscatrepr() {
+        let mut out = Vec::new();
+        quote_repr(&mut out, b"a \"b\"\\\n\r\t\x07\x08\x01\xff~");
+        assert_eq!(out, b"\"a \\\"b\\\"\\\\\\n\\r\\t\\a\\b\\x01\\xff~\"");
+    }
+
+    #[test]
+    fn reply_off_drops_replies_until_on() {
+        let mut session = Session::new(1);
+        assert_eq!(run(&mut session, &[b"CLIENT", b"REPLY", b"OFF"]).0, b"");
+        assert_eq!(run(&mut session, &[b"PING"]).0, b"");
+        assert_eq!(run(&mut session, &[b"CLIENT", b"REPLY", b"ON"]).0, b"+OK\r\n");
+        assert_eq!(run(&mut session, &[b"CLIENT", b"REPLY", b"SKIP"]).0, b"");
+        assert_eq!(run(&mut session, &[b"PING"]).0, b"");
+        assert_eq!(run(&mut session, &[b"PING"]).0, b"+PONG\r\n");
     }
 }

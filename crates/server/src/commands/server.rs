@@ -1,8 +1,15 @@
-//! Server and database commands: SELECT, DBSIZE, FLUSHDB, FLUSHALL, SHUTDOWN.
+//! Server and database commands: SELECT, DBSIZE, FLUSHDB, FLUSHALL, INFO,
+//! TIME, LASTSAVE, MEMORY, SLOWLOG, LATENCY, DEBUG and SHUTDOWN.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use kvik_protocol::number::parse_i64;
 
-use super::{Ctx, Outcome, ReplyTarget, SYNTAX_ERROR};
+use super::{info, Ctx, Outcome, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR};
+use crate::keyspace::db::{entry_bytes, ENTRY_OVERHEAD};
+use crate::keyspace::now_ms;
+use crate::stats::unix_micros;
 
 /// Run the server command `name`; false when `name` is not one of them.
 pub fn dispatch<T: ReplyTarget>(name: &str, c: &mut Ctx<'_, T>) -> bool {
@@ -11,6 +18,51 @@ pub fn dispatch<T: ReplyTarget>(name: &str, c: &mut Ctx<'_, T>) -> bool {
         "dbsize" => dbsize(c),
         "flushdb" => flush(c, false),
         "flushall" => flush(c, true),
+        "info" => info::info(c),
+        "time" => {
+            let now = unix_micros();
+            let (secs, micros) = (now / 1_000_000, now % 1_000_000);
+            c.reply(|s| {
+                s.array(2);
+                s.bulk(secs.to_string().as_bytes());
+                s.bulk(micros.to_string().as_bytes());
+            });
+        }
+        "lastsave" => {
+            let t = c.state.stats.lastsave.load(Ordering::Relaxed);
+            c.reply(|s| s.integer(t));
+        }
+        "memory|usage" => memory_usage(c),
+        "memory|stats" => memory_stats(c),
+        "memory|purge" => c.ok(),
+        "memory|doctor" => memory_doctor(c),
+        "memory|help" => super::help(c, MEMORY_HELP),
+        // What Redis answers when built without jemalloc, as kvik's allocator is the system one.
+        "memory|malloc-stats" => c.reply(|s| s.verbatim(b"txt", b"Stats not supported for the current allocator")),
+        "slowlog|get" => slowlog_get(c),
+        "slowlog|len" => {
+            let n = c.state.stats.slowlog().entries.len() as i64;
+            c.reply(|s| s.integer(n));
+        }
+        "slowlog|reset" => {
+            c.state.stats.slowlog().entries.clear();
+            c.ok();
+        }
+        "slowlog|help" => super::help(c, SLOWLOG_HELP),
+        // Latency monitoring is off, as in a default Redis: nothing is ever recorded.
+        "latency|latest" | "latency|history" => c.reply(|s| s.array(0)),
+        "latency|reset" => c.reply(|s| s.integer(0)),
+        "latency|doctor" => c.reply(|s| s.verbatim(b"txt", LATENCY_DOCTOR.as_bytes())),
+        "latency|graph" => {
+            let mut msg = b"ERR No samples available for event '".to_vec();
+            msg.extend_from_slice(super::until_nul(c.arg(2), usize::MAX));
+            msg.push(b'\'');
+            c.error(&msg);
+        }
+        "latency|help" => super::help(c, LATENCY_HELP),
+        "latency|histogram" => latency_histogram(c),
+        "debug" => debug(c),
+        "shutdown" => c.outcome = shutdown(c),
         _ => return false,
     }
     true
@@ -92,3 +144,296 @@ pub fn shutdown<T: ReplyTarget>(c: &mut Ctx<'_, T>) -> Outcome {
     c.state.request_shutdown();
     Outcome::Close
 }
+
+/// `MEMORY USAGE key [SAMPLES count]`: key, value and per-entry overhead, in bytes.
+fn memory_usage<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    if c.argc() == 5 && c.arg(3).eq_ignore_ascii_case(b"samples") {
+        if parse_i64(c.arg(4)).is_none() {
+            return c.error(NOT_AN_INTEGER);
+        }
+    } else if c.argc() != 3 {
+        return c.error(SYNTAX_ERROR);
+    }
+    let (db, key) = (c.session.db, c.arg(2));
+    let size = {
+        let mut shard = c.state.keyspace.lock_key(key);
+        shard.db(db).get(key, now_ms()).map(|e| entry_bytes(key, e))
+    };
+    match size {
+        Some(n) => c.reply(|s| s.integer(n as i64)),
+        None => c.reply(|s| s.null()),
+    }
+}
+
+/// `MEMORY STATS`: Redis's fields, in its order, from kvik's estimates.
+fn memory_stats<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    let data = info::dataset_bytes(c.state) as i64;
+    let ks = &c.state.keyspace;
+    let mut per_db = vec![(0i64, 0i64); ks.databases()];
+    for i in 0..ks.shard_count() {
+        let mut shard = ks.lock(i);
+        for (n, d) in shard.dbs().iter().enumerate() {
+            if let Some(slot) = per_db.get_mut(n) {
+                slot.0 += d.len() as i64;
+                slot.1 += d.expiring() as i64;
+            }
+        }
+    }
+    let keys: i64 = per_db.iter().map(|(k, _)| k).sum();
+    let used_dbs: Vec<(usize, (i64, i64))> = per_db.into_iter().enumerate().filter(|(_, (k, _))| *k > 0).collect();
+    let base = info::BASE_MEMORY as i64;
+    let total = base + data;
+    let ratio = |a: i64, b: i64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
+    c.reply(|s| {
+        let head: [(&str, i64); 10] = [
+            ("peak.allocated", total),
+            ("total.allocated", total),
+            ("startup.allocated", base),
+            ("replication.backlog", 0),
+            ("clients.slaves", 0),
+            ("clients.normal", 0),
+            ("cluster.links", 0),
+            ("aof.buffer", 0),
+            ("lua.caches", 0),
+            ("functions.caches", 0),
+        ];
+        s.map(head.len() + used_dbs.len() + 17);
+        for (k, v) in head {
+            s.bulk(k.as_bytes());
+            s.integer(v);
+        }
+        for (n, (k, e)) in &used_dbs {
+            s.bulk(format!("db.{n}").as_bytes());
+            s.map(3);
+            s.bulk(b"overhead.hashtable.main");
+            s.integer(k * ENTRY_OVERHEAD as i64);
+            s.bulk(b"overhead.hashtable.expires");
+            s.integer(e * 8);
+            s.bulk(b"overhead.hashtable.slot-to-keys");
+            s.integer(0);
+        }
+        s.bulk(b"overhead.total");
+        s.integer(base);
+        s.bulk(b"keys.count");
+        s.integer(keys);
+        s.bulk(b"keys.bytes-per-key");
+        s.integer(if keys > 0 { data / keys } else { 0 });
+        s.bulk(b"dataset.bytes");
+        s.integer(data);
+        s.bulk(b"dataset.percentage");
+        s.double(ratio(data * 100, total));
+        s.bulk(b"peak.percentage");
+        s.double(100.0);
+        for k in ["allocator.allocated", "allocator.active", "allocator.resident"] {
+            s.bulk(k.as_bytes());
+            s.integer(total);
+        }
+        for k in ["allocator-fragmentation", "allocator-rss", "rss-overhead"] {
+            s.bulk(format!("{k}.ratio").as_bytes());
+            s.double(1.0);
+            s.bulk(format!("{k}.bytes").as_bytes());
+            s.integer(0);
+        }
+        s.bulk(b"fragmentation");
+        s.double(1.0);
+        s.bulk(b"fragmentation.bytes");
+        s.integer(0);
+    });
+}
+
+/// `MEMORY DOCTOR`, with Redis's texts.
+fn memory_doctor<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    let used = info::used_memory(c.state);
+    let text: &[u8] = if used < 5 * 1024 * 1024 {
+        b"Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I will be back to our programming as soon as I finished rebooting.\n"
+    } else {
+        b"Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.\n"
+    };
+    c.reply(|s| s.verbatim(b"txt", text));
+}
+
+/// `SLOWLOG GET [count]`: newest first, 10 by default, -1 for all.
+fn slowlog_get<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    let count = if c.argc() == 3 {
+        match parse_i64(c.arg(2)) {
+            Some(n) if n >= -1 => n,
+            _ => return c.error(b"ERR count should be greater than or equal to -1"),
+        }
+    } else {
+        10
+    };
+    let entries: Vec<_> = {
+        let log = c.state.stats.slowlog();
+        let take = if count < 0 { usize::MAX } else { count as usize };
+        log.entries.iter().take(take).cloned().collect()
+    };
+    c.reply(|s| {
+        s.array(entries.len());
+        for e in &entries {
+            s.array(6);
+            s.integer(e.id as i64);
+            s.integer(e.time);
+            s.integer(e.usec as i64);
+            s.array(e.args.len());
+            for a in &e.args {
+                s.bulk(a);
+            }
+            s.bulk(e.addr.as_bytes());
+            s.bulk(&e.name);
+        }
+    });
+}
+
+/// `DEBUG SLEEP seconds`, `DEBUG SET-ACTIVE-EXPIRE 0|1`, `DEBUG OBJECT key`.
+fn debug<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    let sub = c.arg(1).to_ascii_lowercase();
+    match sub.as_slice() {
+        b"sleep" if c.argc() == 3 => {
+            let secs = std::str::from_utf8(c.arg(2)).ok().and_then(|s| s.trim().parse::<f64>().ok()).unwrap_or(0.0);
+            if secs.is_finite() && secs > 0.0 {
+                std::thread::sleep(Duration::from_secs_f64(secs.min(3600.0)));
+            }
+            c.ok();
+        }
+        b"set-active-expire" if c.argc() == 3 => {
+            let on = parse_i64(c.arg(2)).unwrap_or(0) != 0;
+            c.state.stats.active_expire.store(on, Ordering::Relaxed);
+            c.ok();
+        }
+        b"object" if c.argc() == 3 => {
+            let (db, key) = (c.session.db, c.arg(2));
+            let found = {
+                let mut shard = c.state.keyspace.lock_key(key);
+                shard.db(db).get(key, now_ms()).map(|e| (e.value.encoding(), e.value.approx_bytes()))
+            };
+            match found {
+                Some((encoding, len)) => {
+                    let lru = (unix_micros() / 1_000_000) & ((1 << 24) - 1);
+                    let text = format!(
+                        "Value at:0x0 refcount:1 encoding:{encoding} serializedlength:{} lru:{lru} lru_seconds_idle:0",
+                        len + 1
+                    );
+                    c.reply(|s| s.simple(text.as_bytes()));
+                }
+                None => c.error(b"ERR no such key"),
+            }
+        }
+        b"help" => super::help(c, DEBUG_HELP),
+        _ => {
+            let mut msg = b"ERR unknown subcommand '".to_vec();
+            msg.extend_from_slice(super::until_nul(c.arg(1), 128));
+            msg.extend_from_slice(b"'. Try DEBUG HELP.");
+            c.error(&msg);
+        }
+    }
+}
+
+/// `LATENCY HISTOGRAM [command ...]`: per command, its calls and their
+/// cumulative distribution over power-of-two microsecond buckets. A
+/// container name stands for its subcommands; commands never called are left out.
+fn latency_histogram<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    let stats = &c.state.stats;
+    let mut names: Vec<&'static str> = Vec::new();
+    if c.argc() == 2 {
+        names.extend(stats.commands().map(|(n, _)| n));
+    } else {
+        for i in 2..c.argc() {
+            let arg = c.arg(i);
+            let Some(spec) = super::command::find(arg) else { continue };
+            if spec.subcommands.is_empty() {
+                names.push(spec.name);
+            } else {
+                names.extend(spec.subcommands.iter().map(|s| s.name));
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    for name in names {
+        let Some(stat) = stats.command(name) else { continue };
+        let calls = stat.calls.load(Ordering::Relaxed);
+        // A command named twice is listed twice, as Redis lists it.
+        if calls > 0 {
+            rows.push((name, calls, stat.cumulative()));
+        }
+    }
+    c.reply(|s| {
+        s.map(rows.len());
+        for (name, calls, buckets) in &rows {
+            s.bulk(name.as_bytes());
+            s.map(2);
+            s.bulk(b"calls");
+            s.integer(*calls as i64);
+            s.bulk(b"histogram_usec");
+            s.map(buckets.len());
+            for (bound, count) in buckets {
+                s.integer(*bound as i64);
+                s.integer(*count as i64);
+            }
+        }
+    });
+}
+
+/// The DEBUG subcommands kvik has.
+const DEBUG_HELP: &[&str] = &[
+    "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "OBJECT <key>",
+    "    Show low level info about the `key` and associated value.",
+    "SET-ACTIVE-EXPIRE <0|1>",
+    "    Setting it to 0 disables expiring keys in background when they are not",
+    "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
+    "    default.",
+    "SLEEP <seconds>",
+    "    Stop the server for <seconds>. Decimals allowed.",
+];
+
+/// Redis 7.0's `MEMORY HELP` text.
+const MEMORY_HELP: &[&str] = &[
+    "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DOCTOR",
+    "    Return memory problems reports.",
+    "MALLOC-STATS",
+    "    Return internal statistics report from the memory allocator.",
+    "PURGE",
+    "    Attempt to purge dirty pages for reclamation by the allocator.",
+    "STATS",
+    "    Return information about the memory usage of the server.",
+    "USAGE <key> [SAMPLES <count>]",
+    "    Return memory in bytes used by <key> and its value. Nested values are",
+    "    sampled up to <count> times (default: 5, 0 means sample all).",
+];
+
+/// Redis 7.0's `SLOWLOG HELP` text.
+const SLOWLOG_HELP: &[&str] = &[
+    "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GET [<count>]",
+    "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+    "    Entries are made of:",
+    "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+    "    client name",
+    "LEN",
+    "    Return the length of the slowlog.",
+    "RESET",
+    "    Reset the slowlog.",
+];
+
+/// Redis 7.0's `LATENCY HELP` text.
+const LATENCY_HELP: &[&str] = &[
+    "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DOCTOR",
+    "    Return a human readable latency analysis report.",
+    "GRAPH <event>",
+    "    Return an ASCII latency graph for the <event> class.",
+    "HISTORY <event>",
+    "    Return time-latency samples for the <event> class.",
+    "LATEST",
+    "    Return the latest latency samples for all events.",
+    "RESET [<event> ...]",
+    "    Reset latency data of one or more <event> classes.",
+    "    (default: reset all data for all event classes)",
+    "HISTOGRAM [COMMAND ...]",
+    "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
+    "    If no commands are specified then all histograms are replied.",
+];
+
+/// Redis's `LATENCY DOCTOR` reply while latency monitoring is off.
+const LATENCY_DOCTOR: &str = "I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Redis instance. You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in order to enable it. If we weren't in a deep space mission I'd suggest to take a look at https://redis.io/topics/latency-monitor.\n";

@@ -97,7 +97,9 @@ fn get<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let key = c.arg(1);
     let db = c.session.db;
     let mut shard = c.state.keyspace.lock_key(key);
-    match string_at(shard.db(db), key, now_ms()) {
+    let found = string_at(shard.db(db), key, now_ms());
+    c.state.stats.key_lookup(!matches!(found, Ok(None)));
+    match found {
         Ok(v) => {
             let v = v.cloned();
             drop(shard);
@@ -199,6 +201,10 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let d = shard.db(db);
     let old = d.get(key, now).map(|Entry { value: Value::Str(s), expire_at_ms, .. }| (s.clone(), *expire_at_ms));
     let exists = old.is_some();
+    if o.get {
+        // With GET the old value is read, and counted as a read, as in Redis.
+        c.state.stats.key_lookup(exists);
+    }
     let write = !(o.nx && exists || o.xx && !exists);
     if write {
         let expire_at_ms = if o.keep_ttl { old.as_ref().and_then(|(_, at)| *at) } else { o.expire_at_ms };
@@ -233,8 +239,15 @@ fn mget<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let now = now_ms();
     let ks = &c.state.keyspace;
     let mut lock = ks.lock_keys(keys.iter().copied());
-    let values: Vec<Option<StrValue>> =
-        keys.iter().map(|k| string_at(lock.shard_for(ks, k).db(db), k, now).ok().flatten().cloned()).collect();
+    let stats = &c.state.stats;
+    let values: Vec<Option<StrValue>> = keys
+        .iter()
+        .map(|k| {
+            let found = string_at(lock.shard_for(ks, k).db(db), k, now);
+            stats.key_lookup(!matches!(found, Ok(None)));
+            found.ok().flatten().cloned()
+        })
+        .collect();
     drop(lock);
     let mut scratch = Vec::new();
     c.reply(|s| {
@@ -291,7 +304,9 @@ fn strlen<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let key = c.arg(1);
     let db = c.session.db;
     let mut shard = c.state.keyspace.lock_key(key);
-    let len = string_at(shard.db(db), key, now_ms()).map(|v| v.map_or(0, StrValue::len));
+    let found = string_at(shard.db(db), key, now_ms());
+    c.state.stats.key_lookup(!matches!(found, Ok(None)));
+    let len = found.map(|v| v.map_or(0, StrValue::len));
     drop(shard);
     match len {
         Ok(n) => c.reply(|s| s.integer(i64::try_from(n).unwrap_or(i64::MAX))),

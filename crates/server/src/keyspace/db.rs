@@ -11,6 +11,16 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::types::Value;
 
+/// Bytes an entry costs beyond its key and value bytes (table slot, boxes,
+/// expiry field), as counted by [`Db::memory_estimate`].
+pub const ENTRY_OVERHEAD: usize = 56;
+
+/// Approximate bytes one key costs: key and value bytes plus [`ENTRY_OVERHEAD`].
+/// The one estimate behind `MEMORY USAGE`, `MEMORY STATS` and `INFO memory`.
+pub fn entry_bytes(key: &[u8], entry: &Entry) -> usize {
+    key.len() + entry.value.approx_bytes() + ENTRY_OVERHEAD
+}
+
 /// A stored key: its value and, if it has one, its expiry deadline.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
@@ -176,6 +186,12 @@ impl Db {
     pub fn clear(&mut self) {
         self.map.clear();
         self.deadlines.clear();
+    }
+
+    /// Approximate bytes held by this database's keys and values, counting
+    /// a fixed per-entry overhead for the table slot and bookkeeping.
+    pub fn memory_estimate(&self) -> usize {
+        self.map.iter().map(|(k, e)| entry_bytes(k, e)).sum()
     }
 
     /// Every key (live or not yet removed), for KEYS, SCAN and RANDOMKEY.

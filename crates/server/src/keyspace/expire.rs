@@ -57,20 +57,23 @@ impl ActiveExpiry {
         removed
     }
 
-    /// Run the cycle on a background thread for as long as `owner` lives.
+    /// Run the cycle on a background thread for as long as `owner` lives,
+    /// skipping the ticks for which `keyspace` gives none (expiry switched off).
     ///
     /// The thread holds only a weak reference, so dropping the server's
     /// state ends it at the next tick.
     pub fn spawn<T: Send + Sync + 'static>(
         owner: Weak<T>,
-        keyspace: fn(&T) -> &Keyspace,
+        keyspace: fn(&T) -> Option<&Keyspace>,
     ) -> std::io::Result<thread::JoinHandle<()>> {
         thread::Builder::new().name("kvik-expire".into()).spawn(move || {
             let mut cycle = ActiveExpiry::default();
             loop {
                 thread::sleep(Self::PERIOD);
                 let Some(state) = owner.upgrade() else { return };
-                cycle.tick(keyspace(&state));
+                if let Some(keyspace) = keyspace(&state) {
+                    cycle.tick(keyspace);
+                }
             }
         })
     }

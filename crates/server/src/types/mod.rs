@@ -22,6 +22,13 @@ impl Value {
         }
     }
 
+    /// Approximate heap bytes the value takes, for `MEMORY USAGE` and `INFO memory`.
+    pub fn approx_bytes(&self) -> usize {
+        match self {
+            Value::Str(s) => s.len(),
+        }
+    }
+
     /// The name `OBJECT ENCODING` reports.
     pub fn encoding(&self) -> &'static str {
         match self {

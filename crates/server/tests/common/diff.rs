@@ -9,7 +9,7 @@
 
 #![allow(dead_code)]
 
-use super::{exchange, start_kvik, start_redis_or_skip, Answer};
+use super::{exchange, start_kvik_with, start_redis_with_or_skip, Answer};
 
 /// Sent after a case that leaves the connection open, to mark the end of its replies.
 pub const MARKER: &[u8] = b"*2\r\n$4\r\nECHO\r\n$11\r\nend-of-case\r\n";
@@ -90,14 +90,23 @@ pub fn run_case(port: u16, case: &Case) -> Answer {
 /// Send every case to a real redis-server and to kvik, each on a fresh
 /// connection, and fail listing every case whose replies differ.
 pub fn compare_each(test: &str, cases: Vec<Case>) {
-    let Some(redis) = start_redis_or_skip(test) else {
+    compare_each_with(test, &[], |b| b.to_vec(), cases);
+}
+
+/// [`compare_each`] with both servers started with `options`, and every
+/// reply passed through `mask` before comparing (to hide values that
+/// legitimately differ, such as times and client ids).
+pub fn compare_each_with(test: &str, options: &[&str], mask: impl Fn(&[u8]) -> Vec<u8>, cases: Vec<Case>) {
+    let Some(redis) = start_redis_with_or_skip(test, options) else {
         return;
     };
-    let kvik = start_kvik();
+    let kvik = start_kvik_with(options);
     let mut mismatches = Vec::new();
     for case in cases {
-        let expected = run_case(redis.port, &case);
-        let got = run_case(kvik.port, &case);
+        let mut expected = run_case(redis.port, &case);
+        let mut got = run_case(kvik.port, &case);
+        expected.bytes = mask(&expected.bytes);
+        got.bytes = mask(&got.bytes);
         // Guard against a case that does not exercise what its name says.
         assert_eq!(
             expected.closed,
@@ -125,10 +134,10 @@ pub fn compare_each(test: &str, cases: Vec<Case>) {
 /// other, pipelined in a single write: a batch must be answered exactly as
 /// Redis answers it, in order.
 pub fn compare_pipelined(test: &str, cases: Vec<Case>) {
-    let Some(redis) = start_redis_or_skip(test) else {
+    let Some(redis) = start_redis_with_or_skip(test, &[]) else {
         return;
     };
-    let kvik = start_kvik();
+    let kvik = start_kvik_with(&[]);
     let mut batch = Vec::new();
     for case in cases.into_iter().filter(|c| c.end == End::Open) {
         batch.extend_from_slice(&case.bytes);

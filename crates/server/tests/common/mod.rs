@@ -70,8 +70,15 @@ fn start(label: &'static str, program: &str, args: impl Fn(u16) -> Vec<String>) 
 
 /// Start the kvik-server binary built for these tests.
 pub fn start_kvik() -> ServerProcess {
+    start_kvik_with(&[])
+}
+
+/// Start kvik-server with extra options (`--requirepass secret`).
+pub fn start_kvik_with(extra: &[&str]) -> ServerProcess {
     start("kvik", env!("CARGO_BIN_EXE_kvik-server"), |port| {
-        vec!["--bind".into(), "127.0.0.1".into(), "--port".into(), port.to_string()]
+        let mut args: Vec<String> = vec!["--bind".into(), "127.0.0.1".into(), "--port".into(), port.to_string()];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
     })
 }
 
@@ -90,6 +97,11 @@ pub fn redis_available() -> bool {
 /// installed. Under CI (`CI` set) a missing redis-server is a failure: the
 /// comparison is the point of these tests and must not silently vanish.
 pub fn start_redis_or_skip(test: &str) -> Option<ServerProcess> {
+    start_redis_with_or_skip(test, &[])
+}
+
+/// [`start_redis_or_skip`] with extra options (`--requirepass secret`).
+pub fn start_redis_with_or_skip(test: &str, extra: &[&str]) -> Option<ServerProcess> {
     if !redis_available() {
         if std::env::var_os("CI").is_some() {
             panic!("{test}: redis-server is not on PATH, and CI must compare against it");
@@ -113,6 +125,7 @@ pub fn start_redis_or_skip(test: &str) -> Option<ServerProcess> {
             "warning",
         ]
         .iter()
+        .chain(extra)
         .map(|s| s.to_string())
         .collect()
     }))

@@ -1,0 +1,567 @@
+//! Connection commands: PING, ECHO, HELLO, AUTH, RESET and CLIENT.
+//!
+//! These act on the calling client's session (protocol, name, database,
+//! authentication, reply mode) or, for CLIENT LIST / KILL, on the server's
+//! registry of connected clients.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use kvik_protocol::number::parse_i64;
+use kvik_protocol::resp::writer::Protocol;
+
+use super::{unknown_subcommand_syntax, until_nul, valid_client_name, Ctx, Outcome, ReplyTarget, SYNTAX_ERROR};
+use crate::auth::{self, WRONGPASS};
+use crate::clients::ClientHandle;
+use crate::session::ReplyMode;
+use crate::stats::unix_micros;
+use crate::REDIS_VERSION;
+
+/// Run the connection command `name`; false when `name` is not one of them.
+pub fn dispatch<T: ReplyTarget>(name: &str, c: &mut Ctx<'_, T>) -> bool {
+    match name {
+        "ping" => ping(c),
+        "echo" => {
+            let msg = c.arg(1);
+            c.reply(|s| s.bulk(msg));
+        }
+        "hello" => hello(c),
+        "auth" => auth(c),
+        "reset" => reset(c),
+        "client|id" => {
+            let id = i64::try_from(c.session.id).unwrap_or(i64::MAX);
+            c.reply(|s| s.integer(id));
+        }
+        "client|getname" => match c.session.name.clone() {
+            Some(name) => c.reply(|s| s.bulk(&name)),
+            None => c.reply(|s| s.null()),
+        },
+        "client|setname" => {
+            let name = c.arg(2);
+            if valid_client_name(name) {
+                c.session.name = (!name.is_empty()).then(|| name.to_vec());
+                c.ok();
+            } else {
+                c.error(b"ERR Client names cannot contain spaces, newlines or special characters.");
+            }
+        }
+        "client|info" => {
+            let line = c.session.handle().map(|h| client_line(h, c.session.id)).unwrap_or_default();
+            c.reply(|s| s.verbatim(b"txt", &line));
+        }
+        "client|list" => client_list(c),
+        "client|kill" => client_kill(c),
+        "client|reply" => client_reply(c),
+        "client|no-evict" => match on_off(c.arg(2)) {
+            Some(on) => {
+                if let Some(h) = c.session.handle() {
+                    h.info().no_evict = on;
+                }
+                c.ok();
+            }
+            None => c.error(SYNTAX_ERROR),
+        },
+        "client|pause" => client_pause(c),
+        "client|unpause" => {
+            c.state.stats.pause_until_ms.store(0, Ordering::Relaxed);
+            c.ok();
+        }
+        "client|setinfo" => client_setinfo(c),
+        "client|help" => client_help(c),
+        // Client-side caching is not offered, so tracking is always off.
+        "client|getredir" => c.reply(|s| s.integer(-1)),
+        "client|trackinginfo" => c.reply(|s| {
+            s.map(3);
+            s.bulk(b"flags");
+            s.set(1);
+            s.bulk(b"off");
+            s.bulk(b"redirect");
+            s.integer(-1);
+            s.bulk(b"prefixes");
+            s.array(0);
+        }),
+        "client|caching" => c.error(
+            b"ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode \
+              enabled",
+        ),
+        "client|unblock" => client_unblock(c),
+        "monitor" => {
+            if c.session.monitor.is_none() {
+                if let Some(h) = c.session.handle() {
+                    if let Some(feed) = c.state.clients.add_monitor(h) {
+                        h.info().monitor = true;
+                        c.session.monitor = Some(feed);
+                    }
+                }
+            }
+            c.ok();
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// `ON` / `OFF`, any case.
+fn on_off(arg: &[u8]) -> Option<bool> {
+    if arg.eq_ignore_ascii_case(b"on") {
+        Some(true)
+    } else if arg.eq_ignore_ascii_case(b"off") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// `PING [message]`: `PONG`, or the message back as a bulk string.
+fn ping<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    match c.argc() {
+        1 => c.reply(|s| s.simple(b"PONG")),
+        2 => {
+            let msg = c.arg(1);
+            c.reply(|s| s.bulk(msg));
+        }
+        // The table allows any count; PING itself takes at most one argument.
+        _ => c.error(b"ERR wrong number of arguments for 'ping' command"),
+    }
+}
+
+/// `HELLO [protover [AUTH username password] [SETNAME clientname]]`.
+///
+/// Checks happen in Redis's order (version, then options left to right, then
+/// credentials, then whether the client may continue at all) so the first
+/// error a client sees is the one Redis would send.
+fn hello<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    let mut version = None;
+    if c.argc() >= 2 {
+        match parse_i64(c.arg(1)) {
+            None => return c.error(b"ERR Protocol version is not an integer or out of range"),
+            Some(2) => version = Some(Protocol::Resp2),
+            Some(3) => version = Some(Protocol::Resp3),
+            Some(_) => return c.error(b"NOPROTO unsupported protocol version"),
+        }
+    }
+    let mut credentials = None;
+    let mut new_name = None;
+    let mut i = 2;
+    while i < c.argc() {
+        let option = c.arg(i);
+        let more = c.argc() - 1 - i;
+        if option.eq_ignore_ascii_case(b"auth") && more >= 2 {
+            credentials = Some((c.arg(i + 1), c.arg(i + 2)));
+            i += 3;
+        } else if option.eq_ignore_ascii_case(b"setname") && more >= 1 {
+            let name = c.arg(i + 1);
+            if !valid_client_name(name) {
+                return c.error(b"ERR Client names cannot contain spaces, newlines or special characters.");
+            }
+            new_name = Some(name);
+            i += 2;
+        } else {
+            let mut msg = b"ERR Syntax error in HELLO option '".to_vec();
+            msg.extend_from_slice(until_nul(option, usize::MAX));
+            msg.push(b'\'');
+            return c.error(&msg);
+        }
+    }
+    if let Some((user, password)) = credentials {
+        if !auth::check(c.state, user, password) {
+            return c.error(WRONGPASS);
+        }
+        c.session.authenticated = true;
+    }
+    if !c.session.authenticated && auth::required(c.state) {
+        return c.error(
+            b"NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH \
+              <user> <pass> option can be used to authenticate the client and select the RESP protocol \
+              version at the same time",
+        );
+    }
+    if let Some(name) = new_name {
+        c.session.name = (!name.is_empty()).then(|| name.to_vec());
+    }
+    if let Some(v) = version {
+        c.session.protocol = v;
+    }
+    let proto = match c.session.protocol {
+        Protocol::Resp2 => 2,
+        Protocol::Resp3 => 3,
+    };
+    let id = i64::try_from(c.session.id).unwrap_or(i64::MAX);
+    c.reply(|s| {
+        s.map(7);
+        s.bulk(b"server");
+        s.bulk(b"redis");
+        s.bulk(b"version");
+        s.bulk(REDIS_VERSION.as_bytes());
+        s.bulk(b"proto");
+        s.integer(proto);
+        s.bulk(b"id");
+        s.integer(id);
+        s.bulk(b"mode");
+        s.bulk(b"standalone");
+        s.bulk(b"role");
+        s.bulk(b"master");
+        s.bulk(b"modules");
+        s.array(0);
+    });
+}
+
+/// `AUTH [username] password`.
+///
+/// A failed attempt leaves an already authenticated client authenticated, as in Redis.
+fn auth<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    if c.argc() > 3 {
+        return c.error(SYNTAX_ERROR);
+    }
+    let (user, password): (&[u8], &[u8]) = if c.argc() == 2 {
+        if !auth::required(c.state) {
+            return c.error(
+                b"ERR AUTH <password> called without any password configured for the default user. \
+                  Are you sure your configuration is correct?",
+            );
+        }
+        (b"default", c.arg(1))
+    } else {
+        (c.arg(1), c.arg(2))
+    };
+    if auth::check(c.state, user, password) {
+        c.session.authenticated = true;
+        c.ok();
+    } else {
+        c.error(WRONGPASS);
+    }
+}
+
+/// `RESET`: back to a fresh connection's state (database 0, RESP2, no name,
+/// replies on, out of MONITOR mode, authenticated only if no password is required).
+fn reset<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    c.session.db = 0;
+    c.session.protocol = Protocol::Resp2;
+    c.session.name = None;
+    // Clears OFF and a pending SKIP; a SKIP already covering this RESET still applies.
+    c.session.reply_mode = ReplyMode::On;
+    c.session.authenticated = !auth::required(c.state);
+    c.session.monitor = None;
+    if let Some(h) = c.session.handle() {
+        let mut info = h.info();
+        if info.monitor {
+            info.monitor = false;
+            c.state.clients.remove_monitor(h.id);
+        }
+        info.no_evict = false;
+        info.name = None;
+        info.db = 0;
+        info.resp = 2;
+    }
+    c.reply(|s| s.simple(b"RESET"));
+}
+
+/// One `CLIENT LIST` line, in Redis's field order. Buffer sizes are those of
+/// an idle Redis client, since kvik's buffers are not per client in the same way.
+fn client_line(h: &ClientHandle, current: u64) -> Vec<u8> {
+    let info = h.info();
+    let now = Instant::now();
+    let age = now.saturating_duration_since(info.created).as_secs();
+    let idle = if h.id == current { 0 } else { now.saturating_duration_since(info.last_active).as_secs() };
+    let mut flags = String::new();
+    if info.monitor {
+        flags.push('O');
+    }
+    if info.no_evict {
+        flags.push('e');
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
+    let mut line = format!("id={} addr={} laddr={} fd={} name=", h.id, info.addr, info.laddr, h.fd).into_bytes();
+    line.extend_from_slice(info.name.as_deref().unwrap_or_default());
+    line.extend_from_slice(
+        format!(
+            " age={age} idle={idle} flags={flags} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 \
+             argv-mem=0 multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} \
+             user=default redir=-1 resp={}\n",
+            info.db, info.last_cmd, info.resp
+        )
+        .as_bytes(),
+    );
+    line
+}
+
+/// Client types `CLIENT LIST` / `CLIENT KILL` filter on; every kvik client is `normal`.
+enum TypeFilter {
+    Normal,
+    Other,
+}
+
+fn client_type(arg: &[u8]) -> Option<TypeFilter> {
+    let t = arg.to_ascii_lowercase();
+    match t.as_slice() {
+        b"normal" => Some(TypeFilter::Normal),
+        b"master" | b"replica" | b"slave" | b"pubsub" => Some(TypeFilter::Other),
+        _ => None,
+    }
+}
+
+fn unknown_type<T: ReplyTarget>(c: &mut Ctx<'_, T>, arg: &[u8]) {
+    let mut msg = b"ERR Unknown client type '".to_vec();
+    msg.extend_from_slice(until_nul(arg, usize::MAX));
+    msg.push(b'\'');
+    c.error(&msg);
+}
+
+/// `CLIENT LIST [TYPE type] [ID id ...]`.
+fn client_list<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    let mut ids: Option<Vec<u64>> = None;
+    let mut only_other = false;
+    if c.argc() == 4 && c.arg(2).eq_ignore_ascii_case(b"type") {
+        match client_type(c.arg(3)) {
+            Some(TypeFilter::Normal) => {}
+            Some(TypeFilter::Other) => only_other = true,
+            None => return unknown_type(c, c.arg(3)),
+        }
+    } else if c.argc() > 3 && c.arg(2).eq_ignore_ascii_case(b"id") {
+        let mut list = Vec::new();
+        for i in 3..c.argc() {
+            match parse_i64(c.arg(i)) {
+                Some(n) => list.push(u64::try_from(n).unwrap_or(0)),
+                None => return c.error(b"ERR Invalid client ID"),
+            }
+        }
+        ids = Some(list);
+    } else if c.argc() != 2 {
+        return c.error(SYNTAX_ERROR);
+    }
+    let mut text = Vec::new();
+    if !only_other {
+        let current = c.session.id;
+        for h in c.state.clients.snapshot() {
+            if ids.as_ref().is_none_or(|ids| ids.contains(&h.id)) {
+                text.extend_from_slice(&client_line(&h, current));
+            }
+        }
+    }
+    c.reply(|s| s.verbatim(b"txt", &text));
+}
+
+/// `CLIENT KILL addr` (old form) or `CLIENT KILL <filter> <value> ...` (new form).
+fn client_kill<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    let me = c.session.id;
+    let clients = c.state.clients.snapshot();
+    if c.argc() == 3 {
+        // Old form: every client from that address (RESPB channels share one), the caller included.
+        let addr = c.arg(2);
+        let mut found = false;
+        for h in clients.iter().filter(|h| h.info().addr.as_bytes() == addr) {
+            found = true;
+            if h.id == me {
+                c.outcome = Outcome::Close;
+            } else {
+                h.kill();
+            }
+        }
+        return if found { c.ok() } else { c.error(b"ERR No such client") };
+    }
+    let mut id = None;
+    let mut addr = None;
+    let mut laddr = None;
+    let mut user = None;
+    let mut only_other = false;
+    let mut skipme = true;
+    let mut i = 2;
+    while i < c.argc() {
+        if i + 1 >= c.argc() {
+            return c.error(SYNTAX_ERROR);
+        }
+        let (option, value) = (c.arg(i).to_ascii_lowercase(), c.arg(i + 1));
+        match option.as_slice() {
+            b"id" => match parse_i64(value) {
+                Some(n) if n >= 1 => id = Some(n as u64),
+                _ => return c.error(b"ERR client-id should be greater than 0"),
+            },
+            b"type" => match client_type(value) {
+                Some(TypeFilter::Normal) => {}
+                Some(TypeFilter::Other) => only_other = true,
+                None => return unknown_type(c, value),
+            },
+            b"addr" => addr = Some(value),
+            b"laddr" => laddr = Some(value),
+            b"user" => {
+                if value != b"default" {
+                    let mut msg = b"ERR No such user '".to_vec();
+                    msg.extend_from_slice(until_nul(value, usize::MAX));
+                    msg.push(b'\'');
+                    return c.error(&msg);
+                }
+                user = Some(value);
+            }
+            b"skipme" => {
+                if value.eq_ignore_ascii_case(b"yes") {
+                    skipme = true;
+                } else if value.eq_ignore_ascii_case(b"no") {
+                    skipme = false;
+                } else {
+                    return c.error(SYNTAX_ERROR);
+                }
+            }
+            _ => return c.error(SYNTAX_ERROR),
+        }
+        i += 2;
+    }
+    let _ = user;
+    let mut killed = 0;
+    if !only_other {
+        for h in &clients {
+            let matches = {
+                let info = h.info();
+                id.is_none_or(|id| id == h.id)
+                    && addr.is_none_or(|a| a == info.addr.as_bytes())
+                    && laddr.is_none_or(|a| a == info.laddr.as_bytes())
+            };
+            if !matches || (skipme && h.id == me) {
+                continue;
+            }
+            if h.id == me {
+                c.outcome = Outcome::Close;
+            } else {
+                h.kill();
+            }
+            killed += 1;
+        }
+    }
+    c.reply(|s| s.integer(killed));
+}
+
+/// `CLIENT REPLY ON|OFF|SKIP`: only `ON` is answered.
+fn client_reply<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    let mode = c.arg(2);
+    if mode.eq_ignore_ascii_case(b"on") {
+        c.session.reply_mode = ReplyMode::On;
+        c.ok();
+    } else if mode.eq_ignore_ascii_case(b"off") {
+        c.session.reply_mode = ReplyMode::Off;
+    } else if mode.eq_ignore_ascii_case(b"skip") {
+        if c.session.reply_mode == ReplyMode::On {
+            c.session.reply_mode = ReplyMode::SkipNext;
+        }
+    } else {
+        c.error(SYNTAX_ERROR);
+    }
+}
+
+/// `CLIENT PAUSE timeout [WRITE|ALL]`: records the pause end; clients are not held back.
+fn client_pause<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    if c.argc() > 4 {
+        return unknown_subcommand_syntax(c);
+    }
+    let timeout = match parse_i64(c.arg(2)) {
+        None => return c.error(b"ERR timeout is not an integer or out of range"),
+        Some(t) if t < 0 => return c.error(b"ERR timeout is negative"),
+        Some(t) => t,
+    };
+    if c.argc() == 4 && !(c.arg(3).eq_ignore_ascii_case(b"write") || c.arg(3).eq_ignore_ascii_case(b"all")) {
+        return c.error(b"ERR CLIENT PAUSE mode must be WRITE or ALL");
+    }
+    let until = (unix_micros() / 1000).saturating_add(timeout);
+    c.state.stats.pause_until_ms.store(until, Ordering::Relaxed);
+    c.ok();
+}
+
+/// `CLIENT UNBLOCK id [TIMEOUT|ERROR]`: no client ever blocks yet, so 0.
+fn client_unblock<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    if c.argc() > 4 {
+        return unknown_subcommand_syntax(c);
+    }
+    if parse_i64(c.arg(2)).is_none() {
+        return c.error(b"ERR value is not an integer or out of range");
+    }
+    if c.argc() == 4 && !(c.arg(3).eq_ignore_ascii_case(b"timeout") || c.arg(3).eq_ignore_ascii_case(b"error")) {
+        return c.error(b"ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+    }
+    c.reply(|s| s.integer(0));
+}
+
+/// `CLIENT SETINFO LIB-NAME|LIB-VER value` (Redis 7.2 / Valkey).
+fn client_setinfo<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    let attr = c.arg(2).to_ascii_lowercase();
+    let value = c.arg(3);
+    let is_name = match attr.as_slice() {
+        b"lib-name" => true,
+        b"lib-ver" => false,
+        _ => {
+            let mut msg = b"ERR Unrecognized option '".to_vec();
+            msg.extend_from_slice(until_nul(c.arg(2), usize::MAX));
+            msg.push(b'\'');
+            return c.error(&msg);
+        }
+    };
+    if !valid_client_name(value) {
+        let msg = format!(
+            "ERR {} cannot contain spaces, newlines or special characters.",
+            if is_name { "lib-name" } else { "lib-ver" }
+        );
+        return c.error(msg.as_bytes());
+    }
+    if let Some(h) = c.session.handle() {
+        let mut info = h.info();
+        if is_name {
+            info.lib_name = value.to_vec();
+        } else {
+            info.lib_ver = value.to_vec();
+        }
+    }
+    c.ok();
+}
+
+/// Redis 7.0's `CLIENT HELP` text.
+const CLIENT_HELP: &[&str] = &[
+    "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "CACHING (YES|NO)",
+    "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+    "GETREDIR",
+    "    Return the client ID we are redirecting to when tracking is enabled.",
+    "GETNAME",
+    "    Return the name of the current connection.",
+    "ID",
+    "    Return the ID of the current connection.",
+    "INFO",
+    "    Return information about the current client connection.",
+    "KILL <ip:port>",
+    "    Kill connection made from <ip:port>.",
+    "KILL <option> <value> [<option> <value> [...]]",
+    "    Kill connections. Options are:",
+    "    * ADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made from the specified address",
+    "    * LADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made to specified local address",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Kill connections by type.",
+    "    * USER <username>",
+    "      Kill connections authenticated by <username>.",
+    "    * SKIPME (YES|NO)",
+    "      Skip killing current connection (default: yes).",
+    "LIST [options ...]",
+    "    Return information about client connections. Options:",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Return clients of specified type.",
+    "UNPAUSE",
+    "    Stop the current client pause, resuming traffic.",
+    "PAUSE <timeout> [WRITE|ALL]",
+    "    Suspend all, or just write, clients for <timeout> milliseconds.",
+    "REPLY (ON|OFF|SKIP)",
+    "    Control the replies sent to the current connection.",
+    "SETNAME <name>",
+    "    Assign the name <name> to the current connection.",
+    "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+    "    Unblock the specified blocked client.",
+    "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+    "         [OPTIN] [OPTOUT] [NOLOOP]",
+    "    Control server assisted client side caching.",
+    "TRACKINGINFO",
+    "    Report tracking status for the current connection.",
+    "NO-EVICT (ON|OFF)",
+    "    Protect current client connection from eviction.",
+];
+
+fn client_help<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    super::help(c, CLIENT_HELP);
+}

@@ -1,0 +1,491 @@
+//! `INFO [section ...]`, in Redis 7.0's layout.
+//!
+//! Monitoring tools, client libraries and operators' scripts parse this text
+//! line by line (`field:value`), so kvik prints the same sections, in the same
+//! order, with the same field names. Values kvik does not track (replication
+//! offsets, fork statistics) are printed as an idle Redis prints them.
+
+use std::fmt::Write as _;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
+
+use super::{Ctx, ReplyTarget};
+use crate::state::ServerState;
+use crate::stats::unix_micros;
+use crate::{KVIK_VERSION, REDIS_VERSION};
+
+/// Every section, in the order Redis prints them.
+const SECTIONS: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "commandstats",
+    "errorstats",
+    "latencystats",
+    "cluster",
+    "keyspace",
+];
+
+/// Sections left out of the default set.
+const NOT_DEFAULT: &[&str] = &["commandstats", "latencystats"];
+
+/// Memory Redis uses before storing anything; kvik reports its estimate on top.
+pub const BASE_MEMORY: usize = 876_104;
+
+/// `INFO [section ...]`.
+pub fn info<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    let mut wanted = [false; SECTIONS.len()];
+    if c.argc() == 1 {
+        select_default(&mut wanted);
+    }
+    for i in 1..c.argc() {
+        let arg = c.arg(i).to_ascii_lowercase();
+        match arg.as_slice() {
+            b"default" => select_default(&mut wanted),
+            b"all" | b"everything" => wanted = [true; SECTIONS.len()],
+            name => {
+                if let Some(at) = SECTIONS.iter().position(|s| s.as_bytes() == name) {
+                    wanted[at] = true;
+                }
+            }
+        }
+    }
+    let text = render(c.state, &wanted);
+    c.reply(|s| s.verbatim(b"txt", text.as_bytes()));
+}
+
+fn select_default(wanted: &mut [bool]) {
+    for (w, s) in wanted.iter_mut().zip(SECTIONS) {
+        if !NOT_DEFAULT.contains(s) {
+            *w = true;
+        }
+    }
+}
+
+/// The text of the chosen sections, separated by blank lines.
+pub fn render(state: &ServerState, wanted: &[bool]) -> String {
+    let mut out = String::new();
+    let mut first = true;
+    for (name, _) in SECTIONS.iter().zip(wanted).filter(|(_, w)| **w) {
+        if !first {
+            out.push_str("\r\n");
+        }
+        first = false;
+        section(state, name, &mut out);
+    }
+    out
+}
+
+/// Redis's `bytesToHuman`: `993.59K`, `11.71M`.
+pub fn human_bytes(n: u64) -> String {
+    let units = [(1u64 << 60, 'E'), (1 << 50, 'P'), (1 << 40, 'T'), (1 << 30, 'G'), (1 << 20, 'M'), (1 << 10, 'K')];
+    for (size, unit) in units {
+        if n >= size {
+            return format!("{:.2}{unit}", n as f64 / size as f64);
+        }
+    }
+    format!("{n}B")
+}
+
+/// A random 40-hex-digit id, fixed for the life of the process (`run_id`, `master_replid`).
+fn random_hex(slot: &'static OnceLock<String>) -> &'static str {
+    slot.get_or_init(|| {
+        let mut out = String::with_capacity(40);
+        while out.len() < 40 {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u128(unix_micros() as u128 ^ u128::from(std::process::id()));
+            let _ = write!(out, "{:016x}", h.finish());
+        }
+        out.truncate(40);
+        out
+    })
+}
+
+/// CPU seconds (user, system) of the process (or its children), from `/proc`.
+fn cpu_times(path: &str, children: bool) -> (f64, f64) {
+    let Ok(stat) = std::fs::read_to_string(path) else {
+        return (0.0, 0.0);
+    };
+    // Fields after the command name, which is in parentheses and may contain spaces.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime is field 14 of the full line, i.e. index 11 after the name and state.
+    let base = if children { 13 } else { 11 };
+    let tick = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / 100.0;
+    (tick(base), tick(base + 1))
+}
+
+fn resident_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
+        .map(|pages| pages * 4096)
+        .unwrap_or(0)
+}
+
+fn total_system_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
+        })
+        .map(|kb| kb * 1024)
+        .unwrap_or(0)
+}
+
+fn os_line() -> String {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let os = match std::env::consts::OS {
+        "linux" => "Linux",
+        other => other,
+    };
+    format!("{os} {} {}", release.trim(), std::env::consts::ARCH)
+}
+
+/// `used_memory`: the startup footprint plus the dataset estimate.
+pub fn used_memory(state: &ServerState) -> usize {
+    BASE_MEMORY + dataset_bytes(state)
+}
+
+/// Approximate bytes held by the data, over every shard and database, by
+/// [`crate::keyspace::db::entry_bytes`].
+pub fn dataset_bytes(state: &ServerState) -> usize {
+    let ks = &state.keyspace;
+    (0..ks.shard_count())
+        .map(|i| {
+            let mut shard = ks.lock(i);
+            shard.dbs().iter().map(|d| d.memory_estimate()).sum::<usize>()
+        })
+        .sum()
+}
+
+fn section(state: &ServerState, name: &str, out: &mut String) {
+    let stats = &state.stats;
+    let now_us = unix_micros();
+    let uptime = stats.started.elapsed().as_secs();
+    let title = match name {
+        "cpu" => "CPU".to_string(),
+        other => {
+            let mut t = other.to_string();
+            t[..1].make_ascii_uppercase();
+            t
+        }
+    };
+    let _ = write!(out, "# {title}\r\n");
+    let mut line = |k: &str, v: &dyn std::fmt::Display| {
+        let _ = write!(out, "{k}:{v}\r\n");
+    };
+    match name {
+        "server" => {
+            static RUN_ID: OnceLock<String> = OnceLock::new();
+            line("redis_version", &REDIS_VERSION);
+            line("kvik_version", &KVIK_VERSION);
+            line("redis_git_sha1", &"00000000");
+            line("redis_git_dirty", &0);
+            line("redis_build_id", &"0");
+            line("redis_mode", &"standalone");
+            line("os", &os_line());
+            line("arch_bits", &(usize::BITS));
+            line("monotonic_clock", &"POSIX clock_gettime");
+            line("multiplexing_api", &"epoll");
+            line("atomicvar_api", &"c11-builtin");
+            line("gcc_version", &"0.0.0");
+            line("process_id", &std::process::id());
+            line("process_supervised", &"no");
+            line("run_id", &random_hex(&RUN_ID));
+            line("tcp_port", &state.port.load(Ordering::Relaxed));
+            line("server_time_usec", &now_us);
+            line("uptime_in_seconds", &uptime);
+            line("uptime_in_days", &(uptime / 86400));
+            let hz = state.config().int("hz");
+            line("hz", &hz);
+            line("configured_hz", &hz);
+            line("lru_clock", &((now_us / 1_000_000) & ((1 << 24) - 1)));
+            let exe = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default();
+            line("executable", &exe);
+            let file = state.config_file.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+            line("config_file", &file);
+            line("io_threads_active", &0);
+        }
+        "clients" => {
+            line("connected_clients", &state.clients.len());
+            line("cluster_connections", &0);
+            line("maxclients", &state.config().int("maxclients"));
+            line("client_recent_max_input_buffer", &0);
+            line("client_recent_max_output_buffer", &0);
+            line("blocked_clients", &0);
+            line("tracking_clients", &0);
+            line("clients_in_timeout_table", &0);
+        }
+        "memory" => {
+            let data = dataset_bytes(state) as u64;
+            let used = used_memory(state) as u64;
+            let rss = resident_bytes();
+            let system = total_system_memory();
+            line("used_memory", &used);
+            line("used_memory_human", &human_bytes(used));
+            line("used_memory_rss", &rss);
+            line("used_memory_rss_human", &human_bytes(rss));
+            line("used_memory_peak", &used);
+            line("used_memory_peak_human", &human_bytes(used));
+            line("used_memory_peak_perc", &"100.00%");
+            line("used_memory_overhead", &BASE_MEMORY);
+            line("used_memory_startup", &BASE_MEMORY);
+            line("used_memory_dataset", &data);
+            let perc = if used > 0 { data as f64 * 100.0 / used as f64 } else { 0.0 };
+            line("used_memory_dataset_perc", &format!("{perc:.2}%"));
+            line("allocator_allocated", &used);
+            line("allocator_active", &used);
+            line("allocator_resident", &rss);
+            line("total_system_memory", &system);
+            line("total_system_memory_human", &human_bytes(system));
+            for (k, v) in [
+                ("used_memory_lua", "32768"),
+                ("used_memory_vm_eval", "32768"),
+                ("used_memory_lua_human", "32.00K"),
+                ("used_memory_scripts_eval", "0"),
+                ("number_of_cached_scripts", "0"),
+                ("number_of_functions", "0"),
+                ("number_of_libraries", "0"),
+                ("used_memory_vm_functions", "32768"),
+                ("used_memory_vm_total", "65536"),
+                ("used_memory_vm_total_human", "64.00K"),
+                ("used_memory_functions", "0"),
+                ("used_memory_scripts", "0"),
+                ("used_memory_scripts_human", "0B"),
+                ("maxmemory", "0"),
+                ("maxmemory_human", "0B"),
+                ("maxmemory_policy", "noeviction"),
+                ("allocator_frag_ratio", "1.00"),
+                ("allocator_frag_bytes", "0"),
+                ("allocator_rss_ratio", "1.00"),
+                ("allocator_rss_bytes", "0"),
+                ("rss_overhead_ratio", "1.00"),
+                ("rss_overhead_bytes", "0"),
+            ] {
+                line(k, &v);
+            }
+            let frag = if used > 0 { rss as f64 / used as f64 } else { 0.0 };
+            line("mem_fragmentation_ratio", &format!("{frag:.2}"));
+            line("mem_fragmentation_bytes", &(rss as i64 - used as i64));
+            for k in [
+                "mem_not_counted_for_evict",
+                "mem_replication_backlog",
+                "mem_total_replication_buffers",
+                "mem_clients_slaves",
+                "mem_clients_normal",
+                "mem_cluster_links",
+                "mem_aof_buffer",
+            ] {
+                line(k, &0);
+            }
+            line("mem_allocator", &"libc");
+            line("active_defrag_running", &0);
+            line("lazyfree_pending_objects", &0);
+            line("lazyfreed_objects", &0);
+        }
+        "persistence" => {
+            for (k, v) in [
+                ("loading", "0"),
+                ("async_loading", "0"),
+                ("current_cow_peak", "0"),
+                ("current_cow_size", "0"),
+                ("current_cow_size_age", "0"),
+                ("current_fork_perc", "0.00"),
+                ("current_save_keys_processed", "0"),
+                ("current_save_keys_total", "0"),
+            ] {
+                line(k, &v);
+            }
+            line("rdb_changes_since_last_save", &stats.dirty.load(Ordering::Relaxed));
+            line("rdb_bgsave_in_progress", &0);
+            line("rdb_last_save_time", &stats.lastsave.load(Ordering::Relaxed));
+            for (k, v) in [
+                ("rdb_last_bgsave_status", "ok"),
+                ("rdb_last_bgsave_time_sec", "-1"),
+                ("rdb_current_bgsave_time_sec", "-1"),
+                ("rdb_saves", "0"),
+                ("rdb_last_cow_size", "0"),
+                ("rdb_last_load_keys_expired", "0"),
+                ("rdb_last_load_keys_loaded", "0"),
+                ("aof_enabled", "0"),
+                ("aof_rewrite_in_progress", "0"),
+                ("aof_rewrite_scheduled", "0"),
+                ("aof_last_rewrite_time_sec", "-1"),
+                ("aof_current_rewrite_time_sec", "-1"),
+                ("aof_last_bgrewrite_status", "ok"),
+                ("aof_rewrites", "0"),
+                ("aof_rewrites_consecutive_failures", "0"),
+                ("aof_last_write_status", "ok"),
+                ("aof_last_cow_size", "0"),
+                ("module_fork_in_progress", "0"),
+                ("module_fork_last_cow_size", "0"),
+            ] {
+                line(k, &v);
+            }
+        }
+        "stats" => {
+            let ks = &state.keyspace;
+            let expired: u64 =
+                (0..ks.shard_count()).map(|i| ks.lock(i).dbs().iter().map(|d| d.expired_count()).sum::<u64>()).sum();
+            line("total_connections_received", &stats.total_connections.load(Ordering::Relaxed));
+            line("total_commands_processed", &stats.total_commands.load(Ordering::Relaxed));
+            for k in ["instantaneous_ops_per_sec", "total_net_input_bytes", "total_net_output_bytes"] {
+                line(k, &0);
+            }
+            line("total_net_repl_input_bytes", &0);
+            line("total_net_repl_output_bytes", &0);
+            for k in [
+                "instantaneous_input_kbps",
+                "instantaneous_output_kbps",
+                "instantaneous_input_repl_kbps",
+                "instantaneous_output_repl_kbps",
+            ] {
+                line(k, &"0.00");
+            }
+            for k in ["rejected_connections", "sync_full", "sync_partial_ok", "sync_partial_err"] {
+                line(k, &0);
+            }
+            line("expired_keys", &expired);
+            line("expired_stale_perc", &"0.00");
+            for k in [
+                "expired_time_cap_reached_count",
+                "expire_cycle_cpu_milliseconds",
+                "evicted_keys",
+                "evicted_clients",
+                "total_eviction_exceeded_time",
+                "current_eviction_exceeded_time",
+            ] {
+                line(k, &0);
+            }
+            line("keyspace_hits", &stats.keyspace_hits.load(Ordering::Relaxed));
+            line("keyspace_misses", &stats.keyspace_misses.load(Ordering::Relaxed));
+            for k in [
+                "pubsub_channels",
+                "pubsub_patterns",
+                "pubsubshard_channels",
+                "latest_fork_usec",
+                "total_forks",
+                "migrate_cached_sockets",
+                "slave_expires_tracked_keys",
+                "active_defrag_hits",
+                "active_defrag_misses",
+                "active_defrag_key_hits",
+                "active_defrag_key_misses",
+                "total_active_defrag_time",
+                "current_active_defrag_time",
+                "tracking_total_keys",
+                "tracking_total_items",
+                "tracking_total_prefixes",
+                "unexpected_error_replies",
+            ] {
+                line(k, &0);
+            }
+            line("total_error_replies", &stats.total_error_replies.load(Ordering::Relaxed));
+            for k in [
+                "dump_payload_sanitizations",
+                "total_reads_processed",
+                "total_writes_processed",
+                "io_threaded_reads_processed",
+                "io_threaded_writes_processed",
+                "reply_buffer_shrinks",
+                "reply_buffer_expands",
+            ] {
+                line(k, &0);
+            }
+        }
+        "replication" => {
+            static REPLID: OnceLock<String> = OnceLock::new();
+            line("role", &"master");
+            line("connected_slaves", &0);
+            line("master_failover_state", &"no-failover");
+            line("master_replid", &random_hex(&REPLID));
+            line("master_replid2", &"0000000000000000000000000000000000000000");
+            line("master_repl_offset", &0);
+            line("second_repl_offset", &-1);
+            line("repl_backlog_active", &0);
+            line("repl_backlog_size", &1048576);
+            line("repl_backlog_first_byte_offset", &0);
+            line("repl_backlog_histlen", &0);
+        }
+        "cpu" => {
+            let (user, sys) = cpu_times("/proc/self/stat", false);
+            let (cuser, csys) = cpu_times("/proc/self/stat", true);
+            let (tuser, tsys) = cpu_times("/proc/thread-self/stat", false);
+            line("used_cpu_sys", &format!("{sys:.6}"));
+            line("used_cpu_user", &format!("{user:.6}"));
+            line("used_cpu_sys_children", &format!("{csys:.6}"));
+            line("used_cpu_user_children", &format!("{cuser:.6}"));
+            line("used_cpu_sys_main_thread", &format!("{tsys:.6}"));
+            line("used_cpu_user_main_thread", &format!("{tuser:.6}"));
+        }
+        "modules" => {}
+        "commandstats" => {
+            for (name, s) in stats.commands() {
+                let calls = s.calls.load(Ordering::Relaxed);
+                let rejected = s.rejected.load(Ordering::Relaxed);
+                let failed = s.failed.load(Ordering::Relaxed);
+                if calls == 0 && rejected == 0 && failed == 0 {
+                    continue;
+                }
+                let usec = s.usec.load(Ordering::Relaxed);
+                let per = if calls > 0 { usec as f64 / calls as f64 } else { 0.0 };
+                line(
+                    &format!("cmdstat_{name}"),
+                    &format_args!(
+                        "calls={calls},usec={usec},usec_per_call={per:.2},rejected_calls={rejected},failed_calls={failed}"
+                    ),
+                );
+            }
+        }
+        "errorstats" => {
+            for (code, count) in stats.errors() {
+                line(&format!("errorstat_{}", String::from_utf8_lossy(&code)), &format_args!("count={count}"));
+            }
+        }
+        "latencystats" => {
+            for (name, s) in stats.commands() {
+                let calls = s.calls.load(Ordering::Relaxed);
+                if calls == 0 {
+                    continue;
+                }
+                // Without per-call histograms the mean stands in for every percentile.
+                let per = s.usec.load(Ordering::Relaxed) as f64 / calls as f64;
+                line(
+                    &format!("latency_percentiles_usec_{name}"),
+                    &format_args!("p50={per:.3},p99={per:.3},p99.9={per:.3}"),
+                );
+            }
+        }
+        "cluster" => {
+            line("cluster_enabled", &0);
+        }
+        _ => {
+            let ks = &state.keyspace;
+            let mut keys = vec![0usize; ks.databases()];
+            let mut expires = vec![0usize; ks.databases()];
+            for i in 0..ks.shard_count() {
+                let mut shard = ks.lock(i);
+                for (db, d) in shard.dbs().iter().enumerate() {
+                    if let (Some(k), Some(e)) = (keys.get_mut(db), expires.get_mut(db)) {
+                        *k += d.len();
+                        *e += d.expiring();
+                    }
+                }
+            }
+            for (db, (k, e)) in keys.iter().zip(&expires).enumerate() {
+                if *k > 0 {
+                    line(&format!("db{db}"), &format_args!("keys={k},expires={e},avg_ttl=0"));
+                }
+            }
+        }
+    }
+}

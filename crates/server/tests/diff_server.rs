@@ -1,0 +1,588 @@
+//! Connection and server commands: replies compared byte for byte with a
+//! real redis-server where they are deterministic, compared by shape where
+//! they carry times or ids, and checked against kvik alone where Redis's
+//! values cannot be reproduced (INFO fields, CLIENT LIST, CLIENT KILL).
+
+mod common;
+
+use std::io::Write;
+use std::net::TcpStream;
+
+use common::diff::{closed, compare_each, compare_each_with, multibulk, open, Case};
+use common::{connect, read_until, start_kvik, start_kvik_with};
+
+/// Deterministic cases: every byte must match.
+fn exact_cases() -> Vec<Case> {
+    vec![
+        // COMMAND, answered from the command table.
+        open("command info", "COMMAND INFO get set mset keys nosuch client|list\r\n"),
+        open("command info resp3", "HELLO 3\r\nCOMMAND INFO get set sort eval xread lpush\r\n"),
+        open("command info case", "COMMAND INFO GET Set\r\n"),
+        open("command docs", "COMMAND DOCS get set nosuch\r\n"),
+        open("command docs resp3", "HELLO 3\r\nCOMMAND DOCS get set lpush xadd zadd sort georadius\r\n"),
+        open("command docs deprecated", "COMMAND DOCS getset rpoplpush\r\n"),
+        open("command help", "COMMAND HELP\r\n"),
+        open(
+            "command getkeys",
+            "COMMAND GETKEYS get a\r\nCOMMAND GETKEYS set a b\r\nCOMMAND GETKEYS mset a b c d\r\n\
+             COMMAND GETKEYS zunionstore d 2 a b\r\nCOMMAND GETKEYS eval s 2 a b c\r\n\
+             COMMAND GETKEYS xread streams a b 0 0\r\nCOMMAND GETKEYS lmove a b left right\r\n",
+        ),
+        open(
+            "command getkeys errors",
+            "COMMAND GETKEYS foo\r\nCOMMAND GETKEYS ping\r\nCOMMAND GETKEYS\r\nCOMMAND GETKEYS get a b\r\n\
+             COMMAND GETKEYS get\r\nCOMMAND GETKEYS zunionstore d 9223372036854775807 a b\r\n\
+             COMMAND GETKEYS eval s -1 a\r\nCOMMAND GETKEYS eval s 0\r\n",
+        ),
+        open(
+            "command getkeysandflags",
+            "COMMAND GETKEYSANDFLAGS set a b\r\nCOMMAND GETKEYSANDFLAGS set a b get\r\n\
+             COMMAND GETKEYSANDFLAGS rename a b\r\nCOMMAND GETKEYSANDFLAGS del a b\r\n",
+        ),
+        open(
+            "command list filters",
+            "COMMAND LIST FILTERBY aclcat nosuch\r\nCOMMAND LIST x\r\nCOMMAND LIST FILTERBY x y\r\n\
+             COMMAND LIST FILTERBY module x\r\nCOMMAND LIST FILTERBY pattern nosuch*\r\n",
+        ),
+        // AUTH without a password configured.
+        open(
+            "auth without requirepass",
+            "AUTH x\r\nAUTH a b\r\nAUTH default x\r\nAUTH\r\nAUTH a b c\r\nHELLO 2 AUTH x y\r\n",
+        ),
+        // RESET returns the connection to its first state.
+        open(
+            "reset",
+            "HELLO 3 SETNAME app\r\nSELECT 2\r\nCLIENT REPLY SKIP\r\nRESET\r\nPING\r\nCLIENT GETNAME\r\nRESET x\r\n",
+        ),
+        // CLIENT.
+        open("client help", "CLIENT HELP\r\n"),
+        open(
+            "client setname getname",
+            "CLIENT GETNAME\r\nCLIENT SETNAME app\r\nCLIENT GETNAME\r\nCLIENT SETNAME \"a b\"\r\n\
+             CLIENT SETNAME \"\"\r\nCLIENT GETNAME\r\nCLIENT SETNAME a b\r\n",
+        ),
+        open(
+            "client reply",
+            "CLIENT REPLY OFF\r\nPING\r\nCLIENT REPLY SKIP\r\nCLIENT REPLY ON\r\nPING a\r\nCLIENT REPLY SKIP\r\n\
+             PING b\r\nPING c\r\nCLIENT REPLY SKIP\r\nCLIENT REPLY SKIP\r\nPING d\r\nPING e\r\nCLIENT REPLY X\r\n\
+             CLIENT REPLY\r\n",
+        ),
+        open(
+            "client kill errors",
+            "CLIENT KILL 1.2.3.4:5\r\nCLIENT KILL ID 999999\r\nCLIENT KILL ID x\r\nCLIENT KILL ID 0\r\n\
+             CLIENT KILL foo bar\r\nCLIENT KILL SKIPME x\r\nCLIENT KILL TYPE foo\r\nCLIENT KILL ID\r\n\
+             CLIENT KILL USER nobody\r\nCLIENT KILL LADDR 1.2.3.4:5\r\nCLIENT KILL ADDR 1.2.3.4:5 SKIPME yes\r\n\
+             CLIENT KILL 1.2.3.4:5 x\r\nCLIENT KILL TYPE pubsub\r\n",
+        ),
+        open(
+            "client list errors",
+            "CLIENT LIST TYPE foo\r\nCLIENT LIST ID x\r\nCLIENT LIST ID 0\r\nCLIENT LIST bogus\r\n\
+             CLIENT LIST ID 99999\r\nCLIENT LIST TYPE pubsub\r\n",
+        ),
+        open(
+            "client pause no-evict",
+            "CLIENT PAUSE x\r\nCLIENT PAUSE -1\r\nCLIENT PAUSE 0\r\nCLIENT PAUSE 5 foo\r\nCLIENT PAUSE 5 all x\r\n\
+             CLIENT PAUSE 1 WRITE\r\nCLIENT UNPAUSE\r\nCLIENT UNPAUSE x\r\nCLIENT NO-EVICT on\r\n\
+             CLIENT NO-EVICT off\r\nCLIENT NO-EVICT x\r\n",
+        ),
+        open(
+            "client tracking state",
+            "CLIENT GETREDIR\r\nCLIENT TRACKINGINFO\r\nCLIENT UNBLOCK 5\r\nCLIENT UNBLOCK x\r\n\
+             CLIENT UNBLOCK 5 timeout\r\nCLIENT UNBLOCK 5 error\r\nCLIENT UNBLOCK 5 foo\r\n\
+             CLIENT UNBLOCK 5 error x\r\nCLIENT CACHING yes\r\nCLIENT CACHING x\r\nCLIENT UNBLOCK -1\r\n\
+             HELLO 3\r\nCLIENT TRACKINGINFO\r\n",
+        ),
+        open("client arity", "CLIENT ID x\r\nCLIENT GETNAME x\r\nCLIENT INFO x\r\nCLIENT\r\nCLIENT FOO\r\n"),
+        // INFO sections whose text is deterministic.
+        open(
+            "info deterministic sections",
+            "FLUSHALL\r\nINFO bogus\r\nINFO keyspace\r\nSET a 1\r\nSET b 2 EX 100\r\nSELECT 3\r\nSET c 1\r\n\
+             INFO keyspace\r\nINFO modules\r\nINFO cluster\r\nINFO CLUSTER keyspace bogus\r\nFLUSHALL\r\n",
+        ),
+        open("info resp3", "HELLO 3\r\nINFO cluster\r\n"),
+        // MEMORY, SLOWLOG, LATENCY.
+        open(
+            "memory",
+            "FLUSHALL\r\nMEMORY HELP\r\nMEMORY USAGE nokey\r\nSET k v\r\nMEMORY USAGE k SAMPLES x\r\n\
+             MEMORY USAGE k FOO\r\nMEMORY PURGE\r\nMEMORY DOCTOR\r\nMEMORY FOO\r\nFLUSHALL\r\n",
+        ),
+        open(
+            "slowlog",
+            "SLOWLOG HELP\r\nSLOWLOG RESET\r\nSLOWLOG LEN\r\nSLOWLOG GET\r\nSLOWLOG GET x\r\nSLOWLOG GET -2\r\n\
+             SLOWLOG GET -1\r\n",
+        ),
+        open(
+            "latency",
+            "LATENCY HELP\r\nLATENCY LATEST\r\nLATENCY RESET\r\nLATENCY DOCTOR\r\nLATENCY HISTORY command\r\n\
+             LATENCY GRAPH command\r\n",
+        ),
+        open("time and lastsave arity", "TIME x\r\nLASTSAVE x\r\n"),
+        open("binary client name", multibulk(&[b"CLIENT", b"SETNAME", b"a\x00b"])),
+    ]
+}
+
+#[test]
+fn server_commands_match_redis() {
+    compare_each("server_commands_match_redis", exact_cases());
+}
+
+/// Every run of digits becomes `#`: for replies whose shape must match
+/// while their numbers (times, ids, lengths of numbers) cannot.
+fn mask_digits(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    for &b in bytes {
+        if b.is_ascii_digit() {
+            if out.last() != Some(&b'#') {
+                out.push(b'#');
+            }
+        } else {
+            out.push(b);
+        }
+    }
+    out
+}
+
+#[test]
+fn timed_replies_match_redis_in_shape() {
+    compare_each_with(
+        "timed_replies_match_redis_in_shape",
+        &[],
+        mask_digits,
+        vec![
+            open("time", "TIME\r\n"),
+            open("lastsave", "LASTSAVE\r\n"),
+            open("client id", "CLIENT ID\r\n"),
+            open("hello", "HELLO 3\r\nHELLO 2\r\n"),
+            open("time resp3", "HELLO 3\r\nTIME\r\n"),
+        ],
+    );
+}
+
+#[test]
+fn auth_flows_match_redis() {
+    compare_each_with(
+        "auth_flows_match_redis",
+        &["--requirepass", "secret"],
+        mask_digits,
+        vec![
+            // Until authenticated the end-of-case marker is refused too, so
+            // these cases end with QUIT, which is allowed before AUTH.
+            closed(
+                "noauth before auth",
+                "PING\r\nGET k\r\nCLIENT ID\r\nECHO a\r\nFOO\r\nGET\r\nCLIENT FOO\r\nCLIENT\r\nCOMMAND COUNT\r\n\
+                 QUIT\r\n",
+            ),
+            closed(
+                "wrong credentials",
+                "AUTH x\r\nAUTH a b\r\nAUTH default x\r\nAUTH\r\nAUTH a b c\r\nPING\r\nQUIT\r\n",
+            ),
+            open("auth password", "AUTH secret\r\nPING\r\nGET missing\r\n"),
+            open("auth default user", "AUTH default secret\r\nPING\r\n"),
+            open("failed auth keeps authentication", "AUTH secret\r\nAUTH x\r\nPING\r\n"),
+            closed(
+                "hello needs auth",
+                "HELLO 3\r\nHELLO\r\nHELLO 4\r\nHELLO 3 AUTH default bad\r\nHELLO 3 AUTH bob secret\r\nPING\r\n\
+                 QUIT\r\n",
+            ),
+            open("hello auth", "HELLO 3 AUTH default secret SETNAME x\r\nCLIENT GETNAME\r\nPING\r\n"),
+            closed("reset deauthenticates", "AUTH secret\r\nRESET\r\nPING\r\nAUTH secret\r\nPING\r\nRESET\r\nQUIT\r\n"),
+            open("reset then auth", "RESET\r\nAUTH secret\r\nPING\r\n"),
+            closed("quit before auth", "QUIT\r\n"),
+        ],
+    );
+}
+
+/// Only the `# Section` header lines of every INFO reply.
+fn info_headers(bytes: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(bytes);
+    let mut out = Vec::new();
+    for line in text.split("\r\n") {
+        if line.starts_with("# ") {
+            out.extend_from_slice(line.as_bytes());
+            out.push(b'\n');
+        }
+    }
+    out
+}
+
+#[test]
+fn info_sections_match_redis() {
+    compare_each_with(
+        "info_sections_match_redis",
+        &[],
+        info_headers,
+        vec![
+            open("info", "INFO\r\n"),
+            open("info default", "INFO default\r\n"),
+            open("info all", "INFO all\r\n"),
+            open("info everything", "INFO everything\r\n"),
+            open("info several", "INFO cpu clients SERVER\r\n"),
+            open("info each", "INFO memory\r\nINFO persistence\r\nINFO stats\r\nINFO replication\r\n"),
+            open("info more", "INFO commandstats\r\nINFO errorstats\r\nINFO latencystats\r\n"),
+        ],
+    );
+}
+
+/// Send one RESP command on `stream` and read its whole reply.
+fn call(stream: &mut TcpStream, command: &[&[u8]]) -> Vec<u8> {
+    stream.write_all(&multibulk(command)).expect("send");
+    read_until(stream, reply_complete).bytes
+}
+
+/// Whether `b` holds one complete simple, integer, error or bulk reply (enough for these tests).
+fn reply_complete(b: &[u8]) -> bool {
+    let Some(end) = b.windows(2).position(|w| w == b"\r\n") else {
+        return false;
+    };
+    match b[0] {
+        b'$' => {
+            let n: i64 = std::str::from_utf8(&b[1..end]).ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+            n < 0 || b.len() >= end + 2 + n as usize + 2
+        }
+        b'*' => b.ends_with(b"\r\n") && b.len() > end + 2,
+        _ => true,
+    }
+}
+
+fn text(bytes: Vec<u8>) -> String {
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[test]
+fn info_reports_the_fields_tools_read() {
+    let kvik = start_kvik();
+    let mut c = connect(kvik.port);
+    call(&mut c, &[b"SET", b"k", b"v"]);
+    call(&mut c, &[b"SET", b"t", b"v", b"EX", b"100"]);
+    call(&mut c, &[b"GET", b"k"]);
+    call(&mut c, &[b"INCR", b"k"]);
+    call(&mut c, &[b"NOSUCH"]);
+    call(&mut c, &[b"GET"]);
+    let info = text(call(&mut c, &[b"INFO", b"everything"]));
+    for field in [
+        "# Server\r\nredis_version:7.0.15\r\n",
+        "kvik_version:",
+        "redis_mode:standalone\r\n",
+        "arch_bits:64\r\n",
+        &format!("tcp_port:{}\r\n", kvik.port),
+        "process_id:",
+        "uptime_in_seconds:",
+        "connected_clients:1\r\n",
+        "blocked_clients:0\r\n",
+        "used_memory:",
+        "used_memory_human:",
+        "maxmemory:0\r\n",
+        "mem_allocator:",
+        "loading:0\r\n",
+        "rdb_changes_since_last_save:2\r\n",
+        "total_connections_received:1\r\n",
+        "total_commands_processed:4\r\n",
+        "expired_keys:0\r\n",
+        "evicted_keys:0\r\n",
+        "keyspace_hits:1\r\nkeyspace_misses:0\r\n",
+        "total_error_replies:3\r\n",
+        "role:master\r\nconnected_slaves:0\r\n",
+        "used_cpu_sys:",
+        "used_cpu_user:",
+        "cmdstat_set:calls=2,",
+        "cmdstat_get:calls=1,usec=",
+        ",rejected_calls=1,failed_calls=0\r\n",
+        "cmdstat_incr:calls=1,usec=",
+        "rejected_calls=0,failed_calls=1\r\n",
+        "errorstat_ERR:count=3\r\n",
+        "# Cluster\r\ncluster_enabled:0\r\n",
+        "db0:keys=2,expires=1,avg_ttl=0\r\n",
+    ] {
+        assert!(info.contains(field), "INFO lacks {field:?}:\n{info}");
+    }
+    let default = text(call(&mut c, &[b"INFO"]));
+    assert!(!default.contains("# Commandstats"), "{default}");
+    assert!(default.contains("# Errorstats"), "{default}");
+}
+
+#[test]
+fn client_list_and_info_show_every_client() {
+    let kvik = start_kvik();
+    let mut a = connect(kvik.port);
+    let mut b = connect(kvik.port);
+    assert_eq!(call(&mut a, &[b"CLIENT", b"SETNAME", b"first"]), b"+OK\r\n");
+    call(&mut b, &[b"SELECT", b"3"]);
+    let id_a = text(call(&mut a, &[b"CLIENT", b"ID"]));
+    let id_b = text(call(&mut b, &[b"CLIENT", b"ID"]));
+    let list = text(call(&mut a, &[b"CLIENT", b"LIST"]));
+    let lines: Vec<&str> = list.lines().skip(1).filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines.len(), 2, "{list}");
+    let line_a = format!("id={} ", id_a.trim().trim_start_matches(':'));
+    let line_b = format!("id={} ", id_b.trim().trim_start_matches(':'));
+    assert!(lines[0].starts_with(&line_a), "{list}");
+    assert!(lines[0].contains(" name=first age="), "{list}");
+    assert!(lines[0].contains(" cmd=client|list user=default redir=-1 resp=2"), "{list}");
+    assert!(lines[1].starts_with(&line_b), "{list}");
+    assert!(lines[1].contains(" db=3 ") && lines[1].contains(" cmd=client|id "), "{list}");
+    let fields: Vec<&str> = lines[0].split(' ').map(|f| f.split('=').next().unwrap_or("")).collect();
+    assert_eq!(
+        fields,
+        [
+            "id",
+            "addr",
+            "laddr",
+            "fd",
+            "name",
+            "age",
+            "idle",
+            "flags",
+            "db",
+            "sub",
+            "psub",
+            "ssub",
+            "multi",
+            "qbuf",
+            "qbuf-free",
+            "argv-mem",
+            "multi-mem",
+            "rbs",
+            "rbp",
+            "obl",
+            "oll",
+            "omem",
+            "tot-mem",
+            "events",
+            "cmd",
+            "user",
+            "redir",
+            "resp"
+        ]
+    );
+    let own = text(call(&mut b, &[b"CLIENT", b"INFO"]));
+    assert!(own.contains(&line_b) && own.contains(" cmd=client|info "), "{own}");
+    let only_b = text(call(&mut a, &[b"CLIENT", b"LIST", b"ID", id_b.trim().trim_start_matches(':').as_bytes()]));
+    assert_eq!(only_b.lines().filter(|l| !l.is_empty()).count(), 2, "{only_b}");
+    assert_eq!(text(call(&mut a, &[b"CLIENT", b"NO-EVICT", b"on"])), "+OK\r\n");
+    assert!(text(call(&mut a, &[b"CLIENT", b"INFO"])).contains(" flags=e "));
+}
+
+#[test]
+fn client_kill_closes_the_connection() {
+    let kvik = start_kvik();
+    let mut a = connect(kvik.port);
+    let mut b = connect(kvik.port);
+    let id_b = text(call(&mut b, &[b"CLIENT", b"ID"]));
+    let id_b = id_b.trim().trim_start_matches(':').to_string();
+    assert_eq!(call(&mut a, &[b"CLIENT", b"KILL", b"ID", id_b.as_bytes()]), b":1\r\n");
+    // The killed client sees its connection end without a reply.
+    b.write_all(b"PING\r\n").ok();
+    let answer = read_until(&mut b, |_| false);
+    assert!(answer.closed && answer.bytes.is_empty(), "{}", answer.show());
+    // Old form, by address: the client's own address, which closes it after the reply.
+    let info = text(call(&mut a, &[b"CLIENT", b"INFO"]));
+    let addr = info.split(' ').find_map(|f| f.strip_prefix("addr=")).unwrap_or_default().to_string();
+    a.write_all(&multibulk(&[b"CLIENT", b"KILL", addr.as_bytes()])).expect("send");
+    let answer = read_until(&mut a, |_| false);
+    assert_eq!(answer.bytes, b"+OK\r\n");
+    assert!(answer.closed);
+    // SKIPME no includes the caller.
+    let mut c = connect(kvik.port);
+    c.write_all(b"CLIENT KILL USER default SKIPME no\r\n").expect("send");
+    let answer = read_until(&mut c, |_| false);
+    assert_eq!(answer.bytes, b":1\r\n");
+    assert!(answer.closed);
+}
+
+#[test]
+fn slowlog_records_slow_commands() {
+    let kvik = start_kvik();
+    let mut c = connect(kvik.port);
+    assert_eq!(call(&mut c, &[b"DEBUG", b"SLEEP", b"0.02"]), b"+OK\r\n");
+    assert_eq!(call(&mut c, &[b"SLOWLOG", b"LEN"]), b":1\r\n");
+    let entry = call(&mut c, &[b"SLOWLOG", b"GET"]);
+    let shown = text(entry);
+    assert!(shown.starts_with("*1\r\n*6\r\n:0\r\n:"), "{shown}");
+    assert!(shown.contains("*3\r\n$5\r\nDEBUG\r\n$5\r\nSLEEP\r\n$4\r\n0.02\r\n$15\r\n127.0.0.1:"), "{shown}");
+    assert_eq!(call(&mut c, &[b"SLOWLOG", b"RESET"]), b"+OK\r\n");
+    assert_eq!(call(&mut c, &[b"SLOWLOG", b"LEN"]), b":0\r\n");
+}
+
+#[test]
+fn requirepass_option_guards_every_connection() {
+    let kvik = start_kvik_with(&["--requirepass", "pw"]);
+    let mut c = connect(kvik.port);
+    assert_eq!(call(&mut c, &[b"GET", b"k"]), b"-NOAUTH Authentication required.\r\n");
+    assert_eq!(call(&mut c, &[b"AUTH", b"pw"]), b"+OK\r\n");
+    assert_eq!(call(&mut c, &[b"GET", b"k"]), b"$-1\r\n");
+    let info = text(call(&mut c, &[b"INFO", b"errorstats"]));
+    assert!(info.contains("errorstat_NOAUTH:count=1\r\n"), "{info}");
+    let debug = text(call(&mut c, &[b"DEBUG", b"OBJECT", b"nokey"]));
+    assert_eq!(debug, "-ERR no such key\r\n");
+    call(&mut c, &[b"SET", b"k", b"12"]);
+    let debug = text(call(&mut c, &[b"DEBUG", b"OBJECT", b"k"]));
+    assert!(debug.starts_with("+Value at:") && debug.contains(" refcount:1 encoding:int "), "{debug}");
+}
+
+/// What a MONITOR client receives while another client runs `commands`,
+/// with times and client ports masked.
+fn monitor_feed(port: u16, commands: &[u8]) -> String {
+    let mut monitor = connect(port);
+    monitor.write_all(b"MONITOR\r\n").expect("send MONITOR");
+    let ok = read_until(&mut monitor, |b| b.ends_with(b"\r\n"));
+    assert_eq!(ok.bytes, b"+OK\r\n");
+    let mut client = connect(port);
+    client.write_all(commands).expect("send commands");
+    client.write_all(b"ECHO end-of-feed\r\n").expect("send marker");
+    let fed = read_until(&mut monitor, |b| b.ends_with(b"\"ECHO\" \"end-of-feed\"\r\n"));
+    let mut out = String::new();
+    for line in String::from_utf8_lossy(&fed.bytes).split_inclusive("\r\n") {
+        // "+1700000000.123456 [0 127.0.0.1:53124] ..." -> "+T [0 ADDR] ..."
+        let (head, rest) = line.split_once(']').unwrap_or((line, ""));
+        let db = head.split_once('[').and_then(|(_, d)| d.split(' ').next()).unwrap_or("?");
+        out.push_str(&format!("+T [{db} ADDR]{rest}"));
+    }
+    out
+}
+
+#[test]
+fn monitor_feed_matches_redis() {
+    let Some(redis) = common::start_redis_or_skip("monitor_feed_matches_redis") else {
+        return;
+    };
+    let kvik = start_kvik();
+    let commands = b"SET k \"a b\\\"\\n\\x01\\xff\"\r\nSELECT 2\r\nGET k\r\nAUTH x\r\nAUTH default x\r\n\
+        HELLO 2 AUTH default x\r\nCLIENT LIST\r\nGET\r\nFOO\r\nINCR n\r\nPING\r\n\
+        *3\r\n$3\r\nSET\r\n$1\r\nn\r\n$2\r\n12\r\nDEBUG SLEEP 0\r\nFLUSHALL\r\n";
+    assert_eq!(monitor_feed(kvik.port, commands), monitor_feed(redis.port, commands));
+}
+
+/// Every Redis 7.0 command and subcommand, except containers (whose
+/// subcommands Redis lists in hash order, different on every start).
+fn redis_command_names() -> (Vec<String>, Vec<String>) {
+    use kvik_protocol::commands::{Source, COMMANDS};
+    let mut plain = Vec::new();
+    let mut containers = Vec::new();
+    for spec in COMMANDS.iter().filter(|s| s.source == Source::Redis70) {
+        if spec.subcommands.is_empty() {
+            plain.push(spec.name.to_string());
+        } else {
+            containers.push(spec.name.to_string());
+            plain.extend(spec.subcommands.iter().filter(|s| s.source == Source::Redis70).map(|s| s.name.to_string()));
+        }
+    }
+    (plain, containers)
+}
+
+#[test]
+fn command_info_and_docs_match_redis_for_every_command() {
+    let (plain, _) = redis_command_names();
+    let names = plain.join(" ");
+    compare_each(
+        "command_info_and_docs_match_redis_for_every_command",
+        vec![
+            open("info resp2", format!("COMMAND INFO {names}\r\n")),
+            open("docs resp2", format!("COMMAND DOCS {names}\r\n")),
+            open("info resp3", format!("HELLO 3\r\nCOMMAND INFO {names}\r\n")),
+            open("docs resp3", format!("HELLO 3\r\nCOMMAND DOCS {names}\r\n")),
+        ],
+    );
+}
+
+#[test]
+fn container_entries_match_redis_in_size() {
+    let (_, containers) = redis_command_names();
+    let cases = containers
+        .iter()
+        .flat_map(|c| {
+            let info: &'static str = Box::leak(format!("info {c}").into_boxed_str());
+            let docs: &'static str = Box::leak(format!("docs {c}").into_boxed_str());
+            [open(info, format!("COMMAND INFO {c}\r\n")), open(docs, format!("COMMAND DOCS {c}\r\n"))]
+        })
+        .collect();
+    // Same bytes in another order: the same length and the same multiset of bytes.
+    compare_each_with("container_entries_match_redis_in_size", &[], sorted_bytes, cases);
+}
+
+fn sorted_bytes(bytes: &[u8]) -> Vec<u8> {
+    let mut v = bytes.to_vec();
+    v.sort_unstable();
+    v
+}
+
+/// INFO commandstats / errorstats text with times masked, lengths dropped
+/// and lines sorted (Redis lists commands in hash order).
+fn stats_lines(bytes: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(bytes);
+    let mut lines: Vec<String> = text
+        .split("\r\n")
+        .map(|line| {
+            if line.starts_with('$') {
+                return "$".to_string();
+            }
+            match (line.find("usec="), line.find(",rejected_calls")) {
+                (Some(a), Some(b)) if a < b => format!("{}usec=T{}", &line[..a], &line[b..]),
+                _ => line.to_string(),
+            }
+        })
+        .collect();
+    lines.sort();
+    lines.join("\n").into_bytes()
+}
+
+#[test]
+fn command_and_error_stats_match_redis() {
+    compare_each_with(
+        "command_and_error_stats_match_redis",
+        &[],
+        stats_lines,
+        vec![open(
+            "stats after errors",
+            "FLUSHALL\r\nSET k v\r\nINCR k\r\nGET\r\nFOO\r\nCLIENT FOO\r\nGET k\r\nSET k v EX -1\r\nSET k v XX NX\r\n\
+             HELLO 4\r\nAUTH x\r\nAUTH default x\r\nPING a b\r\nSELECT 99\r\nINFO commandstats errorstats\r\n",
+        )],
+    );
+}
+
+#[test]
+fn latency_histogram_matches_redis_in_shape() {
+    compare_each_with(
+        "latency_histogram_matches_redis_in_shape",
+        &[],
+        // Bucket bounds depend on timing; keep the structure and the call counts' positions.
+        mask_digits,
+        vec![open(
+            "histogram",
+            "LATENCY HISTOGRAM nosuch\r\nLATENCY HISTOGRAM echo\r\nECHO a\r\n\
+                 LATENCY HISTOGRAM echo nosuch ECHO\r\nLATENCY HISTOGRAM client|id\r\n",
+        )],
+    );
+}
+
+#[test]
+fn stats_before_authentication_match_redis() {
+    compare_each_with(
+        "stats_before_authentication_match_redis",
+        &["--requirepass", "secret"],
+        stats_lines,
+        vec![open(
+            "rejected before auth",
+            "GET k\r\nSET k v\r\nPING\r\nHELLO 3\r\nAUTH x\r\nAUTH secret\r\nINFO commandstats errorstats\r\n",
+        )],
+    );
+}
+
+/// Only the keyspace_hits / keyspace_misses lines.
+fn hit_lines(bytes: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(bytes);
+    text.split("\r\n").filter(|l| l.starts_with("keyspace_")).collect::<Vec<_>>().join("\n").into_bytes()
+}
+
+#[test]
+fn keyspace_hits_and_misses_match_redis() {
+    compare_each_with(
+        "keyspace_hits_and_misses_match_redis",
+        &[],
+        hit_lines,
+        vec![open(
+            "reads",
+            "FLUSHALL\r\nSET k v\r\nSET n 5\r\nGET k\r\nGET nokey\r\nMGET k n nokey\r\nSTRLEN k\r\nSTRLEN nokey\r\n\
+             EXISTS k nokey k\r\nTYPE k\r\nTYPE nokey\r\nSET k w GET\r\nSET new w GET\r\nINCR n\r\nAPPEND k x\r\n\
+             SETNX k y\r\nDEL nokey\r\nSET k z\r\nINFO stats\r\n",
+        )],
+    );
+}
