@@ -11,7 +11,7 @@
 //! for the session (RESP2, RESP3 or RESPB) at the moment the reply is written;
 //! that is what lets `HELLO 3` answer in RESP3 after switching the session.
 
-use kvik_protocol::commands::{lookup, lookup_subcommand, CommandSpec, COMMANDS};
+use kvik_protocol::commands::{lookup, lookup_subcommand, CommandFlags, CommandSpec, COMMANDS};
 use kvik_protocol::number::parse_i64;
 use kvik_protocol::resp::writer::Protocol;
 use kvik_protocol::{CommandArgs, ReplySink};
@@ -72,6 +72,9 @@ pub const WRONGTYPE: &[u8] = b"WRONGTYPE Operation against a key holding the wro
 pub const SYNTAX_ERROR: &[u8] = b"ERR syntax error";
 /// Redis's reply for an argument that must be an integer.
 pub const NOT_AN_INTEGER: &[u8] = b"ERR value is not an integer or out of range";
+
+/// Redis's reply to a command that may add data while memory stays over `maxmemory`.
+pub const OOM: &[u8] = b"OOM command not allowed when used memory > 'maxmemory'.";
 
 /// Longest part of a client-supplied name or argument quoted back in an
 /// error, as Redis bounds it, so a huge argument cannot make a huge error.
@@ -157,6 +160,10 @@ pub fn execute<T: ReplyTarget>(
     // AUTH and HELLO (which can carry credentials) through.
     if !session.authenticated && state.limits.auth_required() && !matches!(spec.name, "auth" | "hello") {
         target.reply(session, |s| s.error(b"NOAUTH Authentication required."));
+        return Outcome::Continue;
+    }
+    if !state.enforce_maxmemory() && spec.flags.contains(CommandFlags::DENYOOM) {
+        target.reply(session, |s| s.error(OOM));
         return Outcome::Continue;
     }
     match spec.name {

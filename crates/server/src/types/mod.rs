@@ -22,6 +22,14 @@ impl Value {
         }
     }
 
+    /// Bytes the value holds outside its [`Value`] itself (for the memory
+    /// estimate); an integer lives inline and costs nothing more.
+    pub fn heap_size(&self) -> usize {
+        match self {
+            Value::Str(s) => s.heap_size(),
+        }
+    }
+
     /// The name `OBJECT ENCODING` reports.
     pub fn encoding(&self) -> &'static str {
         match self {

@@ -1,0 +1,191 @@
+//! Keeping the data under `maxmemory`: the eviction policies and the loop
+//! that frees memory before a command runs.
+//!
+//! Like Redis, kvik does not keep keys ordered by age or frequency (that
+//! would cost memory and work on every access); it samples. Each round looks
+//! at a few shards, asks each database there for its best candidate among
+//! `maxmemory-samples` sampled keys, and evicts the best of those. The
+//! result approximates true LRU/LFU as Redis's sampling does, and the cost
+//! is only paid while the server is over its limit.
+
+use std::sync::atomic::Ordering;
+
+use super::{now_ms, Keyspace};
+
+/// A `maxmemory-policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// Least recently used among keys with a TTL.
+    VolatileLru,
+    /// Least frequently used among keys with a TTL.
+    VolatileLfu,
+    /// Any key with a TTL.
+    VolatileRandom,
+    /// The key with the soonest deadline.
+    VolatileTtl,
+    /// Least recently used among all keys.
+    AllkeysLru,
+    /// Least frequently used among all keys.
+    AllkeysLfu,
+    /// Any key.
+    AllkeysRandom,
+    /// Evict nothing; refuse commands that may add data.
+    NoEviction,
+}
+
+impl Policy {
+    /// Every policy, in the order of [`crate::config::MAXMEMORY_POLICIES`].
+    const ALL: [Policy; 8] = [
+        Policy::VolatileLru,
+        Policy::VolatileLfu,
+        Policy::VolatileRandom,
+        Policy::VolatileTtl,
+        Policy::AllkeysLru,
+        Policy::AllkeysLfu,
+        Policy::AllkeysRandom,
+        Policy::NoEviction,
+    ];
+
+    /// The policy named `name` (a canonical `maxmemory-policy` value).
+    pub fn from_name(name: &str) -> Policy {
+        crate::config::MAXMEMORY_POLICIES
+            .iter()
+            .position(|p| *p == name)
+            .and_then(|i| Self::ALL.get(i).copied())
+            .unwrap_or(Policy::NoEviction)
+    }
+
+    /// The policy's index, for storing it in an atomic.
+    pub fn index(self) -> u8 {
+        Self::ALL.iter().position(|p| *p == self).map_or(7, |i| i as u8)
+    }
+
+    /// The policy stored as `index`.
+    pub fn from_index(index: u8) -> Policy {
+        Self::ALL.get(usize::from(index)).copied().unwrap_or(Policy::NoEviction)
+    }
+
+    /// Whether only keys with a TTL may be evicted.
+    pub fn volatile(self) -> bool {
+        matches!(self, Policy::VolatileLru | Policy::VolatileLfu | Policy::VolatileRandom | Policy::VolatileTtl)
+    }
+
+    /// Whether the policy ranks keys by access frequency (which makes
+    /// `OBJECT FREQ` answer and `OBJECT IDLETIME` refuse, as in Redis).
+    pub fn lfu(self) -> bool {
+        matches!(self, Policy::VolatileLfu | Policy::AllkeysLfu)
+    }
+}
+
+/// Shards asked for a candidate in each eviction round: enough that the
+/// evicted key is a good one overall, few enough that a round is cheap.
+const PROBE_SHARDS: usize = 4;
+
+impl Keyspace {
+    /// Evict keys by `policy` until the memory estimate is at most `limit`.
+    /// False when that is not possible: the policy is `noeviction`, or
+    /// nothing is left that the policy may evict.
+    pub fn free_memory(&self, limit: usize, policy: Policy, samples: usize) -> bool {
+        while self.used_memory() > limit {
+            if policy == Policy::NoEviction || !self.evict_one(policy, samples) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Evict one key chosen by `policy`; false when no shard has a candidate.
+    fn evict_one(&self, policy: Policy, samples: usize) -> bool {
+        let shards = self.shard_count();
+        let start = self.evict_cursor.fetch_add(PROBE_SHARDS, Ordering::Relaxed);
+        let now = now_ms();
+        let mut best: Option<(u64, usize, usize, Box<[u8]>)> = None;
+        let mut probed = 0;
+        for step in 0..shards {
+            let index = start.wrapping_add(step) % shards;
+            let mut shard = self.lock(index);
+            let mut found = false;
+            for (db_index, db) in shard.dbs().iter_mut().enumerate() {
+                if let Some((score, key)) = db.eviction_candidate(policy, samples, now) {
+                    found = true;
+                    if best.as_ref().is_none_or(|(b, ..)| score > *b) {
+                        best = Some((score, index, db_index, key));
+                    }
+                }
+            }
+            drop(shard);
+            if found {
+                probed += 1;
+                if probed >= PROBE_SHARDS {
+                    break;
+                }
+            }
+        }
+        let Some((_, index, db_index, key)) = best else {
+            return false;
+        };
+        let mut shard = self.lock(index);
+        let db = shard.db(db_index);
+        // Another client may have removed the key, or its TTL, meanwhile.
+        let still_eligible = db.peek(&key, now).is_some_and(|e| !policy.volatile() || e.expire_at_ms.is_some());
+        if still_eligible && db.remove(&key).is_some() {
+            self.evicted.fetch_add(1, Ordering::Relaxed);
+        }
+        true
+    }
+
+    /// Keys evicted so far (`INFO stats`' `evicted_keys`).
+    pub fn evicted_keys(&self) -> u64 {
+        self.evicted.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keyspace::Entry;
+    use crate::types::{string::StrValue, Value};
+
+    fn fill(ks: &Keyspace, n: usize, ttl_every: usize) {
+        for i in 0..n {
+            let key = format!("key:{i}");
+            let expire = (ttl_every > 0 && i % ttl_every == 0).then_some(now_ms() + 1_000_000 + i as i64);
+            let entry = Entry::with_expire(Value::Str(StrValue::from_bytes(&[b'x'; 100])), expire);
+            ks.lock_key(key.as_bytes()).db(0).insert(key.as_bytes(), entry);
+        }
+    }
+
+    #[test]
+    fn policies_round_trip_through_names_and_indexes() {
+        for (i, name) in crate::config::MAXMEMORY_POLICIES.iter().enumerate() {
+            let p = Policy::from_name(name);
+            assert_eq!(usize::from(p.index()), i);
+            assert_eq!(Policy::from_index(p.index()), p);
+        }
+        assert!(Policy::from_name("allkeys-lfu").lfu());
+        assert!(Policy::from_name("volatile-ttl").volatile());
+    }
+
+    #[test]
+    fn eviction_brings_memory_under_the_limit() {
+        let ks = Keyspace::new(16, 2);
+        fill(&ks, 1000, 0);
+        let used = ks.used_memory();
+        assert!(used > 1000 * 100);
+        assert!(!ks.free_memory(used / 2, Policy::NoEviction, 5));
+        assert!(ks.free_memory(used / 2, Policy::AllkeysRandom, 5));
+        assert!(ks.used_memory() <= used / 2);
+        assert!(ks.evicted_keys() >= 400);
+    }
+
+    #[test]
+    fn volatile_policies_only_take_keys_with_a_ttl() {
+        let ks = Keyspace::new(16, 1);
+        fill(&ks, 400, 4);
+        let used = ks.used_memory();
+        assert!(!ks.free_memory(used / 2, Policy::VolatileLru, 5), "only a quarter of the keys may go");
+        let left: usize = ks.lock_all().shards().into_iter().map(|s| s.db(0).len()).sum();
+        assert_eq!(left, 300);
+        assert_eq!(ks.evicted_keys(), 100);
+    }
+}
