@@ -321,29 +321,30 @@ impl Db {
         removed
     }
 
-    /// The key of this database that `policy` would evict first among
-    /// `samples` sampled ones, with its score (higher: evict sooner); `None`
-    /// when the policy finds nothing here (no keys, or no keys with a TTL for
-    /// the volatile policies).
+    /// Up to `samples` keys of this database that `policy` may evict, each
+    /// with its score (higher: evict sooner), added to `out`; nothing when the
+    /// policy finds nothing here (no keys, or no keys with a TTL for the
+    /// volatile policies).
     ///
     /// Samples are a run of consecutive keys from a random place in the
     /// table's order, which is itself unrelated to the keys, so a run is as
     /// good a sample as scattered picks and costs one walk instead of several.
-    /// `volatile-ttl` needs no sample: the deadline index knows the soonest.
-    pub fn eviction_candidate(&mut self, policy: Policy, samples: usize, now_ms: i64) -> Option<(u64, Box<[u8]>)> {
+    /// `volatile-ttl` samples the soonest deadlines, which the index knows.
+    pub fn eviction_samples(&mut self, policy: Policy, samples: usize, now_ms: i64, out: &mut Vec<(u64, Box<[u8]>)>) {
         self.settle();
+        let samples = samples.max(1);
         if policy == Policy::VolatileTtl {
-            let (at, key) = self.deadlines.first()?;
-            return Some((u64::MAX - u64::try_from(*at).unwrap_or(0), key.clone()));
+            for (at, key) in self.deadlines.iter().take(samples) {
+                out.push((u64::MAX - u64::try_from(*at).unwrap_or(0), key.clone()));
+            }
+            return;
         }
         let pool = if policy.volatile() { self.deadlines.len() } else { self.map.len() };
         if pool == 0 {
-            return None;
+            return;
         }
         let skip = usize::try_from(self.next_random() % pool as u64).unwrap_or(0);
-        let samples = samples.max(1);
         let now_s = seconds(now_ms);
-        let mut best: Option<(u64, &[u8])> = None;
         let picked: Vec<(&[u8], &Entry)> = if policy.volatile() {
             self.deadlines
                 .iter()
@@ -366,11 +367,8 @@ impl Db {
                     x
                 }
             };
-            if best.is_none_or(|(b, _)| score > b) {
-                best = Some((score, key));
-            }
+            out.push((score, Box::from(key)));
         }
-        best.map(|(score, key)| (score, Box::from(key)))
     }
 
     /// The `n`th key in the map's order if it is live (RANDOMKEY); an

@@ -77,61 +77,115 @@ impl Policy {
     }
 }
 
-/// Shards asked for a candidate in each eviction round: enough that the
-/// evicted key is a good one overall, few enough that a round is cheap.
+/// Shards sampled in each eviction round: enough that a round sees a fair
+/// number of keys, few enough that it is cheap.
 const PROBE_SHARDS: usize = 4;
+
+/// Candidates kept between rounds (Redis's eviction pool size).
+pub const POOL_SIZE: usize = 16;
+
+/// A key that may be evicted: its score (higher: evict sooner), where it lives, its name.
+#[derive(Debug)]
+pub struct Candidate {
+    score: u64,
+    shard: usize,
+    db: usize,
+    key: Box<[u8]>,
+}
+
+/// The best candidates seen so far, best last, as Redis's eviction pool:
+/// each round adds its samples and evicts the best kept, so a key is
+/// compared with many more than one round's samples.
+#[derive(Debug, Default)]
+pub struct Pool {
+    best: Vec<Candidate>,
+}
+
+impl Pool {
+    /// Add a candidate, keeping the [`POOL_SIZE`] best (and each key once).
+    fn offer(&mut self, candidate: Candidate) {
+        if let Some(at) =
+            self.best.iter().position(|c| c.shard == candidate.shard && c.db == candidate.db && c.key == candidate.key)
+        {
+            self.best.remove(at);
+        }
+        if self.best.len() >= POOL_SIZE && self.best.first().is_some_and(|worst| worst.score >= candidate.score) {
+            return;
+        }
+        let at = self.best.partition_point(|c| c.score <= candidate.score);
+        self.best.insert(at, candidate);
+        if self.best.len() > POOL_SIZE {
+            self.best.remove(0);
+        }
+    }
+}
 
 impl Keyspace {
     /// Evict keys by `policy` until the memory estimate is at most `limit`.
     /// False when that is not possible: the policy is `noeviction`, or
     /// nothing is left that the policy may evict.
     pub fn free_memory(&self, limit: usize, policy: Policy, samples: usize) -> bool {
+        if self.used_memory() <= limit {
+            return true;
+        }
+        if policy == Policy::NoEviction {
+            return false;
+        }
+        // One evicting client at a time: concurrent evictors would only
+        // evict more than needed and fight over the same candidates.
+        let mut pool = self.evict_pool.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.1 != Some(policy) {
+            // Scores of another policy mean nothing under this one.
+            pool.0.best.clear();
+            pool.1 = Some(policy);
+        }
         while self.used_memory() > limit {
-            if policy == Policy::NoEviction || !self.evict_one(policy, samples) {
+            if !self.evict_one(&mut pool.0, policy, samples) {
                 return false;
             }
         }
         true
     }
 
-    /// Evict one key chosen by `policy`; false when no shard has a candidate.
-    fn evict_one(&self, policy: Policy, samples: usize) -> bool {
+    /// Sample a few shards into `pool`, then evict its best candidate that
+    /// still qualifies; false when no shard has anything to evict.
+    fn evict_one(&self, pool: &mut Pool, policy: Policy, samples: usize) -> bool {
         let shards = self.shard_count();
         let start = self.evict_cursor.fetch_add(PROBE_SHARDS, Ordering::Relaxed);
         let now = now_ms();
-        let mut best: Option<(u64, usize, usize, Box<[u8]>)> = None;
         let mut probed = 0;
+        let mut found = Vec::new();
         for step in 0..shards {
             let index = start.wrapping_add(step) % shards;
             let mut shard = self.lock(index);
-            let mut found = false;
+            let mut any = false;
             for (db_index, db) in shard.dbs().iter_mut().enumerate() {
-                if let Some((score, key)) = db.eviction_candidate(policy, samples, now) {
-                    found = true;
-                    if best.as_ref().is_none_or(|(b, ..)| score > *b) {
-                        best = Some((score, index, db_index, key));
-                    }
+                db.eviction_samples(policy, samples, now, &mut found);
+                any |= !found.is_empty();
+                for (score, key) in found.drain(..) {
+                    pool.offer(Candidate { score, shard: index, db: db_index, key });
                 }
             }
             drop(shard);
-            if found {
+            if any {
                 probed += 1;
                 if probed >= PROBE_SHARDS {
                     break;
                 }
             }
         }
-        let Some((_, index, db_index, key)) = best else {
-            return false;
-        };
-        let mut shard = self.lock(index);
-        let db = shard.db(db_index);
-        // Another client may have removed the key, or its TTL, meanwhile.
-        let still_eligible = db.peek(&key, now).is_some_and(|e| !policy.volatile() || e.expire_at_ms.is_some());
-        if still_eligible && db.remove(&key).is_some() {
-            self.evicted.fetch_add(1, Ordering::Relaxed);
+        while let Some(candidate) = pool.best.pop() {
+            let mut shard = self.lock(candidate.shard);
+            let db = shard.db(candidate.db);
+            // Another client may have removed the key, or its TTL, since it was sampled.
+            let eligible =
+                db.peek(&candidate.key, now).is_some_and(|e| !policy.volatile() || e.expire_at_ms.is_some());
+            if eligible && db.remove(&candidate.key).is_some() {
+                self.evicted.fetch_add(1, Ordering::Relaxed);
+                return true;
+            }
         }
-        true
+        false
     }
 
     /// Keys evicted so far (`INFO stats`' `evicted_keys`).
@@ -176,6 +230,33 @@ mod tests {
         assert!(ks.free_memory(used / 2, Policy::AllkeysRandom, 5));
         assert!(ks.used_memory() <= used / 2);
         assert!(ks.evicted_keys() >= 400);
+    }
+
+    #[test]
+    fn the_pool_keeps_the_best_candidates_once_each() {
+        let mut pool = Pool::default();
+        for i in 0..40u64 {
+            pool.offer(Candidate { score: i % 20, shard: 0, db: 0, key: format!("k{}", i % 20).into_bytes().into() });
+        }
+        assert_eq!(pool.best.len(), POOL_SIZE);
+        assert_eq!(pool.best.last().map(|c| c.score), Some(19));
+        assert_eq!(pool.best.first().map(|c| c.score), Some(4));
+    }
+
+    #[test]
+    fn volatile_ttl_evicts_the_soonest_deadlines() {
+        let ks = Keyspace::new(16, 1);
+        fill(&ks, 200, 1);
+        let used = ks.used_memory();
+        assert!(ks.free_memory(used / 2, Policy::VolatileTtl, 5));
+        let survivors: Vec<usize> = (0..200)
+            .filter(|i| {
+                let key = format!("key:{i}");
+                ks.lock_key(key.as_bytes()).db(0).contains(key.as_bytes(), now_ms())
+            })
+            .collect();
+        assert!(survivors.len() < 110);
+        assert!(survivors.iter().all(|&i| i >= 50), "soonest deadlines go first: {survivors:?}");
     }
 
     #[test]

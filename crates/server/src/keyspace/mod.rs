@@ -118,6 +118,8 @@ pub struct Keyspace {
     evicted: AtomicU64,
     /// Where the next eviction round starts looking, so rounds spread over shards.
     evict_cursor: AtomicUsize,
+    /// Eviction candidates kept between rounds, and the policy that scored them.
+    evict_pool: Mutex<(evict::Pool, Option<Policy>)>,
     /// LFU parameters every database reads.
     tuning: Arc<lfu::Tuning>,
     databases: usize,
@@ -139,6 +141,7 @@ impl Keyspace {
             used: AtomicUsize::new(0),
             evicted: AtomicU64::new(0),
             evict_cursor: AtomicUsize::new(0),
+            evict_pool: Mutex::new((evict::Pool::default(), None)),
             tuning,
             databases,
         }
