@@ -6,7 +6,7 @@ use std::sync::{RwLock, RwLockReadGuard};
 
 use tokio::sync::watch;
 
-use crate::config::Config;
+use crate::config::{parse_output_limits, Config, OutputLimit};
 use crate::keyspace::{Keyspace, Policy};
 use crate::session::ClientIds;
 
@@ -55,6 +55,12 @@ pub struct ConnectionLimits {
     pub maxmemory_policy: AtomicU8,
     /// `maxmemory-samples`.
     pub maxmemory_samples: AtomicUsize,
+    /// `client-output-buffer-limit` for normal clients: hard limit in bytes.
+    pub output_hard: AtomicU64,
+    /// … soft limit in bytes.
+    pub output_soft: AtomicU64,
+    /// … seconds allowed above the soft limit.
+    pub output_soft_seconds: AtomicU64,
 }
 
 impl ConnectionLimits {
@@ -66,6 +72,19 @@ impl ConnectionLimits {
         self.maxmemory.store(config.usize("maxmemory"), Ordering::Relaxed);
         self.maxmemory_policy.store(Policy::from_name(config.get("maxmemory-policy")).index(), Ordering::Relaxed);
         self.maxmemory_samples.store(config.usize("maxmemory-samples").max(1), Ordering::Relaxed);
+        let [normal, ..] = parse_output_limits(config.get("client-output-buffer-limit"));
+        self.output_hard.store(normal.hard, Ordering::Relaxed);
+        self.output_soft.store(normal.soft, Ordering::Relaxed);
+        self.output_soft_seconds.store(normal.soft_seconds, Ordering::Relaxed);
+    }
+
+    /// The output buffer limits of normal clients now.
+    pub fn output_limit(&self) -> OutputLimit {
+        OutputLimit {
+            hard: self.output_hard.load(Ordering::Relaxed),
+            soft: self.output_soft.load(Ordering::Relaxed),
+            soft_seconds: self.output_soft_seconds.load(Ordering::Relaxed),
+        }
     }
 
     /// `maxmemory` now (0: no limit).

@@ -178,8 +178,7 @@ impl Keyspace {
             let mut shard = self.lock(candidate.shard);
             let db = shard.db(candidate.db);
             // Another client may have removed the key, or its TTL, since it was sampled.
-            let eligible =
-                db.peek(&candidate.key, now).is_some_and(|e| !policy.volatile() || e.expire_at_ms.is_some());
+            let eligible = db.peek(&candidate.key, now).is_some_and(|e| !policy.volatile() || e.expire_at_ms.is_some());
             if eligible && db.remove(&candidate.key).is_some() {
                 self.evicted.fetch_add(1, Ordering::Relaxed);
                 return true;
