@@ -113,7 +113,7 @@ pub const MAXMEMORY_POLICIES: &[&str] = &[
 
 /// Every option kvik knows, with Redis's defaults and ranges.
 ///
-/// Options whose feature arrives later (persistence, eviction, the slow log)
+/// Options whose feature arrives later (persistence, the slow log)
 /// are accepted and reported already, so configuration files and tools that
 /// set them work today and keep working when the feature lands.
 pub const OPTIONS: &[OptionSpec] = &[

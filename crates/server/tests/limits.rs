@@ -49,6 +49,20 @@ fn oom_and_lfu_replies_match_redis() {
                  CONFIG SET maxmemory-policy allkeys-lru\r\nOBJECT FREQ d\r\n\
                  CONFIG SET maxmemory-policy noeviction\r\n",
             ),
+            open(
+                "client-output-buffer-limit takes Redis's syntax and errors",
+                "CONFIG GET client-output-buffer-limit\r\n\
+                 CONFIG SET client-output-buffer-limit \"normal 1mb 2mb 3 replica 1k 2kb 0\"\r\n\
+                 CONFIG GET client-output-buffer-limit\r\n\
+                 CONFIG SET client-output-buffer-limit \"normal 1mb 2mb\"\r\n\
+                 CONFIG SET client-output-buffer-limit \"master 1 2 3\"\r\n\
+                 CONFIG SET client-output-buffer-limit \"normal x 2 3\"\r\n\
+                 CONFIG SET client-output-buffer-limit \"normal 1 2 -3\"\r\n\
+                 CONFIG SET client-output-buffer-limit \"\"\r\n\
+                 CONFIG SET client-output-buffer-limit \"PubSub 5 6 7\"\r\n\
+                 CONFIG GET client-output-buffer-limit\r\n\
+                 CONFIG SET client-output-buffer-limit \"normal 0 0 0 slave 256mb 64mb 60 pubsub 32mb 8mb 60\"\r\n",
+            ),
         ],
     );
 }
