@@ -179,6 +179,25 @@ fn allkeys_lfu_prefers_keys_used_rarely() {
     assert!(hot >= 190, "{hot} of 200 frequently read keys kept ({cold} cold)");
 }
 
+#[test]
+fn restore_applies_freq_under_lfu_and_idletime_otherwise() {
+    let kvik = start_kvik_with(&["--maxmemory-policy", "allkeys-lfu"]);
+    let mut c = connect(kvik.port);
+    assert_eq!(set(&mut c, "k", b"hello"), b"+OK\r\n");
+    let dump = call(&mut c, &[b"DUMP", b"k"]);
+    let header = dump.windows(2).position(|w| w == b"\r\n").expect("bulk header") + 2;
+    let payload = &dump[header..dump.len() - 2];
+    let restore =
+        |c: &mut TcpStream, key: &[u8], opt: &[u8], n: &[u8]| call(c, &[b"RESTORE", key, b"0", payload, opt, n]);
+    assert_eq!(restore(&mut c, b"f", b"FREQ", b"100"), b"+OK\r\n");
+    assert_eq!(call(&mut c, &[b"OBJECT", b"FREQ", b"f"]), b":100\r\n");
+    assert_eq!(restore(&mut c, b"i", b"IDLETIME", b"1000"), b"+OK\r\n");
+    assert_eq!(call(&mut c, &[b"OBJECT", b"FREQ", b"i"]), b":5\r\n");
+    config_set(&mut c, "maxmemory-policy", "allkeys-lru");
+    assert_eq!(restore(&mut c, b"j", b"IDLETIME", b"1000"), b"+OK\r\n");
+    assert_eq!(call(&mut c, &[b"OBJECT", b"IDLETIME", b"j"]), b":1000\r\n");
+}
+
 /// Resident memory of `server` in KiB (Linux).
 fn rss_kib(server: &ServerProcess) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{}/status", server.pid())).ok()?;

@@ -489,6 +489,31 @@ mod tests {
     }
 
     #[test]
+    fn over_maxmemory_only_commands_that_may_add_data_are_refused() {
+        let state = ServerState::default();
+        let mut session = Session::new(1);
+        let mut send = |words: &[&[u8]]| {
+            let mut args = CommandArgs::new();
+            for w in words {
+                args.push_owned(w);
+            }
+            let mut out = Collect(Vec::new());
+            execute(&state, Request::new(&args, &[]), &mut session, &mut out);
+            out.0
+        };
+        assert_eq!(send(&[b"SET", b"a", b"hello"]), b"+OK\r\n");
+        assert_eq!(send(&[b"CONFIG", b"SET", b"maxmemory", b"1"]), b"+OK\r\n");
+        assert_eq!(send(&[b"SET", b"b", b"x"]), b"-OOM command not allowed when used memory > 'maxmemory'.\r\n");
+        assert_eq!(send(&[b"GET", b"a"]), b"$5\r\nhello\r\n");
+        // The new policy applies at once, and then before every command.
+        assert_eq!(send(&[b"CONFIG", b"SET", b"maxmemory-policy", b"allkeys-random"]), b"+OK\r\n");
+        assert_eq!(state.keyspace.evicted_keys(), 1);
+        assert_eq!(send(&[b"SET", b"b", b"x"]), b"+OK\r\n");
+        assert_eq!(send(&[b"EXISTS", b"a", b"b"]), b":0\r\n", "b alone is over one byte");
+        assert_eq!(state.keyspace.evicted_keys(), 2);
+    }
+
+    #[test]
     fn hello_errors_follow_redis_order() {
         assert_eq!(reply(&[b"hello", b"4"]), b"-NOPROTO unsupported protocol version\r\n");
         assert_eq!(reply(&[b"hello", b"x"]), b"-ERR Protocol version is not an integer or out of range\r\n");
