@@ -99,6 +99,8 @@ pub struct Candidate {
 #[derive(Debug, Default)]
 pub struct Pool {
     best: Vec<Candidate>,
+    /// The memory estimate when the last search found nothing to evict.
+    failed_at: Option<usize>,
 }
 
 impl Pool {
@@ -137,13 +139,22 @@ impl Keyspace {
         if pool.1 != Some(policy) {
             // Scores of another policy mean nothing under this one.
             pool.0.best.clear();
+            pool.0.failed_at = None;
             pool.1 = Some(policy);
+        }
+        // Under a volatile policy with no key left that has a TTL, every
+        // command would otherwise search all shards again; the data has not
+        // changed as long as the estimate has not.
+        if pool.0.failed_at == Some(self.used_memory()) {
+            return false;
         }
         while self.used_memory() > limit {
             if !self.evict_one(&mut pool.0, policy, samples) {
+                pool.0.failed_at = Some(self.used_memory());
                 return false;
             }
         }
+        pool.0.failed_at = None;
         true
     }
 
