@@ -420,6 +420,25 @@ mod tests {
     }
 
     #[test]
+    fn lfu_fields_fit_in_the_entry_padding() {
+        // Value (32) + deadline (16) + access time, flags and LFU counter (8).
+        assert!(std::mem::size_of::<Entry>() <= 56, "{}", std::mem::size_of::<Entry>());
+    }
+
+    #[test]
+    fn values_changed_in_place_are_recounted() {
+        let mut db = Db::default();
+        db.insert(b"k", Entry::new(Value::Str(StrValue::Raw(Vec::new()))));
+        let empty = db.used_memory();
+        if let Some(Entry { value: Value::Str(StrValue::Raw(bytes)), .. }) = db.get_mut(b"k", 0) {
+            bytes.reserve_exact(4096);
+        }
+        assert!(db.used_memory() >= empty + 4096);
+        db.remove(b"k");
+        assert_eq!(db.used_memory(), 0);
+    }
+
+    #[test]
     fn active_removal_respects_its_budget() {
         let mut db = Db::default();
         for i in 0..10 {
