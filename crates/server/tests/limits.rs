@@ -45,6 +45,7 @@ fn oom_and_lfu_replies_match_redis() {
                 "OBJECT FREQ and IDLETIME follow the policy",
                 "FLUSHALL\r\nSET c hello\r\nOBJECT FREQ c\r\nCONFIG SET maxmemory-policy allkeys-lfu\r\n\
                  SET d hello\r\nOBJECT FREQ d\r\nGET d\r\nOBJECT FREQ d\r\nOBJECT IDLETIME d\r\nOBJECT FREQ nokey\r\n\
+                 SET f hello\r\nSET f world\r\nOBJECT FREQ f\r\nSET e hello\r\nCOPY e f REPLACE\r\nOBJECT FREQ f\r\n\
                  CONFIG SET maxmemory-policy volatile-lfu\r\nOBJECT FREQ d\r\n\
                  CONFIG SET maxmemory-policy allkeys-lru\r\nOBJECT FREQ d\r\n\
                  CONFIG SET maxmemory-policy noeviction\r\n",

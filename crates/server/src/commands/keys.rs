@@ -482,6 +482,8 @@ fn copy<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             } else {
                 let mut entry = Entry::with_expire(value, expire_at_ms);
                 entry.private_copy = true;
+                // The copy is a new key, with a new key's access frequency.
+                d.remove(dst);
                 d.insert(dst, entry);
                 true
             }

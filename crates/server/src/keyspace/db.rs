@@ -229,12 +229,21 @@ impl Db {
     }
 
     /// Store `entry` under `key`, replacing any previous value; returns the old entry.
-    pub fn insert(&mut self, key: &[u8], entry: Entry) -> Option<Entry> {
+    ///
+    /// A replaced key keeps its access frequency, as Redis keeps it when a
+    /// value is overwritten, so rewriting a hot key does not make it look
+    /// new to the LFU policies. Callers that mean a new key (`COPY ...
+    /// REPLACE`, `RENAME`, `RESTORE ... REPLACE`) remove the old one first.
+    pub fn insert(&mut self, key: &[u8], mut entry: Entry) -> Option<Entry> {
         self.settle();
         self.used += charge(key.len(), &entry);
         let new_deadline = entry.expire_at_ms;
         let old = match self.map.get_mut(key) {
-            Some(slot) => Some(std::mem::replace(slot, entry)),
+            Some(slot) => {
+                entry.lfu_count = slot.lfu_count;
+                entry.lfu_minutes = slot.lfu_minutes;
+                Some(std::mem::replace(slot, entry))
+            }
             None => {
                 self.map.insert(key.into(), entry);
                 None
