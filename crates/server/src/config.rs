@@ -49,6 +49,8 @@ pub enum Kind {
     Octal,
     /// `notify-keyspace-events`: event class letters.
     KeyspaceEvents,
+    /// `client-output-buffer-limit`: `class hard soft seconds` groups.
+    OutputLimits,
 }
 
 /// How an option may be changed once the server runs.
@@ -111,7 +113,7 @@ pub const MAXMEMORY_POLICIES: &[&str] = &[
 
 /// Every option kvik knows, with Redis's defaults and ranges.
 ///
-/// Options whose feature arrives later (persistence, eviction, the slow log)
+/// Options whose feature arrives later (persistence, the slow log)
 /// are accepted and reported already, so configuration files and tools that
 /// set them work today and keep working when the feature lands.
 pub const OPTIONS: &[OptionSpec] = &[
@@ -128,6 +130,12 @@ pub const OPTIONS: &[OptionSpec] = &[
     opt("protected-mode", Kind::Bool, "yes", Runtime),
     opt("proto-max-bulk-len", mem(MIB, LONG_MAX), "536870912", Runtime),
     opt("client-query-buffer-limit", mem(MIB, LONG_MAX), "1073741824", Runtime),
+    opt(
+        "client-output-buffer-limit",
+        Kind::OutputLimits,
+        "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
+        Runtime,
+    ),
     opt("maxmemory", mem(0, LONG_MAX), "0", Runtime),
     opt("maxmemory-policy", Kind::Enum(MAXMEMORY_POLICIES), "noeviction", Runtime),
     opt("maxmemory-samples", int(1, INT_MAX), "5", Runtime),
@@ -279,7 +287,71 @@ pub fn canonical(kind: Kind, value: &str) -> Result<String, InvalidValue> {
             _ => Err(invalid("argument couldn't be parsed into an integer")),
         },
         Kind::KeyspaceEvents => canonical_events(value),
+        Kind::OutputLimits => output_limits(OPTIONS_OUTPUT_DEFAULT, value),
     }
+}
+
+/// The default of `client-output-buffer-limit`, which partial values amend.
+const OPTIONS_OUTPUT_DEFAULT: &str = "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60";
+
+/// Output buffer limits of one client class: close a client whose pending
+/// replies exceed `hard` bytes, or stay above `soft` bytes for `soft_seconds`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OutputLimit {
+    /// Bytes above which the client is closed at once (0: none).
+    pub hard: u64,
+    /// Bytes above which the client may stay only `soft_seconds` (0: none).
+    pub soft: u64,
+    /// Seconds allowed above `soft` (0: the soft limit is off).
+    pub soft_seconds: u64,
+}
+
+/// The client classes of `client-output-buffer-limit`, as `CONFIG GET` names them.
+const OUTPUT_CLASSES: [&str; 3] = ["normal", "slave", "pubsub"];
+
+/// The limits of each class in `text` (a canonical value), in [`OUTPUT_CLASSES`] order.
+pub fn parse_output_limits(text: &str) -> [OutputLimit; 3] {
+    let mut limits = [OutputLimit::default(); 3];
+    let words: Vec<&str> = text.split_ascii_whitespace().collect();
+    for group in words.chunks_exact(4) {
+        let class = match group[0] {
+            "normal" => 0,
+            "slave" | "replica" => 1,
+            "pubsub" => 2,
+            _ => continue,
+        };
+        let number = |w: &str| parse_memory(w).and_then(|n| u64::try_from(n).ok()).unwrap_or(0);
+        limits[class] = OutputLimit { hard: number(group[1]), soft: number(group[2]), soft_seconds: number(group[3]) };
+    }
+    limits
+}
+
+/// `current` amended by the groups in `value`, with Redis's checks and
+/// errors; a class not named keeps its limits, as in Redis.
+fn output_limits(current: &str, value: &str) -> Result<String, InvalidValue> {
+    let words: Vec<&str> = value.split_ascii_whitespace().collect();
+    if !words.len().is_multiple_of(4) {
+        return Err(invalid("Wrong number of arguments in buffer limit configuration."));
+    }
+    let mut limits = parse_output_limits(current);
+    for group in words.chunks_exact(4) {
+        let class = match group[0].to_ascii_lowercase().as_str() {
+            "normal" => 0,
+            "slave" | "replica" => 1,
+            "pubsub" => 2,
+            _ => return Err(invalid("Invalid client class specified in buffer limit configuration.")),
+        };
+        let bad = || invalid("Error in hard, soft or soft_seconds setting in buffer limit configuration.");
+        let size = |w: &str| parse_memory(w).and_then(|n| u64::try_from(n).ok()).ok_or_else(bad);
+        let seconds = parse_i64(group[3].as_bytes()).and_then(|n| u64::try_from(n).ok()).ok_or_else(bad)?;
+        limits[class] = OutputLimit { hard: size(group[1])?, soft: size(group[2])?, soft_seconds: seconds };
+    }
+    Ok(OUTPUT_CLASSES
+        .iter()
+        .zip(limits)
+        .map(|(name, l)| format!("{name} {} {} {}", l.hard, l.soft, l.soft_seconds))
+        .collect::<Vec<_>>()
+        .join(" "))
 }
 
 /// Why a configuration could not be loaded at startup.
@@ -429,7 +501,11 @@ impl Config {
         let Some(spec) = OPTIONS.get(index) else {
             return Err(invalid("unknown option"));
         };
-        let mut text = canonical(spec.kind, value)?;
+        let mut text = match spec.kind {
+            // A value naming some classes changes only those.
+            Kind::OutputLimits => output_limits(self.value(index), value)?,
+            kind => canonical(kind, value)?,
+        };
         if spec.name == "hz" {
             // Redis keeps the timer frequency within 1..=500 whatever is asked.
             let hz = parse_i64(text.as_bytes()).unwrap_or(10).clamp(1, 500);
@@ -476,7 +552,7 @@ impl Config {
     /// value's words as written, joined with spaces for multi-word options.
     fn set_startup(&mut self, option: &str, name: &str, words: &[String]) -> Result<(), ConfigError> {
         let index = find_option(name).ok_or_else(|| ConfigError::UnknownOption(option.to_string()))?;
-        let multi = matches!(OPTIONS[index].kind, Kind::Save | Kind::Bind);
+        let multi = matches!(OPTIONS[index].kind, Kind::Save | Kind::Bind | Kind::OutputLimits);
         if words.is_empty() || (!multi && words.len() != 1) {
             return Err(if words.is_empty() {
                 ConfigError::MissingValue(option.to_string())
@@ -655,7 +731,7 @@ impl Config {
         let spec = &OPTIONS[index];
         let value = self.value(index);
         match spec.kind {
-            Kind::Save | Kind::Bind if !value.is_empty() => format!("{} {value}", spec.name),
+            Kind::Save | Kind::Bind | Kind::OutputLimits if !value.is_empty() => format!("{} {value}", spec.name),
             _ => format!("{} {}", spec.name, quote_config_value(value)),
         }
     }
@@ -827,6 +903,26 @@ mod tests {
         assert!(e.reply_text().ends_with("can't set immutable config"));
         let e = c.set_many(&[("timeout", "1"), ("timeout", "2")]).unwrap_err();
         assert!(e.reply_text().ends_with("duplicate parameter"));
+    }
+
+    #[test]
+    fn output_limits_amend_the_classes_named() {
+        let mut c = Config::default();
+        c.set_many(&[("client-output-buffer-limit", "normal 1mb 2mb 3 replica 1 2 3")]).unwrap();
+        assert_eq!(
+            c.get("client-output-buffer-limit"),
+            "normal 1048576 2097152 3 slave 1 2 3 pubsub 33554432 8388608 60"
+        );
+        assert_eq!(parse_output_limits(c.get("client-output-buffer-limit"))[0].soft, 2097152);
+        let err = |v: &str| Config::default().set_many(&[("client-output-buffer-limit", v)]).unwrap_err().reply_text();
+        assert!(err("normal 1 2").ends_with("- Wrong number of arguments in buffer limit configuration."));
+        assert!(err("master 1 2 3").ends_with("- Invalid client class specified in buffer limit configuration."));
+        assert!(err("normal 1 2 -3")
+            .ends_with("- Error in hard, soft or soft_seconds setting in buffer limit configuration."));
+        c.set_many(&[("client-output-buffer-limit", "")]).unwrap();
+        assert!(c.get("client-output-buffer-limit").starts_with("normal 1048576 "));
+        let c = args(&["--client-output-buffer-limit", "normal", "4mb", "0", "0"]).unwrap();
+        assert!(c.get("client-output-buffer-limit").starts_with("normal 4194304 0 0 slave"));
     }
 
     #[test]

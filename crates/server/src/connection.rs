@@ -7,6 +7,17 @@
 //! output buffer, and send that buffer with one write. Pipelined clients get
 //! their whole batch answered with one system call each way.
 //!
+//! Output is bounded by backpressure: while the socket does not take a
+//! client's replies, kvik neither reads nor runs that client's requests, so
+//! what waits for a slow reader is at most [`FLUSH_AT`] bytes plus one reply,
+//! however long its pipeline. Redis instead runs the whole pipeline and
+//! buffers every reply, which is why it needs output limits to protect its
+//! memory; kvik applies `client-output-buffer-limit`'s normal class on top
+//! (replies accumulated for one write above the hard limit close the client,
+//! unsent replies above the soft limit for its seconds too), and `timeout`
+//! closes a client that takes nothing for that long, as Redis counts an
+//! unread reply as no interaction.
+//!
 //! A request that breaks the protocol cannot be skipped (there is no way to
 //! find where the next one starts), so, as Redis does, the connection gets
 //! the error text after the replies already due and is then closed.
@@ -15,7 +26,7 @@ use std::collections::HashMap;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
@@ -84,6 +95,8 @@ struct Conn<'a, S> {
     state: &'a ServerState,
     shutdown: watch::Receiver<bool>,
     peer: Peer,
+    /// Since when unsent replies have been above the soft output limit.
+    over_soft_since: Option<Instant>,
 }
 
 /// What ended a wait for input.
@@ -164,13 +177,64 @@ impl<S: ClientStream> Conn<'_, S> {
             _ = self.shutdown.wait_for(|stop| *stop) => Err(io::Error::other("server shutting down")),
         }
     }
+
+    /// Whether replies of `pending` bytes waiting for one write break the
+    /// hard output limit, so the client must be closed without them.
+    fn over_hard_limit(&self, pending: usize) -> bool {
+        let hard = self.state.limits.output_limit().hard;
+        hard > 0 && pending as u64 > hard
+    }
+
+    /// Send replies, closing (with an error) a client that stays above the
+    /// soft output limit too long or takes nothing for `timeout` seconds.
+    async fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let mut sent = 0;
+        while sent < bytes.len() {
+            let pending = (bytes.len() - sent) as u64;
+            let limit = self.state.limits.output_limit();
+            let now = Instant::now();
+            let mut deadline: Option<Instant> = None;
+            if limit.soft > 0 && limit.soft_seconds > 0 && pending > limit.soft {
+                let since = *self.over_soft_since.get_or_insert(now);
+                deadline = Some(since + Duration::from_secs(limit.soft_seconds));
+            } else {
+                self.over_soft_since = None;
+            }
+            let idle = self.state.limits.idle_timeout();
+            if idle > 0 {
+                let stall = now + Duration::from_secs(idle);
+                deadline = Some(deadline.map_or(stall, |d| d.min(stall)));
+            }
+            if deadline.is_some_and(|d| d <= now) {
+                return Err(io::Error::other("output buffer limit reached"));
+            }
+            let wait = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                r = self.stream.write(&bytes[sent..]) => match r {
+                    Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                    Ok(n) => sent += n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                },
+                _ = wait => return Err(io::Error::other("client does not read its replies")),
+                _ = self.shutdown.wait_for(|stop| *stop) => return Err(io::Error::other("server shutting down")),
+            }
+        }
+        self.over_soft_since = None;
+        Ok(())
+    }
 }
 
 /// Serve `stream` until the client leaves, breaks the protocol, stays idle
 /// too long, the socket fails, or `shutdown` turns true. `shutdown` is the
 /// event loop's own signal, so waiting on it touches nothing other cores use.
 pub async fn serve<S: ClientStream>(stream: S, state: &ServerState, shutdown: watch::Receiver<bool>, peer: Peer) {
-    let mut conn = Conn { stream, state, shutdown, peer };
+    let mut conn = Conn { stream, state, shutdown, peer, over_soft_since: None };
     // An I/O error only means the client is gone; there is nobody to tell.
     let _ = run(&mut conn).await;
     close_gracefully(&mut conn.stream).await;
@@ -346,12 +410,15 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
                         execute(state, Request::new(&args, pending), &mut session, &mut target)
                     };
                     buf.consume(n);
+                    if conn.over_hard_limit(out.len()) {
+                        return Ok(());
+                    }
                     if outcome == Outcome::Close {
                         close = true;
                         break;
                     }
                     if out.len() >= FLUSH_AT {
-                        conn.write_all(&out).await?;
+                        conn.send(&out).await?;
                         out.clear();
                     }
                 }
@@ -367,7 +434,7 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
             }
         }
         if !out.is_empty() {
-            conn.write_all(&out).await?;
+            conn.send(&out).await?;
             out.clear();
         }
         if close || conn.fill_for(buf, want, &mut session, &wake).await? == 0 {
@@ -437,8 +504,11 @@ async fn serve_respb<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuff
                         }
                     }
                     buf.consume(consumed);
+                    if conn.over_hard_limit(out.len()) {
+                        return Ok(());
+                    }
                     if out.len() >= FLUSH_AT {
-                        conn.write_all(&out).await?;
+                        conn.send(&out).await?;
                         out.clear();
                     }
                 }
@@ -454,7 +524,7 @@ async fn serve_respb<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuff
             }
         }
         if !out.is_empty() {
-            conn.write_all(&out).await?;
+            conn.send(&out).await?;
             out.clear();
         }
         if close || conn.fill(buf, want).await? == 0 {

@@ -1,14 +1,14 @@
 //! [`ServerState`]: what every connection of the server shares.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use tokio::sync::watch;
 
 use crate::clients::ClientRegistry;
-use crate::config::Config;
-use crate::keyspace::Keyspace;
+use crate::config::{parse_output_limits, Config, OutputLimit};
+use crate::keyspace::{Keyspace, Policy};
 use crate::session::ClientIds;
 use crate::stats::Stats;
 
@@ -57,6 +57,18 @@ pub struct ConnectionLimits {
     pub idle_timeout: AtomicU64,
     /// Whether `requirepass` is set, so clients must authenticate.
     pub auth_required: AtomicBool,
+    /// `maxmemory` in bytes (0: no limit); checked before every command.
+    pub maxmemory: AtomicUsize,
+    /// `maxmemory-policy`, as [`Policy::index`].
+    pub maxmemory_policy: AtomicU8,
+    /// `maxmemory-samples`.
+    pub maxmemory_samples: AtomicUsize,
+    /// `client-output-buffer-limit` for normal clients: hard limit in bytes.
+    pub output_hard: AtomicU64,
+    /// … soft limit in bytes.
+    pub output_soft: AtomicU64,
+    /// … seconds allowed above the soft limit.
+    pub output_soft_seconds: AtomicU64,
 }
 
 impl ConnectionLimits {
@@ -65,6 +77,37 @@ impl ConnectionLimits {
         self.query_buffer_limit.store(config.usize("client-query-buffer-limit"), Ordering::Relaxed);
         self.idle_timeout.store(u64::try_from(config.int("timeout")).unwrap_or(0), Ordering::Relaxed);
         self.auth_required.store(!config.get("requirepass").is_empty(), Ordering::Relaxed);
+        self.maxmemory.store(config.usize("maxmemory"), Ordering::Relaxed);
+        self.maxmemory_policy.store(Policy::from_name(config.get("maxmemory-policy")).index(), Ordering::Relaxed);
+        self.maxmemory_samples.store(config.usize("maxmemory-samples").max(1), Ordering::Relaxed);
+        let [normal, ..] = parse_output_limits(config.get("client-output-buffer-limit"));
+        self.output_hard.store(normal.hard, Ordering::Relaxed);
+        self.output_soft.store(normal.soft, Ordering::Relaxed);
+        self.output_soft_seconds.store(normal.soft_seconds, Ordering::Relaxed);
+    }
+
+    /// The output buffer limits of normal clients now.
+    pub fn output_limit(&self) -> OutputLimit {
+        OutputLimit {
+            hard: self.output_hard.load(Ordering::Relaxed),
+            soft: self.output_soft.load(Ordering::Relaxed),
+            soft_seconds: self.output_soft_seconds.load(Ordering::Relaxed),
+        }
+    }
+
+    /// `maxmemory` now (0: no limit).
+    pub fn maxmemory(&self) -> usize {
+        self.maxmemory.load(Ordering::Relaxed)
+    }
+
+    /// `maxmemory-policy` now.
+    pub fn maxmemory_policy(&self) -> Policy {
+        Policy::from_index(self.maxmemory_policy.load(Ordering::Relaxed))
+    }
+
+    /// `maxmemory-samples` now.
+    pub fn maxmemory_samples(&self) -> usize {
+        self.maxmemory_samples.load(Ordering::Relaxed)
     }
 
     /// Whether clients must authenticate now.
@@ -88,6 +131,12 @@ impl ConnectionLimits {
     }
 }
 
+/// Copy `lfu-log-factor` and `lfu-decay-time` to where the keyspace reads them.
+fn load_lfu_tuning(keyspace: &Keyspace, config: &Config) {
+    let read = |name: &str| u32::try_from(config.int(name)).unwrap_or(0);
+    keyspace.lfu_tuning().set(read("lfu-log-factor"), read("lfu-decay-time"));
+}
+
 impl Default for ServerState {
     fn default() -> Self {
         ServerState::new(Config::default(), None)
@@ -101,10 +150,12 @@ impl ServerState {
         let databases = config.usize("databases").max(1);
         let limits = ConnectionLimits::default();
         limits.load_from(&config);
+        let keyspace = Keyspace::new(DEFAULT_SHARDS, databases);
+        load_lfu_tuning(&keyspace, &config);
         ServerState {
             limits,
             ids: ClientIds::default(),
-            keyspace: Keyspace::new(DEFAULT_SHARDS, databases),
+            keyspace,
             config: RwLock::new(config),
             config_file,
             connected: AtomicUsize::new(0),
@@ -126,7 +177,20 @@ impl ServerState {
         let mut guard = self.config.write().unwrap_or_else(|e| e.into_inner());
         let result = f(&mut guard);
         self.limits.load_from(&guard);
+        load_lfu_tuning(&self.keyspace, &guard);
         result
+    }
+
+    /// Free memory for a command when over `maxmemory`, by the configured
+    /// policy; false when the data stays over the limit (then commands that
+    /// may add data are refused). Redis does this before every command,
+    /// whether or not the command itself adds data.
+    pub fn enforce_maxmemory(&self) -> bool {
+        let limit = self.limits.maxmemory();
+        if limit == 0 || self.keyspace.used_memory() <= limit {
+            return true;
+        }
+        self.keyspace.free_memory(limit, self.limits.maxmemory_policy(), self.limits.maxmemory_samples())
     }
 
     /// Ask the whole server to stop (signal or `SHUTDOWN`).

@@ -80,7 +80,11 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     }
     let borrowed: Vec<(&str, &str)> = pairs.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
     match c.state.update_config(|config| config.set_many(&borrowed)) {
-        Ok(()) => c.ok(),
+        Ok(()) => {
+            // A lower limit applies at once, as in Redis, not at the next write.
+            c.state.enforce_maxmemory();
+            c.ok()
+        }
         Err(e) => {
             let text = e.reply_text();
             c.error(text.as_bytes());

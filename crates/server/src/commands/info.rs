@@ -155,16 +155,11 @@ pub fn used_memory(state: &ServerState) -> usize {
     BASE_MEMORY + dataset_bytes(state)
 }
 
-/// Approximate bytes held by the data, over every shard and database, by
-/// [`crate::keyspace::db::entry_bytes`].
+/// Bytes held by the data: the keyspace's running estimate, summed from
+/// [`crate::keyspace::db::charge`] over every key, and what `maxmemory` is
+/// checked against. Reading it is one atomic load.
 pub fn dataset_bytes(state: &ServerState) -> usize {
-    let ks = &state.keyspace;
-    (0..ks.shard_count())
-        .map(|i| {
-            let mut shard = ks.lock(i);
-            shard.dbs().iter().map(|d| d.memory_estimate()).sum::<usize>()
-        })
-        .sum()
+    state.keyspace.used_memory()
 }
 
 fn section(state: &ServerState, name: &str, out: &mut String) {
@@ -227,7 +222,7 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
         }
         "memory" => {
             let data = dataset_bytes(state) as u64;
-            let used = used_memory(state) as u64;
+            let used = BASE_MEMORY as u64 + data;
             let rss = resident_bytes();
             let system = total_system_memory();
             line("used_memory", &used);
@@ -261,9 +256,17 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
                 ("used_memory_functions", "0"),
                 ("used_memory_scripts", "0"),
                 ("used_memory_scripts_human", "0B"),
-                ("maxmemory", "0"),
-                ("maxmemory_human", "0B"),
-                ("maxmemory_policy", "noeviction"),
+            ] {
+                line(k, &v);
+            }
+            let (maxmemory, policy) = {
+                let config = state.config();
+                (config.usize("maxmemory") as u64, config.get("maxmemory-policy").to_string())
+            };
+            line("maxmemory", &maxmemory);
+            line("maxmemory_human", &human_bytes(maxmemory));
+            line("maxmemory_policy", &policy);
+            for (k, v) in [
                 ("allocator_frag_ratio", "1.00"),
                 ("allocator_frag_bytes", "0"),
                 ("allocator_rss_ratio", "1.00"),
@@ -356,14 +359,11 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             }
             line("expired_keys", &expired);
             line("expired_stale_perc", &"0.00");
-            for k in [
-                "expired_time_cap_reached_count",
-                "expire_cycle_cpu_milliseconds",
-                "evicted_keys",
-                "evicted_clients",
-                "total_eviction_exceeded_time",
-                "current_eviction_exceeded_time",
-            ] {
+            for k in ["expired_time_cap_reached_count", "expire_cycle_cpu_milliseconds"] {
+                line(k, &0);
+            }
+            line("evicted_keys", &state.keyspace.evicted_keys());
+            for k in ["evicted_clients", "total_eviction_exceeded_time", "current_eviction_exceeded_time"] {
                 line(k, &0);
             }
             line("keyspace_hits", &stats.keyspace_hits.load(Ordering::Relaxed));

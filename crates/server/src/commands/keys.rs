@@ -9,7 +9,7 @@ use kvik_protocol::number::parse_i64;
 
 use super::{until_nul, Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR};
 use crate::keyspace::db::seconds;
-use crate::keyspace::{glob, now_ms, Entry};
+use crate::keyspace::{glob, lfu, now_ms, Entry};
 use crate::types::dump::{self, PayloadError};
 use crate::types::string::StrValue;
 use crate::types::Value;
@@ -482,6 +482,8 @@ fn copy<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             } else {
                 let mut entry = Entry::with_expire(value, expire_at_ms);
                 entry.private_copy = true;
+                // The copy is a new key, with a new key's access frequency.
+                d.remove(dst);
                 d.insert(dst, entry);
                 true
             }
@@ -555,17 +557,24 @@ fn object<T: ReplyTarget>(c: &mut Ctx<'_, T>, name: &str) {
     };
     let encoding = entry.value.encoding();
     let idle = i64::from(seconds(now).saturating_sub(entry.touched_s));
+    let freq = i64::from(lfu::decayed(entry, now, c.state.keyspace.lfu_tuning()));
     let refcount = match &entry.value {
         Value::Str(StrValue::Int(n)) if (0..SHARED_INTEGERS).contains(n) && !entry.private_copy => SHARED_REFCOUNT,
         Value::Str(_) => 1,
     };
     drop(shard);
+    // Redis keeps either the access time or the frequency, by policy, and
+    // refuses to report the one it does not keep; kvik keeps both but
+    // answers the same way.
+    let lfu_policy = c.state.limits.maxmemory_policy().lfu();
     match name {
         "object|encoding" => c.reply(|s| s.bulk(encoding.as_bytes())),
+        "object|idletime" if lfu_policy => c.error(
+            b"ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
+        ),
         "object|idletime" => c.reply(|s| s.integer(idle)),
         "object|refcount" => c.reply(|s| s.integer(refcount)),
-        // Access frequencies are only tracked under an LFU eviction policy,
-        // and kvik has no eviction policy yet.
+        _ if lfu_policy => c.reply(|s| s.integer(freq)),
         _ => c.error(
             b"ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
         ),
@@ -651,8 +660,13 @@ fn restore<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             return Ok(());
         }
         let mut entry = Entry::with_expire(value, (ttl != 0).then_some(ttl));
-        if let Some(idle) = idle {
+        // As in Redis, the option for the policy in force is applied and the other ignored.
+        let lfu_policy = c.state.limits.maxmemory_policy().lfu();
+        if let Some(idle) = idle.filter(|_| !lfu_policy) {
             entry.touched_s = seconds(now).saturating_sub(u32::try_from(idle).unwrap_or(u32::MAX));
+        }
+        if let Some(freq) = freq.filter(|_| lfu_policy) {
+            entry.lfu_count = u8::try_from(freq).unwrap_or(u8::MAX);
         }
         d.insert(key, entry);
         Ok(())

@@ -85,6 +85,9 @@ pub const SYNTAX_ERROR: &[u8] = b"ERR syntax error";
 /// Redis's reply for an argument that must be an integer.
 pub const NOT_AN_INTEGER: &[u8] = b"ERR value is not an integer or out of range";
 
+/// Redis's reply to a command that may add data while memory stays over `maxmemory`.
+pub const OOM: &[u8] = b"OOM command not allowed when used memory > 'maxmemory'.";
+
 /// Longest part of a client-supplied name or argument quoted back in an
 /// error, as Redis bounds it, so a huge argument cannot make a huge error.
 const QUOTE_LIMIT: usize = 128;
@@ -224,6 +227,15 @@ fn execute_checked<T: ReplyTarget>(
             stat.rejected.fetch_add(1, Ordering::Relaxed);
         }
         reject(state, session, target, auth::NOAUTH);
+        return Outcome::Continue;
+    }
+    // Redis frees memory for `maxmemory` before every command, and refuses
+    // the ones that may add data while it stays over the limit.
+    if !state.enforce_maxmemory() && spec.flags.contains(CommandFlags::DENYOOM) {
+        if let Some(stat) = stat {
+            stat.rejected.fetch_add(1, Ordering::Relaxed);
+        }
+        reject(state, session, target, OOM);
         return Outcome::Continue;
     }
     if let Some(handle) = session.handle() {
@@ -494,6 +506,31 @@ mod tests {
         let (bytes, _) = run(&mut session, &[b"hello", b"2"]);
         assert!(bytes.starts_with(b"*14\r\n"));
         assert_eq!(session.protocol, Protocol::Resp2);
+    }
+
+    #[test]
+    fn over_maxmemory_only_commands_that_may_add_data_are_refused() {
+        let state = ServerState::default();
+        let mut session = Session::new(1);
+        let mut send = |words: &[&[u8]]| {
+            let mut args = CommandArgs::new();
+            for w in words {
+                args.push_owned(w);
+            }
+            let mut out = Collect(Vec::new());
+            execute(&state, Request::new(&args, &[]), &mut session, &mut out);
+            out.0
+        };
+        assert_eq!(send(&[b"SET", b"a", b"hello"]), b"+OK\r\n");
+        assert_eq!(send(&[b"CONFIG", b"SET", b"maxmemory", b"1"]), b"+OK\r\n");
+        assert_eq!(send(&[b"SET", b"b", b"x"]), b"-OOM command not allowed when used memory > 'maxmemory'.\r\n");
+        assert_eq!(send(&[b"GET", b"a"]), b"$5\r\nhello\r\n");
+        // The new policy applies at once, and then before every command.
+        assert_eq!(send(&[b"CONFIG", b"SET", b"maxmemory-policy", b"allkeys-random"]), b"+OK\r\n");
+        assert_eq!(state.keyspace.evicted_keys(), 1);
+        assert_eq!(send(&[b"SET", b"b", b"x"]), b"+OK\r\n");
+        assert_eq!(send(&[b"EXISTS", b"a", b"b"]), b":0\r\n", "b alone is over one byte");
+        assert_eq!(state.keyspace.evicted_keys(), 2);
     }
 
     #[test]

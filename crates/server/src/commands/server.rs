@@ -7,9 +7,10 @@ use std::time::Duration;
 use kvik_protocol::number::parse_i64;
 
 use super::{info, Ctx, Outcome, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR};
-use crate::keyspace::db::{entry_bytes, ENTRY_OVERHEAD};
+use crate::keyspace::db::{charge, ENTRY_OVERHEAD};
 use crate::keyspace::now_ms;
 use crate::stats::unix_micros;
+use crate::types::Value;
 
 /// Run the server command `name`; false when `name` is not one of them.
 pub fn dispatch<T: ReplyTarget>(name: &str, c: &mut Ctx<'_, T>) -> bool {
@@ -145,7 +146,8 @@ pub fn shutdown<T: ReplyTarget>(c: &mut Ctx<'_, T>) -> Outcome {
     Outcome::Close
 }
 
-/// `MEMORY USAGE key [SAMPLES count]`: key, value and per-entry overhead, in bytes.
+/// `MEMORY USAGE key [SAMPLES count]`: the key's share of the memory
+/// estimate ([`charge`]), without marking the key accessed, as in Redis.
 fn memory_usage<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     if c.argc() == 5 && c.arg(3).eq_ignore_ascii_case(b"samples") {
         if parse_i64(c.arg(4)).is_none() {
@@ -157,7 +159,7 @@ fn memory_usage<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (db, key) = (c.session.db, c.arg(2));
     let size = {
         let mut shard = c.state.keyspace.lock_key(key);
-        shard.db(db).get(key, now_ms()).map(|e| entry_bytes(key, e))
+        shard.db(db).peek(key, now_ms()).map(|e| charge(key.len(), e))
     };
     match size {
         Some(n) => c.reply(|s| s.integer(n as i64)),
@@ -304,7 +306,10 @@ fn debug<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             let (db, key) = (c.session.db, c.arg(2));
             let found = {
                 let mut shard = c.state.keyspace.lock_key(key);
-                shard.db(db).get(key, now_ms()).map(|e| (e.value.encoding(), e.value.approx_bytes()))
+                shard.db(db).get(key, now_ms()).map(|e| {
+                    let Value::Str(s) = &e.value;
+                    (e.value.encoding(), s.len())
+                })
             };
             match found {
                 Some((encoding, len)) => {

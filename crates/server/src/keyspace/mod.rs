@@ -7,15 +7,20 @@
 //! never deadlock. Commands on different shards run in parallel.
 
 pub mod db;
+pub mod evict;
 pub mod expire;
 pub mod glob;
+pub mod lfu;
 pub mod scan;
 pub mod slot;
 
-use std::sync::{Mutex, MutexGuard};
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use db::{Db, Entry};
+pub use evict::Policy;
 pub use slot::key_slot;
 
 /// The keys of every database that fall in one shard's slots.
@@ -25,8 +30,17 @@ pub struct Shard {
 }
 
 impl Shard {
-    fn new(databases: usize) -> Shard {
-        Shard { dbs: (0..databases).map(|_| Db::default()).collect() }
+    fn new(databases: usize, tuning: &Arc<lfu::Tuning>, seed: u64) -> Shard {
+        Shard {
+            dbs: (0..databases)
+                .map(|i| Db::with_tuning(Arc::clone(tuning), seed.wrapping_mul(31).wrapping_add(i as u64)))
+                .collect(),
+        }
+    }
+
+    /// Memory estimate of this shard's keys, over all its databases.
+    pub fn used_memory(&mut self) -> usize {
+        self.dbs.iter_mut().map(Db::used_memory).sum()
     }
 
     /// Database `index` of this shard (callers validate the index at `SELECT`).
@@ -57,12 +71,57 @@ impl Shard {
 }
 
 /// A lock held on one shard.
-pub type ShardGuard<'a> = MutexGuard<'a, Shard>;
+///
+/// Releasing it publishes the shard's memory estimate into the keyspace's
+/// total, so the total is exact after every command without a lock of its
+/// own, and reading it (before every command, when `maxmemory` is set) is
+/// one atomic load.
+pub struct ShardGuard<'a> {
+    guard: MutexGuard<'a, Shard>,
+    published: &'a AtomicUsize,
+    total: &'a AtomicUsize,
+}
+
+impl Deref for ShardGuard<'_> {
+    type Target = Shard;
+    fn deref(&self) -> &Shard {
+        &self.guard
+    }
+}
+
+impl DerefMut for ShardGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Shard {
+        &mut self.guard
+    }
+}
+
+impl Drop for ShardGuard<'_> {
+    fn drop(&mut self) {
+        let now = self.guard.used_memory();
+        let before = self.published.swap(now, Ordering::Relaxed);
+        if now != before {
+            // Wrapping arithmetic adds a negative change correctly.
+            self.total.fetch_add(now.wrapping_sub(before), Ordering::Relaxed);
+        }
+    }
+}
 
 /// All databases of the server.
 #[derive(Debug)]
 pub struct Keyspace {
     shards: Box<[Mutex<Shard>]>,
+    /// Each shard's memory estimate as last published by its guard.
+    published: Box<[AtomicUsize]>,
+    /// Sum of `published`.
+    used: AtomicUsize,
+    /// Keys evicted for `maxmemory`.
+    evicted: AtomicU64,
+    /// Where the next eviction round starts looking, so rounds spread over shards.
+    evict_cursor: AtomicUsize,
+    /// Eviction candidates kept between rounds, and the policy that scored them.
+    evict_pool: Mutex<(evict::Pool, Option<Policy>)>,
+    /// LFU parameters every database reads.
+    tuning: Arc<lfu::Tuning>,
     databases: usize,
 }
 
@@ -74,7 +133,29 @@ impl Keyspace {
     pub fn new(shards: usize, databases: usize) -> Keyspace {
         let n = shards.clamp(1, usize::from(slot::SLOTS)).next_power_of_two();
         let databases = databases.max(1);
-        Keyspace { shards: (0..n).map(|_| Mutex::new(Shard::new(databases))).collect(), databases }
+        let tuning = Arc::new(lfu::Tuning::default());
+        let seed = now_ms().unsigned_abs();
+        Keyspace {
+            shards: (0..n).map(|i| Mutex::new(Shard::new(databases, &tuning, seed ^ ((i as u64) << 32)))).collect(),
+            published: (0..n).map(|_| AtomicUsize::new(0)).collect(),
+            used: AtomicUsize::new(0),
+            evicted: AtomicU64::new(0),
+            evict_cursor: AtomicUsize::new(0),
+            evict_pool: Mutex::new((evict::Pool::default(), None)),
+            tuning,
+            databases,
+        }
+    }
+
+    /// Memory estimate of all keys, in bytes (`INFO memory`'s `used_memory`
+    /// and what `maxmemory` is checked against).
+    pub fn used_memory(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// The LFU parameters (`lfu-log-factor`, `lfu-decay-time`).
+    pub fn lfu_tuning(&self) -> &lfu::Tuning {
+        &self.tuning
     }
 
     /// Number of databases (`SELECT` accepts `0..databases`).
@@ -96,7 +177,8 @@ impl Keyspace {
     pub fn lock(&self, index: usize) -> ShardGuard<'_> {
         // A panic while holding a shard lock poisons it; the data is still
         // consistent at the granularity of one command, so keep serving.
-        self.shards[index].lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        let guard = self.shards[index].lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        ShardGuard { guard, published: &self.published[index], total: &self.used }
     }
 
     /// Lock the shard of `key`.
@@ -172,5 +254,36 @@ mod tests {
         }
         let total: usize = ks.lock_all().shards().into_iter().map(|s| s.db(0).len()).sum();
         assert_eq!(total, 3);
+    }
+
+    #[test]
+    fn memory_estimate_follows_every_change() {
+        let ks = Keyspace::new(4, 2);
+        let entry = |v: &[u8]| Entry::new(Value::Str(StrValue::from_bytes(v)));
+        assert_eq!(ks.used_memory(), 0);
+        ks.lock_key(b"a").db(0).insert(b"a", entry(b"hello world"));
+        let one = ks.used_memory();
+        assert!(one >= db::ENTRY_OVERHEAD + 1 + 11);
+        ks.lock_key(b"a").db(0).insert(b"a", entry(&[b'x'; 1000]));
+        assert!(ks.used_memory() >= db::ENTRY_OVERHEAD + 1 + 1000);
+        {
+            let mut shard = ks.lock_key(b"a");
+            if let Some(Entry { value: Value::Str(s), .. }) = shard.db(0).get_mut(b"a", now_ms()) {
+                s.make_raw().extend_from_slice(&[b'y'; 5000]);
+            }
+        }
+        assert!(ks.used_memory() >= db::ENTRY_OVERHEAD + 1 + 6000, "growth in place is counted");
+        {
+            let mut shard = ks.lock_key(b"a");
+            assert!(shard.db(0).set_expire(b"a", Some(now_ms() + 10_000)));
+        }
+        let with_ttl = ks.used_memory();
+        ks.lock_key(b"a").db(0).set_expire(b"a", None);
+        assert_eq!(ks.used_memory(), with_ttl - db::DEADLINE_OVERHEAD - 1);
+        ks.lock_key(b"b").db(1).insert(b"b", entry(b"1"));
+        ks.lock_key(b"a").db(0).remove(b"a");
+        assert_eq!(ks.used_memory(), db::ENTRY_OVERHEAD + 1, "an integer costs only its entry");
+        ks.lock_key(b"b").db(1).clear();
+        assert_eq!(ks.used_memory(), 0);
     }
 }

@@ -22,10 +22,11 @@ impl Value {
         }
     }
 
-    /// Approximate heap bytes the value takes, for `MEMORY USAGE` and `INFO memory`.
-    pub fn approx_bytes(&self) -> usize {
+    /// Bytes the value holds outside its [`Value`] itself (for the memory
+    /// estimate); an integer lives inline and costs nothing more.
+    pub fn heap_size(&self) -> usize {
         match self {
-            Value::Str(s) => s.len(),
+            Value::Str(s) => s.heap_size(),
         }
     }
 

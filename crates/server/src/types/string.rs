@@ -71,6 +71,14 @@ impl StrValue {
         }
     }
 
+    /// Bytes allocated for the string's text (0 for an integer).
+    pub fn heap_size(&self) -> usize {
+        match self {
+            StrValue::Int(_) => 0,
+            StrValue::Bytes(b) | StrValue::Raw(b) => b.capacity(),
+        }
+    }
+
     /// True for the empty string.
     pub fn is_empty(&self) -> bool {
         self.len() == 0

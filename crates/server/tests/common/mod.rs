@@ -82,6 +82,13 @@ pub fn start_kvik_with(extra: &[&str]) -> ServerProcess {
     })
 }
 
+impl ServerProcess {
+    /// The process id, to read its memory use from `/proc`.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 /// Whether `redis-server` can be run from PATH.
 pub fn redis_available() -> bool {
     Command::new("redis-server")
@@ -185,4 +192,38 @@ pub fn read_until(stream: &mut TcpStream, done: impl Fn(&[u8]) -> bool) -> Answe
             Err(e) => panic!("no complete reply within {REPLY_TIMEOUT:?} ({e}); got so far: {}", bytes.escape_ascii()),
         }
     }
+}
+
+/// Send one request on `stream` and read one complete reply.
+pub fn call(stream: &mut TcpStream, args: &[&[u8]]) -> Vec<u8> {
+    stream.write_all(&diff::multibulk(args)).expect("send");
+    read_until(stream, reply_complete).bytes
+}
+
+/// Whether `got` holds exactly one complete reply (simple, integer, error,
+/// bulk, or array of those).
+pub fn reply_complete(got: &[u8]) -> bool {
+    fn one(got: &[u8]) -> Option<usize> {
+        let line_end = got.windows(2).position(|w| w == b"\r\n")? + 2;
+        match got.first()? {
+            b'$' => {
+                let n: i64 = std::str::from_utf8(&got[1..line_end - 2]).ok()?.parse().ok()?;
+                if n < 0 {
+                    return Some(line_end);
+                }
+                let end = line_end + n as usize + 2;
+                (got.len() >= end).then_some(end)
+            }
+            b'*' => {
+                let n: i64 = std::str::from_utf8(&got[1..line_end - 2]).ok()?.parse().ok()?;
+                let mut at = line_end;
+                for _ in 0..n.max(0) {
+                    at += one(&got[at..])?;
+                }
+                Some(at)
+            }
+            _ => Some(line_end),
+        }
+    }
+    one(got) == Some(got.len())
 }

@@ -1,0 +1,342 @@
+//! Memory and buffer limits: `maxmemory` with each eviction policy, and
+//! clients that send more than they read.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::diff::{compare_each, multibulk, open};
+use common::{call, connect, start_kvik_with, ServerProcess};
+
+fn set(stream: &mut TcpStream, key: &str, value: &[u8]) -> Vec<u8> {
+    call(stream, &[b"SET", key.as_bytes(), value])
+}
+
+fn config_set(stream: &mut TcpStream, name: &str, value: &str) {
+    assert_eq!(call(stream, &[b"CONFIG", b"SET", name.as_bytes(), value.as_bytes()]), b"+OK\r\n", "{name}");
+}
+
+/// How many of `keys` exist.
+fn count(stream: &mut TcpStream, keys: impl Iterator<Item = String>) -> usize {
+    keys.filter(|k| call(stream, &[b"EXISTS", k.as_bytes()]) == b":1\r\n").count()
+}
+
+fn dbsize(stream: &mut TcpStream) -> usize {
+    let reply = call(stream, &[b"DBSIZE"]);
+    String::from_utf8_lossy(&reply[1..reply.len() - 2]).parse().unwrap_or(usize::MAX)
+}
+
+#[test]
+fn oom_and_lfu_replies_match_redis() {
+    compare_each(
+        "oom_and_lfu_replies_match_redis",
+        vec![
+            open(
+                "noeviction refuses commands that may add data",
+                "FLUSHALL\r\nCONFIG SET maxmemory-policy noeviction\r\nSET a 1\r\nSET z hello\r\n\
+                 CONFIG SET maxmemory 1\r\nSET b 2\r\nGET a\r\nINCR a\r\nAPPEND z x\r\nSETNX n 1\r\n\
+                 EXISTS b\r\nSTRLEN z\r\nEXPIRE a 100\r\nDEL z\r\nMSET p 1 q 2\r\nSET a 2 XX\r\n\
+                 CONFIG SET maxmemory 0\r\nSET b 2\r\nGET b\r\n",
+            ),
+            open(
+                "OBJECT FREQ and IDLETIME follow the policy",
+                "FLUSHALL\r\nSET c hello\r\nOBJECT FREQ c\r\nCONFIG SET maxmemory-policy allkeys-lfu\r\n\
+                 SET d hello\r\nOBJECT FREQ d\r\nGET d\r\nOBJECT FREQ d\r\nOBJECT IDLETIME d\r\nOBJECT FREQ nokey\r\n\
+                 SET f hello\r\nSET f world\r\nOBJECT FREQ f\r\nSET e hello\r\nCOPY e f REPLACE\r\nOBJECT FREQ f\r\n\
+                 CONFIG SET maxmemory-policy volatile-lfu\r\nOBJECT FREQ d\r\n\
+                 CONFIG SET maxmemory-policy allkeys-lru\r\nOBJECT FREQ d\r\n\
+                 CONFIG SET maxmemory-policy noeviction\r\n",
+            ),
+            open(
+                "client-output-buffer-limit takes Redis's syntax and errors",
+                "CONFIG GET client-output-buffer-limit\r\n\
+                 CONFIG SET client-output-buffer-limit \"normal 1mb 2mb 3 replica 1k 2kb 0\"\r\n\
+                 CONFIG GET client-output-buffer-limit\r\n\
+                 CONFIG SET client-output-buffer-limit \"normal 1mb 2mb\"\r\n\
+                 CONFIG SET client-output-buffer-limit \"master 1 2 3\"\r\n\
+                 CONFIG SET client-output-buffer-limit \"normal x 2 3\"\r\n\
+                 CONFIG SET client-output-buffer-limit \"normal 1 2 -3\"\r\n\
+                 CONFIG SET client-output-buffer-limit \"\"\r\n\
+                 CONFIG SET client-output-buffer-limit \"PubSub 5 6 7\"\r\n\
+                 CONFIG GET client-output-buffer-limit\r\n\
+                 CONFIG SET client-output-buffer-limit \"normal 0 0 0 slave 256mb 64mb 60 pubsub 32mb 8mb 60\"\r\n",
+            ),
+        ],
+    );
+}
+
+#[test]
+fn eviction_keeps_writes_working_under_the_limit() {
+    let kvik = start_kvik_with(&["--maxmemory", "1mb", "--maxmemory-policy", "allkeys-random"]);
+    let mut c = connect(kvik.port);
+    let value = vec![b'v'; 1000];
+    for i in 0..5000 {
+        assert_eq!(set(&mut c, &format!("k:{i}"), &value), b"+OK\r\n", "write {i}");
+    }
+    let left = dbsize(&mut c);
+    // About 1100 bytes per key are charged, so 1 MiB holds some 950 keys.
+    assert!((500..=1000).contains(&left), "{left} keys left");
+}
+
+/// The field `name` of an `INFO section` reply.
+fn info_field(stream: &mut TcpStream, section: &str, name: &str) -> String {
+    let reply = call(stream, &[b"INFO", section.as_bytes()]);
+    let text = String::from_utf8_lossy(&reply).into_owned();
+    let prefix = format!("{name}:");
+    text.split("\r\n").find_map(|l| l.strip_prefix(&prefix)).map(str::to_string).unwrap_or_default()
+}
+
+#[test]
+fn info_and_memory_commands_report_the_estimate_maxmemory_is_checked_against() {
+    let kvik = start_kvik_with(&["--maxmemory", "200000", "--maxmemory-policy", "allkeys-lru"]);
+    let mut c = connect(kvik.port);
+    let value = vec![b'v'; 1000];
+    for i in 0..1000 {
+        assert_eq!(set(&mut c, &format!("k:{i}"), &value), b"+OK\r\n", "write {i}");
+    }
+    assert_eq!(info_field(&mut c, "memory", "maxmemory"), "200000");
+    assert_eq!(info_field(&mut c, "memory", "maxmemory_policy"), "allkeys-lru");
+    let evicted: usize = info_field(&mut c, "stats", "evicted_keys").parse().unwrap_or(0);
+    let left = dbsize(&mut c);
+    assert_eq!(evicted + left, 1000, "every key is either kept or counted as evicted");
+    let dataset: usize = info_field(&mut c, "memory", "used_memory_dataset").parse().unwrap_or(usize::MAX);
+    let startup: usize = info_field(&mut c, "memory", "used_memory_startup").parse().unwrap_or(0);
+    let used: usize = info_field(&mut c, "memory", "used_memory").parse().unwrap_or(0);
+    assert!(dataset <= 200_000, "dataset {dataset} over maxmemory");
+    assert_eq!(used, startup + dataset);
+    // MEMORY USAGE of every key adds up to the same estimate.
+    let mut sum = 0;
+    for i in 0..1000 {
+        let reply = call(&mut c, &[b"MEMORY", b"USAGE", format!("k:{i}").as_bytes()]);
+        if let Some(n) = reply.strip_prefix(b":") {
+            sum += String::from_utf8_lossy(&n[..n.len() - 2]).parse::<usize>().unwrap_or(0);
+        }
+    }
+    assert_eq!(sum, dataset);
+    let stats = String::from_utf8_lossy(&call(&mut c, &[b"MEMORY", b"STATS"])).into_owned();
+    let expected = format!("$13\r\ndataset.bytes\r\n:{dataset}\r\n");
+    assert!(stats.contains(&expected), "MEMORY STATS: {stats}");
+}
+
+#[test]
+fn volatile_policies_evict_only_keys_with_a_ttl_then_refuse() {
+    for policy in ["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"] {
+        let kvik = start_kvik_with(&["--maxmemory", "1mb", "--maxmemory-policy", policy]);
+        let mut c = connect(kvik.port);
+        let value = vec![b'p'; 1000];
+        for i in 0..300 {
+            assert_eq!(set(&mut c, &format!("keep:{i}"), &value), b"+OK\r\n");
+        }
+        for i in 0..2000 {
+            let key = format!("tmp:{i}");
+            let reply = call(&mut c, &[b"SET", key.as_bytes(), &value, b"EX", b"1000"]);
+            assert_eq!(reply, b"+OK\r\n", "{policy}: volatile write {i}");
+        }
+        assert_eq!(count(&mut c, (0..300).map(|i| format!("keep:{i}"))), 300, "{policy}: a key without TTL went");
+        // Once nothing with a TTL is left, writes are refused.
+        let mut refused = None;
+        for i in 0..2000 {
+            let reply = set(&mut c, &format!("more:{i}"), &value);
+            if reply != b"+OK\r\n" {
+                refused = Some(reply);
+                break;
+            }
+        }
+        assert_eq!(refused.as_deref(), Some(&b"-OOM command not allowed when used memory > 'maxmemory'.\r\n"[..]));
+        assert_eq!(count(&mut c, (0..2000).map(|i| format!("tmp:{i}"))), 0, "{policy}");
+        assert_eq!(call(&mut c, &[b"GET", b"keep:0"]).len(), 1000 + 9, "{policy}: reads still work");
+        assert_eq!(call(&mut c, &[b"DEL", b"keep:0"]), b":1\r\n", "{policy}: deletes still work");
+    }
+}
+
+#[test]
+fn volatile_ttl_evicts_the_soonest_deadlines_first() {
+    let kvik = start_kvik_with(&["--maxmemory-policy", "volatile-ttl"]);
+    let mut c = connect(kvik.port);
+    let value = vec![b't'; 1000];
+    for i in 0..1000 {
+        let key = format!("t:{i}");
+        let ttl = (10_000 + i).to_string();
+        assert_eq!(call(&mut c, &[b"SET", key.as_bytes(), &value, b"EX", ttl.as_bytes()]), b"+OK\r\n");
+    }
+    // About half the keys fit.
+    config_set(&mut c, "maxmemory", "600000");
+    let survivors: Vec<usize> =
+        (0..1000).filter(|i| call(&mut c, &[b"EXISTS", format!("t:{i}").as_bytes()]) == b":1\r\n").collect();
+    assert!((300..700).contains(&survivors.len()), "{} left", survivors.len());
+    let early = survivors.iter().filter(|&&i| i < 300).count();
+    assert!(early <= 5, "{early} of the 300 soonest keys survived");
+}
+
+#[test]
+fn allkeys_lru_prefers_keys_not_used_lately() {
+    let kvik = start_kvik_with(&["--maxmemory", "1000000", "--maxmemory-policy", "allkeys-lru"]);
+    let mut c = connect(kvik.port);
+    let value = vec![b'o'; 1000];
+    for i in 0..800 {
+        assert_eq!(set(&mut c, &format!("old:{i}"), &value), b"+OK\r\n");
+    }
+    // Access times have a resolution of one second.
+    thread::sleep(Duration::from_millis(2100));
+    for i in 0..800 {
+        assert_eq!(set(&mut c, &format!("new:{i}"), &value), b"+OK\r\n");
+    }
+    let new = count(&mut c, (0..800).map(|i| format!("new:{i}")));
+    let old = count(&mut c, (0..800).map(|i| format!("old:{i}")));
+    assert!(new >= 720, "only {new} recent keys kept ({old} old ones)");
+    assert!(old < new / 2, "{old} old keys kept against {new} recent ones");
+}
+
+#[test]
+fn allkeys_lfu_prefers_keys_used_rarely() {
+    let kvik = start_kvik_with(&["--maxmemory-policy", "allkeys-lfu"]);
+    let mut c = connect(kvik.port);
+    let value = vec![b'f'; 1000];
+    for i in 0..600 {
+        assert_eq!(set(&mut c, &format!("f:{i}"), &value), b"+OK\r\n");
+    }
+    // Keys below 200 are read often; the rest never.
+    let mut batch = Vec::new();
+    for _ in 0..20 {
+        for i in 0..200 {
+            batch.extend_from_slice(&multibulk(&[b"GET", format!("f:{i}").as_bytes()]));
+        }
+    }
+    c.write_all(&batch).expect("send reads");
+    let expected = 20 * 200 * (1000 + 9);
+    let mut got = 0;
+    let mut chunk = vec![0u8; 1 << 16];
+    while got < expected {
+        let n = c.read(&mut chunk).expect("read replies");
+        assert!(n > 0, "closed");
+        got += n;
+    }
+    config_set(&mut c, "maxmemory", "400000");
+    let hot = count(&mut c, (0..200).map(|i| format!("f:{i}")));
+    let cold = count(&mut c, (200..600).map(|i| format!("f:{i}")));
+    assert!(hot >= 190, "{hot} of 200 frequently read keys kept ({cold} cold)");
+}
+
+#[test]
+fn restore_applies_freq_under_lfu_and_idletime_otherwise() {
+    let kvik = start_kvik_with(&["--maxmemory-policy", "allkeys-lfu"]);
+    let mut c = connect(kvik.port);
+    assert_eq!(set(&mut c, "k", b"hello"), b"+OK\r\n");
+    let dump = call(&mut c, &[b"DUMP", b"k"]);
+    let header = dump.windows(2).position(|w| w == b"\r\n").expect("bulk header") + 2;
+    let payload = &dump[header..dump.len() - 2];
+    let restore =
+        |c: &mut TcpStream, key: &[u8], opt: &[u8], n: &[u8]| call(c, &[b"RESTORE", key, b"0", payload, opt, n]);
+    assert_eq!(restore(&mut c, b"f", b"FREQ", b"100"), b"+OK\r\n");
+    assert_eq!(call(&mut c, &[b"OBJECT", b"FREQ", b"f"]), b":100\r\n");
+    assert_eq!(restore(&mut c, b"i", b"IDLETIME", b"1000"), b"+OK\r\n");
+    assert_eq!(call(&mut c, &[b"OBJECT", b"FREQ", b"i"]), b":5\r\n");
+    config_set(&mut c, "maxmemory-policy", "allkeys-lru");
+    assert_eq!(restore(&mut c, b"j", b"IDLETIME", b"1000"), b"+OK\r\n");
+    assert_eq!(call(&mut c, &[b"OBJECT", b"IDLETIME", b"j"]), b":1000\r\n");
+}
+
+/// Resident memory of `server` in KiB (Linux).
+fn rss_kib(server: &ServerProcess) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.pid())).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// A pipeline of `n` GETs of `key`.
+fn gets(key: &[u8], n: usize) -> Vec<u8> {
+    let one = multibulk(&[b"GET", key]);
+    one.repeat(n)
+}
+
+#[test]
+fn a_client_that_never_reads_costs_bounded_memory_and_others_keep_working() {
+    let kvik = start_kvik_with(&[]);
+    let mut c = connect(kvik.port);
+    assert_eq!(set(&mut c, "big", &vec![b'b'; 1 << 20]), b"+OK\r\n");
+    let before = rss_kib(&kvik);
+    // 300 MiB of replies asked for, none read.
+    let mut greedy = connect(kvik.port);
+    greedy.write_all(&gets(b"big", 300)).expect("send pipeline");
+    thread::sleep(Duration::from_millis(500));
+    if let (Some(before), Some(after)) = (before, rss_kib(&kvik)) {
+        assert!(after < before + 64 * 1024, "server grew from {before} KiB to {after} KiB");
+    }
+    assert_eq!(call(&mut c, &[b"PING"]), b"+PONG\r\n");
+    assert_eq!(call(&mut c, &[b"STRLEN", b"big"]), b":1048576\r\n");
+    drop(greedy);
+}
+
+#[test]
+fn output_over_the_hard_limit_closes_the_client() {
+    let kvik = start_kvik_with(&["--client-output-buffer-limit", "normal", "1mb", "0", "0"]);
+    let mut c = connect(kvik.port);
+    assert_eq!(set(&mut c, "v", &vec![b'x'; 100_000]), b"+OK\r\n");
+    // One reply under the limit is fine.
+    assert_eq!(call(&mut c, &[b"GET", b"v"]).len(), 100_000 + 11);
+    let mut greedy = connect(kvik.port);
+    greedy.write_all(&gets(b"v", 200)).expect("send pipeline");
+    let started = Instant::now();
+    let mut received = 0;
+    let mut chunk = vec![0u8; 1 << 16];
+    loop {
+        match greedy.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => received += n,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Err(e) => panic!("not closed after {:?}: {e}", started.elapsed()),
+        }
+    }
+    assert!(received < 200 * 100_000, "the whole pipeline was answered");
+    assert_eq!(call(&mut c, &[b"PING"]), b"+PONG\r\n");
+}
+
+#[test]
+fn a_reader_stuck_above_the_soft_limit_is_closed() {
+    let kvik = start_kvik_with(&["--client-output-buffer-limit", "normal", "0", "64kb", "1"]);
+    let mut c = connect(kvik.port);
+    assert_eq!(set(&mut c, "v", &vec![b'x'; 1 << 20]), b"+OK\r\n");
+    let mut greedy = connect(kvik.port);
+    greedy.write_all(&gets(b"v", 64)).expect("send pipeline");
+    thread::sleep(Duration::from_millis(2500));
+    // The server gave up on it: reading what was sent ends with a close.
+    let mut chunk = vec![0u8; 1 << 16];
+    let mut received = 0usize;
+    loop {
+        match greedy.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => received += n,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Err(e) => panic!("still open after {received} bytes: {e}"),
+        }
+    }
+    assert!(received < 64 << 20);
+    assert_eq!(call(&mut c, &[b"PING"]), b"+PONG\r\n");
+}
+
+#[test]
+fn a_client_that_takes_nothing_for_timeout_seconds_is_closed() {
+    let kvik = start_kvik_with(&["--timeout", "1"]);
+    let mut c = connect(kvik.port);
+    assert_eq!(set(&mut c, "v", &vec![b'x'; 1 << 20]), b"+OK\r\n");
+    let mut greedy = connect(kvik.port);
+    greedy.write_all(&gets(b"v", 64)).expect("send pipeline");
+    thread::sleep(Duration::from_millis(2500));
+    let mut chunk = vec![0u8; 1 << 16];
+    let mut received = 0usize;
+    loop {
+        match greedy.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => received += n,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Err(e) => panic!("still open after {received} bytes: {e}"),
+        }
+    }
+    assert!(received < 64 << 20);
+    // `c` was idle as long, so it is gone too; a new client is served.
+    let mut fresh = connect(kvik.port);
+    assert_eq!(call(&mut fresh, &[b"PING"]), b"+PONG\r\n");
+}
