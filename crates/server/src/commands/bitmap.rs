@@ -170,6 +170,13 @@ fn range_args<T: ReplyTarget>(
     let parse_end =
         || if c.argc() > first + 1 { parse_i64(c.arg(first + 1)).map(Some).ok_or(NOT_AN_INTEGER) } else { Ok(None) };
     let early_end = if bitcount { Some(parse_end()?) } else { None };
+    // BITCOUNT answers 0 for two negative indexes in the wrong order before
+    // it looks at the unit, so a bad unit goes unnoticed there.
+    if let Some(Some(end)) = early_end {
+        if start < 0 && end < 0 && start > end {
+            return Ok(Some(RangeArgs { start, end: Some(end), in_bits: false }));
+        }
+    }
     let in_bits = match c.argc() - first {
         3 => unit_is_bit(c.arg(first + 2)).ok_or(SYNTAX_ERROR)?,
         _ => false,

@@ -75,6 +75,16 @@ pub fn start_kvik() -> ServerProcess {
     })
 }
 
+/// Start kvik-server with `extra` flags after the listening address.
+pub fn start_kvik_with(extra: &[&str]) -> ServerProcess {
+    let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+    start("kvik", env!("CARGO_BIN_EXE_kvik-server"), move |port| {
+        let mut args = vec!["--bind".into(), "127.0.0.1".into(), "--port".into(), port.to_string()];
+        args.extend(extra.iter().cloned());
+        args
+    })
+}
+
 /// Whether `redis-server` can be run from PATH.
 pub fn redis_available() -> bool {
     Command::new("redis-server")
