@@ -22,7 +22,7 @@ mod common;
 use std::io::Write;
 
 use common::diff::{mask_client_id, multibulk, MARKER, MARKER_REPLY};
-use common::{connect, read_until, start_kvik, start_redis_or_skip, Answer};
+use common::{connect, read_until, reply_len, start_kvik, start_redis_or_skip, Answer};
 
 /// Seeds run by default, and commands per seed.
 const SEEDS: u64 = 100;
@@ -613,42 +613,6 @@ impl Gen {
             }
         }
         (a, mask)
-    }
-}
-
-/// The length of the first complete RESP2/RESP3 reply in `buf`, if it is all there.
-fn reply_len(buf: &[u8]) -> Option<usize> {
-    let line_end = buf.windows(2).position(|w| w == b"\r\n")?;
-    let head = std::str::from_utf8(&buf[1..line_end]).ok();
-    let after = line_end + 2;
-    let count = || head.and_then(|h| h.parse::<i64>().ok());
-    match buf.first()? {
-        b'+' | b'-' | b':' | b'_' | b',' | b'#' | b'(' => Some(after),
-        b'$' | b'=' | b'!' => {
-            let n = count()?;
-            if n < 0 {
-                return Some(after);
-            }
-            let end = after + n as usize + 2;
-            (buf.len() >= end).then_some(end)
-        }
-        b'*' | b'~' | b'>' | b'%' | b'|' => {
-            let n = count()?;
-            if n < 0 {
-                return Some(after);
-            }
-            let items = if matches!(buf[0], b'%' | b'|') { n * 2 } else { n };
-            let mut at = after;
-            for _ in 0..items {
-                at += reply_len(&buf[at..])?;
-            }
-            // An attribute is followed by the reply it annotates.
-            if buf[0] == b'|' {
-                at += reply_len(&buf[at..])?;
-            }
-            Some(at)
-        }
-        _ => None,
     }
 }
 
