@@ -265,12 +265,13 @@ impl Gen {
             mask = m;
             args
         };
-        // Now and then the wrong number of arguments, or one too many.
+        // Now and then the wrong number of arguments, or one too many. The
+        // extra one is never a positive number, which after a dangling EX
+        // or PX would set a relative expiry and make replies clock-dependent.
         if self.rng.chance(4) && args.len() > 1 {
             args.pop();
         } else if self.rng.chance(3) {
-            let extra = self.value();
-            args.push(extra);
+            args.push(self.rng.pick(&["junk", "", "-1", "0", "\u{0}", "NX", "x\r"]).as_bytes().to_vec());
         }
         Command { args, mask }
     }

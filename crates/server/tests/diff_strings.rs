@@ -693,6 +693,18 @@ fn bit_cases() -> Vec<Case> {
                 "BITCOUNT missing -1 -6 BOGUS",
             ],
         ),
+        lines(
+            "bitfield set far below a narrow field's minimum",
+            &[
+                "BITFIELD b OVERFLOW SAT SET i63 51 -9223372036854775808 GET i63 51",
+                "BITFIELD c OVERFLOW SAT SET i8 0 -200 GET i8 0 SET i62 0 -9223372036854775808 GET i62 0",
+                "BITFIELD c OVERFLOW SAT SET i32 0 -9223372036854775808 GET i32 0 SET i32 0 -4611686018427387905 GET i32 0",
+                "BITFIELD d OVERFLOW FAIL SET i63 0 -9223372036854775808 OVERFLOW WRAP SET i63 0 -9223372036854775808 GET i63 0",
+                "BITFIELD e OVERFLOW SAT SET i64 0 -9223372036854775808 INCRBY i64 0 -1 INCRBY i63 1 -9223372036854775808",
+                "GET b",
+                "GET c",
+            ],
+        ),
         requests(
             "incrbyfloat errors keep a copy's own integer",
             &[
