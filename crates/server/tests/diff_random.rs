@@ -98,7 +98,11 @@ const VALUES: &[&str] = &[
     "-1",
     "12",
     "007",
+    "9999",
     "10000",
+    "-0",
+    "0.1",
+    "1e400",
     "9223372036854775807",
     "-9223372036854775808",
     "9223372036854775808",
@@ -173,6 +177,11 @@ impl Gen {
     }
 
     fn value(&mut self) -> Vec<u8> {
+        // Longer text over three letters gives LCS and the ranges something to find.
+        if self.rng.chance(10) {
+            let len = self.rng.below(40);
+            return (0..len).map(|_| b"abc"[self.rng.below(3)]).collect();
+        }
         if self.rng.chance(15) {
             let len = self.rng.below(12);
             (0..len).map(|_| self.rng.next() as u8).collect()
