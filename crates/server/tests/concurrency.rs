@@ -391,3 +391,57 @@ fn connections_come_and_go_while_others_work() {
     assert_eq!(c.call(&[b"GET", b"work"]), format!("${}\r\n{total}\r\n", total.to_string().len()).into_bytes());
     assert_eq!(c.call(&[b"PING"]), b"+PONG\r\n");
 }
+
+/// A key renamed back and forth between two shards by several clients while
+/// others look for it: it is always under exactly one of its two names, and
+/// it keeps its value.
+#[test]
+fn rename_across_shards_never_shows_both_or_neither() {
+    const RENAMERS: usize = 4;
+    const LOOKERS: usize = 4;
+    const RENAMES: usize = 1000;
+    const BATCH: usize = 50;
+    const MAX_LOOK_BATCHES: usize = 2000;
+    let server = start();
+    let port = server.port;
+    Client::new(port).call(&[b"SET", b"a{x}", b"payload"]);
+    let done = Arc::new(AtomicBool::new(false));
+    let lookers_done = Arc::clone(&done);
+    let lookers = thread::spawn(move || {
+        run_threads(LOOKERS, move |_| {
+            let mut c = Client::new(port);
+            let look = [args(&[b"EXISTS", b"a{x}", b"b{y}"]), args(&[b"MGET", b"a{x}", b"b{y}"])];
+            let batch: Vec<Vec<Vec<u8>>> = look.iter().cycle().take(BATCH).cloned().collect();
+            for _ in 0..MAX_LOOK_BATCHES {
+                if lookers_done.load(Ordering::Relaxed) {
+                    break;
+                }
+                c.send_all(&batch);
+                for _ in 0..BATCH / 2 {
+                    assert_eq!(int(&c.read_reply()), 1, "the key is under both names or neither");
+                    let values = bulks(&c.read_reply());
+                    let present: Vec<&Vec<u8>> = values.iter().flatten().collect();
+                    assert_eq!(present, [&b"payload".to_vec()], "MGET saw the key under both names or neither");
+                }
+            }
+        })
+    });
+    run_threads(RENAMERS, move |_| {
+        let mut c = Client::new(port);
+        // Each RENAME fails with "no such key" when another client moved the key first.
+        let there_and_back = [args(&[b"RENAME", b"a{x}", b"b{y}"]), args(&[b"RENAME", b"b{y}", b"a{x}"])];
+        let batch: Vec<Vec<Vec<u8>>> = there_and_back.iter().cycle().take(BATCH).cloned().collect();
+        for _ in 0..RENAMES / BATCH {
+            c.send_all(&batch);
+            for _ in 0..BATCH {
+                let reply = c.read_reply();
+                assert!(reply == b"+OK\r\n" || reply == b"-ERR no such key\r\n", "{}", reply.escape_ascii());
+            }
+        }
+    });
+    done.store(true, Ordering::Relaxed);
+    lookers.join().unwrap_or_else(|_| panic!("a looking thread failed"));
+    let mut c = Client::new(port);
+    assert_eq!(c.int(&[b"EXISTS", b"a{x}", b"b{y}"]), 1);
+    assert_eq!(c.int(&[b"DBSIZE"]), 1);
+}
