@@ -130,6 +130,7 @@ fn cases() -> Vec<Case> {
         // DUMP / RESTORE: payloads are kvik's own, so only what does not show one is compared.
         open("dump missing", "FLUSHALL\r\nDUMP missing\r\nDUMP\r\n"),
         open("restore errors", "FLUSHALL\r\nSET k v\r\nRESTORE k 0 garbage\r\nRESTORE k 0 garbage REPLACE\r\nRESTORE n -1 garbage\r\nRESTORE n x garbage\r\nRESTORE n 0 ''\r\nRESTORE n 0 0123456789\r\nRESTORE n 0 garbage BOGUS\r\nRESTORE n 0 garbage IDLETIME\r\nRESTORE n 0 garbage IDLETIME -1\r\nRESTORE n 0 garbage IDLETIME x\r\nRESTORE n 0 garbage FREQ 256\r\nRESTORE n 0 garbage FREQ -1\r\nRESTORE n 0 garbage FREQ x\r\nRESTORE n 0 garbage FREQ 1 IDLETIME 1\r\nRESTORE n 0 garbage IDLETIME 1 FREQ 1\r\nRESTORE n 0 garbage ABSTTL REPLACE IDLETIME 5\r\nRESTORE n 0\r\nEXISTS n\r\n"),
+        open("select errors", "SELECT 4294967296\r\nSELECT -4294967297\r\nSELECT 2147483648\r\nSELECT 16\r\nSELECT -1\r\nSELECT x\r\nSELECT 1.0\r\nSELECT 2147483647\r\nSELECT 15\r\nSELECT 0\r\n"),
         open("restore busykey before ttl", "FLUSHALL\r\nSET k v\r\nRESTORE k -1 garbage\r\nRESTORE k x garbage\r\nRESTORE k -1 garbage REPLACE\r\n"),
     ]);
     cases

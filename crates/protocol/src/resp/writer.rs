@@ -228,7 +228,12 @@ impl ReplySink for RespWriter<'_> {
         if self.drop_scalar() {
             return;
         }
-        self.line(b'-', msg);
+        // Redis trims line breaks off both ends of a formatted error before
+        // turning the ones inside into spaces, so an option ending in `\r`
+        // leaves no trailing space.
+        let start = msg.iter().position(|b| !matches!(b, b'\r' | b'\n')).unwrap_or(msg.len());
+        let end = msg.iter().rposition(|b| !matches!(b, b'\r' | b'\n')).map_or(start, |i| i + 1);
+        self.line(b'-', &msg[start..end]);
     }
 
     #[inline]
@@ -585,6 +590,12 @@ mod tests {
             b"-ERR unknown command 'FOO  BAR'\r\n",
         );
         check(|w| w.simple(b"a\nb\rc"), b"+a b c\r\n", b"+a b c\r\n");
+        check(
+            |w| w.error(b"ERR Unsupported option x\r\n\r"),
+            b"-ERR Unsupported option x\r\n",
+            b"-ERR Unsupported option x\r\n",
+        );
+        check(|w| w.error(b"\r\n"), b"-\r\n", b"-\r\n");
         check(|w| w.big_number(b"1\r\n"), b"$3\r\n1\r\n\r\n", b"(1  \r\n");
     }
 

@@ -170,6 +170,13 @@ fn range_args<T: ReplyTarget>(
     let parse_end =
         || if c.argc() > first + 1 { parse_i64(c.arg(first + 1)).map(Some).ok_or(NOT_AN_INTEGER) } else { Ok(None) };
     let early_end = if bitcount { Some(parse_end()?) } else { None };
+    // BITCOUNT answers 0 for two negative indexes in the wrong order before
+    // it looks at the unit, so a bad unit goes unnoticed there.
+    if let Some(Some(end)) = early_end {
+        if start < 0 && end < 0 && start > end {
+            return Ok(Some(RangeArgs { start, end: Some(end), in_bits: false }));
+        }
+    }
     let in_bits = match c.argc() - first {
         3 => unit_is_bit(c.arg(first + 2)).ok_or(SYNTAX_ERROR)?,
         _ => false,
@@ -567,13 +574,18 @@ pub fn field_add(ty: FieldType, value: i64, incr: i64) -> FieldSum {
     if ty.signed {
         let max = if bits == 64 { i64::MAX } else { (1i64 << (bits - 1)) - 1 };
         let min = -max - 1;
-        let sum = i128::from(value) + i128::from(incr);
-        if sum > i128::from(max) {
+        // Redis's test, word for word: the room left is computed with
+        // wrapping arithmetic, so a SET far below the minimum of a narrow
+        // field can look like an overflow past the maximum, and SAT then
+        // stores the maximum.
+        let max_incr = (max as u64).wrapping_sub(value as u64) as i64;
+        let min_incr = min.wrapping_sub(value);
+        if value > max || (bits != 64 && incr > max_incr) || (value >= 0 && incr > 0 && incr > max_incr) {
             FieldSum::Over { wrapped, saturated: max }
-        } else if sum < i128::from(min) {
+        } else if value < min || (bits != 64 && incr < min_incr) || (value < 0 && incr < 0 && incr < min_incr) {
             FieldSum::Over { wrapped, saturated: min }
         } else {
-            FieldSum::Fits(sum as i64)
+            FieldSum::Fits(value.wrapping_add(incr))
         }
     } else {
         let max = (1u64 << bits) - 1;
@@ -635,6 +647,10 @@ mod tests {
         assert_eq!(field_add(I8, 100, -50), FieldSum::Fits(50));
         assert_eq!(field_add(I64, i64::MAX, 1), FieldSum::Over { wrapped: i64::MIN, saturated: i64::MAX });
         assert_eq!(field_add(I64, i64::MIN, -1), FieldSum::Over { wrapped: i64::MAX, saturated: i64::MIN });
+        // SET of i64::MIN into an i63 field: Redis's wrapping room test sees an overflow upwards.
+        let i63 = FieldType { signed: true, bits: 63 };
+        assert_eq!(field_add(i63, i64::MIN, 0), FieldSum::Over { wrapped: 0, saturated: (1 << 62) - 1 });
+        assert_eq!(field_add(I8, -200, 0), FieldSum::Over { wrapped: 56, saturated: -128 });
     }
 
     #[test]

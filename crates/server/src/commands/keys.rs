@@ -434,7 +434,7 @@ fn rename<T: ReplyTarget>(c: &mut Ctx<'_, T>, nx: bool) {
 /// A database index argument as Redis reads it: an integer (else
 /// `custom` or "not an integer"), that fits C's `int` (else `custom` or
 /// Redis's range message), then within the configured databases.
-fn db_index<T: ReplyTarget>(c: &Ctx<'_, T>, text: &[u8], custom: Option<&[u8]>) -> Result<usize, Vec<u8>> {
+pub(super) fn db_index<T: ReplyTarget>(c: &Ctx<'_, T>, text: &[u8], custom: Option<&[u8]>) -> Result<usize, Vec<u8>> {
     let n = parse_i64(text).ok_or_else(|| custom.unwrap_or(NOT_AN_INTEGER).to_vec())?;
     if i32::try_from(n).is_err() {
         let msg: &[u8] = b"ERR value is out of range, value must between -2147483648 and 2147483647";

@@ -71,11 +71,11 @@ pub fn dispatch<T: ReplyTarget>(name: &str, c: &mut Ctx<'_, T>) -> bool {
 
 /// `SELECT index`.
 fn select<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
-    match parse_i64(c.arg(1)) {
-        None => c.error(b"ERR value is not an integer or out of range"),
-        Some(n) if n < 0 || n as u64 >= c.state.keyspace.databases() as u64 => c.error(b"ERR DB index is out of range"),
-        Some(n) => {
-            c.session.db = n as usize;
+    // Redis reads the index as a C int first, so a huge index gets the range message.
+    match super::keys::db_index(c, c.arg(1), None) {
+        Err(msg) => c.error(&msg),
+        Ok(n) => {
+            c.session.db = n;
             c.ok();
         }
     }

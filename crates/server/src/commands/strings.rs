@@ -325,11 +325,13 @@ fn incr_by<T: ReplyTarget>(c: &mut Ctx<'_, T>, delta: i64) {
             d.insert(key, Entry::new(Value::Str(StrValue::Int(delta))));
             Ok(delta)
         }
-        Some(Entry { value: Value::Str(s), .. }) => match s.as_i64() {
+        Some(Entry { value: Value::Str(s), private_copy, .. }) => match s.as_i64() {
             None => Err(NOT_AN_INTEGER),
             Some(old) => match old.checked_add(delta) {
                 None => Err(b"ERR increment or decrement would overflow"),
                 Some(new) => {
+                    // Redis stores the result as a new, possibly shared, integer.
+                    *private_copy = false;
                     *s = StrValue::Int(new);
                     Ok(new)
                 }
@@ -508,46 +510,42 @@ fn msetnx<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// `INCRBYFLOAT key increment`: computed in 80-bit extended precision and
 /// stored as text, exactly as Redis does; the key keeps its TTL.
 fn incrbyfloat<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
-    const NOT_A_FLOAT: &[u8] = b"ERR value is not a valid float";
     let (key, incr) = (c.arg(1), c.arg(2));
     let db = c.session.db;
     let mut shard = c.state.keyspace.lock_key(key);
-    let d = shard.db(db);
-    let result: Result<Vec<u8>, &[u8]> = match d.get_mut(key, now_ms()) {
-        None => match F80::parse(incr) {
-            None => Err(NOT_A_FLOAT),
-            Some(inc) => match F80::from_i64(0).sum(inc).filter(|v| !v.is_inf()) {
-                None => Err(b"ERR increment would produce NaN or Infinity"),
-                Some(v) => {
-                    let text = v.to_human();
-                    d.insert(key, Entry::new(Value::Str(StrValue::Bytes(text.clone()))));
-                    Ok(text)
-                }
-            },
-        },
-        Some(Entry { value: Value::Str(s), .. }) => {
-            let old = match s {
-                StrValue::Int(n) => Some(F80::from_i64(*n)),
-                StrValue::Bytes(b) | StrValue::Raw(b) => F80::parse(b),
-            };
-            match (old, F80::parse(incr)) {
-                (Some(old), Some(inc)) => match old.sum(inc).filter(|v| !v.is_inf()) {
-                    None => Err(b"ERR increment would produce NaN or Infinity"),
-                    Some(v) => {
-                        let text = v.to_human();
-                        *s = StrValue::Bytes(text.clone());
-                        Ok(text)
-                    }
-                },
-                _ => Err(NOT_A_FLOAT),
-            }
-        }
-    };
+    let result = add_float(shard.db(db), key, incr, now_ms());
     drop(shard);
     match result {
         Ok(text) => c.reply(|s| s.bulk(&text)),
         Err(msg) => c.error(msg),
     }
+}
+
+/// INCRBYFLOAT's work on one database: the new value as stored, or the error.
+///
+/// Every error is found before the entry is taken for writing, because a
+/// failed increment leaves the value as it was, copy-owned or not, as
+/// `OBJECT REFCOUNT` shows.
+fn add_float(d: &mut Db, key: &[u8], incr: &[u8], now: i64) -> Result<Vec<u8>, &'static [u8]> {
+    const NOT_A_FLOAT: &[u8] = b"ERR value is not a valid float";
+    let old = match d.get(key, now) {
+        None => F80::from_i64(0),
+        Some(Entry { value: Value::Str(s), .. }) => match s {
+            StrValue::Int(n) => Some(F80::from_i64(*n)),
+            StrValue::Bytes(b) | StrValue::Raw(b) => F80::parse(b),
+        }
+        .ok_or(NOT_A_FLOAT)?,
+    };
+    let inc = F80::parse(incr).ok_or(NOT_A_FLOAT)?;
+    let sum = old.sum(inc).filter(|v| !v.is_inf()).ok_or(b"ERR increment would produce NaN or Infinity".as_slice())?;
+    let text = sum.to_human();
+    match d.get_mut(key, now) {
+        Some(entry) => entry.value = Value::Str(StrValue::Bytes(text.clone())),
+        None => {
+            d.insert(key, Entry::new(Value::Str(StrValue::Bytes(text.clone()))));
+        }
+    }
+    Ok(text)
 }
 
 /// `GETRANGE key start end` (and its old name `SUBSTR`): the bytes in the

@@ -49,7 +49,7 @@ pub struct Entry {
     /// Unix time in seconds of the last access (for `OBJECT IDLETIME`);
     /// seconds are all Redis keeps, and four bytes keep the entry small.
     pub touched_s: u32,
-    /// The value was made by `COPY` and not changed since. Redis gives a
+    /// The value was made by `COPY` and not replaced since. Redis gives a
     /// copy its own object even for the small integers it otherwise shares
     /// between keys, which `OBJECT REFCOUNT` shows.
     pub private_copy: bool,
@@ -206,8 +206,10 @@ impl Db {
         self.open_key.clear();
         self.open_key.extend_from_slice(key);
         self.open = true;
-        // A changed value is a new value as far as sharing goes.
-        entry.private_copy = false;
+        // `private_copy` stays: most writes leave a raw string, for which
+        // sharing does not show, and the ones that store a shareable integer
+        // (INCR and friends) clear it themselves, so a write that fails or
+        // changes nothing keeps the copy's own object, as in Redis.
         Some(entry)
     }
 

@@ -200,30 +200,43 @@ pub fn call(stream: &mut TcpStream, args: &[&[u8]]) -> Vec<u8> {
     read_until(stream, reply_complete).bytes
 }
 
-/// Whether `got` holds exactly one complete reply (simple, integer, error,
-/// bulk, or array of those).
+/// Whether `got` holds exactly one complete reply.
 pub fn reply_complete(got: &[u8]) -> bool {
-    fn one(got: &[u8]) -> Option<usize> {
-        let line_end = got.windows(2).position(|w| w == b"\r\n")? + 2;
-        match got.first()? {
-            b'$' => {
-                let n: i64 = std::str::from_utf8(&got[1..line_end - 2]).ok()?.parse().ok()?;
-                if n < 0 {
-                    return Some(line_end);
-                }
-                let end = line_end + n as usize + 2;
-                (got.len() >= end).then_some(end)
+    reply_len(got) == Some(got.len())
+}
+
+/// The length of the first complete RESP2/RESP3 reply in `buf`, if it is all there.
+pub fn reply_len(buf: &[u8]) -> Option<usize> {
+    let line_end = buf.windows(2).position(|w| w == b"\r\n")?;
+    let head = std::str::from_utf8(&buf[1..line_end]).ok();
+    let after = line_end + 2;
+    let count = || head.and_then(|h| h.parse::<i64>().ok());
+    match buf.first()? {
+        b'+' | b'-' | b':' | b'_' | b',' | b'#' | b'(' => Some(after),
+        b'$' | b'=' | b'!' => {
+            let n = count()?;
+            if n < 0 {
+                return Some(after);
             }
-            b'*' => {
-                let n: i64 = std::str::from_utf8(&got[1..line_end - 2]).ok()?.parse().ok()?;
-                let mut at = line_end;
-                for _ in 0..n.max(0) {
-                    at += one(&got[at..])?;
-                }
-                Some(at)
-            }
-            _ => Some(line_end),
+            let end = after + n as usize + 2;
+            (buf.len() >= end).then_some(end)
         }
+        b'*' | b'~' | b'>' | b'%' | b'|' => {
+            let n = count()?;
+            if n < 0 {
+                return Some(after);
+            }
+            let items = if matches!(buf[0], b'%' | b'|') { n * 2 } else { n };
+            let mut at = after;
+            for _ in 0..items {
+                at += reply_len(&buf[at..])?;
+            }
+            // An attribute is followed by the reply it annotates.
+            if buf[0] == b'|' {
+                at += reply_len(&buf[at..])?;
+            }
+            Some(at)
+        }
+        _ => None,
     }
-    one(got) == Some(got.len())
 }
