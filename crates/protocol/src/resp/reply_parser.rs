@@ -297,14 +297,9 @@ impl<'b> Parser<'b> {
 
     /// `$`, `!` and `=`: a length line, that many bytes, CR LF.
     fn blob<B: Build>(&self, kind: u8, line: &[u8], start: usize) -> Step<B::V> {
-        if line == b"?" {
-            return Err(ReplyError::Streamed(kind));
-        }
-        let n = parse_int(line).ok_or(ReplyError::BadLength(kind))?;
-        if n == -1 && kind == b'$' {
+        let Some(len) = length_line(kind, line, b'$')? else {
             return Ok(Some((B::null(), start)));
-        }
-        let len = u64::try_from(n).map_err(|_| ReplyError::BadLength(kind))?;
+        };
         let max = self.limits.max_bulk_len;
         let too_long = ReplyError::BulkTooLong { len, max };
         let len = usize::try_from(len).map_err(|_| too_long.clone())?;
@@ -333,14 +328,9 @@ impl<'b> Parser<'b> {
 
     /// `*`, `~`, `>`, `%` and `|`: a count line followed by the elements.
     fn aggregate<B: Build>(&self, kind: u8, line: &[u8], start: usize, depth: usize) -> Step<B::V> {
-        if line == b"?" {
-            return Err(ReplyError::Streamed(kind));
-        }
-        let n = parse_int(line).ok_or(ReplyError::BadLength(kind))?;
-        if n == -1 && kind == b'*' {
+        let Some(len) = length_line(kind, line, b'*')? else {
             return Ok(Some((B::null_array(), start)));
-        }
-        let len = u64::try_from(n).map_err(|_| ReplyError::BadLength(kind))?;
+        };
         let max = self.limits.max_aggregate_len;
         let too_long = ReplyError::AggregateTooLong { len, max };
         let count = usize::try_from(len).map_err(|_| too_long.clone())?;
@@ -430,6 +420,19 @@ fn parse_double(line: &[u8]) -> Option<f64> {
         return None;
     }
     text.parse().ok()
+}
+
+/// The length on a `$`/`*`-style header line: `None` for RESP2's `-1` null
+/// (only on `null_kind`), an error for streamed (`?`) or malformed lengths.
+fn length_line(kind: u8, line: &[u8], null_kind: u8) -> Result<Option<u64>, ReplyError> {
+    if line == b"?" {
+        return Err(ReplyError::Streamed(kind));
+    }
+    let n = parse_int(line).ok_or(ReplyError::BadLength(kind))?;
+    if n == -1 && kind == null_kind {
+        return Ok(None);
+    }
+    u64::try_from(n).map(Some).map_err(|_| ReplyError::BadLength(kind))
 }
 
 #[cfg(test)]
