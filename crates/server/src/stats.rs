@@ -105,10 +105,6 @@ pub struct Stats {
     pub total_commands: AtomicU64,
     /// Error replies sent.
     pub total_error_replies: AtomicU64,
-    /// Reads that found their key.
-    pub keyspace_hits: AtomicU64,
-    /// Reads that did not.
-    pub keyspace_misses: AtomicU64,
     /// Writes since the last save (kvik does not save yet, so since start).
     pub dirty: AtomicU64,
     /// Unix time of the last save.
@@ -148,8 +144,6 @@ impl Default for Stats {
             total_connections: AtomicU64::new(0),
             total_commands: AtomicU64::new(0),
             total_error_replies: AtomicU64::new(0),
-            keyspace_hits: AtomicU64::new(0),
-            keyspace_misses: AtomicU64::new(0),
             dirty: AtomicU64::new(0),
             lastsave: AtomicI64::new(started_unix),
             pause_until_ms: AtomicI64::new(0),
@@ -171,12 +165,6 @@ impl Stats {
     /// Every command's counters, in table order.
     pub fn commands(&self) -> impl Iterator<Item = (&'static str, &CommandStat)> {
         self.commands.iter().map(|(n, s)| (*n, s))
-    }
-
-    /// Count a read of a key for `keyspace_hits` / `keyspace_misses`.
-    pub fn key_lookup(&self, found: bool) {
-        let counter = if found { &self.keyspace_hits } else { &self.keyspace_misses };
-        counter.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Count an error reply; its code is the text up to the first space.
@@ -209,8 +197,6 @@ impl Stats {
         self.total_error_replies.store(0, Ordering::Relaxed);
         self.total_commands.store(0, Ordering::Relaxed);
         self.total_connections.store(0, Ordering::Relaxed);
-        self.keyspace_hits.store(0, Ordering::Relaxed);
-        self.keyspace_misses.store(0, Ordering::Relaxed);
     }
 
     /// The slow log.

@@ -8,9 +8,9 @@
 use kvik_protocol::number::parse_i64;
 
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
-use crate::keyspace::{now_ms, Db, Entry};
+use crate::keyspace::{now_ms, Db};
 use crate::types::string::{StrValue, MAX_STRING_LEN};
-use crate::types::Value;
+use crate::types::{Value, ValueRef};
 
 /// Run the bitmap command `name`; false when `name` is not one of them.
 pub fn dispatch<T: ReplyTarget>(name: &str, c: &mut Ctx<'_, T>) -> bool {
@@ -52,9 +52,9 @@ fn bytes_at(db: &mut Db, key: &[u8], now: i64) -> Result<Option<Vec<u8>>, ()> {
 /// place, so reading a few bits of a large bitmap copies nothing; `Ok(None)`
 /// for a missing key, `Err` for another type.
 fn read_bytes<R>(db: &mut Db, key: &[u8], now: i64, read: impl FnOnce(&[u8]) -> R) -> Result<Option<R>, ()> {
-    match db.get(key, now) {
+    match db.get(key, now).map(|e| e.value()) {
         None => Ok(None),
-        Some(Entry { value: Value::Str(s), .. }) => {
+        Some(ValueRef::Str(s)) => {
             let mut scratch = Vec::new();
             Ok(Some(read(s.bytes(&mut scratch))))
         }
@@ -66,10 +66,10 @@ fn read_bytes<R>(db: &mut Db, key: &[u8], now: i64, read: impl FnOnce(&[u8]) -> 
 fn bits_for_write<'d>(db: &'d mut Db, key: &[u8], max_bit: u64, now: i64) -> Option<&'d mut Vec<u8>> {
     let need = usize::try_from(max_bit >> 3).ok()?.checked_add(1)?;
     if !db.contains(key, now) {
-        db.insert(key, Entry::new(Value::Str(StrValue::Raw(Vec::new()))));
+        db.set(key, Value::Str(StrValue::Raw(Vec::new())), None);
     }
-    match db.get_mut(key, now) {
-        Some(Entry { value: Value::Str(s), .. }) => {
+    match db.get_mut(key, now).map(|e| e.value_mut()) {
+        Some(Value::Str(s)) => {
             let bytes = s.make_raw();
             if bytes.len() < need {
                 bytes.resize(need, 0);
@@ -309,7 +309,7 @@ fn bitop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     if result.is_empty() {
         d.remove(dest);
     } else {
-        d.insert(dest, Entry::new(Value::Str(StrValue::Raw(result))));
+        d.set(dest, Value::Str(StrValue::Raw(result)), None);
     }
     drop(lock);
     c.reply(|s| s.integer(i64::try_from(len).unwrap_or(i64::MAX)));

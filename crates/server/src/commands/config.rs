@@ -13,6 +13,7 @@ pub fn dispatch<T: ReplyTarget>(name: &str, c: &mut Ctx<'_, T>) -> bool {
         "config|set" => set(c),
         "config|resetstat" => {
             c.state.stats.reset();
+            c.state.keyspace.reset_lookup_counts();
             c.ok();
         }
         "config|rewrite" => rewrite(c),

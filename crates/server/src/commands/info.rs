@@ -366,8 +366,9 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             for k in ["evicted_clients", "total_eviction_exceeded_time", "current_eviction_exceeded_time"] {
                 line(k, &0);
             }
-            line("keyspace_hits", &stats.keyspace_hits.load(Ordering::Relaxed));
-            line("keyspace_misses", &stats.keyspace_misses.load(Ordering::Relaxed));
+            let (hits, misses) = ks.lookup_counts();
+            line("keyspace_hits", &hits);
+            line("keyspace_misses", &misses);
             for k in [
                 "pubsub_channels",
                 "pubsub_patterns",

@@ -9,10 +9,10 @@ use kvik_protocol::number::parse_i64;
 
 use super::{until_nul, Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR};
 use crate::keyspace::db::seconds;
-use crate::keyspace::{glob, lfu, now_ms, Entry};
+use crate::keyspace::{glob, lfu, now_ms, Entry, Meta};
 use crate::types::dump::{self, PayloadError};
-use crate::types::string::StrValue;
-use crate::types::Value;
+use crate::types::string::StrRef;
+use crate::types::ValueRef;
 
 const NO_SUCH_KEY: &[u8] = b"ERR no such key";
 const SAME_OBJECT: &[u8] = b"ERR source and destination objects are the same";
@@ -113,14 +113,15 @@ fn count_existing<T: ReplyTarget>(c: &mut Ctx<'_, T>, touch: bool) {
     let now = now_ms();
     let ks = &c.state.keyspace;
     let mut lock = ks.lock_keys(keys.iter().copied());
-    let stats = &c.state.stats;
     let found = keys
         .iter()
         .filter(|k| {
             let d = lock.shard_for(ks, k).db(db);
-            let here = if touch { d.get(k, now).is_some() } else { d.peek(k, now).is_some() };
-            stats.key_lookup(here);
-            here
+            if touch {
+                d.get(k, now).is_some()
+            } else {
+                d.peek(k, now).is_some()
+            }
         })
         .count();
     drop(lock);
@@ -132,8 +133,7 @@ fn type_of<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let key = c.req.arg(1);
     let db = c.session.db;
     let mut shard = c.state.keyspace.lock_key(key);
-    let name = shard.db(db).peek(key, now_ms()).map_or("none", |e| e.value.type_name());
-    c.state.stats.key_lookup(name != "none");
+    let name = shard.db(db).peek(key, now_ms()).map_or("none", |e| e.value().type_name());
     drop(shard);
     c.reply(|s| s.simple(name.as_bytes()));
 }
@@ -196,7 +196,7 @@ fn expire<T: ReplyTarget>(c: &mut Ctx<'_, T>, name: &str, base: Base, unit: Unit
     let db = c.session.db;
     let mut shard = c.state.keyspace.lock_key(key);
     let d = shard.db(db);
-    let set = match d.get(key, now).map(|e| e.expire_at_ms) {
+    let set = match d.lookup_write(key, now).map(Entry::deadline) {
         None => false,
         Some(current) => {
             let refused = nx && current.is_some()
@@ -224,7 +224,7 @@ fn ttl<T: ReplyTarget>(c: &mut Ctx<'_, T>, unit: Unit, base: Base) {
     let db = c.session.db;
     let now = now_ms();
     let mut shard = c.state.keyspace.lock_key(key);
-    let found = shard.db(db).peek(key, now).map(|e| e.expire_at_ms);
+    let found = shard.db(db).peek(key, now).map(Entry::deadline);
     drop(shard);
     let reply = match found {
         None => -2,
@@ -247,7 +247,7 @@ fn persist<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let db = c.session.db;
     let mut shard = c.state.keyspace.lock_key(key);
     let d = shard.db(db);
-    let had = d.get(key, now_ms()).is_some_and(|e| e.expire_at_ms.is_some());
+    let had = d.lookup_write(key, now_ms()).is_some_and(|e| e.deadline().is_some());
     if had {
         d.set_expire(key, None);
     }
@@ -267,9 +267,9 @@ fn keys<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let mut lock = c.state.keyspace.lock_all();
     let mut found: Vec<Vec<u8>> = Vec::new();
     for shard in lock.shards() {
-        for (k, e) in shard.db(db).entries() {
-            if !e.is_expired(now) && (all || glob::matches(pattern, k, false)) {
-                found.push(k.to_vec());
+        for e in shard.db(db).entries() {
+            if !e.is_expired(now) && (all || glob::matches(pattern, e.key(), false)) {
+                found.push(e.key().to_vec());
             }
         }
     }
@@ -336,7 +336,7 @@ fn scan<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let now = now_ms();
     let (next, found) = c.state.keyspace.scan(c.session.db, cursor, count, |k, e| {
         pattern.is_none_or(|p| glob::matches(p, k, false))
-            && type_name.is_none_or(|t| t.eq_ignore_ascii_case(e.value.type_name().as_bytes()))
+            && type_name.is_none_or(|t| t.eq_ignore_ascii_case(e.value().type_name().as_bytes()))
             && !e.is_expired(now)
     });
     let next = next.to_string();
@@ -420,7 +420,7 @@ fn rename<T: ReplyTarget>(c: &mut Ctx<'_, T>, nx: bool) {
             d.remove(dst);
         }
         let entry = lock.shard_for(ks, src).db(db).take(src, now).ok_or(())?;
-        lock.shard_for(ks, dst).db(db).insert(dst, entry);
+        lock.shard_for(ks, dst).db(db).insert(entry.renamed(dst));
         Ok(true)
     })();
     drop(lock);
@@ -472,19 +472,18 @@ fn copy<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let now = now_ms();
     let ks = &c.state.keyspace;
     let mut lock = ks.lock_keys([src, dst]);
-    let source = lock.shard_for(ks, src).db(src_db).get(src, now).map(|e| (e.value.clone(), e.expire_at_ms));
+    let source = lock.shard_for(ks, src).db(src_db).get(src, now).map(|e| (e.value().to_owned(), e.deadline()));
     let copied = match source {
         None => false,
-        Some((value, expire_at_ms)) => {
+        Some((value, deadline)) => {
             let d = lock.shard_for(ks, dst).db(dst_db);
             if d.contains(dst, now) && !replace {
                 false
             } else {
-                let mut entry = Entry::with_expire(value, expire_at_ms);
-                entry.private_copy = true;
                 // The copy is a new key, with a new key's access frequency.
+                let meta = Meta { private_copy: true, ..Meta::new(now) };
                 d.remove(dst);
-                d.insert(dst, entry);
+                d.insert(Entry::new(dst, value, deadline, meta));
                 true
             }
         }
@@ -512,7 +511,7 @@ fn move_key<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             let movable = from.contains(key, now) && !to.contains(key, now);
             match if movable { from.take(key, now) } else { None } {
                 Some(entry) => {
-                    to.insert(key, entry);
+                    to.insert(entry);
                     true
                 }
                 None => false,
@@ -555,12 +554,13 @@ fn object<T: ReplyTarget>(c: &mut Ctx<'_, T>, name: &str) {
         drop(shard);
         return c.reply(|s| s.null());
     };
-    let encoding = entry.value.encoding();
-    let idle = i64::from(seconds(now).saturating_sub(entry.touched_s));
-    let freq = i64::from(lfu::decayed(entry, now, c.state.keyspace.lfu_tuning()));
-    let refcount = match &entry.value {
-        Value::Str(StrValue::Int(n)) if (0..SHARED_INTEGERS).contains(n) && !entry.private_copy => SHARED_REFCOUNT,
-        Value::Str(_) => 1,
+    let (value, meta) = (entry.value(), entry.meta());
+    let encoding = value.encoding();
+    let idle = i64::from(seconds(now).saturating_sub(meta.touched_s));
+    let freq = i64::from(lfu::decayed(&meta, now, c.state.keyspace.lfu_tuning()));
+    let refcount = match value {
+        ValueRef::Str(StrRef::Int(n)) if (0..SHARED_INTEGERS).contains(&n) && !meta.private_copy => SHARED_REFCOUNT,
+        ValueRef::Str(_) => 1,
     };
     drop(shard);
     // Redis keeps either the access time or the frequency, by policy, and
@@ -586,7 +586,7 @@ fn dump_key<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let key = c.req.arg(1);
     let db = c.session.db;
     let mut shard = c.state.keyspace.lock_key(key);
-    let payload = shard.db(db).get(key, now_ms()).map(|e| dump::dump(&e.value));
+    let payload = shard.db(db).get(key, now_ms()).map(|e| dump::dump(e.value()));
     drop(shard);
     match payload {
         Some(p) => c.reply(|s| s.bulk(&p)),
@@ -659,16 +659,16 @@ fn restore<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         if ttl != 0 && ttl <= now {
             return Ok(());
         }
-        let mut entry = Entry::with_expire(value, (ttl != 0).then_some(ttl));
+        let mut meta = Meta::new(now);
         // As in Redis, the option for the policy in force is applied and the other ignored.
         let lfu_policy = c.state.limits.maxmemory_policy().lfu();
         if let Some(idle) = idle.filter(|_| !lfu_policy) {
-            entry.touched_s = seconds(now).saturating_sub(u32::try_from(idle).unwrap_or(u32::MAX));
+            meta.touched_s = seconds(now).saturating_sub(u32::try_from(idle).unwrap_or(u32::MAX));
         }
         if let Some(freq) = freq.filter(|_| lfu_policy) {
-            entry.lfu_count = u8::try_from(freq).unwrap_or(u8::MAX);
+            meta.lfu_count = u8::try_from(freq).unwrap_or(u8::MAX);
         }
-        d.insert(key, entry);
+        d.insert(Entry::new(key, value, (ttl != 0).then_some(ttl), meta));
         Ok(())
     })();
     drop(shard);

@@ -10,7 +10,7 @@ use super::{info, Ctx, Outcome, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR};
 use crate::keyspace::db::{charge, ENTRY_OVERHEAD};
 use crate::keyspace::now_ms;
 use crate::stats::unix_micros;
-use crate::types::Value;
+use crate::types::ValueRef;
 
 /// Run the server command `name`; false when `name` is not one of them.
 pub fn dispatch<T: ReplyTarget>(name: &str, c: &mut Ctx<'_, T>) -> bool {
@@ -159,7 +159,7 @@ fn memory_usage<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (db, key) = (c.session.db, c.arg(2));
     let size = {
         let mut shard = c.state.keyspace.lock_key(key);
-        shard.db(db).peek(key, now_ms()).map(|e| charge(key.len(), e))
+        shard.db(db).inspect(key, now_ms()).map(charge)
     };
     match size {
         Some(n) => c.reply(|s| s.integer(n as i64)),
@@ -306,9 +306,10 @@ fn debug<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             let (db, key) = (c.session.db, c.arg(2));
             let found = {
                 let mut shard = c.state.keyspace.lock_key(key);
-                shard.db(db).get(key, now_ms()).map(|e| {
-                    let Value::Str(s) = &e.value;
-                    (e.value.encoding(), s.len())
+                shard.db(db).inspect(key, now_ms()).map(|e| {
+                    let value = e.value();
+                    let ValueRef::Str(s) = value;
+                    (value.encoding(), s.len())
                 })
             };
             match found {

@@ -6,10 +6,10 @@
 use kvik_protocol::number::parse_i64;
 
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
-use crate::keyspace::{now_ms, Db, Entry};
+use crate::keyspace::{now_ms, Db, Meta};
 use crate::types::float80::F80;
-use crate::types::string::{byte_range, write_at, StrValue, MAX_STRING_LEN};
-use crate::types::Value;
+use crate::types::string::{byte_range, write_at, StrRef, StrValue, MAX_STRING_LEN};
+use crate::types::{Value, ValueRef};
 
 /// Run the string command `name`; false when `name` is not one of them.
 pub fn dispatch<T: ReplyTarget>(name: &str, c: &mut Ctx<'_, T>) -> bool {
@@ -47,17 +47,18 @@ pub fn dispatch<T: ReplyTarget>(name: &str, c: &mut Ctx<'_, T>) -> bool {
     true
 }
 
-/// The string stored at `key`: `Ok(None)` when missing, `Err(())` for another type.
-fn string_at<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<&'d StrValue>, ()> {
-    match db.get(key, now) {
+/// The string stored at `key`, borrowed, for a read command (counted as a
+/// keyspace hit or miss): `Ok(None)` when missing, `Err(())` for another type.
+fn string_at<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<StrRef<'d>>, ()> {
+    match db.get(key, now).map(|e| e.value()) {
         None => Ok(None),
-        Some(Entry { value: Value::Str(s), .. }) => Ok(Some(s)),
+        Some(ValueRef::Str(s)) => Ok(Some(s)),
     }
 }
 
 /// A copy of the string at `key` for a command that replaces or removes it.
 fn owned_string_at(db: &mut Db, key: &[u8], now: i64) -> Result<Option<StrValue>, ()> {
-    string_at(db, key, now).map(|v| v.cloned())
+    string_at(db, key, now).map(|v| v.map(StrRef::to_owned))
 }
 
 /// Redis's error for a string that would outgrow `proto-max-bulk-len`.
@@ -81,30 +82,27 @@ fn expire_deadline(text: &[u8], seconds: bool, relative: bool, now: i64, command
 }
 
 /// Reply with a string value or a null.
-fn reply_string<T: ReplyTarget>(c: &mut Ctx<'_, T>, value: Option<&StrValue>) {
-    let mut scratch = Vec::new();
+fn reply_string<T: ReplyTarget>(c: &mut Ctx<'_, T>, value: Option<StrRef<'_>>) {
     match value {
-        Some(v) => {
-            let bytes = v.bytes(&mut scratch);
-            c.reply(|s| s.bulk(bytes));
+        Some(StrRef::Int(n)) => {
+            let mut text = Vec::with_capacity(20);
+            kvik_protocol::number::write_i64(&mut text, n);
+            c.reply(|s| s.bulk(&text));
         }
+        Some(StrRef::Bytes(b) | StrRef::Raw(b)) => c.reply(|s| s.bulk(b)),
         None => c.reply(|s| s.null()),
     }
 }
 
-/// `GET key`.
+/// `GET key`. The reply is written from the stored bytes while the shard
+/// is locked, so reading a value never copies it first.
 fn get<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let key = c.arg(1);
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
-    let found = string_at(shard.db(db), key, now_ms());
-    c.state.stats.key_lookup(!matches!(found, Ok(None)));
-    match found {
-        Ok(v) => {
-            let v = v.cloned();
-            drop(shard);
-            reply_string(c, v.as_ref());
-        }
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
+    match string_at(shard.db(db), key, now_ms()) {
+        Ok(v) => reply_string(c, v),
         Err(()) => {
             drop(shard);
             c.error(WRONGTYPE);
@@ -199,20 +197,27 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let db = c.session.db;
     let mut shard = c.state.keyspace.lock_key(key);
     let d = shard.db(db);
-    let old = d.get(key, now).map(|Entry { value: Value::Str(s), expire_at_ms, .. }| (s.clone(), *expire_at_ms));
-    let exists = old.is_some();
-    if o.get {
-        // With GET the old value is read, and counted as a read, as in Redis.
-        c.state.stats.key_lookup(exists);
+    if !(o.get || o.nx || o.xx || o.keep_ttl) {
+        // Nothing depends on the old value: one probe of the table.
+        d.set_string(key, value, o.expire_at_ms);
+        drop(shard);
+        return c.ok();
     }
+    // With GET the old value is read, and counted as a read, as in Redis.
+    let found = if o.get { d.get(key, now) } else { d.lookup_write(key, now) };
+    let old = found.map(|e| {
+        let ValueRef::Str(s) = e.value();
+        (o.get.then(|| s.to_owned()), e.deadline())
+    });
+    let exists = old.is_some();
     let write = !(o.nx && exists || o.xx && !exists);
     if write {
         let expire_at_ms = if o.keep_ttl { old.as_ref().and_then(|(_, at)| *at) } else { o.expire_at_ms };
-        d.insert(key, Entry::with_expire(Value::Str(StrValue::from_bytes(value)), expire_at_ms));
+        d.set_string(key, value, expire_at_ms);
     }
     drop(shard);
     match (o.get, write) {
-        (true, _) => reply_string(c, old.as_ref().map(|(s, _)| s)),
+        (true, _) => reply_string(c, old.as_ref().and_then(|(s, _)| s.as_ref()).map(StrValue::view)),
         (false, true) => c.ok(),
         (false, false) => c.reply(|s| s.null()),
     }
@@ -226,7 +231,7 @@ fn setnx<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let d = shard.db(db);
     let set = !d.contains(key, now_ms());
     if set {
-        d.insert(key, Entry::new(Value::Str(StrValue::from_bytes(value))));
+        d.set_string(key, value, None);
     }
     drop(shard);
     c.reply(|s| s.integer(i64::from(set)));
@@ -239,26 +244,19 @@ fn mget<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let now = now_ms();
     let ks = &c.state.keyspace;
     let mut lock = ks.lock_keys(keys.iter().copied());
-    let stats = &c.state.stats;
-    let values: Vec<Option<StrValue>> = keys
-        .iter()
-        .map(|k| {
-            let found = string_at(lock.shard_for(ks, k).db(db), k, now);
-            stats.key_lookup(!matches!(found, Ok(None)));
-            found.ok().flatten().cloned()
-        })
-        .collect();
-    drop(lock);
+    // Written from the stored bytes with every shard still locked, so the
+    // values are not copied first.
     let mut scratch = Vec::new();
     c.reply(|s| {
-        s.array(values.len());
-        for v in &values {
-            match v {
-                Some(v) => s.bulk(v.bytes(&mut scratch)),
-                None => s.null(),
+        s.array(keys.len());
+        for k in &keys {
+            match string_at(lock.shard_for(ks, k).db(db), k, now) {
+                Ok(Some(v)) => s.bulk(v.bytes(&mut scratch)),
+                Ok(None) | Err(()) => s.null(),
             }
         }
     });
+    drop(lock);
 }
 
 /// `MSET key value [key value ...]`: all at once, clearing any TTL.
@@ -271,7 +269,7 @@ fn mset<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let pairs: Vec<(&[u8], &[u8])> = (1..c.argc()).step_by(2).map(|i| (c.arg(i), c.arg(i + 1))).collect();
     let mut lock = ks.lock_keys(pairs.iter().map(|(k, _)| *k));
     for (k, v) in &pairs {
-        lock.shard_for(ks, k).db(db).insert(k, Entry::new(Value::Str(StrValue::from_bytes(v))));
+        lock.shard_for(ks, k).db(db).set_string(k, v, None);
     }
     drop(lock);
     c.ok();
@@ -283,13 +281,13 @@ fn append<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let db = c.session.db;
     let mut shard = c.state.keyspace.lock_key(key);
     let d = shard.db(db);
-    let len = match d.get_mut(key, now_ms()) {
+    let len = match d.get_mut(key, now_ms()).map(|e| e.value_mut()) {
         None => {
             // A new key is stored as SET would store it (an integer, or embstr).
-            d.insert(key, Entry::new(Value::Str(StrValue::from_bytes(tail))));
+            d.set_string(key, tail, None);
             tail.len()
         }
-        Some(Entry { value: Value::Str(s), .. }) => {
+        Some(Value::Str(s)) => {
             let bytes = s.make_raw();
             bytes.extend_from_slice(tail);
             bytes.len()
@@ -304,9 +302,7 @@ fn strlen<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let key = c.arg(1);
     let db = c.session.db;
     let mut shard = c.state.keyspace.lock_key(key);
-    let found = string_at(shard.db(db), key, now_ms());
-    c.state.stats.key_lookup(!matches!(found, Ok(None)));
-    let len = found.map(|v| v.map_or(0, StrValue::len));
+    let len = string_at(shard.db(db), key, now_ms()).map(|v| v.map_or(0, StrRef::len));
     drop(shard);
     match len {
         Ok(n) => c.reply(|s| s.integer(i64::try_from(n).unwrap_or(i64::MAX))),
@@ -322,21 +318,22 @@ fn incr_by<T: ReplyTarget>(c: &mut Ctx<'_, T>, delta: i64) {
     let d = shard.db(db);
     let result: Result<i64, &[u8]> = match d.get_mut(key, now_ms()) {
         None => {
-            d.insert(key, Entry::new(Value::Str(StrValue::Int(delta))));
+            d.set(key, Value::Str(StrValue::Int(delta)), None);
             Ok(delta)
         }
-        Some(Entry { value: Value::Str(s), private_copy, .. }) => match s.as_i64() {
-            None => Err(NOT_AN_INTEGER),
-            Some(old) => match old.checked_add(delta) {
-                None => Err(b"ERR increment or decrement would overflow"),
-                Some(new) => {
+        Some(entry) => {
+            let ValueRef::Str(s) = entry.value();
+            match s.as_i64().map(|old| old.checked_add(delta)) {
+                None => Err(NOT_AN_INTEGER),
+                Some(None) => Err(b"ERR increment or decrement would overflow"),
+                Some(Some(new)) => {
                     // Redis stores the result as a new, possibly shared, integer.
-                    *private_copy = false;
-                    *s = StrValue::Int(new);
+                    entry.set_meta(Meta { private_copy: false, ..entry.meta() });
+                    entry.set_int(new);
                     Ok(new)
                 }
-            },
-        },
+            }
+        }
     };
     drop(shard);
     match result {
@@ -356,7 +353,7 @@ fn setex<T: ReplyTarget>(c: &mut Ctx<'_, T>, seconds: bool) {
     let (key, value) = (c.arg(1), c.arg(3));
     let db = c.session.db;
     let mut shard = c.state.keyspace.lock_key(key);
-    shard.db(db).insert(key, Entry::with_expire(Value::Str(StrValue::from_bytes(value)), Some(at)));
+    shard.db(db).set_string(key, value, Some(at));
     drop(shard);
     c.ok();
 }
@@ -369,11 +366,11 @@ fn getset<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let d = shard.db(db);
     let old = owned_string_at(d, key, now_ms());
     if old.is_ok() {
-        d.insert(key, Entry::new(Value::Str(StrValue::from_bytes(value))));
+        d.set_string(key, value, None);
     }
     drop(shard);
     match old {
-        Ok(v) => reply_string(c, v.as_ref()),
+        Ok(v) => reply_string(c, v.as_ref().map(StrValue::view)),
         Err(()) => c.error(WRONGTYPE),
     }
 }
@@ -390,7 +387,7 @@ fn getdel<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     }
     drop(shard);
     match old {
-        Ok(v) => reply_string(c, v.as_ref()),
+        Ok(v) => reply_string(c, v.as_ref().map(StrValue::view)),
         Err(()) => c.error(WRONGTYPE),
     }
 }
@@ -483,7 +480,7 @@ fn getex<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         }
     }
     drop(shard);
-    reply_string(c, Some(&value));
+    reply_string(c, Some(value.view()));
 }
 
 /// `MSETNX key value [key value ...]`: 1 when every key was set, 0 (and
@@ -500,7 +497,7 @@ fn msetnx<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let any = pairs.iter().any(|(k, _)| lock.shard_for(ks, k).db(db).contains(k, now));
     if !any {
         for (k, v) in &pairs {
-            lock.shard_for(ks, k).db(db).insert(k, Entry::new(Value::Str(StrValue::from_bytes(v))));
+            lock.shard_for(ks, k).db(db).set_string(k, v, None);
         }
     }
     drop(lock);
@@ -528,11 +525,11 @@ fn incrbyfloat<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// `OBJECT REFCOUNT` shows.
 fn add_float(d: &mut Db, key: &[u8], incr: &[u8], now: i64) -> Result<Vec<u8>, &'static [u8]> {
     const NOT_A_FLOAT: &[u8] = b"ERR value is not a valid float";
-    let old = match d.get(key, now) {
+    let old = match d.lookup_write(key, now).map(|e| e.value()) {
         None => F80::from_i64(0),
-        Some(Entry { value: Value::Str(s), .. }) => match s {
-            StrValue::Int(n) => Some(F80::from_i64(*n)),
-            StrValue::Bytes(b) | StrValue::Raw(b) => F80::parse(b),
+        Some(ValueRef::Str(s)) => match s {
+            StrRef::Int(n) => Some(F80::from_i64(n)),
+            StrRef::Bytes(b) | StrRef::Raw(b) => F80::parse(b),
         }
         .ok_or(NOT_A_FLOAT)?,
     };
@@ -540,10 +537,8 @@ fn add_float(d: &mut Db, key: &[u8], incr: &[u8], now: i64) -> Result<Vec<u8>, &
     let sum = old.sum(inc).filter(|v| !v.is_inf()).ok_or(b"ERR increment would produce NaN or Infinity".as_slice())?;
     let text = sum.to_human();
     match d.get_mut(key, now) {
-        Some(entry) => entry.value = Value::Str(StrValue::Bytes(text.clone())),
-        None => {
-            d.insert(key, Entry::new(Value::Str(StrValue::Bytes(text.clone()))));
-        }
+        Some(entry) => entry.set_value(Value::Str(StrValue::Bytes(text.clone()))),
+        None => d.set(key, Value::Str(StrValue::Bytes(text.clone())), None),
     }
     Ok(text)
 }
@@ -592,15 +587,17 @@ fn setrange<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         None => {
             let mut bytes = Vec::new();
             let len = write_at(&mut bytes, offset as usize, value);
-            d.insert(key, Entry::new(Value::Str(StrValue::Raw(bytes))));
+            d.set(key, Value::Str(StrValue::Raw(bytes)), None);
             Ok(len)
         }
-        Some(Entry { value: Value::Str(s), .. }) => {
+        Some(entry) => {
+            let ValueRef::Str(s) = entry.value();
             if value.is_empty() {
                 Ok(s.len())
             } else if !fits {
                 Err(TOO_LONG)
             } else {
+                let Value::Str(s) = entry.value_mut();
                 Ok(write_at(s.make_raw(), offset as usize, value))
             }
         }

@@ -11,95 +11,63 @@
 //! [`charge`]), updated on every change, so `maxmemory` can be checked
 //! without walking the keyspace.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
+use std::collections::BTreeSet;
+use std::hash::BuildHasher;
+use std::sync::{Arc, OnceLock};
 
+use foldhash::fast::FixedState;
+use hashbrown::hash_table::Entry as Slot;
+use hashbrown::HashTable;
+
+pub use super::entry::{seconds, Entry, Meta};
 use super::evict::Policy;
 use super::lfu::{self, Tuning};
 use crate::types::Value;
 
-/// Bytes charged for every key beyond its name and value: the entry itself,
-/// the boxed key's pointer and length, and the hash table's slot and control
-/// byte with its spare capacity.
-pub const ENTRY_OVERHEAD: usize = std::mem::size_of::<Entry>() + std::mem::size_of::<Box<[u8]>>() + 16;
+/// Bytes charged for every key beyond what its entry holds on the heap:
+/// the table's 16-byte slot and control byte, with a share of the spare
+/// capacity the table keeps to stay fast.
+pub const ENTRY_OVERHEAD: usize = std::mem::size_of::<Entry>() + 1 + 8;
 
 /// Bytes charged for a key's place in the deadline index beyond the copy of
 /// its name: the deadline, the boxed key, and a share of the tree's node.
 pub const DEADLINE_OVERHEAD: usize = 48;
 
-/// The memory estimate for `entry` stored under a key of `key_len` bytes:
-/// the one per-key formula behind `maxmemory`, `MEMORY USAGE`, `MEMORY
-/// STATS` and `INFO memory`.
+/// The memory estimate for `entry`: the one per-key formula behind
+/// `maxmemory`, `MEMORY USAGE`, `MEMORY STATS` and `INFO memory`.
 ///
 /// It counts what kvik allocates for the key (name, value, bookkeeping) and
 /// not the allocator's rounding, so it is a little below the real figure;
 /// what matters for `maxmemory` is that it grows and shrinks with the data.
-pub fn charge(key_len: usize, entry: &Entry) -> usize {
-    let deadline = if entry.expire_at_ms.is_some() { DEADLINE_OVERHEAD + key_len } else { 0 };
-    ENTRY_OVERHEAD + key_len + entry.value.heap_size() + deadline
+pub fn charge(entry: &Entry) -> usize {
+    let deadline = if entry.deadline().is_some() { DEADLINE_OVERHEAD + entry.key().len() } else { 0 };
+    ENTRY_OVERHEAD + entry.heap_size() + deadline
 }
 
-/// A stored key: its value and, if it has one, its expiry deadline.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Entry {
-    /// The value.
-    pub value: Value,
-    /// Unix time in milliseconds at which the key expires.
-    pub expire_at_ms: Option<i64>,
-    /// Unix time in seconds of the last access (for `OBJECT IDLETIME`);
-    /// seconds are all Redis keeps, and four bytes keep the entry small.
-    pub touched_s: u32,
-    /// The value was made by `COPY` and not replaced since. Redis gives a
-    /// copy its own object even for the small integers it otherwise shares
-    /// between keys, which `OBJECT REFCOUNT` shows.
-    pub private_copy: bool,
-    /// Logarithmic access counter for the LFU eviction policies and
-    /// `OBJECT FREQ` (Redis's 8-bit counter).
-    pub lfu_count: u8,
-    /// Minutes clock (mod 2^16) when `lfu_count` was last decayed or
-    /// incremented, so idle keys lose frequency over time.
-    pub lfu_minutes: u16,
-}
-
-impl Entry {
-    /// A key without expiry.
-    pub fn new(value: Value) -> Entry {
-        Entry::with_expire(value, None)
-    }
-
-    /// A key expiring at `expire_at_ms` (never when `None`), accessed now.
-    pub fn with_expire(value: Value, expire_at_ms: Option<i64>) -> Entry {
-        let now = super::now_ms();
-        Entry {
-            value,
-            expire_at_ms,
-            touched_s: seconds(now),
-            private_copy: false,
-            lfu_count: lfu::INIT_VAL,
-            lfu_minutes: lfu::minutes(now),
-        }
-    }
-
-    /// True when the deadline has passed at `now_ms`.
-    pub fn is_expired(&self, now_ms: i64) -> bool {
-        self.expire_at_ms.is_some_and(|at| at <= now_ms)
-    }
+/// The hasher of every database's table: fast, and seeded at random once
+/// per process, so clients cannot choose keys that collide.
+fn key_hasher() -> FixedState {
+    static SEED: OnceLock<u64> = OnceLock::new();
+    // The standard library seeds its hashers from the operating system.
+    FixedState::with_seed(*SEED.get_or_init(|| std::hash::RandomState::new().hash_one(0x6b76_696b_u64)))
 }
 
 /// The keys of one database that live in one shard.
-/// A Unix time in milliseconds as the seconds an entry's access time keeps.
-pub fn seconds(ms: i64) -> u32 {
-    u32::try_from(ms.max(0) / 1000).unwrap_or(u32::MAX)
-}
-
 #[derive(Debug, Default)]
 pub struct Db {
-    map: HashMap<Box<[u8]>, Entry>,
+    /// The keys; each entry holds its own name (see [`Entry`]).
+    table: HashTable<Entry>,
+    hasher: FixedState,
     /// Keys with a deadline, ordered by deadline (for the active cycle and
     /// for `INFO keyspace`'s `expires=`).
     deadlines: BTreeSet<(i64, Box<[u8]>)>,
     /// Keys removed because their deadline passed (for `INFO stats`' `expired_keys`).
     expired: u64,
+    /// Read lookups that found their key and that did not (`INFO stats`'
+    /// `keyspace_hits` and `keyspace_misses`), counted here under the
+    /// shard's lock rather than in a counter every thread contends for.
+    hits: u64,
+    misses: u64,
     /// Memory estimate of every key except the open one (see `open`).
     used: usize,
     /// A key handed out by [`Db::get_mut`]: its value may grow or shrink
@@ -116,17 +84,39 @@ pub struct Db {
     tuning: Arc<Tuning>,
 }
 
+/// How a lookup treats the key it finds, as Redis's lookup flags do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lookup {
+    /// A read command's lookup: marks the key accessed and counts a hit or miss.
+    Read,
+    /// A read that leaves the access record alone but still counts
+    /// (EXISTS, TYPE, TTL, OBJECT).
+    ReadNoTouch,
+    /// A write command's lookup: marks the key accessed, counts nothing.
+    Write,
+    /// A write lookup handing the entry out for a change: its charge is
+    /// recomputed afterwards (see `Db::open`).
+    Change,
+    /// Looks only (MEMORY USAGE, eviction): no access, no count.
+    Inspect,
+}
+
 impl Db {
     /// An empty database reading its LFU parameters from `tuning`.
     pub fn with_tuning(tuning: Arc<Tuning>, seed: u64) -> Db {
-        Db { tuning, rng: seed | 1, ..Db::default() }
+        Db { tuning, rng: seed | 1, hasher: key_hasher(), ..Db::default() }
+    }
+
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
     }
 
     /// Put the open key's charge back into `used` (see `open`).
     fn settle(&mut self) {
         if std::mem::take(&mut self.open) {
-            if let Some(entry) = self.map.get(&self.open_key[..]) {
-                self.used += charge(self.open_key.len(), entry);
+            let hash = self.hash(&self.open_key);
+            if let Some(entry) = self.table.find(hash, |e| e.key() == self.open_key) {
+                self.used += charge(entry);
             }
         }
     }
@@ -148,20 +138,14 @@ impl Db {
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
-    /// Record an access to `entry` at `now_ms`: idle time and LFU counter.
-    fn touch(entry: &mut Entry, now_ms: i64, tuning: &Tuning, random: u64) {
-        entry.touched_s = seconds(now_ms);
-        lfu::record_access(entry, now_ms, tuning, random);
-    }
-
     /// Number of keys, counting keys whose deadline passed but were not yet removed.
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.table.len()
     }
 
     /// True when the database holds no key.
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.table.is_empty()
     }
 
     /// Number of keys with a deadline.
@@ -174,141 +158,201 @@ impl Db {
         self.expired
     }
 
-    /// Remove `key` if its deadline has passed; true when it did.
-    fn expire_if_due(&mut self, key: &[u8], now_ms: i64) -> bool {
-        self.settle();
-        let due = self.map.get(key).is_some_and(|e| e.is_expired(now_ms));
-        if due {
-            self.remove(key);
-            self.expired += 1;
-        }
-        due
+    /// Read lookups so far that found their key, and that did not.
+    pub fn lookup_counts(&self) -> (u64, u64) {
+        (self.hits, self.misses)
     }
 
-    /// The live entry for `key`, marking it accessed.
-    pub fn get(&mut self, key: &[u8], now_ms: i64) -> Option<&Entry> {
-        self.expire_if_due(key, now_ms);
-        let random = self.next_random();
-        let entry = self.map.get_mut(key)?;
-        Self::touch(entry, now_ms, &self.tuning, random);
+    /// Forget the lookup counts (`CONFIG RESETSTAT`).
+    pub fn reset_lookup_counts(&mut self) {
+        (self.hits, self.misses) = (0, 0);
+    }
+
+    /// The live entry for `key` in one probe of the table: an expired key
+    /// found there is removed and reported missing. `how` decides whether
+    /// the key is marked accessed and whether the lookup is counted.
+    fn lookup(&mut self, key: &[u8], now_ms: i64, how: Lookup) -> Option<&mut Entry> {
+        self.settle();
+        let hash = self.hash(key);
+        let touch = matches!(how, Lookup::Read | Lookup::Write | Lookup::Change);
+        let random = if touch { self.next_random() } else { 0 };
+        let found = match self.table.find_entry(hash, |e| e.key() == key) {
+            Ok(found) if found.get().is_expired(now_ms) => {
+                let (old, _) = found.remove();
+                self.used -= charge(&old).min(self.used);
+                unindex(&mut self.deadlines, key, old.deadline());
+                self.expired += 1;
+                None
+            }
+            Ok(found) => Some(found.into_mut()),
+            Err(_) => None,
+        };
+        match how {
+            Lookup::Read | Lookup::ReadNoTouch if found.is_some() => self.hits += 1,
+            Lookup::Read | Lookup::ReadNoTouch => self.misses += 1,
+            Lookup::Write | Lookup::Change | Lookup::Inspect => {}
+        }
+        let entry = found?;
+        if touch {
+            let mut meta = entry.meta();
+            meta.touched_s = seconds(now_ms);
+            lfu::record_access(&mut meta, now_ms, &self.tuning, random);
+            entry.set_meta(meta);
+        }
+        if how == Lookup::Change {
+            self.used -= charge(entry).min(self.used);
+            self.open_key.clear();
+            self.open_key.extend_from_slice(key);
+            self.open = true;
+        }
         Some(entry)
     }
 
+    /// The live entry for `key` for a read command: marks it accessed and
+    /// counts a keyspace hit or miss (Redis's `lookupKeyRead`; a key of
+    /// the wrong type is still a hit).
+    pub fn get(&mut self, key: &[u8], now_ms: i64) -> Option<&Entry> {
+        self.lookup(key, now_ms, Lookup::Read).map(|e| &*e)
+    }
+
+    /// The live entry for `key` for a read that must not count as an access
+    /// (EXISTS, TYPE, TTL, OBJECT); still counted as a hit or miss, as in Redis.
+    pub fn peek(&mut self, key: &[u8], now_ms: i64) -> Option<&Entry> {
+        self.lookup(key, now_ms, Lookup::ReadNoTouch).map(|e| &*e)
+    }
+
+    /// The live entry for `key` without marking it accessed or counting the
+    /// lookup (MEMORY USAGE, DEBUG OBJECT, eviction).
+    pub fn inspect(&mut self, key: &[u8], now_ms: i64) -> Option<&Entry> {
+        self.lookup(key, now_ms, Lookup::Inspect).map(|e| &*e)
+    }
+
     /// The live entry for `key`, mutable, marking it accessed; for commands
-    /// that change the value. A caller that changes the deadline must go
-    /// through [`Db::set_expire`] so the deadline index stays right.
+    /// that change the value (Redis's `lookupKeyWrite`, not counted as a
+    /// hit or miss). The deadline is changed through [`Db::set_expire`],
+    /// so the deadline index stays right.
     pub fn get_mut(&mut self, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
-        self.expire_if_due(key, now_ms);
-        let random = self.next_random();
-        let entry = self.map.get_mut(key)?;
-        Self::touch(entry, now_ms, &self.tuning, random);
-        self.used -= charge(key.len(), entry).min(self.used);
-        self.open_key.clear();
-        self.open_key.extend_from_slice(key);
-        self.open = true;
         // `private_copy` stays: most writes leave a raw string, for which
         // sharing does not show, and the ones that store a shareable integer
         // (INCR and friends) clear it themselves, so a write that fails or
         // changes nothing keeps the copy's own object, as in Redis.
-        Some(entry)
+        self.lookup(key, now_ms, Lookup::Change)
     }
 
-    /// The live entry for `key` without marking it accessed (`OBJECT`, `TTL`).
-    pub fn peek(&mut self, key: &[u8], now_ms: i64) -> Option<&Entry> {
-        self.expire_if_due(key, now_ms);
-        self.map.get(key)
+    /// The live entry for `key` for a write command that reads it first
+    /// (marks it accessed, not counted as a hit or miss).
+    pub fn lookup_write(&mut self, key: &[u8], now_ms: i64) -> Option<&Entry> {
+        self.lookup(key, now_ms, Lookup::Write).map(|e| &*e)
+    }
+
+    /// True when `key` exists and has not expired, for a write command
+    /// (marks it accessed, not counted as a hit or miss).
+    pub fn contains(&mut self, key: &[u8], now_ms: i64) -> bool {
+        self.lookup(key, now_ms, Lookup::Write).is_some()
     }
 
     /// Remove and return the live entry for `key` (RENAME, MOVE).
     pub fn take(&mut self, key: &[u8], now_ms: i64) -> Option<Entry> {
-        if self.expire_if_due(key, now_ms) {
-            return None;
-        }
+        self.lookup(key, now_ms, Lookup::Inspect)?;
         self.remove(key)
     }
 
-    /// True when `key` exists and has not expired.
-    pub fn contains(&mut self, key: &[u8], now_ms: i64) -> bool {
-        self.get(key, now_ms).is_some()
+    /// Store the string `bytes` under `key` as SET does, replacing any
+    /// previous value: packed, without building an owned value first.
+    pub fn set_string(&mut self, key: &[u8], bytes: &[u8], deadline: Option<i64>) {
+        self.insert(Entry::string(key, bytes, deadline, Meta::new(super::now_ms())));
     }
 
-    /// Store `entry` under `key`, replacing any previous value; returns the old entry.
+    /// Store `value` under `key`, a new key's access record, replacing any previous value.
+    pub fn set(&mut self, key: &[u8], value: Value, deadline: Option<i64>) {
+        self.insert(Entry::new(key, value, deadline, Meta::new(super::now_ms())));
+    }
+
+    /// Store `entry` under its key, replacing any previous value; returns the old entry.
     ///
     /// A replaced key keeps its access frequency, as Redis keeps it when a
     /// value is overwritten, so rewriting a hot key does not make it look
     /// new to the LFU policies. Callers that mean a new key (`COPY ...
     /// REPLACE`, `RENAME`, `RESTORE ... REPLACE`) remove the old one first.
-    pub fn insert(&mut self, key: &[u8], mut entry: Entry) -> Option<Entry> {
+    pub fn insert(&mut self, mut entry: Entry) -> Option<Entry> {
         self.settle();
-        self.used += charge(key.len(), &entry);
-        let new_deadline = entry.expire_at_ms;
-        let old = match self.map.get_mut(key) {
-            Some(slot) => {
-                entry.lfu_count = slot.lfu_count;
-                entry.lfu_minutes = slot.lfu_minutes;
-                Some(std::mem::replace(slot, entry))
+        self.used += charge(&entry);
+        let new_deadline = entry.deadline();
+        let hash = self.hash(entry.key());
+        let random = self.next_random();
+        let hasher = &self.hasher;
+        let old = match self.table.entry(hash, |e| e.key() == entry.key(), |e| hasher.hash_one(e.key())) {
+            Slot::Occupied(mut slot) => {
+                let kept = slot.get();
+                let now = super::now_ms();
+                if kept.is_expired(now) {
+                    // Gone already for every reader: replacing it makes a new key.
+                    self.expired += 1;
+                } else {
+                    // The write is an access to the old key, as Redis's
+                    // lookup before an overwrite is, and its frequency stays.
+                    let mut kept = kept.meta();
+                    lfu::record_access(&mut kept, now, &self.tuning, random);
+                    let mut meta = entry.meta();
+                    (meta.lfu_count, meta.lfu_minutes) = (kept.lfu_count, kept.lfu_minutes);
+                    entry.set_meta(meta);
+                }
+                Some(std::mem::replace(slot.get_mut(), entry))
             }
-            None => {
-                self.map.insert(key.into(), entry);
-                None
+            Slot::Vacant(slot) => {
+                let placed = slot.insert(entry);
+                let key = placed.get().key();
+                reindex(&mut self.deadlines, key, None, new_deadline);
+                return None;
             }
         };
         if let Some(old) = &old {
-            self.used -= charge(key.len(), old).min(self.used);
+            self.used -= charge(old).min(self.used);
+            reindex(&mut self.deadlines, old.key(), old.deadline(), new_deadline);
         }
-        self.reindex(key, old.as_ref().and_then(|e| e.expire_at_ms), new_deadline);
         old
     }
 
     /// Remove `key`; returns its entry if it existed (expired or not).
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         self.settle();
-        let old = self.map.remove(key)?;
-        self.used -= charge(key.len(), &old).min(self.used);
-        self.reindex(key, old.expire_at_ms, None);
+        let hash = self.hash(key);
+        let (old, _) = self.table.find_entry(hash, |e| e.key() == key).ok()?.remove();
+        self.used -= charge(&old).min(self.used);
+        unindex(&mut self.deadlines, key, old.deadline());
         Some(old)
     }
 
     /// Set or clear the deadline of an existing key; false when the key does not exist.
     pub fn set_expire(&mut self, key: &[u8], at_ms: Option<i64>) -> bool {
         self.settle();
-        let Some(entry) = self.map.get_mut(key) else { return false };
-        let before = charge(key.len(), entry);
-        let was = std::mem::replace(&mut entry.expire_at_ms, at_ms);
-        self.used = (self.used + charge(key.len(), entry)).saturating_sub(before);
-        self.reindex(key, was, at_ms);
+        let hash = self.hash(key);
+        let Some(entry) = self.table.find_mut(hash, |e| e.key() == key) else { return false };
+        let before = charge(entry);
+        let was = entry.deadline();
+        entry.set_deadline(at_ms);
+        self.used = (self.used + charge(entry)).saturating_sub(before);
+        reindex(&mut self.deadlines, key, was, at_ms);
         true
-    }
-
-    /// Move `key` in the deadline index from `old` to `new`.
-    fn reindex(&mut self, key: &[u8], old: Option<i64>, new: Option<i64>) {
-        if old == new {
-            return;
-        }
-        if let Some(at) = old {
-            self.deadlines.remove(&(at, Box::from(key)));
-        }
-        if let Some(at) = new {
-            self.deadlines.insert((at, Box::from(key)));
-        }
     }
 
     /// Remove every key.
     pub fn clear(&mut self) {
         self.open = false;
         self.used = 0;
-        self.map.clear();
+        // A new table rather than `clear`, which would keep the old one's memory.
+        self.table = HashTable::new();
         self.deadlines.clear();
     }
 
     /// Every key (live or not yet removed), for KEYS, SCAN and RANDOMKEY.
     pub fn keys(&self) -> impl Iterator<Item = &[u8]> {
-        self.map.keys().map(|k| &k[..])
+        self.table.iter().map(Entry::key)
     }
 
-    /// Every key with its entry (live or not yet removed), for SCAN's filters.
-    pub fn entries(&self) -> impl Iterator<Item = (&[u8], &Entry)> {
-        self.map.iter().map(|(k, e)| (&k[..], e))
+    /// Every entry (live or not yet removed), for KEYS and SCAN's filters.
+    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.table.iter()
     }
 
     /// Remove up to `budget` expired keys; returns how many were removed.
@@ -323,7 +367,9 @@ impl Db {
                 break;
             }
             let key = key.clone();
-            if self.expire_if_due(&key, now_ms) {
+            let before = self.expired;
+            self.lookup(&key, now_ms, Lookup::Inspect);
+            if self.expired > before {
                 removed += 1;
             } else {
                 // Not in step with the entry (cannot happen through this
@@ -352,50 +398,69 @@ impl Db {
             }
             return;
         }
-        let pool = if policy.volatile() { self.deadlines.len() } else { self.map.len() };
+        let pool = if policy.volatile() { self.deadlines.len() } else { self.table.len() };
         if pool == 0 {
             return;
         }
         let skip = usize::try_from(self.next_random() % pool as u64).unwrap_or(0);
         let now_s = seconds(now_ms);
-        let picked: Vec<(&[u8], &Entry)> = if policy.volatile() {
+        let picked: Vec<&Entry> = if policy.volatile() {
             self.deadlines
                 .iter()
                 .skip(skip)
                 .take(samples)
-                .filter_map(|(_, k)| self.map.get_key_value(k).map(|(k, e)| (&k[..], e)))
+                .filter_map(|(_, k)| self.table.find(self.hasher.hash_one(&k[..]), |e| e.key() == &k[..]))
                 .collect()
         } else {
-            self.map.iter().skip(skip).take(samples).map(|(k, e)| (&k[..], e)).collect()
+            self.table.iter().skip(skip).take(samples).collect()
         };
         let mut x = self.rng;
-        for (key, entry) in picked {
+        for entry in picked {
+            let meta = entry.meta();
             let score = match policy {
-                Policy::AllkeysLru | Policy::VolatileLru => u64::from(now_s.saturating_sub(entry.touched_s)),
+                Policy::AllkeysLru | Policy::VolatileLru => u64::from(now_s.saturating_sub(meta.touched_s)),
                 Policy::AllkeysLfu | Policy::VolatileLfu => {
-                    u64::from(u8::MAX - lfu::decayed(entry, now_ms, &self.tuning))
+                    u64::from(u8::MAX - lfu::decayed(&meta, now_ms, &self.tuning))
                 }
                 _ => {
                     x = x.rotate_left(17).wrapping_mul(0x2545_F491_4F6C_DD1D) | 1;
                     x
                 }
             };
-            out.push((score, Box::from(key)));
+            out.push((score, Box::from(entry.key())));
         }
     }
 
-    /// The `n`th key in the map's order if it is live (RANDOMKEY); an
+    /// The `n`th key in the table's order if it is live (RANDOMKEY); an
     /// expired key found there is removed and `None` returned, so the caller
     /// picks again.
     pub fn nth_live_key(&mut self, n: usize, now_ms: i64) -> Option<Box<[u8]>> {
         self.settle();
-        let (key, entry) = self.map.iter().nth(n)?;
-        let key = key.clone();
+        let entry = self.table.iter().nth(n)?;
+        let key: Box<[u8]> = entry.key().into();
         if entry.is_expired(now_ms) {
-            self.expire_if_due(&key, now_ms);
+            self.lookup(&key, now_ms, Lookup::Inspect);
             return None;
         }
         Some(key)
+    }
+}
+
+/// Move `key` in the deadline index from `old` to `new`.
+fn reindex(deadlines: &mut BTreeSet<(i64, Box<[u8]>)>, key: &[u8], old: Option<i64>, new: Option<i64>) {
+    if old == new {
+        return;
+    }
+    unindex(deadlines, key, old);
+    if let Some(at) = new {
+        deadlines.insert((at, Box::from(key)));
+    }
+}
+
+/// Take `key` out of the deadline index, where it is under `at`.
+fn unindex(deadlines: &mut BTreeSet<(i64, Box<[u8]>)>, key: &[u8], at: Option<i64>) {
+    if let Some(at) = at {
+        deadlines.remove(&(at, Box::from(key)));
     }
 }
 
@@ -411,8 +476,8 @@ mod tests {
     #[test]
     fn expired_keys_vanish_on_access_and_are_counted() {
         let mut db = Db::default();
-        db.insert(b"a", Entry::with_expire(val("1"), Some(100)));
-        db.insert(b"b", Entry::new(val("2")));
+        db.set(b"a", val("1"), Some(100));
+        db.set(b"b", val("2"), None);
         assert_eq!((db.len(), db.expiring()), (2, 1));
         assert!(db.get(b"a", 99).is_some());
         assert!(db.get(b"a", 100).is_none());
@@ -422,8 +487,8 @@ mod tests {
     #[test]
     fn counters_follow_inserts_removals_and_deadlines() {
         let mut db = Db::default();
-        db.insert(b"a", Entry::with_expire(val("1"), Some(5)));
-        db.insert(b"a", Entry::new(val("2")));
+        db.set(b"a", val("1"), Some(5));
+        db.set(b"a", val("2"), None);
         assert_eq!(db.expiring(), 0);
         assert!(db.set_expire(b"a", Some(10)));
         assert_eq!(db.expiring(), 1);
@@ -433,18 +498,12 @@ mod tests {
     }
 
     #[test]
-    fn lfu_fields_fit_in_the_entry_padding() {
-        // Value (32) + deadline (16) + access time, flags and LFU counter (8).
-        assert!(std::mem::size_of::<Entry>() <= 56, "{}", std::mem::size_of::<Entry>());
-    }
-
-    #[test]
     fn values_changed_in_place_are_recounted() {
         let mut db = Db::default();
-        db.insert(b"k", Entry::new(Value::Str(StrValue::Raw(Vec::new()))));
+        db.set(b"k", Value::Str(StrValue::Raw(Vec::new())), None);
         let empty = db.used_memory();
-        if let Some(Entry { value: Value::Str(StrValue::Raw(bytes)), .. }) = db.get_mut(b"k", 0) {
-            bytes.reserve_exact(4096);
+        if let Some(Value::Str(s)) = db.get_mut(b"k", 0).map(Entry::value_mut) {
+            s.make_raw().reserve_exact(4096);
         }
         assert!(db.used_memory() >= empty + 4096);
         db.remove(b"k");
@@ -455,7 +514,7 @@ mod tests {
     fn active_removal_respects_its_budget() {
         let mut db = Db::default();
         for i in 0..10 {
-            db.insert(format!("k{i}").as_bytes(), Entry::with_expire(val("x"), Some(1)));
+            db.set(format!("k{i}").as_bytes(), val("x"), Some(1));
         }
         assert_eq!(db.remove_expired(2, 4), 4);
         assert_eq!(db.len(), 6);

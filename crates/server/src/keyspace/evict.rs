@@ -189,7 +189,8 @@ impl Keyspace {
             let mut shard = self.lock(candidate.shard);
             let db = shard.db(candidate.db);
             // Another client may have removed the key, or its TTL, since it was sampled.
-            let eligible = db.peek(&candidate.key, now).is_some_and(|e| !policy.volatile() || e.expire_at_ms.is_some());
+            let eligible =
+                db.inspect(&candidate.key, now).is_some_and(|e| !policy.volatile() || e.deadline().is_some());
             if eligible && db.remove(&candidate.key).is_some() {
                 self.evicted.fetch_add(1, Ordering::Relaxed);
                 return true;
@@ -207,15 +208,12 @@ impl Keyspace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::keyspace::Entry;
-    use crate::types::{string::StrValue, Value};
 
     fn fill(ks: &Keyspace, n: usize, ttl_every: usize) {
         for i in 0..n {
             let key = format!("key:{i}");
             let expire = (ttl_every > 0 && i % ttl_every == 0).then_some(now_ms() + 1_000_000 + i as i64);
-            let entry = Entry::with_expire(Value::Str(StrValue::from_bytes(&[b'x'; 100])), expire);
-            ks.lock_key(key.as_bytes()).db(0).insert(key.as_bytes(), entry);
+            ks.lock_key(key.as_bytes()).db(0).set_string(key.as_bytes(), &[b'x'; 100], expire);
         }
     }
 

@@ -82,8 +82,6 @@ impl ActiveExpiry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::keyspace::Entry;
-    use crate::types::{string::StrValue, Value};
 
     #[test]
     fn a_tick_removes_due_keys_in_every_database_and_keeps_the_rest() {
@@ -91,9 +89,8 @@ mod tests {
         for i in 0..100 {
             let key = format!("k{i}").into_bytes();
             let at = if i % 2 == 0 { Some(1) } else { None };
-            let entry = Entry::with_expire(Value::Str(StrValue::from_bytes(b"v")), at);
-            ks.lock_key(&key).db(i % 2).insert(&key, entry.clone());
-            ks.lock_key(&key).db(1 - i % 2).insert(&key, entry);
+            ks.lock_key(&key).db(i % 2).set_string(&key, b"v", at);
+            ks.lock_key(&key).db(1 - i % 2).set_string(&key, b"v", at);
         }
         let mut cycle = ActiveExpiry::default();
         let mut removed = 0;

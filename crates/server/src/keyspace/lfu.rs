@@ -12,7 +12,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::db::Entry;
+use super::entry::Meta;
 
 /// Counter of a new key.
 pub const INIT_VAL: u8 = 5;
@@ -58,15 +58,15 @@ fn elapsed(then: u16, now: u16) -> u16 {
     now.wrapping_sub(then)
 }
 
-/// `entry`'s counter after the decay due at `now_ms`, without storing it
+/// The counter of `meta` after the decay due at `now_ms`, without storing it
 /// (what `OBJECT FREQ` reports and what eviction compares).
-pub fn decayed(entry: &Entry, now_ms: i64, tuning: &Tuning) -> u8 {
+pub fn decayed(meta: &Meta, now_ms: i64, tuning: &Tuning) -> u8 {
     let period = tuning.decay_minutes();
     if period == 0 {
-        return entry.lfu_count;
+        return meta.lfu_count;
     }
-    let periods = u32::from(elapsed(entry.lfu_minutes, minutes(now_ms))) / period;
-    u8::try_from(u32::from(entry.lfu_count).saturating_sub(periods)).unwrap_or(0)
+    let periods = u32::from(elapsed(meta.lfu_minutes, minutes(now_ms))) / period;
+    u8::try_from(u32::from(meta.lfu_count).saturating_sub(periods)).unwrap_or(0)
 }
 
 /// One logarithmic increment of `counter`; `random` is a uniform 64-bit number.
@@ -84,20 +84,19 @@ pub fn log_incr(counter: u8, log_factor: u32, random: u64) -> u8 {
     }
 }
 
-/// Record one access to `entry` at `now_ms`: decay, then increment.
-pub fn record_access(entry: &mut Entry, now_ms: i64, tuning: &Tuning, random: u64) {
-    let counter = decayed(entry, now_ms, tuning);
-    entry.lfu_count = log_incr(counter, tuning.log_factor(), random);
-    entry.lfu_minutes = minutes(now_ms);
+/// Record one access in `meta` at `now_ms`: decay, then increment.
+pub fn record_access(meta: &mut Meta, now_ms: i64, tuning: &Tuning, random: u64) {
+    let counter = decayed(meta, now_ms, tuning);
+    meta.lfu_count = log_incr(counter, tuning.log_factor(), random);
+    meta.lfu_minutes = minutes(now_ms);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{string::StrValue, Value};
 
-    fn entry() -> Entry {
-        Entry::new(Value::Str(StrValue::from_bytes(b"v")))
+    fn entry() -> Meta {
+        Meta::new(0)
     }
 
     #[test]
@@ -108,7 +107,7 @@ mod tests {
         let mut x: u64 = 0x1234_5678;
         let now = 1_000_000_000_000;
         e.lfu_minutes = minutes(now);
-        let mut step = |e: &mut Entry, n: usize| {
+        let mut step = |e: &mut Meta, n: usize| {
             for _ in 0..n {
                 x ^= x << 13;
                 x ^= x >> 7;

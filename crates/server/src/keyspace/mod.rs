@@ -7,6 +7,7 @@
 //! never deadlock. Commands on different shards run in parallel.
 
 pub mod db;
+pub mod entry;
 pub mod evict;
 pub mod expire;
 pub mod glob;
@@ -19,7 +20,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-pub use db::{Db, Entry};
+pub use db::{Db, Entry, Meta};
 pub use evict::Policy;
 pub use slot::key_slot;
 
@@ -158,6 +159,21 @@ impl Keyspace {
         &self.tuning
     }
 
+    /// Read lookups that found their key and that did not, over every
+    /// database (`INFO stats`' `keyspace_hits` and `keyspace_misses`).
+    pub fn lookup_counts(&self) -> (u64, u64) {
+        (0..self.shard_count())
+            .flat_map(|i| self.lock(i).dbs().iter().map(Db::lookup_counts).collect::<Vec<_>>())
+            .fold((0, 0), |(h, m), (dh, dm)| (h + dh, m + dm))
+    }
+
+    /// Forget the lookup counts (`CONFIG RESETSTAT`).
+    pub fn reset_lookup_counts(&self) {
+        for i in 0..self.shard_count() {
+            self.lock(i).dbs().iter_mut().for_each(Db::reset_lookup_counts);
+        }
+    }
+
     /// Number of databases (`SELECT` accepts `0..databases`).
     pub fn databases(&self) -> usize {
         self.databases
@@ -231,7 +247,7 @@ pub fn now_ms() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{string::StrValue, Value};
+    use crate::types::Value;
 
     #[test]
     fn shard_count_is_a_power_of_two_and_hashtags_share_a_shard() {
@@ -249,7 +265,7 @@ mod tests {
         {
             let mut lock = ks.lock_keys(keys);
             for k in keys {
-                lock.shard_for(&ks, k).db(0).insert(k, Entry::new(Value::Str(StrValue::from_bytes(k))));
+                lock.shard_for(&ks, k).db(0).set_string(k, k, None);
             }
         }
         let total: usize = ks.lock_all().shards().into_iter().map(|s| s.db(0).len()).sum();
@@ -259,16 +275,15 @@ mod tests {
     #[test]
     fn memory_estimate_follows_every_change() {
         let ks = Keyspace::new(4, 2);
-        let entry = |v: &[u8]| Entry::new(Value::Str(StrValue::from_bytes(v)));
         assert_eq!(ks.used_memory(), 0);
-        ks.lock_key(b"a").db(0).insert(b"a", entry(b"hello world"));
+        ks.lock_key(b"a").db(0).set_string(b"a", b"hello world", None);
         let one = ks.used_memory();
         assert!(one >= db::ENTRY_OVERHEAD + 1 + 11);
-        ks.lock_key(b"a").db(0).insert(b"a", entry(&[b'x'; 1000]));
+        ks.lock_key(b"a").db(0).set_string(b"a", &[b'x'; 1000], None);
         assert!(ks.used_memory() >= db::ENTRY_OVERHEAD + 1 + 1000);
         {
             let mut shard = ks.lock_key(b"a");
-            if let Some(Entry { value: Value::Str(s), .. }) = shard.db(0).get_mut(b"a", now_ms()) {
+            if let Some(Value::Str(s)) = shard.db(0).get_mut(b"a", now_ms()).map(Entry::value_mut) {
                 s.make_raw().extend_from_slice(&[b'y'; 5000]);
             }
         }
@@ -280,9 +295,10 @@ mod tests {
         let with_ttl = ks.used_memory();
         ks.lock_key(b"a").db(0).set_expire(b"a", None);
         assert_eq!(ks.used_memory(), with_ttl - db::DEADLINE_OVERHEAD - 1);
-        ks.lock_key(b"b").db(1).insert(b"b", entry(b"1"));
+        ks.lock_key(b"b").db(1).set_string(b"b", b"1", None);
         ks.lock_key(b"a").db(0).remove(b"a");
-        assert_eq!(ks.used_memory(), db::ENTRY_OVERHEAD + 1, "an integer costs only its entry");
+        // Header 8, key length 1, key 1, the integer 8: one allocation.
+        assert_eq!(ks.used_memory(), db::ENTRY_OVERHEAD + 18, "an integer costs its packed entry");
         ks.lock_key(b"b").db(1).clear();
         assert_eq!(ks.used_memory(), 0);
     }

@@ -63,7 +63,7 @@ impl Keyspace {
             let mut guard = self.lock(shard);
             let d = guard.db(db);
             let mut candidates: Vec<(u64, &[u8], &Entry)> =
-                d.entries().map(|(k, e)| (position(k), k, e)).filter(|(p, _, _)| *p >= from).collect();
+                d.entries().map(|e| (position(e.key()), e.key(), e)).filter(|(p, _, _)| *p >= from).collect();
             let want = count - visited;
             // Return the `want` lowest positions, never splitting a group of
             // equal positions: everything below the first position left out,
@@ -118,10 +118,9 @@ fn partition<T>(items: &mut [T], mut pred: impl FnMut(&T) -> bool) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{string::StrValue, Value};
 
     fn add(ks: &Keyspace, key: &[u8]) {
-        ks.lock_key(key).db(0).insert(key, Entry::new(Value::Str(StrValue::from_bytes(b"v"))));
+        ks.lock_key(key).db(0).set_string(key, b"v", None);
     }
 
     fn scan_all(ks: &Keyspace, count: usize, mut between: impl FnMut(usize)) -> Vec<Vec<u8>> {

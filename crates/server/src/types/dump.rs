@@ -13,7 +13,7 @@
 //! before anything is decoded. Bodies: a string is its bytes.
 
 use super::string::StrValue;
-use super::Value;
+use super::{Value, ValueRef};
 
 /// Version written into payloads; RESTORE refuses any other.
 pub const FORMAT_VERSION: u16 = 1;
@@ -33,10 +33,10 @@ pub enum PayloadError {
 }
 
 /// The payload DUMP replies with for `value`.
-pub fn dump(value: &Value) -> Vec<u8> {
+pub fn dump(value: ValueRef<'_>) -> Vec<u8> {
     let mut out = Vec::new();
     match value {
-        Value::Str(s) => {
+        ValueRef::Str(s) => {
             out.push(KIND_STRING);
             let mut scratch = Vec::new();
             out.extend_from_slice(s.bytes(&mut scratch));
@@ -112,13 +112,13 @@ mod tests {
     fn strings_round_trip() {
         for s in [&b""[..], b"hello", b"12345", b"-9223372036854775808", &[0u8, 255, 13, 10]] {
             let v = Value::Str(StrValue::from_bytes(s));
-            assert_eq!(restore(&dump(&v)), Ok(v));
+            assert_eq!(restore(&dump(v.view())), Ok(v));
         }
     }
 
     #[test]
     fn damaged_payloads_are_refused() {
-        let good = dump(&Value::Str(StrValue::from_bytes(b"value")));
+        let good = dump(Value::Str(StrValue::from_bytes(b"value")).view());
         assert_eq!(restore(&good[..good.len() - 1]), Err(PayloadError::VersionOrChecksum));
         let mut flipped = good.clone();
         flipped[2] ^= 1;

@@ -63,12 +63,18 @@ impl StrValue {
         }
     }
 
+    /// A borrowed view of the string.
+    pub fn view(&self) -> StrRef<'_> {
+        match self {
+            StrValue::Int(n) => StrRef::Int(*n),
+            StrValue::Bytes(b) => StrRef::Bytes(b),
+            StrValue::Raw(b) => StrRef::Raw(b),
+        }
+    }
+
     /// Length in bytes of the string's text.
     pub fn len(&self) -> usize {
-        match self {
-            StrValue::Int(n) => kvik_protocol::number::i64_len(*n),
-            StrValue::Bytes(b) | StrValue::Raw(b) => b.len(),
-        }
+        self.view().len()
     }
 
     /// Bytes allocated for the string's text (0 for an integer).
@@ -98,10 +104,7 @@ impl StrValue {
 
     /// The integer this string holds, if it is one (Redis's `string2ll` rules).
     pub fn as_i64(&self) -> Option<i64> {
-        match self {
-            StrValue::Int(n) => Some(*n),
-            StrValue::Bytes(b) | StrValue::Raw(b) => parse_i64(b),
-        }
+        self.view().as_i64()
     }
 
     /// Mutable bytes for an in-place change; the value becomes `raw`.
@@ -126,10 +129,74 @@ impl StrValue {
 
     /// The name `OBJECT ENCODING` reports.
     pub fn encoding(&self) -> &'static str {
+        self.view().encoding()
+    }
+}
+
+/// A borrowed string, wherever it is stored: what read commands get, so
+/// reading a value never copies it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StrRef<'a> {
+    /// The canonical text of this integer.
+    Int(i64),
+    /// Bytes written whole.
+    Bytes(&'a [u8]),
+    /// Bytes changed in place.
+    Raw(&'a [u8]),
+}
+
+impl<'a> StrRef<'a> {
+    /// Length in bytes of the string's text.
+    pub fn len(self) -> usize {
         match self {
-            StrValue::Int(_) => "int",
-            StrValue::Bytes(b) if b.len() <= EMBSTR_MAX => "embstr",
+            StrRef::Int(n) => kvik_protocol::number::i64_len(n),
+            StrRef::Bytes(b) | StrRef::Raw(b) => b.len(),
+        }
+    }
+
+    /// True for the empty string.
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+
+    /// The string's bytes, formatting an integer into `scratch` when needed.
+    pub fn bytes<'s>(self, scratch: &'s mut Vec<u8>) -> &'s [u8]
+    where
+        'a: 's,
+    {
+        match self {
+            StrRef::Int(n) => {
+                scratch.clear();
+                write_i64(scratch, n);
+                scratch
+            }
+            StrRef::Bytes(b) | StrRef::Raw(b) => b,
+        }
+    }
+
+    /// The integer this string holds, if it is one (Redis's `string2ll` rules).
+    pub fn as_i64(self) -> Option<i64> {
+        match self {
+            StrRef::Int(n) => Some(n),
+            StrRef::Bytes(b) | StrRef::Raw(b) => parse_i64(b),
+        }
+    }
+
+    /// The name `OBJECT ENCODING` reports.
+    pub fn encoding(self) -> &'static str {
+        match self {
+            StrRef::Int(_) => "int",
+            StrRef::Bytes(b) if b.len() <= EMBSTR_MAX => "embstr",
             _ => "raw",
+        }
+    }
+
+    /// An owned copy, in the same encoding.
+    pub fn to_owned(self) -> StrValue {
+        match self {
+            StrRef::Int(n) => StrValue::Int(n),
+            StrRef::Bytes(b) => StrValue::Bytes(b.to_vec()),
+            StrRef::Raw(b) => StrValue::Raw(b.to_vec()),
         }
     }
 }

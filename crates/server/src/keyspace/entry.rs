@@ -1,0 +1,426 @@
+//! The record the keyspace keeps for one key: its name, value, deadline and
+//! access bookkeeping, laid out to take as little memory as possible.
+//!
+//! Most keys hold a string written whole (SET, MSET, INCR). Such a key is
+//! stored *packed*: one heap allocation holding everything, so the hash
+//! table's element is a 16-byte fat pointer and a key costs one allocation
+//! instead of three (entry, name, value). The packed bytes are:
+//!
+//! ```text
+//! [4B access time, s][1B LFU counter][2B LFU minutes][1B flags]
+//! [8B deadline, ms]                       only with the DEADLINE flag
+//! [1B key length] or [0xFF][4B key length]  (lengths from 255 on)
+//! [key]
+//! [8B integer] or [string bytes]          the integer with the INTEGER flag
+//! ```
+//!
+//! Every other value is stored *boxed*, in a [`Node`] with the owned
+//! [`Value`]: strings changed in place (APPEND, SETRANGE, SETBIT grow them
+//! and need spare capacity, and Redis reports them as `raw`) and the
+//! collection types. [`Entry::value_mut`] turns a packed key into a boxed
+//! one the first time a command changes its string in place; a value stored
+//! whole again ([`Entry::set_value`]) is packed again.
+//!
+//! Integers stay packed through INCR and friends: [`Entry::set_int`]
+//! rewrites the 8 bytes in place.
+
+use super::lfu;
+use crate::types::string::{StrRef, StrValue};
+use crate::types::{Value, ValueRef};
+use kvik_protocol::number::parse_i64;
+
+/// What the keyspace records about a key's use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Meta {
+    /// Unix time in seconds of the last access (for `OBJECT IDLETIME`);
+    /// seconds are all Redis keeps, and four bytes keep the entry small.
+    pub touched_s: u32,
+    /// Logarithmic access counter for the LFU eviction policies and
+    /// `OBJECT FREQ` (Redis's 8-bit counter).
+    pub lfu_count: u8,
+    /// Minutes clock (mod 2^16) when `lfu_count` was last decayed or
+    /// incremented, so idle keys lose frequency over time.
+    pub lfu_minutes: u16,
+    /// The value was made by `COPY` and not replaced since. Redis gives a
+    /// copy its own object even for the small integers it otherwise shares
+    /// between keys, which `OBJECT REFCOUNT` shows.
+    pub private_copy: bool,
+}
+
+impl Meta {
+    /// The record of a key created at `now_ms`.
+    pub fn new(now_ms: i64) -> Meta {
+        Meta {
+            touched_s: seconds(now_ms),
+            lfu_count: lfu::INIT_VAL,
+            lfu_minutes: lfu::minutes(now_ms),
+            private_copy: false,
+        }
+    }
+}
+
+/// A Unix time in milliseconds as the seconds an entry's access time keeps.
+pub fn seconds(ms: i64) -> u32 {
+    u32::try_from(ms.max(0) / 1000).unwrap_or(u32::MAX)
+}
+
+/// Bytes of the fixed header of a packed entry.
+const HEADER: usize = 8;
+/// Position of the flag byte in the header.
+const FLAGS_AT: usize = 7;
+/// Flag: an 8-byte deadline follows the header.
+const DEADLINE: u8 = 1;
+/// Flag: [`Meta::private_copy`].
+const PRIVATE: u8 = 2;
+/// Flag: the value is an 8-byte integer rather than string bytes.
+const INTEGER: u8 = 4;
+/// Key-length byte announcing a 4-byte length.
+const LONG_KEY: u8 = u8::MAX;
+
+/// A boxed key: everything a packed key holds, with an owned value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    meta: Meta,
+    deadline: Option<i64>,
+    key: Box<[u8]>,
+    value: Value,
+}
+
+/// One key as the hash table stores it (16 bytes; see the module docs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry(Repr);
+
+#[derive(Debug, Clone, PartialEq)]
+enum Repr {
+    Packed(Box<[u8]>),
+    Boxed(Box<Node>),
+}
+
+/// A string value in the form a packed entry can hold.
+#[derive(Clone, Copy)]
+enum Packable<'a> {
+    Int(i64),
+    Bytes(&'a [u8]),
+}
+
+impl<'a> Packable<'a> {
+    /// The packed form of `value`, if it has one (integers and strings written whole).
+    fn of(value: &'a Value) -> Option<Packable<'a>> {
+        match value {
+            Value::Str(StrValue::Int(n)) => Some(Packable::Int(*n)),
+            Value::Str(StrValue::Bytes(b)) => Some(Packable::Bytes(b)),
+            Value::Str(StrValue::Raw(_)) => None,
+        }
+    }
+
+    /// `bytes` as SET stores them: the integer when they are its canonical
+    /// text (Redis only tries strings of up to 20 bytes), else the bytes.
+    fn text(bytes: &'a [u8]) -> Packable<'a> {
+        match (bytes.len() <= 20).then(|| parse_i64(bytes)).flatten() {
+            Some(n) => Packable::Int(n),
+            None => Packable::Bytes(bytes),
+        }
+    }
+}
+
+/// Build the packed bytes of a key.
+fn pack(meta: Meta, deadline: Option<i64>, key: &[u8], value: Packable<'_>) -> Box<[u8]> {
+    let key_len_bytes = if key.len() < usize::from(LONG_KEY) { 1 } else { 5 };
+    let value_len = match value {
+        Packable::Int(_) => 8,
+        Packable::Bytes(b) => b.len(),
+    };
+    let len = HEADER + if deadline.is_some() { 8 } else { 0 } + key_len_bytes + key.len() + value_len;
+    let mut out = Vec::with_capacity(len);
+    let mut flags = 0;
+    if deadline.is_some() {
+        flags |= DEADLINE;
+    }
+    if meta.private_copy {
+        flags |= PRIVATE;
+    }
+    if matches!(value, Packable::Int(_)) {
+        flags |= INTEGER;
+    }
+    out.extend_from_slice(&meta.touched_s.to_le_bytes());
+    out.push(meta.lfu_count);
+    out.extend_from_slice(&meta.lfu_minutes.to_le_bytes());
+    out.push(flags);
+    if let Some(at) = deadline {
+        out.extend_from_slice(&at.to_le_bytes());
+    }
+    match u8::try_from(key.len()) {
+        Ok(n) if n < LONG_KEY => out.push(n),
+        // Keys are limited to 512 MB by the protocol, so the length fits.
+        _ => {
+            out.push(LONG_KEY);
+            out.extend_from_slice(&u32::try_from(key.len()).unwrap_or(u32::MAX).to_le_bytes());
+        }
+    }
+    out.extend_from_slice(key);
+    match value {
+        Packable::Int(n) => out.extend_from_slice(&n.to_le_bytes()),
+        Packable::Bytes(b) => out.extend_from_slice(b),
+    }
+    out.into_boxed_slice()
+}
+
+/// Read 8 little-endian bytes at `at` of packed bytes built by [`pack`].
+fn read_i64(bytes: &[u8], at: usize) -> i64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&bytes[at..at + 8]);
+    i64::from_le_bytes(word)
+}
+
+/// Where the key of packed bytes starts and ends (the value follows it).
+fn key_span(bytes: &[u8]) -> (usize, usize) {
+    let at = if bytes[FLAGS_AT] & DEADLINE != 0 { HEADER + 8 } else { HEADER };
+    if bytes[at] == LONG_KEY {
+        let mut len = [0u8; 4];
+        len.copy_from_slice(&bytes[at + 1..at + 5]);
+        let start = at + 5;
+        (start, start + u32::from_le_bytes(len) as usize)
+    } else {
+        let start = at + 1;
+        (start, start + usize::from(bytes[at]))
+    }
+}
+
+/// The metadata in the header of packed bytes.
+fn packed_meta(bytes: &[u8]) -> Meta {
+    Meta {
+        touched_s: u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]),
+        lfu_count: bytes[4],
+        lfu_minutes: u16::from_le_bytes([bytes[5], bytes[6]]),
+        private_copy: bytes[FLAGS_AT] & PRIVATE != 0,
+    }
+}
+
+/// The value of packed bytes.
+fn packed_value(bytes: &[u8]) -> Packable<'_> {
+    let (_, end) = key_span(bytes);
+    if bytes[FLAGS_AT] & INTEGER != 0 {
+        Packable::Int(read_i64(bytes, end))
+    } else {
+        Packable::Bytes(&bytes[end..])
+    }
+}
+
+impl Entry {
+    /// `key` holding `value`, expiring at `deadline` (never when `None`).
+    pub fn new(key: &[u8], value: Value, deadline: Option<i64>, meta: Meta) -> Entry {
+        match Packable::of(&value) {
+            Some(p) => Entry(Repr::Packed(pack(meta, deadline, key, p))),
+            None => Entry(Repr::Boxed(Box::new(Node { meta, deadline, key: key.into(), value }))),
+        }
+    }
+
+    /// `key` holding the string `bytes` written whole, as SET stores it:
+    /// packed, as an integer when the bytes are one's canonical text.
+    pub fn string(key: &[u8], bytes: &[u8], deadline: Option<i64>, meta: Meta) -> Entry {
+        Entry(Repr::Packed(pack(meta, deadline, key, Packable::text(bytes))))
+    }
+
+    /// The key's name.
+    pub fn key(&self) -> &[u8] {
+        match &self.0 {
+            Repr::Packed(b) => {
+                let (start, end) = key_span(b);
+                &b[start..end]
+            }
+            Repr::Boxed(n) => &n.key,
+        }
+    }
+
+    /// The value, borrowed.
+    pub fn value(&self) -> ValueRef<'_> {
+        match &self.0 {
+            Repr::Packed(b) => match packed_value(b) {
+                Packable::Int(n) => ValueRef::Str(StrRef::Int(n)),
+                Packable::Bytes(s) => ValueRef::Str(StrRef::Bytes(s)),
+            },
+            Repr::Boxed(n) => n.value.view(),
+        }
+    }
+
+    /// The value, for a change in place; a packed key is boxed first (once).
+    pub fn value_mut(&mut self) -> &mut Value {
+        if let Repr::Packed(b) = &self.0 {
+            let node = Node {
+                meta: packed_meta(b),
+                deadline: self.deadline(),
+                key: self.key().into(),
+                value: self.value().to_owned(),
+            };
+            self.0 = Repr::Boxed(Box::new(node));
+        }
+        match &mut self.0 {
+            Repr::Boxed(n) => &mut n.value,
+            // Boxed just above.
+            Repr::Packed(_) => unreachable!("entry was boxed"),
+        }
+    }
+
+    /// Replace the value, keeping deadline and access record; a value with
+    /// a packed form is packed.
+    pub fn set_value(&mut self, value: Value) {
+        let packable = Packable::of(&value).is_some();
+        match &mut self.0 {
+            Repr::Boxed(n) if !packable => n.value = value,
+            _ => *self = Entry::new(self.key(), value, self.deadline(), self.meta()),
+        }
+    }
+
+    /// Replace the value with the integer `n` (INCR and friends): in place
+    /// when the key already holds a packed integer.
+    pub fn set_int(&mut self, n: i64) {
+        if let Repr::Packed(b) = &mut self.0 {
+            if b[FLAGS_AT] & INTEGER != 0 {
+                let (_, end) = key_span(b);
+                b[end..end + 8].copy_from_slice(&n.to_le_bytes());
+                return;
+            }
+        }
+        self.set_value(Value::Str(StrValue::Int(n)));
+    }
+
+    /// The same entry under another name (RENAME).
+    pub fn renamed(self, key: &[u8]) -> Entry {
+        match self.0 {
+            Repr::Boxed(mut n) => {
+                n.key = key.into();
+                Entry(Repr::Boxed(n))
+            }
+            Repr::Packed(b) => Entry(Repr::Packed(pack(packed_meta(&b), deadline_of(&b), key, packed_value(&b)))),
+        }
+    }
+
+    /// The access record.
+    pub fn meta(&self) -> Meta {
+        match &self.0 {
+            Repr::Packed(b) => packed_meta(b),
+            Repr::Boxed(n) => n.meta,
+        }
+    }
+
+    /// Replace the access record.
+    pub fn set_meta(&mut self, meta: Meta) {
+        match &mut self.0 {
+            Repr::Packed(b) => {
+                b[0..4].copy_from_slice(&meta.touched_s.to_le_bytes());
+                b[4] = meta.lfu_count;
+                b[5..7].copy_from_slice(&meta.lfu_minutes.to_le_bytes());
+                b[FLAGS_AT] = if meta.private_copy { b[FLAGS_AT] | PRIVATE } else { b[FLAGS_AT] & !PRIVATE };
+            }
+            Repr::Boxed(n) => n.meta = meta,
+        }
+    }
+
+    /// Unix time in milliseconds at which the key expires.
+    pub fn deadline(&self) -> Option<i64> {
+        match &self.0 {
+            Repr::Packed(b) => deadline_of(b),
+            Repr::Boxed(n) => n.deadline,
+        }
+    }
+
+    /// Set or clear the deadline. The keyspace's deadline index must follow,
+    /// so only [`super::Db`] calls this.
+    pub(super) fn set_deadline(&mut self, at: Option<i64>) {
+        match &mut self.0 {
+            Repr::Boxed(n) => n.deadline = at,
+            Repr::Packed(b) => match (b[FLAGS_AT] & DEADLINE != 0, at) {
+                (true, Some(at)) => b[HEADER..HEADER + 8].copy_from_slice(&at.to_le_bytes()),
+                (false, None) => {}
+                _ => *b = pack(packed_meta(b), at, &b[key_span(b).0..key_span(b).1], packed_value(b)),
+            },
+        }
+    }
+
+    /// True when the deadline has passed at `now_ms`.
+    pub fn is_expired(&self, now_ms: i64) -> bool {
+        self.deadline().is_some_and(|at| at <= now_ms)
+    }
+
+    /// Bytes this entry holds on the heap (name, value, bookkeeping), not
+    /// counting its place in the table.
+    pub fn heap_size(&self) -> usize {
+        match &self.0 {
+            Repr::Packed(b) => b.len(),
+            Repr::Boxed(n) => std::mem::size_of::<Node>() + n.key.len() + n.value.heap_size(),
+        }
+    }
+}
+
+/// The deadline in packed bytes.
+fn deadline_of(bytes: &[u8]) -> Option<i64> {
+    (bytes[FLAGS_AT] & DEADLINE != 0).then(|| read_i64(bytes, HEADER))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta() -> Meta {
+        Meta { touched_s: 1_700_000_000, lfu_count: 7, lfu_minutes: 65_000, private_copy: false }
+    }
+
+    fn text(e: &Entry) -> Vec<u8> {
+        let ValueRef::Str(s) = e.value();
+        s.bytes(&mut Vec::new()).to_vec()
+    }
+
+    #[test]
+    fn an_entry_is_two_words() {
+        assert_eq!(std::mem::size_of::<Entry>(), 16);
+    }
+
+    #[test]
+    fn packed_strings_read_back_with_their_bookkeeping() {
+        let long_key = vec![b'k'; 300];
+        for key in [&b""[..], b"key:1", &long_key] {
+            for deadline in [None, Some(1_234_567)] {
+                for value in [&b"hello"[..], b"", b"-42", b"0123", &[b'x'; 100]] {
+                    let e = Entry::string(key, value, deadline, meta());
+                    assert_eq!(e.key(), key);
+                    assert_eq!(text(&e), value);
+                    assert_eq!(e.deadline(), deadline);
+                    assert_eq!(e.meta(), meta());
+                    assert!(e.heap_size() <= HEADER + 8 + 5 + key.len() + value.len().max(8));
+                }
+            }
+        }
+        assert_eq!(Entry::string(b"k", b"-42", None, meta()).value(), ValueRef::Str(StrRef::Int(-42)));
+        assert_eq!(Entry::string(b"k", b"0123", None, meta()).value(), ValueRef::Str(StrRef::Bytes(b"0123")));
+    }
+
+    #[test]
+    fn deadlines_and_meta_change_in_place_or_repack() {
+        let mut e = Entry::string(b"key", b"v", None, meta());
+        e.set_deadline(Some(99));
+        assert_eq!((e.deadline(), e.key(), text(&e)), (Some(99), &b"key"[..], b"v".to_vec()));
+        e.set_deadline(Some(100));
+        e.set_meta(Meta { private_copy: true, ..meta() });
+        assert_eq!(e.deadline(), Some(100));
+        assert!(e.meta().private_copy);
+        e.set_deadline(None);
+        assert_eq!((e.deadline(), e.meta().private_copy, text(&e)), (None, true, b"v".to_vec()));
+    }
+
+    #[test]
+    fn integers_change_in_place_and_writes_box_the_value() {
+        let mut e = Entry::string(b"n", b"10", Some(5), meta());
+        let before = e.heap_size();
+        e.set_int(11);
+        assert_eq!((e.value(), e.heap_size()), (ValueRef::Str(StrRef::Int(11)), before));
+        let Value::Str(s) = e.value_mut();
+        s.make_raw().extend_from_slice(b"xyz");
+        assert_eq!((e.value(), e.deadline(), e.key()), (ValueRef::Str(StrRef::Raw(b"11xyz")), Some(5), &b"n"[..]));
+        assert_eq!(e.value().encoding(), "raw");
+        e.set_int(3);
+        assert_eq!(e.value(), ValueRef::Str(StrRef::Int(3)));
+        assert_eq!(e.heap_size(), before, "a value stored whole is packed again");
+        let renamed = e.renamed(b"other");
+        assert_eq!((renamed.key(), renamed.deadline(), renamed.meta()), (&b"other"[..], Some(5), meta()));
+    }
+}
