@@ -511,6 +511,34 @@ mod tests {
     }
 
     #[test]
+    fn only_read_lookups_count_hits_and_misses() {
+        let mut db = Db::default();
+        db.set(b"a", val("1"), None);
+        db.set(b"gone", val("1"), Some(5));
+        assert!(db.get(b"a", 10).is_some());
+        assert!(db.get(b"gone", 10).is_none(), "an expired key is a miss");
+        assert!(db.peek(b"missing", 10).is_none());
+        assert!(db.lookup_write(b"a", 10).is_some());
+        assert!(db.contains(b"a", 10));
+        assert!(db.get_mut(b"a", 10).is_some());
+        assert!(db.inspect(b"a", 10).is_some());
+        assert_eq!(db.lookup_counts(), (1, 2));
+        db.reset_lookup_counts();
+        assert_eq!(db.lookup_counts(), (0, 0));
+    }
+
+    #[test]
+    fn peeks_leave_the_access_record_alone() {
+        let mut db = Db::default();
+        db.set(b"a", val("1"), None);
+        let before = db.inspect(b"a", 0).map(Entry::meta);
+        db.peek(b"a", 3_600_000);
+        assert_eq!(db.inspect(b"a", 3_600_000).map(Entry::meta), before);
+        db.get(b"a", 3_600_000);
+        assert_eq!(db.inspect(b"a", 3_600_000).map(|e| e.meta().touched_s), Some(3600));
+    }
+
+    #[test]
     fn active_removal_respects_its_budget() {
         let mut db = Db::default();
         for i in 0..10 {

@@ -25,9 +25,8 @@
 //! rewrites the 8 bytes in place.
 
 use super::lfu;
-use crate::types::string::{StrRef, StrValue};
+use crate::types::string::{stored_int, StrRef, StrValue};
 use crate::types::{Value, ValueRef};
-use kvik_protocol::number::parse_i64;
 
 /// What the keyspace records about a key's use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,9 +113,9 @@ impl<'a> Packable<'a> {
     }
 
     /// `bytes` as SET stores them: the integer when they are its canonical
-    /// text (Redis only tries strings of up to 20 bytes), else the bytes.
+    /// text, else the bytes.
     fn text(bytes: &'a [u8]) -> Packable<'a> {
-        match (bytes.len() <= 20).then(|| parse_i64(bytes)).flatten() {
+        match stored_int(bytes) {
             Some(n) => Packable::Int(n),
             None => Packable::Bytes(bytes),
         }
@@ -332,7 +331,10 @@ impl Entry {
             Repr::Packed(b) => match (b[FLAGS_AT] & DEADLINE != 0, at) {
                 (true, Some(at)) => b[HEADER..HEADER + 8].copy_from_slice(&at.to_le_bytes()),
                 (false, None) => {}
-                _ => *b = pack(packed_meta(b), at, &b[key_span(b).0..key_span(b).1], packed_value(b)),
+                _ => {
+                    let (start, end) = key_span(b);
+                    *b = pack(packed_meta(b), at, &b[start..end], packed_value(b));
+                }
             },
         }
     }

@@ -42,6 +42,13 @@ pub fn write_at(bytes: &mut Vec<u8>, offset: usize, value: &[u8]) -> usize {
     bytes.len()
 }
 
+/// The integer a string written whole is stored as: `bytes` when they are
+/// the canonical text of a 64-bit integer (Redis only tries strings of up
+/// to 20 bytes).
+pub fn stored_int(bytes: &[u8]) -> Option<i64> {
+    (bytes.len() <= 20).then(|| parse_i64(bytes)).flatten()
+}
+
 /// A string value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StrValue {
@@ -56,8 +63,7 @@ pub enum StrValue {
 impl StrValue {
     /// Store `bytes` in the most compact form that reads back identically.
     pub fn from_bytes(bytes: &[u8]) -> StrValue {
-        // Redis only tries integers for strings of up to 20 bytes.
-        match (bytes.len() <= 20).then(|| parse_i64(bytes)).flatten() {
+        match stored_int(bytes) {
             Some(n) => StrValue::Int(n),
             None => StrValue::Bytes(bytes.to_vec()),
         }
