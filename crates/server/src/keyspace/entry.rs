@@ -122,7 +122,14 @@ impl<'a> Packable<'a> {
     }
 }
 
-/// Build the packed bytes of a key.
+/// Whether a key's length fits the packed layout's 4-byte length (keys
+/// longer than 4 GiB, which only a raised `proto-max-bulk-len` allows, are
+/// stored boxed).
+fn packable_key(key: &[u8]) -> bool {
+    u32::try_from(key.len()).is_ok()
+}
+
+/// Build the packed bytes of a key, whose length [`packable_key`] accepted.
 fn pack(meta: Meta, deadline: Option<i64>, key: &[u8], value: Packable<'_>) -> Box<[u8]> {
     let key_len_bytes = if key.len() < usize::from(LONG_KEY) { 1 } else { 5 };
     let value_len = match value {
@@ -150,7 +157,6 @@ fn pack(meta: Meta, deadline: Option<i64>, key: &[u8], value: Packable<'_>) -> B
     }
     match u8::try_from(key.len()) {
         Ok(n) if n < LONG_KEY => out.push(n),
-        // Keys are limited to 512 MB by the protocol, so the length fits.
         _ => {
             out.push(LONG_KEY);
             out.extend_from_slice(&u32::try_from(key.len()).unwrap_or(u32::MAX).to_le_bytes());
@@ -208,7 +214,7 @@ fn packed_value(bytes: &[u8]) -> Packable<'_> {
 impl Entry {
     /// `key` holding `value`, expiring at `deadline` (never when `None`).
     pub fn new(key: &[u8], value: Value, deadline: Option<i64>, meta: Meta) -> Entry {
-        match Packable::of(&value) {
+        match Packable::of(&value).filter(|_| packable_key(key)) {
             Some(p) => Entry(Repr::Packed(pack(meta, deadline, key, p))),
             None => Entry(Repr::Boxed(Box::new(Node { meta, deadline, key: key.into(), value }))),
         }
@@ -217,6 +223,9 @@ impl Entry {
     /// `key` holding the string `bytes` written whole, as SET stores it:
     /// packed, as an integer when the bytes are one's canonical text.
     pub fn string(key: &[u8], bytes: &[u8], deadline: Option<i64>, meta: Meta) -> Entry {
+        if !packable_key(key) {
+            return Entry::new(key, Value::Str(StrValue::from_bytes(bytes)), deadline, meta);
+        }
         Entry(Repr::Packed(pack(meta, deadline, key, Packable::text(bytes))))
     }
 
@@ -290,7 +299,13 @@ impl Entry {
                 n.key = key.into();
                 Entry(Repr::Boxed(n))
             }
-            Repr::Packed(b) => Entry(Repr::Packed(pack(packed_meta(&b), deadline_of(&b), key, packed_value(&b)))),
+            Repr::Packed(b) if packable_key(key) => {
+                Entry(Repr::Packed(pack(packed_meta(&b), deadline_of(&b), key, packed_value(&b))))
+            }
+            packed => {
+                let old = Entry(packed);
+                Entry::new(key, old.value().to_owned(), old.deadline(), old.meta())
+            }
         }
     }
 
