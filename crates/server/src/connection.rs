@@ -32,13 +32,14 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::{watch, Notify};
 
+use kvik_protocol::commands::CommandSpec;
 use kvik_protocol::resp::request::{Progress, RequestError, RequestLimits, RequestParser};
 use kvik_protocol::resp::writer::RespWriter;
 use kvik_protocol::respb::handshake::{self, Greeting};
 use kvik_protocol::respb::{detect, Decoded, Detected, Frame, RespbDecoder, RespbLimits, RespbReplyWriter};
 use kvik_protocol::{CommandArgs, ReplySink};
 
-use crate::commands::{execute, Outcome, ReplyTarget, Request};
+use crate::commands::{execute, held_by_pause, Outcome, ReplyTarget, Request};
 use crate::session::Session;
 use crate::state::ServerState;
 
@@ -70,13 +71,19 @@ pub struct Peer {
     pub laddr: String,
     /// The socket's file descriptor (`fd=`).
     pub fd: i32,
+    /// Whether the client is on this machine as Redis judges it (a unix
+    /// socket, or TCP from 127.0.0.1 or ::1), for `enable-debug-command local`.
+    pub local: bool,
 }
 
 impl Peer {
     /// A TCP client.
     pub fn tcp(stream: &TcpStream) -> Peer {
         let show = |a: io::Result<std::net::SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
-        Peer { addr: show(stream.peer_addr()), laddr: show(stream.local_addr()), fd: stream.as_raw_fd() }
+        let local = stream
+            .peer_addr()
+            .is_ok_and(|a| a.ip() == std::net::Ipv4Addr::LOCALHOST || a.ip() == std::net::Ipv6Addr::LOCALHOST);
+        Peer { addr: show(stream.peer_addr()), laddr: show(stream.local_addr()), fd: stream.as_raw_fd(), local }
     }
 
     /// A unix socket client: both ends shown as the socket's path with port 0, as Redis shows them.
@@ -84,7 +91,7 @@ impl Peer {
         let path =
             stream.local_addr().ok().and_then(|a| a.as_pathname().map(|p| p.display().to_string())).unwrap_or_default();
         let addr = format!("{path}:0");
-        Peer { laddr: addr.clone(), addr, fd: stream.as_raw_fd() }
+        Peer { laddr: addr.clone(), addr, fd: stream.as_raw_fd(), local: true }
     }
 }
 
@@ -167,6 +174,16 @@ impl<S: ClientStream> Conn<'_, S> {
                 Wake::Monitor(Some(line)) => self.write_all(&line).await?,
                 Wake::Monitor(None) => session.monitor = None,
             }
+        }
+    }
+
+    /// Wait while a `CLIENT PAUSE` holds `spec` back. False when the wait
+    /// ended because the client was killed or the server is stopping.
+    async fn wait_for_pause(&mut self, spec: &CommandSpec, killed: &Notify) -> bool {
+        tokio::select! {
+            () = self.state.pause.wait_for(spec) => true,
+            () = killed.notified() => false,
+            _ = self.shutdown.wait_for(|stop| *stop) => false,
         }
     }
 
@@ -374,7 +391,9 @@ fn protocol_error_text(e: &RequestError) -> Vec<u8> {
 /// authenticated when no password is required. `wake` is notified when the
 /// client is killed (only clients with a socket of their own have one).
 fn new_session(state: &ServerState, peer: &Peer, wake: Option<Arc<Notify>>) -> Session {
-    Session::connected(state, peer.addr.clone(), peer.laddr.clone(), peer.fd, wake)
+    let mut session = Session::connected(state, peer.addr.clone(), peer.laddr.clone(), peer.fd, wake);
+    session.local = peer.local;
+    session
 }
 
 /// The request limits the configuration asks for now.
@@ -403,11 +422,22 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
             parser.set_auth_required(!session.authenticated && state.limits.auth_required());
             match parser.parse(pending, &mut args) {
                 Ok(Progress::Done(n)) => {
+                    let req = Request::new(&args, pending);
+                    if let Some(spec) = held_by_pause(state, req, &session) {
+                        // Replies already due go out before the wait, as Redis sends them.
+                        if !out.is_empty() {
+                            conn.send(&out).await?;
+                            out.clear();
+                        }
+                        if !conn.wait_for_pause(spec, &wake).await {
+                            return Ok(());
+                        }
+                    }
                     let outcome = if args.is_empty() {
                         Outcome::Continue
                     } else {
                         let mut target = RespTarget { out: &mut out };
-                        execute(state, Request::new(&args, pending), &mut session, &mut target)
+                        execute(state, req, &mut session, &mut target)
                     };
                     buf.consume(n);
                     if conn.over_hard_limit(out.len()) {
@@ -488,9 +518,21 @@ async fn serve_respb<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuff
                     match frame {
                         Frame::Command { mux } => {
                             let session = channels.entry(mux).or_insert_with(|| new_session(state, &peer, None));
+                            let req = Request::new(&args, pending);
+                            // A held command holds up the channels behind it on this connection too,
+                            // since frames are served in order.
+                            if let Some(spec) = held_by_pause(state, req, session) {
+                                if !out.is_empty() {
+                                    conn.send(&out).await?;
+                                    out.clear();
+                                }
+                                if !conn.wait_for_pause(spec, &Notify::new()).await {
+                                    return Ok(());
+                                }
+                            }
                             let mut target = RespbTarget { out: &mut out, mux };
                             // QUIT ends the logical client that sent it, not its neighbours.
-                            if execute(state, Request::new(&args, pending), session, &mut target) == Outcome::Close {
+                            if execute(state, req, session, &mut target) == Outcome::Close {
                                 channels.remove(&mux);
                             }
                         }

@@ -65,6 +65,8 @@ pub struct Session {
     /// (as in Redis, setting a password later does not lock out clients
     /// already connected).
     pub authenticated: bool,
+    /// Whether the client connected from this machine (see `Peer::local`).
+    pub local: bool,
     /// `CLIENT REPLY` state.
     pub reply_mode: ReplyMode,
     /// Set while running the command whose reply `CLIENT REPLY SKIP` drops.
@@ -96,6 +98,7 @@ impl Session {
             name: None,
             db: 0,
             authenticated: true,
+            local: false,
             reply_mode: ReplyMode::On,
             skip_this: false,
             registration: None,

@@ -4,7 +4,6 @@
 //! authentication, reply mode) or, for CLIENT LIST / KILL, on the server's
 //! registry of connected clients.
 
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use kvik_protocol::number::parse_i64;
@@ -13,8 +12,9 @@ use kvik_protocol::resp::writer::Protocol;
 use super::{unknown_subcommand_syntax, until_nul, valid_client_name, Ctx, Outcome, ReplyTarget, SYNTAX_ERROR};
 use crate::auth::{self, WRONGPASS};
 use crate::clients::ClientHandle;
+use crate::keyspace::now_ms;
+use crate::pause::PauseMode;
 use crate::session::ReplyMode;
-use crate::stats::unix_micros;
 use crate::REDIS_VERSION;
 
 handlers! {
@@ -61,7 +61,7 @@ handlers! {
     },
     CLIENT_PAUSE(c) => client_pause(c),
     CLIENT_UNPAUSE(c) => {
-        c.state.stats.pause_until_ms.store(0, Ordering::Relaxed);
+        c.state.pause.end();
         c.ok();
     },
     CLIENT_SETINFO(c) => client_setinfo(c),
@@ -455,11 +455,13 @@ fn client_pause<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         Some(t) if t < 0 => return c.error(b"ERR timeout is negative"),
         Some(t) => t,
     };
-    if c.argc() == 4 && !(c.arg(3).eq_ignore_ascii_case(b"write") || c.arg(3).eq_ignore_ascii_case(b"all")) {
-        return c.error(b"ERR CLIENT PAUSE mode must be WRITE or ALL");
-    }
-    let until = (unix_micros() / 1000).saturating_add(timeout);
-    c.state.stats.pause_until_ms.store(until, Ordering::Relaxed);
+    let mode = match c.argc() {
+        3 => PauseMode::All,
+        _ if c.arg(3).eq_ignore_ascii_case(b"all") => PauseMode::All,
+        _ if c.arg(3).eq_ignore_ascii_case(b"write") => PauseMode::Write,
+        _ => return c.error(b"ERR CLIENT PAUSE mode must be WRITE or ALL"),
+    };
+    c.state.pause.start(now_ms().saturating_add(timeout), mode);
     c.ok();
 }
 

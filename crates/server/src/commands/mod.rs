@@ -14,7 +14,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use kvik_protocol::commands::{lookup, lookup_subcommand, CommandFlags, CommandId, CommandSpec, COMMAND_COUNT};
+use kvik_protocol::commands::{id, lookup, lookup_subcommand, CommandFlags, CommandId, CommandSpec, COMMAND_COUNT};
 use kvik_protocol::resp::writer::RespWriter;
 use kvik_protocol::{CommandArgs, ReplySink};
 
@@ -272,6 +272,24 @@ impl<T: ReplyTarget> ReplyTarget for Gate<'_, T> {
     }
 }
 
+/// The command `req` names when a `CLIENT PAUSE` holds it back, for the
+/// connection to wait on ([`crate::pause::Pause::wait_for`]) before running it.
+///
+/// As in Redis, only a command that would run waits: unknown names, wrong
+/// argument counts and unauthenticated clients are answered at once. While
+/// no pause is set this costs one atomic load.
+pub fn held_by_pause(state: &ServerState, req: Request<'_>, session: &Session) -> Option<&'static CommandSpec> {
+    let mode = state.pause.mode()?;
+    let mut spec = lookup(req.arg(0))?;
+    if !spec.subcommands.is_empty() && req.argc() >= 2 {
+        spec = lookup_subcommand(spec, req.arg(1))?;
+    }
+    let runnable = runs(spec.id)
+        && spec.arity_ok(req.argc())
+        && (session.authenticated || !auth::required(state) || spec.flags.contains(CommandFlags::NO_AUTH));
+    (runnable && crate::pause::holds(mode, spec)).then_some(spec)
+}
+
 /// Reply with an error before the command ran, counting it as Redis does.
 fn reject<T: ReplyTarget>(state: &ServerState, session: &Session, target: &mut T, msg: &[u8]) {
     state.stats.error_reply(msg);
@@ -308,6 +326,8 @@ fn execute_checked<T: ReplyTarget>(
     let stat = state.stats.command(spec.id);
     let refusal = if !spec.arity_ok(req.argc()) {
         Some(wrong_arity(spec))
+    } else if spec.id == id::DEBUG && !debug_allowed(state, session) {
+        Some(DEBUG_NOT_ALLOWED.to_vec())
     } else if !session.authenticated && auth::required(state) && !spec.flags.contains(CommandFlags::NO_AUTH) {
         // Redis checks authentication after the name and the arity, and lets
         // the commands that can carry credentials (AUTH, HELLO) through.
@@ -341,6 +361,21 @@ fn execute_checked<T: ReplyTarget>(
     let usec = started.elapsed().as_micros() as u64;
     after_command(state, req, session, spec, failed, usec);
     outcome
+}
+
+/// Redis's reply to DEBUG while `enable-debug-command` does not allow it.
+const DEBUG_NOT_ALLOWED: &[u8] =
+    b"ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", \
+    you can run it from a local connection, otherwise you need to set this option in the configuration file, and then \
+    restart the server.";
+
+/// Whether `enable-debug-command` lets this client run DEBUG.
+fn debug_allowed(state: &ServerState, session: &Session) -> bool {
+    match state.config().get("enable-debug-command") {
+        "yes" => true,
+        "local" => session.local,
+        _ => false,
+    }
 }
 
 /// What follows a command that ran: MONITOR feeds, the dirty counter,
@@ -644,6 +679,29 @@ mod tests {
         let (bytes, _) = run(&mut session, &[b"hello", b"3", b"setname", b"a b"]);
         assert_eq!(bytes, b"-ERR Client names cannot contain spaces, newlines or special characters.\r\n");
         assert_eq!(session.protocol, Protocol::Resp2, "a failed HELLO changes nothing");
+    }
+
+    #[test]
+    fn debug_needs_the_option_and_local_means_this_machine() {
+        let run_debug = |setting: &str, local: bool| {
+            let (config, _) = crate::config::Config::from_args(["--enable-debug-command", setting]).unwrap();
+            let state = ServerState::new(config, None);
+            let mut session = Session::new(1);
+            session.local = local;
+            let mut args = CommandArgs::new();
+            for w in [&b"DEBUG"[..], b"SLEEP", b"0"] {
+                args.push_owned(w);
+            }
+            let mut out = Collect(Vec::new());
+            execute(&state, Request::new(&args, &[]), &mut session, &mut out);
+            out.0
+        };
+        let refused = [b"-", DEBUG_NOT_ALLOWED, b"\r\n"].concat();
+        assert_eq!(run_debug("no", true), refused);
+        assert_eq!(run_debug("local", false), refused);
+        assert_eq!(run_debug("local", true), b"+OK\r\n");
+        assert_eq!(run_debug("yes", false), b"+OK\r\n");
+        assert_eq!(reply(&[b"DEBUG", b"SLEEP", b"0"]), refused, "refused by default");
     }
 
     #[test]
