@@ -7,6 +7,13 @@
 //! a name nobody knows, because from the client's point of view the server
 //! does not support it.
 //!
+//! A request's name is looked up once; from then on everything is keyed by
+//! the command's id from the table: [`OWNERS`] says which module runs it (and
+//! so what kvik implements, for dispatch and `COMMAND` alike), each module's
+//! `handlers!` match on ids picks the handler, and commandstats are an array
+//! indexed by id. Around the command's own work, nothing on that path
+//! compares strings, allocates or takes a lock.
+//!
 //! Commands write replies through a [`ReplyTarget`], which picks the encoding
 //! for the session (RESP2, RESP3 or RESPB) at the moment the reply is written;
 //! that is what lets `HELLO 3` answer in RESP3 after switching the session.
