@@ -9,6 +9,7 @@ use tokio::sync::watch;
 use crate::clients::ClientRegistry;
 use crate::config::{parse_output_limits, Config, OutputLimit};
 use crate::keyspace::{Keyspace, Policy};
+use crate::pause::Pause;
 use crate::session::ClientIds;
 use crate::stats::Stats;
 
@@ -36,6 +37,8 @@ pub struct ServerState {
     pub clients: Arc<ClientRegistry>,
     /// Counters for INFO and the slow log.
     pub stats: Stats,
+    /// `CLIENT PAUSE` state, checked before every command.
+    pub pause: Pause,
     /// The TCP port the server listens on, for INFO.
     pub port: AtomicU16,
     /// Set to true once the server is to stop; every loop watches it.
@@ -161,6 +164,7 @@ impl ServerState {
             connected: AtomicUsize::new(0),
             clients: Arc::default(),
             stats: Stats::default(),
+            pause: Pause::default(),
             port: AtomicU16::new(0),
             shutdown: watch::Sender::new(false),
         }

@@ -12,19 +12,14 @@ use crate::keyspace::{now_ms, Db};
 use crate::types::string::{StrValue, MAX_STRING_LEN};
 use crate::types::{Value, ValueRef};
 
-/// Run the bitmap command `name`; false when `name` is not one of them.
-pub fn dispatch<T: ReplyTarget>(name: &str, c: &mut Ctx<'_, T>) -> bool {
-    match name {
-        "setbit" => setbit(c),
-        "getbit" => getbit(c),
-        "bitcount" => bitcount(c),
-        "bitpos" => bitpos(c),
-        "bitop" => bitop(c),
-        "bitfield" => bitfield(c, false),
-        "bitfield_ro" => bitfield(c, true),
-        _ => return false,
-    }
-    true
+handlers! {
+    SETBIT(c) => setbit(c),
+    GETBIT(c) => getbit(c),
+    BITCOUNT(c) => bitcount(c),
+    BITPOS(c) => bitpos(c),
+    BITOP(c) => bitop(c),
+    BITFIELD(c) => bitfield(c, false),
+    BITFIELD_RO(c) => bitfield(c, true),
 }
 
 /// Redis's error for a bad bit offset.

@@ -11,40 +11,36 @@ use crate::types::float80::F80;
 use crate::types::string::{byte_range, write_at, StrRef, StrValue, MAX_STRING_LEN};
 use crate::types::{Value, ValueRef};
 
-/// Run the string command `name`; false when `name` is not one of them.
-pub fn dispatch<T: ReplyTarget>(name: &str, c: &mut Ctx<'_, T>) -> bool {
-    match name {
-        "get" => get(c),
-        "set" => set(c),
-        "setnx" => setnx(c),
-        "mget" => mget(c),
-        "mset" => mset(c),
-        "append" => append(c),
-        "strlen" => strlen(c),
-        "incr" => incr_by(c, 1),
-        "decr" => incr_by(c, -1),
-        "incrby" => match parse_i64(c.arg(2)) {
-            Some(n) => incr_by(c, n),
-            None => c.error(NOT_AN_INTEGER),
-        },
-        "decrby" => match parse_i64(c.arg(2)) {
-            Some(i64::MIN) => c.error(b"ERR decrement would overflow"),
-            Some(n) => incr_by(c, -n),
-            None => c.error(NOT_AN_INTEGER),
-        },
-        "setex" => setex(c, true),
-        "psetex" => setex(c, false),
-        "getset" => getset(c),
-        "getdel" => getdel(c),
-        "getex" => getex(c),
-        "msetnx" => msetnx(c),
-        "incrbyfloat" => incrbyfloat(c),
-        "getrange" | "substr" => getrange(c),
-        "setrange" => setrange(c),
-        "lcs" => lcs(c),
-        _ => return false,
-    }
-    true
+handlers! {
+    GET(c) => get(c),
+    SET(c) => set(c),
+    SETNX(c) => setnx(c),
+    MGET(c) => mget(c),
+    MSET(c) => mset(c),
+    APPEND(c) => append(c),
+    STRLEN(c) => strlen(c),
+    INCR(c) => incr_by(c, 1),
+    DECR(c) => incr_by(c, -1),
+    INCRBY(c) => match parse_i64(c.arg(2)) {
+        Some(n) => incr_by(c, n),
+        None => c.error(NOT_AN_INTEGER),
+    },
+    DECRBY(c) => match parse_i64(c.arg(2)) {
+        Some(i64::MIN) => c.error(b"ERR decrement would overflow"),
+        Some(n) => incr_by(c, -n),
+        None => c.error(NOT_AN_INTEGER),
+    },
+    SETEX(c) => setex(c, true),
+    PSETEX(c) => setex(c, false),
+    GETSET(c) => getset(c),
+    GETDEL(c) => getdel(c),
+    GETEX(c) => getex(c),
+    MSETNX(c) => msetnx(c),
+    INCRBYFLOAT(c) => incrbyfloat(c),
+    GETRANGE(c) => getrange(c),
+    SUBSTR(c) => getrange(c),
+    SETRANGE(c) => setrange(c),
+    LCS(c) => lcs(c),
 }
 
 /// The string stored at `key`, borrowed, for a read command (counted as a
