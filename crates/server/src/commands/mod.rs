@@ -26,6 +26,7 @@ use kvik_protocol::resp::writer::RespWriter;
 use kvik_protocol::{CommandArgs, ReplySink};
 
 use crate::auth;
+use crate::keyspace::CommandClock;
 use crate::session::{ReplyMode, Session};
 use crate::state::ServerState;
 use crate::stats;
@@ -357,8 +358,11 @@ fn execute_checked<T: ReplyTarget>(
     if let Some(handle) = session.handle() {
         handle.ran(spec.id, started);
     }
+    let clock = CommandClock::start();
     let mut ctx = Ctx { state, req, session, target, failed: false, outcome: Outcome::Continue };
-    if !dispatch(spec.id, &mut ctx) {
+    let known = dispatch(spec.id, &mut ctx);
+    drop(clock);
+    if !known {
         // A subcommand kvik does not run reads as one Redis does not know.
         let msg = if spec.container.is_some() { unknown_subcommand(&req) } else { unknown_command(&req) };
         reject(state, ctx.session, ctx.target, &msg);
