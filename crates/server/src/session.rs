@@ -13,6 +13,7 @@ use tokio::sync::Notify;
 
 use crate::auth;
 use crate::clients::{ClientHandle, MonitorFeed, Registration};
+use crate::pubsub::Subscriptions;
 use crate::state::ServerState;
 
 /// Hands out client ids, unique for the life of the server.
@@ -73,6 +74,8 @@ pub struct Session {
     pub skip_this: bool,
     /// The client's entry in the server's client list, when it has one.
     pub registration: Option<Registration>,
+    /// Channels and patterns the client listens to, and its message inbox.
+    pub subscriptions: Subscriptions,
     /// The lines `MONITOR` feeds this client, sent by its connection after
     /// the replies already due.
     pub monitor: Option<MonitorFeed>,
@@ -103,6 +106,7 @@ impl Session {
             skip_this: false,
             registration: None,
             monitor: None,
+            subscriptions: Subscriptions::new(id),
             listed: Listed::default(),
         }
     }

@@ -109,6 +109,16 @@ fn on_off(arg: &[u8]) -> Option<bool> {
 
 /// `PING [message]`: `PONG`, or the message back as a bulk string.
 fn ping<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    // A RESP2 subscriber cannot tell a status from a message, so Redis
+    // answers it with a message-shaped array.
+    if c.session.subscriptions.active() && c.session.protocol == Protocol::Resp2 && c.argc() <= 2 {
+        let msg: &[u8] = if c.argc() == 2 { c.arg(1) } else { b"" };
+        return c.reply(|s| {
+            s.array(2);
+            s.bulk(b"pong");
+            s.bulk(msg);
+        });
+    }
     match c.argc() {
         1 => c.reply(|s| s.simple(b"PONG")),
         2 => {
@@ -237,6 +247,7 @@ fn reset<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     c.session.reply_mode = ReplyMode::On;
     c.session.authenticated = !auth::required(c.state);
     c.session.monitor = None;
+    c.session.subscriptions.clear();
     if let Some(h) = c.session.handle() {
         let mut info = h.info();
         if info.monitor {
