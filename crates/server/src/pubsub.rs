@@ -379,6 +379,11 @@ impl Subscriptions {
         self.shard_channels.len()
     }
 
+    /// Channels, patterns and shard channels listened to, as `CLIENT LIST` shows them.
+    pub fn counts(&self) -> [usize; 3] {
+        [self.channels.len(), self.patterns.len(), self.shard_channels.len()]
+    }
+
     /// True while the client listens to anything (Redis's pub/sub context).
     pub fn active(&self) -> bool {
         self.count() + self.shard_count() > 0

@@ -90,6 +90,7 @@ struct Listed {
     db: usize,
     resp3: bool,
     name: Option<Vec<u8>>,
+    subscriptions: [usize; 3],
 }
 
 impl Session {
@@ -127,16 +128,19 @@ impl Session {
     /// changed since the last copy.
     pub fn publish(&mut self) {
         let resp3 = self.protocol == Protocol::Resp3;
+        let subscriptions = self.subscriptions.counts();
         let listed = &self.listed;
-        if listed.db == self.db && listed.resp3 == resp3 && listed.name == self.name {
+        if listed.db == self.db && listed.resp3 == resp3 && listed.name == self.name && listed.subscriptions == subscriptions
+        {
             return;
         }
-        self.listed = Listed { db: self.db, resp3, name: self.name.clone() };
+        self.listed = Listed { db: self.db, resp3, name: self.name.clone(), subscriptions };
         if let Some(handle) = self.handle() {
             let mut info = handle.info();
             info.db = self.db;
             info.resp = if resp3 { 3 } else { 2 };
             info.name.clone_from(&self.name);
+            info.subscriptions = subscriptions;
         }
     }
 

@@ -189,3 +189,17 @@ fn publishers_on_many_threads_deliver_everything_in_order() {
     }
     assert_eq!(next, [200; 4]);
 }
+
+/// CLIENT INFO and CLIENT LIST show a subscriber's counts and the `P` flag,
+/// as Redis does, and drop them once it leaves.
+#[test]
+fn client_list_shows_subscriptions() {
+    let kvik = start_kvik();
+    let mut conn = connect(kvik.port);
+    let info = send(&mut conn, &["HELLO 3", "SUBSCRIBE a b", "SSUBSCRIBE s", "PSUBSCRIBE p*", "CLIENT INFO"], 6);
+    let text = String::from_utf8_lossy(&info);
+    assert!(text.contains("flags=P db=0 sub=2 psub=1 ssub=1 "), "{text}");
+    let info = send(&mut conn, &["RESET", "CLIENT INFO"], 2);
+    let text = String::from_utf8_lossy(&info);
+    assert!(text.contains("flags=N db=0 sub=0 psub=0 ssub=0 "), "{text}");
+}

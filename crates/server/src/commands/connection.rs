@@ -276,6 +276,10 @@ fn client_line(h: &ClientHandle, current: u64) -> Vec<u8> {
     if info.no_evict {
         flags.push('e');
     }
+    let [sub, psub, ssub] = info.subscriptions;
+    if sub + psub + ssub > 0 {
+        flags.push('P');
+    }
     if flags.is_empty() {
         flags.push('N');
     }
@@ -283,7 +287,7 @@ fn client_line(h: &ClientHandle, current: u64) -> Vec<u8> {
     line.extend_from_slice(info.name.as_deref().unwrap_or_default());
     line.extend_from_slice(
         format!(
-            " age={age} idle={idle} flags={flags} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 \
+            " age={age} idle={idle} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi=-1 qbuf=0 qbuf-free=0 \
              argv-mem=0 multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} \
              user=default redir=-1 resp={}\n",
             info.db,
