@@ -43,6 +43,7 @@ use kvik_protocol::respb::{detect, Decoded, Detected, Frame, RespbDecoder, Respb
 use kvik_protocol::{CommandArgs, ReplySink};
 
 use crate::commands::{execute, held_by_pause, Outcome, ReplyTarget, Request};
+use crate::pubsub::{encode_message, Message};
 use crate::session::Session;
 use crate::state::ServerState;
 
@@ -167,6 +168,8 @@ enum Wake {
     Killed,
     /// A line for this MONITOR client, or `None` once its feed stopped.
     Monitor(Option<Vec<u8>>),
+    /// A message on a channel this client listens to.
+    Message(Option<Message>),
 }
 
 impl<S: ClientStream> Conn<'_, S> {
@@ -210,10 +213,18 @@ impl<S: ClientStream> Conn<'_, S> {
             if session.handle().is_some_and(|h| h.is_killed()) {
                 return Ok(0);
             }
+            let protocol = session.protocol;
             let event = {
+                let (monitor, subscriptions) = (&mut session.monitor, &mut session.subscriptions);
                 let feed = async {
-                    match session.monitor.as_mut() {
+                    match monitor.as_mut() {
                         Some(feed) => feed.recv().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                let inbox = async {
+                    match subscriptions.inbox() {
+                        Some(inbox) => inbox.recv().await,
                         None => std::future::pending().await,
                     }
                 };
@@ -224,6 +235,7 @@ impl<S: ClientStream> Conn<'_, S> {
                     r = self.fill(buf, want) => Wake::Read(r),
                     () = &mut *killed => Wake::Killed,
                     line = feed => Wake::Monitor(line),
+                    msg = inbox => Wake::Message(msg),
                 }
             };
             match event {
@@ -231,6 +243,15 @@ impl<S: ClientStream> Conn<'_, S> {
                 Wake::Killed => return Ok(0),
                 Wake::Monitor(Some(line)) => self.write_all(&line).await?,
                 Wake::Monitor(None) => session.monitor = None,
+                Wake::Message(Some(msg)) => {
+                    let mut out = Vec::new();
+                    encode_message(&mut out, protocol, &msg);
+                    if !drain_messages(session, &mut out) {
+                        return Ok(0);
+                    }
+                    self.write_all(&out).await?;
+                }
+                Wake::Message(None) => {}
             }
         }
     }
@@ -467,6 +488,18 @@ fn new_session(state: &ServerState, peer: &Peer, wake: Option<Arc<Notify>>) -> S
     session
 }
 
+/// Append the messages waiting for `session` (after the replies already in
+/// `out`, so a client sees its subscription confirmed before any message).
+/// False when the client fell too far behind and must be closed.
+fn drain_messages(session: &mut Session, out: &mut Vec<u8>) -> bool {
+    let protocol = session.protocol;
+    let Some(inbox) = session.subscriptions.inbox() else { return true };
+    while let Some(msg) = inbox.try_recv() {
+        encode_message(out, protocol, &msg);
+    }
+    !inbox.overflowed()
+}
+
 /// The request limits the configuration asks for now.
 fn request_limits(state: &ServerState) -> RequestLimits {
     RequestLimits { max_bulk_len: state.limits.proto_max_bulk_len(), ..RequestLimits::default() }
@@ -534,6 +567,9 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
                     break;
                 }
             }
+        }
+        if !drain_messages(&mut session, &mut out) {
+            return Ok(());
         }
         if !out.is_empty() {
             conn.send(&out).await?;

@@ -22,6 +22,7 @@ pub mod connection;
 pub mod keyspace;
 pub mod listener;
 pub mod pause;
+pub mod pubsub;
 pub mod session;
 pub mod state;
 pub mod stats;

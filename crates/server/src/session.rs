@@ -13,6 +13,7 @@ use tokio::sync::Notify;
 
 use crate::auth;
 use crate::clients::{ClientHandle, MonitorFeed, Registration};
+use crate::pubsub::Subscriptions;
 use crate::state::ServerState;
 
 /// Hands out client ids, unique for the life of the server.
@@ -73,6 +74,8 @@ pub struct Session {
     pub skip_this: bool,
     /// The client's entry in the server's client list, when it has one.
     pub registration: Option<Registration>,
+    /// Channels and patterns the client listens to, and its message inbox.
+    pub subscriptions: Subscriptions,
     /// The lines `MONITOR` feeds this client, sent by its connection after
     /// the replies already due.
     pub monitor: Option<MonitorFeed>,
@@ -87,6 +90,7 @@ struct Listed {
     db: usize,
     resp3: bool,
     name: Option<Vec<u8>>,
+    subscriptions: [usize; 3],
 }
 
 impl Session {
@@ -103,6 +107,7 @@ impl Session {
             skip_this: false,
             registration: None,
             monitor: None,
+            subscriptions: Subscriptions::new(id),
             listed: Listed::default(),
         }
     }
@@ -123,16 +128,19 @@ impl Session {
     /// changed since the last copy.
     pub fn publish(&mut self) {
         let resp3 = self.protocol == Protocol::Resp3;
+        let subscriptions = self.subscriptions.counts();
         let listed = &self.listed;
-        if listed.db == self.db && listed.resp3 == resp3 && listed.name == self.name {
+        if listed.db == self.db && listed.resp3 == resp3 && listed.name == self.name && listed.subscriptions == subscriptions
+        {
             return;
         }
-        self.listed = Listed { db: self.db, resp3, name: self.name.clone() };
+        self.listed = Listed { db: self.db, resp3, name: self.name.clone(), subscriptions };
         if let Some(handle) = self.handle() {
             let mut info = handle.info();
             info.db = self.db;
             info.resp = if resp3 { 3 } else { 2 };
             info.name.clone_from(&self.name);
+            info.subscriptions = subscriptions;
         }
     }
 

@@ -109,6 +109,16 @@ fn on_off(arg: &[u8]) -> Option<bool> {
 
 /// `PING [message]`: `PONG`, or the message back as a bulk string.
 fn ping<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    // A RESP2 subscriber cannot tell a status from a message, so Redis
+    // answers it with a message-shaped array.
+    if c.session.subscriptions.active() && c.session.protocol == Protocol::Resp2 && c.argc() <= 2 {
+        let msg: &[u8] = if c.argc() == 2 { c.arg(1) } else { b"" };
+        return c.reply(|s| {
+            s.array(2);
+            s.bulk(b"pong");
+            s.bulk(msg);
+        });
+    }
     match c.argc() {
         1 => c.reply(|s| s.simple(b"PONG")),
         2 => {
@@ -237,6 +247,7 @@ fn reset<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     c.session.reply_mode = ReplyMode::On;
     c.session.authenticated = !auth::required(c.state);
     c.session.monitor = None;
+    c.session.subscriptions.clear();
     if let Some(h) = c.session.handle() {
         let mut info = h.info();
         if info.monitor {
@@ -265,6 +276,10 @@ fn client_line(h: &ClientHandle, current: u64) -> Vec<u8> {
     if info.no_evict {
         flags.push('e');
     }
+    let [sub, psub, ssub] = info.subscriptions;
+    if sub + psub + ssub > 0 {
+        flags.push('P');
+    }
     if flags.is_empty() {
         flags.push('N');
     }
@@ -272,7 +287,7 @@ fn client_line(h: &ClientHandle, current: u64) -> Vec<u8> {
     line.extend_from_slice(info.name.as_deref().unwrap_or_default());
     line.extend_from_slice(
         format!(
-            " age={age} idle={idle} flags={flags} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 \
+            " age={age} idle={idle} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi=-1 qbuf=0 qbuf-free=0 \
              argv-mem=0 multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} \
              user=default redir=-1 resp={}\n",
             info.db,

@@ -22,7 +22,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use kvik_protocol::commands::{id, lookup, lookup_subcommand, CommandFlags, CommandId, CommandSpec, COMMAND_COUNT};
-use kvik_protocol::resp::writer::RespWriter;
+use kvik_protocol::resp::writer::{Protocol, RespWriter};
 use kvik_protocol::{CommandArgs, ReplySink};
 
 use crate::auth;
@@ -64,6 +64,7 @@ mod config;
 mod connection;
 mod info;
 mod keys;
+mod pubsub;
 mod server;
 mod strings;
 
@@ -79,6 +80,7 @@ enum Module {
     Server,
     Config,
     Command,
+    PubSub,
 }
 
 /// Which module runs each command, by id: the one place that says what kvik
@@ -93,6 +95,7 @@ static OWNERS: [Module; COMMAND_COUNT] = {
     claim(&mut owners, server::HANDLED, Module::Server);
     claim(&mut owners, config::HANDLED, Module::Config);
     claim(&mut owners, command::HANDLED, Module::Command);
+    claim(&mut owners, pubsub::HANDLED, Module::PubSub);
     owners
 };
 
@@ -130,6 +133,7 @@ fn dispatch<T: ReplyTarget>(cmd: CommandId, ctx: &mut Ctx<'_, T>) -> bool {
         Module::Server => server::dispatch(cmd, ctx),
         Module::Config => config::dispatch(cmd, ctx),
         Module::Command => command::dispatch(cmd, ctx),
+        Module::PubSub => pubsub::dispatch(cmd, ctx),
     }
     true
 }
@@ -178,6 +182,27 @@ impl<'a, T: ReplyTarget> Ctx<'a, T> {
     pub fn argc(&self) -> usize {
         self.req.argc()
     }
+}
+
+/// Redis's refusal of a command a RESP2 subscriber may not run.
+fn subscribed_refusal(spec: &CommandSpec) -> Vec<u8> {
+    let only = "only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context";
+    format!("ERR Can't execute '{}': {only}", spec.name).into_bytes()
+}
+
+/// The commands a RESP2 client may send while it listens for messages.
+fn allowed_while_subscribed(spec: &CommandSpec) -> bool {
+    matches!(
+        spec.id,
+        id::PING
+            | id::SUBSCRIBE
+            | id::SSUBSCRIBE
+            | id::UNSUBSCRIBE
+            | id::SUNSUBSCRIBE
+            | id::PSUBSCRIBE
+            | id::PUNSUBSCRIBE
+            | id::RESET
+    )
 }
 
 /// Redis's reply for an operation on a key holding another type.
@@ -344,6 +369,10 @@ fn execute_checked<T: ReplyTarget>(
         // Redis frees memory for `maxmemory` before every command, and
         // refuses the ones that may add data while it stays over the limit.
         Some(OOM.to_vec())
+    } else if session.subscriptions.active() && session.protocol == Protocol::Resp2 && !allowed_while_subscribed(spec) {
+        // A RESP2 connection listening for messages cannot tell replies
+        // from messages, so Redis lets it run only these commands.
+        Some(subscribed_refusal(spec))
     } else {
         None
     };
