@@ -130,7 +130,10 @@ impl Session {
         let resp3 = self.protocol == Protocol::Resp3;
         let subscriptions = self.subscriptions.counts();
         let listed = &self.listed;
-        if listed.db == self.db && listed.resp3 == resp3 && listed.name == self.name && listed.subscriptions == subscriptions
+        if listed.db == self.db
+            && listed.resp3 == resp3
+            && listed.name == self.name
+            && listed.subscriptions == subscriptions
         {
             return;
         }

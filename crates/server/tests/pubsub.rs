@@ -141,6 +141,12 @@ fn conversation(port: u16) -> Vec<Vec<u8>> {
     seen.push(send(&mut publisher, &["PUBLISH news again", "PUBLISH sport again"], 2));
     seen.push(read_until(&mut plain, |got| count_replies(got) >= 1).bytes);
     drop(plain);
+    // A closed subscriber is forgotten once the server sees the close.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let gone = b"*2\r\n$5\r\nsport\r\n:0\r\n";
+    while send(&mut publisher, &["PUBSUB NUMSUB sport"], 1) != gone && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     seen.push(send(&mut publisher, &["PUBLISH sport after-close", "PUBSUB NUMSUB sport"], 2));
     seen
 }
