@@ -6,6 +6,7 @@ pub mod double;
 pub mod dump;
 pub mod float80;
 pub mod hash;
+pub mod hll;
 pub mod list;
 pub mod set;
 pub mod string;
