@@ -5,6 +5,7 @@ pub mod compact;
 pub mod double;
 pub mod dump;
 pub mod float80;
+pub mod geo;
 pub mod hash;
 pub mod hll;
 pub mod list;
