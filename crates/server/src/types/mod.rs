@@ -1,9 +1,17 @@
 //! Value types stored in the keyspace, one module per type, each with its
 //! compact encodings and the helpers its commands share.
 
+pub mod compact;
+pub mod double;
 pub mod dump;
 pub mod float80;
+pub mod geo;
+pub mod hash;
+pub mod hll;
+pub mod list;
+pub mod set;
 pub mod string;
+pub mod zset;
 
 use string::StrValue;
 
