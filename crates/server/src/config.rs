@@ -146,6 +146,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     opt("set-max-listpack-entries", int(0, LONG_MAX), "128", Runtime),
     opt("zset-max-listpack-entries", int(0, LONG_MAX), "128", Runtime),
     opt("zset-max-listpack-value", int(0, LONG_MAX), "64", Runtime),
+    opt("hll-sparse-max-bytes", mem(0, LONG_MAX), "3000", Runtime),
     opt("stream-node-max-entries", int(0, LONG_MAX), "100", Runtime),
     opt("stream-node-max-bytes", mem(0, LONG_MAX), "4096", Runtime),
     opt("notify-keyspace-events", Kind::KeyspaceEvents, "", Runtime),

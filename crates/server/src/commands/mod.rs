@@ -54,6 +54,7 @@ mod bitmap;
 mod command;
 mod config;
 mod connection;
+mod hll;
 mod info;
 mod keys;
 mod server;
@@ -71,6 +72,7 @@ enum Module {
     Server,
     Config,
     Command,
+    Hll,
 }
 
 /// Which module runs each command, by id: the one place that says what kvik
@@ -85,6 +87,7 @@ static OWNERS: [Module; COMMAND_COUNT] = {
     claim(&mut owners, server::HANDLED, Module::Server);
     claim(&mut owners, config::HANDLED, Module::Config);
     claim(&mut owners, command::HANDLED, Module::Command);
+    claim(&mut owners, hll::HANDLED, Module::Hll);
     owners
 };
 
@@ -122,6 +125,7 @@ fn dispatch<T: ReplyTarget>(cmd: CommandId, ctx: &mut Ctx<'_, T>) -> bool {
         Module::Server => server::dispatch(cmd, ctx),
         Module::Config => config::dispatch(cmd, ctx),
         Module::Command => command::dispatch(cmd, ctx),
+        Module::Hll => hll::dispatch(cmd, ctx),
     }
     true
 }
