@@ -10,6 +10,7 @@ pub mod hash;
 pub mod hll;
 pub mod list;
 pub mod set;
+pub mod stream;
 pub mod string;
 pub mod zset;
 
