@@ -13,13 +13,19 @@ pub mod set;
 pub mod string;
 pub mod zset;
 
+use set::SetValue;
 use string::StrValue;
+use zset::ZSetValue;
 
 /// A stored value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     /// A string (also integers and bitmaps).
     Str(StrValue),
+    /// A set.
+    Set(SetValue),
+    /// A sorted set.
+    ZSet(ZSetValue),
 }
 
 impl Value {
@@ -27,6 +33,8 @@ impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Str(_) => "string",
+            Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
         }
     }
 
@@ -35,6 +43,8 @@ impl Value {
     pub fn heap_size(&self) -> usize {
         match self {
             Value::Str(s) => s.heap_size(),
+            Value::Set(s) => s.heap_size(),
+            Value::ZSet(z) => z.heap_size(),
         }
     }
 
@@ -42,6 +52,8 @@ impl Value {
     pub fn encoding(&self) -> &'static str {
         match self {
             Value::Str(s) => s.encoding(),
+            Value::Set(s) => s.encoding(),
+            Value::ZSet(z) => z.encoding(),
         }
     }
 }
