@@ -559,7 +559,7 @@ fn object<T: ReplyTarget>(c: &mut Ctx<'_, T>, name: &str) {
     let freq = i64::from(lfu::decayed(entry, now, c.state.keyspace.lfu_tuning()));
     let refcount = match &entry.value {
         Value::Str(StrValue::Int(n)) if (0..SHARED_INTEGERS).contains(n) && !entry.private_copy => SHARED_REFCOUNT,
-        Value::Str(_) => 1,
+        _ => 1,
     };
     drop(shard);
     // Redis keeps either the access time or the frequency, by policy, and

@@ -304,8 +304,11 @@ fn debug<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             let found = {
                 let mut shard = c.state.keyspace.lock_key(key);
                 shard.db(db).get(key, now_ms()).map(|e| {
-                    let Value::Str(s) = &e.value;
-                    (e.value.encoding(), s.len())
+                    let len = match &e.value {
+                        Value::Str(s) => s.len(),
+                        other => crate::types::dump::dump(other).len(),
+                    };
+                    (e.value.encoding(), len)
                 })
             };
             match found {

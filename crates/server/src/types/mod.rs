@@ -14,13 +14,19 @@ pub mod stream;
 pub mod string;
 pub mod zset;
 
+use set::SetValue;
 use string::StrValue;
+use zset::ZSetValue;
 
 /// A stored value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     /// A string (also integers and bitmaps).
     Str(StrValue),
+    /// A set.
+    Set(SetValue),
+    /// A sorted set.
+    ZSet(ZSetValue),
 }
 
 impl Value {
@@ -28,6 +34,8 @@ impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Str(_) => "string",
+            Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
         }
     }
 
@@ -36,6 +44,8 @@ impl Value {
     pub fn heap_size(&self) -> usize {
         match self {
             Value::Str(s) => s.heap_size(),
+            Value::Set(s) => s.heap_size(),
+            Value::ZSet(z) => z.heap_size(),
         }
     }
 
@@ -43,6 +53,8 @@ impl Value {
     pub fn encoding(&self) -> &'static str {
         match self {
             Value::Str(s) => s.encoding(),
+            Value::Set(s) => s.encoding(),
+            Value::ZSet(z) => z.encoding(),
         }
     }
 }
