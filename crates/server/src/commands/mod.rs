@@ -58,6 +58,7 @@ mod hll;
 mod info;
 mod keys;
 mod server;
+mod stream;
 mod strings;
 
 /// The module that runs a command.
@@ -73,6 +74,7 @@ enum Module {
     Config,
     Command,
     Hll,
+    Stream,
 }
 
 /// Which module runs each command, by id: the one place that says what kvik
@@ -88,6 +90,7 @@ static OWNERS: [Module; COMMAND_COUNT] = {
     claim(&mut owners, config::HANDLED, Module::Config);
     claim(&mut owners, command::HANDLED, Module::Command);
     claim(&mut owners, hll::HANDLED, Module::Hll);
+    claim(&mut owners, stream::HANDLED, Module::Stream);
     owners
 };
 
@@ -126,6 +129,7 @@ fn dispatch<T: ReplyTarget>(cmd: CommandId, ctx: &mut Ctx<'_, T>) -> bool {
         Module::Config => config::dispatch(cmd, ctx),
         Module::Command => command::dispatch(cmd, ctx),
         Module::Hll => hll::dispatch(cmd, ctx),
+        Module::Stream => stream::dispatch(cmd, ctx),
     }
     true
 }

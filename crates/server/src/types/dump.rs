@@ -16,7 +16,11 @@
 //! set's as varint-length-prefixed bytes. A sorted set is its encoding (0
 //! `listpack`, 1 `skiplist`), a varint count and, in ascending order, each
 //! member's score as the 8 little-endian bytes of the double and its
-//! length-prefixed name. Decoding checks what the types rely on (order,
+//! length-prefixed name. A stream is its last id, largest deleted id and
+//! count of entries ever added, its entries (id, then the length-prefixed
+//! fields and values) and its groups (name, last id, read counter, pending
+//! entries with consumer, time and count, consumers with seen time); ids
+//! are two varints. Decoding checks what the types rely on (order,
 //! distinct members, no NaN score), so even a payload with a valid checksum
 //! cannot plant a value the commands would misread.
 
@@ -24,6 +28,7 @@ use indexmap::IndexSet;
 
 use super::compact::CompactBytes;
 use super::set::SetValue;
+use super::stream::{Consumer, Group, NodeLimits, Pending, StreamId, StreamValue};
 use super::string::StrValue;
 use super::zset::ZSetValue;
 use super::Value;
@@ -37,6 +42,7 @@ const FOOTER: usize = 10;
 const KIND_STRING: u8 = 0;
 const KIND_SET: u8 = 3;
 const KIND_ZSET: u8 = 4;
+const KIND_STREAM: u8 = 15;
 
 /// Why a payload cannot be restored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +69,10 @@ pub fn dump(value: &Value) -> Vec<u8> {
         Value::ZSet(z) => {
             out.push(KIND_ZSET);
             dump_zset(&mut out, z);
+        }
+        Value::Stream(st) => {
+            out.push(KIND_STREAM);
+            dump_stream(&mut out, st);
         }
     }
     out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
@@ -93,6 +103,7 @@ pub fn restore(payload: &[u8]) -> Result<Value, PayloadError> {
         Some((&KIND_STRING, bytes)) => Ok(Value::Str(StrValue::from_bytes(bytes))),
         Some((&KIND_SET, body)) => restore_set(&mut Reader(body)).map(Value::Set),
         Some((&KIND_ZSET, body)) => restore_zset(&mut Reader(body)).map(Value::ZSet),
+        Some((&KIND_STREAM, body)) => restore_stream(&mut Reader(body)).map(|s| Value::Stream(Box::new(s))),
         _ => Err(PayloadError::BadFormat),
     }
 }
@@ -245,6 +256,102 @@ fn restore_zset(r: &mut Reader<'_>) -> Result<ZSetValue, PayloadError> {
     r.finish(z)
 }
 
+fn put_id(out: &mut Vec<u8>, id: StreamId) {
+    put_varint(out, id.ms);
+    put_varint(out, id.seq);
+}
+
+fn dump_stream(out: &mut Vec<u8>, s: &StreamValue) {
+    put_id(out, s.last_id);
+    put_id(out, s.max_deleted_id);
+    put_varint(out, s.entries_added);
+    put_varint(out, s.len() as u64);
+    for (id, fields) in s.range(StreamId::MIN, StreamId::MAX) {
+        put_id(out, id);
+        put_varint(out, fields.len() as u64);
+        for f in fields {
+            put_bytes(out, f);
+        }
+    }
+    put_varint(out, s.groups.len() as u64);
+    for (name, g) in &s.groups {
+        put_bytes(out, name);
+        put_id(out, g.last_id);
+        // 0: unknown, n + 1: n entries read.
+        put_varint(out, g.entries_read.map_or(0, |n| n.saturating_add(1)));
+        put_varint(out, g.consumers.len() as u64);
+        for (cname, cons) in &g.consumers {
+            put_bytes(out, cname);
+            out.extend_from_slice(&cons.seen_ms.to_le_bytes());
+        }
+        put_varint(out, g.pending.len() as u64);
+        for (id, p) in &g.pending {
+            put_id(out, *id);
+            put_bytes(out, &p.consumer);
+            out.extend_from_slice(&p.delivered_ms.to_le_bytes());
+            put_varint(out, p.deliveries);
+        }
+    }
+}
+
+impl Reader<'_> {
+    fn id(&mut self) -> Result<StreamId, PayloadError> {
+        Ok(StreamId { ms: self.varint()?, seq: self.varint()? })
+    }
+}
+
+/// Node limits used to lay out a restored stream (Redis's defaults).
+const RESTORE_LIMITS: NodeLimits = NodeLimits { max_entries: 100, max_bytes: 4096 };
+
+fn restore_stream(r: &mut Reader<'_>) -> Result<StreamValue, PayloadError> {
+    let bad = PayloadError::BadFormat;
+    let last_id = r.id()?;
+    let max_deleted = r.id()?;
+    let entries_added = r.varint()?;
+    let mut s = StreamValue::new();
+    for _ in 0..r.count(3)? {
+        let id = r.id()?;
+        let n = r.count(1)?;
+        if n == 0 || n % 2 != 0 || (!s.is_empty() && id <= s.last_id) || id == StreamId::MIN {
+            return Err(bad);
+        }
+        let fields = (0..n).map(|_| r.bytes()).collect::<Result<Vec<&[u8]>, _>>()?;
+        s.append(id, &fields, RESTORE_LIMITS);
+    }
+    if s.len() as u64 > entries_added || (!s.is_empty() && s.last_id > last_id) {
+        return Err(bad);
+    }
+    s.last_id = last_id;
+    s.max_deleted_id = max_deleted;
+    s.entries_added = entries_added;
+    for _ in 0..r.count(4)? {
+        let name = CompactBytes::new(r.bytes()?);
+        let mut g = Group { last_id: r.id()?, entries_read: r.varint()?.checked_sub(1), ..Group::default() };
+        for _ in 0..r.count(9)? {
+            let cname = CompactBytes::new(r.bytes()?);
+            let seen_ms = i64::from_le_bytes(r.eight()?);
+            if g.consumers.insert(cname, Consumer { seen_ms, ..Consumer::default() }).is_some() {
+                return Err(bad);
+            }
+        }
+        for _ in 0..r.count(12)? {
+            let id = r.id()?;
+            let consumer = CompactBytes::new(r.bytes()?);
+            let delivered_ms = i64::from_le_bytes(r.eight()?);
+            let deliveries = r.varint()?;
+            let owner = g.consumers.get_mut(&consumer).ok_or(bad)?;
+            owner.pending.insert(id);
+            if g.pending.insert(id, Pending { consumer, delivered_ms, deliveries }).is_some() {
+                return Err(bad);
+            }
+        }
+        if s.groups.insert(name, g).is_some() {
+            return Err(bad);
+        }
+    }
+    r.finish(s)
+}
+
 /// Reflected form of the Jones polynomial 0xad93d23594c935a9.
 const POLY: u64 = 0x95ac_9329_ac4b_c9b5;
 
@@ -323,6 +430,29 @@ mod tests {
             assert_eq!(back.encoding(), v.encoding());
             assert_eq!(back, v);
         }
+    }
+
+    #[test]
+    fn streams_round_trip_with_groups() {
+        let mut st = StreamValue::new();
+        for ms in 1..=5u64 {
+            let id = StreamId { ms, seq: 0 };
+            st.append(id, &[b"f", b"v", b"n", &ms.to_le_bytes()], RESTORE_LIMITS);
+        }
+        st.delete(StreamId { ms: 2, seq: 0 });
+        let mut g = Group { last_id: StreamId { ms: 3, seq: 0 }, entries_read: Some(3), ..Group::default() };
+        let c = CompactBytes::new(b"alice");
+        g.consumers.insert(c.clone(), Consumer { seen_ms: 77, pending: [StreamId { ms: 3, seq: 0 }].into() });
+        g.pending.insert(StreamId { ms: 3, seq: 0 }, Pending { consumer: c, delivered_ms: 70, deliveries: 2 });
+        st.groups.insert(CompactBytes::new(b"g"), g);
+        let v = Value::Stream(Box::new(st));
+        let payload = dump(&v);
+        assert_eq!(restore(&payload), Ok(v));
+        let mut bad = payload.clone();
+        bad[3] ^= 1;
+        assert_eq!(restore(&bad), Err(PayloadError::VersionOrChecksum));
+        let body = &payload[..payload.len() - FOOTER];
+        assert_eq!(restore(&sealed(&body[..body.len() - 1])), Err(PayloadError::BadFormat));
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod string;
 pub mod zset;
 
 use set::SetValue;
+use stream::StreamValue;
 use string::StrValue;
 use zset::ZSetValue;
 
@@ -27,6 +28,8 @@ pub enum Value {
     Set(SetValue),
     /// A sorted set.
     ZSet(ZSetValue),
+    /// A stream (boxed: it is large, and rare next to strings).
+    Stream(Box<StreamValue>),
 }
 
 impl Value {
@@ -36,6 +39,7 @@ impl Value {
             Value::Str(_) => "string",
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -46,6 +50,7 @@ impl Value {
             Value::Str(s) => s.heap_size(),
             Value::Set(s) => s.heap_size(),
             Value::ZSet(z) => z.heap_size(),
+            Value::Stream(s) => std::mem::size_of::<StreamValue>() + s.heap_size(),
         }
     }
 
@@ -55,6 +60,7 @@ impl Value {
             Value::Str(s) => s.encoding(),
             Value::Set(s) => s.encoding(),
             Value::ZSet(z) => z.encoding(),
+            Value::Stream(s) => s.encoding(),
         }
     }
 }

@@ -253,7 +253,7 @@ pub enum AddError {
 }
 
 /// A stream.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct StreamValue {
     /// Live entries: id → field, value, field, value, ...
     entries: BTreeMap<StreamId, Box<[CompactBytes]>>,
@@ -269,6 +269,18 @@ pub struct StreamValue {
     pub groups: BTreeMap<CompactBytes, Group>,
     /// Bytes held by field and value names, for the memory estimate.
     payload_bytes: usize,
+}
+
+/// Two streams are equal when they hold the same data; the node model is
+/// layout (a restored stream is laid out afresh) and does not count.
+impl PartialEq for StreamValue {
+    fn eq(&self, other: &Self) -> bool {
+        self.entries == other.entries
+            && self.last_id == other.last_id
+            && self.max_deleted_id == other.max_deleted_id
+            && self.entries_added == other.entries_added
+            && self.groups == other.groups
+    }
 }
 
 /// Limits of the node layout (`stream-node-max-entries`, `stream-node-max-bytes`).
@@ -353,7 +365,7 @@ impl StreamValue {
     /// Append an entry with `fields` (field, value, ...) under `id`, which
     /// must come from [`Self::next_id`].
     pub fn append(&mut self, id: StreamId, fields: &[&[u8]], limits: NodeLimits) {
-        debug_assert!(fields.len() % 2 == 0 && fields.len() >= 2);
+        debug_assert!(fields.len().is_multiple_of(2) && fields.len() >= 2);
         let names: Vec<&[u8]> = fields.iter().step_by(2).copied().collect();
         let payload: usize = fields.iter().map(|f| f.len()).sum();
         let tail_fits = self.nodes.last_key_value().is_some_and(|(_, node)| {
@@ -677,7 +689,7 @@ mod tests {
         }
         assert_eq!(s.range(id(2, 0), id(4, 0)).count(), 3);
         assert_eq!(s.range(id(4, 0), id(2, 0)).count(), 0);
-        assert_eq!(s.range(StreamId::MIN, StreamId::MAX).rev().next().map(|(i, _)| i), Some(id(5, 0)));
+        assert_eq!(s.range(StreamId::MIN, StreamId::MAX).next_back().map(|(i, _)| i), Some(id(5, 0)));
     }
 
     /// Node counts and trim results read from redis-server 7.0 after the same
