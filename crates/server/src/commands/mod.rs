@@ -56,7 +56,9 @@ mod config;
 mod connection;
 mod info;
 mod keys;
+mod random;
 mod server;
+mod set;
 mod strings;
 
 /// The module that runs a command.
@@ -71,6 +73,7 @@ enum Module {
     Server,
     Config,
     Command,
+    Set,
 }
 
 /// Which module runs each command, by id: the one place that says what kvik
@@ -85,6 +88,7 @@ static OWNERS: [Module; COMMAND_COUNT] = {
     claim(&mut owners, server::HANDLED, Module::Server);
     claim(&mut owners, config::HANDLED, Module::Config);
     claim(&mut owners, command::HANDLED, Module::Command);
+    claim(&mut owners, set::HANDLED, Module::Set);
     owners
 };
 
@@ -122,6 +126,7 @@ fn dispatch<T: ReplyTarget>(cmd: CommandId, ctx: &mut Ctx<'_, T>) -> bool {
         Module::Server => server::dispatch(cmd, ctx),
         Module::Config => config::dispatch(cmd, ctx),
         Module::Command => command::dispatch(cmd, ctx),
+        Module::Set => set::dispatch(cmd, ctx),
     }
     true
 }
