@@ -60,6 +60,7 @@ mod random;
 mod server;
 mod set;
 mod strings;
+mod zset;
 
 /// The module that runs a command.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -74,6 +75,7 @@ enum Module {
     Config,
     Command,
     Set,
+    ZSet,
 }
 
 /// Which module runs each command, by id: the one place that says what kvik
@@ -89,6 +91,7 @@ static OWNERS: [Module; COMMAND_COUNT] = {
     claim(&mut owners, config::HANDLED, Module::Config);
     claim(&mut owners, command::HANDLED, Module::Command);
     claim(&mut owners, set::HANDLED, Module::Set);
+    claim(&mut owners, zset::HANDLED, Module::ZSet);
     owners
 };
 
@@ -127,6 +130,7 @@ fn dispatch<T: ReplyTarget>(cmd: CommandId, ctx: &mut Ctx<'_, T>) -> bool {
         Module::Config => config::dispatch(cmd, ctx),
         Module::Command => command::dispatch(cmd, ctx),
         Module::Set => set::dispatch(cmd, ctx),
+        Module::ZSet => zset::dispatch(cmd, ctx),
     }
     true
 }
