@@ -144,8 +144,20 @@ fn limits<T: ReplyTarget>(c: &Ctx<'_, T>) -> Limits {
     Limits { entries: config.usize("zset-max-listpack-entries"), value: config.usize("zset-max-listpack-value") }
 }
 
+/// A new sorted set of `items` added one by one as ZADD adds them, starting
+/// in the large encoding when `large` (ZRANGESTORE of a rank range longer
+/// than the entries limit starts there).
+fn build_incrementally(items: Vec<(Vec<u8>, f64)>, large: bool, limits: Limits) -> ZSetValue {
+    let mut z = if large { ZSetValue::new_large() } else { ZSetValue::new() };
+    for (m, s) in items {
+        z.grow_before_insert(limits.entries, limits.value, m.len());
+        z.insert(&m, s);
+    }
+    z
+}
+
 /// A new sorted set of `items` in the encoding Redis gives a set it builds
-/// as a whole (the STORE commands): small when it fits the limits.
+/// as a whole (Z*STORE): small when it fits the limits.
 fn build(items: impl IntoIterator<Item = (Vec<u8>, f64)>, limits: Limits) -> ZSetValue {
     let mut z = ZSetValue::new_large();
     for (m, s) in items {
@@ -301,8 +313,8 @@ fn apply_zadd(
             }
             None if o.xx => {}
             None => {
+                z.grow_before_insert(limits.entries, limits.value, member.len());
                 z.insert(member, score);
-                z.grow_if_needed(limits.entries, limits.value, member.len());
                 out.added += 1;
                 out.processed += 1;
                 out.last_score = Some(score);
@@ -598,7 +610,11 @@ fn zrange<T: ReplyTarget>(c: &mut Ctx<'_, T>, form: Form) {
     let found = zset_at(lock.shard_for(ks, src).db(db), src, now)
         .map(|z| z.map_or_else(Vec::new, |z| select(z, span(z, &range, o.rev), o.rev, o.offset, o.limit)));
     let stored = match (&found, dst) {
-        (Ok(items), Some(dst)) => Some(store_zset(lock.shard_for(ks, dst).db(db), dst, build(items.clone(), limits))),
+        (Ok(items), Some(dst)) => {
+            let large = o.by == By::Rank && items.len() > limits.entries;
+            let z = build_incrementally(items.clone(), large, limits);
+            Some(store_zset(lock.shard_for(ks, dst).db(db), dst, z))
+        }
         _ => None,
     };
     drop(lock);
