@@ -801,7 +801,7 @@ fn zrandmember<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 }
 
 /// ZRANDMEMBER's picks: with a negative count (or 1) independent picks, with
-/// a count covering the set all members in order, otherwise distinct ones.
+/// a count covering the set all members, otherwise distinct ones.
 fn random_items(z: &ZSetValue, count: i64) -> Vec<(Vec<u8>, f64)> {
     let len = z.len();
     let at = |i: usize| z.get(i).map(|(m, s)| (m.to_vec(), s));
@@ -814,7 +814,8 @@ fn random_items(z: &ZSetValue, count: i64) -> Vec<(Vec<u8>, f64)> {
         return (0..n).filter_map(|_| at(picker.below(len))).collect();
     }
     if n >= len {
-        return z.iter().map(|(m, s)| (m.to_vec(), s)).collect();
+        // Redis lists the whole set from the highest member down.
+        return z.iter().rev().map(|(m, s)| (m.to_vec(), s)).collect();
     }
     picker.distinct(len, n).into_iter().filter_map(at).collect()
 }
