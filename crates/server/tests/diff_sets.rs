@@ -7,7 +7,7 @@
 //! sets, which are ascending, and sets of one member) and otherwise ask for
 //! sizes and memberships. Random picks are compared only where they are
 //! not random (a count covering the whole set); the seeded sequences in
-//! `diff_random_types.rs` check the others by their properties.
+//! `diff_random_collections.rs` check the others by their properties.
 
 mod common;
 

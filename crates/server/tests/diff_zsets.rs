@@ -211,6 +211,8 @@ fn range_cases() -> Vec<Case> {
                 "ZREVRANGE z -1 -1",
                 "ZRANGE z -9223372036854775808 9223372036854775807",
                 "ZRANGE z 0 -1 LIMIT 0 -1",
+                "ZRANGE z 1 3 LIMIT 2 -1",
+                "ZREVRANGE z 0 2 LIMIT 5 -1 WITHSCORES",
                 "ZRANGE z 0 -1 LIMIT 0 1",
                 "ZRANGE missing 0 -1",
                 "ZRANGE z x 1",

@@ -607,8 +607,10 @@ fn zrange<T: ReplyTarget>(c: &mut Ctx<'_, T>, form: Form) {
     let (db, now, limits) = (c.session.db, now_ms(), limits(c));
     let ks = &c.state.keyspace;
     let mut lock = ks.lock_keys([src].into_iter().chain(dst));
+    // Rank ranges take no LIMIT (one of `0 -1` is accepted and ignored).
+    let (offset, limit) = if o.by == By::Rank { (0, -1) } else { (o.offset, o.limit) };
     let found = zset_at(lock.shard_for(ks, src).db(db), src, now)
-        .map(|z| z.map_or_else(Vec::new, |z| select(z, span(z, &range, o.rev), o.rev, o.offset, o.limit)));
+        .map(|z| z.map_or_else(Vec::new, |z| select(z, span(z, &range, o.rev), o.rev, offset, limit)));
     let stored = match (&found, dst) {
         (Ok(items), Some(dst)) => {
             let large = o.by == By::Rank && items.len() > limits.entries;
