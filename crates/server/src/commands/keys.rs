@@ -284,7 +284,7 @@ fn keys<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// A SCAN cursor as Redis reads it (C's `strtoull`): an optional sign, then
 /// digits; a minus wraps around; no leading space, nothing after, no overflow.
 /// Nothing at all reads as 0.
-fn parse_cursor(text: &[u8]) -> Option<u64> {
+pub(super) fn parse_cursor(text: &[u8]) -> Option<u64> {
     if text.is_empty() {
         return Some(0);
     }

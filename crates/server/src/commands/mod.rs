@@ -57,9 +57,12 @@ mod connection;
 mod hll;
 mod info;
 mod keys;
+mod random;
 mod server;
 mod stream;
+mod set;
 mod strings;
+mod zset;
 
 /// The module that runs a command.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -75,6 +78,8 @@ enum Module {
     Command,
     Hll,
     Stream,
+    Set,
+    ZSet,
 }
 
 /// Which module runs each command, by id: the one place that says what kvik
@@ -91,6 +96,8 @@ static OWNERS: [Module; COMMAND_COUNT] = {
     claim(&mut owners, command::HANDLED, Module::Command);
     claim(&mut owners, hll::HANDLED, Module::Hll);
     claim(&mut owners, stream::HANDLED, Module::Stream);
+    claim(&mut owners, set::HANDLED, Module::Set);
+    claim(&mut owners, zset::HANDLED, Module::ZSet);
     owners
 };
 
@@ -130,6 +137,8 @@ fn dispatch<T: ReplyTarget>(cmd: CommandId, ctx: &mut Ctx<'_, T>) -> bool {
         Module::Command => command::dispatch(cmd, ctx),
         Module::Hll => hll::dispatch(cmd, ctx),
         Module::Stream => stream::dispatch(cmd, ctx),
+        Module::Set => set::dispatch(cmd, ctx),
+        Module::ZSet => zset::dispatch(cmd, ctx),
     }
     true
 }

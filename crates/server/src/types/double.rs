@@ -62,8 +62,12 @@ pub fn parse_score(text: &[u8]) -> Option<f64> {
 
 /// A range end's number with `zslParseRange`'s rules: `strtod` over the whole
 /// text and not NaN. Leading space and out-of-range values are accepted
-/// there (`1e400` is `inf`).
+/// there (`1e400` is `inf`), and so is an empty text, which `strtod` reads
+/// as 0 without moving past its end.
 pub fn parse_range_bound(text: &[u8]) -> Option<f64> {
+    if text.is_empty() {
+        return Some(0.0);
+    }
     let p = strtod(text)?;
     (!p.value.is_nan()).then_some(p.value)
 }
@@ -317,5 +321,7 @@ mod tests {
         assert_eq!(parse_range_bound(b"1e400"), Some(f64::INFINITY));
         assert_eq!(parse_range_bound(b"nan"), None);
         assert_eq!(parse_range_bound(b"1x"), None);
+        assert_eq!(parse_range_bound(b""), Some(0.0));
+        assert_eq!(parse_range_bound(b" "), None);
     }
 }

@@ -186,11 +186,27 @@ impl ZSetValue {
         }
     }
 
+    /// Switch to the large encoding before adding a member of `member_len`
+    /// bytes if the set would then be over the limits, as Redis checks
+    /// before it inserts (so the new member goes straight into the large
+    /// encoding, keeping a `-0` score there).
+    pub fn grow_before_insert(&mut self, max_entries: usize, max_value: usize, member_len: usize) {
+        if self.index.is_none() && (self.len + 1 > max_entries || member_len > max_value) {
+            self.index = Some(self.iter_items().map(|it| (it.member.clone(), it.score)).collect());
+        }
+    }
+
     /// Switch to the small encoding if the set fits in it (Redis does this
-    /// for sets that `ZRANGESTORE` and `Z*STORE` create).
+    /// for sets that `Z*STORE` create). The small encoding keeps a score as
+    /// text that reads back `-0` as `0`, so zeros lose their sign.
     pub fn shrink_if_fits(&mut self, max_entries: usize, max_value: usize) {
         if self.index.is_some() && self.len <= max_entries && self.iter_items().all(|it| it.member.len() <= max_value) {
             self.index = None;
+            for item in self.blocks.iter_mut().flatten() {
+                if item.score == 0.0 {
+                    item.score = 0.0;
+                }
+            }
         }
     }
 
@@ -212,8 +228,12 @@ impl ZSetValue {
     /// Add `member` with `score` or move it to `score`; the previous score.
     /// A score equal to the current one (`0` and `-0` are equal) leaves the
     /// member as it is, as Redis does.
+    ///
+    /// In the small encoding a score of `-0` is stored as `0`, as Redis's
+    /// listpack stores it (as the integer 0).
     pub fn insert(&mut self, member: &[u8], score: f64) -> Option<f64> {
         debug_assert!(!score.is_nan());
+        let score = if self.index.is_none() && score == 0.0 { 0.0 } else { score };
         let old = self.score(member);
         let shared: Arc<[u8]> = match old {
             Some(old_score) => {
