@@ -356,6 +356,20 @@ impl ReplySink for RespWriter<'_> {
         }
     }
 
+    fn double_text(&mut self, _value: f64, text: &[u8]) {
+        if self.drop_scalar() {
+            return;
+        }
+        match self.proto {
+            Protocol::Resp3 => {
+                self.out.push(b',');
+                self.out.extend_from_slice(text);
+                self.out.extend_from_slice(b"\r\n");
+            }
+            Protocol::Resp2 => self.bulk(text),
+        }
+    }
+
     #[inline]
     fn boolean(&mut self, b: bool) {
         if self.drop_scalar() {
@@ -470,6 +484,15 @@ mod tests {
     /// etc., in RESP2 and after `HELLO 3`).
     #[test]
     #[allow(clippy::approx_constant)] // 3.141 is what `DEBUG PROTOCOL double` sends
+    fn doubles_with_their_own_text() {
+        check(
+            |w| w.double_text(13.5, b"13.50000000000000000"),
+            b"$20\r\n13.50000000000000000\r\n",
+            b",13.50000000000000000\r\n",
+        );
+    }
+
+    #[test]
     fn doubles_match_redis_7_0() {
         check(|w| w.double(1.1), b"$18\r\n1.1000000000000001\r\n", b",1.1000000000000001\r\n");
         check(|w| w.double(f64::INFINITY), b"$3\r\ninf\r\n", b",inf\r\n");

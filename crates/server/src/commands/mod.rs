@@ -54,13 +54,14 @@ mod bitmap;
 mod command;
 mod config;
 mod connection;
+mod geo;
 mod hll;
 mod info;
 mod keys;
 mod random;
 mod server;
-mod stream;
 mod set;
+mod stream;
 mod strings;
 mod zset;
 
@@ -76,6 +77,7 @@ enum Module {
     Server,
     Config,
     Command,
+    Geo,
     Hll,
     Stream,
     Set,
@@ -94,6 +96,7 @@ static OWNERS: [Module; COMMAND_COUNT] = {
     claim(&mut owners, server::HANDLED, Module::Server);
     claim(&mut owners, config::HANDLED, Module::Config);
     claim(&mut owners, command::HANDLED, Module::Command);
+    claim(&mut owners, geo::HANDLED, Module::Geo);
     claim(&mut owners, hll::HANDLED, Module::Hll);
     claim(&mut owners, stream::HANDLED, Module::Stream);
     claim(&mut owners, set::HANDLED, Module::Set);
@@ -135,6 +138,7 @@ fn dispatch<T: ReplyTarget>(cmd: CommandId, ctx: &mut Ctx<'_, T>) -> bool {
         Module::Server => server::dispatch(cmd, ctx),
         Module::Config => config::dispatch(cmd, ctx),
         Module::Command => command::dispatch(cmd, ctx),
+        Module::Geo => geo::dispatch(cmd, ctx),
         Module::Hll => hll::dispatch(cmd, ctx),
         Module::Stream => stream::dispatch(cmd, ctx),
         Module::Set => set::dispatch(cmd, ctx),

@@ -16,9 +16,9 @@ use kvik_protocol::number::{parse_i64, write_double_g17};
 use kvik_protocol::resp::writer::Protocol;
 use kvik_protocol::ReplySink;
 
+use super::keys::parse_cursor;
 use super::random::Picker;
 use super::set::{reply_scan, scan_options};
-use super::keys::parse_cursor;
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
 use crate::keyspace::{glob, now_ms, Db, Entry, Keyspace, MultiLock};
 use crate::types::double::parse_score;
@@ -69,10 +69,10 @@ const NAN_SCORE: &[u8] = b"ERR resulting score is not a number (NaN)";
 const MUST_BE_POSITIVE: &[u8] = b"ERR value is out of range, must be positive";
 
 /// The key holds another type.
-struct WrongType;
+pub(super) struct WrongType;
 
 /// The sorted set at `key`, if any.
-fn zset_at<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<&'d ZSetValue>, WrongType> {
+pub(super) fn zset_at<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<&'d ZSetValue>, WrongType> {
     match db.get(key, now) {
         None => Ok(None),
         Some(Entry { value: Value::ZSet(z), .. }) => Ok(Some(z)),
@@ -90,7 +90,7 @@ fn zset_at_mut<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<&'d mu
 }
 
 /// The sorted set at `key`, created empty (small encoding) when missing.
-fn zset_or_create<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<&'d mut ZSetValue, WrongType> {
+pub(super) fn zset_or_create<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<&'d mut ZSetValue, WrongType> {
     if !db.contains(key, now) {
         db.insert(key, Entry::new(Value::ZSet(ZSetValue::new())));
     }
@@ -98,7 +98,7 @@ fn zset_or_create<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<&'d mut ZS
 }
 
 /// Delete `key` if it holds an empty sorted set: an empty set is no key.
-fn drop_if_empty(db: &mut Db, key: &[u8], now: i64) {
+pub(super) fn drop_if_empty(db: &mut Db, key: &[u8], now: i64) {
     if matches!(zset_at(db, key, now), Ok(Some(z)) if z.is_empty()) {
         db.remove(key);
     }
@@ -134,12 +134,12 @@ fn source_at(db: &mut Db, key: &[u8], now: i64) -> Result<Option<Source>, WrongT
 
 /// `zset-max-listpack-entries` and `zset-max-listpack-value` now.
 #[derive(Clone, Copy)]
-struct Limits {
+pub(super) struct Limits {
     entries: usize,
     value: usize,
 }
 
-fn limits<T: ReplyTarget>(c: &Ctx<'_, T>) -> Limits {
+pub(super) fn limits<T: ReplyTarget>(c: &Ctx<'_, T>) -> Limits {
     let config = c.state.config();
     Limits { entries: config.usize("zset-max-listpack-entries"), value: config.usize("zset-max-listpack-value") }
 }
@@ -158,7 +158,7 @@ fn build_incrementally(items: Vec<(Vec<u8>, f64)>, large: bool, limits: Limits) 
 
 /// A new sorted set of `items` in the encoding Redis gives a set it builds
 /// as a whole (Z*STORE): small when it fits the limits.
-fn build(items: impl IntoIterator<Item = (Vec<u8>, f64)>, limits: Limits) -> ZSetValue {
+pub(super) fn build(items: impl IntoIterator<Item = (Vec<u8>, f64)>, limits: Limits) -> ZSetValue {
     let mut z = ZSetValue::new_large();
     for (m, s) in items {
         z.insert(&m, s);
@@ -167,7 +167,7 @@ fn build(items: impl IntoIterator<Item = (Vec<u8>, f64)>, limits: Limits) -> ZSe
     z
 }
 
-fn count_reply(n: usize) -> i64 {
+pub(super) fn count_reply(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
@@ -230,14 +230,14 @@ fn zadd<T: ReplyTarget>(c: &mut Ctx<'_, T>, incr: bool) {
 
 /// ZADD's flags and where its score/member pairs start.
 #[derive(Default)]
-struct ZaddOptions {
-    nx: bool,
-    xx: bool,
-    gt: bool,
-    lt: bool,
-    ch: bool,
-    incr: bool,
-    first: usize,
+pub(super) struct ZaddOptions {
+    pub(super) nx: bool,
+    pub(super) xx: bool,
+    pub(super) gt: bool,
+    pub(super) lt: bool,
+    pub(super) ch: bool,
+    pub(super) incr: bool,
+    pub(super) first: usize,
 }
 
 /// Parse ZADD's flags with Redis's checks, in Redis's order.
@@ -274,17 +274,17 @@ fn zadd_options<T: ReplyTarget>(c: &Ctx<'_, T>, incr: bool) -> Result<ZaddOption
 
 /// What ZADD did.
 #[derive(Default)]
-struct ZaddOutcome {
-    added: usize,
-    updated: usize,
+pub(super) struct ZaddOutcome {
+    pub(super) added: usize,
+    pub(super) updated: usize,
     /// Elements not skipped by NX, XX, GT or LT.
-    processed: usize,
+    pub(super) processed: usize,
     /// The score of the last element processed (INCR's reply).
-    last_score: Option<f64>,
+    pub(super) last_score: Option<f64>,
 }
 
 /// Apply ZADD's pairs to `z` with Redis's rules for each flag.
-fn apply_zadd(
+pub(super) fn apply_zadd(
     z: &mut ZSetValue,
     o: &ZaddOptions,
     pairs: &[(f64, &[u8])],
@@ -330,8 +330,8 @@ fn zrem<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let members: Vec<&[u8]> = (2..c.argc()).map(|i| c.arg(i)).collect();
     let mut shard = c.state.keyspace.lock_key(key);
     let d = shard.db(db);
-    let removed = zset_at_mut(d, key, now)
-        .map(|z| z.map_or(0, |z| members.iter().filter(|m| z.remove(m).is_some()).count()));
+    let removed =
+        zset_at_mut(d, key, now).map(|z| z.map_or(0, |z| members.iter().filter(|m| z.remove(m).is_some()).count()));
     drop_if_empty(d, key, now);
     drop(shard);
     match removed {
@@ -456,9 +456,7 @@ fn lex_cmp(a: &LexBound, b: &LexBound) -> Ordering {
         (LexBound::Min, LexBound::Min) | (LexBound::Max, LexBound::Max) => Ordering::Equal,
         (LexBound::Min, _) | (_, LexBound::Max) => Ordering::Less,
         (LexBound::Max, _) | (_, LexBound::Min) => Ordering::Greater,
-        (LexBound::Inclusive(x) | LexBound::Exclusive(x), LexBound::Inclusive(y) | LexBound::Exclusive(y)) => {
-            x.cmp(y)
-        }
+        (LexBound::Inclusive(x) | LexBound::Exclusive(x), LexBound::Inclusive(y) | LexBound::Exclusive(y)) => x.cmp(y),
     }
 }
 
@@ -782,9 +780,8 @@ fn zrandmember<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let count = match parse_i64(c.arg(2)) {
         None => return c.error(NOT_AN_INTEGER),
         Some(i64::MIN) => {
-            return c.error(
-                b"ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
-            )
+            return c
+                .error(b"ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
         }
         Some(n) => n,
     };
