@@ -586,7 +586,7 @@ mod tests {
 
     #[test]
     fn known_but_unsupported_commands_read_as_unknown() {
-        assert_eq!(reply(&[b"PFADD", b"k"]), b"-ERR unknown command 'PFADD', with args beginning with: 'k' \r\n");
+        assert_eq!(reply(&[b"BF.ADD", b"k", b"v"]), b"-ERR unknown command 'BF.ADD', with args beginning with: 'k' 'v' \r\n");
         // Arity is still checked first, from the table, as Redis does.
         assert_eq!(reply(&[b"get"]), b"-ERR wrong number of arguments for 'get' command\r\n");
     }
@@ -604,13 +604,13 @@ mod tests {
 
     #[test]
     fn command_lists_only_what_kvik_runs() {
-        assert_eq!(reply(&[b"COMMAND", b"INFO", b"pfadd", b"client|tracking"]), b"*2\r\n$-1\r\n$-1\r\n");
+        assert_eq!(reply(&[b"COMMAND", b"INFO", b"bf.add", b"client|tracking"]), b"*2\r\n$-1\r\n$-1\r\n");
         assert!(reply(&[b"COMMAND", b"INFO", b"get"]).starts_with(b"*1\r\n*10\r\n$3\r\nget\r\n"));
-        assert_eq!(reply(&[b"COMMAND", b"DOCS", b"pfadd"]), b"*0\r\n");
+        assert_eq!(reply(&[b"COMMAND", b"DOCS", b"bf.add"]), b"*0\r\n");
         let list = reply(&[b"COMMAND", b"LIST"]);
         let has = |name: &str| list.windows(name.len() + 4).any(|w| w == format!("\r\n{name}\r\n").as_bytes());
         assert!(has("get") && has("client") && has("client|list"));
-        assert!(!has("pfadd") && !has("client|tracking") && !has("acl"));
+        assert!(!has("bf.add") && !has("client|tracking") && !has("acl"));
     }
 
     #[test]
