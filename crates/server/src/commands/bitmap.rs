@@ -53,6 +53,7 @@ fn read_bytes<R>(db: &mut Db, key: &[u8], now: i64, read: impl FnOnce(&[u8]) -> 
             let mut scratch = Vec::new();
             Ok(Some(read(s.bytes(&mut scratch))))
         }
+        Some(_) => Err(()),
     }
 }
 
@@ -71,7 +72,7 @@ fn bits_for_write<'d>(db: &'d mut Db, key: &[u8], max_bit: u64, now: i64) -> Opt
             }
             Some(bytes)
         }
-        None => None,
+        _ => None,
     }
 }
 

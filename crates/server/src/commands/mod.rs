@@ -54,8 +54,10 @@ mod bitmap;
 mod command;
 mod config;
 mod connection;
+mod hash;
 mod info;
 mod keys;
+mod list;
 mod server;
 mod strings;
 
@@ -68,6 +70,8 @@ enum Module {
     Strings,
     Bitmap,
     Keys,
+    List,
+    Hash,
     Server,
     Config,
     Command,
@@ -82,6 +86,8 @@ static OWNERS: [Module; COMMAND_COUNT] = {
     claim(&mut owners, strings::HANDLED, Module::Strings);
     claim(&mut owners, bitmap::HANDLED, Module::Bitmap);
     claim(&mut owners, keys::HANDLED, Module::Keys);
+    claim(&mut owners, list::HANDLED, Module::List);
+    claim(&mut owners, hash::HANDLED, Module::Hash);
     claim(&mut owners, server::HANDLED, Module::Server);
     claim(&mut owners, config::HANDLED, Module::Config);
     claim(&mut owners, command::HANDLED, Module::Command);
@@ -119,6 +125,8 @@ fn dispatch<T: ReplyTarget>(cmd: CommandId, ctx: &mut Ctx<'_, T>) -> bool {
         Module::Strings => strings::dispatch(cmd, ctx),
         Module::Bitmap => bitmap::dispatch(cmd, ctx),
         Module::Keys => keys::dispatch(cmd, ctx),
+        Module::List => list::dispatch(cmd, ctx),
+        Module::Hash => hash::dispatch(cmd, ctx),
         Module::Server => server::dispatch(cmd, ctx),
         Module::Config => config::dispatch(cmd, ctx),
         Module::Command => command::dispatch(cmd, ctx),

@@ -48,6 +48,7 @@ fn string_at<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<&'d StrV
     match db.get(key, now) {
         None => Ok(None),
         Some(Entry { value: Value::Str(s), .. }) => Ok(Some(s)),
+        Some(_) => Err(()),
     }
 }
 
@@ -195,11 +196,18 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let db = c.session.db;
     let mut shard = c.state.keyspace.lock_key(key);
     let d = shard.db(db);
-    let old = d.get(key, now).map(|Entry { value: Value::Str(s), expire_at_ms, .. }| (s.clone(), *expire_at_ms));
-    let exists = old.is_some();
+    let (exists, old) = match d.get(key, now) {
+        None => (false, None),
+        Some(Entry { value: Value::Str(s), expire_at_ms, .. }) => (true, Some((Some(s.clone()), *expire_at_ms))),
+        Some(Entry { expire_at_ms, .. }) => (true, Some((None, *expire_at_ms))),
+    };
     if o.get {
         // With GET the old value is read, and counted as a read, as in Redis.
         c.state.stats.key_lookup(exists);
+        if matches!(old, Some((None, _))) {
+            drop(shard);
+            return c.error(WRONGTYPE);
+        }
     }
     let write = !(o.nx && exists || o.xx && !exists);
     if write {
@@ -208,7 +216,7 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     }
     drop(shard);
     match (o.get, write) {
-        (true, _) => reply_string(c, old.as_ref().map(|(s, _)| s)),
+        (true, _) => reply_string(c, old.as_ref().and_then(|(s, _)| s.as_ref())),
         (false, true) => c.ok(),
         (false, false) => c.reply(|s| s.null()),
     }
@@ -283,16 +291,20 @@ fn append<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         None => {
             // A new key is stored as SET would store it (an integer, or embstr).
             d.insert(key, Entry::new(Value::Str(StrValue::from_bytes(tail))));
-            tail.len()
+            Some(tail.len())
         }
         Some(Entry { value: Value::Str(s), .. }) => {
             let bytes = s.make_raw();
             bytes.extend_from_slice(tail);
-            bytes.len()
+            Some(bytes.len())
         }
+        Some(_) => None,
     };
     drop(shard);
-    c.reply(|s| s.integer(i64::try_from(len).unwrap_or(i64::MAX)));
+    match len {
+        Some(n) => c.reply(|s| s.integer(i64::try_from(n).unwrap_or(i64::MAX))),
+        None => c.error(WRONGTYPE),
+    }
 }
 
 /// `STRLEN key`: 0 for a missing key.
@@ -333,6 +345,7 @@ fn incr_by<T: ReplyTarget>(c: &mut Ctx<'_, T>, delta: i64) {
                 }
             },
         },
+        Some(_) => Err(WRONGTYPE),
     };
     drop(shard);
     match result {
@@ -531,6 +544,7 @@ fn add_float(d: &mut Db, key: &[u8], incr: &[u8], now: i64) -> Result<Vec<u8>, &
             StrValue::Bytes(b) | StrValue::Raw(b) => F80::parse(b),
         }
         .ok_or(NOT_A_FLOAT)?,
+        Some(_) => return Err(WRONGTYPE),
     };
     let inc = F80::parse(incr).ok_or(NOT_A_FLOAT)?;
     let sum = old.sum(inc).filter(|v| !v.is_inf()).ok_or(b"ERR increment would produce NaN or Infinity".as_slice())?;
@@ -600,6 +614,7 @@ fn setrange<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
                 Ok(write_at(s.make_raw(), offset as usize, value))
             }
         }
+        Some(_) => Err(WRONGTYPE),
     };
     drop(shard);
     match result {

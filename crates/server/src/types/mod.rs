@@ -13,6 +13,8 @@ pub mod set;
 pub mod string;
 pub mod zset;
 
+use hash::HashValue;
+use list::ListValue;
 use string::StrValue;
 
 /// A stored value.
@@ -20,6 +22,11 @@ use string::StrValue;
 pub enum Value {
     /// A string (also integers and bitmaps).
     Str(StrValue),
+    /// A list. Aggregates are boxed so every key's entry stays as small as
+    /// a string's.
+    List(Box<ListValue>),
+    /// A hash.
+    Hash(Box<HashValue>),
 }
 
 impl Value {
@@ -27,6 +34,8 @@ impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Str(_) => "string",
+            Value::List(_) => "list",
+            Value::Hash(_) => "hash",
         }
     }
 
@@ -35,6 +44,8 @@ impl Value {
     pub fn heap_size(&self) -> usize {
         match self {
             Value::Str(s) => s.heap_size(),
+            Value::List(l) => std::mem::size_of::<ListValue>() + l.heap_size(),
+            Value::Hash(h) => std::mem::size_of::<HashValue>() + h.heap_size(),
         }
     }
 
@@ -42,6 +53,8 @@ impl Value {
     pub fn encoding(&self) -> &'static str {
         match self {
             Value::Str(s) => s.encoding(),
+            Value::List(l) => l.encoding(),
+            Value::Hash(h) => h.encoding(),
         }
     }
 }
