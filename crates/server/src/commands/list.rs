@@ -135,10 +135,15 @@ fn int_arg<T: ReplyTarget>(c: &Ctx<'_, T>, i: usize) -> Result<i64, &'static [u8
     parse_i64(c.arg(i)).ok_or(NOT_AN_INTEGER)
 }
 
-/// A count that must be positive (`LPOP key count`).
+/// A count that must not be negative, with Redis's one message for a bad
+/// count, whether not a number or negative.
+fn non_negative(text: &[u8], msg: &'static [u8]) -> Result<usize, &'static [u8]> {
+    parse_i64(text).and_then(|n| usize::try_from(n).ok()).ok_or(msg)
+}
+
+/// `LPOP key count`'s count.
 fn positive_arg<T: ReplyTarget>(c: &Ctx<'_, T>, i: usize) -> Result<usize, &'static [u8]> {
-    let n = int_arg(c, i)?;
-    usize::try_from(n).map_err(|_| &b"ERR value is out of range, must be positive"[..])
+    non_negative(c.arg(i), b"ERR value is out of range, must be positive")
 }
 
 /// A length or count as a reply integer.
@@ -325,26 +330,28 @@ struct LposOptions {
     maxlen: usize,
 }
 
+const RANK_ZERO: &[u8] = b"ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list";
+
 /// Parse LPOS's options with Redis's checks and messages.
-fn lpos_options<T: ReplyTarget>(c: &Ctx<'_, T>) -> Result<LposOptions, Vec<u8>> {
+fn lpos_options<T: ReplyTarget>(c: &Ctx<'_, T>) -> Result<LposOptions, &'static [u8]> {
     let mut o = LposOptions { rank: 1, count: None, maxlen: 0 };
     let mut j = 3;
     while j < c.argc() {
         let (opt, more) = (c.arg(j), j + 1 < c.argc());
-        let n = || parse_i64(c.arg(j + 1)).ok_or_else(|| NOT_AN_INTEGER.to_vec());
-        let non_negative = |msg: &[u8]| -> Result<usize, Vec<u8>> { usize::try_from(n()?).map_err(|_| msg.to_vec()) };
+        let value = c.arg(j + 1);
         if opt.eq_ignore_ascii_case(b"rank") && more {
-            o.rank = match n()? {
-                0 => return Err(b"ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list".to_vec()),
-                i64::MIN => return Err(b"ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807".to_vec()),
+            o.rank = match parse_i64(value).ok_or(NOT_AN_INTEGER)? {
+                0 => return Err(RANK_ZERO),
+                // Redis cannot negate this rank, and it ends up acting as -1.
+                i64::MIN => -1,
                 r => r,
             };
         } else if opt.eq_ignore_ascii_case(b"count") && more {
-            o.count = Some(non_negative(b"ERR COUNT can't be negative")?);
+            o.count = Some(non_negative(value, b"ERR COUNT can't be negative")?);
         } else if opt.eq_ignore_ascii_case(b"maxlen") && more {
-            o.maxlen = non_negative(b"ERR MAXLEN can't be negative")?;
+            o.maxlen = non_negative(value, b"ERR MAXLEN can't be negative")?;
         } else {
-            return Err(SYNTAX_ERROR.to_vec());
+            return Err(SYNTAX_ERROR);
         }
         j += 2;
     }
@@ -356,7 +363,7 @@ fn lpos_options<T: ReplyTarget>(c: &Ctx<'_, T>) -> Result<LposOptions, Vec<u8>> 
 fn lpos<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let o = match lpos_options(c) {
         Ok(o) => o,
-        Err(msg) => return c.error(&msg),
+        Err(msg) => return c.error(msg),
     };
     let element = c.arg(2);
     let found =
