@@ -159,7 +159,7 @@ fn reply_result<T: ReplyTarget, R>(
 /// `HSET key field value [field value ...]`: how many fields are new; and
 /// `HMSET`, the same answering OK.
 fn hset<T: ReplyTarget>(c: &mut Ctx<'_, T>, ok_reply: bool) {
-    if c.argc().is_multiple_of(2) {
+    if !c.argc().is_multiple_of(2) {
         let name = if ok_reply { "hmset" } else { "hset" };
         return c.error(format!("ERR wrong number of arguments for '{name}' command").as_bytes());
     }

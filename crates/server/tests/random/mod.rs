@@ -21,7 +21,7 @@ use crate::common::diff::{mask_client_id, multibulk, MARKER, MARKER_REPLY};
 use crate::common::{connect, read_until, reply_len, start_kvik, start_redis_or_skip};
 
 /// Seeds run by default, and commands per seed.
-pub const SEEDS: u64 = 40;
+pub const SEEDS: u64 = 100;
 pub const COMMANDS_PER_SEED: usize = 400;
 
 /// Which commands a sequence is mostly made of.
@@ -259,9 +259,14 @@ impl Gen {
             }
             "HSCAN" => {
                 if self.rng.chance(15) {
-                    a.push(self.rng.pick(&["x", "-1", "1"]).as_bytes().to_vec());
-                    a.push(self.rng.pick(&["COUNT", "MATCH", "TYPE"]).as_bytes().to_vec());
-                    a.push(self.rng.pick(&["0", "x", "f*"]).as_bytes().to_vec());
+                    // Refused: a cursor that is not one, or an option that is not allowed.
+                    if self.rng.chance(50) {
+                        a.push(self.rng.pick(&["x", "1.5", " 0", "0x1"]).as_bytes().to_vec());
+                    } else {
+                        a.push(b"0".to_vec());
+                        let option = self.rng.pick(&["COUNT 0", "COUNT x", "COUNT -1", "TYPE hash", "NOVALUES", "MATCH"]);
+                        a.extend(option.split(' ').map(|w| w.as_bytes().to_vec()));
+                    }
                 } else {
                     a.push(b"0".to_vec());
                     if self.rng.chance(50) {
