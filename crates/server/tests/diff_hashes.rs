@@ -37,8 +37,7 @@ fn requests(name: &'static str, commands: &[&[&[u8]]]) -> Case {
 }
 
 /// Put the encoding limits back to Redis's defaults.
-const RESET_LIMITS: [&str; 2] =
-    ["CONFIG SET hash-max-listpack-entries 512", "CONFIG SET hash-max-listpack-value 64"];
+const RESET_LIMITS: [&str; 2] = ["CONFIG SET hash-max-listpack-entries 512", "CONFIG SET hash-max-listpack-value 64"];
 
 fn with_reset(commands: &[&'static str]) -> Vec<&'static str> {
     let mut all = commands.to_vec();
@@ -96,7 +95,15 @@ fn basic_cases() -> Vec<Case> {
         ),
         lines(
             "hsetnx",
-            &["HSETNX h f v", "HSETNX h f w", "HGET h f", "HSETNX h g w", "HGETALL h", "HSETNX missing f v", "HLEN missing"],
+            &[
+                "HSETNX h f v",
+                "HSETNX h f w",
+                "HGET h f",
+                "HSETNX h g w",
+                "HGETALL h",
+                "HSETNX missing f v",
+                "HLEN missing",
+            ],
         ),
         lines(
             "hmget",

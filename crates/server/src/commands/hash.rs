@@ -339,17 +339,15 @@ fn random_positions(len: usize, count: usize, distinct: bool) -> Vec<usize> {
 fn hrandfield<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     if c.argc() == 2 {
         let mut rng = Picker::new();
-        let field = read_hash(c, c.arg(1), |h| {
-            h.and_then(|h| h.get_index(rng.below(h.len().max(1)))).map(|(f, _)| f.to_vec())
-        });
+        let field =
+            read_hash(c, c.arg(1), |h| h.and_then(|h| h.get_index(rng.below(h.len().max(1)))).map(|(f, _)| f.to_vec()));
         return reply_or_wrongtype(c, field, |s, f| reply_value(s, f.as_deref()));
     }
     let count = match parse_i64(c.arg(2)) {
         None => return c.error(NOT_AN_INTEGER),
         Some(i64::MIN) => {
-            return c.error(
-                b"ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
-            )
+            return c
+                .error(b"ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
         }
         Some(n) => n,
     };
@@ -461,4 +459,3 @@ mod tests {
         assert!(random_positions(0, 7, false).is_empty());
     }
 }
-

@@ -366,8 +366,9 @@ fn lpos<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         Err(msg) => return c.error(msg),
     };
     let element = c.arg(2);
-    let found =
-        read_list(c, c.arg(1), |l| l.map_or_else(Vec::new, |l| l.positions(element, o.rank, o.count.unwrap_or(1), o.maxlen)));
+    let found = read_list(c, c.arg(1), |l| {
+        l.map_or_else(Vec::new, |l| l.positions(element, o.rank, o.count.unwrap_or(1), o.maxlen))
+    });
     reply_or_wrongtype(c, found, |s, found| match (o.count, found.first()) {
         (Some(_), _) => {
             s.array(found.len());
@@ -411,8 +412,18 @@ fn move_element<T: ReplyTarget>(c: &mut Ctx<'_, T>, from: End, to: End) {
     });
 }
 
-/// LMPOP's arguments: the keys, the end, how many to pop.
-fn lmpop_args<'a, T: ReplyTarget>(c: &Ctx<'a, T>) -> Result<(Vec<&'a [u8]>, End, usize), &'static [u8]> {
+/// LMPOP's arguments.
+struct LmpopArgs<'a> {
+    keys: Vec<&'a [u8]>,
+    end: End,
+    count: usize,
+}
+
+/// Elements popped from a list, with its key.
+type Popped<'k> = Option<(&'k [u8], Vec<Vec<u8>>)>;
+
+/// Parse LMPOP's arguments with Redis's checks, in its order.
+fn lmpop_args<'a, T: ReplyTarget>(c: &Ctx<'a, T>) -> Result<LmpopArgs<'a>, &'static [u8]> {
     const NUMKEYS: &[u8] = b"ERR numkeys should be greater than 0";
     let numkeys = parse_i64(c.arg(1)).filter(|n| *n > 0).ok_or(NUMKEYS)?;
     let numkeys = usize::try_from(numkeys).map_err(|_| NUMKEYS)?;
@@ -429,20 +440,20 @@ fn lmpop_args<'a, T: ReplyTarget>(c: &Ctx<'a, T>) -> Result<(Vec<&'a [u8]>, End,
             return Err(SYNTAX_ERROR);
         }
     }
-    Ok(((2..where_at).map(|i| c.arg(i)).collect(), end, count.unwrap_or(1)))
+    Ok(LmpopArgs { keys: (2..where_at).map(|i| c.arg(i)).collect(), end, count: count.unwrap_or(1) })
 }
 
 /// `LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]`: pop from the
 /// first non-empty list; its key and the elements, or a null array.
 fn lmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
-    let (keys, end, count) = match lmpop_args(c) {
+    let LmpopArgs { keys, end, count } = match lmpop_args(c) {
         Ok(a) => a,
         Err(msg) => return c.error(msg),
     };
     let (db, now) = (c.session.db, now_ms());
     let ks = &c.state.keyspace;
     let mut lock = ks.lock_keys(keys.iter().copied());
-    let popped = (|| -> Result<Option<(&[u8], Vec<Vec<u8>>)>, WrongType> {
+    let popped = (|| -> Result<Popped<'_>, WrongType> {
         for key in &keys {
             let d = lock.shard_for(ks, key).db(db);
             if let Some(l) = list_at_mut(d, key, now)? {

@@ -65,9 +65,15 @@ enum Mask {
     Exact,
     /// Sorted (pairs kept together when `pairs`) if the previous reply, an
     /// `OBJECT ENCODING` of the same key, was `hashtable`.
-    SortedIfTable { pairs: bool, scan: bool },
+    SortedIfTable {
+        pairs: bool,
+        scan: bool,
+    },
     /// An HRANDFIELD reply; `distinct` when the count was positive.
-    RandomPicks { distinct: bool, with_values: bool },
+    RandomPicks {
+        distinct: bool,
+        with_values: bool,
+    },
 }
 
 struct Command {
@@ -152,8 +158,25 @@ impl Gen {
 
     fn list_command(&mut self) -> Vec<Vec<u8>> {
         let name = self.rng.pick(&[
-            "LPUSH", "RPUSH", "RPUSH", "LPUSHX", "RPUSHX", "LPOP", "RPOP", "LLEN", "LRANGE", "LRANGE", "LINDEX",
-            "LSET", "LREM", "LTRIM", "LINSERT", "LPOS", "RPOPLPUSH", "LMOVE", "LMPOP",
+            "LPUSH",
+            "RPUSH",
+            "RPUSH",
+            "LPUSHX",
+            "RPUSHX",
+            "LPOP",
+            "RPOP",
+            "LLEN",
+            "LRANGE",
+            "LRANGE",
+            "LINDEX",
+            "LSET",
+            "LREM",
+            "LTRIM",
+            "LINSERT",
+            "LPOS",
+            "RPOPLPUSH",
+            "LMOVE",
+            "LMPOP",
         ]);
         let mut a = vec![name.as_bytes().to_vec(), self.key()];
         match name {
@@ -185,7 +208,12 @@ impl Gen {
                 a.push(self.word(ELEMENTS));
                 for _ in 0..self.rng.below(3) {
                     a.push(self.rng.pick(&["RANK", "COUNT", "MAXLEN", "rank", "BOGUS"]).as_bytes().to_vec());
-                    a.push(self.rng.pick(&["1", "2", "-1", "-2", "0", "3", "x", "-9223372036854775808"]).as_bytes().to_vec());
+                    a.push(
+                        self.rng
+                            .pick(&["1", "2", "-1", "-2", "0", "3", "x", "-9223372036854775808"])
+                            .as_bytes()
+                            .to_vec(),
+                    );
                 }
             }
             "RPOPLPUSH" => a.push(self.key()),
@@ -196,7 +224,11 @@ impl Gen {
             }
             "LMPOP" => {
                 let n = self.rng.below(4);
-                a[1] = if self.rng.chance(10) { self.rng.pick(BAD).as_bytes().to_vec() } else { n.to_string().into_bytes() };
+                a[1] = if self.rng.chance(10) {
+                    self.rng.pick(BAD).as_bytes().to_vec()
+                } else {
+                    n.to_string().into_bytes()
+                };
                 for _ in 0..n {
                     a.push(self.key());
                 }
@@ -213,8 +245,26 @@ impl Gen {
 
     fn hash_command(&mut self) -> Vec<Command> {
         let name = self.rng.pick(&[
-            "HSET", "HSET", "HSET", "HMSET", "HSETNX", "HGET", "HMGET", "HGETALL", "HKEYS", "HVALS", "HDEL", "HDEL",
-            "HEXISTS", "HLEN", "HSTRLEN", "HINCRBY", "HINCRBYFLOAT", "HRANDFIELD", "HSCAN", "CONFIG",
+            "HSET",
+            "HSET",
+            "HSET",
+            "HMSET",
+            "HSETNX",
+            "HGET",
+            "HMGET",
+            "HGETALL",
+            "HKEYS",
+            "HVALS",
+            "HDEL",
+            "HDEL",
+            "HEXISTS",
+            "HLEN",
+            "HSTRLEN",
+            "HINCRBY",
+            "HINCRBYFLOAT",
+            "HRANDFIELD",
+            "HSCAN",
+            "CONFIG",
         ]);
         let key = self.key();
         let mut a = vec![name.as_bytes().to_vec(), key.clone()];
@@ -239,11 +289,18 @@ impl Gen {
             "HGETALL" | "HKEYS" | "HVALS" => mask = Mask::SortedIfTable { pairs: name == "HGETALL", scan: false },
             "HINCRBY" => {
                 a.push(self.word(FIELDS));
-                a.push(self.rng.pick(&["1", "-5", "100", "x", "9223372036854775807", "-9223372036854775808"]).as_bytes().to_vec());
+                a.push(
+                    self.rng
+                        .pick(&["1", "-5", "100", "x", "9223372036854775807", "-9223372036854775808"])
+                        .as_bytes()
+                        .to_vec(),
+                );
             }
             "HINCRBYFLOAT" => {
                 a.push(self.word(FIELDS));
-                a.push(self.rng.pick(&["1.5", "-0.25", "1e3", "x", "inf", "nan", "0.1", "5", "1e308"]).as_bytes().to_vec());
+                a.push(
+                    self.rng.pick(&["1.5", "-0.25", "1e3", "x", "inf", "nan", "0.1", "5", "1e308"]).as_bytes().to_vec(),
+                );
             }
             "HRANDFIELD" => {
                 let count: i64 = self.rng.pick(&["-3", "-1", "0", "1", "2", "5", "20", "-20"]).parse().unwrap_or(0);
@@ -264,7 +321,8 @@ impl Gen {
                         a.push(self.rng.pick(&["x", "1.5", " 0", "0x1"]).as_bytes().to_vec());
                     } else {
                         a.push(b"0".to_vec());
-                        let option = self.rng.pick(&["COUNT 0", "COUNT x", "COUNT -1", "TYPE hash", "NOVALUES", "MATCH"]);
+                        let option =
+                            self.rng.pick(&["COUNT 0", "COUNT x", "COUNT -1", "TYPE hash", "NOVALUES", "MATCH"]);
                         a.extend(option.split(' ').map(|w| w.as_bytes().to_vec()));
                     }
                 } else {
