@@ -562,3 +562,39 @@ fn hscan_of_a_table_returns_every_field_once_unchanged() {
     assert!(seen.values().all(|&n| n == 1), "an unchanged hash is scanned once over");
     assert!(rounds > 10, "COUNT bounds each step");
 }
+
+/// The payload of a DUMP reply.
+fn payload(reply: &[u8]) -> Vec<u8> {
+    let header_end = reply.windows(2).position(|w| w == b"\r\n").expect("a bulk reply") + 2;
+    reply[header_end..reply.len() - 2].to_vec()
+}
+
+#[test]
+fn restored_hashes_take_the_encoding_of_the_limits_in_force() {
+    let kvik = start_kvik();
+    let mut conn = connect(kvik.port);
+    call(&mut conn, &[b"HSET", b"h", b"a", b"1", b"b", b"\x00\xff", b"", b"empty"]);
+    let dumped = payload(&call(&mut conn, &[b"DUMP", b"h"]));
+    let original = call(&mut conn, &[b"HGETALL", b"h"]);
+    call(&mut conn, &[b"CONFIG", b"SET", b"hash-max-listpack-entries", b"2"]);
+    assert_eq!(call(&mut conn, &[b"RESTORE", b"r1", b"0", &dumped]), b"+OK\r\n");
+    assert_eq!(call(&mut conn, &[b"OBJECT", b"ENCODING", b"r1"]), b"$9\r\nhashtable\r\n");
+    let table_dump = payload(&call(&mut conn, &[b"DUMP", b"r1"]));
+    call(&mut conn, &[b"CONFIG", b"SET", b"hash-max-listpack-entries", b"512"]);
+    assert_eq!(call(&mut conn, &[b"RESTORE", b"r2", b"0", &table_dump]), b"+OK\r\n");
+    assert_eq!(call(&mut conn, &[b"OBJECT", b"ENCODING", b"r2"]), b"$8\r\nlistpack\r\n");
+    assert_eq!(call(&mut conn, &[b"HGETALL", b"r2"]), original, "a table keeps insertion order here");
+    for at in [0, dumped.len() / 2, dumped.len() - 1] {
+        let mut bad = dumped.clone();
+        bad[at] ^= 0x40;
+        assert_eq!(
+            call(&mut conn, &[b"RESTORE", b"bad", b"0", &bad]),
+            b"-ERR DUMP payload version or checksum are wrong\r\n"
+        );
+    }
+    assert_eq!(call(&mut conn, &[b"RESTORE", b"h", b"0", &dumped]), b"-BUSYKEY Target key name already exists.\r\n");
+    assert_eq!(call(&mut conn, &[b"RESTORE", b"h", b"0", &dumped, b"REPLACE"]), b"+OK\r\n");
+    assert_eq!(call(&mut conn, &[b"TYPE", b"h"]), b"+hash\r\n");
+    let usage = call(&mut conn, &[b"MEMORY", b"USAGE", b"h"]);
+    assert!(usage.starts_with(b":") && usage != b":0\r\n");
+}

@@ -550,3 +550,80 @@ fn list_replies_pipelined_match_redis() {
 fn random_list_sequences_match_redis() {
     random::compare_seeds("random_list_sequences_match_redis", random::Family::Lists);
 }
+
+/// An integer reply's value.
+fn integer(reply: &[u8]) -> i64 {
+    let text = reply.strip_prefix(b":").and_then(|r| r.strip_suffix(b"\r\n")).expect("an integer reply");
+    std::str::from_utf8(text).ok().and_then(|t| t.parse().ok()).expect("digits")
+}
+
+#[test]
+fn lists_dump_restore_and_report_memory() {
+    let kvik = common::start_kvik();
+    let mut conn = common::connect(kvik.port);
+    let long = vec![b'x'; 300];
+    common::call(&mut conn, &[b"RPUSH", b"l", b"a", b"", b"\x00\xff", &long]);
+    let dump = common::call(&mut conn, &[b"DUMP", b"l"]);
+    let header_end = dump.windows(2).position(|w| w == b"\r\n").expect("a bulk reply") + 2;
+    let payload = dump[header_end..dump.len() - 2].to_vec();
+    assert_eq!(common::call(&mut conn, &[b"RESTORE", b"copy", b"0", &payload]), b"+OK\r\n");
+    let original = common::call(&mut conn, &[b"LRANGE", b"l", b"0", b"-1"]);
+    assert_eq!(common::call(&mut conn, &[b"LRANGE", b"copy", b"0", b"-1"]), original);
+    assert_eq!(common::call(&mut conn, &[b"TYPE", b"copy"]), b"+list\r\n");
+    for at in [1, payload.len() / 2, payload.len() - 1] {
+        let mut bad = payload.clone();
+        bad[at] ^= 1;
+        assert_eq!(
+            common::call(&mut conn, &[b"RESTORE", b"bad", b"0", &bad]),
+            b"-ERR DUMP payload version or checksum are wrong\r\n"
+        );
+    }
+    assert_eq!(common::call(&mut conn, &[b"EXISTS", b"bad"]), b":0\r\n");
+    let small = integer(&common::call(&mut conn, &[b"MEMORY", b"USAGE", b"l"]));
+    let items: Vec<Vec<u8>> = (0..1000).map(|i| format!("element-{i}-padding-past-inline").into_bytes()).collect();
+    let mut push: Vec<&[u8]> = vec![b"RPUSH", b"l"];
+    push.extend(items.iter().map(Vec::as_slice));
+    common::call(&mut conn, &push);
+    let big = integer(&common::call(&mut conn, &[b"MEMORY", b"USAGE", b"l"]));
+    assert!(big > small + 1000 * 30, "memory grows with the list: {small} then {big}");
+}
+
+#[test]
+fn concurrent_moves_lose_and_duplicate_nothing() {
+    let kvik = common::start_kvik();
+    let mut conn = common::connect(kvik.port);
+    let items: Vec<Vec<u8>> = (0..200).map(|i| format!("item{i}").into_bytes()).collect();
+    let mut push: Vec<&[u8]> = vec![b"RPUSH", b"a"];
+    push.extend(items.iter().map(Vec::as_slice));
+    common::call(&mut conn, &push);
+    // Keys in different shards, moved both ways from several connections at once.
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let port = kvik.port;
+            std::thread::spawn(move || {
+                let mut conn = common::connect(port);
+                for i in 0..300 {
+                    let (from, to): (&[u8], &[u8]) = if (i + t) % 2 == 0 { (b"a", b"b") } else { (b"b", b"a") };
+                    if i % 2 == 0 {
+                        common::call(&mut conn, &[b"LMOVE", from, to, b"LEFT", b"RIGHT"]);
+                    } else {
+                        common::call(&mut conn, &[b"RPOPLPUSH", from, to]);
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("mover thread");
+    }
+    let mut left: Vec<Vec<u8>> = Vec::new();
+    for key in [&b"a"[..], b"b"] {
+        let reply = common::call(&mut conn, &[b"LRANGE", key, b"0", b"-1"]);
+        let lines = reply.split(|&b| b == b'\n').filter(|l| l.starts_with(b"item"));
+        left.extend(lines.map(|l| l.trim_ascii_end().to_vec()));
+    }
+    left.sort();
+    let mut all = items.clone();
+    all.sort();
+    assert_eq!(left, all, "every element is in exactly one list");
+}
