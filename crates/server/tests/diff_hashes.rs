@@ -419,6 +419,19 @@ fn encoding_cases() -> Vec<Case> {
             ]),
         ),
         lines(
+            "ziplist names of the limits",
+            &with_reset(&[
+                "CONFIG SET hash-max-ziplist-entries 1",
+                "CONFIG GET hash-max-ziplist-entries",
+                "CONFIG GET hash-max-listpack-entries",
+                "HSET h a 1 b 2",
+                "OBJECT ENCODING h",
+                "CONFIG SET hash-max-ziplist-value 1",
+                "HSET g a bb",
+                "OBJECT ENCODING g",
+            ]),
+        ),
+        lines(
             "zero limits",
             &with_reset(&[
                 "CONFIG SET hash-max-listpack-entries 0",
