@@ -88,6 +88,27 @@ fn read_hash<T: ReplyTarget, R>(
     found.map(read)
 }
 
+/// Reply straight from the hash at `key` (`None` when missing) while its
+/// shard is locked, so a large reply copies each field once, into the
+/// reply; counts the lookup as a read.
+fn reply_from_hash<T: ReplyTarget>(
+    c: &mut Ctx<'_, T>,
+    key: &[u8],
+    write: impl FnOnce(&mut dyn ReplySink, Option<&HashValue>),
+) {
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
+    let found = hash_at(shard.db(c.session.db), key, now_ms());
+    state.stats.key_lookup(!matches!(found, Ok(None)));
+    match found {
+        Ok(h) => c.reply(|s| write(s, h)),
+        Err(WrongType) => {
+            drop(shard);
+            c.error(WRONGTYPE);
+        }
+    }
+}
+
 /// Run `write` on the hash at `key` under its shard lock: a missing key
 /// gets a new empty hash, and the key is deleted if the hash is left empty.
 fn write_hash<T: ReplyTarget, R>(
@@ -201,26 +222,20 @@ fn hmget<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// `HGETALL key` (fields and values, a map in RESP3), `HKEYS key` and
 /// `HVALS key`, in the hash's order.
 fn hgetall<T: ReplyTarget>(c: &mut Ctx<'_, T>, fields: bool, values: bool) {
-    let items = read_hash(c, c.arg(1), |h| {
-        let mut out = Vec::new();
+    reply_from_hash(c, c.arg(1), |s, h| {
+        let len = h.map_or(0, HashValue::len);
+        if fields && values {
+            s.map(len);
+        } else {
+            s.array(len);
+        }
         for (f, v) in h.into_iter().flat_map(HashValue::iter) {
             if fields {
-                out.push(f.to_vec());
+                s.bulk(f);
             }
             if values {
-                out.push(v.to_vec());
+                s.bulk(v);
             }
-        }
-        out
-    });
-    reply_or_wrongtype(c, items, |s, items| {
-        if fields && values {
-            s.map(items.len() / 2);
-        } else {
-            s.array(items.len());
-        }
-        for item in &items {
-            s.bulk(item);
         }
     });
 }
@@ -309,27 +324,77 @@ impl Picker {
     }
 }
 
-/// Positions for HRANDFIELD in a hash of `len` fields: `count` distinct
-/// ones in random order when `distinct` (all of them, in order, when
-/// `count` covers the hash), else `count` independent picks.
-fn random_positions(len: usize, count: usize, distinct: bool) -> Vec<usize> {
-    let mut rng = Picker::new();
-    if len == 0 {
-        return Vec::new();
+/// HRANDFIELD's positions in a hash of `len` fields, produced as the reply
+/// is written: a negative count may ask for far more picks than could be
+/// held at once, and Redis streams them too.
+enum Picks {
+    /// Independent picks, `left` of them still to make.
+    Repeating { rng: Picker, len: usize, left: usize },
+    /// Distinct positions chosen up front.
+    Distinct(std::vec::IntoIter<usize>),
+}
+
+impl Picks {
+    /// `count` distinct positions in random order when `distinct` (all of
+    /// them, in order, when `count` covers the hash), else `count`
+    /// independent picks. `len` must not be 0.
+    fn new(len: usize, count: usize, distinct: bool) -> Picks {
+        let mut rng = Picker::new();
+        if !distinct {
+            return Picks::Repeating { rng, len, left: count };
+        }
+        let mut all: Vec<usize> = (0..len).collect();
+        if count < len {
+            for i in 0..count {
+                let j = i + rng.below(len - i);
+                all.swap(i, j);
+            }
+            all.truncate(count);
+        }
+        Picks::Distinct(all.into_iter())
     }
-    if !distinct {
-        return (0..count).map(|_| rng.below(len)).collect();
+
+    /// How many positions are still to come.
+    fn remaining(&self) -> usize {
+        match self {
+            Picks::Repeating { left, .. } => *left,
+            Picks::Distinct(rest) => rest.len(),
+        }
     }
-    let mut all: Vec<usize> = (0..len).collect();
-    if count >= len {
-        return all;
+}
+
+impl Iterator for Picks {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        match self {
+            Picks::Repeating { rng, len, left } => {
+                *left = left.checked_sub(1)?;
+                Some(rng.below(*len))
+            }
+            Picks::Distinct(rest) => rest.next(),
+        }
     }
-    for i in 0..count {
-        let j = i + rng.below(len - i);
-        all.swap(i, j);
+}
+
+/// HRANDFIELD's count: `Err` with Redis's message, checked in its order
+/// (the count, then the options, then its size with WITHVALUES).
+fn hrandfield_count<T: ReplyTarget>(c: &Ctx<'_, T>) -> Result<(i64, bool), &'static [u8]> {
+    let count = match parse_i64(c.arg(2)) {
+        None => return Err(NOT_AN_INTEGER),
+        Some(i64::MIN) => {
+            return Err(b"ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+        }
+        Some(n) => n,
+    };
+    let with_values = c.argc() == 4 && c.arg(3).eq_ignore_ascii_case(b"withvalues");
+    if c.argc() > 4 || (c.argc() == 4 && !with_values) {
+        return Err(SYNTAX_ERROR);
     }
-    all.truncate(count);
-    all
+    if with_values && count.unsigned_abs() > (i64::MAX / 2) as u64 {
+        return Err(b"ERR value is out of range");
+    }
+    Ok((count, with_values))
 }
 
 /// `HRANDFIELD key [count [WITHVALUES]]`: one random field (or null); with
@@ -339,36 +404,24 @@ fn random_positions(len: usize, count: usize, distinct: bool) -> Vec<usize> {
 fn hrandfield<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     if c.argc() == 2 {
         let mut rng = Picker::new();
-        let field =
-            read_hash(c, c.arg(1), |h| h.and_then(|h| h.get_index(rng.below(h.len().max(1)))).map(|(f, _)| f.to_vec()));
+        let pick =
+            |h: Option<&HashValue>| h.and_then(|h| h.get_index(rng.below(h.len().max(1)))).map(|(f, _)| f.to_vec());
+        let field = read_hash(c, c.arg(1), pick);
         return reply_or_wrongtype(c, field, |s, f| reply_value(s, f.as_deref()));
     }
-    let count = match parse_i64(c.arg(2)) {
-        None => return c.error(NOT_AN_INTEGER),
-        Some(i64::MIN) => {
-            return c
-                .error(b"ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
-        }
-        Some(n) => n,
+    let (count, with_values) = match hrandfield_count(c) {
+        Ok(parsed) => parsed,
+        Err(msg) => return c.error(msg),
     };
-    let with_values = c.argc() == 4 && c.arg(3).eq_ignore_ascii_case(b"withvalues");
-    if c.argc() > 4 || (c.argc() == 4 && !with_values) {
-        return c.error(SYNTAX_ERROR);
-    }
-    if with_values && count.unsigned_abs() > (i64::MAX / 2) as u64 {
-        return c.error(b"ERR value is out of range");
-    }
     let n = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
-    let picks = read_hash(c, c.arg(1), |h| {
-        let Some(h) = h else { return Vec::new() };
-        let positions = random_positions(h.len(), n, count >= 0);
-        positions.iter().filter_map(|&i| h.get_index(i)).map(|(f, v)| (f.to_vec(), v.to_vec())).collect()
-    });
-    let pairs = c.session.protocol == Protocol::Resp3;
-    reply_or_wrongtype(c, picks, |s, picks| {
-        s.array(if with_values && !pairs { picks.len() * 2 } else { picks.len() });
-        for (f, v) in &picks {
-            if with_values && pairs {
+    let pairs = with_values && c.session.protocol == Protocol::Resp3;
+    reply_from_hash(c, c.arg(1), |s, h| {
+        let Some(h) = h.filter(|h| !h.is_empty()) else { return s.array(0) };
+        let mut picks = Picks::new(h.len(), n, count >= 0);
+        let items = picks.remaining();
+        s.array(if with_values && !pairs { items.saturating_mul(2) } else { items });
+        for (f, v) in picks.by_ref().filter_map(|i| h.get_index(i)) {
+            if pairs {
                 s.array(2);
             }
             s.bulk(f);
@@ -444,18 +497,27 @@ fn scan_hash(h: &HashValue, cursor: u64, pattern: Option<&[u8]>, count: usize) -
 
 #[cfg(test)]
 mod tests {
-    use super::random_positions;
+    use super::Picks;
 
     #[test]
     fn distinct_picks_are_distinct_and_cover_small_hashes_in_order() {
-        let picks = random_positions(10, 4, true);
+        let picks: Vec<usize> = Picks::new(10, 4, true).collect();
         let mut sorted = picks.clone();
         sorted.sort_unstable();
         sorted.dedup();
         assert_eq!(sorted.len(), 4);
         assert!(picks.iter().all(|&i| i < 10));
-        assert_eq!(random_positions(3, 5, true), [0, 1, 2]);
-        assert_eq!(random_positions(3, 7, false).len(), 7);
-        assert!(random_positions(0, 7, false).is_empty());
+        assert_eq!(Picks::new(3, 5, true).collect::<Vec<_>>(), [0, 1, 2]);
+        let repeating = Picks::new(3, 7, false);
+        assert_eq!(repeating.remaining(), 7);
+        assert!(repeating.into_iter().all(|i| i < 3));
+    }
+
+    #[test]
+    fn huge_repeating_counts_are_not_materialised() {
+        let mut picks = Picks::new(5, usize::MAX, false);
+        assert_eq!(picks.remaining(), usize::MAX);
+        assert!(picks.by_ref().take(1000).all(|i| i < 5));
+        assert_eq!(picks.remaining(), usize::MAX - 1000);
     }
 }

@@ -115,6 +115,27 @@ fn read_list<T: ReplyTarget, R>(
     found.map(read)
 }
 
+/// Reply straight from the list at `key` (`None` when missing) while its
+/// shard is locked, so a long range copies each element once, into the
+/// reply; counts the lookup as a read.
+fn reply_from_list<T: ReplyTarget>(
+    c: &mut Ctx<'_, T>,
+    key: &[u8],
+    write: impl FnOnce(&mut dyn ReplySink, Option<&ListValue>),
+) {
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
+    let found = list_at(shard.db(c.session.db), key, now_ms());
+    state.stats.key_lookup(!matches!(found, Ok(None)));
+    match found {
+        Ok(l) => c.reply(|s| write(s, l)),
+        Err(WrongType) => {
+            drop(shard);
+            c.error(WRONGTYPE);
+        }
+    }
+}
+
 /// Run `write` on the list at `key` (`None` when missing) under its shard
 /// lock, deleting the key if the list is left empty.
 fn write_list<T: ReplyTarget, R>(
@@ -233,11 +254,13 @@ fn lrange<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(msg), _) | (_, Err(msg)) => return c.error(msg),
     };
-    let items = read_list(c, c.arg(1), |l| {
-        let Some(l) = l else { return Vec::new() };
-        rank_range(l.len(), start, stop).map_or_else(Vec::new, |(a, b)| l.range(a, b).map(<[u8]>::to_vec).collect())
+    reply_from_list(c, c.arg(1), |s, l| match l.and_then(|l| Some((l, rank_range(l.len(), start, stop)?))) {
+        None => s.array(0),
+        Some((l, (a, b))) => {
+            s.array(b - a + 1);
+            l.range(a, b).for_each(|item| s.bulk(item));
+        }
     });
-    reply_or_wrongtype(c, items, |s, items| reply_elements(s, &items));
 }
 
 /// `LINDEX key index`: the element, or null when out of range or missing.
