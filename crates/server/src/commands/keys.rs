@@ -645,10 +645,14 @@ fn restore<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         if ttl < 0 {
             return Err(b"ERR Invalid TTL value, must be >= 0");
         }
-        let value = dump::restore(req.arg(3)).map_err(|e| match e {
+        let mut value = dump::restore(req.arg(3)).map_err(|e| match e {
             PayloadError::VersionOrChecksum => &b"ERR DUMP payload version or checksum are wrong"[..],
             PayloadError::BadFormat => b"ERR Bad data format",
         })?;
+        // A restored hash is encoded as the limits in force say, as Redis loads it.
+        if let Value::Hash(h) = &mut value {
+            h.conform(c.state.limits.hash_limits());
+        }
         if replace {
             d.remove(key);
         }

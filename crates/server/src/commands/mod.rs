@@ -55,9 +55,11 @@ mod command;
 mod config;
 mod connection;
 mod geo;
+mod hash;
 mod hll;
 mod info;
 mod keys;
+mod list;
 mod random;
 mod server;
 mod set;
@@ -74,6 +76,8 @@ enum Module {
     Strings,
     Bitmap,
     Keys,
+    List,
+    Hash,
     Server,
     Config,
     Command,
@@ -93,6 +97,8 @@ static OWNERS: [Module; COMMAND_COUNT] = {
     claim(&mut owners, strings::HANDLED, Module::Strings);
     claim(&mut owners, bitmap::HANDLED, Module::Bitmap);
     claim(&mut owners, keys::HANDLED, Module::Keys);
+    claim(&mut owners, list::HANDLED, Module::List);
+    claim(&mut owners, hash::HANDLED, Module::Hash);
     claim(&mut owners, server::HANDLED, Module::Server);
     claim(&mut owners, config::HANDLED, Module::Config);
     claim(&mut owners, command::HANDLED, Module::Command);
@@ -135,6 +141,8 @@ fn dispatch<T: ReplyTarget>(cmd: CommandId, ctx: &mut Ctx<'_, T>) -> bool {
         Module::Strings => strings::dispatch(cmd, ctx),
         Module::Bitmap => bitmap::dispatch(cmd, ctx),
         Module::Keys => keys::dispatch(cmd, ctx),
+        Module::List => list::dispatch(cmd, ctx),
+        Module::Hash => hash::dispatch(cmd, ctx),
         Module::Server => server::dispatch(cmd, ctx),
         Module::Config => config::dispatch(cmd, ctx),
         Module::Command => command::dispatch(cmd, ctx),
@@ -586,7 +594,10 @@ mod tests {
 
     #[test]
     fn known_but_unsupported_commands_read_as_unknown() {
-        assert_eq!(reply(&[b"BF.ADD", b"k", b"v"]), b"-ERR unknown command 'BF.ADD', with args beginning with: 'k' 'v' \r\n");
+        assert_eq!(
+            reply(&[b"BF.ADD", b"k", b"v"]),
+            b"-ERR unknown command 'BF.ADD', with args beginning with: 'k' 'v' \r\n"
+        );
         // Arity is still checked first, from the table, as Redis does.
         assert_eq!(reply(&[b"get"]), b"-ERR wrong number of arguments for 'get' command\r\n");
     }

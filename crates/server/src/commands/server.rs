@@ -304,19 +304,18 @@ fn debug<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             let found = {
                 let mut shard = c.state.keyspace.lock_key(key);
                 shard.db(db).get(key, now_ms()).map(|e| {
-                    let len = match &e.value {
-                        Value::Str(s) => s.len(),
+                    let serialized = match &e.value {
+                        Value::Str(s) => s.len() + 1,
                         other => crate::types::dump::dump(other).len(),
                     };
-                    (e.value.encoding(), len)
+                    (e.value.encoding(), serialized)
                 })
             };
             match found {
                 Some((encoding, len)) => {
                     let lru = (unix_micros() / 1_000_000) & ((1 << 24) - 1);
                     let text = format!(
-                        "Value at:0x0 refcount:1 encoding:{encoding} serializedlength:{} lru:{lru} lru_seconds_idle:0",
-                        len + 1
+                        "Value at:0x0 refcount:1 encoding:{encoding} serializedlength:{len} lru:{lru} lru_seconds_idle:0",
                     );
                     c.reply(|s| s.simple(text.as_bytes()));
                 }

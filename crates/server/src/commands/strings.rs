@@ -52,14 +52,6 @@ fn string_at<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<&'d StrV
     }
 }
 
-/// The string a value holds, if it is one.
-fn string_of(value: &Value) -> Option<&StrValue> {
-    match value {
-        Value::Str(s) => Some(s),
-        _ => None,
-    }
-}
-
 /// A copy of the string at `key` for a command that replaces or removes it.
 fn owned_string_at(db: &mut Db, key: &[u8], now: i64) -> Result<Option<StrValue>, ()> {
     string_at(db, key, now).map(|v| v.cloned())
@@ -204,8 +196,11 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let db = c.session.db;
     let mut shard = c.state.keyspace.lock_key(key);
     let d = shard.db(db);
-    let old = d.get(key, now).map(|e| (string_of(&e.value).cloned(), e.expire_at_ms));
-    let exists = old.is_some();
+    let (exists, old) = match d.get(key, now) {
+        None => (false, None),
+        Some(Entry { value: Value::Str(s), expire_at_ms, .. }) => (true, Some((Some(s.clone()), *expire_at_ms))),
+        Some(Entry { expire_at_ms, .. }) => (true, Some((None, *expire_at_ms))),
+    };
     if o.get {
         // With GET the old value is read, and counted as a read, as in Redis.
         c.state.stats.key_lookup(exists);

@@ -13,6 +13,23 @@ use indexmap::IndexMap;
 
 use super::compact::CompactBytes;
 
+/// When a small hash becomes a table: `hash-max-listpack-entries` and
+/// `hash-max-listpack-value`, as in force when the hash is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HashLimits {
+    /// Most fields a listpack hash holds.
+    pub max_entries: usize,
+    /// Longest field or value, in bytes, a listpack hash holds.
+    pub max_value: usize,
+}
+
+impl Default for HashLimits {
+    /// Redis's defaults.
+    fn default() -> Self {
+        HashLimits { max_entries: 512, max_value: 64 }
+    }
+}
+
 /// A hash.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HashValue {
@@ -78,6 +95,29 @@ impl HashValue {
                 *self = HashValue::Table(map);
             }
         }
+    }
+
+    /// Set `field` to `value` under `limits`: the hash turns into a table
+    /// first when either is too long for the small encoding, and after when
+    /// it has too many fields, as Redis orders it. True when the field is new.
+    pub fn set(&mut self, field: &[u8], value: &[u8], limits: HashLimits) -> bool {
+        self.grow_if_needed(usize::MAX, limits.max_value, field.len().max(value.len()));
+        let added = self.insert(field, value);
+        self.grow_if_needed(limits.max_entries, usize::MAX, 0);
+        added
+    }
+
+    /// Pick the encoding `limits` give a hash built whole (`RESTORE`), which
+    /// may be the small one even for a hash dumped as a table.
+    pub fn conform(&mut self, limits: HashLimits) {
+        if let HashValue::Table(map) = self {
+            let longest = map.iter().map(|(f, v)| f.len().max(v.len())).max().unwrap_or(0);
+            if map.len() <= limits.max_entries && longest <= limits.max_value {
+                *self = HashValue::Listpack(std::mem::take(map).into_iter().collect());
+            }
+        }
+        let longest = self.iter().map(|(f, v)| f.len().max(v.len())).max().unwrap_or(0);
+        self.grow_if_needed(limits.max_entries, limits.max_value, longest);
     }
 
     /// The value of `field`.

@@ -73,9 +73,15 @@ impl ListValue {
     }
 
     /// Remove the head (`front`) or tail element.
+    ///
+    /// A queue that was long once and is short now gives most of its ring
+    /// back, as Redis frees emptied quicklist nodes.
     pub fn pop(&mut self, front: bool) -> Option<CompactBytes> {
         let item = if front { self.items.pop_front() } else { self.items.pop_back() }?;
         self.heap_bytes -= item.heap_size();
+        if self.items.capacity() > 64 && self.items.len() * 4 < self.items.capacity() {
+            self.items.shrink_to(self.items.len() * 2);
+        }
         Some(item)
     }
 
@@ -223,6 +229,20 @@ mod tests {
         assert_eq!(l.pop(true).map(|b| b.len()), Some(40));
         assert_eq!(l.pop(false).as_deref(), Some(&b"c"[..]));
         assert_eq!(l.encoding(), "quicklist");
+    }
+
+    #[test]
+    fn a_drained_queue_gives_memory_back() {
+        let mut l = ListValue::new();
+        for i in 0..10_000 {
+            l.push(false, format!("{i}").as_bytes());
+        }
+        let full = l.heap_size();
+        while l.len() > 10 {
+            l.pop(true);
+        }
+        assert!(l.heap_size() < full / 50, "{} of {full}", l.heap_size());
+        assert_eq!(l.get(0), Some(&b"9990"[..]));
     }
 
     #[test]

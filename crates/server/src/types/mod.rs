@@ -14,6 +14,8 @@ pub mod stream;
 pub mod string;
 pub mod zset;
 
+use hash::HashValue;
+use list::ListValue;
 use set::SetValue;
 use stream::StreamValue;
 use string::StrValue;
@@ -30,6 +32,11 @@ pub enum Value {
     ZSet(ZSetValue),
     /// A stream (boxed: it is large, and rare next to strings).
     Stream(Box<StreamValue>),
+    /// A list. Aggregates are boxed so every key's entry stays as small as
+    /// a string's.
+    List(Box<ListValue>),
+    /// A hash.
+    Hash(Box<HashValue>),
 }
 
 impl Value {
@@ -40,6 +47,8 @@ impl Value {
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
             Value::Stream(_) => "stream",
+            Value::List(_) => "list",
+            Value::Hash(_) => "hash",
         }
     }
 
@@ -51,6 +60,8 @@ impl Value {
             Value::Set(s) => s.heap_size(),
             Value::ZSet(z) => z.heap_size(),
             Value::Stream(s) => std::mem::size_of::<StreamValue>() + s.heap_size(),
+            Value::List(l) => std::mem::size_of::<ListValue>() + l.heap_size(),
+            Value::Hash(h) => std::mem::size_of::<HashValue>() + h.heap_size(),
         }
     }
 
@@ -61,6 +72,8 @@ impl Value {
             Value::Set(s) => s.encoding(),
             Value::ZSet(z) => z.encoding(),
             Value::Stream(s) => s.encoding(),
+            Value::List(l) => l.encoding(),
+            Value::Hash(h) => h.encoding(),
         }
     }
 }
