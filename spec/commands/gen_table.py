@@ -188,7 +188,27 @@ def arg(a):
     ])
 
 
-def command(c, ops, container):
+def const_name(name):
+    """The Rust constant naming a command's id: `client|no-evict` -> `CLIENT_NO_EVICT`."""
+    return "".join(ch if ch.isalnum() else "_" for ch in name.upper())
+
+
+def number_ids(commands):
+    """Dense ids in table order, each command followed by its subcommands."""
+    ids = {}
+    for c in commands:
+        ids[c["name"]] = len(ids)
+        for s in c["subcommands"]:
+            ids[s["name"]] = len(ids)
+    consts = [const_name(n) for n in ids]
+    if len(set(consts)) != len(consts):
+        sys.exit("two command names map to the same id constant")
+    if len(ids) > 0xFFFF:
+        sys.exit("too many commands for a 16-bit id")
+    return ids
+
+
+def command(c, ops, container, ids):
     docs = c.get("docs") or {}
     name = c["name"]
     op = None if container else ops.get(name)
@@ -197,6 +217,7 @@ def command(c, ops, container):
     ]
     return S("CommandSpec", [
         ("name", rs_str(name)),
+        ("id", "id::%s" % const_name(name)),
         ("container", rs_opt_str(container)),
         ("arity", str(c["arity"])),
         ("flags", bits(c["flags"], COMMAND_FLAGS, "CommandFlags", "command flag")),
@@ -217,7 +238,7 @@ def command(c, ops, container):
         ("replaced_by", rs_opt_str(docs.get("replaced_by"))),
         ("history", L(history)),
         ("arguments", L([arg(a) for a in docs.get("arguments", [])])),
-        ("subcommands", L([command(s, ops, name) for s in c["subcommands"]])),
+        ("subcommands", L([command(s, ops, name, ids) for s in c["subcommands"]])),
         ("respb_opcode", "None" if op is None else "Some(%s)" % op),
         ("source", "Source::" + SOURCES[c["source"]]),
     ])
@@ -237,6 +258,10 @@ def generate():
     missing = sorted(set(ops) - set(names))
     if missing:
         sys.exit("opcodes.csv names commands missing from commands.json: %s" % missing)
+
+    ids = number_ids(commands)
+    with open(os.path.abspath(__file__), "rb") as f:
+        raw_gen = f.read()
 
     core, module = [], []
     for i, name in enumerate(names):
@@ -259,9 +284,26 @@ def generate():
         "/// FNV-1a 64 of the opcodes.csv this table was generated from.",
         "pub const OPCODES_CSV_FNV1A64: u64 = 0x%016x;" % fnv1a64(raw_ops),
         "",
+        "/// FNV-1a 64 of the gen_table.py that wrote this table.",
+        "pub const GEN_TABLE_PY_FNV1A64: u64 = 0x%016x;" % fnv1a64(raw_gen),
+        "",
+        "/// Number of commands and subcommands; ids run from 0 to this, exclusive.",
+        "pub const COMMAND_COUNT: usize = %d;" % len(ids),
+        "",
+        "/// The id of every command and subcommand, named after it",
+        "/// (`CLIENT_NO_EVICT` for `client|no-evict`), for matching on ids.",
+        "pub mod id {",
+        "    use super::CommandId;",
+        "",
+    ] + [
+        "    /// `%s`.\n    pub const %s: CommandId = CommandId(%d);" % (n, const_name(n), i)
+        for n, i in ids.items()
+    ] + [
+        "}",
+        "",
         "/// Every command, sorted by name so lookups can binary-search.",
         "pub static COMMANDS: &[CommandSpec] = %s;" % render(
-            L([command(c, ops, None) for c in commands])),
+            L([command(c, ops, None, ids) for c in commands])),
         "",
         "/// Core RESPB opcodes with the index of their command in `COMMANDS`, sorted by opcode.",
         "pub(super) static CORE_OPCODES: &[(u16, u16)] = %s;" % render(

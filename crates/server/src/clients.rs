@@ -4,8 +4,9 @@
 //! Each logical client registers a [`ClientHandle`] when it connects and is
 //! removed when its [`Registration`] is dropped, so a client that vanishes
 //! for any reason (close, error, a failed task) leaves no stale entry.
-//! What the listing shows is copied into the handle after every command,
-//! because the session itself belongs to the connection's task.
+//! What the listing shows is copied into the handle, because the session
+//! itself belongs to the connection's task: the last command and its time
+//! into atomics after every command, the rest under a lock only when it changed.
 //!
 //! Nothing here writes to a socket: `CLIENT KILL` marks the client and wakes
 //! its connection task, and MONITOR lines go into a channel per monitor that
@@ -13,10 +14,11 @@
 //! another client's socket.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
+use kvik_protocol::commands::{by_id, CommandId};
 use tokio::sync::{mpsc, Notify};
 
 /// What `CLIENT LIST` shows about one client.
@@ -32,12 +34,6 @@ pub struct ClientInfo {
     pub db: usize,
     /// RESP version, 2 or 3.
     pub resp: u8,
-    /// When the client connected.
-    pub created: Instant,
-    /// When the client last ran a command.
-    pub last_active: Instant,
-    /// Full name of the last command (`client|list`).
-    pub last_cmd: &'static str,
     /// `CLIENT NO-EVICT` state (`flags=e`).
     pub no_evict: bool,
     /// Whether the client is a MONITOR (`flags=O`).
@@ -55,8 +51,15 @@ pub struct ClientHandle {
     pub id: u64,
     /// The socket's file descriptor (`fd=`).
     pub fd: i32,
-    /// Listing data, updated after each command.
+    /// When the client connected.
+    pub created: Instant,
+    /// Listing data that changes rarely, updated when it changes.
     pub info: Mutex<ClientInfo>,
+    /// Id of the last command run, [`NO_COMMAND`] before the first; an
+    /// atomic because it changes with every command.
+    last_cmd: AtomicU16,
+    /// When the client last ran a command, in microseconds after `created`.
+    last_active_us: AtomicU64,
     killed: AtomicBool,
     /// Wakes the connection task of a client that has a socket of its own,
     /// so another client's `CLIENT KILL` ends it even while it waits for
@@ -69,6 +72,27 @@ impl ClientHandle {
     /// The listing data (recovering it if a thread panicked while holding it).
     pub fn info(&self) -> MutexGuard<'_, ClientInfo> {
         self.info.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Record that the client ran `cmd` at `now`; lock-free, as it runs for every command.
+    pub fn ran(&self, cmd: CommandId, now: Instant) {
+        self.last_cmd.store(cmd.0, Ordering::Relaxed);
+        let us = now.saturating_duration_since(self.created).as_micros();
+        self.last_active_us.store(u64::try_from(us).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    /// Full name of the last command (`client|list`), `NULL` before the first, as Redis shows it.
+    pub fn last_cmd(&self) -> &'static str {
+        let id = self.last_cmd.load(Ordering::Relaxed);
+        if id == NO_COMMAND {
+            return "NULL";
+        }
+        by_id(CommandId(id)).map_or("NULL", |spec| spec.name)
+    }
+
+    /// When the client last ran a command (when it connected, before the first).
+    pub fn last_active(&self) -> Instant {
+        self.created + std::time::Duration::from_micros(self.last_active_us.load(Ordering::Relaxed))
     }
 
     /// Mark the client for closing and wake its connection.
@@ -84,6 +108,9 @@ impl ClientHandle {
         self.killed.load(Ordering::Acquire)
     }
 }
+
+/// The stored last command of a client that has not run one yet.
+const NO_COMMAND: u16 = u16::MAX;
 
 /// Most bytes of MONITOR lines that may wait for a monitor to read them; a
 /// monitor that falls further behind is disconnected.
@@ -162,15 +189,21 @@ impl ClientRegistry {
             name: None,
             db: 0,
             resp: 2,
-            created: now,
-            last_active: now,
-            last_cmd: "NULL",
             no_evict: false,
             monitor: false,
             lib_name: Vec::new(),
             lib_ver: Vec::new(),
         };
-        let handle = Arc::new(ClientHandle { id, fd, info: Mutex::new(info), killed: AtomicBool::new(false), wake });
+        let handle = Arc::new(ClientHandle {
+            id,
+            fd,
+            created: now,
+            info: Mutex::new(info),
+            last_cmd: AtomicU16::new(NO_COMMAND),
+            last_active_us: AtomicU64::new(0),
+            killed: AtomicBool::new(false),
+            wake,
+        });
         self.lock().insert(id, Arc::clone(&handle));
         Registration { registry: Arc::clone(self), handle }
     }

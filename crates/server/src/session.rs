@@ -74,6 +74,17 @@ pub struct Session {
     /// The lines `MONITOR` feeds this client, sent by its connection after
     /// the replies already due.
     pub monitor: Option<MonitorFeed>,
+    /// What the client registry last showed of this session, so the
+    /// registry's lock is taken only when one of these changed.
+    listed: Listed,
+}
+
+/// The session fields `CLIENT LIST` shows, as last copied into the registry.
+#[derive(Debug, Default, PartialEq)]
+struct Listed {
+    db: usize,
+    resp3: bool,
+    name: Option<Vec<u8>>,
 }
 
 impl Session {
@@ -89,6 +100,7 @@ impl Session {
             skip_this: false,
             registration: None,
             monitor: None,
+            listed: Listed::default(),
         }
     }
 
@@ -102,6 +114,23 @@ impl Session {
         session.registration = Some(state.clients.register(id, addr, laddr, fd, wake));
         state.stats.total_connections.fetch_add(1, Ordering::Relaxed);
         session
+    }
+
+    /// Copy the database, protocol and name into the registry entry if any
+    /// changed since the last copy.
+    pub fn publish(&mut self) {
+        let resp3 = self.protocol == Protocol::Resp3;
+        let listed = &self.listed;
+        if listed.db == self.db && listed.resp3 == resp3 && listed.name == self.name {
+            return;
+        }
+        self.listed = Listed { db: self.db, resp3, name: self.name.clone() };
+        if let Some(handle) = self.handle() {
+            let mut info = handle.info();
+            info.db = self.db;
+            info.resp = if resp3 { 3 } else { 2 };
+            info.name.clone_from(&self.name);
+        }
     }
 
     /// The registry entry, when the client is registered.

@@ -5,12 +5,12 @@
 //! with one slot per command and subcommand of the table, found by name once
 //! per call. Error counts and the slow log change rarely and use a mutex.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use kvik_protocol::commands::{CommandSpec, COMMANDS};
+use kvik_protocol::commands::{CommandId, CommandSpec, COMMANDS};
 
 /// Redis's default `slowlog-log-slower-than`, in microseconds.
 pub const SLOWLOG_SLOWER_THAN_US: u64 = 10_000;
@@ -113,8 +113,8 @@ pub struct Stats {
     pub pause_until_ms: AtomicI64,
     /// Whether the active expiry cycle runs (`DEBUG SET-ACTIVE-EXPIRE`).
     pub active_expire: AtomicBool,
+    /// Counters by command id.
     commands: Vec<(&'static str, CommandStat)>,
-    index: HashMap<&'static str, usize>,
     errors: Mutex<BTreeMap<Vec<u8>, u64>>,
     slowlog: Mutex<SlowLog>,
 }
@@ -135,8 +135,8 @@ impl Default for Stats {
     fn default() -> Self {
         let mut specs = Vec::new();
         all_specs(COMMANDS, &mut specs);
+        // Table order is id order, so a command's counters sit at its id.
         let commands: Vec<_> = specs.iter().map(|s| (s.name, CommandStat::default())).collect();
-        let index = commands.iter().enumerate().map(|(i, (n, _))| (*n, i)).collect();
         let started_unix = unix_micros() / 1_000_000;
         Stats {
             started: Instant::now(),
@@ -149,7 +149,6 @@ impl Default for Stats {
             pause_until_ms: AtomicI64::new(0),
             active_expire: AtomicBool::new(true),
             commands,
-            index,
             errors: Mutex::new(BTreeMap::new()),
             slowlog: Mutex::new(SlowLog::default()),
         }
@@ -157,9 +156,9 @@ impl Default for Stats {
 }
 
 impl Stats {
-    /// The counters of command `name` (`client|list` for a subcommand).
-    pub fn command(&self, name: &str) -> Option<&CommandStat> {
-        self.index.get(name).and_then(|&i| self.commands.get(i)).map(|(_, s)| s)
+    /// The counters of the command with this id.
+    pub fn command(&self, id: CommandId) -> Option<&CommandStat> {
+        self.commands.get(id.index()).map(|(_, s)| s)
     }
 
     /// Every command's counters, in table order.

@@ -13,9 +13,25 @@
 
 mod table;
 
-pub use table::{COMMANDS, COMMANDS_JSON_FNV1A64, OPCODES_CSV_FNV1A64};
+pub use table::{id, COMMANDS, COMMANDS_JSON_FNV1A64, COMMAND_COUNT, GEN_TABLE_PY_FNV1A64, OPCODES_CSV_FNV1A64};
 
 use core::cmp::Ordering;
+use std::sync::OnceLock;
+
+/// A dense number for each command and subcommand, below [`COMMAND_COUNT`].
+///
+/// Servers key per-command data (handlers, statistics) by it, so that once a
+/// request's name is looked up nothing else compares strings; the constants
+/// in [`id`] let a `match` on ids compile to a jump table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CommandId(pub u16);
+
+impl CommandId {
+    /// The id as an index into per-command arrays.
+    pub const fn index(self) -> usize {
+        self.0 as usize
+    }
+}
 
 macro_rules! bitset {
     (
@@ -387,6 +403,8 @@ impl Source {
 pub struct CommandSpec {
     /// Lowercase name as servers report it; subcommands are `container|sub`.
     pub name: &'static str,
+    /// Dense id, numbered in table order with each command before its subcommands.
+    pub id: CommandId,
     /// The container's name for a subcommand, `None` for a top-level command.
     pub container: Option<&'static str>,
     /// Argument count including the name; negative means "at least -arity".
@@ -479,6 +497,20 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
 pub fn lookup_subcommand(container: &CommandSpec, sub: &[u8]) -> Option<&'static CommandSpec> {
     let subs = container.subcommands;
     subs.binary_search_by(|c| cmp_folded(c.short_name(), sub)).ok().and_then(|i| subs.get(i))
+}
+
+/// The command or subcommand with this id.
+pub fn by_id(id: CommandId) -> Option<&'static CommandSpec> {
+    static BY_ID: OnceLock<Vec<&'static CommandSpec>> = OnceLock::new();
+    let all = BY_ID.get_or_init(|| {
+        let mut all = Vec::with_capacity(COMMAND_COUNT);
+        for spec in COMMANDS {
+            all.push(spec);
+            all.extend(spec.subcommands);
+        }
+        all
+    });
+    all.get(id.index()).copied()
 }
 
 /// Finds the command a RESPB/1 request opcode stands for.

@@ -10,10 +10,888 @@ pub const COMMANDS_JSON_FNV1A64: u64 = 0x2a5e87cb6c3070c8;
 /// FNV-1a 64 of the opcodes.csv this table was generated from.
 pub const OPCODES_CSV_FNV1A64: u64 = 0x54e9922b80d08d8b;
 
+/// FNV-1a 64 of the gen_table.py that wrote this table.
+pub const GEN_TABLE_PY_FNV1A64: u64 = 0x73f9d8a6cbb76c01;
+
+/// Number of commands and subcommands; ids run from 0 to this, exclusive.
+pub const COMMAND_COUNT: usize = 432;
+
+/// The id of every command and subcommand, named after it
+/// (`CLIENT_NO_EVICT` for `client|no-evict`), for matching on ids.
+pub mod id {
+    use super::CommandId;
+
+    /// `acl`.
+    pub const ACL: CommandId = CommandId(0);
+    /// `acl|cat`.
+    pub const ACL_CAT: CommandId = CommandId(1);
+    /// `acl|deluser`.
+    pub const ACL_DELUSER: CommandId = CommandId(2);
+    /// `acl|dryrun`.
+    pub const ACL_DRYRUN: CommandId = CommandId(3);
+    /// `acl|genpass`.
+    pub const ACL_GENPASS: CommandId = CommandId(4);
+    /// `acl|getuser`.
+    pub const ACL_GETUSER: CommandId = CommandId(5);
+    /// `acl|help`.
+    pub const ACL_HELP: CommandId = CommandId(6);
+    /// `acl|list`.
+    pub const ACL_LIST: CommandId = CommandId(7);
+    /// `acl|load`.
+    pub const ACL_LOAD: CommandId = CommandId(8);
+    /// `acl|log`.
+    pub const ACL_LOG: CommandId = CommandId(9);
+    /// `acl|save`.
+    pub const ACL_SAVE: CommandId = CommandId(10);
+    /// `acl|setuser`.
+    pub const ACL_SETUSER: CommandId = CommandId(11);
+    /// `acl|users`.
+    pub const ACL_USERS: CommandId = CommandId(12);
+    /// `acl|whoami`.
+    pub const ACL_WHOAMI: CommandId = CommandId(13);
+    /// `append`.
+    pub const APPEND: CommandId = CommandId(14);
+    /// `asking`.
+    pub const ASKING: CommandId = CommandId(15);
+    /// `auth`.
+    pub const AUTH: CommandId = CommandId(16);
+    /// `bf.add`.
+    pub const BF_ADD: CommandId = CommandId(17);
+    /// `bf.card`.
+    pub const BF_CARD: CommandId = CommandId(18);
+    /// `bf.exists`.
+    pub const BF_EXISTS: CommandId = CommandId(19);
+    /// `bf.info`.
+    pub const BF_INFO: CommandId = CommandId(20);
+    /// `bf.insert`.
+    pub const BF_INSERT: CommandId = CommandId(21);
+    /// `bf.load`.
+    pub const BF_LOAD: CommandId = CommandId(22);
+    /// `bf.madd`.
+    pub const BF_MADD: CommandId = CommandId(23);
+    /// `bf.mexists`.
+    pub const BF_MEXISTS: CommandId = CommandId(24);
+    /// `bf.reserve`.
+    pub const BF_RESERVE: CommandId = CommandId(25);
+    /// `bgrewriteaof`.
+    pub const BGREWRITEAOF: CommandId = CommandId(26);
+    /// `bgsave`.
+    pub const BGSAVE: CommandId = CommandId(27);
+    /// `bitcount`.
+    pub const BITCOUNT: CommandId = CommandId(28);
+    /// `bitfield`.
+    pub const BITFIELD: CommandId = CommandId(29);
+    /// `bitfield_ro`.
+    pub const BITFIELD_RO: CommandId = CommandId(30);
+    /// `bitop`.
+    pub const BITOP: CommandId = CommandId(31);
+    /// `bitpos`.
+    pub const BITPOS: CommandId = CommandId(32);
+    /// `blmove`.
+    pub const BLMOVE: CommandId = CommandId(33);
+    /// `blmpop`.
+    pub const BLMPOP: CommandId = CommandId(34);
+    /// `blpop`.
+    pub const BLPOP: CommandId = CommandId(35);
+    /// `brpop`.
+    pub const BRPOP: CommandId = CommandId(36);
+    /// `brpoplpush`.
+    pub const BRPOPLPUSH: CommandId = CommandId(37);
+    /// `bzmpop`.
+    pub const BZMPOP: CommandId = CommandId(38);
+    /// `bzpopmax`.
+    pub const BZPOPMAX: CommandId = CommandId(39);
+    /// `bzpopmin`.
+    pub const BZPOPMIN: CommandId = CommandId(40);
+    /// `client`.
+    pub const CLIENT: CommandId = CommandId(41);
+    /// `client|caching`.
+    pub const CLIENT_CACHING: CommandId = CommandId(42);
+    /// `client|capa`.
+    pub const CLIENT_CAPA: CommandId = CommandId(43);
+    /// `client|getname`.
+    pub const CLIENT_GETNAME: CommandId = CommandId(44);
+    /// `client|getredir`.
+    pub const CLIENT_GETREDIR: CommandId = CommandId(45);
+    /// `client|help`.
+    pub const CLIENT_HELP: CommandId = CommandId(46);
+    /// `client|id`.
+    pub const CLIENT_ID: CommandId = CommandId(47);
+    /// `client|import-source`.
+    pub const CLIENT_IMPORT_SOURCE: CommandId = CommandId(48);
+    /// `client|info`.
+    pub const CLIENT_INFO: CommandId = CommandId(49);
+    /// `client|kill`.
+    pub const CLIENT_KILL: CommandId = CommandId(50);
+    /// `client|list`.
+    pub const CLIENT_LIST: CommandId = CommandId(51);
+    /// `client|no-evict`.
+    pub const CLIENT_NO_EVICT: CommandId = CommandId(52);
+    /// `client|no-touch`.
+    pub const CLIENT_NO_TOUCH: CommandId = CommandId(53);
+    /// `client|pause`.
+    pub const CLIENT_PAUSE: CommandId = CommandId(54);
+    /// `client|reply`.
+    pub const CLIENT_REPLY: CommandId = CommandId(55);
+    /// `client|setinfo`.
+    pub const CLIENT_SETINFO: CommandId = CommandId(56);
+    /// `client|setname`.
+    pub const CLIENT_SETNAME: CommandId = CommandId(57);
+    /// `client|tracking`.
+    pub const CLIENT_TRACKING: CommandId = CommandId(58);
+    /// `client|trackinginfo`.
+    pub const CLIENT_TRACKINGINFO: CommandId = CommandId(59);
+    /// `client|unblock`.
+    pub const CLIENT_UNBLOCK: CommandId = CommandId(60);
+    /// `client|unpause`.
+    pub const CLIENT_UNPAUSE: CommandId = CommandId(61);
+    /// `cluster`.
+    pub const CLUSTER: CommandId = CommandId(62);
+    /// `cluster|addslots`.
+    pub const CLUSTER_ADDSLOTS: CommandId = CommandId(63);
+    /// `cluster|addslotsrange`.
+    pub const CLUSTER_ADDSLOTSRANGE: CommandId = CommandId(64);
+    /// `cluster|bumpepoch`.
+    pub const CLUSTER_BUMPEPOCH: CommandId = CommandId(65);
+    /// `cluster|cancelslotmigrations`.
+    pub const CLUSTER_CANCELSLOTMIGRATIONS: CommandId = CommandId(66);
+    /// `cluster|count-failure-reports`.
+    pub const CLUSTER_COUNT_FAILURE_REPORTS: CommandId = CommandId(67);
+    /// `cluster|countkeysinslot`.
+    pub const CLUSTER_COUNTKEYSINSLOT: CommandId = CommandId(68);
+    /// `cluster|delslots`.
+    pub const CLUSTER_DELSLOTS: CommandId = CommandId(69);
+    /// `cluster|delslotsrange`.
+    pub const CLUSTER_DELSLOTSRANGE: CommandId = CommandId(70);
+    /// `cluster|failover`.
+    pub const CLUSTER_FAILOVER: CommandId = CommandId(71);
+    /// `cluster|flushslots`.
+    pub const CLUSTER_FLUSHSLOTS: CommandId = CommandId(72);
+    /// `cluster|forget`.
+    pub const CLUSTER_FORGET: CommandId = CommandId(73);
+    /// `cluster|getkeysinslot`.
+    pub const CLUSTER_GETKEYSINSLOT: CommandId = CommandId(74);
+    /// `cluster|getslotmigrations`.
+    pub const CLUSTER_GETSLOTMIGRATIONS: CommandId = CommandId(75);
+    /// `cluster|help`.
+    pub const CLUSTER_HELP: CommandId = CommandId(76);
+    /// `cluster|info`.
+    pub const CLUSTER_INFO: CommandId = CommandId(77);
+    /// `cluster|keyslot`.
+    pub const CLUSTER_KEYSLOT: CommandId = CommandId(78);
+    /// `cluster|links`.
+    pub const CLUSTER_LINKS: CommandId = CommandId(79);
+    /// `cluster|meet`.
+    pub const CLUSTER_MEET: CommandId = CommandId(80);
+    /// `cluster|migrateslots`.
+    pub const CLUSTER_MIGRATESLOTS: CommandId = CommandId(81);
+    /// `cluster|myid`.
+    pub const CLUSTER_MYID: CommandId = CommandId(82);
+    /// `cluster|myshardid`.
+    pub const CLUSTER_MYSHARDID: CommandId = CommandId(83);
+    /// `cluster|nodes`.
+    pub const CLUSTER_NODES: CommandId = CommandId(84);
+    /// `cluster|replicas`.
+    pub const CLUSTER_REPLICAS: CommandId = CommandId(85);
+    /// `cluster|replicate`.
+    pub const CLUSTER_REPLICATE: CommandId = CommandId(86);
+    /// `cluster|reset`.
+    pub const CLUSTER_RESET: CommandId = CommandId(87);
+    /// `cluster|saveconfig`.
+    pub const CLUSTER_SAVECONFIG: CommandId = CommandId(88);
+    /// `cluster|set-config-epoch`.
+    pub const CLUSTER_SET_CONFIG_EPOCH: CommandId = CommandId(89);
+    /// `cluster|setslot`.
+    pub const CLUSTER_SETSLOT: CommandId = CommandId(90);
+    /// `cluster|shards`.
+    pub const CLUSTER_SHARDS: CommandId = CommandId(91);
+    /// `cluster|slaves`.
+    pub const CLUSTER_SLAVES: CommandId = CommandId(92);
+    /// `cluster|slot-stats`.
+    pub const CLUSTER_SLOT_STATS: CommandId = CommandId(93);
+    /// `cluster|slots`.
+    pub const CLUSTER_SLOTS: CommandId = CommandId(94);
+    /// `cluster|syncslots`.
+    pub const CLUSTER_SYNCSLOTS: CommandId = CommandId(95);
+    /// `command`.
+    pub const COMMAND: CommandId = CommandId(96);
+    /// `command|count`.
+    pub const COMMAND_COUNT: CommandId = CommandId(97);
+    /// `command|docs`.
+    pub const COMMAND_DOCS: CommandId = CommandId(98);
+    /// `command|getkeys`.
+    pub const COMMAND_GETKEYS: CommandId = CommandId(99);
+    /// `command|getkeysandflags`.
+    pub const COMMAND_GETKEYSANDFLAGS: CommandId = CommandId(100);
+    /// `command|help`.
+    pub const COMMAND_HELP: CommandId = CommandId(101);
+    /// `command|info`.
+    pub const COMMAND_INFO: CommandId = CommandId(102);
+    /// `command|list`.
+    pub const COMMAND_LIST: CommandId = CommandId(103);
+    /// `commandlog`.
+    pub const COMMANDLOG: CommandId = CommandId(104);
+    /// `commandlog|get`.
+    pub const COMMANDLOG_GET: CommandId = CommandId(105);
+    /// `commandlog|help`.
+    pub const COMMANDLOG_HELP: CommandId = CommandId(106);
+    /// `commandlog|len`.
+    pub const COMMANDLOG_LEN: CommandId = CommandId(107);
+    /// `commandlog|reset`.
+    pub const COMMANDLOG_RESET: CommandId = CommandId(108);
+    /// `config`.
+    pub const CONFIG: CommandId = CommandId(109);
+    /// `config|get`.
+    pub const CONFIG_GET: CommandId = CommandId(110);
+    /// `config|help`.
+    pub const CONFIG_HELP: CommandId = CommandId(111);
+    /// `config|resetstat`.
+    pub const CONFIG_RESETSTAT: CommandId = CommandId(112);
+    /// `config|rewrite`.
+    pub const CONFIG_REWRITE: CommandId = CommandId(113);
+    /// `config|set`.
+    pub const CONFIG_SET: CommandId = CommandId(114);
+    /// `copy`.
+    pub const COPY: CommandId = CommandId(115);
+    /// `dbsize`.
+    pub const DBSIZE: CommandId = CommandId(116);
+    /// `debug`.
+    pub const DEBUG: CommandId = CommandId(117);
+    /// `decr`.
+    pub const DECR: CommandId = CommandId(118);
+    /// `decrby`.
+    pub const DECRBY: CommandId = CommandId(119);
+    /// `del`.
+    pub const DEL: CommandId = CommandId(120);
+    /// `delifeq`.
+    pub const DELIFEQ: CommandId = CommandId(121);
+    /// `discard`.
+    pub const DISCARD: CommandId = CommandId(122);
+    /// `dump`.
+    pub const DUMP: CommandId = CommandId(123);
+    /// `echo`.
+    pub const ECHO: CommandId = CommandId(124);
+    /// `eval`.
+    pub const EVAL: CommandId = CommandId(125);
+    /// `eval_ro`.
+    pub const EVAL_RO: CommandId = CommandId(126);
+    /// `evalsha`.
+    pub const EVALSHA: CommandId = CommandId(127);
+    /// `evalsha_ro`.
+    pub const EVALSHA_RO: CommandId = CommandId(128);
+    /// `exec`.
+    pub const EXEC: CommandId = CommandId(129);
+    /// `exists`.
+    pub const EXISTS: CommandId = CommandId(130);
+    /// `expire`.
+    pub const EXPIRE: CommandId = CommandId(131);
+    /// `expireat`.
+    pub const EXPIREAT: CommandId = CommandId(132);
+    /// `expiretime`.
+    pub const EXPIRETIME: CommandId = CommandId(133);
+    /// `failover`.
+    pub const FAILOVER: CommandId = CommandId(134);
+    /// `fcall`.
+    pub const FCALL: CommandId = CommandId(135);
+    /// `fcall_ro`.
+    pub const FCALL_RO: CommandId = CommandId(136);
+    /// `flushall`.
+    pub const FLUSHALL: CommandId = CommandId(137);
+    /// `flushdb`.
+    pub const FLUSHDB: CommandId = CommandId(138);
+    /// `ft._list`.
+    pub const FT__LIST: CommandId = CommandId(139);
+    /// `ft.create`.
+    pub const FT_CREATE: CommandId = CommandId(140);
+    /// `ft.dropindex`.
+    pub const FT_DROPINDEX: CommandId = CommandId(141);
+    /// `ft.info`.
+    pub const FT_INFO: CommandId = CommandId(142);
+    /// `ft.search`.
+    pub const FT_SEARCH: CommandId = CommandId(143);
+    /// `function`.
+    pub const FUNCTION: CommandId = CommandId(144);
+    /// `function|delete`.
+    pub const FUNCTION_DELETE: CommandId = CommandId(145);
+    /// `function|dump`.
+    pub const FUNCTION_DUMP: CommandId = CommandId(146);
+    /// `function|flush`.
+    pub const FUNCTION_FLUSH: CommandId = CommandId(147);
+    /// `function|help`.
+    pub const FUNCTION_HELP: CommandId = CommandId(148);
+    /// `function|kill`.
+    pub const FUNCTION_KILL: CommandId = CommandId(149);
+    /// `function|list`.
+    pub const FUNCTION_LIST: CommandId = CommandId(150);
+    /// `function|load`.
+    pub const FUNCTION_LOAD: CommandId = CommandId(151);
+    /// `function|restore`.
+    pub const FUNCTION_RESTORE: CommandId = CommandId(152);
+    /// `function|stats`.
+    pub const FUNCTION_STATS: CommandId = CommandId(153);
+    /// `geoadd`.
+    pub const GEOADD: CommandId = CommandId(154);
+    /// `geodist`.
+    pub const GEODIST: CommandId = CommandId(155);
+    /// `geohash`.
+    pub const GEOHASH: CommandId = CommandId(156);
+    /// `geopos`.
+    pub const GEOPOS: CommandId = CommandId(157);
+    /// `georadius`.
+    pub const GEORADIUS: CommandId = CommandId(158);
+    /// `georadius_ro`.
+    pub const GEORADIUS_RO: CommandId = CommandId(159);
+    /// `georadiusbymember`.
+    pub const GEORADIUSBYMEMBER: CommandId = CommandId(160);
+    /// `georadiusbymember_ro`.
+    pub const GEORADIUSBYMEMBER_RO: CommandId = CommandId(161);
+    /// `geosearch`.
+    pub const GEOSEARCH: CommandId = CommandId(162);
+    /// `geosearchstore`.
+    pub const GEOSEARCHSTORE: CommandId = CommandId(163);
+    /// `get`.
+    pub const GET: CommandId = CommandId(164);
+    /// `getbit`.
+    pub const GETBIT: CommandId = CommandId(165);
+    /// `getdel`.
+    pub const GETDEL: CommandId = CommandId(166);
+    /// `getex`.
+    pub const GETEX: CommandId = CommandId(167);
+    /// `getrange`.
+    pub const GETRANGE: CommandId = CommandId(168);
+    /// `getset`.
+    pub const GETSET: CommandId = CommandId(169);
+    /// `hdel`.
+    pub const HDEL: CommandId = CommandId(170);
+    /// `hello`.
+    pub const HELLO: CommandId = CommandId(171);
+    /// `hexists`.
+    pub const HEXISTS: CommandId = CommandId(172);
+    /// `hexpire`.
+    pub const HEXPIRE: CommandId = CommandId(173);
+    /// `hexpireat`.
+    pub const HEXPIREAT: CommandId = CommandId(174);
+    /// `hexpiretime`.
+    pub const HEXPIRETIME: CommandId = CommandId(175);
+    /// `hget`.
+    pub const HGET: CommandId = CommandId(176);
+    /// `hgetall`.
+    pub const HGETALL: CommandId = CommandId(177);
+    /// `hgetex`.
+    pub const HGETEX: CommandId = CommandId(178);
+    /// `hincrby`.
+    pub const HINCRBY: CommandId = CommandId(179);
+    /// `hincrbyfloat`.
+    pub const HINCRBYFLOAT: CommandId = CommandId(180);
+    /// `hkeys`.
+    pub const HKEYS: CommandId = CommandId(181);
+    /// `hlen`.
+    pub const HLEN: CommandId = CommandId(182);
+    /// `hmget`.
+    pub const HMGET: CommandId = CommandId(183);
+    /// `hmset`.
+    pub const HMSET: CommandId = CommandId(184);
+    /// `hpersist`.
+    pub const HPERSIST: CommandId = CommandId(185);
+    /// `hpexpire`.
+    pub const HPEXPIRE: CommandId = CommandId(186);
+    /// `hpexpireat`.
+    pub const HPEXPIREAT: CommandId = CommandId(187);
+    /// `hpexpiretime`.
+    pub const HPEXPIRETIME: CommandId = CommandId(188);
+    /// `hpttl`.
+    pub const HPTTL: CommandId = CommandId(189);
+    /// `hrandfield`.
+    pub const HRANDFIELD: CommandId = CommandId(190);
+    /// `hscan`.
+    pub const HSCAN: CommandId = CommandId(191);
+    /// `hset`.
+    pub const HSET: CommandId = CommandId(192);
+    /// `hsetex`.
+    pub const HSETEX: CommandId = CommandId(193);
+    /// `hsetnx`.
+    pub const HSETNX: CommandId = CommandId(194);
+    /// `hstrlen`.
+    pub const HSTRLEN: CommandId = CommandId(195);
+    /// `httl`.
+    pub const HTTL: CommandId = CommandId(196);
+    /// `hvals`.
+    pub const HVALS: CommandId = CommandId(197);
+    /// `incr`.
+    pub const INCR: CommandId = CommandId(198);
+    /// `incrby`.
+    pub const INCRBY: CommandId = CommandId(199);
+    /// `incrbyfloat`.
+    pub const INCRBYFLOAT: CommandId = CommandId(200);
+    /// `info`.
+    pub const INFO: CommandId = CommandId(201);
+    /// `json.arrappend`.
+    pub const JSON_ARRAPPEND: CommandId = CommandId(202);
+    /// `json.arrindex`.
+    pub const JSON_ARRINDEX: CommandId = CommandId(203);
+    /// `json.arrinsert`.
+    pub const JSON_ARRINSERT: CommandId = CommandId(204);
+    /// `json.arrlen`.
+    pub const JSON_ARRLEN: CommandId = CommandId(205);
+    /// `json.arrpop`.
+    pub const JSON_ARRPOP: CommandId = CommandId(206);
+    /// `json.arrtrim`.
+    pub const JSON_ARRTRIM: CommandId = CommandId(207);
+    /// `json.clear`.
+    pub const JSON_CLEAR: CommandId = CommandId(208);
+    /// `json.debug`.
+    pub const JSON_DEBUG: CommandId = CommandId(209);
+    /// `json.del`.
+    pub const JSON_DEL: CommandId = CommandId(210);
+    /// `json.forget`.
+    pub const JSON_FORGET: CommandId = CommandId(211);
+    /// `json.get`.
+    pub const JSON_GET: CommandId = CommandId(212);
+    /// `json.mget`.
+    pub const JSON_MGET: CommandId = CommandId(213);
+    /// `json.mset`.
+    pub const JSON_MSET: CommandId = CommandId(214);
+    /// `json.numincrby`.
+    pub const JSON_NUMINCRBY: CommandId = CommandId(215);
+    /// `json.nummultby`.
+    pub const JSON_NUMMULTBY: CommandId = CommandId(216);
+    /// `json.objkeys`.
+    pub const JSON_OBJKEYS: CommandId = CommandId(217);
+    /// `json.objlen`.
+    pub const JSON_OBJLEN: CommandId = CommandId(218);
+    /// `json.resp`.
+    pub const JSON_RESP: CommandId = CommandId(219);
+    /// `json.set`.
+    pub const JSON_SET: CommandId = CommandId(220);
+    /// `json.strappend`.
+    pub const JSON_STRAPPEND: CommandId = CommandId(221);
+    /// `json.strlen`.
+    pub const JSON_STRLEN: CommandId = CommandId(222);
+    /// `json.toggle`.
+    pub const JSON_TOGGLE: CommandId = CommandId(223);
+    /// `json.type`.
+    pub const JSON_TYPE: CommandId = CommandId(224);
+    /// `keys`.
+    pub const KEYS: CommandId = CommandId(225);
+    /// `lastsave`.
+    pub const LASTSAVE: CommandId = CommandId(226);
+    /// `latency`.
+    pub const LATENCY: CommandId = CommandId(227);
+    /// `latency|doctor`.
+    pub const LATENCY_DOCTOR: CommandId = CommandId(228);
+    /// `latency|graph`.
+    pub const LATENCY_GRAPH: CommandId = CommandId(229);
+    /// `latency|help`.
+    pub const LATENCY_HELP: CommandId = CommandId(230);
+    /// `latency|histogram`.
+    pub const LATENCY_HISTOGRAM: CommandId = CommandId(231);
+    /// `latency|history`.
+    pub const LATENCY_HISTORY: CommandId = CommandId(232);
+    /// `latency|latest`.
+    pub const LATENCY_LATEST: CommandId = CommandId(233);
+    /// `latency|reset`.
+    pub const LATENCY_RESET: CommandId = CommandId(234);
+    /// `lcs`.
+    pub const LCS: CommandId = CommandId(235);
+    /// `lindex`.
+    pub const LINDEX: CommandId = CommandId(236);
+    /// `linsert`.
+    pub const LINSERT: CommandId = CommandId(237);
+    /// `llen`.
+    pub const LLEN: CommandId = CommandId(238);
+    /// `lmove`.
+    pub const LMOVE: CommandId = CommandId(239);
+    /// `lmpop`.
+    pub const LMPOP: CommandId = CommandId(240);
+    /// `lolwut`.
+    pub const LOLWUT: CommandId = CommandId(241);
+    /// `lpop`.
+    pub const LPOP: CommandId = CommandId(242);
+    /// `lpos`.
+    pub const LPOS: CommandId = CommandId(243);
+    /// `lpush`.
+    pub const LPUSH: CommandId = CommandId(244);
+    /// `lpushx`.
+    pub const LPUSHX: CommandId = CommandId(245);
+    /// `lrange`.
+    pub const LRANGE: CommandId = CommandId(246);
+    /// `lrem`.
+    pub const LREM: CommandId = CommandId(247);
+    /// `lset`.
+    pub const LSET: CommandId = CommandId(248);
+    /// `ltrim`.
+    pub const LTRIM: CommandId = CommandId(249);
+    /// `memory`.
+    pub const MEMORY: CommandId = CommandId(250);
+    /// `memory|doctor`.
+    pub const MEMORY_DOCTOR: CommandId = CommandId(251);
+    /// `memory|help`.
+    pub const MEMORY_HELP: CommandId = CommandId(252);
+    /// `memory|malloc-stats`.
+    pub const MEMORY_MALLOC_STATS: CommandId = CommandId(253);
+    /// `memory|purge`.
+    pub const MEMORY_PURGE: CommandId = CommandId(254);
+    /// `memory|stats`.
+    pub const MEMORY_STATS: CommandId = CommandId(255);
+    /// `memory|usage`.
+    pub const MEMORY_USAGE: CommandId = CommandId(256);
+    /// `mget`.
+    pub const MGET: CommandId = CommandId(257);
+    /// `migrate`.
+    pub const MIGRATE: CommandId = CommandId(258);
+    /// `module`.
+    pub const MODULE: CommandId = CommandId(259);
+    /// `module|help`.
+    pub const MODULE_HELP: CommandId = CommandId(260);
+    /// `module|list`.
+    pub const MODULE_LIST: CommandId = CommandId(261);
+    /// `module|load`.
+    pub const MODULE_LOAD: CommandId = CommandId(262);
+    /// `module|loadex`.
+    pub const MODULE_LOADEX: CommandId = CommandId(263);
+    /// `module|unload`.
+    pub const MODULE_UNLOAD: CommandId = CommandId(264);
+    /// `monitor`.
+    pub const MONITOR: CommandId = CommandId(265);
+    /// `move`.
+    pub const MOVE: CommandId = CommandId(266);
+    /// `mset`.
+    pub const MSET: CommandId = CommandId(267);
+    /// `msetnx`.
+    pub const MSETNX: CommandId = CommandId(268);
+    /// `multi`.
+    pub const MULTI: CommandId = CommandId(269);
+    /// `object`.
+    pub const OBJECT: CommandId = CommandId(270);
+    /// `object|encoding`.
+    pub const OBJECT_ENCODING: CommandId = CommandId(271);
+    /// `object|freq`.
+    pub const OBJECT_FREQ: CommandId = CommandId(272);
+    /// `object|help`.
+    pub const OBJECT_HELP: CommandId = CommandId(273);
+    /// `object|idletime`.
+    pub const OBJECT_IDLETIME: CommandId = CommandId(274);
+    /// `object|refcount`.
+    pub const OBJECT_REFCOUNT: CommandId = CommandId(275);
+    /// `persist`.
+    pub const PERSIST: CommandId = CommandId(276);
+    /// `pexpire`.
+    pub const PEXPIRE: CommandId = CommandId(277);
+    /// `pexpireat`.
+    pub const PEXPIREAT: CommandId = CommandId(278);
+    /// `pexpiretime`.
+    pub const PEXPIRETIME: CommandId = CommandId(279);
+    /// `pfadd`.
+    pub const PFADD: CommandId = CommandId(280);
+    /// `pfcount`.
+    pub const PFCOUNT: CommandId = CommandId(281);
+    /// `pfdebug`.
+    pub const PFDEBUG: CommandId = CommandId(282);
+    /// `pfmerge`.
+    pub const PFMERGE: CommandId = CommandId(283);
+    /// `pfselftest`.
+    pub const PFSELFTEST: CommandId = CommandId(284);
+    /// `ping`.
+    pub const PING: CommandId = CommandId(285);
+    /// `psetex`.
+    pub const PSETEX: CommandId = CommandId(286);
+    /// `psubscribe`.
+    pub const PSUBSCRIBE: CommandId = CommandId(287);
+    /// `psync`.
+    pub const PSYNC: CommandId = CommandId(288);
+    /// `pttl`.
+    pub const PTTL: CommandId = CommandId(289);
+    /// `publish`.
+    pub const PUBLISH: CommandId = CommandId(290);
+    /// `pubsub`.
+    pub const PUBSUB: CommandId = CommandId(291);
+    /// `pubsub|channels`.
+    pub const PUBSUB_CHANNELS: CommandId = CommandId(292);
+    /// `pubsub|help`.
+    pub const PUBSUB_HELP: CommandId = CommandId(293);
+    /// `pubsub|numpat`.
+    pub const PUBSUB_NUMPAT: CommandId = CommandId(294);
+    /// `pubsub|numsub`.
+    pub const PUBSUB_NUMSUB: CommandId = CommandId(295);
+    /// `pubsub|shardchannels`.
+    pub const PUBSUB_SHARDCHANNELS: CommandId = CommandId(296);
+    /// `pubsub|shardnumsub`.
+    pub const PUBSUB_SHARDNUMSUB: CommandId = CommandId(297);
+    /// `punsubscribe`.
+    pub const PUNSUBSCRIBE: CommandId = CommandId(298);
+    /// `quit`.
+    pub const QUIT: CommandId = CommandId(299);
+    /// `randomkey`.
+    pub const RANDOMKEY: CommandId = CommandId(300);
+    /// `readonly`.
+    pub const READONLY: CommandId = CommandId(301);
+    /// `readwrite`.
+    pub const READWRITE: CommandId = CommandId(302);
+    /// `rename`.
+    pub const RENAME: CommandId = CommandId(303);
+    /// `renamenx`.
+    pub const RENAMENX: CommandId = CommandId(304);
+    /// `replconf`.
+    pub const REPLCONF: CommandId = CommandId(305);
+    /// `replicaof`.
+    pub const REPLICAOF: CommandId = CommandId(306);
+    /// `reset`.
+    pub const RESET: CommandId = CommandId(307);
+    /// `restore`.
+    pub const RESTORE: CommandId = CommandId(308);
+    /// `restore-asking`.
+    pub const RESTORE_ASKING: CommandId = CommandId(309);
+    /// `role`.
+    pub const ROLE: CommandId = CommandId(310);
+    /// `rpop`.
+    pub const RPOP: CommandId = CommandId(311);
+    /// `rpoplpush`.
+    pub const RPOPLPUSH: CommandId = CommandId(312);
+    /// `rpush`.
+    pub const RPUSH: CommandId = CommandId(313);
+    /// `rpushx`.
+    pub const RPUSHX: CommandId = CommandId(314);
+    /// `sadd`.
+    pub const SADD: CommandId = CommandId(315);
+    /// `save`.
+    pub const SAVE: CommandId = CommandId(316);
+    /// `scan`.
+    pub const SCAN: CommandId = CommandId(317);
+    /// `scard`.
+    pub const SCARD: CommandId = CommandId(318);
+    /// `script`.
+    pub const SCRIPT: CommandId = CommandId(319);
+    /// `script|debug`.
+    pub const SCRIPT_DEBUG: CommandId = CommandId(320);
+    /// `script|exists`.
+    pub const SCRIPT_EXISTS: CommandId = CommandId(321);
+    /// `script|flush`.
+    pub const SCRIPT_FLUSH: CommandId = CommandId(322);
+    /// `script|help`.
+    pub const SCRIPT_HELP: CommandId = CommandId(323);
+    /// `script|kill`.
+    pub const SCRIPT_KILL: CommandId = CommandId(324);
+    /// `script|load`.
+    pub const SCRIPT_LOAD: CommandId = CommandId(325);
+    /// `script|show`.
+    pub const SCRIPT_SHOW: CommandId = CommandId(326);
+    /// `sdiff`.
+    pub const SDIFF: CommandId = CommandId(327);
+    /// `sdiffstore`.
+    pub const SDIFFSTORE: CommandId = CommandId(328);
+    /// `select`.
+    pub const SELECT: CommandId = CommandId(329);
+    /// `set`.
+    pub const SET: CommandId = CommandId(330);
+    /// `setbit`.
+    pub const SETBIT: CommandId = CommandId(331);
+    /// `setex`.
+    pub const SETEX: CommandId = CommandId(332);
+    /// `setnx`.
+    pub const SETNX: CommandId = CommandId(333);
+    /// `setrange`.
+    pub const SETRANGE: CommandId = CommandId(334);
+    /// `shutdown`.
+    pub const SHUTDOWN: CommandId = CommandId(335);
+    /// `sinter`.
+    pub const SINTER: CommandId = CommandId(336);
+    /// `sintercard`.
+    pub const SINTERCARD: CommandId = CommandId(337);
+    /// `sinterstore`.
+    pub const SINTERSTORE: CommandId = CommandId(338);
+    /// `sismember`.
+    pub const SISMEMBER: CommandId = CommandId(339);
+    /// `slaveof`.
+    pub const SLAVEOF: CommandId = CommandId(340);
+    /// `slowlog`.
+    pub const SLOWLOG: CommandId = CommandId(341);
+    /// `slowlog|get`.
+    pub const SLOWLOG_GET: CommandId = CommandId(342);
+    /// `slowlog|help`.
+    pub const SLOWLOG_HELP: CommandId = CommandId(343);
+    /// `slowlog|len`.
+    pub const SLOWLOG_LEN: CommandId = CommandId(344);
+    /// `slowlog|reset`.
+    pub const SLOWLOG_RESET: CommandId = CommandId(345);
+    /// `smembers`.
+    pub const SMEMBERS: CommandId = CommandId(346);
+    /// `smismember`.
+    pub const SMISMEMBER: CommandId = CommandId(347);
+    /// `smove`.
+    pub const SMOVE: CommandId = CommandId(348);
+    /// `sort`.
+    pub const SORT: CommandId = CommandId(349);
+    /// `sort_ro`.
+    pub const SORT_RO: CommandId = CommandId(350);
+    /// `spop`.
+    pub const SPOP: CommandId = CommandId(351);
+    /// `spublish`.
+    pub const SPUBLISH: CommandId = CommandId(352);
+    /// `srandmember`.
+    pub const SRANDMEMBER: CommandId = CommandId(353);
+    /// `srem`.
+    pub const SREM: CommandId = CommandId(354);
+    /// `sscan`.
+    pub const SSCAN: CommandId = CommandId(355);
+    /// `ssubscribe`.
+    pub const SSUBSCRIBE: CommandId = CommandId(356);
+    /// `strlen`.
+    pub const STRLEN: CommandId = CommandId(357);
+    /// `subscribe`.
+    pub const SUBSCRIBE: CommandId = CommandId(358);
+    /// `substr`.
+    pub const SUBSTR: CommandId = CommandId(359);
+    /// `sunion`.
+    pub const SUNION: CommandId = CommandId(360);
+    /// `sunionstore`.
+    pub const SUNIONSTORE: CommandId = CommandId(361);
+    /// `sunsubscribe`.
+    pub const SUNSUBSCRIBE: CommandId = CommandId(362);
+    /// `swapdb`.
+    pub const SWAPDB: CommandId = CommandId(363);
+    /// `sync`.
+    pub const SYNC: CommandId = CommandId(364);
+    /// `time`.
+    pub const TIME: CommandId = CommandId(365);
+    /// `touch`.
+    pub const TOUCH: CommandId = CommandId(366);
+    /// `ttl`.
+    pub const TTL: CommandId = CommandId(367);
+    /// `type`.
+    pub const TYPE: CommandId = CommandId(368);
+    /// `unlink`.
+    pub const UNLINK: CommandId = CommandId(369);
+    /// `unsubscribe`.
+    pub const UNSUBSCRIBE: CommandId = CommandId(370);
+    /// `unwatch`.
+    pub const UNWATCH: CommandId = CommandId(371);
+    /// `wait`.
+    pub const WAIT: CommandId = CommandId(372);
+    /// `waitaof`.
+    pub const WAITAOF: CommandId = CommandId(373);
+    /// `watch`.
+    pub const WATCH: CommandId = CommandId(374);
+    /// `xack`.
+    pub const XACK: CommandId = CommandId(375);
+    /// `xadd`.
+    pub const XADD: CommandId = CommandId(376);
+    /// `xautoclaim`.
+    pub const XAUTOCLAIM: CommandId = CommandId(377);
+    /// `xclaim`.
+    pub const XCLAIM: CommandId = CommandId(378);
+    /// `xdel`.
+    pub const XDEL: CommandId = CommandId(379);
+    /// `xgroup`.
+    pub const XGROUP: CommandId = CommandId(380);
+    /// `xgroup|create`.
+    pub const XGROUP_CREATE: CommandId = CommandId(381);
+    /// `xgroup|createconsumer`.
+    pub const XGROUP_CREATECONSUMER: CommandId = CommandId(382);
+    /// `xgroup|delconsumer`.
+    pub const XGROUP_DELCONSUMER: CommandId = CommandId(383);
+    /// `xgroup|destroy`.
+    pub const XGROUP_DESTROY: CommandId = CommandId(384);
+    /// `xgroup|help`.
+    pub const XGROUP_HELP: CommandId = CommandId(385);
+    /// `xgroup|setid`.
+    pub const XGROUP_SETID: CommandId = CommandId(386);
+    /// `xinfo`.
+    pub const XINFO: CommandId = CommandId(387);
+    /// `xinfo|consumers`.
+    pub const XINFO_CONSUMERS: CommandId = CommandId(388);
+    /// `xinfo|groups`.
+    pub const XINFO_GROUPS: CommandId = CommandId(389);
+    /// `xinfo|help`.
+    pub const XINFO_HELP: CommandId = CommandId(390);
+    /// `xinfo|stream`.
+    pub const XINFO_STREAM: CommandId = CommandId(391);
+    /// `xlen`.
+    pub const XLEN: CommandId = CommandId(392);
+    /// `xpending`.
+    pub const XPENDING: CommandId = CommandId(393);
+    /// `xrange`.
+    pub const XRANGE: CommandId = CommandId(394);
+    /// `xread`.
+    pub const XREAD: CommandId = CommandId(395);
+    /// `xreadgroup`.
+    pub const XREADGROUP: CommandId = CommandId(396);
+    /// `xrevrange`.
+    pub const XREVRANGE: CommandId = CommandId(397);
+    /// `xsetid`.
+    pub const XSETID: CommandId = CommandId(398);
+    /// `xtrim`.
+    pub const XTRIM: CommandId = CommandId(399);
+    /// `zadd`.
+    pub const ZADD: CommandId = CommandId(400);
+    /// `zcard`.
+    pub const ZCARD: CommandId = CommandId(401);
+    /// `zcount`.
+    pub const ZCOUNT: CommandId = CommandId(402);
+    /// `zdiff`.
+    pub const ZDIFF: CommandId = CommandId(403);
+    /// `zdiffstore`.
+    pub const ZDIFFSTORE: CommandId = CommandId(404);
+    /// `zincrby`.
+    pub const ZINCRBY: CommandId = CommandId(405);
+    /// `zinter`.
+    pub const ZINTER: CommandId = CommandId(406);
+    /// `zintercard`.
+    pub const ZINTERCARD: CommandId = CommandId(407);
+    /// `zinterstore`.
+    pub const ZINTERSTORE: CommandId = CommandId(408);
+    /// `zlexcount`.
+    pub const ZLEXCOUNT: CommandId = CommandId(409);
+    /// `zmpop`.
+    pub const ZMPOP: CommandId = CommandId(410);
+    /// `zmscore`.
+    pub const ZMSCORE: CommandId = CommandId(411);
+    /// `zpopmax`.
+    pub const ZPOPMAX: CommandId = CommandId(412);
+    /// `zpopmin`.
+    pub const ZPOPMIN: CommandId = CommandId(413);
+    /// `zrandmember`.
+    pub const ZRANDMEMBER: CommandId = CommandId(414);
+    /// `zrange`.
+    pub const ZRANGE: CommandId = CommandId(415);
+    /// `zrangebylex`.
+    pub const ZRANGEBYLEX: CommandId = CommandId(416);
+    /// `zrangebyscore`.
+    pub const ZRANGEBYSCORE: CommandId = CommandId(417);
+    /// `zrangestore`.
+    pub const ZRANGESTORE: CommandId = CommandId(418);
+    /// `zrank`.
+    pub const ZRANK: CommandId = CommandId(419);
+    /// `zrem`.
+    pub const ZREM: CommandId = CommandId(420);
+    /// `zremrangebylex`.
+    pub const ZREMRANGEBYLEX: CommandId = CommandId(421);
+    /// `zremrangebyrank`.
+    pub const ZREMRANGEBYRANK: CommandId = CommandId(422);
+    /// `zremrangebyscore`.
+    pub const ZREMRANGEBYSCORE: CommandId = CommandId(423);
+    /// `zrevrange`.
+    pub const ZREVRANGE: CommandId = CommandId(424);
+    /// `zrevrangebylex`.
+    pub const ZREVRANGEBYLEX: CommandId = CommandId(425);
+    /// `zrevrangebyscore`.
+    pub const ZREVRANGEBYSCORE: CommandId = CommandId(426);
+    /// `zrevrank`.
+    pub const ZREVRANK: CommandId = CommandId(427);
+    /// `zscan`.
+    pub const ZSCAN: CommandId = CommandId(428);
+    /// `zscore`.
+    pub const ZSCORE: CommandId = CommandId(429);
+    /// `zunion`.
+    pub const ZUNION: CommandId = CommandId(430);
+    /// `zunionstore`.
+    pub const ZUNIONSTORE: CommandId = CommandId(431);
+}
+
 /// Every command, sorted by name so lookups can binary-search.
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "acl",
+        id: id::ACL,
         container: None,
         arity: -2,
         flags: CommandFlags::NONE,
@@ -36,6 +914,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "acl|cat",
+                id: id::ACL_CAT,
                 container: Some("acl"),
                 arity: -2,
                 flags: CommandFlags::NOSCRIPT.union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -74,6 +953,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "acl|deluser",
+                id: id::ACL_DELUSER,
                 container: Some("acl"),
                 arity: -3,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -112,6 +992,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "acl|dryrun",
+                id: id::ACL_DRYRUN,
                 container: Some("acl"),
                 arity: -4,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -174,6 +1055,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "acl|genpass",
+                id: id::ACL_GENPASS,
                 container: Some("acl"),
                 arity: -2,
                 flags: CommandFlags::NOSCRIPT.union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -212,6 +1094,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "acl|getuser",
+                id: id::ACL_GETUSER,
                 container: Some("acl"),
                 arity: 3,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -253,6 +1136,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "acl|help",
+                id: id::ACL_HELP,
                 container: Some("acl"),
                 arity: 2,
                 flags: CommandFlags::LOADING.union(CommandFlags::STALE),
@@ -278,6 +1162,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "acl|list",
+                id: id::ACL_LIST,
                 container: Some("acl"),
                 arity: 2,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -303,6 +1188,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "acl|load",
+                id: id::ACL_LOAD,
                 container: Some("acl"),
                 arity: 2,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -328,6 +1214,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "acl|log",
+                id: id::ACL_LOG,
                 container: Some("acl"),
                 arity: -2,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -391,6 +1278,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "acl|save",
+                id: id::ACL_SAVE,
                 container: Some("acl"),
                 arity: 2,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -416,6 +1304,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "acl|setuser",
+                id: id::ACL_SETUSER,
                 container: Some("acl"),
                 arity: -3,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -469,6 +1358,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "acl|users",
+                id: id::ACL_USERS,
                 container: Some("acl"),
                 arity: 2,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -494,6 +1384,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "acl|whoami",
+                id: id::ACL_WHOAMI,
                 container: Some("acl"),
                 arity: 2,
                 flags: CommandFlags::NOSCRIPT.union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -523,6 +1414,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "append",
+        id: id::APPEND,
         container: None,
         arity: 3,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::FAST),
@@ -584,6 +1476,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "asking",
+        id: id::ASKING,
         container: None,
         arity: 1,
         flags: CommandFlags::FAST,
@@ -609,6 +1502,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "auth",
+        id: id::AUTH,
         container: None,
         arity: -2,
         flags: CommandFlags::NOSCRIPT.union(CommandFlags::LOADING).union(CommandFlags::STALE).union(CommandFlags::FAST).union(CommandFlags::NO_AUTH).union(CommandFlags::ALLOW_BUSY),
@@ -659,6 +1553,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bf.add",
+        id: id::BF_ADD,
         container: None,
         arity: 3,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::MODULE).union(CommandFlags::FAST),
@@ -720,6 +1615,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bf.card",
+        id: id::BF_CARD,
         container: None,
         arity: 2,
         flags: CommandFlags::READONLY.union(CommandFlags::MODULE).union(CommandFlags::FAST),
@@ -769,6 +1665,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bf.exists",
+        id: id::BF_EXISTS,
         container: None,
         arity: 3,
         flags: CommandFlags::READONLY.union(CommandFlags::MODULE).union(CommandFlags::FAST),
@@ -830,6 +1727,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bf.info",
+        id: id::BF_INFO,
         container: None,
         arity: -2,
         flags: CommandFlags::READONLY.union(CommandFlags::MODULE).union(CommandFlags::FAST),
@@ -976,6 +1874,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bf.insert",
+        id: id::BF_INSERT,
         container: None,
         arity: -2,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::MODULE).union(CommandFlags::FAST),
@@ -1050,6 +1949,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bf.load",
+        id: id::BF_LOAD,
         container: None,
         arity: 3,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::MODULE),
@@ -1111,6 +2011,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bf.madd",
+        id: id::BF_MADD,
         container: None,
         arity: -3,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::MODULE).union(CommandFlags::FAST),
@@ -1172,6 +2073,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bf.mexists",
+        id: id::BF_MEXISTS,
         container: None,
         arity: -3,
         flags: CommandFlags::READONLY.union(CommandFlags::MODULE).union(CommandFlags::FAST),
@@ -1233,6 +2135,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bf.reserve",
+        id: id::BF_RESERVE,
         container: None,
         arity: -4,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::MODULE).union(CommandFlags::FAST),
@@ -1330,6 +2233,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bgrewriteaof",
+        id: id::BGREWRITEAOF,
         container: None,
         arity: 1,
         flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::NO_ASYNC_LOADING),
@@ -1355,6 +2259,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bgsave",
+        id: id::BGSAVE,
         container: None,
         arity: -1,
         flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::NO_ASYNC_LOADING),
@@ -1393,6 +2298,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bitcount",
+        id: id::BITCOUNT,
         container: None,
         arity: -2,
         flags: CommandFlags::READONLY,
@@ -1516,6 +2422,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bitfield",
+        id: id::BITFIELD,
         container: None,
         arity: -2,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM),
@@ -1788,6 +2695,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bitfield_ro",
+        id: id::BITFIELD_RO,
         container: None,
         arity: -2,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -1874,6 +2782,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bitop",
+        id: id::BITOP,
         container: None,
         arity: -4,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM),
@@ -1957,6 +2866,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bitpos",
+        id: id::BITPOS,
         container: None,
         arity: -3,
         flags: CommandFlags::READONLY,
@@ -2105,6 +3015,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "blmove",
+        id: id::BLMOVE,
         container: None,
         arity: 6,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::NOSCRIPT).union(CommandFlags::BLOCKING),
@@ -2262,6 +3173,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "blmpop",
+        id: id::BLMPOP,
         container: None,
         arity: -5,
         flags: CommandFlags::WRITE.union(CommandFlags::BLOCKING).union(CommandFlags::MOVABLEKEYS),
@@ -2384,6 +3296,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "blpop",
+        id: id::BLPOP,
         container: None,
         arity: -3,
         flags: CommandFlags::WRITE.union(CommandFlags::NOSCRIPT).union(CommandFlags::BLOCKING),
@@ -2447,6 +3360,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "brpop",
+        id: id::BRPOP,
         container: None,
         arity: -3,
         flags: CommandFlags::WRITE.union(CommandFlags::NOSCRIPT).union(CommandFlags::BLOCKING),
@@ -2510,6 +3424,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "brpoplpush",
+        id: id::BRPOPLPUSH,
         container: None,
         arity: 4,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::NOSCRIPT).union(CommandFlags::BLOCKING),
@@ -2595,6 +3510,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bzmpop",
+        id: id::BZMPOP,
         container: None,
         arity: -5,
         flags: CommandFlags::WRITE.union(CommandFlags::BLOCKING).union(CommandFlags::MOVABLEKEYS),
@@ -2717,6 +3633,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bzpopmax",
+        id: id::BZPOPMAX,
         container: None,
         arity: -3,
         flags: CommandFlags::WRITE.union(CommandFlags::NOSCRIPT).union(CommandFlags::BLOCKING).union(CommandFlags::FAST),
@@ -2780,6 +3697,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "bzpopmin",
+        id: id::BZPOPMIN,
         container: None,
         arity: -3,
         flags: CommandFlags::WRITE.union(CommandFlags::NOSCRIPT).union(CommandFlags::BLOCKING).union(CommandFlags::FAST),
@@ -2843,6 +3761,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "client",
+        id: id::CLIENT,
         container: None,
         arity: -2,
         flags: CommandFlags::NONE,
@@ -2865,6 +3784,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "client|caching",
+                id: id::CLIENT_CACHING,
                 container: Some("client"),
                 arity: 3,
                 flags: CommandFlags::NOSCRIPT.union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -2928,6 +3848,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|capa",
+                id: id::CLIENT_CAPA,
                 container: Some("client"),
                 arity: -3,
                 flags: CommandFlags::NOSCRIPT.union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -2966,6 +3887,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|getname",
+                id: id::CLIENT_GETNAME,
                 container: Some("client"),
                 arity: 2,
                 flags: CommandFlags::NOSCRIPT.union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -2991,6 +3913,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|getredir",
+                id: id::CLIENT_GETREDIR,
                 container: Some("client"),
                 arity: 2,
                 flags: CommandFlags::NOSCRIPT.union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -3016,6 +3939,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|help",
+                id: id::CLIENT_HELP,
                 container: Some("client"),
                 arity: 2,
                 flags: CommandFlags::LOADING.union(CommandFlags::STALE),
@@ -3041,6 +3965,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|id",
+                id: id::CLIENT_ID,
                 container: Some("client"),
                 arity: 2,
                 flags: CommandFlags::NOSCRIPT.union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -3066,6 +3991,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|import-source",
+                id: id::CLIENT_IMPORT_SOURCE,
                 container: Some("client"),
                 arity: 3,
                 flags: CommandFlags::NOSCRIPT.union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -3129,6 +4055,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|info",
+                id: id::CLIENT_INFO,
                 container: Some("client"),
                 arity: 2,
                 flags: CommandFlags::NOSCRIPT.union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -3154,6 +4081,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|kill",
+                id: id::CLIENT_KILL,
                 container: Some("client"),
                 arity: -3,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -3357,6 +4285,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|list",
+                id: id::CLIENT_LIST,
                 container: Some("client"),
                 arity: -2,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -3476,6 +4405,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|no-evict",
+                id: id::CLIENT_NO_EVICT,
                 container: Some("client"),
                 arity: 3,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -3539,6 +4469,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|no-touch",
+                id: id::CLIENT_NO_TOUCH,
                 container: Some("client"),
                 arity: 3,
                 flags: CommandFlags::NOSCRIPT.union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -3602,6 +4533,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|pause",
+                id: id::CLIENT_PAUSE,
                 container: Some("client"),
                 arity: -3,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -3679,6 +4611,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|reply",
+                id: id::CLIENT_REPLY,
                 container: Some("client"),
                 arity: 3,
                 flags: CommandFlags::NOSCRIPT.union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -3754,6 +4687,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|setinfo",
+                id: id::CLIENT_SETINFO,
                 container: Some("client"),
                 arity: 4,
                 flags: CommandFlags::NOSCRIPT.union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -3820,6 +4754,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|setname",
+                id: id::CLIENT_SETNAME,
                 container: Some("client"),
                 arity: 3,
                 flags: CommandFlags::NOSCRIPT.union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -3858,6 +4793,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|tracking",
+                id: id::CLIENT_TRACKING,
                 container: Some("client"),
                 arity: -3,
                 flags: CommandFlags::NOSCRIPT.union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -3993,6 +4929,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|trackinginfo",
+                id: id::CLIENT_TRACKINGINFO,
                 container: Some("client"),
                 arity: 2,
                 flags: CommandFlags::NOSCRIPT.union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -4018,6 +4955,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|unblock",
+                id: id::CLIENT_UNBLOCK,
                 container: Some("client"),
                 arity: -3,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -4093,6 +5031,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "client|unpause",
+                id: id::CLIENT_UNPAUSE,
                 container: Some("client"),
                 arity: 2,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -4122,6 +5061,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "cluster",
+        id: id::CLUSTER,
         container: None,
         arity: -2,
         flags: CommandFlags::NONE,
@@ -4144,6 +5084,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "cluster|addslots",
+                id: id::CLUSTER_ADDSLOTS,
                 container: Some("cluster"),
                 arity: -3,
                 flags: CommandFlags::ADMIN.union(CommandFlags::STALE).union(CommandFlags::NO_ASYNC_LOADING),
@@ -4182,6 +5123,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|addslotsrange",
+                id: id::CLUSTER_ADDSLOTSRANGE,
                 container: Some("cluster"),
                 arity: -4,
                 flags: CommandFlags::ADMIN.union(CommandFlags::STALE).union(CommandFlags::NO_ASYNC_LOADING),
@@ -4245,6 +5187,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|bumpepoch",
+                id: id::CLUSTER_BUMPEPOCH,
                 container: Some("cluster"),
                 arity: 2,
                 flags: CommandFlags::ADMIN.union(CommandFlags::STALE).union(CommandFlags::NO_ASYNC_LOADING),
@@ -4270,6 +5213,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|cancelslotmigrations",
+                id: id::CLUSTER_CANCELSLOTMIGRATIONS,
                 container: Some("cluster"),
                 arity: 2,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::STALE),
@@ -4295,6 +5239,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|count-failure-reports",
+                id: id::CLUSTER_COUNT_FAILURE_REPORTS,
                 container: Some("cluster"),
                 arity: 3,
                 flags: CommandFlags::ADMIN.union(CommandFlags::STALE),
@@ -4333,6 +5278,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|countkeysinslot",
+                id: id::CLUSTER_COUNTKEYSINSLOT,
                 container: Some("cluster"),
                 arity: 3,
                 flags: CommandFlags::STALE,
@@ -4371,6 +5317,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|delslots",
+                id: id::CLUSTER_DELSLOTS,
                 container: Some("cluster"),
                 arity: -3,
                 flags: CommandFlags::ADMIN.union(CommandFlags::STALE).union(CommandFlags::NO_ASYNC_LOADING),
@@ -4409,6 +5356,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|delslotsrange",
+                id: id::CLUSTER_DELSLOTSRANGE,
                 container: Some("cluster"),
                 arity: -4,
                 flags: CommandFlags::ADMIN.union(CommandFlags::STALE).union(CommandFlags::NO_ASYNC_LOADING),
@@ -4472,6 +5420,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|failover",
+                id: id::CLUSTER_FAILOVER,
                 container: Some("cluster"),
                 arity: -2,
                 flags: CommandFlags::ADMIN.union(CommandFlags::STALE).union(CommandFlags::NO_ASYNC_LOADING),
@@ -4535,6 +5484,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|flushslots",
+                id: id::CLUSTER_FLUSHSLOTS,
                 container: Some("cluster"),
                 arity: 2,
                 flags: CommandFlags::ADMIN.union(CommandFlags::STALE).union(CommandFlags::NO_ASYNC_LOADING),
@@ -4560,6 +5510,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|forget",
+                id: id::CLUSTER_FORGET,
                 container: Some("cluster"),
                 arity: 3,
                 flags: CommandFlags::ADMIN.union(CommandFlags::STALE).union(CommandFlags::NO_ASYNC_LOADING),
@@ -4598,6 +5549,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|getkeysinslot",
+                id: id::CLUSTER_GETKEYSINSLOT,
                 container: Some("cluster"),
                 arity: 4,
                 flags: CommandFlags::STALE,
@@ -4648,6 +5600,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|getslotmigrations",
+                id: id::CLUSTER_GETSLOTMIGRATIONS,
                 container: Some("cluster"),
                 arity: 2,
                 flags: CommandFlags::LOADING.union(CommandFlags::STALE),
@@ -4673,6 +5626,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|help",
+                id: id::CLUSTER_HELP,
                 container: Some("cluster"),
                 arity: 2,
                 flags: CommandFlags::LOADING.union(CommandFlags::STALE),
@@ -4698,6 +5652,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|info",
+                id: id::CLUSTER_INFO,
                 container: Some("cluster"),
                 arity: 2,
                 flags: CommandFlags::STALE,
@@ -4723,6 +5678,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|keyslot",
+                id: id::CLUSTER_KEYSLOT,
                 container: Some("cluster"),
                 arity: 3,
                 flags: CommandFlags::STALE,
@@ -4761,6 +5717,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|links",
+                id: id::CLUSTER_LINKS,
                 container: Some("cluster"),
                 arity: 2,
                 flags: CommandFlags::STALE,
@@ -4786,6 +5743,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|meet",
+                id: id::CLUSTER_MEET,
                 container: Some("cluster"),
                 arity: -4,
                 flags: CommandFlags::ADMIN.union(CommandFlags::STALE).union(CommandFlags::NO_ASYNC_LOADING),
@@ -4850,6 +5808,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|migrateslots",
+                id: id::CLUSTER_MIGRATESLOTS,
                 container: Some("cluster"),
                 arity: -6,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::STALE),
@@ -4938,6 +5897,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|myid",
+                id: id::CLUSTER_MYID,
                 container: Some("cluster"),
                 arity: 2,
                 flags: CommandFlags::STALE,
@@ -4963,6 +5923,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|myshardid",
+                id: id::CLUSTER_MYSHARDID,
                 container: Some("cluster"),
                 arity: 2,
                 flags: CommandFlags::LOADING.union(CommandFlags::STALE),
@@ -4988,6 +5949,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|nodes",
+                id: id::CLUSTER_NODES,
                 container: Some("cluster"),
                 arity: 2,
                 flags: CommandFlags::STALE,
@@ -5013,6 +5975,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|replicas",
+                id: id::CLUSTER_REPLICAS,
                 container: Some("cluster"),
                 arity: 3,
                 flags: CommandFlags::ADMIN.union(CommandFlags::STALE),
@@ -5051,6 +6014,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|replicate",
+                id: id::CLUSTER_REPLICATE,
                 container: Some("cluster"),
                 arity: 3,
                 flags: CommandFlags::ADMIN.union(CommandFlags::STALE).union(CommandFlags::NO_ASYNC_LOADING),
@@ -5089,6 +6053,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|reset",
+                id: id::CLUSTER_RESET,
                 container: Some("cluster"),
                 arity: -2,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::STALE),
@@ -5152,6 +6117,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|saveconfig",
+                id: id::CLUSTER_SAVECONFIG,
                 container: Some("cluster"),
                 arity: 2,
                 flags: CommandFlags::ADMIN.union(CommandFlags::STALE).union(CommandFlags::NO_ASYNC_LOADING),
@@ -5177,6 +6143,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|set-config-epoch",
+                id: id::CLUSTER_SET_CONFIG_EPOCH,
                 container: Some("cluster"),
                 arity: 3,
                 flags: CommandFlags::ADMIN.union(CommandFlags::STALE).union(CommandFlags::NO_ASYNC_LOADING),
@@ -5215,6 +6182,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|setslot",
+                id: id::CLUSTER_SETSLOT,
                 container: Some("cluster"),
                 arity: -4,
                 flags: CommandFlags::ADMIN.union(CommandFlags::STALE).union(CommandFlags::NO_ASYNC_LOADING),
@@ -5314,6 +6282,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|shards",
+                id: id::CLUSTER_SHARDS,
                 container: Some("cluster"),
                 arity: 2,
                 flags: CommandFlags::STALE,
@@ -5339,6 +6308,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|slaves",
+                id: id::CLUSTER_SLAVES,
                 container: Some("cluster"),
                 arity: 3,
                 flags: CommandFlags::ADMIN.union(CommandFlags::STALE),
@@ -5377,6 +6347,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|slot-stats",
+                id: id::CLUSTER_SLOT_STATS,
                 container: Some("cluster"),
                 arity: -4,
                 flags: CommandFlags::LOADING.union(CommandFlags::STALE),
@@ -5527,6 +6498,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|slots",
+                id: id::CLUSTER_SLOTS,
                 container: Some("cluster"),
                 arity: 2,
                 flags: CommandFlags::STALE,
@@ -5555,6 +6527,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "cluster|syncslots",
+                id: id::CLUSTER_SYNCSLOTS,
                 container: Some("cluster"),
                 arity: -3,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::STALE),
@@ -5597,6 +6570,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "command",
+        id: id::COMMAND,
         container: None,
         arity: -1,
         flags: CommandFlags::LOADING.union(CommandFlags::STALE),
@@ -5619,6 +6593,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "command|count",
+                id: id::COMMAND_COUNT,
                 container: Some("command"),
                 arity: 2,
                 flags: CommandFlags::LOADING.union(CommandFlags::STALE),
@@ -5644,6 +6619,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "command|docs",
+                id: id::COMMAND_DOCS,
                 container: Some("command"),
                 arity: -2,
                 flags: CommandFlags::LOADING.union(CommandFlags::STALE),
@@ -5682,6 +6658,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "command|getkeys",
+                id: id::COMMAND_GETKEYS,
                 container: Some("command"),
                 arity: -4,
                 flags: CommandFlags::LOADING.union(CommandFlags::STALE),
@@ -5707,6 +6684,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "command|getkeysandflags",
+                id: id::COMMAND_GETKEYSANDFLAGS,
                 container: Some("command"),
                 arity: -4,
                 flags: CommandFlags::LOADING.union(CommandFlags::STALE),
@@ -5732,6 +6710,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "command|help",
+                id: id::COMMAND_HELP,
                 container: Some("command"),
                 arity: 2,
                 flags: CommandFlags::LOADING.union(CommandFlags::STALE),
@@ -5757,6 +6736,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "command|info",
+                id: id::COMMAND_INFO,
                 container: Some("command"),
                 arity: -2,
                 flags: CommandFlags::LOADING.union(CommandFlags::STALE),
@@ -5797,6 +6777,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "command|list",
+                id: id::COMMAND_LIST,
                 container: Some("command"),
                 arity: -2,
                 flags: CommandFlags::LOADING.union(CommandFlags::STALE),
@@ -5876,6 +6857,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "commandlog",
+        id: id::COMMANDLOG,
         container: None,
         arity: -2,
         flags: CommandFlags::NONE,
@@ -5898,6 +6880,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "commandlog|get",
+                id: id::COMMANDLOG_GET,
                 container: Some("commandlog"),
                 arity: 4,
                 flags: CommandFlags::ADMIN.union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -5985,6 +6968,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "commandlog|help",
+                id: id::COMMANDLOG_HELP,
                 container: Some("commandlog"),
                 arity: 2,
                 flags: CommandFlags::LOADING.union(CommandFlags::STALE),
@@ -6010,6 +6994,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "commandlog|len",
+                id: id::COMMANDLOG_LEN,
                 container: Some("commandlog"),
                 arity: 3,
                 flags: CommandFlags::ADMIN.union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -6089,6 +7074,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "commandlog|reset",
+                id: id::COMMANDLOG_RESET,
                 container: Some("commandlog"),
                 arity: 3,
                 flags: CommandFlags::ADMIN.union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -6171,6 +7157,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "config",
+        id: id::CONFIG,
         container: None,
         arity: -2,
         flags: CommandFlags::NONE,
@@ -6193,6 +7180,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "config|get",
+                id: id::CONFIG_GET,
                 container: Some("config"),
                 arity: -3,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -6246,6 +7234,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "config|help",
+                id: id::CONFIG_HELP,
                 container: Some("config"),
                 arity: 2,
                 flags: CommandFlags::LOADING.union(CommandFlags::STALE),
@@ -6271,6 +7260,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "config|resetstat",
+                id: id::CONFIG_RESETSTAT,
                 container: Some("config"),
                 arity: 2,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -6296,6 +7286,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "config|rewrite",
+                id: id::CONFIG_REWRITE,
                 container: Some("config"),
                 arity: 2,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -6321,6 +7312,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "config|set",
+                id: id::CONFIG_SET,
                 container: Some("config"),
                 arity: -4,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -6393,6 +7385,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "copy",
+        id: id::COPY,
         container: None,
         arity: -3,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM),
@@ -6488,6 +7481,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "dbsize",
+        id: id::DBSIZE,
         container: None,
         arity: 1,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -6513,6 +7507,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "debug",
+        id: id::DEBUG,
         container: None,
         arity: -2,
         flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -6538,6 +7533,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "decr",
+        id: id::DECR,
         container: None,
         arity: 2,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::FAST),
@@ -6587,6 +7583,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "decrby",
+        id: id::DECRBY,
         container: None,
         arity: 3,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::FAST),
@@ -6648,6 +7645,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "del",
+        id: id::DEL,
         container: None,
         arity: -2,
         flags: CommandFlags::WRITE,
@@ -6697,6 +7695,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "delifeq",
+        id: id::DELIFEQ,
         container: None,
         arity: 3,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -6758,6 +7757,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "discard",
+        id: id::DISCARD,
         container: None,
         arity: 1,
         flags: CommandFlags::NOSCRIPT.union(CommandFlags::LOADING).union(CommandFlags::STALE).union(CommandFlags::FAST).union(CommandFlags::ALLOW_BUSY),
@@ -6783,6 +7783,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "dump",
+        id: id::DUMP,
         container: None,
         arity: 2,
         flags: CommandFlags::READONLY,
@@ -6832,6 +7833,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "echo",
+        id: id::ECHO,
         container: None,
         arity: 2,
         flags: CommandFlags::LOADING.union(CommandFlags::STALE).union(CommandFlags::FAST),
@@ -6870,6 +7872,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "eval",
+        id: id::EVAL,
         container: None,
         arity: -3,
         flags: CommandFlags::NOSCRIPT.union(CommandFlags::STALE).union(CommandFlags::SKIP_MONITOR).union(CommandFlags::NO_MANDATORY_KEYS).union(CommandFlags::MOVABLEKEYS),
@@ -6955,6 +7958,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "eval_ro",
+        id: id::EVAL_RO,
         container: None,
         arity: -3,
         flags: CommandFlags::READONLY.union(CommandFlags::NOSCRIPT).union(CommandFlags::STALE).union(CommandFlags::SKIP_MONITOR).union(CommandFlags::NO_MANDATORY_KEYS).union(CommandFlags::MOVABLEKEYS),
@@ -7040,6 +8044,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "evalsha",
+        id: id::EVALSHA,
         container: None,
         arity: -3,
         flags: CommandFlags::NOSCRIPT.union(CommandFlags::STALE).union(CommandFlags::SKIP_MONITOR).union(CommandFlags::NO_MANDATORY_KEYS).union(CommandFlags::MOVABLEKEYS),
@@ -7125,6 +8130,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "evalsha_ro",
+        id: id::EVALSHA_RO,
         container: None,
         arity: -3,
         flags: CommandFlags::READONLY.union(CommandFlags::NOSCRIPT).union(CommandFlags::STALE).union(CommandFlags::SKIP_MONITOR).union(CommandFlags::NO_MANDATORY_KEYS).union(CommandFlags::MOVABLEKEYS),
@@ -7210,6 +8216,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "exec",
+        id: id::EXEC,
         container: None,
         arity: 1,
         flags: CommandFlags::NOSCRIPT.union(CommandFlags::LOADING).union(CommandFlags::STALE).union(CommandFlags::SKIP_SLOWLOG),
@@ -7235,6 +8242,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "exists",
+        id: id::EXISTS,
         container: None,
         arity: -2,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -7284,6 +8292,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "expire",
+        id: id::EXPIRE,
         container: None,
         arity: -3,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -7406,6 +8415,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "expireat",
+        id: id::EXPIREAT,
         container: None,
         arity: -3,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -7528,6 +8538,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "expiretime",
+        id: id::EXPIRETIME,
         container: None,
         arity: 2,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -7577,6 +8588,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "failover",
+        id: id::FAILOVER,
         container: None,
         arity: -1,
         flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::STALE),
@@ -7676,6 +8688,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "fcall",
+        id: id::FCALL,
         container: None,
         arity: -3,
         flags: CommandFlags::NOSCRIPT.union(CommandFlags::STALE).union(CommandFlags::SKIP_MONITOR).union(CommandFlags::NO_MANDATORY_KEYS).union(CommandFlags::MOVABLEKEYS),
@@ -7761,6 +8774,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "fcall_ro",
+        id: id::FCALL_RO,
         container: None,
         arity: -3,
         flags: CommandFlags::READONLY.union(CommandFlags::NOSCRIPT).union(CommandFlags::STALE).union(CommandFlags::SKIP_MONITOR).union(CommandFlags::NO_MANDATORY_KEYS).union(CommandFlags::MOVABLEKEYS),
@@ -7846,6 +8860,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "flushall",
+        id: id::FLUSHALL,
         container: None,
         arity: -1,
         flags: CommandFlags::WRITE,
@@ -7915,6 +8930,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "flushdb",
+        id: id::FLUSHDB,
         container: None,
         arity: -1,
         flags: CommandFlags::WRITE,
@@ -7984,6 +9000,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "ft._list",
+        id: id::FT__LIST,
         container: None,
         arity: 1,
         flags: CommandFlags::READONLY.union(CommandFlags::MODULE),
@@ -8009,6 +9026,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "ft.create",
+        id: id::FT_CREATE,
         container: None,
         arity: -2,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::MODULE),
@@ -8059,6 +9077,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "ft.dropindex",
+        id: id::FT_DROPINDEX,
         container: None,
         arity: 2,
         flags: CommandFlags::WRITE.union(CommandFlags::MODULE),
@@ -8097,6 +9116,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "ft.info",
+        id: id::FT_INFO,
         container: None,
         arity: -2,
         flags: CommandFlags::READONLY.union(CommandFlags::MODULE),
@@ -8135,6 +9155,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "ft.search",
+        id: id::FT_SEARCH,
         container: None,
         arity: -3,
         flags: CommandFlags::READONLY.union(CommandFlags::MODULE),
@@ -8197,6 +9218,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "function",
+        id: id::FUNCTION,
         container: None,
         arity: -2,
         flags: CommandFlags::NONE,
@@ -8219,6 +9241,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "function|delete",
+                id: id::FUNCTION_DELETE,
                 container: Some("function"),
                 arity: 3,
                 flags: CommandFlags::WRITE.union(CommandFlags::NOSCRIPT),
@@ -8260,6 +9283,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "function|dump",
+                id: id::FUNCTION_DUMP,
                 container: Some("function"),
                 arity: 2,
                 flags: CommandFlags::NOSCRIPT,
@@ -8285,6 +9309,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "function|flush",
+                id: id::FUNCTION_FLUSH,
                 container: Some("function"),
                 arity: -2,
                 flags: CommandFlags::WRITE.union(CommandFlags::NOSCRIPT),
@@ -8351,6 +9376,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "function|help",
+                id: id::FUNCTION_HELP,
                 container: Some("function"),
                 arity: 2,
                 flags: CommandFlags::LOADING.union(CommandFlags::STALE),
@@ -8376,6 +9402,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "function|kill",
+                id: id::FUNCTION_KILL,
                 container: Some("function"),
                 arity: 2,
                 flags: CommandFlags::NOSCRIPT.union(CommandFlags::ALLOW_BUSY),
@@ -8404,6 +9431,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "function|list",
+                id: id::FUNCTION_LIST,
                 container: Some("function"),
                 arity: -2,
                 flags: CommandFlags::NOSCRIPT,
@@ -8454,6 +9482,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "function|load",
+                id: id::FUNCTION_LOAD,
                 container: Some("function"),
                 arity: -3,
                 flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::NOSCRIPT),
@@ -8507,6 +9536,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "function|restore",
+                id: id::FUNCTION_RESTORE,
                 container: Some("function"),
                 arity: -3,
                 flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::NOSCRIPT),
@@ -8597,6 +9627,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "function|stats",
+                id: id::FUNCTION_STATS,
                 container: Some("function"),
                 arity: 2,
                 flags: CommandFlags::NOSCRIPT.union(CommandFlags::ALLOW_BUSY),
@@ -8630,6 +9661,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "geoadd",
+        id: id::GEOADD,
         container: None,
         arity: -5,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM),
@@ -8777,6 +9809,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "geodist",
+        id: id::GEODIST,
         container: None,
         arity: -4,
         flags: CommandFlags::READONLY,
@@ -8911,6 +9944,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "geohash",
+        id: id::GEOHASH,
         container: None,
         arity: -2,
         flags: CommandFlags::READONLY,
@@ -8972,6 +10006,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "geopos",
+        id: id::GEOPOS,
         container: None,
         arity: -2,
         flags: CommandFlags::READONLY,
@@ -9033,6 +10068,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "georadius",
+        id: id::GEORADIUS,
         container: None,
         arity: -6,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::MOVABLEKEYS),
@@ -9342,6 +10378,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "georadius_ro",
+        id: id::GEORADIUS_RO,
         container: None,
         arity: -6,
         flags: CommandFlags::READONLY,
@@ -9598,6 +10635,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "georadiusbymember",
+        id: id::GEORADIUSBYMEMBER,
         container: None,
         arity: -5,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::MOVABLEKEYS),
@@ -9892,6 +10930,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "georadiusbymember_ro",
+        id: id::GEORADIUSBYMEMBER_RO,
         container: None,
         arity: -5,
         flags: CommandFlags::READONLY,
@@ -10136,6 +11175,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "geosearch",
+        id: id::GEOSEARCH,
         container: None,
         arity: -7,
         flags: CommandFlags::READONLY,
@@ -10554,6 +11594,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "geosearchstore",
+        id: id::GEOSEARCHSTORE,
         container: None,
         arity: -8,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM),
@@ -10970,6 +12011,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "get",
+        id: id::GET,
         container: None,
         arity: 2,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -11019,6 +12061,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "getbit",
+        id: id::GETBIT,
         container: None,
         arity: 3,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -11080,6 +12123,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "getdel",
+        id: id::GETDEL,
         container: None,
         arity: 2,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -11129,6 +12173,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "getex",
+        id: id::GETEX,
         container: None,
         arity: -2,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -11251,6 +12296,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "getrange",
+        id: id::GETRANGE,
         container: None,
         arity: 4,
         flags: CommandFlags::READONLY,
@@ -11324,6 +12370,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "getset",
+        id: id::GETSET,
         container: None,
         arity: 3,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::FAST),
@@ -11385,6 +12432,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hdel",
+        id: id::HDEL,
         container: None,
         arity: -3,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -11446,6 +12494,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hello",
+        id: id::HELLO,
         container: None,
         arity: -1,
         flags: CommandFlags::NOSCRIPT.union(CommandFlags::LOADING).union(CommandFlags::STALE).union(CommandFlags::FAST).union(CommandFlags::NO_AUTH).union(CommandFlags::ALLOW_BUSY),
@@ -11548,6 +12597,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hexists",
+        id: id::HEXISTS,
         container: None,
         arity: 3,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -11609,6 +12659,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hexpire",
+        id: id::HEXPIRE,
         container: None,
         arity: -6,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -11768,6 +12819,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hexpireat",
+        id: id::HEXPIREAT,
         container: None,
         arity: -6,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -11927,6 +12979,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hexpiretime",
+        id: id::HEXPIRETIME,
         container: None,
         arity: -5,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -12013,6 +13066,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hget",
+        id: id::HGET,
         container: None,
         arity: 3,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -12074,6 +13128,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hgetall",
+        id: id::HGETALL,
         container: None,
         arity: 2,
         flags: CommandFlags::READONLY,
@@ -12123,6 +13178,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hgetex",
+        id: id::HGETEX,
         container: None,
         arity: -5,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -12282,6 +13338,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hincrby",
+        id: id::HINCRBY,
         container: None,
         arity: 4,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::FAST),
@@ -12355,6 +13412,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hincrbyfloat",
+        id: id::HINCRBYFLOAT,
         container: None,
         arity: 4,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::FAST),
@@ -12428,6 +13486,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hkeys",
+        id: id::HKEYS,
         container: None,
         arity: 2,
         flags: CommandFlags::READONLY,
@@ -12477,6 +13536,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hlen",
+        id: id::HLEN,
         container: None,
         arity: 2,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -12526,6 +13586,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hmget",
+        id: id::HMGET,
         container: None,
         arity: -3,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -12587,6 +13648,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hmset",
+        id: id::HMSET,
         container: None,
         arity: -4,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::FAST),
@@ -12673,6 +13735,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hpersist",
+        id: id::HPERSIST,
         container: None,
         arity: -5,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -12759,6 +13822,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hpexpire",
+        id: id::HPEXPIRE,
         container: None,
         arity: -6,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -12918,6 +13982,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hpexpireat",
+        id: id::HPEXPIREAT,
         container: None,
         arity: -6,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -13077,6 +14142,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hpexpiretime",
+        id: id::HPEXPIRETIME,
         container: None,
         arity: -5,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -13163,6 +14229,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hpttl",
+        id: id::HPTTL,
         container: None,
         arity: -5,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -13249,6 +14316,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hrandfield",
+        id: id::HRANDFIELD,
         container: None,
         arity: -2,
         flags: CommandFlags::READONLY,
@@ -13335,6 +14403,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hscan",
+        id: id::HSCAN,
         container: None,
         arity: -3,
         flags: CommandFlags::READONLY,
@@ -13420,6 +14489,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hset",
+        id: id::HSET,
         container: None,
         arity: -4,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::FAST),
@@ -13508,6 +14578,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hsetex",
+        id: id::HSETEX,
         container: None,
         arity: -6,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::FAST),
@@ -13766,6 +14837,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hsetnx",
+        id: id::HSETNX,
         container: None,
         arity: 4,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::FAST),
@@ -13839,6 +14911,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hstrlen",
+        id: id::HSTRLEN,
         container: None,
         arity: 3,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -13900,6 +14973,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "httl",
+        id: id::HTTL,
         container: None,
         arity: -5,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -13986,6 +15060,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "hvals",
+        id: id::HVALS,
         container: None,
         arity: 2,
         flags: CommandFlags::READONLY,
@@ -14035,6 +15110,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "incr",
+        id: id::INCR,
         container: None,
         arity: 2,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::FAST),
@@ -14084,6 +15160,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "incrby",
+        id: id::INCRBY,
         container: None,
         arity: 3,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::FAST),
@@ -14145,6 +15222,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "incrbyfloat",
+        id: id::INCRBYFLOAT,
         container: None,
         arity: 3,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::FAST),
@@ -14206,6 +15284,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "info",
+        id: id::INFO,
         container: None,
         arity: -1,
         flags: CommandFlags::LOADING.union(CommandFlags::STALE),
@@ -14250,6 +15329,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "json.arrappend",
+        id: id::JSON_ARRAPPEND,
         container: None,
         arity: -4,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::MODULE),
@@ -14323,6 +15403,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "json.arrindex",
+        id: id::JSON_ARRINDEX,
         container: None,
         arity: -4,
         flags: CommandFlags::READONLY.union(CommandFlags::MODULE),
@@ -14433,6 +15514,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "json.arrinsert",
+        id: id::JSON_ARRINSERT,
         container: None,
         arity: -5,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::MODULE),
@@ -14518,6 +15600,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "json.arrlen",
+        id: id::JSON_ARRLEN,
         container: None,
         arity: -2,
         flags: CommandFlags::READONLY.union(CommandFlags::MODULE),
@@ -14579,6 +15662,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "json.arrpop",
+        id: id::JSON_ARRPOP,
         container: None,
         arity: -2,
         flags: CommandFlags::WRITE.union(CommandFlags::MODULE),
@@ -14665,6 +15749,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "json.arrtrim",
+        id: id::JSON_ARRTRIM,
         container: None,
         arity: 5,
         flags: CommandFlags::WRITE.union(CommandFlags::MODULE),
@@ -14750,6 +15835,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "json.clear",
+        id: id::JSON_CLEAR,
         container: None,
         arity: -2,
         flags: CommandFlags::WRITE.union(CommandFlags::MODULE),
@@ -14811,6 +15897,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "json.debug",
+        id: id::JSON_DEBUG,
         container: None,
         arity: -2,
         flags: CommandFlags::READONLY.union(CommandFlags::MODULE),
@@ -14884,6 +15971,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "json.del",
+        id: id::JSON_DEL,
         container: None,
         arity: -2,
         flags: CommandFlags::WRITE.union(CommandFlags::MODULE),
@@ -14945,6 +16033,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "json.forget",
+        id: id::JSON_FORGET,
         container: None,
         arity: -2,
         flags: CommandFlags::WRITE.union(CommandFlags::MODULE),
@@ -15006,6 +16095,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "json.get",
+        id: id::JSON_GET,
         container: None,
         arity: -2,
         flags: CommandFlags::READONLY.union(CommandFlags::MODULE),
@@ -15067,6 +16157,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "json.mget",
+        id: id::JSON_MGET,
         container: None,
         arity: -3,
         flags: CommandFlags::READONLY.union(CommandFlags::MODULE),
@@ -15128,6 +16219,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "json.mset",
+        id: id::JSON_MSET,
         container: None,
         arity: -4,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::MODULE),
@@ -15214,6 +16306,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "json.numincrby",
+        id: id::JSON_NUMINCRBY,
         container: None,
         arity: 4,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::MODULE),
@@ -15287,6 +16380,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "json.nummultby",
+        id: id::JSON_NUMMULTBY,
         container: None,
         arity: 4,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::MODULE),
@@ -15360,6 +16454,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "json.objkeys",
+        id: id::JSON_OBJKEYS,
         container: None,
         arity: -2,
         flags: CommandFlags::READONLY.union(CommandFlags::MODULE),
@@ -15421,6 +16516,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "json.objlen",
+        id: id::JSON_OBJLEN,
         container: None,
         arity: -2,
         flags: CommandFlags::READONLY.union(CommandFlags::MODULE),
@@ -15482,6 +16578,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "json.resp",
+        id: id::JSON_RESP,
         container: None,
         arity: -2,
         flags: CommandFlags::READONLY.union(CommandFlags::MODULE),
@@ -15543,6 +16640,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "json.set",
+        id: id::JSON_SET,
         container: None,
         arity: -4,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::MODULE),
@@ -15653,6 +16751,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "json.strappend",
+        id: id::JSON_STRAPPEND,
         container: None,
         arity: -3,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::MODULE),
@@ -15726,6 +16825,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "json.strlen",
+        id: id::JSON_STRLEN,
         container: None,
         arity: -2,
         flags: CommandFlags::READONLY.union(CommandFlags::MODULE),
@@ -15787,6 +16887,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "json.toggle",
+        id: id::JSON_TOGGLE,
         container: None,
         arity: -2,
         flags: CommandFlags::WRITE.union(CommandFlags::MODULE),
@@ -15848,6 +16949,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "json.type",
+        id: id::JSON_TYPE,
         container: None,
         arity: -2,
         flags: CommandFlags::READONLY.union(CommandFlags::MODULE),
@@ -15909,6 +17011,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "keys",
+        id: id::KEYS,
         container: None,
         arity: 2,
         flags: CommandFlags::READONLY,
@@ -15950,6 +17053,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "lastsave",
+        id: id::LASTSAVE,
         container: None,
         arity: 1,
         flags: CommandFlags::LOADING.union(CommandFlags::STALE).union(CommandFlags::FAST),
@@ -15975,6 +17079,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "latency",
+        id: id::LATENCY,
         container: None,
         arity: -2,
         flags: CommandFlags::NONE,
@@ -15997,6 +17102,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "latency|doctor",
+                id: id::LATENCY_DOCTOR,
                 container: Some("latency"),
                 arity: 2,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -16026,6 +17132,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "latency|graph",
+                id: id::LATENCY_GRAPH,
                 container: Some("latency"),
                 arity: 3,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -16068,6 +17175,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "latency|help",
+                id: id::LATENCY_HELP,
                 container: Some("latency"),
                 arity: 2,
                 flags: CommandFlags::LOADING.union(CommandFlags::STALE),
@@ -16093,6 +17201,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "latency|histogram",
+                id: id::LATENCY_HISTOGRAM,
                 container: Some("latency"),
                 arity: -2,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -16135,6 +17244,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "latency|history",
+                id: id::LATENCY_HISTORY,
                 container: Some("latency"),
                 arity: 3,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -16177,6 +17287,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "latency|latest",
+                id: id::LATENCY_LATEST,
                 container: Some("latency"),
                 arity: 2,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -16206,6 +17317,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "latency|reset",
+                id: id::LATENCY_RESET,
                 container: Some("latency"),
                 arity: -2,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -16251,6 +17363,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "lcs",
+        id: id::LCS,
         container: None,
         arity: -3,
         flags: CommandFlags::READONLY,
@@ -16360,6 +17473,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "lindex",
+        id: id::LINDEX,
         container: None,
         arity: 3,
         flags: CommandFlags::READONLY,
@@ -16421,6 +17535,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "linsert",
+        id: id::LINSERT,
         container: None,
         arity: 5,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM),
@@ -16531,6 +17646,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "llen",
+        id: id::LLEN,
         container: None,
         arity: 2,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -16580,6 +17696,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "lmove",
+        id: id::LMOVE,
         container: None,
         arity: 5,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM),
@@ -16725,6 +17842,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "lmpop",
+        id: id::LMPOP,
         container: None,
         arity: -4,
         flags: CommandFlags::WRITE.union(CommandFlags::MOVABLEKEYS),
@@ -16835,6 +17953,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "lolwut",
+        id: id::LOLWUT,
         container: None,
         arity: -1,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -16873,6 +17992,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "lpop",
+        id: id::LPOP,
         container: None,
         arity: -2,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -16934,6 +18054,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "lpos",
+        id: id::LPOS,
         container: None,
         arity: -3,
         flags: CommandFlags::READONLY,
@@ -17031,6 +18152,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "lpush",
+        id: id::LPUSH,
         container: None,
         arity: -3,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::FAST),
@@ -17092,6 +18214,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "lpushx",
+        id: id::LPUSHX,
         container: None,
         arity: -3,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::FAST),
@@ -17153,6 +18276,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "lrange",
+        id: id::LRANGE,
         container: None,
         arity: 4,
         flags: CommandFlags::READONLY,
@@ -17226,6 +18350,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "lrem",
+        id: id::LREM,
         container: None,
         arity: 4,
         flags: CommandFlags::WRITE,
@@ -17299,6 +18424,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "lset",
+        id: id::LSET,
         container: None,
         arity: 4,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM),
@@ -17372,6 +18498,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "ltrim",
+        id: id::LTRIM,
         container: None,
         arity: 4,
         flags: CommandFlags::WRITE,
@@ -17445,6 +18572,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "memory",
+        id: id::MEMORY,
         container: None,
         arity: -2,
         flags: CommandFlags::NONE,
@@ -17467,6 +18595,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "memory|doctor",
+                id: id::MEMORY_DOCTOR,
                 container: Some("memory"),
                 arity: 2,
                 flags: CommandFlags::NONE,
@@ -17496,6 +18625,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "memory|help",
+                id: id::MEMORY_HELP,
                 container: Some("memory"),
                 arity: 2,
                 flags: CommandFlags::LOADING.union(CommandFlags::STALE),
@@ -17521,6 +18651,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "memory|malloc-stats",
+                id: id::MEMORY_MALLOC_STATS,
                 container: Some("memory"),
                 arity: 2,
                 flags: CommandFlags::NONE,
@@ -17550,6 +18681,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "memory|purge",
+                id: id::MEMORY_PURGE,
                 container: Some("memory"),
                 arity: 2,
                 flags: CommandFlags::NONE,
@@ -17578,6 +18710,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "memory|stats",
+                id: id::MEMORY_STATS,
                 container: Some("memory"),
                 arity: 2,
                 flags: CommandFlags::NONE,
@@ -17607,6 +18740,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "memory|usage",
+                id: id::MEMORY_USAGE,
                 container: Some("memory"),
                 arity: -3,
                 flags: CommandFlags::READONLY,
@@ -17672,6 +18806,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "mget",
+        id: id::MGET,
         container: None,
         arity: -2,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -17721,6 +18856,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "migrate",
+        id: id::MIGRATE,
         container: None,
         arity: -6,
         flags: CommandFlags::WRITE.union(CommandFlags::MOVABLEKEYS),
@@ -17959,6 +19095,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "module",
+        id: id::MODULE,
         container: None,
         arity: -2,
         flags: CommandFlags::NONE,
@@ -17981,6 +19118,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "module|help",
+                id: id::MODULE_HELP,
                 container: Some("module"),
                 arity: 2,
                 flags: CommandFlags::LOADING.union(CommandFlags::STALE),
@@ -18006,6 +19144,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "module|list",
+                id: id::MODULE_LIST,
                 container: Some("module"),
                 arity: 2,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT),
@@ -18031,6 +19170,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "module|load",
+                id: id::MODULE_LOAD,
                 container: Some("module"),
                 arity: -3,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::NO_ASYNC_LOADING),
@@ -18081,6 +19221,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "module|loadex",
+                id: id::MODULE_LOADEX,
                 container: Some("module"),
                 arity: -3,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::NO_ASYNC_LOADING),
@@ -18181,6 +19322,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "module|unload",
+                id: id::MODULE_UNLOAD,
                 container: Some("module"),
                 arity: 3,
                 flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::NO_ASYNC_LOADING),
@@ -18223,6 +19365,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "monitor",
+        id: id::MONITOR,
         container: None,
         arity: 1,
         flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -18248,6 +19391,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "move",
+        id: id::MOVE,
         container: None,
         arity: 3,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -18309,6 +19453,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "mset",
+        id: id::MSET,
         container: None,
         arity: -3,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM),
@@ -18386,6 +19531,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "msetnx",
+        id: id::MSETNX,
         container: None,
         arity: -3,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM),
@@ -18460,6 +19606,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "multi",
+        id: id::MULTI,
         container: None,
         arity: 1,
         flags: CommandFlags::NOSCRIPT.union(CommandFlags::LOADING).union(CommandFlags::STALE).union(CommandFlags::FAST).union(CommandFlags::ALLOW_BUSY),
@@ -18485,6 +19632,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "object",
+        id: id::OBJECT,
         container: None,
         arity: -2,
         flags: CommandFlags::NONE,
@@ -18507,6 +19655,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "object|encoding",
+                id: id::OBJECT_ENCODING,
                 container: Some("object"),
                 arity: 3,
                 flags: CommandFlags::READONLY,
@@ -18556,6 +19705,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "object|freq",
+                id: id::OBJECT_FREQ,
                 container: Some("object"),
                 arity: 3,
                 flags: CommandFlags::READONLY,
@@ -18605,6 +19755,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "object|help",
+                id: id::OBJECT_HELP,
                 container: Some("object"),
                 arity: 2,
                 flags: CommandFlags::LOADING.union(CommandFlags::STALE),
@@ -18630,6 +19781,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "object|idletime",
+                id: id::OBJECT_IDLETIME,
                 container: Some("object"),
                 arity: 3,
                 flags: CommandFlags::READONLY,
@@ -18679,6 +19831,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "object|refcount",
+                id: id::OBJECT_REFCOUNT,
                 container: Some("object"),
                 arity: 3,
                 flags: CommandFlags::READONLY,
@@ -18732,6 +19885,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "persist",
+        id: id::PERSIST,
         container: None,
         arity: 2,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -18781,6 +19935,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "pexpire",
+        id: id::PEXPIRE,
         container: None,
         arity: -3,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -18903,6 +20058,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "pexpireat",
+        id: id::PEXPIREAT,
         container: None,
         arity: -3,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -19025,6 +20181,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "pexpiretime",
+        id: id::PEXPIRETIME,
         container: None,
         arity: 2,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -19074,6 +20231,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "pfadd",
+        id: id::PFADD,
         container: None,
         arity: -2,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::FAST),
@@ -19135,6 +20293,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "pfcount",
+        id: id::PFCOUNT,
         container: None,
         arity: -2,
         flags: CommandFlags::READONLY,
@@ -19184,6 +20343,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "pfdebug",
+        id: id::PFDEBUG,
         container: None,
         arity: 3,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::ADMIN),
@@ -19245,6 +20405,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "pfmerge",
+        id: id::PFMERGE,
         container: None,
         arity: -2,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM),
@@ -19316,6 +20477,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "pfselftest",
+        id: id::PFSELFTEST,
         container: None,
         arity: 1,
         flags: CommandFlags::ADMIN,
@@ -19341,6 +20503,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "ping",
+        id: id::PING,
         container: None,
         arity: -1,
         flags: CommandFlags::FAST,
@@ -19382,6 +20545,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "psetex",
+        id: id::PSETEX,
         container: None,
         arity: 4,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM),
@@ -19455,6 +20619,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "psubscribe",
+        id: id::PSUBSCRIBE,
         container: None,
         arity: -2,
         flags: CommandFlags::PUBSUB.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -19506,6 +20671,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "psync",
+        id: id::PSYNC,
         container: None,
         arity: -3,
         flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::NO_ASYNC_LOADING).union(CommandFlags::NO_MULTI),
@@ -19556,6 +20722,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "pttl",
+        id: id::PTTL,
         container: None,
         arity: 2,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -19605,6 +20772,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "publish",
+        id: id::PUBLISH,
         container: None,
         arity: 3,
         flags: CommandFlags::PUBSUB.union(CommandFlags::LOADING).union(CommandFlags::STALE).union(CommandFlags::FAST),
@@ -19655,6 +20823,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "pubsub",
+        id: id::PUBSUB,
         container: None,
         arity: -2,
         flags: CommandFlags::NONE,
@@ -19677,6 +20846,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "pubsub|channels",
+                id: id::PUBSUB_CHANNELS,
                 container: Some("pubsub"),
                 arity: -2,
                 flags: CommandFlags::PUBSUB.union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -19715,6 +20885,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "pubsub|help",
+                id: id::PUBSUB_HELP,
                 container: Some("pubsub"),
                 arity: 2,
                 flags: CommandFlags::LOADING.union(CommandFlags::STALE),
@@ -19740,6 +20911,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "pubsub|numpat",
+                id: id::PUBSUB_NUMPAT,
                 container: Some("pubsub"),
                 arity: 2,
                 flags: CommandFlags::PUBSUB.union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -19765,6 +20937,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "pubsub|numsub",
+                id: id::PUBSUB_NUMSUB,
                 container: Some("pubsub"),
                 arity: -2,
                 flags: CommandFlags::PUBSUB.union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -19803,6 +20976,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "pubsub|shardchannels",
+                id: id::PUBSUB_SHARDCHANNELS,
                 container: Some("pubsub"),
                 arity: -2,
                 flags: CommandFlags::PUBSUB.union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -19841,6 +21015,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "pubsub|shardnumsub",
+                id: id::PUBSUB_SHARDNUMSUB,
                 container: Some("pubsub"),
                 arity: -2,
                 flags: CommandFlags::PUBSUB.union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -19883,6 +21058,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "punsubscribe",
+        id: id::PUNSUBSCRIBE,
         container: None,
         arity: -1,
         flags: CommandFlags::PUBSUB.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -19921,6 +21097,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "quit",
+        id: id::QUIT,
         container: None,
         arity: -1,
         flags: CommandFlags::NOSCRIPT.union(CommandFlags::LOADING).union(CommandFlags::STALE).union(CommandFlags::FAST).union(CommandFlags::NO_AUTH).union(CommandFlags::ALLOW_BUSY),
@@ -19946,6 +21123,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "randomkey",
+        id: id::RANDOMKEY,
         container: None,
         arity: 1,
         flags: CommandFlags::READONLY,
@@ -19971,6 +21149,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "readonly",
+        id: id::READONLY,
         container: None,
         arity: 1,
         flags: CommandFlags::LOADING.union(CommandFlags::STALE).union(CommandFlags::FAST),
@@ -19996,6 +21175,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "readwrite",
+        id: id::READWRITE,
         container: None,
         arity: 1,
         flags: CommandFlags::LOADING.union(CommandFlags::STALE).union(CommandFlags::FAST),
@@ -20021,6 +21201,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "rename",
+        id: id::RENAME,
         container: None,
         arity: 3,
         flags: CommandFlags::WRITE,
@@ -20092,6 +21273,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "renamenx",
+        id: id::RENAMENX,
         container: None,
         arity: 3,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -20165,6 +21347,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "replconf",
+        id: id::REPLCONF,
         container: None,
         arity: -1,
         flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE).union(CommandFlags::ALLOW_BUSY),
@@ -20190,6 +21373,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "replicaof",
+        id: id::REPLICAOF,
         container: None,
         arity: 3,
         flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::STALE).union(CommandFlags::NO_ASYNC_LOADING),
@@ -20303,6 +21487,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "reset",
+        id: id::RESET,
         container: None,
         arity: 1,
         flags: CommandFlags::NOSCRIPT.union(CommandFlags::LOADING).union(CommandFlags::STALE).union(CommandFlags::FAST).union(CommandFlags::NO_AUTH).union(CommandFlags::ALLOW_BUSY),
@@ -20328,6 +21513,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "restore",
+        id: id::RESTORE,
         container: None,
         arity: -4,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM),
@@ -20453,6 +21639,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "restore-asking",
+        id: id::RESTORE_ASKING,
         container: None,
         arity: -4,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::ASKING),
@@ -20578,6 +21765,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "role",
+        id: id::ROLE,
         container: None,
         arity: 1,
         flags: CommandFlags::NOSCRIPT.union(CommandFlags::LOADING).union(CommandFlags::STALE).union(CommandFlags::FAST),
@@ -20603,6 +21791,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "rpop",
+        id: id::RPOP,
         container: None,
         arity: -2,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -20664,6 +21853,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "rpoplpush",
+        id: id::RPOPLPUSH,
         container: None,
         arity: 3,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM),
@@ -20735,6 +21925,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "rpush",
+        id: id::RPUSH,
         container: None,
         arity: -3,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::FAST),
@@ -20796,6 +21987,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "rpushx",
+        id: id::RPUSHX,
         container: None,
         arity: -3,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::FAST),
@@ -20857,6 +22049,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sadd",
+        id: id::SADD,
         container: None,
         arity: -3,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::FAST),
@@ -20918,6 +22111,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "save",
+        id: id::SAVE,
         container: None,
         arity: 1,
         flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::NO_ASYNC_LOADING).union(CommandFlags::NO_MULTI),
@@ -20943,6 +22137,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "scan",
+        id: id::SCAN,
         container: None,
         arity: -2,
         flags: CommandFlags::READONLY,
@@ -21017,6 +22212,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "scard",
+        id: id::SCARD,
         container: None,
         arity: 2,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -21066,6 +22262,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "script",
+        id: id::SCRIPT,
         container: None,
         arity: -2,
         flags: CommandFlags::NONE,
@@ -21088,6 +22285,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "script|debug",
+                id: id::SCRIPT_DEBUG,
                 container: Some("script"),
                 arity: 3,
                 flags: CommandFlags::NOSCRIPT,
@@ -21163,6 +22361,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "script|exists",
+                id: id::SCRIPT_EXISTS,
                 container: Some("script"),
                 arity: -3,
                 flags: CommandFlags::NOSCRIPT,
@@ -21204,6 +22403,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "script|flush",
+                id: id::SCRIPT_FLUSH,
                 container: Some("script"),
                 arity: -2,
                 flags: CommandFlags::NOSCRIPT,
@@ -21272,6 +22472,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "script|help",
+                id: id::SCRIPT_HELP,
                 container: Some("script"),
                 arity: 2,
                 flags: CommandFlags::LOADING.union(CommandFlags::STALE),
@@ -21297,6 +22498,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "script|kill",
+                id: id::SCRIPT_KILL,
                 container: Some("script"),
                 arity: 2,
                 flags: CommandFlags::NOSCRIPT.union(CommandFlags::ALLOW_BUSY),
@@ -21325,6 +22527,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "script|load",
+                id: id::SCRIPT_LOAD,
                 container: Some("script"),
                 arity: 3,
                 flags: CommandFlags::NOSCRIPT.union(CommandFlags::STALE),
@@ -21366,6 +22569,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "script|show",
+                id: id::SCRIPT_SHOW,
                 container: Some("script"),
                 arity: 3,
                 flags: CommandFlags::NOSCRIPT,
@@ -21408,6 +22612,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sdiff",
+        id: id::SDIFF,
         container: None,
         arity: -2,
         flags: CommandFlags::READONLY,
@@ -21457,6 +22662,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sdiffstore",
+        id: id::SDIFFSTORE,
         container: None,
         arity: -3,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM),
@@ -21528,6 +22734,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "select",
+        id: id::SELECT,
         container: None,
         arity: 2,
         flags: CommandFlags::LOADING.union(CommandFlags::STALE).union(CommandFlags::FAST),
@@ -21566,6 +22773,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "set",
+        id: id::SET,
         container: None,
         arity: -3,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM),
@@ -21754,6 +22962,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "setbit",
+        id: id::SETBIT,
         container: None,
         arity: 4,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM),
@@ -21827,6 +23036,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "setex",
+        id: id::SETEX,
         container: None,
         arity: 4,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM),
@@ -21900,6 +23110,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "setnx",
+        id: id::SETNX,
         container: None,
         arity: 3,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::FAST),
@@ -21961,6 +23172,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "setrange",
+        id: id::SETRANGE,
         container: None,
         arity: 4,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM),
@@ -22034,6 +23246,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "shutdown",
+        id: id::SHUTDOWN,
         container: None,
         arity: -1,
         flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE).union(CommandFlags::NO_MULTI).union(CommandFlags::ALLOW_BUSY),
@@ -22135,6 +23348,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sinter",
+        id: id::SINTER,
         container: None,
         arity: -2,
         flags: CommandFlags::READONLY,
@@ -22184,6 +23398,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sintercard",
+        id: id::SINTERCARD,
         container: None,
         arity: -3,
         flags: CommandFlags::READONLY.union(CommandFlags::MOVABLEKEYS),
@@ -22257,6 +23472,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sinterstore",
+        id: id::SINTERSTORE,
         container: None,
         arity: -3,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM),
@@ -22328,6 +23544,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sismember",
+        id: id::SISMEMBER,
         container: None,
         arity: 3,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -22389,6 +23606,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "slaveof",
+        id: id::SLAVEOF,
         container: None,
         arity: 3,
         flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::STALE).union(CommandFlags::NO_ASYNC_LOADING),
@@ -22502,6 +23720,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "slowlog",
+        id: id::SLOWLOG,
         container: None,
         arity: -2,
         flags: CommandFlags::NONE,
@@ -22524,6 +23743,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "slowlog|get",
+                id: id::SLOWLOG_GET,
                 container: Some("slowlog"),
                 arity: -2,
                 flags: CommandFlags::ADMIN.union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -22564,6 +23784,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "slowlog|help",
+                id: id::SLOWLOG_HELP,
                 container: Some("slowlog"),
                 arity: 2,
                 flags: CommandFlags::LOADING.union(CommandFlags::STALE),
@@ -22589,6 +23810,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "slowlog|len",
+                id: id::SLOWLOG_LEN,
                 container: Some("slowlog"),
                 arity: 2,
                 flags: CommandFlags::ADMIN.union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -22618,6 +23840,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "slowlog|reset",
+                id: id::SLOWLOG_RESET,
                 container: Some("slowlog"),
                 arity: 2,
                 flags: CommandFlags::ADMIN.union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -22650,6 +23873,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "smembers",
+        id: id::SMEMBERS,
         container: None,
         arity: 2,
         flags: CommandFlags::READONLY,
@@ -22699,6 +23923,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "smismember",
+        id: id::SMISMEMBER,
         container: None,
         arity: -3,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -22760,6 +23985,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "smove",
+        id: id::SMOVE,
         container: None,
         arity: 4,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -22843,6 +24069,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sort",
+        id: id::SORT,
         container: None,
         arity: -2,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::MOVABLEKEYS),
@@ -23026,6 +24253,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sort_ro",
+        id: id::SORT_RO,
         container: None,
         arity: -2,
         flags: CommandFlags::READONLY.union(CommandFlags::MOVABLEKEYS),
@@ -23191,6 +24419,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "spop",
+        id: id::SPOP,
         container: None,
         arity: -2,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -23252,6 +24481,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "spublish",
+        id: id::SPUBLISH,
         container: None,
         arity: 3,
         flags: CommandFlags::PUBSUB.union(CommandFlags::LOADING).union(CommandFlags::STALE).union(CommandFlags::FAST),
@@ -23313,6 +24543,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "srandmember",
+        id: id::SRANDMEMBER,
         container: None,
         arity: -2,
         flags: CommandFlags::READONLY,
@@ -23374,6 +24605,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "srem",
+        id: id::SREM,
         container: None,
         arity: -3,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -23435,6 +24667,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sscan",
+        id: id::SSCAN,
         container: None,
         arity: -3,
         flags: CommandFlags::READONLY,
@@ -23520,6 +24753,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "ssubscribe",
+        id: id::SSUBSCRIBE,
         container: None,
         arity: -2,
         flags: CommandFlags::PUBSUB.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -23569,6 +24803,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "strlen",
+        id: id::STRLEN,
         container: None,
         arity: 2,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -23618,6 +24853,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "subscribe",
+        id: id::SUBSCRIBE,
         container: None,
         arity: -2,
         flags: CommandFlags::PUBSUB.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -23656,6 +24892,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "substr",
+        id: id::SUBSTR,
         container: None,
         arity: 4,
         flags: CommandFlags::READONLY,
@@ -23729,6 +24966,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sunion",
+        id: id::SUNION,
         container: None,
         arity: -2,
         flags: CommandFlags::READONLY,
@@ -23778,6 +25016,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sunionstore",
+        id: id::SUNIONSTORE,
         container: None,
         arity: -3,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM),
@@ -23849,6 +25088,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sunsubscribe",
+        id: id::SUNSUBSCRIBE,
         container: None,
         arity: -1,
         flags: CommandFlags::PUBSUB.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -23898,6 +25138,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "swapdb",
+        id: id::SWAPDB,
         container: None,
         arity: 3,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -23948,6 +25189,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "sync",
+        id: id::SYNC,
         container: None,
         arity: 1,
         flags: CommandFlags::ADMIN.union(CommandFlags::NOSCRIPT).union(CommandFlags::NO_ASYNC_LOADING).union(CommandFlags::NO_MULTI),
@@ -23973,6 +25215,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "time",
+        id: id::TIME,
         container: None,
         arity: 1,
         flags: CommandFlags::LOADING.union(CommandFlags::STALE).union(CommandFlags::FAST),
@@ -23998,6 +25241,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "touch",
+        id: id::TOUCH,
         container: None,
         arity: -2,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -24047,6 +25291,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "ttl",
+        id: id::TTL,
         container: None,
         arity: 2,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -24096,6 +25341,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "type",
+        id: id::TYPE,
         container: None,
         arity: 2,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -24145,6 +25391,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "unlink",
+        id: id::UNLINK,
         container: None,
         arity: -2,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -24194,6 +25441,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "unsubscribe",
+        id: id::UNSUBSCRIBE,
         container: None,
         arity: -1,
         flags: CommandFlags::PUBSUB.union(CommandFlags::NOSCRIPT).union(CommandFlags::LOADING).union(CommandFlags::STALE),
@@ -24232,6 +25480,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "unwatch",
+        id: id::UNWATCH,
         container: None,
         arity: 1,
         flags: CommandFlags::NOSCRIPT.union(CommandFlags::LOADING).union(CommandFlags::STALE).union(CommandFlags::FAST).union(CommandFlags::ALLOW_BUSY),
@@ -24257,6 +25506,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "wait",
+        id: id::WAIT,
         container: None,
         arity: 3,
         flags: CommandFlags::NOSCRIPT,
@@ -24307,6 +25557,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "waitaof",
+        id: id::WAITAOF,
         container: None,
         arity: 4,
         flags: CommandFlags::BLOCKING,
@@ -24369,6 +25620,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "watch",
+        id: id::WATCH,
         container: None,
         arity: -2,
         flags: CommandFlags::NOSCRIPT.union(CommandFlags::LOADING).union(CommandFlags::STALE).union(CommandFlags::FAST).union(CommandFlags::ALLOW_BUSY),
@@ -24418,6 +25670,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xack",
+        id: id::XACK,
         container: None,
         arity: -4,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -24491,6 +25744,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xadd",
+        id: id::XADD,
         container: None,
         arity: -5,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::FAST),
@@ -24740,6 +25994,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xautoclaim",
+        id: id::XAUTOCLAIM,
         container: None,
         arity: -6,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -24863,6 +26118,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xclaim",
+        id: id::XCLAIM,
         container: None,
         arity: -6,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -25032,6 +26288,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xdel",
+        id: id::XDEL,
         container: None,
         arity: -3,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -25093,6 +26350,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xgroup",
+        id: id::XGROUP,
         container: None,
         arity: -2,
         flags: CommandFlags::NONE,
@@ -25115,6 +26373,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "xgroup|create",
+                id: id::XGROUP_CREATE,
                 container: Some("xgroup"),
                 arity: -5,
                 flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM),
@@ -25237,6 +26496,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "xgroup|createconsumer",
+                id: id::XGROUP_CREATECONSUMER,
                 container: Some("xgroup"),
                 arity: 5,
                 flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM),
@@ -25310,6 +26570,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "xgroup|delconsumer",
+                id: id::XGROUP_DELCONSUMER,
                 container: Some("xgroup"),
                 arity: 5,
                 flags: CommandFlags::WRITE,
@@ -25383,6 +26644,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "xgroup|destroy",
+                id: id::XGROUP_DESTROY,
                 container: Some("xgroup"),
                 arity: 4,
                 flags: CommandFlags::WRITE,
@@ -25444,6 +26706,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "xgroup|help",
+                id: id::XGROUP_HELP,
                 container: Some("xgroup"),
                 arity: 2,
                 flags: CommandFlags::LOADING.union(CommandFlags::STALE),
@@ -25469,6 +26732,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "xgroup|setid",
+                id: id::XGROUP_SETID,
                 container: Some("xgroup"),
                 arity: -5,
                 flags: CommandFlags::WRITE,
@@ -25583,6 +26847,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xinfo",
+        id: id::XINFO,
         container: None,
         arity: -2,
         flags: CommandFlags::NONE,
@@ -25605,6 +26870,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         subcommands: &[
             CommandSpec {
                 name: "xinfo|consumers",
+                id: id::XINFO_CONSUMERS,
                 container: Some("xinfo"),
                 arity: 4,
                 flags: CommandFlags::READONLY,
@@ -25666,6 +26932,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "xinfo|groups",
+                id: id::XINFO_GROUPS,
                 container: Some("xinfo"),
                 arity: 3,
                 flags: CommandFlags::READONLY,
@@ -25715,6 +26982,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "xinfo|help",
+                id: id::XINFO_HELP,
                 container: Some("xinfo"),
                 arity: 2,
                 flags: CommandFlags::LOADING.union(CommandFlags::STALE),
@@ -25740,6 +27008,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             },
             CommandSpec {
                 name: "xinfo|stream",
+                id: id::XINFO_STREAM,
                 container: Some("xinfo"),
                 arity: -3,
                 flags: CommandFlags::READONLY,
@@ -25821,6 +27090,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xlen",
+        id: id::XLEN,
         container: None,
         arity: 2,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -25870,6 +27140,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xpending",
+        id: id::XPENDING,
         container: None,
         arity: -3,
         flags: CommandFlags::READONLY,
@@ -26006,6 +27277,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xrange",
+        id: id::XRANGE,
         container: None,
         arity: -4,
         flags: CommandFlags::READONLY,
@@ -26091,6 +27363,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xread",
+        id: id::XREAD,
         container: None,
         arity: -4,
         flags: CommandFlags::READONLY.union(CommandFlags::BLOCKING).union(CommandFlags::MOVABLEKEYS),
@@ -26192,6 +27465,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xreadgroup",
+        id: id::XREADGROUP,
         container: None,
         arity: -7,
         flags: CommandFlags::WRITE.union(CommandFlags::BLOCKING).union(CommandFlags::MOVABLEKEYS),
@@ -26342,6 +27616,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xrevrange",
+        id: id::XREVRANGE,
         container: None,
         arity: -4,
         flags: CommandFlags::READONLY,
@@ -26427,6 +27702,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xsetid",
+        id: id::XSETID,
         container: None,
         arity: -3,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::FAST),
@@ -26514,6 +27790,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "xtrim",
+        id: id::XTRIM,
         container: None,
         arity: -4,
         flags: CommandFlags::WRITE,
@@ -26676,6 +27953,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zadd",
+        id: id::ZADD,
         container: None,
         arity: -4,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::FAST),
@@ -26864,6 +28142,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zcard",
+        id: id::ZCARD,
         container: None,
         arity: 2,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -26913,6 +28192,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zcount",
+        id: id::ZCOUNT,
         container: None,
         arity: 4,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -26986,6 +28266,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zdiff",
+        id: id::ZDIFF,
         container: None,
         arity: -3,
         flags: CommandFlags::READONLY.union(CommandFlags::MOVABLEKEYS),
@@ -27059,6 +28340,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zdiffstore",
+        id: id::ZDIFFSTORE,
         container: None,
         arity: -4,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::MOVABLEKEYS),
@@ -27142,6 +28424,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zincrby",
+        id: id::ZINCRBY,
         container: None,
         arity: 4,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::FAST),
@@ -27215,6 +28498,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zinter",
+        id: id::ZINTER,
         container: None,
         arity: -3,
         flags: CommandFlags::READONLY.union(CommandFlags::MOVABLEKEYS),
@@ -27349,6 +28633,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zintercard",
+        id: id::ZINTERCARD,
         container: None,
         arity: -3,
         flags: CommandFlags::READONLY.union(CommandFlags::MOVABLEKEYS),
@@ -27422,6 +28707,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zinterstore",
+        id: id::ZINTERSTORE,
         container: None,
         arity: -4,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::MOVABLEKEYS),
@@ -27566,6 +28852,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zlexcount",
+        id: id::ZLEXCOUNT,
         container: None,
         arity: 4,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -27639,6 +28926,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zmpop",
+        id: id::ZMPOP,
         container: None,
         arity: -4,
         flags: CommandFlags::WRITE.union(CommandFlags::MOVABLEKEYS),
@@ -27749,6 +29037,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zmscore",
+        id: id::ZMSCORE,
         container: None,
         arity: -3,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -27810,6 +29099,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zpopmax",
+        id: id::ZPOPMAX,
         container: None,
         arity: -2,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -27871,6 +29161,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zpopmin",
+        id: id::ZPOPMIN,
         container: None,
         arity: -2,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -27932,6 +29223,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zrandmember",
+        id: id::ZRANDMEMBER,
         container: None,
         arity: -2,
         flags: CommandFlags::READONLY,
@@ -28018,6 +29310,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zrange",
+        id: id::ZRANGE,
         container: None,
         arity: -4,
         flags: CommandFlags::READONLY,
@@ -28191,6 +29484,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zrangebylex",
+        id: id::ZRANGEBYLEX,
         container: None,
         arity: -4,
         flags: CommandFlags::READONLY,
@@ -28301,6 +29595,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zrangebyscore",
+        id: id::ZRANGEBYSCORE,
         container: None,
         arity: -4,
         flags: CommandFlags::READONLY,
@@ -28423,6 +29718,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zrangestore",
+        id: id::ZRANGESTORE,
         container: None,
         arity: -5,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM),
@@ -28604,6 +29900,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zrank",
+        id: id::ZRANK,
         container: None,
         arity: 3,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -28665,6 +29962,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zrem",
+        id: id::ZREM,
         container: None,
         arity: -3,
         flags: CommandFlags::WRITE.union(CommandFlags::FAST),
@@ -28726,6 +30024,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zremrangebylex",
+        id: id::ZREMRANGEBYLEX,
         container: None,
         arity: 4,
         flags: CommandFlags::WRITE,
@@ -28799,6 +30098,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zremrangebyrank",
+        id: id::ZREMRANGEBYRANK,
         container: None,
         arity: 4,
         flags: CommandFlags::WRITE,
@@ -28872,6 +30172,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zremrangebyscore",
+        id: id::ZREMRANGEBYSCORE,
         container: None,
         arity: 4,
         flags: CommandFlags::WRITE,
@@ -28945,6 +30246,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zrevrange",
+        id: id::ZREVRANGE,
         container: None,
         arity: -4,
         flags: CommandFlags::READONLY,
@@ -29030,6 +30332,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zrevrangebylex",
+        id: id::ZREVRANGEBYLEX,
         container: None,
         arity: -4,
         flags: CommandFlags::READONLY,
@@ -29140,6 +30443,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zrevrangebyscore",
+        id: id::ZREVRANGEBYSCORE,
         container: None,
         arity: -4,
         flags: CommandFlags::READONLY,
@@ -29262,6 +30566,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zrevrank",
+        id: id::ZREVRANK,
         container: None,
         arity: 3,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -29323,6 +30628,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zscan",
+        id: id::ZSCAN,
         container: None,
         arity: -3,
         flags: CommandFlags::READONLY,
@@ -29408,6 +30714,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zscore",
+        id: id::ZSCORE,
         container: None,
         arity: 3,
         flags: CommandFlags::READONLY.union(CommandFlags::FAST),
@@ -29469,6 +30776,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zunion",
+        id: id::ZUNION,
         container: None,
         arity: -3,
         flags: CommandFlags::READONLY.union(CommandFlags::MOVABLEKEYS),
@@ -29603,6 +30911,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "zunionstore",
+        id: id::ZUNIONSTORE,
         container: None,
         arity: -4,
         flags: CommandFlags::WRITE.union(CommandFlags::DENYOOM).union(CommandFlags::MOVABLEKEYS),

@@ -57,6 +57,26 @@ fn table_is_up_to_date_with_its_inputs() {
         OPCODES_CSV_FNV1A64,
         "table.rs is stale: rerun python3 spec/commands/gen_table.py"
     );
+    assert_eq!(
+        fnv1a64(&read_spec("commands/gen_table.py")),
+        GEN_TABLE_PY_FNV1A64,
+        "table.rs is stale: rerun python3 spec/commands/gen_table.py"
+    );
+}
+
+#[test]
+fn ids_are_dense_and_find_their_command() {
+    let mut next = 0;
+    for spec in COMMANDS {
+        for s in std::iter::once(spec).chain(spec.subcommands) {
+            assert_eq!(s.id.index(), next, "{}", s.name);
+            assert_eq!(by_id(s.id).map(|f| f.name), Some(s.name));
+            next += 1;
+        }
+    }
+    assert_eq!(next, COMMAND_COUNT);
+    assert!(by_id(CommandId(COMMAND_COUNT as u16)).is_none());
+    assert_eq!(id::CLIENT_NO_EVICT, get("client").subcommands.iter().find(|s| s.name == "client|no-evict").unwrap().id);
 }
 
 #[test]

@@ -11,59 +11,79 @@ use kvik_protocol::commands::{
 };
 use kvik_protocol::ReplySink;
 
-use super::{Ctx, ReplyTarget, SYNTAX_ERROR};
+use super::{implemented, Ctx, ReplyTarget, SYNTAX_ERROR};
 use crate::keyspace::glob;
 
-/// Run a COMMAND subcommand; false when `name` is not one of them.
-pub fn dispatch<T: ReplyTarget>(name: &str, c: &mut Ctx<'_, T>) -> bool {
-    match name {
-        "command" => c.reply(|s| {
-            s.array(COMMANDS.len());
-            for spec in COMMANDS {
-                command_info(s, spec);
-            }
-        }),
-        "command|count" => {
-            let count = i64::try_from(COMMANDS.len()).unwrap_or(i64::MAX);
-            c.reply(|s| s.integer(count));
+handlers! {
+    COMMAND(c) => all_info(c),
+    COMMAND_COUNT(c) => {
+        let count = i64::try_from(listed().count()).unwrap_or(i64::MAX);
+        c.reply(|s| s.integer(count));
+    },
+    COMMAND_INFO(c) => info(c),
+    COMMAND_DOCS(c) => docs(c),
+    COMMAND_LIST(c) => command_list(c),
+    COMMAND_GETKEYS(c) => getkeys(c, false),
+    COMMAND_GETKEYSANDFLAGS(c) => getkeys(c, true),
+    COMMAND_HELP(c) => super::help(c, COMMAND_HELP),
+}
+
+/// The top-level commands kvik runs, in table order. The table also
+/// describes commands kvik does not run; listing those would promise
+/// clients commands that answer "unknown command".
+fn listed() -> impl Iterator<Item = &'static CommandSpec> {
+    COMMANDS.iter().filter(|spec| implemented(spec))
+}
+
+/// A command kvik runs, by name as [`find`] takes it.
+fn find_listed(name: &[u8]) -> Option<&'static CommandSpec> {
+    find(name).filter(|spec| implemented(spec))
+}
+
+/// `COMMAND`: the `COMMAND INFO` entry of every command kvik runs.
+fn all_info<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    c.reply(|s| {
+        s.array(listed().count());
+        for spec in listed() {
+            command_info(s, spec);
         }
-        "command|info" => {
-            let req = c.req;
-            if req.argc() == 2 {
-                return dispatch("command", c);
-            }
-            c.reply(|s| {
-                s.array(req.argc() - 2);
-                for i in 2..req.argc() {
-                    match find(req.arg(i)) {
-                        Some(spec) => command_info(s, spec),
-                        None => s.null(),
-                    }
-                }
-            });
-        }
-        "command|docs" => {
-            let req = c.req;
-            let specs: Vec<&CommandSpec> = if req.argc() == 2 {
-                COMMANDS.iter().collect()
-            } else {
-                (2..req.argc()).filter_map(|i| find(req.arg(i))).collect()
-            };
-            c.reply(|s| {
-                s.map(specs.len());
-                for spec in specs {
-                    s.bulk(spec.name.as_bytes());
-                    command_docs(s, spec);
-                }
-            });
-        }
-        "command|list" => command_list(c),
-        "command|getkeys" => getkeys(c, false),
-        "command|getkeysandflags" => getkeys(c, true),
-        "command|help" => super::help(c, COMMAND_HELP),
-        _ => return false,
+    });
+}
+
+/// `COMMAND INFO [name ...]`: nil for a name kvik does not run, as Redis
+/// answers for a name it does not know.
+fn info<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    let req = c.req;
+    if req.argc() == 2 {
+        return all_info(c);
     }
-    true
+    c.reply(|s| {
+        s.array(req.argc() - 2);
+        for i in 2..req.argc() {
+            match find_listed(req.arg(i)) {
+                Some(spec) => command_info(s, spec),
+                None => s.null(),
+            }
+        }
+    });
+}
+
+/// `COMMAND DOCS [name ...]`: names kvik does not run are left out, as
+/// Redis leaves out names it does not know.
+fn docs<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    let req = c.req;
+    let specs: Vec<&CommandSpec> = if req.argc() == 2 {
+        listed().collect()
+    } else {
+        (2..req.argc()).filter_map(|i| find_listed(req.arg(i))).collect()
+    };
+    c.reply(|s| {
+        s.map(specs.len());
+        for spec in specs {
+            s.bulk(spec.name.as_bytes());
+            command_docs(s, spec);
+        }
+    });
 }
 
 /// A command or `container|sub` subcommand by name, ignoring case.
@@ -297,18 +317,22 @@ fn arguments(s: &mut dyn ReplySink, args: &[ArgSpec]) {
     }
 }
 
-/// The subcommands a container reports: for a Redis 7.0 command, only those
-/// Redis 7.0 has, so its COMMAND INFO / DOCS entry reads as Redis 7.0's does.
+/// The subcommands a container reports: those kvik runs and, for a Redis
+/// 7.0 command, Redis 7.0 has, so its COMMAND INFO / DOCS entry reads as
+/// Redis 7.0's does.
 fn reported_subcommands(spec: &CommandSpec) -> Vec<&'static CommandSpec> {
-    spec.subcommands.iter().filter(|sub| spec.source != Source::Redis70 || sub.source == Source::Redis70).collect()
+    spec.subcommands
+        .iter()
+        .filter(|sub| implemented(sub) && (spec.source != Source::Redis70 || sub.source == Source::Redis70))
+        .collect()
 }
 
-/// Every command and subcommand, depth first.
+/// Every command and subcommand kvik runs, depth first.
 fn all_specs() -> Vec<&'static CommandSpec> {
     let mut out = Vec::new();
-    for spec in COMMANDS {
+    for spec in listed() {
         out.push(spec);
-        out.extend(spec.subcommands.iter());
+        out.extend(spec.subcommands.iter().filter(|sub| implemented(sub)));
     }
     out
 }

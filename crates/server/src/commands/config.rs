@@ -6,21 +6,16 @@ use crate::keyspace::glob;
 
 use super::{Ctx, ReplyTarget};
 
-/// Run the config command `name`; false when `name` is not one of them.
-pub fn dispatch<T: ReplyTarget>(name: &str, c: &mut Ctx<'_, T>) -> bool {
-    match name {
-        "config|get" => get(c),
-        "config|set" => set(c),
-        "config|resetstat" => {
-            c.state.stats.reset();
-            c.state.keyspace.reset_lookup_counts();
-            c.ok();
-        }
-        "config|rewrite" => rewrite(c),
-        "config|help" => help(c),
-        _ => return false,
-    }
-    true
+handlers! {
+    CONFIG_GET(c) => get(c),
+    CONFIG_SET(c) => set(c),
+    CONFIG_RESETSTAT(c) => {
+        c.state.stats.reset();
+        c.state.keyspace.reset_lookup_counts();
+        c.ok();
+    },
+    CONFIG_REWRITE(c) => rewrite(c),
+    CONFIG_HELP(c) => help(c),
 }
 
 /// Whether `pattern` uses glob syntax, as opposed to naming one option.

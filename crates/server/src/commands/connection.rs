@@ -17,88 +17,83 @@ use crate::session::ReplyMode;
 use crate::stats::unix_micros;
 use crate::REDIS_VERSION;
 
-/// Run the connection command `name`; false when `name` is not one of them.
-pub fn dispatch<T: ReplyTarget>(name: &str, c: &mut Ctx<'_, T>) -> bool {
-    match name {
-        "ping" => ping(c),
-        "echo" => {
-            let msg = c.arg(1);
-            c.reply(|s| s.bulk(msg));
-        }
-        "hello" => hello(c),
-        "auth" => auth(c),
-        "reset" => reset(c),
-        "client|id" => {
-            let id = i64::try_from(c.session.id).unwrap_or(i64::MAX);
-            c.reply(|s| s.integer(id));
-        }
-        "client|getname" => match c.session.name.clone() {
-            Some(name) => c.reply(|s| s.bulk(&name)),
-            None => c.reply(|s| s.null()),
-        },
-        "client|setname" => {
-            let name = c.arg(2);
-            if valid_client_name(name) {
-                c.session.name = (!name.is_empty()).then(|| name.to_vec());
-                c.ok();
-            } else {
-                c.error(b"ERR Client names cannot contain spaces, newlines or special characters.");
-            }
-        }
-        "client|info" => {
-            let line = c.session.handle().map(|h| client_line(h, c.session.id)).unwrap_or_default();
-            c.reply(|s| s.verbatim(b"txt", &line));
-        }
-        "client|list" => client_list(c),
-        "client|kill" => client_kill(c),
-        "client|reply" => client_reply(c),
-        "client|no-evict" => match on_off(c.arg(2)) {
-            Some(on) => {
-                if let Some(h) = c.session.handle() {
-                    h.info().no_evict = on;
-                }
-                c.ok();
-            }
-            None => c.error(SYNTAX_ERROR),
-        },
-        "client|pause" => client_pause(c),
-        "client|unpause" => {
-            c.state.stats.pause_until_ms.store(0, Ordering::Relaxed);
+handlers! {
+    PING(c) => ping(c),
+    ECHO(c) => {
+        let msg = c.arg(1);
+        c.reply(|s| s.bulk(msg));
+    },
+    HELLO(c) => hello(c),
+    AUTH(c) => auth(c),
+    RESET(c) => reset(c),
+    CLIENT_ID(c) => {
+        let id = i64::try_from(c.session.id).unwrap_or(i64::MAX);
+        c.reply(|s| s.integer(id));
+    },
+    CLIENT_GETNAME(c) => match c.session.name.clone() {
+        Some(name) => c.reply(|s| s.bulk(&name)),
+        None => c.reply(|s| s.null()),
+    },
+    CLIENT_SETNAME(c) => {
+        let name = c.arg(2);
+        if valid_client_name(name) {
+            c.session.name = (!name.is_empty()).then(|| name.to_vec());
             c.ok();
+        } else {
+            c.error(b"ERR Client names cannot contain spaces, newlines or special characters.");
         }
-        "client|setinfo" => client_setinfo(c),
-        "client|help" => client_help(c),
-        // Client-side caching is not offered, so tracking is always off.
-        "client|getredir" => c.reply(|s| s.integer(-1)),
-        "client|trackinginfo" => c.reply(|s| {
-            s.map(3);
-            s.bulk(b"flags");
-            s.set(1);
-            s.bulk(b"off");
-            s.bulk(b"redirect");
-            s.integer(-1);
-            s.bulk(b"prefixes");
-            s.array(0);
-        }),
-        "client|caching" => c.error(
-            b"ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode \
-              enabled",
-        ),
-        "client|unblock" => client_unblock(c),
-        "monitor" => {
-            if c.session.monitor.is_none() {
-                if let Some(h) = c.session.handle() {
-                    if let Some(feed) = c.state.clients.add_monitor(h) {
-                        h.info().monitor = true;
-                        c.session.monitor = Some(feed);
-                    }
-                }
+    },
+    CLIENT_INFO(c) => {
+        let line = c.session.handle().map(|h| client_line(h, c.session.id)).unwrap_or_default();
+        c.reply(|s| s.verbatim(b"txt", &line));
+    },
+    CLIENT_LIST(c) => client_list(c),
+    CLIENT_KILL(c) => client_kill(c),
+    CLIENT_REPLY(c) => client_reply(c),
+    CLIENT_NO_EVICT(c) => match on_off(c.arg(2)) {
+        Some(on) => {
+            if let Some(h) = c.session.handle() {
+                h.info().no_evict = on;
             }
             c.ok();
         }
-        _ => return false,
-    }
-    true
+        None => c.error(SYNTAX_ERROR),
+    },
+    CLIENT_PAUSE(c) => client_pause(c),
+    CLIENT_UNPAUSE(c) => {
+        c.state.stats.pause_until_ms.store(0, Ordering::Relaxed);
+        c.ok();
+    },
+    CLIENT_SETINFO(c) => client_setinfo(c),
+    CLIENT_HELP(c) => client_help(c),
+    // Client-side caching is not offered, so tracking is always off.
+    CLIENT_GETREDIR(c) => c.reply(|s| s.integer(-1)),
+    CLIENT_TRACKINGINFO(c) => c.reply(|s| {
+        s.map(3);
+        s.bulk(b"flags");
+        s.set(1);
+        s.bulk(b"off");
+        s.bulk(b"redirect");
+        s.integer(-1);
+        s.bulk(b"prefixes");
+        s.array(0);
+    }),
+    CLIENT_CACHING(c) => c.error(
+        b"ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode \
+          enabled",
+    ),
+    CLIENT_UNBLOCK(c) => client_unblock(c),
+    MONITOR(c) => {
+        if c.session.monitor.is_none() {
+            if let Some(h) = c.session.handle() {
+                if let Some(feed) = c.state.clients.add_monitor(h) {
+                    h.info().monitor = true;
+                    c.session.monitor = Some(feed);
+                }
+            }
+        }
+        c.ok();
+    },
 }
 
 /// `ON` / `OFF`, any case.
@@ -261,8 +256,8 @@ fn reset<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 fn client_line(h: &ClientHandle, current: u64) -> Vec<u8> {
     let info = h.info();
     let now = Instant::now();
-    let age = now.saturating_duration_since(info.created).as_secs();
-    let idle = if h.id == current { 0 } else { now.saturating_duration_since(info.last_active).as_secs() };
+    let age = now.saturating_duration_since(h.created).as_secs();
+    let idle = if h.id == current { 0 } else { now.saturating_duration_since(h.last_active()).as_secs() };
     let mut flags = String::new();
     if info.monitor {
         flags.push('O');
@@ -280,7 +275,9 @@ fn client_line(h: &ClientHandle, current: u64) -> Vec<u8> {
             " age={age} idle={idle} flags={flags} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 \
              argv-mem=0 multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} \
              user=default redir=-1 resp={}\n",
-            info.db, info.last_cmd, info.resp
+            info.db,
+            h.last_cmd(),
+            info.resp
         )
         .as_bytes(),
     );

@@ -12,7 +12,7 @@ use crate::keyspace::db::seconds;
 use crate::keyspace::{glob, lfu, now_ms, Entry, Meta};
 use crate::types::dump::{self, PayloadError};
 use crate::types::string::StrRef;
-use crate::types::ValueRef;
+use crate::types::{Value, ValueRef};
 
 const NO_SUCH_KEY: &[u8] = b"ERR no such key";
 const SAME_OBJECT: &[u8] = b"ERR source and destination objects are the same";
@@ -42,42 +42,41 @@ const OBJECT_HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
-/// Run the key command `name`; false when `name` is not one of them.
-pub fn dispatch<T: ReplyTarget>(name: &str, c: &mut Ctx<'_, T>) -> bool {
-    match name {
-        "del" | "unlink" => del(c),
-        "exists" => count_existing(c, false),
-        "touch" => count_existing(c, true),
-        "type" => type_of(c),
-        "expire" => expire(c, name, Base::Now, Unit::Seconds),
-        "pexpire" => expire(c, name, Base::Now, Unit::Millis),
-        "expireat" => expire(c, name, Base::Epoch, Unit::Seconds),
-        "pexpireat" => expire(c, name, Base::Epoch, Unit::Millis),
-        "ttl" => ttl(c, Unit::Seconds, Base::Now),
-        "pttl" => ttl(c, Unit::Millis, Base::Now),
-        "expiretime" => ttl(c, Unit::Seconds, Base::Epoch),
-        "pexpiretime" => ttl(c, Unit::Millis, Base::Epoch),
-        "persist" => persist(c),
-        "keys" => keys(c),
-        "scan" => scan(c),
-        "randomkey" => randomkey(c),
-        "rename" => rename(c, false),
-        "renamenx" => rename(c, true),
-        "copy" => copy(c),
-        "move" => move_key(c),
-        "swapdb" => swapdb(c),
-        "object|encoding" | "object|freq" | "object|idletime" | "object|refcount" => object(c, name),
-        "object|help" => c.reply(|s| {
-            s.array(OBJECT_HELP.len());
-            for line in OBJECT_HELP {
-                s.simple(line.as_bytes());
-            }
-        }),
-        "dump" => dump_key(c),
-        "restore" => restore(c),
-        _ => return false,
-    }
-    true
+handlers! {
+    DEL(c) => del(c),
+    UNLINK(c) => del(c),
+    EXISTS(c) => count_existing(c, false),
+    TOUCH(c) => count_existing(c, true),
+    TYPE(c) => type_of(c),
+    EXPIRE(c) => expire(c, "expire", Base::Now, Unit::Seconds),
+    PEXPIRE(c) => expire(c, "pexpire", Base::Now, Unit::Millis),
+    EXPIREAT(c) => expire(c, "expireat", Base::Epoch, Unit::Seconds),
+    PEXPIREAT(c) => expire(c, "pexpireat", Base::Epoch, Unit::Millis),
+    TTL(c) => ttl(c, Unit::Seconds, Base::Now),
+    PTTL(c) => ttl(c, Unit::Millis, Base::Now),
+    EXPIRETIME(c) => ttl(c, Unit::Seconds, Base::Epoch),
+    PEXPIRETIME(c) => ttl(c, Unit::Millis, Base::Epoch),
+    PERSIST(c) => persist(c),
+    KEYS(c) => keys(c),
+    SCAN(c) => scan(c),
+    RANDOMKEY(c) => randomkey(c),
+    RENAME(c) => rename(c, false),
+    RENAMENX(c) => rename(c, true),
+    COPY(c) => copy(c),
+    MOVE(c) => move_key(c),
+    SWAPDB(c) => swapdb(c),
+    OBJECT_ENCODING(c) => object(c, "object|encoding"),
+    OBJECT_FREQ(c) => object(c, "object|freq"),
+    OBJECT_IDLETIME(c) => object(c, "object|idletime"),
+    OBJECT_REFCOUNT(c) => object(c, "object|refcount"),
+    OBJECT_HELP(c) => c.reply(|s| {
+        s.array(OBJECT_HELP.len());
+        for line in OBJECT_HELP {
+            s.simple(line.as_bytes());
+        }
+    }),
+    DUMP(c) => dump_key(c),
+    RESTORE(c) => restore(c),
 }
 
 /// Reply with a count.
@@ -285,7 +284,7 @@ fn keys<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// A SCAN cursor as Redis reads it (C's `strtoull`): an optional sign, then
 /// digits; a minus wraps around; no leading space, nothing after, no overflow.
 /// Nothing at all reads as 0.
-fn parse_cursor(text: &[u8]) -> Option<u64> {
+pub(super) fn parse_cursor(text: &[u8]) -> Option<u64> {
     if text.is_empty() {
         return Some(0);
     }
@@ -560,7 +559,7 @@ fn object<T: ReplyTarget>(c: &mut Ctx<'_, T>, name: &str) {
     let freq = i64::from(lfu::decayed(&meta, now, c.state.keyspace.lfu_tuning()));
     let refcount = match value {
         ValueRef::Str(StrRef::Int(n)) if (0..SHARED_INTEGERS).contains(&n) && !meta.private_copy => SHARED_REFCOUNT,
-        ValueRef::Str(_) => 1,
+        _ => 1,
     };
     drop(shard);
     // Redis keeps either the access time or the frequency, by policy, and
@@ -646,10 +645,14 @@ fn restore<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         if ttl < 0 {
             return Err(b"ERR Invalid TTL value, must be >= 0");
         }
-        let value = dump::restore(req.arg(3)).map_err(|e| match e {
+        let mut value = dump::restore(req.arg(3)).map_err(|e| match e {
             PayloadError::VersionOrChecksum => &b"ERR DUMP payload version or checksum are wrong"[..],
             PayloadError::BadFormat => b"ERR Bad data format",
         })?;
+        // A restored hash is encoded as the limits in force say, as Redis loads it.
+        if let Value::Hash(h) = &mut value {
+            h.conform(c.state.limits.hash_limits());
+        }
         if replace {
             d.remove(key);
         }

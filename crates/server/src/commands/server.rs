@@ -4,6 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use kvik_protocol::commands::{CommandSpec, COMMANDS};
 use kvik_protocol::number::parse_i64;
 
 use super::{info, Ctx, Outcome, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR};
@@ -12,61 +13,57 @@ use crate::keyspace::now_ms;
 use crate::stats::unix_micros;
 use crate::types::ValueRef;
 
-/// Run the server command `name`; false when `name` is not one of them.
-pub fn dispatch<T: ReplyTarget>(name: &str, c: &mut Ctx<'_, T>) -> bool {
-    match name {
-        "select" => select(c),
-        "dbsize" => dbsize(c),
-        "flushdb" => flush(c, false),
-        "flushall" => flush(c, true),
-        "info" => info::info(c),
-        "time" => {
-            let now = unix_micros();
-            let (secs, micros) = (now / 1_000_000, now % 1_000_000);
-            c.reply(|s| {
-                s.array(2);
-                s.bulk(secs.to_string().as_bytes());
-                s.bulk(micros.to_string().as_bytes());
-            });
-        }
-        "lastsave" => {
-            let t = c.state.stats.lastsave.load(Ordering::Relaxed);
-            c.reply(|s| s.integer(t));
-        }
-        "memory|usage" => memory_usage(c),
-        "memory|stats" => memory_stats(c),
-        "memory|purge" => c.ok(),
-        "memory|doctor" => memory_doctor(c),
-        "memory|help" => super::help(c, MEMORY_HELP),
-        // What Redis answers when built without jemalloc, as kvik's allocator is the system one.
-        "memory|malloc-stats" => c.reply(|s| s.verbatim(b"txt", b"Stats not supported for the current allocator")),
-        "slowlog|get" => slowlog_get(c),
-        "slowlog|len" => {
-            let n = c.state.stats.slowlog().entries.len() as i64;
-            c.reply(|s| s.integer(n));
-        }
-        "slowlog|reset" => {
-            c.state.stats.slowlog().entries.clear();
-            c.ok();
-        }
-        "slowlog|help" => super::help(c, SLOWLOG_HELP),
-        // Latency monitoring is off, as in a default Redis: nothing is ever recorded.
-        "latency|latest" | "latency|history" => c.reply(|s| s.array(0)),
-        "latency|reset" => c.reply(|s| s.integer(0)),
-        "latency|doctor" => c.reply(|s| s.verbatim(b"txt", LATENCY_DOCTOR.as_bytes())),
-        "latency|graph" => {
-            let mut msg = b"ERR No samples available for event '".to_vec();
-            msg.extend_from_slice(super::until_nul(c.arg(2), usize::MAX));
-            msg.push(b'\'');
-            c.error(&msg);
-        }
-        "latency|help" => super::help(c, LATENCY_HELP),
-        "latency|histogram" => latency_histogram(c),
-        "debug" => debug(c),
-        "shutdown" => c.outcome = shutdown(c),
-        _ => return false,
-    }
-    true
+handlers! {
+    SELECT(c) => select(c),
+    DBSIZE(c) => dbsize(c),
+    FLUSHDB(c) => flush(c, false),
+    FLUSHALL(c) => flush(c, true),
+    INFO(c) => info::info(c),
+    TIME(c) => {
+        let now = unix_micros();
+        let (secs, micros) = (now / 1_000_000, now % 1_000_000);
+        c.reply(|s| {
+            s.array(2);
+            s.bulk(secs.to_string().as_bytes());
+            s.bulk(micros.to_string().as_bytes());
+        });
+    },
+    LASTSAVE(c) => {
+        let t = c.state.stats.lastsave.load(Ordering::Relaxed);
+        c.reply(|s| s.integer(t));
+    },
+    MEMORY_USAGE(c) => memory_usage(c),
+    MEMORY_STATS(c) => memory_stats(c),
+    MEMORY_PURGE(c) => c.ok(),
+    MEMORY_DOCTOR(c) => memory_doctor(c),
+    MEMORY_HELP(c) => super::help(c, MEMORY_HELP),
+    // What Redis answers when built without jemalloc, as kvik's allocator is the system one.
+    MEMORY_MALLOC_STATS(c) => c.reply(|s| s.verbatim(b"txt", b"Stats not supported for the current allocator")),
+    SLOWLOG_GET(c) => slowlog_get(c),
+    SLOWLOG_LEN(c) => {
+        let n = c.state.stats.slowlog().entries.len() as i64;
+        c.reply(|s| s.integer(n));
+    },
+    SLOWLOG_RESET(c) => {
+        c.state.stats.slowlog().entries.clear();
+        c.ok();
+    },
+    SLOWLOG_HELP(c) => super::help(c, SLOWLOG_HELP),
+    // Latency monitoring is off, as in a default Redis: nothing is ever recorded.
+    LATENCY_LATEST(c) => c.reply(|s| s.array(0)),
+    LATENCY_HISTORY(c) => c.reply(|s| s.array(0)),
+    LATENCY_RESET(c) => c.reply(|s| s.integer(0)),
+    LATENCY_DOCTOR(c) => c.reply(|s| s.verbatim(b"txt", LATENCY_DOCTOR.as_bytes())),
+    LATENCY_GRAPH(c) => {
+        let mut msg = b"ERR No samples available for event '".to_vec();
+        msg.extend_from_slice(super::until_nul(c.arg(2), usize::MAX));
+        msg.push(b'\'');
+        c.error(&msg);
+    },
+    LATENCY_HELP(c) => super::help(c, LATENCY_HELP),
+    LATENCY_HISTOGRAM(c) => latency_histogram(c),
+    DEBUG(c) => debug(c),
+    SHUTDOWN(c) => c.outcome = shutdown(c),
 }
 
 /// `SELECT index`.
@@ -308,16 +305,18 @@ fn debug<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
                 let mut shard = c.state.keyspace.lock_key(key);
                 shard.db(db).inspect(key, now_ms()).map(|e| {
                     let value = e.value();
-                    let ValueRef::Str(s) = value;
-                    (value.encoding(), s.len())
+                    let serialized = match value {
+                        ValueRef::Str(s) => s.len() + 1,
+                        other => crate::types::dump::dump(other).len(),
+                    };
+                    (value.encoding(), serialized)
                 })
             };
             match found {
                 Some((encoding, len)) => {
                     let lru = (unix_micros() / 1_000_000) & ((1 << 24) - 1);
                     let text = format!(
-                        "Value at:0x0 refcount:1 encoding:{encoding} serializedlength:{} lru:{lru} lru_seconds_idle:0",
-                        len + 1
+                        "Value at:0x0 refcount:1 encoding:{encoding} serializedlength:{len} lru:{lru} lru_seconds_idle:0",
                     );
                     c.reply(|s| s.simple(text.as_bytes()));
                 }
@@ -339,23 +338,27 @@ fn debug<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// container name stands for its subcommands; commands never called are left out.
 fn latency_histogram<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let stats = &c.state.stats;
-    let mut names: Vec<&'static str> = Vec::new();
+    let mut specs: Vec<&'static CommandSpec> = Vec::new();
     if c.argc() == 2 {
-        names.extend(stats.commands().map(|(n, _)| n));
+        for spec in COMMANDS {
+            specs.push(spec);
+            specs.extend(spec.subcommands);
+        }
     } else {
         for i in 2..c.argc() {
             let arg = c.arg(i);
             let Some(spec) = super::command::find(arg) else { continue };
             if spec.subcommands.is_empty() {
-                names.push(spec.name);
+                specs.push(spec);
             } else {
-                names.extend(spec.subcommands.iter().map(|s| s.name));
+                specs.extend(spec.subcommands);
             }
         }
     }
     let mut rows = Vec::new();
-    for name in names {
-        let Some(stat) = stats.command(name) else { continue };
+    for spec in specs {
+        let name = spec.name;
+        let Some(stat) = stats.command(spec.id) else { continue };
         let calls = stat.calls.load(Ordering::Relaxed);
         // A command named twice is listed twice, as Redis lists it.
         if calls > 0 {

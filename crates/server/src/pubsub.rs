@@ -1,0 +1,359 @@
+//! Publish/subscribe: who listens to which channel and pattern, and the
+//! delivery of published messages to them.
+//!
+//! Every subscribed client (a connection, or a RESPB mux channel) owns one
+//! [`Subscriber`]: a queue of messages its own connection task drains and
+//! encodes in the client's protocol, so a publisher never touches another
+//! client's socket and never waits for it. The queue is bounded in bytes by
+//! `client-output-buffer-limit pubsub`: a subscriber that falls further
+//! behind than the hard limit is cut off, as Redis disconnects it, instead of
+//! letting memory grow.
+//!
+//! Channel subscriptions live in [`SHARDS`] maps picked by a hash of the
+//! channel, so publishers to different channels rarely meet on a lock;
+//! pattern subscriptions are few in practice and live in one list that
+//! every publish scans. Shard channels (`SSUBSCRIBE`) have their own maps: on
+//! a single node they behave like channels, but Redis keeps the two
+//! namespaces apart.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use tokio::sync::mpsc;
+
+use crate::keyspace::glob;
+
+/// Number of channel map shards.
+const SHARDS: usize = 64;
+
+/// A message on its way to one subscriber.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Message {
+    /// Published on a channel the subscriber listens to.
+    Message {
+        /// The channel.
+        channel: Arc<[u8]>,
+        /// The payload.
+        payload: Arc<[u8]>,
+    },
+    /// Published on a channel matching one of the subscriber's patterns.
+    PMessage {
+        /// The pattern that matched.
+        pattern: Arc<[u8]>,
+        /// The channel.
+        channel: Arc<[u8]>,
+        /// The payload.
+        payload: Arc<[u8]>,
+    },
+    /// Published on a shard channel the subscriber listens to.
+    SMessage {
+        /// The shard channel.
+        channel: Arc<[u8]>,
+        /// The payload.
+        payload: Arc<[u8]>,
+    },
+}
+
+impl Message {
+    /// Bytes the message holds for its subscriber, for the output limit.
+    pub fn size(&self) -> usize {
+        match self {
+            Message::Message { channel, payload } | Message::SMessage { channel, payload } => {
+                channel.len() + payload.len() + 32
+            }
+            Message::PMessage { pattern, channel, payload } => pattern.len() + channel.len() + payload.len() + 48,
+        }
+    }
+}
+
+/// One client's side of pub/sub: its identity and its message queue.
+#[derive(Debug)]
+pub struct Subscriber {
+    /// Unique id (the client id), to find the subscriber in the maps.
+    id: u64,
+    tx: mpsc::UnboundedSender<Message>,
+    /// Bytes queued and not yet taken by the client's task.
+    queued: AtomicUsize,
+    /// Set when the subscriber fell too far behind; its client is to be closed.
+    overflowed: AtomicBool,
+}
+
+/// The receiving end, held by the subscriber's connection task.
+#[derive(Debug)]
+pub struct Inbox {
+    subscriber: Arc<Subscriber>,
+    rx: mpsc::UnboundedReceiver<Message>,
+}
+
+impl Inbox {
+    /// The next message; `None` never happens while the inbox's subscriber
+    /// lives, since the inbox holds it.
+    pub async fn recv(&mut self) -> Option<Message> {
+        let msg = self.rx.recv().await?;
+        self.subscriber
+            .queued
+            .fetch_sub(msg.size().min(self.subscriber.queued.load(Ordering::Relaxed)), Ordering::Relaxed);
+        Some(msg)
+    }
+
+    /// A message if one is queued, without waiting.
+    pub fn try_recv(&mut self) -> Option<Message> {
+        let msg = self.rx.try_recv().ok()?;
+        self.subscriber
+            .queued
+            .fetch_sub(msg.size().min(self.subscriber.queued.load(Ordering::Relaxed)), Ordering::Relaxed);
+        Some(msg)
+    }
+
+    /// True when the subscriber overflowed its output limit.
+    pub fn overflowed(&self) -> bool {
+        self.subscriber.overflowed.load(Ordering::Relaxed)
+    }
+
+    /// The subscriber, to register subscriptions with.
+    pub fn subscriber(&self) -> &Arc<Subscriber> {
+        &self.subscriber
+    }
+}
+
+/// A new subscriber for client `id` and its inbox.
+pub fn subscriber(id: u64) -> Inbox {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let subscriber = Arc::new(Subscriber { id, tx, queued: AtomicUsize::new(0), overflowed: AtomicBool::new(false) });
+    Inbox { subscriber, rx }
+}
+
+impl Subscriber {
+    /// Queue `msg` unless the subscriber is over `hard_limit` bytes (0: no
+    /// limit); true when queued.
+    fn deliver(&self, msg: Message, hard_limit: usize) -> bool {
+        if self.overflowed.load(Ordering::Relaxed) {
+            return false;
+        }
+        let size = msg.size();
+        let queued = self.queued.load(Ordering::Relaxed) + size;
+        if hard_limit > 0 && queued > hard_limit {
+            self.overflowed.store(true, Ordering::Relaxed);
+            return false;
+        }
+        // Counted before sending, so the receiver's subtraction never
+        // comes first.
+        self.queued.fetch_add(size, Ordering::Relaxed);
+        self.tx.send(msg).is_ok()
+    }
+}
+
+/// Which namespace a subscription is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `SUBSCRIBE` channels.
+    Channel,
+    /// `SSUBSCRIBE` shard channels.
+    Shard,
+}
+
+type ChannelMap = HashMap<Arc<[u8]>, Vec<Arc<Subscriber>>>;
+
+/// Pattern subscriptions: each pattern with its subscriber.
+type PatternList = Vec<(Arc<[u8]>, Arc<Subscriber>)>;
+
+/// The server's subscriptions.
+#[derive(Debug)]
+pub struct PubSub {
+    channels: Vec<Mutex<ChannelMap>>,
+    shard_channels: Vec<Mutex<ChannelMap>>,
+    patterns: RwLock<PatternList>,
+    /// `client-output-buffer-limit pubsub` hard limit in bytes (0: none).
+    hard_limit: AtomicUsize,
+    /// Messages delivered, for statistics.
+    delivered: AtomicU64,
+}
+
+impl Default for PubSub {
+    fn default() -> Self {
+        PubSub {
+            channels: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            shard_channels: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            patterns: RwLock::new(Vec::new()),
+            hard_limit: AtomicUsize::new(32 * 1024 * 1024),
+            delivered: AtomicU64::new(0),
+        }
+    }
+}
+
+fn shard_of(channel: &[u8]) -> usize {
+    let mut h = DefaultHasher::new();
+    channel.hash(&mut h);
+    (h.finish() as usize) % SHARDS
+}
+
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl PubSub {
+    /// Set the byte limit past which a subscriber is cut off (0: none).
+    pub fn set_hard_limit(&self, bytes: usize) {
+        self.hard_limit.store(bytes, Ordering::Relaxed);
+    }
+
+    fn map(&self, kind: Kind, channel: &[u8]) -> MutexGuard<'_, ChannelMap> {
+        let shards = match kind {
+            Kind::Channel => &self.channels,
+            Kind::Shard => &self.shard_channels,
+        };
+        locked(&shards[shard_of(channel)])
+    }
+
+    /// Add `sub` to `channel`'s listeners; false when it already was one.
+    pub fn subscribe(&self, kind: Kind, channel: &[u8], sub: &Arc<Subscriber>) -> bool {
+        let mut map = self.map(kind, channel);
+        let list = map.entry(Arc::from(channel)).or_default();
+        if list.iter().any(|s| s.id == sub.id) {
+            return false;
+        }
+        list.push(sub.clone());
+        true
+    }
+
+    /// Remove `sub` from `channel`'s listeners; false when it was not one.
+    pub fn unsubscribe(&self, kind: Kind, channel: &[u8], sub: &Subscriber) -> bool {
+        let mut map = self.map(kind, channel);
+        let Some(list) = map.get_mut(channel) else { return false };
+        let before = list.len();
+        list.retain(|s| s.id != sub.id);
+        let removed = list.len() != before;
+        if list.is_empty() {
+            map.remove(channel);
+        }
+        removed
+    }
+
+    /// Add a pattern subscription; false when `sub` already had it.
+    pub fn psubscribe(&self, pattern: &[u8], sub: &Arc<Subscriber>) -> bool {
+        let mut patterns = self.patterns.write().unwrap_or_else(|e| e.into_inner());
+        if patterns.iter().any(|(p, s)| s.id == sub.id && **p == *pattern) {
+            return false;
+        }
+        patterns.push((Arc::from(pattern), sub.clone()));
+        true
+    }
+
+    /// Remove a pattern subscription; false when `sub` did not have it.
+    pub fn punsubscribe(&self, pattern: &[u8], sub: &Subscriber) -> bool {
+        let mut patterns = self.patterns.write().unwrap_or_else(|e| e.into_inner());
+        let before = patterns.len();
+        patterns.retain(|(p, s)| !(s.id == sub.id && **p == *pattern));
+        patterns.len() != before
+    }
+
+    /// Deliver `payload` to the listeners of `channel` (and, for ordinary
+    /// channels, of matching patterns); the number of receivers, as PUBLISH
+    /// replies (a client listening both ways counts twice).
+    pub fn publish(&self, kind: Kind, channel: &[u8], payload: &[u8]) -> usize {
+        let limit = self.hard_limit.load(Ordering::Relaxed);
+        let channel: Arc<[u8]> = Arc::from(channel);
+        let payload: Arc<[u8]> = Arc::from(payload);
+        let mut receivers = 0;
+        let listeners: Vec<Arc<Subscriber>> = self.map(kind, &channel).get(&channel).cloned().unwrap_or_default();
+        for sub in &listeners {
+            let msg = match kind {
+                Kind::Channel => Message::Message { channel: channel.clone(), payload: payload.clone() },
+                Kind::Shard => Message::SMessage { channel: channel.clone(), payload: payload.clone() },
+            };
+            sub.deliver(msg, limit);
+            receivers += 1;
+        }
+        if kind == Kind::Channel {
+            let patterns = self.patterns.read().unwrap_or_else(|e| e.into_inner());
+            for (pattern, sub) in patterns.iter().filter(|(p, _)| glob::matches(p, &channel, false)) {
+                let msg =
+                    Message::PMessage { pattern: pattern.clone(), channel: channel.clone(), payload: payload.clone() };
+                sub.deliver(msg, limit);
+                receivers += 1;
+            }
+        }
+        self.delivered.fetch_add(receivers as u64, Ordering::Relaxed);
+        receivers
+    }
+
+    /// Channels (of `kind`) with at least one listener, matching `pattern` if given.
+    pub fn channels(&self, kind: Kind, pattern: Option<&[u8]>) -> Vec<Arc<[u8]>> {
+        let shards = match kind {
+            Kind::Channel => &self.channels,
+            Kind::Shard => &self.shard_channels,
+        };
+        let mut out = Vec::new();
+        for shard in shards {
+            let map = locked(shard);
+            out.extend(map.keys().filter(|c| pattern.is_none_or(|p| glob::matches(p, c, false))).cloned());
+        }
+        out
+    }
+
+    /// Listeners of `channel`.
+    pub fn numsub(&self, kind: Kind, channel: &[u8]) -> usize {
+        self.map(kind, channel).get(channel).map_or(0, Vec::len)
+    }
+
+    /// Pattern subscriptions across all clients.
+    pub fn numpat(&self) -> usize {
+        self.patterns.read().unwrap_or_else(|e| e.into_inner()).len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn channels_and_patterns_reach_their_listeners() {
+        let ps = PubSub::default();
+        let mut a = subscriber(1);
+        let mut b = subscriber(2);
+        assert!(ps.subscribe(Kind::Channel, b"news", a.subscriber()));
+        assert!(!ps.subscribe(Kind::Channel, b"news", a.subscriber()));
+        assert!(ps.psubscribe(b"n*", b.subscriber()));
+        assert!(ps.psubscribe(b"n*", a.subscriber()));
+        assert_eq!(ps.publish(Kind::Channel, b"news", b"hi"), 3);
+        assert_eq!(ps.publish(Kind::Channel, b"other", b"x"), 0);
+        assert_eq!(ps.publish(Kind::Shard, b"news", b"x"), 0);
+        assert!(matches!(a.try_recv(), Some(Message::Message { .. })));
+        assert!(matches!(a.try_recv(), Some(Message::PMessage { .. })));
+        assert!(a.try_recv().is_none());
+        match b.try_recv() {
+            Some(Message::PMessage { pattern, channel, payload }) => {
+                assert_eq!((&*pattern, &*channel, &*payload), (&b"n*"[..], &b"news"[..], &b"hi"[..]));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(ps.numsub(Kind::Channel, b"news"), 1);
+        assert_eq!(ps.numpat(), 2);
+        assert_eq!(ps.channels(Kind::Channel, Some(b"n?ws")).len(), 1);
+        assert!(ps.unsubscribe(Kind::Channel, b"news", a.subscriber()));
+        assert!(!ps.unsubscribe(Kind::Channel, b"news", a.subscriber()));
+        assert!(ps.channels(Kind::Channel, None).is_empty());
+        assert!(ps.punsubscribe(b"n*", b.subscriber()));
+        assert_eq!(ps.numpat(), 1);
+    }
+
+    #[test]
+    fn a_subscriber_that_falls_behind_is_cut_off() {
+        let ps = PubSub::default();
+        ps.set_hard_limit(1000);
+        let mut slow = subscriber(7);
+        ps.subscribe(Kind::Shard, b"c", slow.subscriber());
+        for _ in 0..10 {
+            ps.publish(Kind::Shard, b"c", &[0u8; 200]);
+        }
+        assert!(slow.overflowed());
+        let mut got = 0;
+        while slow.try_recv().is_some() {
+            got += 1;
+        }
+        assert!((1..10).contains(&got), "{got}");
+    }
+}
