@@ -9,10 +9,8 @@
 use kvik_protocol::number::parse_i64;
 use kvik_protocol::ReplySink;
 
-use super::access::{self, WrongType};
-use super::zset::{
-    apply_zadd, build, count_reply, drop_if_empty, limits, store_zset, zset_at, zset_or_create, ZaddOptions,
-};
+use super::access::{self, count_reply, WrongType};
+use super::zset::{apply_zadd, build, drop_if_empty, limits, store_zset, zset_at, zset_or_create, ZaddOptions};
 use super::{Ctx, ReplyTarget, SYNTAX_ERROR, WRONGTYPE};
 use crate::keyspace::now_ms;
 use crate::types::double::parse_score;

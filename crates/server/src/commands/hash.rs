@@ -13,7 +13,7 @@ use kvik_protocol::number::parse_i64;
 use kvik_protocol::resp::writer::Protocol;
 use kvik_protocol::ReplySink;
 
-use super::access::{self, WrongType};
+use super::access::{self, count_reply, reply_or_wrongtype, WrongType};
 use super::keys::parse_cursor;
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
 use crate::keyspace::{glob, now_ms};
@@ -39,36 +39,22 @@ handlers! {
     HSCAN(c) => hscan(c),
 }
 
-/// Run `read` on the hash at `key` (`None` when missing) under its shard
-/// lock, counting the lookup as a read.
+/// Run `read` on the hash at `key` (`None` when missing), counted as a read.
 fn read_hash<T: ReplyTarget, R>(
     c: &Ctx<'_, T>,
     key: &[u8],
     read: impl FnOnce(Option<&HashValue>) -> R,
 ) -> Result<R, WrongType> {
-    let mut shard = c.state.keyspace.lock_key(key);
-    let found = access::read::<HashValue>(shard.db(c.session.db), key, now_ms());
-    found.map(read)
+    access::read_with(c, key, read)
 }
 
-/// Reply straight from the hash at `key` (`None` when missing) while its
-/// shard is locked, so a large reply copies each field once, into the
-/// reply; counts the lookup as a read.
+/// Reply straight from the hash at `key` (`None` when missing).
 fn reply_from_hash<T: ReplyTarget>(
     c: &mut Ctx<'_, T>,
     key: &[u8],
     write: impl FnOnce(&mut dyn ReplySink, Option<&HashValue>),
 ) {
-    let state = c.state;
-    let mut shard = state.keyspace.lock_key(key);
-    let found = access::read::<HashValue>(shard.db(c.session.db), key, now_ms());
-    match found {
-        Ok(h) => c.reply(|s| write(s, h)),
-        Err(WrongType) => {
-            drop(shard);
-            c.error(WRONGTYPE);
-        }
-    }
+    access::reply_from(c, key, write);
 }
 
 /// Run `write` on the hash at `key` under its shard lock: a missing key
@@ -93,29 +79,7 @@ fn change_hash<T: ReplyTarget, R>(
     key: &[u8],
     change: impl FnOnce(&mut HashValue) -> R,
 ) -> Result<Option<R>, WrongType> {
-    let mut shard = c.state.keyspace.lock_key(key);
-    let d = shard.db(c.session.db);
-    let now = now_ms();
-    let result = access::write::<HashValue>(d, key, now)?.map(change);
-    access::remove_if_empty(d, key, now, HashValue::is_empty);
-    Ok(result)
-}
-
-/// A count as a reply integer.
-fn as_reply(n: usize) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-/// Reply with the outcome of a command whose only possible error is WRONGTYPE.
-fn reply_or_wrongtype<T: ReplyTarget, R>(
-    c: &mut Ctx<'_, T>,
-    result: Result<R, WrongType>,
-    write: impl FnOnce(&mut dyn ReplySink, R),
-) {
-    match result {
-        Ok(r) => c.reply(|s| write(s, r)),
-        Err(WrongType) => c.error(WRONGTYPE),
-    }
+    access::change_with(c, key, HashValue::is_empty, |h| h.map(change))
 }
 
 /// Reply with a value or a null.
@@ -149,7 +113,7 @@ fn hset<T: ReplyTarget>(c: &mut Ctx<'_, T>, ok_reply: bool) {
     let pairs: Vec<(&[u8], &[u8])> = (2..c.argc()).step_by(2).map(|i| (c.arg(i), c.arg(i + 1))).collect();
     let limits = c.state.limits.hash_limits();
     let added = write_hash(c, c.arg(1), |h| pairs.iter().filter(|(f, v)| h.set(f, v, limits)).count());
-    reply_or_wrongtype(c, added, |s, n| if ok_reply { s.simple(b"OK") } else { s.integer(as_reply(n)) });
+    reply_or_wrongtype(c, added, |s, n| if ok_reply { s.simple(b"OK") } else { s.integer(count_reply(n)) });
 }
 
 /// `HSETNX key field value`: 1 when set, 0 when the field existed.
@@ -206,7 +170,7 @@ fn hgetall<T: ReplyTarget>(c: &mut Ctx<'_, T>, fields: bool, values: bool) {
 fn hdel<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let fields: Vec<&[u8]> = (2..c.argc()).map(|i| c.arg(i)).collect();
     let removed = change_hash(c, c.arg(1), |h| fields.iter().filter(|f| h.remove(f)).count());
-    reply_or_wrongtype(c, removed, |s, n| s.integer(as_reply(n.unwrap_or(0))));
+    reply_or_wrongtype(c, removed, |s, n| s.integer(count_reply(n.unwrap_or(0))));
 }
 
 /// `HEXISTS key field`: 1 or 0.
@@ -219,14 +183,14 @@ fn hexists<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// `HLEN key`: the number of fields, 0 for a missing key.
 fn hlen<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let len = read_hash(c, c.arg(1), |h| h.map_or(0, HashValue::len));
-    reply_or_wrongtype(c, len, |s, n| s.integer(as_reply(n)));
+    reply_or_wrongtype(c, len, |s, n| s.integer(count_reply(n)));
 }
 
 /// `HSTRLEN key field`: the value's length, 0 when missing.
 fn hstrlen<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let field = c.arg(2);
     let len = read_hash(c, c.arg(1), |h| h.and_then(|h| h.get(field)).map_or(0, <[u8]>::len));
-    reply_or_wrongtype(c, len, |s, n| s.integer(as_reply(n)));
+    reply_or_wrongtype(c, len, |s, n| s.integer(count_reply(n)));
 }
 
 /// `HINCRBY key field increment`: the new value; a missing field counts as 0.
@@ -402,7 +366,7 @@ fn hrandfield<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 fn hscan<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let Some(cursor) = parse_cursor(c.arg(2)) else { return c.error(b"ERR invalid cursor") };
     let mut shard = c.state.keyspace.lock_key(c.arg(1));
-    let found = access::read::<HashValue>(shard.db(c.session.db), c.arg(1), now_ms());
+    let found = access::read_at::<HashValue>(shard.db(c.session.db), c.arg(1), now_ms());
     let scanned = match found {
         Err(WrongType) => Err(WRONGTYPE.to_vec()),
         Ok(None) => Ok((0, Vec::new())),

@@ -9,7 +9,7 @@
 use kvik_protocol::number::parse_i64;
 use kvik_protocol::ReplySink;
 
-use super::access::{self, WrongType};
+use super::access::{self, count_reply, reply_or_wrongtype, WrongType};
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
 use crate::keyspace::now_ms;
 use crate::types::list::{rank_range, ListValue};
@@ -65,51 +65,32 @@ fn end_named(word: &[u8]) -> Option<End> {
     }
 }
 
-/// Run `read` on the list at `key` (`None` when missing) under its shard
-/// lock, counting the lookup as a read.
+/// Run `read` on the list at `key` (`None` when missing), counted as a read.
 fn read_list<T: ReplyTarget, R>(
     c: &Ctx<'_, T>,
     key: &[u8],
     read: impl FnOnce(Option<&ListValue>) -> R,
 ) -> Result<R, WrongType> {
-    let mut shard = c.state.keyspace.lock_key(key);
-    let found = access::read::<ListValue>(shard.db(c.session.db), key, now_ms());
-    found.map(read)
+    access::read_with(c, key, read)
 }
 
-/// Reply straight from the list at `key` (`None` when missing) while its
-/// shard is locked, so a long range copies each element once, into the
-/// reply; counts the lookup as a read.
+/// Reply straight from the list at `key` (`None` when missing).
 fn reply_from_list<T: ReplyTarget>(
     c: &mut Ctx<'_, T>,
     key: &[u8],
     write: impl FnOnce(&mut dyn ReplySink, Option<&ListValue>),
 ) {
-    let state = c.state;
-    let mut shard = state.keyspace.lock_key(key);
-    let found = access::read::<ListValue>(shard.db(c.session.db), key, now_ms());
-    match found {
-        Ok(l) => c.reply(|s| write(s, l)),
-        Err(WrongType) => {
-            drop(shard);
-            c.error(WRONGTYPE);
-        }
-    }
+    access::reply_from(c, key, write);
 }
 
-/// Run `write` on the list at `key` (`None` when missing) under its shard
-/// lock, deleting the key if the list is left empty.
+/// Run `write` on the list at `key` (`None` when missing), deleting the key
+/// if the list is left empty.
 fn write_list<T: ReplyTarget, R>(
     c: &Ctx<'_, T>,
     key: &[u8],
     write: impl FnOnce(Option<&mut ListValue>) -> R,
 ) -> Result<R, WrongType> {
-    let mut shard = c.state.keyspace.lock_key(key);
-    let d = shard.db(c.session.db);
-    let now = now_ms();
-    let result = write(access::write::<ListValue>(d, key, now)?);
-    access::remove_if_empty(d, key, now, ListValue::is_empty);
-    Ok(result)
+    access::change_with(c, key, ListValue::is_empty, write)
 }
 
 /// An index or count argument: Redis's "not an integer" error otherwise.
@@ -128,28 +109,11 @@ fn positive_arg<T: ReplyTarget>(c: &Ctx<'_, T>, i: usize) -> Result<usize, &'sta
     non_negative(c.arg(i), b"ERR value is out of range, must be positive")
 }
 
-/// A length or count as a reply integer.
-fn as_reply(n: usize) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
 /// Reply with elements as an array.
 fn reply_elements(s: &mut dyn ReplySink, items: &[Vec<u8>]) {
     s.array(items.len());
     for item in items {
         s.bulk(item);
-    }
-}
-
-/// Reply with the outcome of a command whose only possible error is WRONGTYPE.
-fn reply_or_wrongtype<T: ReplyTarget, R>(
-    c: &mut Ctx<'_, T>,
-    result: Result<R, WrongType>,
-    write: impl FnOnce(&mut dyn ReplySink, R),
-) {
-    match result {
-        Ok(r) => c.reply(|s| write(s, r)),
-        Err(WrongType) => c.error(WRONGTYPE),
     }
 }
 
@@ -181,7 +145,7 @@ fn push<T: ReplyTarget>(c: &mut Ctx<'_, T>, end: End, only_existing: bool) {
         })
     });
     drop(shard);
-    reply_or_wrongtype(c, len, |s, n| s.integer(as_reply(n)));
+    reply_or_wrongtype(c, len, |s, n| s.integer(count_reply(n)));
 }
 
 /// `LPOP` / `RPOP key [count]`: one element (or null) without a count; with
@@ -210,7 +174,7 @@ fn pop<T: ReplyTarget>(c: &mut Ctx<'_, T>, end: End) {
 /// `LLEN key`: 0 for a missing key.
 fn llen<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let len = read_list(c, c.arg(1), |l| l.map_or(0, ListValue::len));
-    reply_or_wrongtype(c, len, |s, n| s.integer(as_reply(n)));
+    reply_or_wrongtype(c, len, |s, n| s.integer(count_reply(n)));
 }
 
 /// `LRANGE key start stop`: the elements in the inclusive range, clamped.
@@ -268,7 +232,7 @@ fn lrem<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     };
     let element = c.arg(3);
     let removed = write_list(c, c.arg(1), |l| l.map_or(0, |l| l.remove_matching(element, count)));
-    reply_or_wrongtype(c, removed, |s, n| s.integer(as_reply(n)));
+    reply_or_wrongtype(c, removed, |s, n| s.integer(count_reply(n)));
 }
 
 /// `LTRIM key start stop`: keep only the range; OK even for a missing key.
@@ -301,7 +265,7 @@ fn linsert<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         None => 0,
         Some(l) => {
             if l.insert_at_pivot(pivot, element, before) {
-                as_reply(l.len())
+                count_reply(l.len())
             } else {
                 -1
             }
@@ -361,10 +325,10 @@ fn lpos<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         (Some(_), _) => {
             s.array(found.len());
             for &i in &found {
-                s.integer(as_reply(i));
+                s.integer(count_reply(i));
             }
         }
-        (None, Some(&i)) => s.integer(as_reply(i)),
+        (None, Some(&i)) => s.integer(count_reply(i)),
         (None, None) => s.null(),
     });
 }

@@ -10,7 +10,7 @@
 use kvik_protocol::number::{parse_i64, write_i64};
 use kvik_protocol::ReplySink;
 
-use super::access::{self, WrongType};
+use super::access::{self, count_reply, WrongType};
 use super::keys::parse_cursor;
 use super::random::Picker;
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
@@ -60,7 +60,7 @@ fn read_sets(
     keys: &[&[u8]],
     now: i64,
 ) -> Result<Vec<Option<SetValue>>, WrongType> {
-    keys.iter().map(|k| access::read::<SetValue>(lock.shard_for(ks, k).db(db), k, now).map(|s| s.cloned())).collect()
+    keys.iter().map(|k| access::read_at::<SetValue>(lock.shard_for(ks, k).db(db), k, now).map(|s| s.cloned())).collect()
 }
 
 /// `set-max-intset-entries` now.
@@ -78,10 +78,6 @@ fn bulk_member(s: &mut dyn ReplySink, m: Member<'_>) {
         }
         Member::Bytes(b) => s.bulk(b),
     }
-}
-
-fn count_reply(n: usize) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 /// `SADD key member [member ...]`: how many were new.
@@ -118,7 +114,7 @@ fn srem<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 fn sismember<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (key, member, db) = (c.arg(1), c.arg(2), c.session.db);
     let mut shard = c.state.keyspace.lock_key(key);
-    let found = access::read::<SetValue>(shard.db(db), key, now_ms()).map(|s| s.is_some_and(|s| s.contains(member)));
+    let found = access::read_at::<SetValue>(shard.db(db), key, now_ms()).map(|s| s.is_some_and(|s| s.contains(member)));
     drop(shard);
     match found {
         Ok(b) => c.reply(|s| s.integer(i64::from(b))),
@@ -131,7 +127,7 @@ fn smismember<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (key, db) = (c.arg(1), c.session.db);
     let members: Vec<&[u8]> = (2..c.argc()).map(|i| c.arg(i)).collect();
     let mut shard = c.state.keyspace.lock_key(key);
-    let found: Result<Vec<bool>, WrongType> = access::read::<SetValue>(shard.db(db), key, now_ms())
+    let found: Result<Vec<bool>, WrongType> = access::read_at::<SetValue>(shard.db(db), key, now_ms())
         .map(|s| members.iter().map(|m| s.is_some_and(|s| s.contains(m))).collect());
     drop(shard);
     match found {
@@ -149,7 +145,7 @@ fn smismember<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 fn scard<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (key, db) = (c.arg(1), c.session.db);
     let mut shard = c.state.keyspace.lock_key(key);
-    let len = access::read::<SetValue>(shard.db(db), key, now_ms()).map(|s| s.map_or(0, SetValue::len));
+    let len = access::read_at::<SetValue>(shard.db(db), key, now_ms()).map(|s| s.map_or(0, SetValue::len));
     drop(shard);
     match len {
         Ok(n) => c.reply(|s| s.integer(count_reply(n))),
@@ -228,8 +224,8 @@ fn srandmember<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     };
     let (key, db) = (c.arg(1), c.session.db);
     let mut shard = c.state.keyspace.lock_key(key);
-    let picked =
-        access::read::<SetValue>(shard.db(db), key, now_ms()).map(|s| s.map(|s| random_members(s, count.unwrap_or(1))));
+    let picked = access::read_at::<SetValue>(shard.db(db), key, now_ms())
+        .map(|s| s.map(|s| random_members(s, count.unwrap_or(1))));
     drop(shard);
     let picked = match picked {
         Ok(p) => p.unwrap_or_default(),
@@ -427,7 +423,7 @@ fn sscan<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let Some(cursor) = parse_cursor(c.arg(2)) else { return c.error(b"ERR invalid cursor") };
     let (key, db) = (c.arg(1), c.session.db);
     let mut shard = c.state.keyspace.lock_key(key);
-    let set = match access::read::<SetValue>(shard.db(db), key, now_ms()) {
+    let set = match access::read_at::<SetValue>(shard.db(db), key, now_ms()) {
         Ok(s) => s.cloned(),
         Err(WrongType) => {
             drop(shard);

@@ -50,7 +50,7 @@ const NO_SUCH_KEY: &[u8] = b"ERR no such key";
 /// The stream at `key` for a read command: `Ok(None)` when missing, `Err`
 /// for another type.
 fn stream_at<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<&'d StreamValue>, ()> {
-    access::read(db, key, now).map_err(|WrongType| ())
+    access::read_at(db, key, now).map_err(|WrongType| ())
 }
 
 /// The stream at `key` for a write command that reads it first.

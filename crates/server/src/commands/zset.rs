@@ -16,7 +16,7 @@ use kvik_protocol::number::{parse_i64, write_double_g17};
 use kvik_protocol::resp::writer::Protocol;
 use kvik_protocol::ReplySink;
 
-use super::access::{self, WrongType};
+use super::access::{self, count_reply, WrongType};
 use super::keys::parse_cursor;
 use super::random::Picker;
 use super::set::{reply_scan, scan_options};
@@ -71,7 +71,7 @@ const MUST_BE_POSITIVE: &[u8] = b"ERR value is out of range, must be positive";
 
 /// The sorted set at `key`, if any, for a read command.
 pub(super) fn zset_at<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<&'d ZSetValue>, WrongType> {
-    access::read(db, key, now)
+    access::read_at(db, key, now)
 }
 
 /// The sorted set at `key`, created empty (small encoding) when missing.
@@ -143,10 +143,6 @@ pub(super) fn build(items: impl IntoIterator<Item = (Vec<u8>, f64)>, limits: Lim
     }
     z.shrink_if_fits(limits.entries, limits.value);
     z
-}
-
-pub(super) fn count_reply(n: usize) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 fn resp3<T: ReplyTarget>(c: &Ctx<'_, T>) -> bool {
