@@ -9,8 +9,8 @@
 use kvik_protocol::number::parse_i64;
 use kvik_protocol::ReplySink;
 
-use super::access::{self, count_reply, WrongType};
-use super::zset::{apply_zadd, build, drop_if_empty, limits, store_zset, zset_at, zset_or_create, ZaddOptions};
+use super::access::{count_reply, WrongType};
+use super::zset::{build, limits, store_zset, zadd_at, zset_at, ZaddOptions};
 use super::{Ctx, ReplyTarget, SYNTAX_ERROR, WRONGTYPE};
 use crate::keyspace::now_ms;
 use crate::types::double::parse_score;
@@ -81,20 +81,7 @@ fn geoadd<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         let Some(score) = geo::encode(lon, lat) else { return c.error(NOT_A_FLOAT) };
         pairs.push((score, c.arg(i + 2)));
     }
-    let (key, db, now, limits) = (c.arg(1), c.session.db, now_ms(), limits(c));
-    let mut shard = c.state.keyspace.lock_key(key);
-    let d = shard.db(db);
-    let outcome = match access::read_for_write::<ZSetValue>(d, key, now) {
-        Err(WrongType) => Err(WRONGTYPE),
-        Ok(None) if o.xx => Ok(Default::default()),
-        Ok(_) => match zset_or_create(d, key, now) {
-            Ok(z) => apply_zadd(z, &o, &pairs, limits),
-            Err(WrongType) => Err(WRONGTYPE),
-        },
-    };
-    drop_if_empty(d, key, now);
-    drop(shard);
-    match outcome {
+    match zadd_at(c, &o, &pairs) {
         Err(msg) => c.error(msg),
         Ok(out) => {
             let n = if o.ch { out.added + out.updated } else { out.added };

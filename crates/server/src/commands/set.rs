@@ -177,14 +177,22 @@ fn spop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         Ok(p) => p.unwrap_or_default(),
         Err(WrongType) => return c.error(WRONGTYPE),
     };
-    match count {
-        None => match popped.first() {
-            Some(m) => c.reply(|s| s.bulk(m)),
-            None => c.reply(|s| s.null()),
-        },
-        Some(_) => c.reply(|s| {
-            s.set(popped.len());
-            for m in &popped {
+    reply_members(c, count.is_some(), &popped, true);
+}
+
+/// Reply with the members SPOP or SRANDMEMBER chose: without a count one
+/// member or a null, with one all of them, as a set (SPOP) or an array.
+fn reply_members<T: ReplyTarget>(c: &mut Ctx<'_, T>, counted: bool, members: &[Vec<u8>], as_set: bool) {
+    match (counted, members.first()) {
+        (false, Some(m)) => c.reply(|s| s.bulk(m)),
+        (false, None) => c.reply(|s| s.null()),
+        (true, _) => c.reply(|s| {
+            if as_set {
+                s.set(members.len());
+            } else {
+                s.array(members.len());
+            }
+            for m in members {
                 s.bulk(m);
             }
         }),
@@ -231,18 +239,7 @@ fn srandmember<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         Ok(p) => p.unwrap_or_default(),
         Err(WrongType) => return c.error(WRONGTYPE),
     };
-    match count {
-        None => match picked.first() {
-            Some(m) => c.reply(|s| s.bulk(m)),
-            None => c.reply(|s| s.null()),
-        },
-        Some(_) => c.reply(|s| {
-            s.array(picked.len());
-            for m in &picked {
-                s.bulk(m);
-            }
-        }),
-    }
+    reply_members(c, count.is_some(), &picked, false);
 }
 
 /// `count` random members: distinct for a positive count (the whole set,

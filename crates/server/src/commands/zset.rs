@@ -176,20 +176,7 @@ fn zadd<T: ReplyTarget>(c: &mut Ctx<'_, T>, incr: bool) {
         let Some(score) = parse_score(c.arg(i)) else { return c.error(NOT_A_FLOAT) };
         pairs.push((score, c.arg(i + 1)));
     }
-    let (key, db, now, limits) = (c.arg(1), c.session.db, now_ms(), limits(c));
-    let mut shard = c.state.keyspace.lock_key(key);
-    let d = shard.db(db);
-    let outcome = match access::read_for_write::<ZSetValue>(d, key, now) {
-        Err(WrongType) => Err(WRONGTYPE),
-        Ok(None) if opts.xx => Ok(ZaddOutcome::default()),
-        Ok(_) => match zset_or_create(d, key, now) {
-            Ok(z) => apply_zadd(z, &opts, &pairs, limits),
-            Err(WrongType) => Err(WRONGTYPE),
-        },
-    };
-    drop_if_empty(d, key, now);
-    drop(shard);
-    match outcome {
+    match zadd_at(c, &opts, &pairs) {
         Err(msg) => c.error(msg),
         Ok(o) if opts.incr => match o.last_score.filter(|_| o.processed > 0) {
             Some(score) => c.reply(|s| s.double(score)),
@@ -257,8 +244,30 @@ pub(super) struct ZaddOutcome {
     pub(super) last_score: Option<f64>,
 }
 
+/// ZADD's (and GEOADD's) work on the sorted set at argument 1 under its
+/// shard's lock: a missing key is created unless `XX` is given.
+pub(super) fn zadd_at<T: ReplyTarget>(
+    c: &Ctx<'_, T>,
+    opts: &ZaddOptions,
+    pairs: &[(f64, &[u8])],
+) -> Result<ZaddOutcome, &'static [u8]> {
+    let (key, now, limits) = (c.arg(1), now_ms(), limits(c));
+    let mut shard = c.state.keyspace.lock_key(key);
+    let d = shard.db(c.session.db);
+    let outcome = match access::read_for_write::<ZSetValue>(d, key, now) {
+        Err(WrongType) => Err(WRONGTYPE),
+        Ok(None) if opts.xx => Ok(ZaddOutcome::default()),
+        Ok(_) => match zset_or_create(d, key, now) {
+            Ok(z) => apply_zadd(z, opts, pairs, limits),
+            Err(WrongType) => Err(WRONGTYPE),
+        },
+    };
+    drop_if_empty(d, key, now);
+    outcome
+}
+
 /// Apply ZADD's pairs to `z` with Redis's rules for each flag.
-pub(super) fn apply_zadd(
+fn apply_zadd(
     z: &mut ZSetValue,
     o: &ZaddOptions,
     pairs: &[(f64, &[u8])],
