@@ -254,10 +254,11 @@ pub(super) fn zadd_at<T: ReplyTarget>(
     let (key, now, limits) = (c.arg(1), now_ms(), limits(c));
     let mut shard = c.state.keyspace.lock_key(key);
     let d = shard.db(c.session.db);
-    let outcome = match access::read_for_write::<ZSetValue>(d, key, now) {
+    let outcome = match access::write::<ZSetValue>(d, key, now) {
         Err(WrongType) => Err(WRONGTYPE),
+        Ok(Some(z)) => apply_zadd(z, opts, pairs, limits),
         Ok(None) if opts.xx => Ok(ZaddOutcome::default()),
-        Ok(_) => match zset_or_create(d, key, now) {
+        Ok(None) => match zset_or_create(d, key, now) {
             Ok(z) => apply_zadd(z, opts, pairs, limits),
             Err(WrongType) => Err(WRONGTYPE),
         },

@@ -526,6 +526,18 @@ mod tests {
     }
 
     #[test]
+    fn keys_created_for_a_change_are_counted_and_kept() {
+        let mut db = Db::default();
+        let raw = || Value::Str(StrValue::Raw(Vec::new()));
+        if let Some(Value::Str(s)) = db.get_mut_or_insert(b"k", 0, raw).map(Entry::value_mut) {
+            s.make_raw().reserve_exact(4096);
+        }
+        assert!(db.used_memory() >= 4096, "the new key's growth is charged");
+        assert_eq!(db.get_mut_or_insert(b"k", 0, || val("other")).map(|e| e.value().encoding()), Some("raw"));
+        assert_eq!((db.len(), db.lookup_counts()), (1, (0, 0)));
+    }
+
+    #[test]
     fn only_read_lookups_count_hits_and_misses() {
         let mut db = Db::default();
         db.set(b"a", val("1"), None);
