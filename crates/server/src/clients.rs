@@ -38,6 +38,8 @@ pub struct ClientInfo {
     pub no_evict: bool,
     /// Whether the client is a MONITOR (`flags=O`).
     pub monitor: bool,
+    /// Channel, pattern and shard channel subscriptions (`sub=`, `psub=`, `ssub=`).
+    pub subscriptions: [usize; 3],
     /// Library name and version from `CLIENT SETINFO`.
     pub lib_name: Vec<u8>,
     /// See `lib_name`.
@@ -191,6 +193,7 @@ impl ClientRegistry {
             resp: 2,
             no_evict: false,
             monitor: false,
+            subscriptions: [0; 3],
             lib_name: Vec::new(),
             lib_ver: Vec::new(),
         };

@@ -168,6 +168,9 @@ pub const OPTIONS: &[OptionSpec] = &[
     opt("hz", int(0, INT_MAX), "10", Runtime),
     opt("lfu-log-factor", int(0, INT_MAX), "10", Runtime),
     opt("lfu-decay-time", int(0, INT_MAX), "1", Runtime),
+    // DEBUG can stall or crash the server, so Redis refuses it unless this
+    // says `yes`, or `local` for clients on the same machine.
+    opt("enable-debug-command", Kind::Enum(&["no", "yes", "local"]), "no", Immutable),
 ];
 
 /// The option called `name` (or by its alias), without regard to case.

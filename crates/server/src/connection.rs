@@ -23,22 +23,27 @@
 //! the error text after the replies already due and is then closed.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::io;
 use std::os::fd::AsRawFd;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::{watch, Notify};
 
+use kvik_protocol::commands::CommandSpec;
 use kvik_protocol::resp::request::{Progress, RequestError, RequestLimits, RequestParser};
 use kvik_protocol::resp::writer::RespWriter;
 use kvik_protocol::respb::handshake::{self, Greeting};
 use kvik_protocol::respb::{detect, Decoded, Detected, Frame, RespbDecoder, RespbLimits, RespbReplyWriter};
 use kvik_protocol::{CommandArgs, ReplySink};
 
-use crate::commands::{execute, Outcome, ReplyTarget, Request};
+use crate::commands::{execute, held_by_pause, Outcome, ReplyTarget, Request};
+use crate::pubsub::{encode_message, Message};
 use crate::session::Session;
 use crate::state::ServerState;
 
@@ -70,13 +75,19 @@ pub struct Peer {
     pub laddr: String,
     /// The socket's file descriptor (`fd=`).
     pub fd: i32,
+    /// Whether the client is on this machine as Redis judges it (a unix
+    /// socket, or TCP from 127.0.0.1 or ::1), for `enable-debug-command local`.
+    pub local: bool,
 }
 
 impl Peer {
     /// A TCP client.
     pub fn tcp(stream: &TcpStream) -> Peer {
         let show = |a: io::Result<std::net::SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
-        Peer { addr: show(stream.peer_addr()), laddr: show(stream.local_addr()), fd: stream.as_raw_fd() }
+        let local = stream
+            .peer_addr()
+            .is_ok_and(|a| a.ip() == std::net::Ipv4Addr::LOCALHOST || a.ip() == std::net::Ipv6Addr::LOCALHOST);
+        Peer { addr: show(stream.peer_addr()), laddr: show(stream.local_addr()), fd: stream.as_raw_fd(), local }
     }
 
     /// A unix socket client: both ends shown as the socket's path with port 0, as Redis shows them.
@@ -84,7 +95,7 @@ impl Peer {
         let path =
             stream.local_addr().ok().and_then(|a| a.as_pathname().map(|p| p.display().to_string())).unwrap_or_default();
         let addr = format!("{path}:0");
-        Peer { laddr: addr.clone(), addr, fd: stream.as_raw_fd() }
+        Peer { laddr: addr.clone(), addr, fd: stream.as_raw_fd(), local: true }
     }
 }
 
@@ -93,10 +104,60 @@ impl Peer {
 struct Conn<'a, S> {
     stream: S,
     state: &'a ServerState,
-    shutdown: watch::Receiver<bool>,
+    /// Completes once the server is stopping.
+    shutdown: Event,
     peer: Peer,
     /// Since when unsent replies have been above the soft output limit.
     over_soft_since: Option<Instant>,
+}
+
+/// A one-time event, such as the server's shutdown or a client's kill, that
+/// the connection waits on again and again.
+///
+/// The waiting future is made once per connection and polled by reference
+/// in every wait, rather than made and dropped around each read and write:
+/// registering and unregistering with a watch channel or a `Notify` on
+/// every request costs more than the rest of a small command. Once it
+/// happened, the event stays ready.
+struct Event {
+    waiting: Option<Pin<Box<dyn Future<Output = ()>>>>,
+}
+
+impl Event {
+    fn new(happens: impl Future<Output = ()> + 'static) -> Self {
+        Event { waiting: Some(Box::pin(happens)) }
+    }
+
+    /// The event of `shutdown` turning true.
+    fn shutdown(mut shutdown: watch::Receiver<bool>) -> Self {
+        Event::new(async move {
+            let _ = shutdown.wait_for(|stop| *stop).await;
+        })
+    }
+
+    /// The event of `wake` being notified.
+    fn notified(wake: Arc<Notify>) -> Self {
+        Event::new(async move { wake.notified().await })
+    }
+
+    /// An event that never happens.
+    fn never() -> Self {
+        Event::new(std::future::pending())
+    }
+}
+
+impl Future for Event {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if let Some(waiting) = self.waiting.as_mut() {
+            if waiting.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            self.waiting = None;
+        }
+        Poll::Ready(())
+    }
 }
 
 /// What ended a wait for input.
@@ -107,6 +168,8 @@ enum Wake {
     Killed,
     /// A line for this MONITOR client, or `None` once its feed stopped.
     Monitor(Option<Vec<u8>>),
+    /// A message on a channel this client listens to.
+    Message(Option<Message>),
 }
 
 impl<S: ClientStream> Conn<'_, S> {
@@ -128,9 +191,11 @@ impl<S: ClientStream> Conn<'_, S> {
                 read.await
             }
         };
+        // Shutdown first, so a client that always has input still sees it.
         tokio::select! {
+            biased;
+            () = &mut self.shutdown => Ok(0),
             r = read => r,
-            _ = self.shutdown.wait_for(|stop| *stop) => Ok(0),
         }
     }
 
@@ -142,23 +207,35 @@ impl<S: ClientStream> Conn<'_, S> {
         buf: &mut ReadBuffer,
         want: usize,
         session: &mut Session,
-        wake: &Notify,
+        killed: &mut Event,
     ) -> io::Result<usize> {
         loop {
             if session.handle().is_some_and(|h| h.is_killed()) {
                 return Ok(0);
             }
+            let protocol = session.protocol;
             let event = {
+                let (monitor, subscriptions) = (&mut session.monitor, &mut session.subscriptions);
                 let feed = async {
-                    match session.monitor.as_mut() {
+                    match monitor.as_mut() {
                         Some(feed) => feed.recv().await,
                         None => std::future::pending().await,
                     }
                 };
+                let inbox = async {
+                    match subscriptions.inbox() {
+                        Some(inbox) => inbox.recv().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                // Input first: a kill is also seen at the top of this loop,
+                // so a client that always has input cannot miss it.
                 tokio::select! {
+                    biased;
                     r = self.fill(buf, want) => Wake::Read(r),
-                    () = wake.notified() => Wake::Killed,
+                    () = &mut *killed => Wake::Killed,
                     line = feed => Wake::Monitor(line),
+                    msg = inbox => Wake::Message(msg),
                 }
             };
             match event {
@@ -166,7 +243,26 @@ impl<S: ClientStream> Conn<'_, S> {
                 Wake::Killed => return Ok(0),
                 Wake::Monitor(Some(line)) => self.write_all(&line).await?,
                 Wake::Monitor(None) => session.monitor = None,
+                Wake::Message(Some(msg)) => {
+                    let mut out = Vec::new();
+                    encode_message(&mut out, protocol, &msg);
+                    if !drain_messages(session, &mut out) {
+                        return Ok(0);
+                    }
+                    self.write_all(&out).await?;
+                }
+                Wake::Message(None) => {}
             }
+        }
+    }
+
+    /// Wait while a `CLIENT PAUSE` holds `spec` back. False when the wait
+    /// ended because the client was killed or the server is stopping.
+    async fn wait_for_pause(&mut self, spec: &CommandSpec, killed: &mut Event) -> bool {
+        tokio::select! {
+            () = self.state.pause.wait_for(spec) => true,
+            () = killed => false,
+            () = &mut self.shutdown => false,
         }
     }
 
@@ -174,7 +270,7 @@ impl<S: ClientStream> Conn<'_, S> {
     async fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
         tokio::select! {
             r = self.stream.write_all(bytes) => r,
-            _ = self.shutdown.wait_for(|stop| *stop) => Err(io::Error::other("server shutting down")),
+            () = &mut self.shutdown => Err(io::Error::other("server shutting down")),
         }
     }
 
@@ -188,7 +284,9 @@ impl<S: ClientStream> Conn<'_, S> {
     /// Send replies, closing (with an error) a client that stays above the
     /// soft output limit too long or takes nothing for `timeout` seconds.
     async fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
-        let mut sent = 0;
+        // Replies nearly always fit in the socket's buffer: one write, without
+        // arming the timers and events a client that does not read needs.
+        let mut sent = self.try_write(bytes).await?;
         while sent < bytes.len() {
             let pending = (bytes.len() - sent) as u64;
             let limit = self.state.limits.output_limit();
@@ -222,11 +320,22 @@ impl<S: ClientStream> Conn<'_, S> {
                     Err(e) => return Err(e),
                 },
                 _ = wait => return Err(io::Error::other("client does not read its replies")),
-                _ = self.shutdown.wait_for(|stop| *stop) => return Err(io::Error::other("server shutting down")),
+                () = &mut self.shutdown => return Err(io::Error::other("server shutting down")),
             }
         }
         self.over_soft_since = None;
         Ok(())
+    }
+
+    /// Write what the socket takes now, without waiting: the bytes written,
+    /// 0 when it takes nothing yet.
+    async fn try_write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        std::future::poll_fn(|cx| match Pin::new(&mut self.stream).poll_write(cx, bytes) {
+            Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => Poll::Ready(Ok(0)),
+            Poll::Ready(r) => Poll::Ready(r),
+            Poll::Pending => Poll::Ready(Ok(0)),
+        })
+        .await
     }
 }
 
@@ -234,7 +343,7 @@ impl<S: ClientStream> Conn<'_, S> {
 /// too long, the socket fails, or `shutdown` turns true. `shutdown` is the
 /// event loop's own signal, so waiting on it touches nothing other cores use.
 pub async fn serve<S: ClientStream>(stream: S, state: &ServerState, shutdown: watch::Receiver<bool>, peer: Peer) {
-    let mut conn = Conn { stream, state, shutdown, peer, over_soft_since: None };
+    let mut conn = Conn { stream, state, shutdown: Event::shutdown(shutdown), peer, over_soft_since: None };
     // An I/O error only means the client is gone; there is nobody to tell.
     let _ = run(&mut conn).await;
     close_gracefully(&mut conn.stream).await;
@@ -374,7 +483,21 @@ fn protocol_error_text(e: &RequestError) -> Vec<u8> {
 /// authenticated when no password is required. `wake` is notified when the
 /// client is killed (only clients with a socket of their own have one).
 fn new_session(state: &ServerState, peer: &Peer, wake: Option<Arc<Notify>>) -> Session {
-    Session::connected(state, peer.addr.clone(), peer.laddr.clone(), peer.fd, wake)
+    let mut session = Session::connected(state, peer.addr.clone(), peer.laddr.clone(), peer.fd, wake);
+    session.local = peer.local;
+    session
+}
+
+/// Append the messages waiting for `session` (after the replies already in
+/// `out`, so a client sees its subscription confirmed before any message).
+/// False when the client fell too far behind and must be closed.
+fn drain_messages(session: &mut Session, out: &mut Vec<u8>) -> bool {
+    let protocol = session.protocol;
+    let Some(inbox) = session.subscriptions.inbox() else { return true };
+    while let Some(msg) = inbox.try_recv() {
+        encode_message(out, protocol, &msg);
+    }
+    !inbox.overflowed()
 }
 
 /// The request limits the configuration asks for now.
@@ -388,6 +511,7 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
     let mut args = CommandArgs::new();
     let wake = Arc::new(Notify::new());
     let mut session = new_session(state, &conn.peer, Some(Arc::clone(&wake)));
+    let mut killed = Event::notified(wake);
     let mut out = Vec::new();
     loop {
         let mut want = 0;
@@ -403,11 +527,22 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
             parser.set_auth_required(!session.authenticated && state.limits.auth_required());
             match parser.parse(pending, &mut args) {
                 Ok(Progress::Done(n)) => {
+                    let req = Request::new(&args, pending);
+                    if let Some(spec) = held_by_pause(state, req, &session) {
+                        // Replies already due go out before the wait, as Redis sends them.
+                        if !out.is_empty() {
+                            conn.send(&out).await?;
+                            out.clear();
+                        }
+                        if !conn.wait_for_pause(spec, &mut killed).await {
+                            return Ok(());
+                        }
+                    }
                     let outcome = if args.is_empty() {
                         Outcome::Continue
                     } else {
                         let mut target = RespTarget { out: &mut out };
-                        execute(state, Request::new(&args, pending), &mut session, &mut target)
+                        execute(state, req, &mut session, &mut target)
                     };
                     buf.consume(n);
                     if conn.over_hard_limit(out.len()) {
@@ -433,11 +568,14 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
                 }
             }
         }
+        if !drain_messages(&mut session, &mut out) {
+            return Ok(());
+        }
         if !out.is_empty() {
             conn.send(&out).await?;
             out.clear();
         }
-        if close || conn.fill_for(buf, want, &mut session, &wake).await? == 0 {
+        if close || conn.fill_for(buf, want, &mut session, &mut killed).await? == 0 {
             return Ok(());
         }
     }
@@ -488,9 +626,21 @@ async fn serve_respb<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuff
                     match frame {
                         Frame::Command { mux } => {
                             let session = channels.entry(mux).or_insert_with(|| new_session(state, &peer, None));
+                            let req = Request::new(&args, pending);
+                            // A held command holds up the channels behind it on this connection too,
+                            // since frames are served in order.
+                            if let Some(spec) = held_by_pause(state, req, session) {
+                                if !out.is_empty() {
+                                    conn.send(&out).await?;
+                                    out.clear();
+                                }
+                                if !conn.wait_for_pause(spec, &mut Event::never()).await {
+                                    return Ok(());
+                                }
+                            }
                             let mut target = RespbTarget { out: &mut out, mux };
                             // QUIT ends the logical client that sent it, not its neighbours.
-                            if execute(state, Request::new(&args, pending), session, &mut target) == Outcome::Close {
+                            if execute(state, req, session, &mut target) == Outcome::Close {
                                 channels.remove(&mux);
                             }
                         }

@@ -21,6 +21,7 @@ pub mod config;
 pub mod connection;
 pub mod keyspace;
 pub mod listener;
+pub mod pause;
 pub mod pubsub;
 pub mod session;
 pub mod state;

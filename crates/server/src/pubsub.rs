@@ -22,6 +22,9 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
+use indexmap::IndexSet;
+use kvik_protocol::resp::writer::{Protocol, RespWriter};
+use kvik_protocol::ReplySink;
 use tokio::sync::mpsc;
 
 use crate::keyspace::glob;
@@ -65,6 +68,37 @@ impl Message {
                 channel.len() + payload.len() + 32
             }
             Message::PMessage { pattern, channel, payload } => pattern.len() + channel.len() + payload.len() + 48,
+        }
+    }
+}
+
+/// Append `msg` as a client speaking `protocol` sees it: a push in RESP3,
+/// an array in RESP2.
+pub fn encode_message(out: &mut Vec<u8>, protocol: Protocol, msg: &Message) {
+    write_message(&mut RespWriter::new(out, protocol), msg);
+}
+
+/// Write `msg` to `w` as a push (an array where pushes do not exist).
+pub fn write_message(w: &mut dyn ReplySink, msg: &Message) {
+    match msg {
+        Message::Message { channel, payload } => {
+            w.push(3);
+            w.bulk(b"message");
+            w.bulk(channel);
+            w.bulk(payload);
+        }
+        Message::SMessage { channel, payload } => {
+            w.push(3);
+            w.bulk(b"smessage");
+            w.bulk(channel);
+            w.bulk(payload);
+        }
+        Message::PMessage { pattern, channel, payload } => {
+            w.push(4);
+            w.bulk(b"pmessage");
+            w.bulk(pattern);
+            w.bulk(channel);
+            w.bulk(payload);
         }
     }
 }
@@ -157,7 +191,7 @@ pub enum Kind {
 
 type ChannelMap = HashMap<Arc<[u8]>, Vec<Arc<Subscriber>>>;
 
-/// Pattern subscriptions: each pattern with its subscriber.
+/// Pattern subscriptions: each pattern with one subscriber, in order.
 type PatternList = Vec<(Arc<[u8]>, Arc<Subscriber>)>;
 
 /// The server's subscriptions.
@@ -299,9 +333,161 @@ impl PubSub {
         self.map(kind, channel).get(channel).map_or(0, Vec::len)
     }
 
-    /// Pattern subscriptions across all clients.
+    /// Distinct patterns subscribed to, by any client (`PUBSUB NUMPAT`).
     pub fn numpat(&self) -> usize {
-        self.patterns.read().unwrap_or_else(|e| e.into_inner()).len()
+        let patterns = self.patterns.read().unwrap_or_else(|e| e.into_inner());
+        patterns.iter().map(|(p, _)| p).collect::<std::collections::HashSet<_>>().len()
+    }
+}
+
+/// One client's subscriptions, kept with its session: what it listens to
+/// (for the counts Redis replies with and for unsubscribing everything) and
+/// the inbox its messages arrive in, made on its first subscription.
+///
+/// Dropping it (the client went away) takes every subscription back out of
+/// the server's maps, so a closed client is never published to.
+#[derive(Debug)]
+pub struct Subscriptions {
+    client_id: u64,
+    registry: Option<Arc<PubSub>>,
+    inbox: Option<Inbox>,
+    channels: IndexSet<Arc<[u8]>>,
+    patterns: IndexSet<Arc<[u8]>>,
+    shard_channels: IndexSet<Arc<[u8]>>,
+}
+
+impl Subscriptions {
+    /// No subscriptions yet for client `client_id`.
+    pub fn new(client_id: u64) -> Subscriptions {
+        Subscriptions {
+            client_id,
+            registry: None,
+            inbox: None,
+            channels: IndexSet::new(),
+            patterns: IndexSet::new(),
+            shard_channels: IndexSet::new(),
+        }
+    }
+
+    /// Channels plus patterns: the count SUBSCRIBE and PSUBSCRIBE report.
+    pub fn count(&self) -> usize {
+        self.channels.len() + self.patterns.len()
+    }
+
+    /// Shard channels: the count SSUBSCRIBE reports.
+    pub fn shard_count(&self) -> usize {
+        self.shard_channels.len()
+    }
+
+    /// Channels, patterns and shard channels listened to, as `CLIENT LIST` shows them.
+    pub fn counts(&self) -> [usize; 3] {
+        [self.channels.len(), self.patterns.len(), self.shard_channels.len()]
+    }
+
+    /// True while the client listens to anything (Redis's pub/sub context).
+    pub fn active(&self) -> bool {
+        self.count() + self.shard_count() > 0
+    }
+
+    /// The inbox, once the client subscribed to something.
+    pub fn inbox(&mut self) -> Option<&mut Inbox> {
+        self.inbox.as_mut()
+    }
+
+    /// The subscriber registered in `registry`, made on first use.
+    fn subscriber(&mut self, registry: &Arc<PubSub>) -> Arc<Subscriber> {
+        if self.registry.is_none() {
+            self.registry = Some(registry.clone());
+        }
+        let id = self.client_id;
+        self.inbox.get_or_insert_with(|| subscriber(id)).subscriber().clone()
+    }
+
+    fn set_of(&mut self, kind: Kind) -> &mut IndexSet<Arc<[u8]>> {
+        match kind {
+            Kind::Channel => &mut self.channels,
+            Kind::Shard => &mut self.shard_channels,
+        }
+    }
+
+    /// Listen to `channel`; the count to reply with.
+    pub fn subscribe(&mut self, registry: &Arc<PubSub>, kind: Kind, channel: &[u8]) -> usize {
+        let sub = self.subscriber(registry);
+        if self.set_of(kind).insert(Arc::from(channel)) {
+            registry.subscribe(kind, channel, &sub);
+        }
+        self.count_of(kind)
+    }
+
+    /// Stop listening to `channel`; the count to reply with.
+    pub fn unsubscribe(&mut self, registry: &PubSub, kind: Kind, channel: &[u8]) -> usize {
+        if self.set_of(kind).shift_remove(channel) {
+            if let Some(inbox) = &self.inbox {
+                registry.unsubscribe(kind, channel, inbox.subscriber());
+            }
+        }
+        self.count_of(kind)
+    }
+
+    /// Listen to channels matching `pattern`; the count to reply with.
+    pub fn psubscribe(&mut self, registry: &Arc<PubSub>, pattern: &[u8]) -> usize {
+        let sub = self.subscriber(registry);
+        if self.patterns.insert(Arc::from(pattern)) {
+            registry.psubscribe(pattern, &sub);
+        }
+        self.count()
+    }
+
+    /// Stop listening to `pattern`; the count to reply with.
+    pub fn punsubscribe(&mut self, registry: &PubSub, pattern: &[u8]) -> usize {
+        if self.patterns.shift_remove(pattern) {
+            if let Some(inbox) = &self.inbox {
+                registry.punsubscribe(pattern, inbox.subscriber());
+            }
+        }
+        self.count()
+    }
+
+    fn count_of(&self, kind: Kind) -> usize {
+        match kind {
+            Kind::Channel => self.count(),
+            Kind::Shard => self.shard_count(),
+        }
+    }
+
+    /// The channels (of `kind`) listened to, in subscription order.
+    pub fn channels(&self, kind: Kind) -> Vec<Arc<[u8]>> {
+        match kind {
+            Kind::Channel => self.channels.iter().cloned().collect(),
+            Kind::Shard => self.shard_channels.iter().cloned().collect(),
+        }
+    }
+
+    /// The patterns listened to, in subscription order.
+    pub fn patterns(&self) -> Vec<Arc<[u8]>> {
+        self.patterns.iter().cloned().collect()
+    }
+
+    /// Stop listening to everything (RESET, disconnect).
+    pub fn clear(&mut self) {
+        let (Some(registry), Some(inbox)) = (self.registry.clone(), self.inbox.as_ref()) else { return };
+        let sub = inbox.subscriber().clone();
+        for c in self.channels.drain(..) {
+            registry.unsubscribe(Kind::Channel, &c, &sub);
+        }
+        for c in self.shard_channels.drain(..) {
+            registry.unsubscribe(Kind::Shard, &c, &sub);
+        }
+        for p in self.patterns.drain(..) {
+            registry.punsubscribe(&p, &sub);
+        }
+        self.inbox = None;
+    }
+}
+
+impl Drop for Subscriptions {
+    fn drop(&mut self) {
+        self.clear();
     }
 }
 
@@ -331,13 +517,31 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(ps.numsub(Kind::Channel, b"news"), 1);
-        assert_eq!(ps.numpat(), 2);
+        assert_eq!(ps.numpat(), 1);
         assert_eq!(ps.channels(Kind::Channel, Some(b"n?ws")).len(), 1);
         assert!(ps.unsubscribe(Kind::Channel, b"news", a.subscriber()));
         assert!(!ps.unsubscribe(Kind::Channel, b"news", a.subscriber()));
         assert!(ps.channels(Kind::Channel, None).is_empty());
         assert!(ps.punsubscribe(b"n*", b.subscriber()));
         assert_eq!(ps.numpat(), 1);
+    }
+
+    #[test]
+    fn a_client_s_subscriptions_count_and_leave_with_it() {
+        let ps = Arc::new(PubSub::default());
+        let mut subs = Subscriptions::new(9);
+        assert_eq!(subs.subscribe(&ps, Kind::Channel, b"a"), 1);
+        assert_eq!(subs.subscribe(&ps, Kind::Channel, b"a"), 1);
+        assert_eq!(subs.psubscribe(&ps, b"a*"), 2);
+        assert_eq!(subs.subscribe(&ps, Kind::Shard, b"s"), 1);
+        assert!(subs.active());
+        assert_eq!(ps.publish(Kind::Channel, b"a", b"x"), 2);
+        assert_eq!(subs.unsubscribe(&ps, Kind::Channel, b"zz"), 2);
+        assert_eq!(subs.unsubscribe(&ps, Kind::Channel, b"a"), 1);
+        drop(subs);
+        assert_eq!(ps.publish(Kind::Channel, b"a", b"x"), 0);
+        assert_eq!(ps.numpat(), 0);
+        assert_eq!(ps.numsub(Kind::Shard, b"s"), 0);
     }
 
     #[test]

@@ -13,6 +13,7 @@ use tokio::sync::Notify;
 
 use crate::auth;
 use crate::clients::{ClientHandle, MonitorFeed, Registration};
+use crate::pubsub::Subscriptions;
 use crate::state::ServerState;
 
 /// Hands out client ids, unique for the life of the server.
@@ -65,12 +66,16 @@ pub struct Session {
     /// (as in Redis, setting a password later does not lock out clients
     /// already connected).
     pub authenticated: bool,
+    /// Whether the client connected from this machine (see `Peer::local`).
+    pub local: bool,
     /// `CLIENT REPLY` state.
     pub reply_mode: ReplyMode,
     /// Set while running the command whose reply `CLIENT REPLY SKIP` drops.
     pub skip_this: bool,
     /// The client's entry in the server's client list, when it has one.
     pub registration: Option<Registration>,
+    /// Channels and patterns the client listens to, and its message inbox.
+    pub subscriptions: Subscriptions,
     /// The lines `MONITOR` feeds this client, sent by its connection after
     /// the replies already due.
     pub monitor: Option<MonitorFeed>,
@@ -85,6 +90,7 @@ struct Listed {
     db: usize,
     resp3: bool,
     name: Option<Vec<u8>>,
+    subscriptions: [usize; 3],
 }
 
 impl Session {
@@ -96,10 +102,12 @@ impl Session {
             name: None,
             db: 0,
             authenticated: true,
+            local: false,
             reply_mode: ReplyMode::On,
             skip_this: false,
             registration: None,
             monitor: None,
+            subscriptions: Subscriptions::new(id),
             listed: Listed::default(),
         }
     }
@@ -120,16 +128,22 @@ impl Session {
     /// changed since the last copy.
     pub fn publish(&mut self) {
         let resp3 = self.protocol == Protocol::Resp3;
+        let subscriptions = self.subscriptions.counts();
         let listed = &self.listed;
-        if listed.db == self.db && listed.resp3 == resp3 && listed.name == self.name {
+        if listed.db == self.db
+            && listed.resp3 == resp3
+            && listed.name == self.name
+            && listed.subscriptions == subscriptions
+        {
             return;
         }
-        self.listed = Listed { db: self.db, resp3, name: self.name.clone() };
+        self.listed = Listed { db: self.db, resp3, name: self.name.clone(), subscriptions };
         if let Some(handle) = self.handle() {
             let mut info = handle.info();
             info.db = self.db;
             info.resp = if resp3 { 3 } else { 2 };
             info.name.clone_from(&self.name);
+            info.subscriptions = subscriptions;
         }
     }
 

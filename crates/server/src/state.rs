@@ -9,6 +9,8 @@ use tokio::sync::watch;
 use crate::clients::ClientRegistry;
 use crate::config::{parse_output_limits, Config, OutputLimit};
 use crate::keyspace::{Keyspace, Policy};
+use crate::pause::Pause;
+use crate::pubsub::PubSub;
 use crate::session::ClientIds;
 use crate::stats::Stats;
 use crate::types::hash::HashLimits;
@@ -37,6 +39,10 @@ pub struct ServerState {
     pub clients: Arc<ClientRegistry>,
     /// Counters for INFO and the slow log.
     pub stats: Stats,
+    /// `CLIENT PAUSE` state, checked before every command.
+    pub pause: Pause,
+    /// Pub/sub subscriptions of every client.
+    pub pubsub: Arc<PubSub>,
     /// The TCP port the server listens on, for INFO.
     pub port: AtomicU16,
     /// Set to true once the server is to stop; every loop watches it.
@@ -146,6 +152,13 @@ impl ConnectionLimits {
     }
 }
 
+/// Copy the pubsub class of `client-output-buffer-limit` to the registry:
+/// a subscriber further behind than its hard limit is cut off.
+fn load_pubsub_limit(pubsub: &PubSub, config: &Config) {
+    let [_, _, limit] = parse_output_limits(config.get("client-output-buffer-limit"));
+    pubsub.set_hard_limit(usize::try_from(limit.hard).unwrap_or(usize::MAX));
+}
+
 /// Copy `lfu-log-factor` and `lfu-decay-time` to where the keyspace reads them.
 fn load_lfu_tuning(keyspace: &Keyspace, config: &Config) {
     let read = |name: &str| u32::try_from(config.int(name)).unwrap_or(0);
@@ -167,6 +180,8 @@ impl ServerState {
         limits.load_from(&config);
         let keyspace = Keyspace::new(DEFAULT_SHARDS, databases);
         load_lfu_tuning(&keyspace, &config);
+        let pubsub = Arc::new(PubSub::default());
+        load_pubsub_limit(&pubsub, &config);
         ServerState {
             limits,
             ids: ClientIds::default(),
@@ -176,6 +191,8 @@ impl ServerState {
             connected: AtomicUsize::new(0),
             clients: Arc::default(),
             stats: Stats::default(),
+            pause: Pause::default(),
+            pubsub,
             port: AtomicU16::new(0),
             shutdown: watch::Sender::new(false),
         }
@@ -193,6 +210,7 @@ impl ServerState {
         let result = f(&mut guard);
         self.limits.load_from(&guard);
         load_lfu_tuning(&self.keyspace, &guard);
+        load_pubsub_limit(&self.pubsub, &guard);
         result
     }
 

@@ -109,8 +109,6 @@ pub struct Stats {
     pub dirty: AtomicU64,
     /// Unix time of the last save.
     pub lastsave: AtomicI64,
-    /// End of a `CLIENT PAUSE`, in Unix milliseconds (0 when not paused).
-    pub pause_until_ms: AtomicI64,
     /// Whether the active expiry cycle runs (`DEBUG SET-ACTIVE-EXPIRE`).
     pub active_expire: AtomicBool,
     /// Counters by command id.
@@ -146,7 +144,6 @@ impl Default for Stats {
             total_error_replies: AtomicU64::new(0),
             dirty: AtomicU64::new(0),
             lastsave: AtomicI64::new(started_unix),
-            pause_until_ms: AtomicI64::new(0),
             active_expire: AtomicBool::new(true),
             commands,
             errors: Mutex::new(BTreeMap::new()),

@@ -44,6 +44,12 @@ fn exact_cases() -> Vec<Case> {
             "COMMAND LIST FILTERBY aclcat nosuch\r\nCOMMAND LIST x\r\nCOMMAND LIST FILTERBY x y\r\n\
              COMMAND LIST FILTERBY module x\r\nCOMMAND LIST FILTERBY pattern nosuch*\r\n",
         ),
+        // DEBUG is refused unless enable-debug-command allows it, after the arity check.
+        open(
+            "debug refused by default",
+            "DEBUG SLEEP 0\r\nDEBUG\r\nCONFIG GET enable-debug-command\r\n\
+             CONFIG SET enable-debug-command yes\r\nDEBUG SLEEP 0\r\n",
+        ),
         // AUTH without a password configured.
         open(
             "auth without requirepass",
@@ -390,7 +396,7 @@ fn client_kill_closes_the_connection() {
 
 #[test]
 fn slowlog_records_slow_commands() {
-    let kvik = start_kvik();
+    let kvik = start_kvik_with(&["--enable-debug-command", "yes"]);
     let mut c = connect(kvik.port);
     assert_eq!(call(&mut c, &[b"DEBUG", b"SLEEP", b"0.02"]), b"+OK\r\n");
     assert_eq!(call(&mut c, &[b"SLOWLOG", b"LEN"]), b":1\r\n");
@@ -403,8 +409,27 @@ fn slowlog_records_slow_commands() {
 }
 
 #[test]
+fn debug_command_option_follows_redis() {
+    for (setting, allowed) in [("yes", true), ("local", true), ("no", false)] {
+        let kvik = start_kvik_with(&["--enable-debug-command", setting]);
+        let mut c = connect(kvik.port);
+        let reply = call(&mut c, &[b"DEBUG", b"SLEEP", b"0"]);
+        assert_eq!(reply == b"+OK\r\n", allowed, "{setting}: {}", reply.escape_ascii());
+        let shown = call(&mut c, &[b"CONFIG", b"GET", b"enable-debug-command"]);
+        assert!(shown.ends_with(format!("${}\r\n{setting}\r\n", setting.len()).as_bytes()));
+    }
+    let Some(redis) =
+        common::start_redis_with_or_skip("debug_command_option_follows_redis", &["--enable-debug-command", "local"])
+    else {
+        return;
+    };
+    let mut c = connect(redis.port);
+    assert_eq!(call(&mut c, &[b"DEBUG", b"SLEEP", b"0"]), b"+OK\r\n", "127.0.0.1 is local to Redis too");
+}
+
+#[test]
 fn requirepass_option_guards_every_connection() {
-    let kvik = start_kvik_with(&["--requirepass", "pw"]);
+    let kvik = start_kvik_with(&["--requirepass", "pw", "--enable-debug-command", "yes"]);
     let mut c = connect(kvik.port);
     assert_eq!(call(&mut c, &[b"GET", b"k"]), b"-NOAUTH Authentication required.\r\n");
     assert_eq!(call(&mut c, &[b"AUTH", b"pw"]), b"+OK\r\n");
@@ -441,10 +466,11 @@ fn monitor_feed(port: u16, commands: &[u8]) -> String {
 
 #[test]
 fn monitor_feed_matches_redis() {
-    let Some(redis) = common::start_redis_or_skip("monitor_feed_matches_redis") else {
+    let debug = ["--enable-debug-command", "yes"];
+    let Some(redis) = common::start_redis_with_or_skip("monitor_feed_matches_redis", &debug) else {
         return;
     };
-    let kvik = start_kvik();
+    let kvik = start_kvik_with(&debug);
     let commands = b"SET k \"a b\\\"\\n\\x01\\xff\"\r\nSELECT 2\r\nGET k\r\nAUTH x\r\nAUTH default x\r\n\
         HELLO 2 AUTH default x\r\nCLIENT LIST\r\nGET\r\nFOO\r\nINCR n\r\nPING\r\n\
         *3\r\n$3\r\nSET\r\n$1\r\nn\r\n$2\r\n12\r\nDEBUG SLEEP 0\r\nFLUSHALL\r\n";

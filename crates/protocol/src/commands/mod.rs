@@ -486,10 +486,59 @@ fn cmp_folded(name: &str, input: &[u8]) -> Ordering {
 
 /// Finds a top-level command by name, ignoring ASCII case, without allocating.
 ///
-/// Runs for every request, so it is a binary search over the sorted table
-/// comparing bytes folded on the fly.
+/// Runs for every request, so it hashes the name folding case on the fly and
+/// probes an index built once, instead of comparing names along a search.
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
-    COMMANDS.binary_search_by(|c| cmp_folded(c.name, name)).ok().and_then(|i| COMMANDS.get(i))
+    let index = NameIndex::get();
+    if name.len() > index.longest {
+        return None;
+    }
+    let mask = index.slots.len() - 1;
+    let mut at = fold_hash(name) as usize & mask;
+    loop {
+        let spec = COMMANDS.get(usize::from(*index.slots.get(at)?))?;
+        if cmp_folded(spec.name, name) == Ordering::Equal {
+            return Some(spec);
+        }
+        at = (at + 1) & mask;
+    }
+}
+
+/// FNV-1a 64 of `name` in lowercase.
+fn fold_hash(name: &[u8]) -> u64 {
+    name.iter()
+        .fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b.to_ascii_lowercase())).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// Open-addressing hash index of [`COMMANDS`] by name.
+struct NameIndex {
+    /// Position in `COMMANDS` of the name hashed to each slot (or probed
+    /// past it), [`NameIndex::EMPTY`] for none. Four times as many slots as
+    /// names keeps probe runs short; the length is a power of two.
+    slots: Vec<u16>,
+    /// The longest name, so a long argument is refused without hashing it.
+    longest: usize,
+}
+
+impl NameIndex {
+    const EMPTY: u16 = u16::MAX;
+
+    fn get() -> &'static NameIndex {
+        static INDEX: OnceLock<NameIndex> = OnceLock::new();
+        INDEX.get_or_init(|| {
+            let mut slots = vec![Self::EMPTY; (COMMANDS.len() * 4).next_power_of_two()];
+            let mask = slots.len() - 1;
+            for (i, spec) in COMMANDS.iter().enumerate() {
+                let mut at = fold_hash(spec.name.as_bytes()) as usize & mask;
+                while slots[at] != Self::EMPTY {
+                    at = (at + 1) & mask;
+                }
+                slots[at] = u16::try_from(i).unwrap_or(Self::EMPTY);
+            }
+            let longest = COMMANDS.iter().map(|c| c.name.len()).max().unwrap_or(0);
+            NameIndex { slots, longest }
+        })
+    }
 }
 
 /// Finds a subcommand of `container` by its short name (`list` for `CLIENT LIST`),

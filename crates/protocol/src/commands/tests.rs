@@ -65,6 +65,21 @@ fn table_is_up_to_date_with_its_inputs() {
 }
 
 #[test]
+fn every_name_is_found_in_any_case() {
+    for spec in COMMANDS {
+        assert_eq!(lookup(spec.name.as_bytes()).map(|s| s.name), Some(spec.name));
+        let upper = spec.name.to_ascii_uppercase();
+        assert_eq!(lookup(upper.as_bytes()).map(|s| s.name), Some(spec.name));
+        let mut longer = spec.name.to_string();
+        longer.push('x');
+        assert!(lookup(longer.as_bytes()).is_none_or(|s| s.name == longer), "{longer}");
+        assert!(lookup(&spec.name.as_bytes()[1..]).is_none_or(|s| s.name.len() == spec.name.len() - 1));
+    }
+    assert!(lookup(b"").is_none());
+    assert!(lookup(&[b'g'; 100_000]).is_none());
+}
+
+#[test]
 fn ids_are_dense_and_find_their_command() {
     let mut next = 0;
     for spec in COMMANDS {

@@ -4,7 +4,6 @@
 //! authentication, reply mode) or, for CLIENT LIST / KILL, on the server's
 //! registry of connected clients.
 
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use kvik_protocol::number::parse_i64;
@@ -13,8 +12,9 @@ use kvik_protocol::resp::writer::Protocol;
 use super::{unknown_subcommand_syntax, until_nul, valid_client_name, Ctx, Outcome, ReplyTarget, SYNTAX_ERROR};
 use crate::auth::{self, WRONGPASS};
 use crate::clients::ClientHandle;
+use crate::keyspace::now_ms;
+use crate::pause::PauseMode;
 use crate::session::ReplyMode;
-use crate::stats::unix_micros;
 use crate::REDIS_VERSION;
 
 handlers! {
@@ -61,7 +61,7 @@ handlers! {
     },
     CLIENT_PAUSE(c) => client_pause(c),
     CLIENT_UNPAUSE(c) => {
-        c.state.stats.pause_until_ms.store(0, Ordering::Relaxed);
+        c.state.pause.end();
         c.ok();
     },
     CLIENT_SETINFO(c) => client_setinfo(c),
@@ -109,6 +109,16 @@ fn on_off(arg: &[u8]) -> Option<bool> {
 
 /// `PING [message]`: `PONG`, or the message back as a bulk string.
 fn ping<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    // A RESP2 subscriber cannot tell a status from a message, so Redis
+    // answers it with a message-shaped array.
+    if c.session.subscriptions.active() && c.session.protocol == Protocol::Resp2 && c.argc() <= 2 {
+        let msg: &[u8] = if c.argc() == 2 { c.arg(1) } else { b"" };
+        return c.reply(|s| {
+            s.array(2);
+            s.bulk(b"pong");
+            s.bulk(msg);
+        });
+    }
     match c.argc() {
         1 => c.reply(|s| s.simple(b"PONG")),
         2 => {
@@ -237,6 +247,7 @@ fn reset<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     c.session.reply_mode = ReplyMode::On;
     c.session.authenticated = !auth::required(c.state);
     c.session.monitor = None;
+    c.session.subscriptions.clear();
     if let Some(h) = c.session.handle() {
         let mut info = h.info();
         if info.monitor {
@@ -265,6 +276,10 @@ fn client_line(h: &ClientHandle, current: u64) -> Vec<u8> {
     if info.no_evict {
         flags.push('e');
     }
+    let [sub, psub, ssub] = info.subscriptions;
+    if sub + psub + ssub > 0 {
+        flags.push('P');
+    }
     if flags.is_empty() {
         flags.push('N');
     }
@@ -272,7 +287,7 @@ fn client_line(h: &ClientHandle, current: u64) -> Vec<u8> {
     line.extend_from_slice(info.name.as_deref().unwrap_or_default());
     line.extend_from_slice(
         format!(
-            " age={age} idle={idle} flags={flags} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 \
+            " age={age} idle={idle} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi=-1 qbuf=0 qbuf-free=0 \
              argv-mem=0 multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} \
              user=default redir=-1 resp={}\n",
             info.db,
@@ -455,11 +470,13 @@ fn client_pause<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         Some(t) if t < 0 => return c.error(b"ERR timeout is negative"),
         Some(t) => t,
     };
-    if c.argc() == 4 && !(c.arg(3).eq_ignore_ascii_case(b"write") || c.arg(3).eq_ignore_ascii_case(b"all")) {
-        return c.error(b"ERR CLIENT PAUSE mode must be WRITE or ALL");
-    }
-    let until = (unix_micros() / 1000).saturating_add(timeout);
-    c.state.stats.pause_until_ms.store(until, Ordering::Relaxed);
+    let mode = match c.argc() {
+        3 => PauseMode::All,
+        _ if c.arg(3).eq_ignore_ascii_case(b"all") => PauseMode::All,
+        _ if c.arg(3).eq_ignore_ascii_case(b"write") => PauseMode::Write,
+        _ => return c.error(b"ERR CLIENT PAUSE mode must be WRITE or ALL"),
+    };
+    c.state.pause.start(now_ms().saturating_add(timeout), mode);
     c.ok();
 }
 

@@ -369,10 +369,10 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             let (hits, misses) = ks.lookup_counts();
             line("keyspace_hits", &hits);
             line("keyspace_misses", &misses);
+            line("pubsub_channels", &state.pubsub.channels(crate::pubsub::Kind::Channel, None).len());
+            line("pubsub_patterns", &state.pubsub.numpat());
+            line("pubsubshard_channels", &state.pubsub.channels(crate::pubsub::Kind::Shard, None).len());
             for k in [
-                "pubsub_channels",
-                "pubsub_patterns",
-                "pubsubshard_channels",
                 "latest_fork_usec",
                 "total_forks",
                 "migrate_cached_sockets",

@@ -7,6 +7,13 @@
 //! a name nobody knows, because from the client's point of view the server
 //! does not support it.
 //!
+//! A request's name is looked up once; from then on everything is keyed by
+//! the command's id from the table: [`OWNERS`] says which module runs it (and
+//! so what kvik implements, for dispatch and `COMMAND` alike), each module's
+//! `handlers!` match on ids picks the handler, and commandstats are an array
+//! indexed by id. Around the command's own work, nothing on that path
+//! compares strings, allocates or takes a lock.
+//!
 //! Commands write replies through a [`ReplyTarget`], which picks the encoding
 //! for the session (RESP2, RESP3 or RESPB) at the moment the reply is written;
 //! that is what lets `HELLO 3` answer in RESP3 after switching the session.
@@ -14,11 +21,12 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use kvik_protocol::commands::{lookup, lookup_subcommand, CommandFlags, CommandId, CommandSpec, COMMAND_COUNT};
-use kvik_protocol::resp::writer::RespWriter;
+use kvik_protocol::commands::{id, lookup, lookup_subcommand, CommandFlags, CommandId, CommandSpec, COMMAND_COUNT};
+use kvik_protocol::resp::writer::{Protocol, RespWriter};
 use kvik_protocol::{CommandArgs, ReplySink};
 
 use crate::auth;
+use crate::keyspace::CommandClock;
 use crate::session::{ReplyMode, Session};
 use crate::state::ServerState;
 use crate::stats;
@@ -61,6 +69,7 @@ mod hll;
 mod info;
 mod keys;
 mod list;
+mod pubsub;
 mod random;
 mod server;
 mod set;
@@ -87,6 +96,7 @@ enum Module {
     Stream,
     Set,
     ZSet,
+    PubSub,
 }
 
 /// Which module runs each command, by id: the one place that says what kvik
@@ -108,6 +118,7 @@ static OWNERS: [Module; COMMAND_COUNT] = {
     claim(&mut owners, stream::HANDLED, Module::Stream);
     claim(&mut owners, set::HANDLED, Module::Set);
     claim(&mut owners, zset::HANDLED, Module::ZSet);
+    claim(&mut owners, pubsub::HANDLED, Module::PubSub);
     owners
 };
 
@@ -152,6 +163,7 @@ fn dispatch<T: ReplyTarget>(cmd: CommandId, ctx: &mut Ctx<'_, T>) -> bool {
         Module::Stream => stream::dispatch(cmd, ctx),
         Module::Set => set::dispatch(cmd, ctx),
         Module::ZSet => zset::dispatch(cmd, ctx),
+        Module::PubSub => pubsub::dispatch(cmd, ctx),
     }
     true
 }
@@ -200,6 +212,27 @@ impl<'a, T: ReplyTarget> Ctx<'a, T> {
     pub fn argc(&self) -> usize {
         self.req.argc()
     }
+}
+
+/// Redis's refusal of a command a RESP2 subscriber may not run.
+fn subscribed_refusal(spec: &CommandSpec) -> Vec<u8> {
+    let only = "only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context";
+    format!("ERR Can't execute '{}': {only}", spec.name).into_bytes()
+}
+
+/// The commands a RESP2 client may send while it listens for messages.
+fn allowed_while_subscribed(spec: &CommandSpec) -> bool {
+    matches!(
+        spec.id,
+        id::PING
+            | id::SUBSCRIBE
+            | id::SSUBSCRIBE
+            | id::UNSUBSCRIBE
+            | id::SUNSUBSCRIBE
+            | id::PSUBSCRIBE
+            | id::PUNSUBSCRIBE
+            | id::RESET
+    )
 }
 
 /// Redis's reply for an operation on a key holding another type.
@@ -302,6 +335,24 @@ impl<T: ReplyTarget> ReplyTarget for Gate<'_, T> {
     }
 }
 
+/// The command `req` names when a `CLIENT PAUSE` holds it back, for the
+/// connection to wait on ([`crate::pause::Pause::wait_for`]) before running it.
+///
+/// As in Redis, only a command that would run waits: unknown names, wrong
+/// argument counts and unauthenticated clients are answered at once. While
+/// no pause is set this costs one atomic load.
+pub fn held_by_pause(state: &ServerState, req: Request<'_>, session: &Session) -> Option<&'static CommandSpec> {
+    let mode = state.pause.mode()?;
+    let mut spec = lookup(req.arg(0))?;
+    if !spec.subcommands.is_empty() && req.argc() >= 2 {
+        spec = lookup_subcommand(spec, req.arg(1))?;
+    }
+    let runnable = runs(spec.id)
+        && spec.arity_ok(req.argc())
+        && (session.authenticated || !auth::required(state) || spec.flags.contains(CommandFlags::NO_AUTH));
+    (runnable && crate::pause::holds(mode, spec)).then_some(spec)
+}
+
 /// Reply with an error before the command ran, counting it as Redis does.
 fn reject<T: ReplyTarget>(state: &ServerState, session: &Session, target: &mut T, msg: &[u8]) {
     state.stats.error_reply(msg);
@@ -338,6 +389,8 @@ fn execute_checked<T: ReplyTarget>(
     let stat = state.stats.command(spec.id);
     let refusal = if !spec.arity_ok(req.argc()) {
         Some(wrong_arity(spec))
+    } else if spec.id == id::DEBUG && !debug_allowed(state, session) {
+        Some(DEBUG_NOT_ALLOWED.to_vec())
     } else if !session.authenticated && auth::required(state) && !spec.flags.contains(CommandFlags::NO_AUTH) {
         // Redis checks authentication after the name and the arity, and lets
         // the commands that can carry credentials (AUTH, HELLO) through.
@@ -346,6 +399,10 @@ fn execute_checked<T: ReplyTarget>(
         // Redis frees memory for `maxmemory` before every command, and
         // refuses the ones that may add data while it stays over the limit.
         Some(OOM.to_vec())
+    } else if session.subscriptions.active() && session.protocol == Protocol::Resp2 && !allowed_while_subscribed(spec) {
+        // A RESP2 connection listening for messages cannot tell replies
+        // from messages, so Redis lets it run only these commands.
+        Some(subscribed_refusal(spec))
     } else {
         None
     };
@@ -360,8 +417,11 @@ fn execute_checked<T: ReplyTarget>(
     if let Some(handle) = session.handle() {
         handle.ran(spec.id, started);
     }
+    let clock = CommandClock::start();
     let mut ctx = Ctx { state, req, session, target, failed: false, outcome: Outcome::Continue };
-    if !dispatch(spec.id, &mut ctx) {
+    let known = dispatch(spec.id, &mut ctx);
+    drop(clock);
+    if !known {
         // A subcommand kvik does not run reads as one Redis does not know.
         let msg = if spec.container.is_some() { unknown_subcommand(&req) } else { unknown_command(&req) };
         reject(state, ctx.session, ctx.target, &msg);
@@ -371,6 +431,21 @@ fn execute_checked<T: ReplyTarget>(
     let usec = started.elapsed().as_micros() as u64;
     after_command(state, req, session, spec, failed, usec);
     outcome
+}
+
+/// Redis's reply to DEBUG while `enable-debug-command` does not allow it.
+const DEBUG_NOT_ALLOWED: &[u8] =
+    b"ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", \
+    you can run it from a local connection, otherwise you need to set this option in the configuration file, and then \
+    restart the server.";
+
+/// Whether `enable-debug-command` lets this client run DEBUG.
+fn debug_allowed(state: &ServerState, session: &Session) -> bool {
+    match state.config().get("enable-debug-command") {
+        "yes" => true,
+        "local" => session.local,
+        _ => false,
+    }
 }
 
 /// What follows a command that ran: MONITOR feeds, the dirty counter,
@@ -677,6 +752,29 @@ mod tests {
         let (bytes, _) = run(&mut session, &[b"hello", b"3", b"setname", b"a b"]);
         assert_eq!(bytes, b"-ERR Client names cannot contain spaces, newlines or special characters.\r\n");
         assert_eq!(session.protocol, Protocol::Resp2, "a failed HELLO changes nothing");
+    }
+
+    #[test]
+    fn debug_needs_the_option_and_local_means_this_machine() {
+        let run_debug = |setting: &str, local: bool| {
+            let (config, _) = crate::config::Config::from_args(["--enable-debug-command", setting]).unwrap();
+            let state = ServerState::new(config, None);
+            let mut session = Session::new(1);
+            session.local = local;
+            let mut args = CommandArgs::new();
+            for w in [&b"DEBUG"[..], b"SLEEP", b"0"] {
+                args.push_owned(w);
+            }
+            let mut out = Collect(Vec::new());
+            execute(&state, Request::new(&args, &[]), &mut session, &mut out);
+            out.0
+        };
+        let refused = [b"-", DEBUG_NOT_ALLOWED, b"\r\n"].concat();
+        assert_eq!(run_debug("no", true), refused);
+        assert_eq!(run_debug("local", false), refused);
+        assert_eq!(run_debug("local", true), b"+OK\r\n");
+        assert_eq!(run_debug("yes", false), b"+OK\r\n");
+        assert_eq!(reply(&[b"DEBUG", b"SLEEP", b"0"]), refused, "refused by default");
     }
 
     #[test]

@@ -323,25 +323,24 @@ fn incr_by<T: ReplyTarget>(c: &mut Ctx<'_, T>, delta: i64) {
     let db = c.session.db;
     let mut shard = c.state.keyspace.lock_key(key);
     let d = shard.db(db);
-    let result: Result<i64, &[u8]> = match d.get_mut(key, now_ms()) {
-        None => {
-            d.set(key, Value::Str(StrValue::Int(delta)), None);
-            Ok(delta)
-        }
-        Some(entry) => match entry.value() {
-            ValueRef::Str(s) => match s.as_i64().map(|old| old.checked_add(delta)) {
-                None => Err(NOT_AN_INTEGER),
-                Some(None) => Err(b"ERR increment or decrement would overflow"),
-                Some(Some(new)) => {
-                    // Redis stores the result as a new, possibly shared, integer.
-                    entry.set_meta(Meta { private_copy: false, ..entry.meta() });
-                    entry.set_int(new);
-                    Ok(new)
-                }
-            },
-            _ => Err(WRONGTYPE),
+    let now = now_ms();
+    let changed = d.update(key, now, |entry| match entry.value() {
+        ValueRef::Str(s) => match s.as_i64().map(|old| old.checked_add(delta)) {
+            None => Err(NOT_AN_INTEGER),
+            Some(None) => Err(&b"ERR increment or decrement would overflow"[..]),
+            Some(Some(new)) => {
+                // Redis stores the result as a new, possibly shared, integer.
+                entry.set_meta(Meta { private_copy: false, ..entry.meta() });
+                entry.set_int(new);
+                Ok(new)
+            }
         },
-    };
+        _ => Err(WRONGTYPE),
+    });
+    let result = changed.unwrap_or_else(|| {
+        d.set(key, Value::Str(StrValue::Int(delta)), None);
+        Ok(delta)
+    });
     drop(shard);
     match result {
         Ok(n) => c.reply(|s| s.integer(n)),

@@ -254,6 +254,18 @@ impl Db {
         self.lookup(key, now_ms, Lookup::Change)
     }
 
+    /// Change the live entry for `key` with `f`, settling its memory charge
+    /// at once: for small changes such as INCR's, this saves the second
+    /// lookup that [`Db::get_mut`]'s deferred accounting costs.
+    pub fn update<R>(&mut self, key: &[u8], now_ms: i64, f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
+        let entry = self.lookup(key, now_ms, Lookup::Write)?;
+        let before = charge(entry);
+        let result = f(entry);
+        let after = charge(entry);
+        self.used = (self.used + after).saturating_sub(before);
+        Some(result)
+    }
+
     /// The live entry for `key` for a write command that reads it first
     /// (marks it accessed, not counted as a hit or miss).
     pub fn lookup_write(&mut self, key: &[u8], now_ms: i64) -> Option<&Entry> {

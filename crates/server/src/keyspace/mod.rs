@@ -239,9 +239,41 @@ impl<'a> MultiLock<'a> {
     }
 }
 
-/// The current Unix time in milliseconds.
+thread_local! {
+    /// The time the running command started at, while one runs on this thread.
+    static COMMAND_TIME_MS: std::cell::Cell<Option<i64>> = const { std::cell::Cell::new(None) };
+}
+
+/// The current Unix time in milliseconds: while a command runs on this
+/// thread, the time it started at.
+///
+/// As in Redis, one command sees one time: every key it creates gets the
+/// same access time and every expiry check agrees, and a command touching
+/// many keys (MSET) reads the clock once instead of once per key.
 pub fn now_ms() -> i64 {
+    COMMAND_TIME_MS.with(|t| t.get()).unwrap_or_else(wall_clock_ms)
+}
+
+/// The wall clock in Unix milliseconds.
+fn wall_clock_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Holds the thread's command time (see [`now_ms`]) for as long as it lives.
+pub struct CommandClock(());
+
+impl CommandClock {
+    /// Fix the time for the command about to run on this thread.
+    pub fn start() -> CommandClock {
+        COMMAND_TIME_MS.with(|t| t.set(Some(wall_clock_ms())));
+        CommandClock(())
+    }
+}
+
+impl Drop for CommandClock {
+    fn drop(&mut self) {
+        COMMAND_TIME_MS.with(|t| t.set(None));
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,145 @@
+//! `CLIENT PAUSE` and `CLIENT UNPAUSE`: holding clients' commands back until
+//! a deadline, as Redis 7.0 does.
+//!
+//! A paused command waits in its connection's task before it runs, so its
+//! event loop keeps serving other connections and no keyspace lock is held
+//! while it waits. Commands a pause holds back: every command in `ALL` mode;
+//! in `WRITE` mode the ones that may write or be propagated (write commands,
+//! and those Redis marks as possibly replicated, such as EVAL and PUBLISH).
+//! Redis never pauses replicas; kvik has none.
+
+use std::sync::atomic::{AtomicI64, AtomicU8, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use kvik_protocol::commands::{id, CommandFlags, CommandId, CommandSpec};
+use tokio::sync::Notify;
+
+use crate::keyspace::now_ms;
+
+/// What a pause holds back; `All` is the stronger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum PauseMode {
+    /// Commands that may write or be propagated.
+    Write = 1,
+    /// Every command.
+    All = 2,
+}
+
+/// Commands without the write flag that Redis 7.0 still pauses in `WRITE`
+/// mode (its `may-replicate` flag, which `COMMAND INFO` does not show).
+const MAY_REPLICATE: &[CommandId] = &[id::EVAL, id::EVALSHA, id::FCALL, id::PUBLISH, id::SPUBLISH, id::PFCOUNT];
+
+/// The server's pause state.
+#[derive(Debug, Default)]
+pub struct Pause {
+    /// End of the pause in Unix milliseconds; 0 when there is none. Read
+    /// before every command, so while no pause is set that costs one load.
+    until_ms: AtomicI64,
+    /// The [`PauseMode`] as its number; meaningful while `until_ms` is ahead.
+    mode: AtomicU8,
+    /// Serializes `start` and `end`, which read and then write both fields.
+    update: Mutex<()>,
+    /// Wakes waiting commands when a pause ends early or changes.
+    changed: Notify,
+}
+
+impl Pause {
+    /// Pause until `until_ms` in `mode`. A pause already in force keeps its
+    /// later end and its stronger mode, as Redis combines them.
+    pub fn start(&self, until_ms: i64, mode: PauseMode) {
+        let _update = self.update.lock().unwrap_or_else(|e| e.into_inner());
+        let (until, mode) = match self.mode() {
+            Some(current) => (self.until_ms.load(Ordering::Acquire).max(until_ms), current.max(mode)),
+            None => (until_ms, mode),
+        };
+        self.mode.store(mode as u8, Ordering::Release);
+        self.until_ms.store(until, Ordering::Release);
+        self.changed.notify_waiters();
+    }
+
+    /// End the pause now (`CLIENT UNPAUSE`) and release every waiting command.
+    pub fn end(&self) {
+        let _update = self.update.lock().unwrap_or_else(|e| e.into_inner());
+        self.until_ms.store(0, Ordering::Release);
+        self.changed.notify_waiters();
+    }
+
+    /// The mode of the pause in force now, if any.
+    pub fn mode(&self) -> Option<PauseMode> {
+        let until = self.until_ms.load(Ordering::Acquire);
+        if until == 0 || now_ms() >= until {
+            return None;
+        }
+        match self.mode.load(Ordering::Acquire) {
+            2 => Some(PauseMode::All),
+            _ => Some(PauseMode::Write),
+        }
+    }
+
+    /// Wait until no pause holds `spec` back (at once when none does).
+    pub async fn wait_for(&self, spec: &CommandSpec) {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            // Registered before the state is read, so an `end` between the
+            // read and the wait still wakes this waiter.
+            changed.as_mut().enable();
+            let Some(mode) = self.mode() else { return };
+            if !holds(mode, spec) {
+                return;
+            }
+            let left = self.until_ms.load(Ordering::Acquire).saturating_sub(now_ms()).max(1);
+            tokio::select! {
+                () = changed => {}
+                () = tokio::time::sleep(Duration::from_millis(left.unsigned_abs())) => {}
+            }
+        }
+    }
+}
+
+/// Whether a pause in `mode` holds back `spec`.
+pub fn holds(mode: PauseMode, spec: &CommandSpec) -> bool {
+    match mode {
+        PauseMode::All => true,
+        PauseMode::Write => spec.flags.contains(CommandFlags::WRITE) || MAY_REPLICATE.contains(&spec.id),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kvik_protocol::commands::lookup;
+
+    fn spec(name: &str) -> &'static CommandSpec {
+        lookup(name.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn write_mode_holds_writes_and_may_replicate_commands() {
+        assert!(holds(PauseMode::Write, spec("set")));
+        assert!(holds(PauseMode::Write, spec("publish")));
+        assert!(holds(PauseMode::Write, spec("eval")));
+        assert!(!holds(PauseMode::Write, spec("get")));
+        assert!(!holds(PauseMode::Write, spec("ping")));
+        assert!(holds(PauseMode::All, spec("get")));
+    }
+
+    #[test]
+    fn pauses_combine_and_end() {
+        let pause = Pause::default();
+        assert_eq!(pause.mode(), None);
+        let soon = now_ms() + 60_000;
+        pause.start(soon, PauseMode::All);
+        pause.start(soon - 30_000, PauseMode::Write);
+        assert_eq!(pause.mode(), Some(PauseMode::All), "the stronger mode stays");
+        assert_eq!(pause.until_ms.load(Ordering::Relaxed), soon, "the later end stays");
+        pause.end();
+        assert_eq!(pause.mode(), None);
+        pause.start(soon, PauseMode::Write);
+        assert_eq!(pause.mode(), Some(PauseMode::Write), "an ended pause leaves no mode behind");
+        pause.start(now_ms() - 1, PauseMode::All);
+        assert_eq!(pause.mode(), Some(PauseMode::All), "a stronger mode applies to the pause in force");
+    }
+}
