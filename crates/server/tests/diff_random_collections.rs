@@ -68,7 +68,9 @@ enum Mask {
     /// The elements of an array or set reply are sorted.
     Sorted,
     /// A scan reply: cursor kept, items (or member/score pairs) sorted.
-    Scan { pairs: bool },
+    Scan {
+        pairs: bool,
+    },
     /// A random pick: only the reply's kind and length are kept.
     Shape,
 }
@@ -92,8 +94,29 @@ impl Command {
 /// Set keys; `str` holds a string, `{a}c` and `{b}d` share slots with `a` and `b`.
 const SET_KEYS: &[&str] = &["a", "b", "{a}c", "{b}d", "s", "str"];
 const SET_MEMBERS: &[&str] = &[
-    "0", "1", "2", "3", "4", "5", "7", "10", "-1", "-20", "01", "+1", "-0", "x", "y", "z", "", " 1", "1.5",
-    "9223372036854775807", "-9223372036854775808", "9223372036854775808", "\u{0}b\u{ff}",
+    "0",
+    "1",
+    "2",
+    "3",
+    "4",
+    "5",
+    "7",
+    "10",
+    "-1",
+    "-20",
+    "01",
+    "+1",
+    "-0",
+    "x",
+    "y",
+    "z",
+    "",
+    " 1",
+    "1.5",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "9223372036854775808",
+    "\u{0}b\u{ff}",
 ];
 const COUNTS: &[&str] = &["0", "1", "2", "3", "5", "100", "-1", "-3", "-100", "x", "1.5", "-9223372036854775808"];
 

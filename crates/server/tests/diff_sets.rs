@@ -182,7 +182,10 @@ fn pick_cases() -> Vec<Case> {
                 "SCARD s",
             ],
         ),
-        lines("spop all of an intset", &["SADD s 5 1 3", "SPOP s 3", "EXISTS s", "SADD t 2 1", "SPOP t 10", "EXISTS t"]),
+        lines(
+            "spop all of an intset",
+            &["SADD s 5 1 3", "SPOP s 3", "EXISTS s", "SADD t 2 1", "SPOP t 10", "EXISTS t"],
+        ),
         lines("spop one of one", &["SADD s x", "SPOP s", "EXISTS s", "SADD t 7", "SRANDMEMBER t", "SRANDMEMBER t -3"]),
         lines("a table stays a table", &["SADD s 1 2 3 a", "SREM s a", "OBJECT ENCODING s", "SPOP s 0", "SCARD s"]),
         lines(
@@ -225,7 +228,10 @@ fn algebra_cases() -> Vec<Case> {
                 "SINTER a a",
             ],
         ),
-        lines("sinter checks every type", &["SADD a 1", "SET s x", "SINTER missing s", "SINTER s missing", "SINTER a s"]),
+        lines(
+            "sinter checks every type",
+            &["SADD a 1", "SET s x", "SINTER missing s", "SINTER s missing", "SINTER a s"],
+        ),
         lines(
             "sunion and sdiff of integers",
             &[
@@ -399,14 +405,7 @@ fn scan_and_key_cases() -> Vec<Case> {
         ),
         lines(
             "dump and restore",
-            &[
-                "SADD s 1 2 3",
-                "SADD h a",
-                "RESTORE x 0 bad",
-                "SET k v",
-                "RESTORE k 0 x REPLACE",
-                "EXISTS x",
-            ],
+            &["SADD s 1 2 3", "SADD h a", "RESTORE x 0 bad", "SET k v", "RESTORE k 0 x REPLACE", "EXISTS x"],
         ),
     ]
 }

@@ -933,10 +933,7 @@ fn dump_and_restore_keep_sets_and_sorted_sets() {
         assert_eq!(run(&[b"TYPE", &copy]), run(&[b"TYPE", key]));
         let mut damaged = payload.clone();
         damaged[1] ^= 0x20;
-        assert_eq!(
-            run(&[b"RESTORE", b"bad", b"0", &damaged]),
-            b"-ERR DUMP payload version or checksum are wrong\r\n"
-        );
+        assert_eq!(run(&[b"RESTORE", b"bad", b"0", &damaged]), b"-ERR DUMP payload version or checksum are wrong\r\n");
         assert_eq!(run(&[b"EXISTS", b"bad"]), b":0\r\n");
     }
     assert_eq!(run(&[b"SMEMBERS", b"ints-copy"]), run(&[b"SMEMBERS", b"ints"]));

@@ -163,8 +163,8 @@ fn smismember<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (key, db) = (c.arg(1), c.session.db);
     let members: Vec<&[u8]> = (2..c.argc()).map(|i| c.arg(i)).collect();
     let mut shard = c.state.keyspace.lock_key(key);
-    let found: Result<Vec<bool>, WrongType> = set_at(shard.db(db), key, now_ms())
-        .map(|s| members.iter().map(|m| s.is_some_and(|s| s.contains(m))).collect());
+    let found: Result<Vec<bool>, WrongType> =
+        set_at(shard.db(db), key, now_ms()).map(|s| members.iter().map(|m| s.is_some_and(|s| s.contains(m))).collect());
     drop(shard);
     match found {
         Ok(flags) => c.reply(|s| {

@@ -16,9 +16,9 @@ use kvik_protocol::number::{parse_i64, write_double_g17};
 use kvik_protocol::resp::writer::Protocol;
 use kvik_protocol::ReplySink;
 
+use super::keys::parse_cursor;
 use super::random::Picker;
 use super::set::{reply_scan, scan_options};
-use super::keys::parse_cursor;
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
 use crate::keyspace::{glob, now_ms, Db, Entry, Keyspace, MultiLock};
 use crate::types::double::parse_score;
@@ -61,6 +61,9 @@ handlers! {
     ZINTERCARD(c) => algebra(c, SetOp::Inter, Output::Card),
     ZSCAN(c) => zscan(c),
 }
+
+/// Members with their scores, in reply order.
+type Items = Vec<(Vec<u8>, f64)>;
 
 const NOT_A_FLOAT: &[u8] = b"ERR value is not a valid float";
 const BAD_SCORE_RANGE: &[u8] = b"ERR min or max is not a float";
@@ -147,7 +150,7 @@ fn limits<T: ReplyTarget>(c: &Ctx<'_, T>) -> Limits {
 /// A new sorted set of `items` added one by one as ZADD adds them, starting
 /// in the large encoding when `large` (ZRANGESTORE of a rank range longer
 /// than the entries limit starts there).
-fn build_incrementally(items: Vec<(Vec<u8>, f64)>, large: bool, limits: Limits) -> ZSetValue {
+fn build_incrementally(items: Items, large: bool, limits: Limits) -> ZSetValue {
     let mut z = if large { ZSetValue::new_large() } else { ZSetValue::new() };
     for (m, s) in items {
         z.grow_before_insert(limits.entries, limits.value, m.len());
@@ -257,13 +260,13 @@ fn zadd_options<T: ReplyTarget>(c: &Ctx<'_, T>, incr: bool) -> Result<ZaddOption
         o.first += 1;
     }
     let elements = c.argc() - o.first;
-    if elements == 0 || elements % 2 != 0 {
+    if elements == 0 || !elements.is_multiple_of(2) {
         return Err(SYNTAX_ERROR);
     }
     if o.nx && o.xx {
         return Err(b"ERR XX and NX options at the same time are not compatible");
     }
-    if (o.gt && o.nx) || (o.lt && o.nx) || (o.gt && o.lt) {
+    if (o.nx && (o.gt || o.lt)) || (o.gt && o.lt) {
         return Err(b"ERR GT, LT, and/or NX options at the same time are not compatible");
     }
     if o.incr && elements > 2 {
@@ -330,8 +333,8 @@ fn zrem<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let members: Vec<&[u8]> = (2..c.argc()).map(|i| c.arg(i)).collect();
     let mut shard = c.state.keyspace.lock_key(key);
     let d = shard.db(db);
-    let removed = zset_at_mut(d, key, now)
-        .map(|z| z.map_or(0, |z| members.iter().filter(|m| z.remove(m).is_some()).count()));
+    let removed =
+        zset_at_mut(d, key, now).map(|z| z.map_or(0, |z| members.iter().filter(|m| z.remove(m).is_some()).count()));
     drop_if_empty(d, key, now);
     drop(shard);
     match removed {
@@ -456,9 +459,7 @@ fn lex_cmp(a: &LexBound, b: &LexBound) -> Ordering {
         (LexBound::Min, LexBound::Min) | (LexBound::Max, LexBound::Max) => Ordering::Equal,
         (LexBound::Min, _) | (_, LexBound::Max) => Ordering::Less,
         (LexBound::Max, _) | (_, LexBound::Min) => Ordering::Greater,
-        (LexBound::Inclusive(x) | LexBound::Exclusive(x), LexBound::Inclusive(y) | LexBound::Exclusive(y)) => {
-            x.cmp(y)
-        }
+        (LexBound::Inclusive(x) | LexBound::Exclusive(x), LexBound::Inclusive(y) | LexBound::Exclusive(y)) => x.cmp(y),
     }
 }
 
@@ -515,7 +516,7 @@ fn lex_span(z: &ZSetValue, min: &LexBound, max: &LexBound, rev: bool) -> (usize,
 /// The members of ranks `lo..hi`, walked upwards (or downwards with `rev`),
 /// skipping `offset` and taking at most `limit` (negative: no limit). A
 /// negative offset selects nothing, as in Redis.
-fn select(z: &ZSetValue, (lo, hi): (usize, usize), rev: bool, offset: i64, limit: i64) -> Vec<(Vec<u8>, f64)> {
+fn select(z: &ZSetValue, (lo, hi): (usize, usize), rev: bool, offset: i64, limit: i64) -> Items {
     let Ok(offset) = usize::try_from(offset) else { return Vec::new() };
     let available = (hi - lo).saturating_sub(offset);
     let take = usize::try_from(limit).map_or(available, |l| l.min(available));
@@ -672,7 +673,7 @@ fn zcount<T: ReplyTarget>(c: &mut Ctx<'_, T>, by: By) {
 
 /// Remove up to `count` members from the low end (or the high end with
 /// `max`) of `z`.
-fn pop_items(z: &mut ZSetValue, max: bool, count: usize) -> Vec<(Vec<u8>, f64)> {
+fn pop_items(z: &mut ZSetValue, max: bool, count: usize) -> Items {
     (0..count.min(z.len())).filter_map(|_| z.pop(max)).collect()
 }
 
@@ -755,7 +756,7 @@ fn pop_first_nonempty<'k>(
     keys: &[&'k [u8]],
     max: bool,
     count: usize,
-) -> Result<Option<(&'k [u8], Vec<(Vec<u8>, f64)>)>, WrongType> {
+) -> Result<Option<(&'k [u8], Items)>, WrongType> {
     for &key in keys {
         let d = lock.shard_for(ks, key).db(db);
         if let Some(z) = zset_at_mut(d, key, now)? {
@@ -782,9 +783,8 @@ fn zrandmember<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let count = match parse_i64(c.arg(2)) {
         None => return c.error(NOT_AN_INTEGER),
         Some(i64::MIN) => {
-            return c.error(
-                b"ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
-            )
+            return c
+                .error(b"ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
         }
         Some(n) => n,
     };
@@ -804,7 +804,7 @@ fn zrandmember<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 
 /// ZRANDMEMBER's picks: with a negative count (or 1) independent picks, with
 /// a count covering the set all members, otherwise distinct ones.
-fn random_items(z: &ZSetValue, count: i64) -> Vec<(Vec<u8>, f64)> {
+fn random_items(z: &ZSetValue, count: i64) -> Items {
     let len = z.len();
     let at = |i: usize| z.get(i).map(|(m, s)| (m.to_vec(), s));
     let mut picker = Picker::new();
@@ -888,7 +888,7 @@ impl Source {
         }
     }
 
-    fn items(&self) -> Vec<(Vec<u8>, f64)> {
+    fn items(&self) -> Items {
         match self {
             Source::Sorted(z) => z.iter().map(|(m, s)| (m.to_vec(), s)).collect(),
             Source::Plain(s) => s.iter().map(|m| (m.to_compact().to_vec(), 1.0)).collect(),
@@ -998,7 +998,7 @@ fn algebra<T: ReplyTarget>(c: &mut Ctx<'_, T>, op: SetOp, out: Output) {
         _ => {
             let nested = resp3(c);
             let sorted = build(result, Limits { entries: 0, value: 0 });
-            let items: Vec<(Vec<u8>, f64)> = sorted.iter().map(|(m, s)| (m.to_vec(), s)).collect();
+            let items: Items = sorted.iter().map(|(m, s)| (m.to_vec(), s)).collect();
             c.reply(|s| write_items(s, &items, o.withscores, nested));
         }
     }
@@ -1017,7 +1017,7 @@ fn weighted(score: f64, weight: f64) -> f64 {
 /// The members and scores `op` yields over `sources` (missing keys as
 /// `None`), stopping after `cap` members. Inputs are taken smallest first,
 /// as Redis takes them, which fixes the order scores are summed in.
-fn combine(op: SetOp, sources: &[Option<Source>], o: &AlgebraOptions, cap: usize) -> Vec<(Vec<u8>, f64)> {
+fn combine(op: SetOp, sources: &[Option<Source>], o: &AlgebraOptions, cap: usize) -> Items {
     let len = |i: usize| sources[i].as_ref().map_or(0, Source::len);
     let mut order: Vec<usize> = (0..sources.len()).collect();
     if op != SetOp::Diff {
