@@ -1088,13 +1088,9 @@ fn zscan<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         }
     };
     // A small set is returned whole, as Redis returns it; a large one is
-    // walked by rank from the top (see `scan_dense`).
+    // walked by score (see `ZSetValue::scan`).
     let next = if z.is_large() {
-        crate::types::hash::scan_dense(z.len(), cursor, count, |i| {
-            if let Some((m, s)) = z.get(i) {
-                visit(m, s);
-            }
-        })
+        z.scan(cursor, count, &mut visit)
     } else {
         z.iter().for_each(|(m, s)| visit(m, s));
         0
