@@ -44,7 +44,7 @@ struct WrongType;
 fn set_at<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<&'d SetValue>, WrongType> {
     match db.get(key, now) {
         None => Ok(None),
-        Some(Entry { value: Value::Set(s), .. }) => Ok(Some(s)),
+        Some(Entry { value: Value::Set(s), .. }) => Ok(Some(&**s)),
         Some(_) => Err(WrongType),
     }
 }
@@ -53,7 +53,7 @@ fn set_at<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<&'d SetValu
 fn set_at_mut<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<&'d mut SetValue>, WrongType> {
     match db.get_mut(key, now) {
         None => Ok(None),
-        Some(Entry { value: Value::Set(s), .. }) => Ok(Some(s)),
+        Some(Entry { value: Value::Set(s), .. }) => Ok(Some(&mut **s)),
         Some(_) => Err(WrongType),
     }
 }
@@ -62,7 +62,7 @@ fn set_at_mut<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<&'d mut
 /// whose first member will be `first` when the key is missing.
 fn set_or_create<'d>(db: &'d mut Db, key: &[u8], now: i64, first: &[u8]) -> Result<&'d mut SetValue, WrongType> {
     if !db.contains(key, now) {
-        db.insert(key, Entry::new(Value::Set(SetValue::for_first_member(first))));
+        db.insert(key, Entry::new(Value::set(SetValue::for_first_member(first))));
     }
     set_at_mut(db, key, now)?.ok_or(WrongType)
 }
@@ -80,7 +80,7 @@ fn store_set(db: &mut Db, key: &[u8], set: SetValue) -> usize {
     let len = set.len();
     db.remove(key);
     if len > 0 {
-        db.insert(key, Entry::new(Value::Set(set)));
+        db.insert(key, Entry::new(Value::set(set)));
     }
     len
 }

@@ -78,7 +78,7 @@ struct WrongType;
 fn zset_at<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<&'d ZSetValue>, WrongType> {
     match db.get(key, now) {
         None => Ok(None),
-        Some(Entry { value: Value::ZSet(z), .. }) => Ok(Some(z)),
+        Some(Entry { value: Value::ZSet(z), .. }) => Ok(Some(&**z)),
         Some(_) => Err(WrongType),
     }
 }
@@ -87,7 +87,7 @@ fn zset_at<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<&'d ZSetVa
 fn zset_at_mut<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<&'d mut ZSetValue>, WrongType> {
     match db.get_mut(key, now) {
         None => Ok(None),
-        Some(Entry { value: Value::ZSet(z), .. }) => Ok(Some(z)),
+        Some(Entry { value: Value::ZSet(z), .. }) => Ok(Some(&mut **z)),
         Some(_) => Err(WrongType),
     }
 }
@@ -95,7 +95,7 @@ fn zset_at_mut<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<&'d mu
 /// The sorted set at `key`, created empty (small encoding) when missing.
 fn zset_or_create<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<&'d mut ZSetValue, WrongType> {
     if !db.contains(key, now) {
-        db.insert(key, Entry::new(Value::ZSet(ZSetValue::new())));
+        db.insert(key, Entry::new(Value::zset(ZSetValue::new())));
     }
     zset_at_mut(db, key, now)?.ok_or(WrongType)
 }
@@ -113,7 +113,7 @@ fn store_zset(db: &mut Db, key: &[u8], z: ZSetValue) -> usize {
     let len = z.len();
     db.remove(key);
     if len > 0 {
-        db.insert(key, Entry::new(Value::ZSet(z)));
+        db.insert(key, Entry::new(Value::zset(z)));
     }
     len
 }
@@ -129,8 +129,8 @@ enum Source {
 fn source_at(db: &mut Db, key: &[u8], now: i64) -> Result<Option<Source>, WrongType> {
     match db.get(key, now) {
         None => Ok(None),
-        Some(Entry { value: Value::ZSet(z), .. }) => Ok(Some(Source::Sorted(z.clone()))),
-        Some(Entry { value: Value::Set(s), .. }) => Ok(Some(Source::Plain(s.clone()))),
+        Some(Entry { value: Value::ZSet(z), .. }) => Ok(Some(Source::Sorted((**z).clone()))),
+        Some(Entry { value: Value::Set(s), .. }) => Ok(Some(Source::Plain((**s).clone()))),
         Some(_) => Err(WrongType),
     }
 }

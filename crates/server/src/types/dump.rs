@@ -91,8 +91,8 @@ pub fn restore(payload: &[u8]) -> Result<Value, PayloadError> {
     let body = verify(payload)?;
     match body.split_first() {
         Some((&KIND_STRING, bytes)) => Ok(Value::Str(StrValue::from_bytes(bytes))),
-        Some((&KIND_SET, body)) => restore_set(&mut Reader(body)).map(Value::Set),
-        Some((&KIND_ZSET, body)) => restore_zset(&mut Reader(body)).map(Value::ZSet),
+        Some((&KIND_SET, body)) => restore_set(&mut Reader(body)).map(Value::set),
+        Some((&KIND_ZSET, body)) => restore_zset(&mut Reader(body)).map(Value::zset),
         _ => Err(PayloadError::BadFormat),
     }
 }
@@ -307,7 +307,7 @@ mod tests {
         }
         table.insert(b"\0\xff", 512);
         for s in [ints, table] {
-            let v = Value::Set(s);
+            let v = Value::set(s);
             assert_eq!(restore(&dump(&v)), Ok(v));
         }
     }
@@ -318,7 +318,7 @@ mod tests {
             for (m, s) in [(&b"a"[..], 1.5), (b"b", f64::NEG_INFINITY), (b"", -0.0), (b"\r\n", 1e308)] {
                 z.insert(m, s);
             }
-            let v = Value::ZSet(z);
+            let v = Value::zset(z);
             let back = restore(&dump(&v)).unwrap();
             assert_eq!(back.encoding(), v.encoding());
             assert_eq!(back, v);
@@ -342,7 +342,7 @@ mod tests {
         for body in [&unsorted[..], &duplicate, &nan, &huge_count, &trailing, &empty, &truncated] {
             assert_eq!(restore(&sealed(body)), Err(PayloadError::BadFormat), "{body:?}");
         }
-        let good = dump(&Value::ZSet({
+        let good = dump(&Value::zset({
             let mut z = ZSetValue::new();
             z.insert(b"m", 2.0);
             z

@@ -22,13 +22,24 @@ use zset::ZSetValue;
 pub enum Value {
     /// A string (also integers and bitmaps).
     Str(StrValue),
-    /// A set.
-    Set(SetValue),
-    /// A sorted set.
-    ZSet(ZSetValue),
+    /// A set, boxed like every collection so that a stored entry stays as
+    /// small as a string's.
+    Set(Box<SetValue>),
+    /// A sorted set, boxed likewise.
+    ZSet(Box<ZSetValue>),
 }
 
 impl Value {
+    /// `set` as a stored value.
+    pub fn set(set: SetValue) -> Value {
+        Value::Set(Box::new(set))
+    }
+
+    /// `zset` as a stored value.
+    pub fn zset(zset: ZSetValue) -> Value {
+        Value::ZSet(Box::new(zset))
+    }
+
     /// The name `TYPE` reports.
     pub fn type_name(&self) -> &'static str {
         match self {
@@ -43,8 +54,8 @@ impl Value {
     pub fn heap_size(&self) -> usize {
         match self {
             Value::Str(s) => s.heap_size(),
-            Value::Set(s) => s.heap_size(),
-            Value::ZSet(z) => z.heap_size(),
+            Value::Set(s) => std::mem::size_of::<SetValue>() + s.heap_size(),
+            Value::ZSet(z) => std::mem::size_of::<ZSetValue>() + z.heap_size(),
         }
     }
 
