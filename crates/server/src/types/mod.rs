@@ -22,8 +22,7 @@ use zset::ZSetValue;
 pub enum Value {
     /// A string (also integers and bitmaps).
     Str(StrValue),
-    /// A set, boxed like every collection so that a stored entry stays as
-    /// small as a string's.
+    /// A set, boxed so that a stored entry stays as small as a string's.
     Set(Box<SetValue>),
     /// A sorted set, boxed likewise.
     ZSet(Box<ZSetValue>),
