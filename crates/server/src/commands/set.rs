@@ -14,6 +14,7 @@ use super::keys::parse_cursor;
 use super::random::Picker;
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
 use crate::keyspace::{glob, now_ms, Db, Entry, Keyspace, MultiLock};
+use crate::stats::Stats;
 use crate::types::set::{Member, SetValue};
 use crate::types::Value;
 
@@ -85,15 +86,24 @@ fn store_set(db: &mut Db, key: &[u8], set: SetValue) -> usize {
     len
 }
 
-/// Copies of the sets at `keys` (`None` for a missing key), read under `lock`.
+/// Count a read lookup in `keyspace_hits` or `keyspace_misses`, as Redis
+/// counts every key a command reads (a key of another type is a hit).
+pub(super) fn counted<V, E>(stats: &Stats, found: Result<Option<V>, E>) -> Result<Option<V>, E> {
+    stats.key_lookup(!matches!(found, Ok(None)));
+    found
+}
+
+/// Copies of the sets at `keys` (`None` for a missing key), read under
+/// `lock` up to the first of another type.
 fn read_sets(
     lock: &mut MultiLock<'_>,
     ks: &Keyspace,
+    stats: &Stats,
     db: usize,
     keys: &[&[u8]],
     now: i64,
 ) -> Result<Vec<Option<SetValue>>, WrongType> {
-    keys.iter().map(|k| set_at(lock.shard_for(ks, k).db(db), k, now).map(|s| s.cloned())).collect()
+    keys.iter().map(|k| counted(stats, set_at(lock.shard_for(ks, k).db(db), k, now).map(|s| s.cloned()))).collect()
 }
 
 /// `set-max-intset-entries` now.
@@ -150,7 +160,8 @@ fn srem<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 fn sismember<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (key, member, db) = (c.arg(1), c.arg(2), c.session.db);
     let mut shard = c.state.keyspace.lock_key(key);
-    let found = set_at(shard.db(db), key, now_ms()).map(|s| s.is_some_and(|s| s.contains(member)));
+    let found =
+        counted(&c.state.stats, set_at(shard.db(db), key, now_ms())).map(|s| s.is_some_and(|s| s.contains(member)));
     drop(shard);
     match found {
         Ok(b) => c.reply(|s| s.integer(i64::from(b))),
@@ -163,8 +174,8 @@ fn smismember<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (key, db) = (c.arg(1), c.session.db);
     let members: Vec<&[u8]> = (2..c.argc()).map(|i| c.arg(i)).collect();
     let mut shard = c.state.keyspace.lock_key(key);
-    let found: Result<Vec<bool>, WrongType> =
-        set_at(shard.db(db), key, now_ms()).map(|s| members.iter().map(|m| s.is_some_and(|s| s.contains(m))).collect());
+    let found: Result<Vec<bool>, WrongType> = counted(&c.state.stats, set_at(shard.db(db), key, now_ms()))
+        .map(|s| members.iter().map(|m| s.is_some_and(|s| s.contains(m))).collect());
     drop(shard);
     match found {
         Ok(flags) => c.reply(|s| {
@@ -181,7 +192,7 @@ fn smismember<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 fn scard<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (key, db) = (c.arg(1), c.session.db);
     let mut shard = c.state.keyspace.lock_key(key);
-    let len = set_at(shard.db(db), key, now_ms()).map(|s| s.map_or(0, SetValue::len));
+    let len = counted(&c.state.stats, set_at(shard.db(db), key, now_ms())).map(|s| s.map_or(0, SetValue::len));
     drop(shard);
     match len {
         Ok(n) => c.reply(|s| s.integer(count_reply(n))),
@@ -260,7 +271,8 @@ fn srandmember<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     };
     let (key, db) = (c.arg(1), c.session.db);
     let mut shard = c.state.keyspace.lock_key(key);
-    let picked = set_at(shard.db(db), key, now_ms()).map(|s| s.map(|s| random_members(s, count.unwrap_or(1))));
+    let picked = counted(&c.state.stats, set_at(shard.db(db), key, now_ms()))
+        .map(|s| s.map(|s| random_members(s, count.unwrap_or(1))));
     drop(shard);
     let picked = match picked {
         Ok(p) => p.unwrap_or_default(),
@@ -357,7 +369,8 @@ fn combine<T: ReplyTarget>(c: &mut Ctx<'_, T>, op: Op, store: bool) {
     let (db, now, max) = (c.session.db, now_ms(), max_intset(c));
     let ks = &c.state.keyspace;
     let mut lock = ks.lock_keys(keys.iter().copied().chain(dest));
-    let result = read_sets(&mut lock, ks, db, &keys, now).map(|sets| compute(op, &sets, max, usize::MAX));
+    let result =
+        read_sets(&mut lock, ks, &c.state.stats, db, &keys, now).map(|sets| compute(op, &sets, max, usize::MAX));
     let result = match (result, dest) {
         (Err(WrongType), _) => Err(WrongType),
         (Ok(set), Some(dest)) => Ok(Err(store_set(lock.shard_for(ks, dest).db(db), dest, set))),
@@ -403,7 +416,8 @@ fn sintercard<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (db, now, max) = (c.session.db, now_ms(), max_intset(c));
     let ks = &c.state.keyspace;
     let mut lock = ks.lock_keys(keys.iter().copied());
-    let card = read_sets(&mut lock, ks, db, &keys, now).map(|sets| compute(Op::Inter, &sets, max, limit).len());
+    let card = read_sets(&mut lock, ks, &c.state.stats, db, &keys, now)
+        .map(|sets| compute(Op::Inter, &sets, max, limit).len());
     drop(lock);
     match card {
         Ok(n) => c.reply(|s| s.integer(count_reply(n))),
@@ -456,7 +470,7 @@ fn sscan<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let Some(cursor) = parse_cursor(c.arg(2)) else { return c.error(b"ERR invalid cursor") };
     let (key, db) = (c.arg(1), c.session.db);
     let mut shard = c.state.keyspace.lock_key(key);
-    let set = match set_at(shard.db(db), key, now_ms()) {
+    let set = match counted(&c.state.stats, set_at(shard.db(db), key, now_ms())) {
         Ok(s) => s.cloned(),
         Err(WrongType) => {
             drop(shard);

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use kvik_protocol::number::parse_i64;
 
 use super::{build, count_reply, limits, resp3, source_at, store_zset, write_items, Items, Limits, Source, WrongType};
+use crate::commands::set::counted;
 use crate::commands::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
 use crate::keyspace::now_ms;
 use crate::types::double::parse_score;
@@ -164,7 +165,7 @@ pub(super) fn algebra<T: ReplyTarget>(c: &mut Ctx<'_, T>, op: SetOp, out: Output
     let ks = &c.state.keyspace;
     let mut lock = ks.lock_keys(keys.iter().copied().chain(dst));
     let sources: Result<Vec<Option<Source>>, WrongType> =
-        keys.iter().map(|k| source_at(lock.shard_for(ks, k).db(db), k, now)).collect();
+        keys.iter().map(|k| counted(&c.state.stats, source_at(lock.shard_for(ks, k).db(db), k, now))).collect();
     let Ok(sources) = sources else {
         drop(lock);
         return c.error(WRONGTYPE);

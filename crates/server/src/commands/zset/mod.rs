@@ -17,7 +17,7 @@ use kvik_protocol::ReplySink;
 
 use super::keys::parse_cursor;
 use super::random::Picker;
-use super::set::{reply_scan, scan_options};
+use super::set::{counted, reply_scan, scan_options};
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
 use crate::keyspace::{glob, now_ms, Db, Entry, Keyspace, MultiLock};
 use crate::types::double::parse_score;
@@ -348,7 +348,7 @@ fn zrem<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 fn read_zset<T: ReplyTarget, R>(c: &Ctx<'_, T>, read: impl FnOnce(Option<&ZSetValue>) -> R) -> Result<R, WrongType> {
     let (key, db) = (c.arg(1), c.session.db);
     let mut shard = c.state.keyspace.lock_key(key);
-    zset_at(shard.db(db), key, now_ms()).map(read)
+    counted(&c.state.stats, zset_at(shard.db(db), key, now_ms())).map(read)
 }
 
 /// `ZCARD key`.

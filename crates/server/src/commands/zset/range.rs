@@ -14,6 +14,7 @@ use super::{
     build_incrementally, count_reply, drop_if_empty, limits, read_zset, resp3, store_zset, write_items, zset_at,
     zset_at_mut, Items, WrongType, BAD_LEX_RANGE, BAD_SCORE_RANGE,
 };
+use crate::commands::set::counted;
 use crate::commands::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
 use crate::keyspace::now_ms;
 use crate::types::list::rank_range;
@@ -232,7 +233,7 @@ pub(super) fn zrange<T: ReplyTarget>(c: &mut Ctx<'_, T>, form: Form) {
     let mut lock = ks.lock_keys([src].into_iter().chain(dst));
     // Rank ranges take no LIMIT (one of `0 -1` is accepted and ignored).
     let (offset, limit) = if o.by == By::Rank { (0, -1) } else { (o.offset, o.limit) };
-    let found = zset_at(lock.shard_for(ks, src).db(db), src, now)
+    let found = counted(&c.state.stats, zset_at(lock.shard_for(ks, src).db(db), src, now))
         .map(|z| z.map_or_else(Vec::new, |z| select(z, span(z, &range, o.rev), o.rev, offset, limit)));
     let stored = match (&found, dst) {
         (Ok(items), Some(dst)) => {
