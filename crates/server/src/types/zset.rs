@@ -117,7 +117,8 @@ impl LexBound {
         }
     }
 
-    fn admits_from_below(&self, member: &[u8]) -> bool {
+    /// True when `member` is at or above this bound taken as a minimum.
+    pub fn admits_from_below(&self, member: &[u8]) -> bool {
         match self {
             LexBound::Min => true,
             LexBound::Max => false,
@@ -126,7 +127,8 @@ impl LexBound {
         }
     }
 
-    fn admits_from_above(&self, member: &[u8]) -> bool {
+    /// True when `member` is at or below this bound taken as a maximum.
+    pub fn admits_from_above(&self, member: &[u8]) -> bool {
         match self {
             LexBound::Min => false,
             LexBound::Max => true,

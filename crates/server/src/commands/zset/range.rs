@@ -86,24 +86,6 @@ fn lex_cmp(a: &LexBound, b: &LexBound) -> Ordering {
     }
 }
 
-fn lex_admits_from_below(min: &LexBound, m: &[u8]) -> bool {
-    match min {
-        LexBound::Min => true,
-        LexBound::Max => false,
-        LexBound::Inclusive(b) => m >= &b[..],
-        LexBound::Exclusive(b) => m > &b[..],
-    }
-}
-
-fn lex_admits_from_above(max: &LexBound, m: &[u8]) -> bool {
-    match max {
-        LexBound::Min => false,
-        LexBound::Max => true,
-        LexBound::Inclusive(b) => m <= &b[..],
-        LexBound::Exclusive(b) => m < &b[..],
-    }
-}
-
 /// The run of ranks a lex range selects. When all scores are equal the
 /// members are in lexicographic order and two binary searches find it; when
 /// they are not, the answer is Redis's for its small encoding: the walk
@@ -121,17 +103,17 @@ fn lex_span(z: &ZSetValue, min: &LexBound, max: &LexBound, rev: bool) -> (usize,
         let lo = z.rank_above_lex(min);
         return (lo, z.rank_after_lex(max).max(lo));
     }
-    if !lex_admits_from_below(min, last) || !lex_admits_from_above(max, first) {
+    if !min.admits_from_below(last) || !max.admits_from_above(first) {
         return (0, 0);
     }
     if rev {
-        let Some(from_top) = z.iter().rev().position(|(m, _)| lex_admits_from_above(max, m)) else { return (0, 0) };
+        let Some(from_top) = z.iter().rev().position(|(m, _)| max.admits_from_above(m)) else { return (0, 0) };
         let top = z.len() - 1 - from_top;
-        let run = z.iter_rev_from(top).take_while(|(m, _)| lex_admits_from_below(min, m)).count();
+        let run = z.iter_rev_from(top).take_while(|(m, _)| min.admits_from_below(m)).count();
         (top + 1 - run, top + 1)
     } else {
-        let Some(start) = z.iter().position(|(m, _)| lex_admits_from_below(min, m)) else { return (0, 0) };
-        let run = z.iter_from(start).take_while(|(m, _)| lex_admits_from_above(max, m)).count();
+        let Some(start) = z.iter().position(|(m, _)| min.admits_from_below(m)) else { return (0, 0) };
+        let run = z.iter_from(start).take_while(|(m, _)| max.admits_from_above(m)).count();
         (start, start + run)
     }
 }
