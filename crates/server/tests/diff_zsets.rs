@@ -946,6 +946,17 @@ fn dump_and_restore_keep_sets_and_sorted_sets() {
             run(&[b"ZRANGE", key, b"0", b"-1", b"WITHSCORES"])
         );
     }
+    // MEMORY USAGE follows the values' sizes.
+    let usage = |reply: Vec<u8>| -> i64 {
+        String::from_utf8_lossy(&reply).trim_start_matches(':').trim_end().parse().unwrap_or(-1)
+    };
+    let small = usage(run(&[b"MEMORY", b"USAGE", b"small"]));
+    let wide: Vec<Vec<u8>> = (0..200).flat_map(|i| [b"1".to_vec(), format!("member{i}").into_bytes()]).collect();
+    let mut zadd: Vec<&[u8]> = vec![b"ZADD", b"small"];
+    zadd.extend(wide.iter().map(Vec::as_slice));
+    run(&zadd);
+    assert!(small > 0 && usage(run(&[b"MEMORY", b"USAGE", b"small"])) > small + 200 * 7);
+    assert!(usage(run(&[b"MEMORY", b"USAGE", b"table"])) > usage(run(&[b"MEMORY", b"USAGE", b"missing"])));
 }
 
 /// The items of a scan reply: the next cursor and the bulk strings.
