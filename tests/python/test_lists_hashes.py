@@ -5,10 +5,7 @@ replies, HSCAN iteration and error texts."""
 import pytest
 import redis
 
-
-def client(port: int, **kwargs) -> redis.Redis:
-    kwargs.setdefault("protocol", 2)
-    return redis.Redis(host="127.0.0.1", port=port, socket_timeout=5, **kwargs)
+from clients import client
 
 
 def test_pipeline_of_list_commands(kvik_port):

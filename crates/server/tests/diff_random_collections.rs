@@ -28,7 +28,7 @@ use std::collections::HashSet;
 use std::io::Write;
 
 use common::diff::{mask_client_id, multibulk, MARKER, MARKER_REPLY};
-use common::{call, connect, read_until, reply_len, start_kvik, start_redis_or_skip, Answer};
+use common::{call_text, connect, read_until, reply_len, start_kvik, start_redis_or_skip, Answer};
 
 const SEEDS: u64 = 100;
 const COMMANDS_PER_SEED: usize = 400;
@@ -609,10 +609,7 @@ fn bulks(reply: &[u8]) -> Vec<Vec<u8>> {
 fn kvik_random_picks_hold_their_properties() {
     let server = start_kvik();
     let mut conn = connect(server.port);
-    let mut run = |args: &[&str]| {
-        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-        call(&mut conn, &args)
-    };
+    let mut run = |args: &[&str]| call_text(&mut conn, args);
     let members: Vec<String> = (0..50).map(|i| format!("m{i}")).collect();
     let mut sadd = vec!["SADD", "s"];
     sadd.extend(members.iter().map(String::as_str));

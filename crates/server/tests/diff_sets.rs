@@ -488,3 +488,92 @@ fn set_replies_match_redis() {
 fn set_pipelined_match_redis() {
     compare_pipelined("set_pipelined_match_redis", cases());
 }
+
+/// `keyspace_hits` and `keyspace_misses` after `command`, counted from zero.
+fn lookups(port: u16, setup: &[&[&str]], command: &[&str]) -> String {
+    let mut conn = common::connect(port);
+    let mut run = |args: &[&str]| common::call_text(&mut conn, args);
+    run(&["FLUSHALL"]);
+    for s in setup {
+        run(s);
+    }
+    run(&["CONFIG", "RESETSTAT"]);
+    run(command);
+    let info = String::from_utf8_lossy(&run(&["INFO", "stats"])).into_owned();
+    info.lines().filter(|l| l.starts_with("keyspace_")).collect::<Vec<_>>().join(" ")
+}
+
+#[test]
+fn reads_count_hits_and_misses_like_redis() {
+    let Some(redis) = common::start_redis_or_skip("reads_count_hits_and_misses_like_redis") else { return };
+    let kvik = common::start_kvik();
+    let setup: &[&[&str]] = &[&["SADD", "s", "1", "2"], &["ZADD", "z", "1", "a"], &["SET", "str", "x"]];
+    let commands: &[&[&str]] = &[
+        &["SISMEMBER", "s", "1"],
+        &["SMISMEMBER", "missing", "1"],
+        &["SCARD", "str"],
+        &["SMEMBERS", "s"],
+        &["SINTER", "s", "missing", "s"],
+        &["SINTERSTORE", "d", "s", "missing"],
+        &["SUNIONSTORE", "d", "s", "missing"],
+        &["SDIFF", "missing", "str", "s"],
+        &["SINTERCARD", "2", "s", "missing"],
+        &["SRANDMEMBER", "missing", "2"],
+        &["SSCAN", "s", "0"],
+        &["SPOP", "s"],
+        &["SMOVE", "s", "t", "1"],
+        &["SADD", "s", "3"],
+        &["ZSCORE", "z", "a"],
+        &["ZRANGE", "missing", "0", "-1"],
+        &["ZRANGESTORE", "d", "z", "0", "-1"],
+        &["ZUNIONSTORE", "d", "2", "z", "missing"],
+        &["ZINTER", "2", "s", "z"],
+        &["ZINTERCARD", "2", "z", "str"],
+        &["ZRANDMEMBER", "z"],
+        &["ZCOUNT", "z", "0", "1"],
+        &["ZSCAN", "missing", "0"],
+        &["ZADD", "z", "2", "b"],
+        &["ZPOPMIN", "z"],
+        &["ZMPOP", "1", "z", "MIN"],
+        &["ZREMRANGEBYRANK", "z", "0", "0"],
+    ];
+    for command in commands {
+        assert_eq!(lookups(kvik.port, setup, command), lookups(redis.port, setup, command), "{command:?}");
+    }
+}
+
+/// Members move between two sets (in different shards) while another client
+/// reads the union and the intersection: each multi-key command sees both
+/// sets at one instant, so no member is ever missing or in both.
+#[test]
+fn kvik_moves_between_sets_are_atomic() {
+    let server = common::start_kvik();
+    let port = server.port;
+    let mut setup = common::connect(port);
+    let members: Vec<String> = (0..100).map(|i| format!("m{i}")).collect();
+    let mut sadd: Vec<&[u8]> = vec![b"SADD", b"left"];
+    sadd.extend(members.iter().map(|m| m.as_bytes()));
+    common::call(&mut setup, &sadd);
+    let writers: Vec<_> = (0..2)
+        .map(|w| {
+            std::thread::spawn(move || {
+                let mut conn = common::connect(port);
+                for i in 0..2000 {
+                    let member = format!("m{}", (i * 7 + w * 13) % 100);
+                    let (from, to): (&[u8], &[u8]) = if i % 2 == 0 { (b"left", b"right") } else { (b"right", b"left") };
+                    common::call(&mut conn, &[b"SMOVE", from, to, member.as_bytes()]);
+                }
+            })
+        })
+        .collect();
+    let mut reader = common::connect(port);
+    for _ in 0..500 {
+        let union = common::call(&mut reader, &[b"SUNIONSTORE", b"all", b"left", b"right"]);
+        assert_eq!(union, b":100\r\n");
+        let both = common::call(&mut reader, &[b"SINTERCARD", b"2", b"left", b"right"]);
+        assert_eq!(both, b":0\r\n");
+    }
+    for w in writers {
+        w.join().expect("writer thread");
+    }
+}

@@ -11,7 +11,7 @@
 mod common;
 
 use common::diff::*;
-use common::{call, connect, start_kvik};
+use common::{call, call_text, connect, start_kvik};
 
 /// A case made of inline commands, starting from an empty keyspace.
 fn lines(name: &'static str, commands: &[&str]) -> Case {
@@ -945,5 +945,70 @@ fn dump_and_restore_keep_sets_and_sorted_sets() {
             run(&[b"ZRANGE", &copy, b"0", b"-1", b"WITHSCORES"]),
             run(&[b"ZRANGE", key, b"0", b"-1", b"WITHSCORES"])
         );
+    }
+    // MEMORY USAGE follows the values' sizes.
+    let usage = |reply: Vec<u8>| -> i64 {
+        String::from_utf8_lossy(&reply).trim_start_matches(':').trim_end().parse().unwrap_or(-1)
+    };
+    let small = usage(run(&[b"MEMORY", b"USAGE", b"small"]));
+    let wide: Vec<Vec<u8>> = (0..200).flat_map(|i| [b"1".to_vec(), format!("member{i}").into_bytes()]).collect();
+    let mut zadd: Vec<&[u8]> = vec![b"ZADD", b"small"];
+    zadd.extend(wide.iter().map(Vec::as_slice));
+    run(&zadd);
+    assert!(small > 0 && usage(run(&[b"MEMORY", b"USAGE", b"small"])) > small + 200 * 7);
+    assert!(usage(run(&[b"MEMORY", b"USAGE", b"table"])) > usage(run(&[b"MEMORY", b"USAGE", b"missing"])));
+}
+
+/// The items of a scan reply: the next cursor and the bulk strings.
+fn scan_reply(reply: &[u8]) -> (String, Vec<Vec<u8>>) {
+    let text = reply.to_vec();
+    let mut parts = Vec::new();
+    let mut at = 0;
+    while let Some(i) = text[at..].iter().position(|&b| b == b'$') {
+        let start = at + i;
+        let line_end = start + text[start..].windows(2).position(|w| w == b"\r\n").unwrap_or(0);
+        let len: usize = std::str::from_utf8(&text[start + 1..line_end]).ok().and_then(|n| n.parse().ok()).unwrap_or(0);
+        parts.push(text[line_end + 2..line_end + 2 + len].to_vec());
+        at = line_end + 2 + len + 2;
+    }
+    let cursor = String::from_utf8_lossy(&parts[0]).into_owned();
+    (cursor, parts[1..].to_vec())
+}
+
+#[test]
+fn kvik_scans_of_large_sets_visit_every_member_despite_changes() {
+    let server = start_kvik();
+    let mut conn = connect(server.port);
+    let mut run = |args: &[&str]| call_text(&mut conn, args);
+    for i in 0..300 {
+        let (score, member) = ((i % 50).to_string(), format!("m{i}"));
+        run(&["ZADD", "z", &score, &member]);
+        run(&["SADD", "s", &member]);
+    }
+    assert_eq!(run(&["OBJECT", "ENCODING", "z"]), b"$8\r\nskiplist\r\n");
+    for (key, command) in [("z", "ZSCAN"), ("s", "SSCAN")] {
+        let mut seen = std::collections::HashSet::new();
+        let mut cursor = "0".to_string();
+        let mut steps = 0;
+        loop {
+            let (next, items) = scan_reply(&run(&[command, key, &cursor, "COUNT", "10"]));
+            let step = if command == "ZSCAN" { 2 } else { 1 };
+            seen.extend(items.iter().step_by(step).cloned());
+            // Members come and go between steps.
+            let extra = format!("extra{steps}");
+            if command == "ZSCAN" {
+                run(&["ZADD", key, "-1", &extra]);
+            } else {
+                run(&["SADD", key, &extra]);
+                run(&["SREM", key, &format!("extra{}", steps / 2)]);
+            }
+            steps += 1;
+            cursor = next;
+            if cursor == "0" {
+                break;
+            }
+        }
+        assert!((0..300).all(|i| seen.contains(format!("m{i}").as_bytes())), "{command} missed a member");
+        assert!(steps > 10 && steps < 100, "{command} took {steps} steps");
     }
 }

@@ -96,18 +96,11 @@ fn sadd<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 
 /// `SREM key member [member ...]`: how many were there.
 fn srem<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
-    let (key, db, now) = (c.arg(1), c.session.db, now_ms());
     let members: Vec<&[u8]> = (2..c.argc()).map(|i| c.arg(i)).collect();
-    let mut shard = c.state.keyspace.lock_key(key);
-    let d = shard.db(db);
-    let removed = access::write::<SetValue>(d, key, now)
-        .map(|set| set.map_or(0, |s| members.iter().filter(|m| s.remove(m)).count()));
-    access::remove_if_empty(d, key, now, SetValue::is_empty);
-    drop(shard);
-    match removed {
-        Ok(n) => c.reply(|s| s.integer(count_reply(n))),
-        Err(WrongType) => c.error(WRONGTYPE),
-    }
+    let removed = access::change_with(c, c.arg(1), SetValue::is_empty, |set| {
+        set.map_or(0, |s| members.iter().filter(|m| s.remove(m)).count())
+    });
+    access::reply_or_wrongtype(c, removed, |s, n| s.integer(count_reply(n)));
 }
 
 /// `SISMEMBER key member`.

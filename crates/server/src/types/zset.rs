@@ -32,6 +32,22 @@ impl Item {
     }
 }
 
+/// A scan cursor for `score`: the bits mapped so that cursors order as the
+/// scores do, plus one to keep 0 for the start.
+fn cursor_of_score(score: f64) -> u64 {
+    let bits = score.to_bits();
+    let ordered = if bits >> 63 == 1 { !bits } else { bits | 1 << 63 };
+    ordered + 1
+}
+
+/// The score a cursor from [`cursor_of_score`] stands for (any other number
+/// decodes to some score, or a NaN that starts past every member).
+fn score_of_cursor(cursor: u64) -> f64 {
+    let ordered = cursor - 1;
+    let bits = if ordered >> 63 == 1 { ordered & !(1 << 63) } else { !ordered };
+    f64::from_bits(bits)
+}
+
 /// Scores are never NaN, so the partial order is total here.
 fn cmp_score(a: f64, b: f64) -> Ordering {
     a.partial_cmp(&b).unwrap_or(Ordering::Equal)
@@ -101,7 +117,8 @@ impl LexBound {
         }
     }
 
-    fn admits_from_below(&self, member: &[u8]) -> bool {
+    /// True when `member` is at or above this bound taken as a minimum.
+    pub fn admits_from_below(&self, member: &[u8]) -> bool {
         match self {
             LexBound::Min => true,
             LexBound::Max => false,
@@ -110,7 +127,8 @@ impl LexBound {
         }
     }
 
-    fn admits_from_above(&self, member: &[u8]) -> bool {
+    /// True when `member` is at or below this bound taken as a maximum.
+    pub fn admits_from_above(&self, member: &[u8]) -> bool {
         match self {
             LexBound::Min => false,
             LexBound::Max => true,
@@ -326,6 +344,31 @@ impl ZSetValue {
         self.count_while(|it| max.admits_from_above(&it.member))
     }
 
+    /// One `ZSCAN` step over the set in ascending order from `cursor` (0:
+    /// the start), visiting about `count` members; the next cursor, 0 when
+    /// done.
+    ///
+    /// The cursor is the score to go on from, so members inserted or
+    /// removed between steps shift nothing: every member present, with the
+    /// same score, for the whole scan is visited. Members sharing a score
+    /// are visited in the same step, which may make a step longer than
+    /// `count` (a hint, as in Redis).
+    pub fn scan(&self, cursor: u64, count: usize, mut visit: impl FnMut(&[u8], f64)) -> u64 {
+        let start = match cursor {
+            0 => 0,
+            c => self.rank_above_score(&ScoreBound { value: score_of_cursor(c), exclusive: false }),
+        };
+        let mut last: Option<f64> = None;
+        for (taken, (member, score)) in self.iter_from(start).enumerate() {
+            if taken >= count.max(1) && last.is_some_and(|l| score != l) {
+                return cursor_of_score(score);
+            }
+            visit(member, score);
+            last = Some(score);
+        }
+        0
+    }
+
     /// Remove and return the lowest (or with `last`, the highest) member.
     pub fn pop(&mut self, last: bool) -> Option<(Vec<u8>, f64)> {
         let rank = if last { self.len.checked_sub(1)? } else { 0 };
@@ -505,6 +548,37 @@ mod tests {
         assert_eq!(z.pop(true), Some((b"c".to_vec(), 3.0)));
         assert_eq!(z.pop(false), Some((b"a".to_vec(), 1.0)));
         assert_eq!(ZSetValue::new().iter_rev_from(0).count(), 0);
+    }
+
+    #[test]
+    fn scan_cursors_survive_changes_between_steps() {
+        for s in [f64::NEG_INFINITY, -1.5, -0.0, 0.0, 2.0, f64::INFINITY] {
+            assert_eq!(score_of_cursor(cursor_of_score(s)).to_bits(), s.to_bits());
+        }
+        assert!(cursor_of_score(-1.0) < cursor_of_score(-0.5) && cursor_of_score(0.0) < cursor_of_score(1e-300));
+        let mut z = ZSetValue::new_large();
+        for i in 0..100 {
+            z.insert(format!("m{i}").as_bytes(), f64::from(i / 3));
+        }
+        let mut seen = std::collections::HashSet::new();
+        let mut cursor = 0;
+        let mut step = 0;
+        loop {
+            cursor = z.scan(cursor, 7, |m, _| {
+                seen.insert(m.to_vec());
+            });
+            // Churn below and above the cursor between steps.
+            z.insert(format!("new{step}").as_bytes(), -1.0);
+            z.remove(format!("new{step}").as_bytes());
+            z.insert(format!("low{step}").as_bytes(), -5.0);
+            step += 1;
+            if cursor == 0 {
+                break;
+            }
+        }
+        assert!((0..100).all(|i| seen.contains(format!("m{i}").as_bytes())));
+        assert!(step < 30);
+        assert_eq!(z.scan(u64::MAX, 10, |_, _| panic!("no member is past the last cursor")), 0);
     }
 
     /// Random operations against a simple model (a map and a sorted list),
