@@ -9,10 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 import redis
 
-
-def client(port: int, **kwargs) -> redis.Redis:
-    kwargs.setdefault("protocol", 2)
-    return redis.Redis(host="127.0.0.1", port=port, socket_timeout=5, **kwargs)
+from clients import client
 
 
 def test_pipeline_of_string_commands(kvik_port):

@@ -29,6 +29,12 @@ pub trait ReplySink {
     fn push(&mut self, len: usize);
     /// A double (RESP2: a bulk string formatted as Redis does).
     fn double(&mut self, d: f64);
+    /// A double shown with the given text, for the replies Redis prints in
+    /// another format than its usual `%.17g` (geo coordinates come from
+    /// long doubles with 17 decimals): RESP3 `,text`, RESP2 a bulk string of
+    /// `text`. `value` is the same number, for encodings that send doubles
+    /// in binary.
+    fn double_text(&mut self, value: f64, text: &[u8]);
     /// A boolean (RESP2: integer 1 or 0).
     fn boolean(&mut self, b: bool);
     /// An arbitrary-precision integer given as decimal digits (RESP2: a bulk string).

@@ -89,6 +89,11 @@ const fn opt(name: &'static str, kind: Kind, default: &'static str, change: Chan
     OptionSpec { name, alias: None, kind, default, change }
 }
 
+/// A runtime option that also answers to its pre-7.0 `ziplist` name.
+const fn aliased(name: &'static str, alias: &'static str, kind: Kind, default: &'static str) -> OptionSpec {
+    OptionSpec { name, alias: Some(alias), kind, default, change: Change::Runtime }
+}
+
 const fn int(min: i64, max: i64) -> Kind {
     Kind::Int { min, max }
 }
@@ -139,13 +144,14 @@ pub const OPTIONS: &[OptionSpec] = &[
     opt("maxmemory", mem(0, LONG_MAX), "0", Runtime),
     opt("maxmemory-policy", Kind::Enum(MAXMEMORY_POLICIES), "noeviction", Runtime),
     opt("maxmemory-samples", int(1, INT_MAX), "5", Runtime),
-    opt("hash-max-listpack-entries", int(0, LONG_MAX), "512", Runtime),
-    opt("hash-max-listpack-value", int(0, LONG_MAX), "64", Runtime),
-    opt("list-max-listpack-size", int(INT_MIN, INT_MAX), "-2", Runtime),
+    aliased("hash-max-listpack-entries", "hash-max-ziplist-entries", int(0, LONG_MAX), "512"),
+    aliased("hash-max-listpack-value", "hash-max-ziplist-value", int(0, LONG_MAX), "64"),
+    aliased("list-max-listpack-size", "list-max-ziplist-size", int(INT_MIN, INT_MAX), "-2"),
     opt("set-max-intset-entries", int(0, LONG_MAX), "512", Runtime),
     opt("set-max-listpack-entries", int(0, LONG_MAX), "128", Runtime),
     opt("zset-max-listpack-entries", int(0, LONG_MAX), "128", Runtime),
     opt("zset-max-listpack-value", int(0, LONG_MAX), "64", Runtime),
+    opt("hll-sparse-max-bytes", mem(0, LONG_MAX), "3000", Runtime),
     opt("stream-node-max-entries", int(0, LONG_MAX), "100", Runtime),
     opt("stream-node-max-bytes", mem(0, LONG_MAX), "4096", Runtime),
     opt("notify-keyspace-events", Kind::KeyspaceEvents, "", Runtime),

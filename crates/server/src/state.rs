@@ -13,6 +13,7 @@ use crate::pause::Pause;
 use crate::pubsub::PubSub;
 use crate::session::ClientIds;
 use crate::stats::Stats;
+use crate::types::hash::HashLimits;
 
 /// Default number of keyspace shards: many more than cores, so that commands
 /// from different threads rarely meet on one lock.
@@ -75,6 +76,10 @@ pub struct ConnectionLimits {
     pub output_soft: AtomicU64,
     /// … seconds allowed above the soft limit.
     pub output_soft_seconds: AtomicU64,
+    /// `hash-max-listpack-entries`, read by every hash write.
+    pub hash_max_listpack_entries: AtomicUsize,
+    /// `hash-max-listpack-value`.
+    pub hash_max_listpack_value: AtomicUsize,
 }
 
 impl ConnectionLimits {
@@ -90,6 +95,16 @@ impl ConnectionLimits {
         self.output_hard.store(normal.hard, Ordering::Relaxed);
         self.output_soft.store(normal.soft, Ordering::Relaxed);
         self.output_soft_seconds.store(normal.soft_seconds, Ordering::Relaxed);
+        self.hash_max_listpack_entries.store(config.usize("hash-max-listpack-entries"), Ordering::Relaxed);
+        self.hash_max_listpack_value.store(config.usize("hash-max-listpack-value"), Ordering::Relaxed);
+    }
+
+    /// When hashes written now leave the small encoding.
+    pub fn hash_limits(&self) -> HashLimits {
+        HashLimits {
+            max_entries: self.hash_max_listpack_entries.load(Ordering::Relaxed),
+            max_value: self.hash_max_listpack_value.load(Ordering::Relaxed),
+        }
     }
 
     /// The output buffer limits of normal clients now.

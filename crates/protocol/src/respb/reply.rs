@@ -261,6 +261,14 @@ impl ReplySink for RespbReplyWriter<'_> {
         self.scalar(opcode::DOUBLE, |w| w.double(d), |out| out.extend_from_slice(&d.to_bits().to_be_bytes()));
     }
 
+    fn double_text(&mut self, value: f64, text: &[u8]) {
+        self.scalar(
+            opcode::DOUBLE,
+            |w| w.double_text(value, text),
+            |out| out.extend_from_slice(&value.to_bits().to_be_bytes()),
+        );
+    }
+
     fn boolean(&mut self, b: bool) {
         self.scalar(opcode::BOOLEAN, |w| w.boolean(b), |out| out.push(u8::from(b)));
     }

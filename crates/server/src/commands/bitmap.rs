@@ -53,6 +53,7 @@ fn read_bytes<R>(db: &mut Db, key: &[u8], now: i64, read: impl FnOnce(&[u8]) -> 
             let mut scratch = Vec::new();
             Ok(Some(read(s.bytes(&mut scratch))))
         }
+        Some(_) => Err(()),
     }
 }
 
@@ -60,10 +61,7 @@ fn read_bytes<R>(db: &mut Db, key: &[u8], now: i64, read: impl FnOnce(&[u8]) -> 
 /// `max_bit` exists (Redis's `lookupStringForBitCommand`); `None` for another type.
 fn bits_for_write<'d>(db: &'d mut Db, key: &[u8], max_bit: u64, now: i64) -> Option<&'d mut Vec<u8>> {
     let need = usize::try_from(max_bit >> 3).ok()?.checked_add(1)?;
-    if !db.contains(key, now) {
-        db.set(key, Value::Str(StrValue::Raw(Vec::new())), None);
-    }
-    match db.get_mut(key, now).map(|e| e.value_mut()) {
+    match db.get_mut_or_insert(key, now, || Value::Str(StrValue::Raw(Vec::new()))).map(|e| e.value_mut()) {
         Some(Value::Str(s)) => {
             let bytes = s.make_raw();
             if bytes.len() < need {
@@ -71,7 +69,7 @@ fn bits_for_write<'d>(db: &'d mut Db, key: &[u8], max_bit: u64, now: i64) -> Opt
             }
             Some(bytes)
         }
-        None => None,
+        _ => None,
     }
 }
 

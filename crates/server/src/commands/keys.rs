@@ -12,7 +12,7 @@ use crate::keyspace::db::seconds;
 use crate::keyspace::{glob, lfu, now_ms, Entry, Meta};
 use crate::types::dump::{self, PayloadError};
 use crate::types::string::StrRef;
-use crate::types::ValueRef;
+use crate::types::{Value, ValueRef};
 
 const NO_SUCH_KEY: &[u8] = b"ERR no such key";
 const SAME_OBJECT: &[u8] = b"ERR source and destination objects are the same";
@@ -284,7 +284,7 @@ fn keys<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// A SCAN cursor as Redis reads it (C's `strtoull`): an optional sign, then
 /// digits; a minus wraps around; no leading space, nothing after, no overflow.
 /// Nothing at all reads as 0.
-fn parse_cursor(text: &[u8]) -> Option<u64> {
+pub(super) fn parse_cursor(text: &[u8]) -> Option<u64> {
     if text.is_empty() {
         return Some(0);
     }
@@ -559,7 +559,7 @@ fn object<T: ReplyTarget>(c: &mut Ctx<'_, T>, name: &str) {
     let freq = i64::from(lfu::decayed(&meta, now, c.state.keyspace.lfu_tuning()));
     let refcount = match value {
         ValueRef::Str(StrRef::Int(n)) if (0..SHARED_INTEGERS).contains(&n) && !meta.private_copy => SHARED_REFCOUNT,
-        ValueRef::Str(_) => 1,
+        _ => 1,
     };
     drop(shard);
     // Redis keeps either the access time or the frequency, by policy, and
@@ -645,10 +645,14 @@ fn restore<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         if ttl < 0 {
             return Err(b"ERR Invalid TTL value, must be >= 0");
         }
-        let value = dump::restore(req.arg(3)).map_err(|e| match e {
+        let mut value = dump::restore(req.arg(3)).map_err(|e| match e {
             PayloadError::VersionOrChecksum => &b"ERR DUMP payload version or checksum are wrong"[..],
             PayloadError::BadFormat => b"ERR Bad data format",
         })?;
+        // A restored hash is encoded as the limits in force say, as Redis loads it.
+        if let Value::Hash(h) = &mut value {
+            h.conform(c.state.limits.hash_limits());
+        }
         if replace {
             d.remove(key);
         }

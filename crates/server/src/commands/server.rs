@@ -305,16 +305,18 @@ fn debug<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
                 let mut shard = c.state.keyspace.lock_key(key);
                 shard.db(db).inspect(key, now_ms()).map(|e| {
                     let value = e.value();
-                    let ValueRef::Str(s) = value;
-                    (value.encoding(), s.len())
+                    let serialized = match value {
+                        ValueRef::Str(s) => s.len() + 1,
+                        other => crate::types::dump::dump(other).len(),
+                    };
+                    (value.encoding(), serialized)
                 })
             };
             match found {
                 Some((encoding, len)) => {
                     let lru = (unix_micros() / 1_000_000) & ((1 << 24) - 1);
                     let text = format!(
-                        "Value at:0x0 refcount:1 encoding:{encoding} serializedlength:{} lru:{lru} lru_seconds_idle:0",
-                        len + 1
+                        "Value at:0x0 refcount:1 encoding:{encoding} serializedlength:{len} lru:{lru} lru_seconds_idle:0",
                     );
                     c.reply(|s| s.simple(text.as_bytes()));
                 }

@@ -49,6 +49,7 @@ fn string_at<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<StrRef<'
     match db.get(key, now).map(|e| e.value()) {
         None => Ok(None),
         Some(ValueRef::Str(s)) => Ok(Some(s)),
+        Some(_) => Err(()),
     }
 }
 
@@ -201,10 +202,16 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     }
     // With GET the old value is read, and counted as a read, as in Redis.
     let found = if o.get { d.get(key, now) } else { d.lookup_write(key, now) };
-    let old = found.map(|e| {
-        let ValueRef::Str(s) = e.value();
-        (o.get.then(|| s.to_owned()), e.deadline())
+    // The old value matters only to GET, which refuses another type.
+    let old = found.map(|e| match e.value() {
+        ValueRef::Str(s) => Ok((o.get.then(|| s.to_owned()), e.deadline())),
+        _ => Err(e.deadline()),
     });
+    if o.get && matches!(old, Some(Err(_))) {
+        drop(shard);
+        return c.error(WRONGTYPE);
+    }
+    let old = old.map(|found| found.unwrap_or_else(|at| (None, at)));
     let exists = old.is_some();
     let write = !(o.nx && exists || o.xx && !exists);
     if write {
@@ -281,16 +288,20 @@ fn append<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         None => {
             // A new key is stored as SET would store it (an integer, or embstr).
             d.set_string(key, tail, None);
-            tail.len()
+            Some(tail.len())
         }
         Some(Value::Str(s)) => {
             let bytes = s.make_raw();
             bytes.extend_from_slice(tail);
-            bytes.len()
+            Some(bytes.len())
         }
+        Some(_) => None,
     };
     drop(shard);
-    c.reply(|s| s.integer(i64::try_from(len).unwrap_or(i64::MAX)));
+    match len {
+        Some(len) => c.reply(|s| s.integer(i64::try_from(len).unwrap_or(i64::MAX))),
+        None => c.error(WRONGTYPE),
+    }
 }
 
 /// `STRLEN key`: 0 for a missing key.
@@ -313,9 +324,8 @@ fn incr_by<T: ReplyTarget>(c: &mut Ctx<'_, T>, delta: i64) {
     let mut shard = c.state.keyspace.lock_key(key);
     let d = shard.db(db);
     let now = now_ms();
-    let changed = d.update(key, now, |entry| {
-        let ValueRef::Str(s) = entry.value();
-        match s.as_i64().map(|old| old.checked_add(delta)) {
+    let changed = d.update(key, now, |entry| match entry.value() {
+        ValueRef::Str(s) => match s.as_i64().map(|old| old.checked_add(delta)) {
             None => Err(NOT_AN_INTEGER),
             Some(None) => Err(&b"ERR increment or decrement would overflow"[..]),
             Some(Some(new)) => {
@@ -324,7 +334,8 @@ fn incr_by<T: ReplyTarget>(c: &mut Ctx<'_, T>, delta: i64) {
                 entry.set_int(new);
                 Ok(new)
             }
-        }
+        },
+        _ => Err(WRONGTYPE),
     });
     let result = changed.unwrap_or_else(|| {
         d.set(key, Value::Str(StrValue::Int(delta)), None);
@@ -527,6 +538,7 @@ fn add_float(d: &mut Db, key: &[u8], incr: &[u8], now: i64) -> Result<Vec<u8>, &
             StrRef::Bytes(b) | StrRef::Raw(b) => F80::parse(b),
         }
         .ok_or(NOT_A_FLOAT)?,
+        Some(_) => return Err(WRONGTYPE),
     };
     let inc = F80::parse(incr).ok_or(NOT_A_FLOAT)?;
     let sum = old.sum(inc).filter(|v| !v.is_inf()).ok_or(b"ERR increment would produce NaN or Infinity".as_slice())?;
@@ -585,17 +597,15 @@ fn setrange<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             d.set(key, Value::Str(StrValue::Raw(bytes)), None);
             Ok(len)
         }
-        Some(entry) => {
-            let ValueRef::Str(s) = entry.value();
-            if value.is_empty() {
-                Ok(s.len())
-            } else if !fits {
-                Err(TOO_LONG)
-            } else {
-                let Value::Str(s) = entry.value_mut();
-                Ok(write_at(s.make_raw(), offset as usize, value))
-            }
-        }
+        Some(entry) => match entry.value() {
+            ValueRef::Str(s) if value.is_empty() => Ok(s.len()),
+            ValueRef::Str(_) if !fits => Err(TOO_LONG),
+            ValueRef::Str(_) => match entry.value_mut() {
+                Value::Str(s) => Ok(write_at(s.make_raw(), offset as usize, value)),
+                _ => Err(WRONGTYPE),
+            },
+            _ => Err(WRONGTYPE),
+        },
     };
     drop(shard);
     match result {

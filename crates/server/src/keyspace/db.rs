@@ -97,6 +97,9 @@ enum Lookup {
     /// A write lookup handing the entry out for a change: its charge is
     /// recomputed afterwards (see `Db::open`).
     Change,
+    /// Hands the entry out for a change like `Change` without marking it
+    /// accessed: a key just created is not accessed again.
+    Open,
     /// Looks only (MEMORY USAGE, eviction): no access, no count.
     Inspect,
 }
@@ -190,7 +193,7 @@ impl Db {
         match how {
             Lookup::Read | Lookup::ReadNoTouch if found.is_some() => self.hits += 1,
             Lookup::Read | Lookup::ReadNoTouch => self.misses += 1,
-            Lookup::Write | Lookup::Change | Lookup::Inspect => {}
+            Lookup::Write | Lookup::Change | Lookup::Open | Lookup::Inspect => {}
         }
         let entry = found?;
         if touch {
@@ -199,7 +202,7 @@ impl Db {
             lfu::record_access(&mut meta, now_ms, &self.tuning, random);
             entry.set_meta(meta);
         }
-        if how == Lookup::Change {
+        if matches!(how, Lookup::Change | Lookup::Open) {
             self.used -= charge(entry).min(self.used);
             self.open_key.clear();
             self.open_key.extend_from_slice(key);
@@ -236,6 +239,18 @@ impl Db {
         // sharing does not show, and the ones that store a shareable integer
         // (INCR and friends) clear it themselves, so a write that fails or
         // changes nothing keeps the copy's own object, as in Redis.
+        self.lookup(key, now_ms, Lookup::Change)
+    }
+
+    /// The live entry for `key` for a change, created holding `make()` when
+    /// missing (Redis's write lookup followed by `dbAdd`: a created key
+    /// gets a new access record and is not marked accessed again). `None`
+    /// only if the key could not be found after creating it.
+    pub fn get_mut_or_insert(&mut self, key: &[u8], now_ms: i64, make: impl FnOnce() -> Value) -> Option<&mut Entry> {
+        if self.lookup(key, now_ms, Lookup::Inspect).is_none() {
+            self.insert(Entry::new(key, make(), None, Meta::new(now_ms)));
+            return self.lookup(key, now_ms, Lookup::Open);
+        }
         self.lookup(key, now_ms, Lookup::Change)
     }
 
@@ -520,6 +535,18 @@ mod tests {
         assert!(db.used_memory() >= empty + 4096);
         db.remove(b"k");
         assert_eq!(db.used_memory(), 0);
+    }
+
+    #[test]
+    fn keys_created_for_a_change_are_counted_and_kept() {
+        let mut db = Db::default();
+        let raw = || Value::Str(StrValue::Raw(Vec::new()));
+        if let Some(Value::Str(s)) = db.get_mut_or_insert(b"k", 0, raw).map(Entry::value_mut) {
+            s.make_raw().reserve_exact(4096);
+        }
+        assert!(db.used_memory() >= 4096, "the new key's growth is charged");
+        assert_eq!(db.get_mut_or_insert(b"k", 0, || val("other")).map(|e| e.value().encoding()), Some("raw"));
+        assert_eq!((db.len(), db.lookup_counts()), (1, (0, 0)));
     }
 
     #[test]

@@ -108,7 +108,12 @@ impl<'a> Packable<'a> {
         match value {
             Value::Str(StrValue::Int(n)) => Some(Packable::Int(*n)),
             Value::Str(StrValue::Bytes(b)) => Some(Packable::Bytes(b)),
-            Value::Str(StrValue::Raw(_)) => None,
+            Value::Str(StrValue::Raw(_))
+            | Value::Set(_)
+            | Value::ZSet(_)
+            | Value::Stream(_)
+            | Value::List(_)
+            | Value::Hash(_) => None,
         }
     }
 
@@ -383,8 +388,10 @@ mod tests {
     }
 
     fn text(e: &Entry) -> Vec<u8> {
-        let ValueRef::Str(s) = e.value();
-        s.bytes(&mut Vec::new()).to_vec()
+        match e.value() {
+            ValueRef::Str(s) => s.bytes(&mut Vec::new()).to_vec(),
+            other => panic!("not a string: {other:?}"),
+        }
     }
 
     #[test]
@@ -430,8 +437,9 @@ mod tests {
         let before = e.heap_size();
         e.set_int(11);
         assert_eq!((e.value(), e.heap_size()), (ValueRef::Str(StrRef::Int(11)), before));
-        let Value::Str(s) = e.value_mut();
-        s.make_raw().extend_from_slice(b"xyz");
+        if let Value::Str(s) = e.value_mut() {
+            s.make_raw().extend_from_slice(b"xyz");
+        }
         assert_eq!((e.value(), e.deadline(), e.key()), (ValueRef::Str(StrRef::Raw(b"11xyz")), Some(5), &b"n"[..]));
         assert_eq!(e.value().encoding(), "raw");
         e.set_int(3);
@@ -439,5 +447,28 @@ mod tests {
         assert_eq!(e.heap_size(), before, "a value stored whole is packed again");
         let renamed = e.renamed(b"other");
         assert_eq!((renamed.key(), renamed.deadline(), renamed.meta()), (&b"other"[..], Some(5), meta()));
+    }
+
+    #[test]
+    fn collections_are_boxed_and_read_in_place() {
+        let mut list = crate::types::list::ListValue::new();
+        list.push(false, b"a");
+        let mut e = Entry::new(b"l", Value::List(Box::new(list)), Some(9), meta());
+        assert_eq!((e.key(), e.deadline(), e.value().type_name()), (&b"l"[..], Some(9), "list"));
+        let before = e.heap_size();
+        if let Value::List(l) = e.value_mut() {
+            l.push(false, b"b");
+        }
+        assert!(matches!(e.value(), ValueRef::List(l) if l.len() == 2));
+        assert!(e.heap_size() >= before);
+        let renamed = e.renamed(b"m");
+        assert_eq!((renamed.key(), renamed.value().type_name()), (&b"m"[..], "list"));
+    }
+
+    #[test]
+    fn values_and_nodes_stay_small() {
+        // Every type but the string is boxed, so none makes a key's node larger.
+        assert!(std::mem::size_of::<Value>() <= 32);
+        assert!(std::mem::size_of::<Node>() <= 80);
     }
 }

@@ -243,6 +243,22 @@ impl F80 {
         round(n < 0, &Big::from_u128(u128::from(n.unsigned_abs())), 0, false)
     }
 
+    /// `d` exactly (every double fits in the wider format); NaN is not a
+    /// value here and becomes zero.
+    pub fn from_f64(d: f64) -> F80 {
+        if d.is_infinite() {
+            return F80::Inf { neg: d < 0.0 };
+        }
+        if d.is_nan() || d == 0.0 {
+            return F80::zero(d.is_sign_negative() && !d.is_nan());
+        }
+        let bits = d.to_bits();
+        let biased = ((bits >> 52) & 0x7ff) as i64;
+        let fraction = bits & ((1u64 << 52) - 1);
+        let (mant, exp) = if biased == 0 { (fraction, -1074) } else { (fraction | 1 << 52, biased - 1075) };
+        round(d < 0.0, &Big::from_u128(u128::from(mant)), exp, false)
+    }
+
     /// True for an infinity.
     pub fn is_inf(&self) -> bool {
         matches!(self, F80::Inf { .. })
@@ -525,6 +541,16 @@ fn parse_hex(neg: bool, body: &[u8]) -> Option<F80> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn doubles_print_as_redis_prints_geo_coordinates() {
+        let human = |d: f64| String::from_utf8(F80::from_f64(d).to_human()).unwrap();
+        assert_eq!(human(13.361389338970184), "13.36138933897018433");
+        assert_eq!(human(38.1155563954963), "38.11555639549629859");
+        assert_eq!(human(-0.5), "-0.5");
+        assert_eq!(human(0.0), "0");
+        assert_eq!(human(f64::NEG_INFINITY), "-inf");
+    }
 
     fn incr(a: &str, b: &str) -> String {
         let x = F80::parse(a.as_bytes()).expect("a parses");

@@ -1,25 +1,48 @@
 //! Value types stored in the keyspace, one module per type, each with its
 //! compact encodings and the helpers its commands share.
 
+pub mod compact;
+pub mod double;
 pub mod dump;
 pub mod float80;
+pub mod geo;
+pub mod hash;
+pub mod hll;
+pub mod list;
+pub mod set;
+pub mod stream;
 pub mod string;
+pub mod zset;
 
+use hash::HashValue;
+use list::ListValue;
+use set::SetValue;
+use stream::StreamValue;
 use string::{StrRef, StrValue};
+use zset::ZSetValue;
 
-/// A stored value.
+/// A stored value. Every type but the string is boxed, so a value, and the
+/// node of a key stored boxed, stay as small as a string's.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     /// A string (also integers and bitmaps).
     Str(StrValue),
+    /// A set.
+    Set(Box<SetValue>),
+    /// A sorted set.
+    ZSet(Box<ZSetValue>),
+    /// A stream.
+    Stream(Box<StreamValue>),
+    /// A list.
+    List(Box<ListValue>),
+    /// A hash.
+    Hash(Box<HashValue>),
 }
 
 impl Value {
     /// The name `TYPE` reports.
     pub fn type_name(&self) -> &'static str {
-        match self {
-            Value::Str(_) => "string",
-        }
+        self.view().type_name()
     }
 
     /// Bytes the value holds outside its [`Value`] itself (for the memory
@@ -27,6 +50,11 @@ impl Value {
     pub fn heap_size(&self) -> usize {
         match self {
             Value::Str(s) => s.heap_size(),
+            Value::Set(s) => std::mem::size_of::<SetValue>() + s.heap_size(),
+            Value::ZSet(z) => std::mem::size_of::<ZSetValue>() + z.heap_size(),
+            Value::Stream(s) => std::mem::size_of::<StreamValue>() + s.heap_size(),
+            Value::List(l) => std::mem::size_of::<ListValue>() + l.heap_size(),
+            Value::Hash(h) => std::mem::size_of::<HashValue>() + h.heap_size(),
         }
     }
 
@@ -39,6 +67,11 @@ impl Value {
     pub fn view(&self) -> ValueRef<'_> {
         match self {
             Value::Str(s) => ValueRef::Str(s.view()),
+            Value::Set(s) => ValueRef::Set(s),
+            Value::ZSet(z) => ValueRef::ZSet(z),
+            Value::Stream(s) => ValueRef::Stream(s),
+            Value::List(l) => ValueRef::List(l),
+            Value::Hash(h) => ValueRef::Hash(h),
         }
     }
 }
@@ -50,6 +83,16 @@ impl Value {
 pub enum ValueRef<'a> {
     /// A string.
     Str(StrRef<'a>),
+    /// A set.
+    Set(&'a SetValue),
+    /// A sorted set.
+    ZSet(&'a ZSetValue),
+    /// A stream.
+    Stream(&'a StreamValue),
+    /// A list.
+    List(&'a ListValue),
+    /// A hash.
+    Hash(&'a HashValue),
 }
 
 impl ValueRef<'_> {
@@ -57,6 +100,11 @@ impl ValueRef<'_> {
     pub fn type_name(self) -> &'static str {
         match self {
             ValueRef::Str(_) => "string",
+            ValueRef::Set(_) => "set",
+            ValueRef::ZSet(_) => "zset",
+            ValueRef::Stream(_) => "stream",
+            ValueRef::List(_) => "list",
+            ValueRef::Hash(_) => "hash",
         }
     }
 
@@ -64,6 +112,11 @@ impl ValueRef<'_> {
     pub fn encoding(self) -> &'static str {
         match self {
             ValueRef::Str(s) => s.encoding(),
+            ValueRef::Set(s) => s.encoding(),
+            ValueRef::ZSet(z) => z.encoding(),
+            ValueRef::Stream(s) => s.encoding(),
+            ValueRef::List(l) => l.encoding(),
+            ValueRef::Hash(h) => h.encoding(),
         }
     }
 
@@ -71,6 +124,51 @@ impl ValueRef<'_> {
     pub fn to_owned(self) -> Value {
         match self {
             ValueRef::Str(s) => Value::Str(s.to_owned()),
+            ValueRef::Set(s) => Value::Set(Box::new(s.clone())),
+            ValueRef::ZSet(z) => Value::ZSet(Box::new(z.clone())),
+            ValueRef::Stream(s) => Value::Stream(Box::new(s.clone())),
+            ValueRef::List(l) => Value::List(Box::new(l.clone())),
+            ValueRef::Hash(h) => Value::Hash(Box::new(h.clone())),
         }
     }
 }
+
+/// A value type that [`Value`] holds boxed (every type but the string): how
+/// commands find it in a stored value and store a new one, so one set of
+/// keyspace accessors serves every such type.
+pub trait Boxed: Sized {
+    /// The value as this type, if it is one.
+    fn of(value: ValueRef<'_>) -> Option<&Self>;
+    /// The value as this type, mutable, if it is one.
+    fn of_mut(value: &mut Value) -> Option<&mut Self>;
+    /// The stored form of `self`.
+    fn into_value(self: Box<Self>) -> Value;
+}
+
+/// Implement [`Boxed`] for the type each variant of [`Value`] and
+/// [`ValueRef`] named `$variant` holds.
+macro_rules! boxed {
+    ($($ty:ty => $variant:ident),* $(,)?) => {$(
+        impl Boxed for $ty {
+            fn of(value: ValueRef<'_>) -> Option<&Self> {
+                match value {
+                    ValueRef::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+
+            fn of_mut(value: &mut Value) -> Option<&mut Self> {
+                match value {
+                    Value::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+
+            fn into_value(self: Box<Self>) -> Value {
+                Value::$variant(self)
+            }
+        }
+    )*};
+}
+
+boxed!(SetValue => Set, ZSetValue => ZSet, StreamValue => Stream, ListValue => List, HashValue => Hash);

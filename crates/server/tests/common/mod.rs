@@ -200,6 +200,12 @@ pub fn call(stream: &mut TcpStream, args: &[&[u8]]) -> Vec<u8> {
     read_until(stream, reply_complete).bytes
 }
 
+/// [`call`] with arguments written as text.
+pub fn call_text(stream: &mut TcpStream, args: &[&str]) -> Vec<u8> {
+    let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    call(stream, &args)
+}
+
 /// Whether `got` holds exactly one complete reply.
 pub fn reply_complete(got: &[u8]) -> bool {
     reply_len(got) == Some(got.len())

@@ -1,0 +1,140 @@
+//! Finding a key's value of one type for a command: the lookups every
+//! collection type's commands share, with Redis's choice of which ones
+//! count as keyspace hits and misses (reads do, writes do not).
+
+use kvik_protocol::ReplySink;
+
+use super::{Ctx, ReplyTarget, WRONGTYPE};
+use crate::keyspace::{now_ms, Db};
+use crate::types::Boxed;
+
+/// The key holds a value of another type.
+pub(super) struct WrongType;
+
+/// The value of type `V` at `key` for a read command (counted as a keyspace
+/// hit or miss): `Ok(None)` when missing.
+pub(super) fn read_at<'d, V: Boxed>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<&'d V>, WrongType> {
+    match db.get(key, now) {
+        None => Ok(None),
+        Some(entry) => V::of(entry.value()).map(Some).ok_or(WrongType),
+    }
+}
+
+/// The value of type `V` at `key` for a write command that only reads it
+/// (not counted).
+pub(super) fn read_for_write<'d, V: Boxed>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<&'d V>, WrongType> {
+    match db.lookup_write(key, now) {
+        None => Ok(None),
+        Some(entry) => V::of(entry.value()).map(Some).ok_or(WrongType),
+    }
+}
+
+/// The value of type `V` at `key`, to change it: `Ok(None)` when missing.
+pub(super) fn write<'d, V: Boxed>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<&'d mut V>, WrongType> {
+    match db.get_mut(key, now) {
+        None => Ok(None),
+        Some(entry) => typed_mut(entry).map(Some),
+    }
+}
+
+/// The value of type `V` at `key`, to change it, created by `make` when the
+/// key is missing. The caller must leave something in a value it created.
+pub(super) fn write_or_create<'d, V: Boxed>(
+    db: &'d mut Db,
+    key: &[u8],
+    now: i64,
+    make: impl FnOnce() -> V,
+) -> Result<&'d mut V, WrongType> {
+    let entry = db.get_mut_or_insert(key, now, || Box::new(make()).into_value()).ok_or(WrongType)?;
+    typed_mut(entry)
+}
+
+/// The entry's value as `V`. The type is checked on the borrowed view
+/// first: [`crate::keyspace::Entry::value_mut`] stores a packed string
+/// boxed, which would change its encoding for a command that then fails.
+fn typed_mut<V: Boxed>(entry: &mut crate::keyspace::Entry) -> Result<&mut V, WrongType> {
+    if V::of(entry.value()).is_none() {
+        return Err(WrongType);
+    }
+    V::of_mut(entry.value_mut()).ok_or(WrongType)
+}
+
+/// Delete `key` when it holds a `V` that `is_empty` finds empty: an empty
+/// collection is no key. Neither counted nor marked accessed.
+pub(super) fn remove_if_empty<V: Boxed>(db: &mut Db, key: &[u8], now: i64, is_empty: impl FnOnce(&V) -> bool) {
+    if db.inspect(key, now).and_then(|e| V::of(e.value())).is_some_and(is_empty) {
+        db.remove(key);
+    }
+}
+
+/// Replace whatever `key` holds with `value` as a new key, or delete the key
+/// when `value` is empty (the `...STORE` commands).
+pub(super) fn store<V: Boxed>(db: &mut Db, key: &[u8], value: V, empty: bool) {
+    db.remove(key);
+    if !empty {
+        db.set(key, Box::new(value).into_value(), None);
+    }
+}
+
+/// Run `read` on the `V` at `key` (`None` when missing) under its shard
+/// lock, counting the lookup as a read.
+pub(super) fn read_with<T: ReplyTarget, V: Boxed, R>(
+    c: &Ctx<'_, T>,
+    key: &[u8],
+    read: impl FnOnce(Option<&V>) -> R,
+) -> Result<R, WrongType> {
+    let mut shard = c.state.keyspace.lock_key(key);
+    read_at(shard.db(c.session.db), key, now_ms()).map(read)
+}
+
+/// Reply straight from the `V` at `key` (`None` when missing) while its
+/// shard is locked, so a large reply copies each element once, into the
+/// reply; counts the lookup as a read.
+pub(super) fn reply_from<T: ReplyTarget, V: Boxed>(
+    c: &mut Ctx<'_, T>,
+    key: &[u8],
+    write: impl FnOnce(&mut dyn ReplySink, Option<&V>),
+) {
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
+    match read_at(shard.db(c.session.db), key, now_ms()) {
+        Ok(v) => c.reply(|s| write(s, v)),
+        Err(WrongType) => {
+            drop(shard);
+            c.error(WRONGTYPE);
+        }
+    }
+}
+
+/// Run `change` on the `V` at `key` (`None` when missing) under its shard
+/// lock, deleting the key if `is_empty` finds the value left empty.
+pub(super) fn change_with<T: ReplyTarget, V: Boxed, R>(
+    c: &Ctx<'_, T>,
+    key: &[u8],
+    is_empty: impl FnOnce(&V) -> bool,
+    change: impl FnOnce(Option<&mut V>) -> R,
+) -> Result<R, WrongType> {
+    let mut shard = c.state.keyspace.lock_key(key);
+    let d = shard.db(c.session.db);
+    let now = now_ms();
+    let result = change(write(d, key, now)?);
+    remove_if_empty(d, key, now, is_empty);
+    Ok(result)
+}
+
+/// Reply with the outcome of a command whose only possible error is WRONGTYPE.
+pub(super) fn reply_or_wrongtype<T: ReplyTarget, R>(
+    c: &mut Ctx<'_, T>,
+    result: Result<R, WrongType>,
+    write: impl FnOnce(&mut dyn ReplySink, R),
+) {
+    match result {
+        Ok(r) => c.reply(|s| write(s, r)),
+        Err(WrongType) => c.error(WRONGTYPE),
+    }
+}
+
+/// A length or count as a reply integer.
+pub(super) fn count_reply(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}

@@ -1,0 +1,139 @@
+//! Short byte strings kept inline: list elements, hash fields and values,
+//! set members.
+//!
+//! Most elements of aggregate values are short (ids, names, small numbers).
+//! A `Box<[u8]>` for each would cost a pointer, a length and an allocation
+//! with its allocator header per element; [`CompactBytes`] keeps up to
+//! [`INLINE_MAX`] bytes in its own 24 bytes and only longer ones on the heap.
+
+use std::borrow::Borrow;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+
+/// Longest byte string stored without an allocation.
+pub const INLINE_MAX: usize = 22;
+
+/// An immutable byte string, inline when short.
+#[derive(Clone)]
+pub enum CompactBytes {
+    /// Up to [`INLINE_MAX`] bytes; `len` of `bytes` are used.
+    Inline {
+        /// Bytes in use.
+        len: u8,
+        /// The bytes, zero after `len`.
+        bytes: [u8; INLINE_MAX],
+    },
+    /// Longer strings.
+    Heap(Box<[u8]>),
+}
+
+impl CompactBytes {
+    /// A copy of `bytes`.
+    pub fn new(bytes: &[u8]) -> CompactBytes {
+        if bytes.len() <= INLINE_MAX {
+            let mut inline = [0u8; INLINE_MAX];
+            inline[..bytes.len()].copy_from_slice(bytes);
+            CompactBytes::Inline { len: bytes.len() as u8, bytes: inline }
+        } else {
+            CompactBytes::Heap(bytes.into())
+        }
+    }
+
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        match self {
+            CompactBytes::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            CompactBytes::Heap(b) => b,
+        }
+    }
+
+    /// Bytes allocated outside the value itself.
+    pub fn heap_size(&self) -> usize {
+        match self {
+            CompactBytes::Inline { .. } => 0,
+            CompactBytes::Heap(b) => b.len(),
+        }
+    }
+}
+
+impl std::ops::Deref for CompactBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl Borrow<[u8]> for CompactBytes {
+    fn borrow(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl From<&[u8]> for CompactBytes {
+    fn from(bytes: &[u8]) -> CompactBytes {
+        CompactBytes::new(bytes)
+    }
+}
+
+/// Equality, order and hash are those of the bytes, whatever the storage,
+/// so maps keyed by `CompactBytes` can be searched with a `&[u8]`.
+impl PartialEq for CompactBytes {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for CompactBytes {}
+
+impl PartialOrd for CompactBytes {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for CompactBytes {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_slice().cmp(other.as_slice())
+    }
+}
+
+impl Hash for CompactBytes {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_slice().hash(state);
+    }
+}
+
+impl fmt::Debug for CompactBytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", String::from_utf8_lossy(self.as_slice()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn fits_in_three_words() {
+        assert_eq!(std::mem::size_of::<CompactBytes>(), 24);
+    }
+
+    #[test]
+    fn short_and_long_strings_read_back_and_compare_by_content() {
+        let short = CompactBytes::new(b"abc");
+        let edge = CompactBytes::new(&[7u8; INLINE_MAX]);
+        let long = CompactBytes::new(&[7u8; INLINE_MAX + 1]);
+        assert!(matches!(short, CompactBytes::Inline { .. }) && matches!(edge, CompactBytes::Inline { .. }));
+        assert!(matches!(long, CompactBytes::Heap(_)));
+        assert_eq!(&*short, b"abc");
+        assert_eq!(long.len(), INLINE_MAX + 1);
+        assert!(edge < long);
+        let mut map = HashMap::new();
+        map.insert(long.clone(), 1);
+        map.insert(short, 2);
+        assert_eq!(map.get(&[7u8; INLINE_MAX + 1][..]), Some(&1));
+        assert_eq!(map.get(&b"abc"[..]), Some(&2));
+    }
+}

@@ -1,0 +1,289 @@
+//! Hash values: fields mapped to values.
+//!
+//! Small hashes are a flat list of pairs in insertion order, searched
+//! linearly — Redis's `listpack` encoding, under its name and with its
+//! order, so `HGETALL` on a small hash answers in the same order as Redis.
+//! Past `hash-max-listpack-entries` fields or a field or value longer than
+//! `hash-max-listpack-value` bytes the hash becomes a hash table (`hashtable`)
+//! and never goes back. The table keeps its entries in a dense array
+//! ([`IndexMap`]), which gives `HRANDFIELD` a uniform pick in O(1) and
+//! `HSCAN` a cursor that is simply a position (see [`HashValue::scan`]).
+
+use indexmap::IndexMap;
+
+use super::compact::CompactBytes;
+
+/// When a small hash becomes a table: `hash-max-listpack-entries` and
+/// `hash-max-listpack-value`, as in force when the hash is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HashLimits {
+    /// Most fields a listpack hash holds.
+    pub max_entries: usize,
+    /// Longest field or value, in bytes, a listpack hash holds.
+    pub max_value: usize,
+}
+
+impl Default for HashLimits {
+    /// Redis's defaults.
+    fn default() -> Self {
+        HashLimits { max_entries: 512, max_value: 64 }
+    }
+}
+
+/// A hash.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HashValue {
+    /// Pairs in insertion order.
+    Listpack(Vec<(CompactBytes, CompactBytes)>),
+    /// A hash table over a dense array of pairs.
+    Table(IndexMap<CompactBytes, CompactBytes>),
+}
+
+impl Default for HashValue {
+    fn default() -> Self {
+        HashValue::Listpack(Vec::new())
+    }
+}
+
+impl HashValue {
+    /// An empty hash in the small encoding.
+    pub fn new() -> HashValue {
+        HashValue::default()
+    }
+
+    /// Number of fields.
+    pub fn len(&self) -> usize {
+        match self {
+            HashValue::Listpack(pairs) => pairs.len(),
+            HashValue::Table(map) => map.len(),
+        }
+    }
+
+    /// True when the hash has no fields (such a key does not exist).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The name `OBJECT ENCODING` reports.
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            HashValue::Listpack(_) => "listpack",
+            HashValue::Table(_) => "hashtable",
+        }
+    }
+
+    /// Bytes held outside the value itself, for the memory estimate.
+    pub fn heap_size(&self) -> usize {
+        let pair = std::mem::size_of::<(CompactBytes, CompactBytes)>();
+        match self {
+            HashValue::Listpack(pairs) => {
+                pairs.capacity() * pair + pairs.iter().map(|(f, v)| f.heap_size() + v.heap_size()).sum::<usize>()
+            }
+            HashValue::Table(map) => {
+                map.capacity() * (pair + 8 + 1) + map.iter().map(|(f, v)| f.heap_size() + v.heap_size()).sum::<usize>()
+            }
+        }
+    }
+
+    /// Switch to the table encoding when there are more than `max_entries`
+    /// fields or `longest` (the longest field or value just written or about
+    /// to be) exceeds `max_value` bytes.
+    pub fn grow_if_needed(&mut self, max_entries: usize, max_value: usize, longest: usize) {
+        if let HashValue::Listpack(pairs) = self {
+            if pairs.len() > max_entries || longest > max_value {
+                let map = std::mem::take(pairs).into_iter().collect();
+                *self = HashValue::Table(map);
+            }
+        }
+    }
+
+    /// Set `field` to `value` under `limits`: the hash turns into a table
+    /// first when either is too long for the small encoding, and after when
+    /// it has too many fields, as Redis orders it. True when the field is new.
+    pub fn set(&mut self, field: &[u8], value: &[u8], limits: HashLimits) -> bool {
+        self.grow_if_needed(usize::MAX, limits.max_value, field.len().max(value.len()));
+        let added = self.insert(field, value);
+        self.grow_if_needed(limits.max_entries, usize::MAX, 0);
+        added
+    }
+
+    /// Pick the encoding `limits` give a hash built whole (`RESTORE`), which
+    /// may be the small one even for a hash dumped as a table.
+    pub fn conform(&mut self, limits: HashLimits) {
+        if let HashValue::Table(map) = self {
+            let longest = map.iter().map(|(f, v)| f.len().max(v.len())).max().unwrap_or(0);
+            if map.len() <= limits.max_entries && longest <= limits.max_value {
+                *self = HashValue::Listpack(std::mem::take(map).into_iter().collect());
+            }
+        }
+        let longest = self.iter().map(|(f, v)| f.len().max(v.len())).max().unwrap_or(0);
+        self.grow_if_needed(limits.max_entries, limits.max_value, longest);
+    }
+
+    /// The value of `field`.
+    pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
+        match self {
+            HashValue::Listpack(pairs) => pairs.iter().find(|(f, _)| &**f == field).map(|(_, v)| v.as_slice()),
+            HashValue::Table(map) => map.get(field).map(CompactBytes::as_slice),
+        }
+    }
+
+    /// True when `field` exists.
+    pub fn contains(&self, field: &[u8]) -> bool {
+        self.get(field).is_some()
+    }
+
+    /// Set `field` to `value`; true when the field is new.
+    pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
+        let value = CompactBytes::new(value);
+        match self {
+            HashValue::Listpack(pairs) => match pairs.iter_mut().find(|(f, _)| &**f == field) {
+                Some((_, v)) => {
+                    *v = value;
+                    false
+                }
+                None => {
+                    pairs.push((CompactBytes::new(field), value));
+                    true
+                }
+            },
+            HashValue::Table(map) => match map.get_mut(field) {
+                Some(v) => {
+                    *v = value;
+                    false
+                }
+                None => {
+                    map.insert(CompactBytes::new(field), value);
+                    true
+                }
+            },
+        }
+    }
+
+    /// Remove `field`; true when it existed.
+    pub fn remove(&mut self, field: &[u8]) -> bool {
+        match self {
+            HashValue::Listpack(pairs) => match pairs.iter().position(|(f, _)| &**f == field) {
+                Some(i) => {
+                    pairs.remove(i);
+                    true
+                }
+                None => false,
+            },
+            // Order means nothing in a table, so the last pair fills the gap.
+            HashValue::Table(map) => map.swap_remove(field).is_some(),
+        }
+    }
+
+    /// Field and value at position `i` of the hash's order (for random picks).
+    pub fn get_index(&self, i: usize) -> Option<(&[u8], &[u8])> {
+        match self {
+            HashValue::Listpack(pairs) => pairs.get(i).map(|(f, v)| (f.as_slice(), v.as_slice())),
+            HashValue::Table(map) => map.get_index(i).map(|(f, v)| (f.as_slice(), v.as_slice())),
+        }
+    }
+
+    /// Fields and values in the hash's order.
+    pub fn iter(&self) -> Box<dyn Iterator<Item = (&[u8], &[u8])> + '_> {
+        match self {
+            HashValue::Listpack(pairs) => Box::new(pairs.iter().map(|(f, v)| (f.as_slice(), v.as_slice()))),
+            HashValue::Table(map) => Box::new(map.iter().map(|(f, v)| (f.as_slice(), v.as_slice()))),
+        }
+    }
+
+    /// One `HSCAN` step from `cursor`, visiting about `count` pairs; returns
+    /// the next cursor (0 when done).
+    ///
+    /// A small hash is returned whole at once, as Redis does. A table is
+    /// walked from its last position down: removals move the last pair into
+    /// the gap, which is either not visited yet or below the cursor (visited
+    /// again, as `SCAN` allows), so every pair present for the whole scan is
+    /// returned; the cursor is one more than the next position to visit.
+    pub fn scan(&self, cursor: u64, count: usize, mut visit: impl FnMut(&[u8], &[u8])) -> u64 {
+        match self {
+            HashValue::Listpack(_) => {
+                self.iter().for_each(|(f, v)| visit(f, v));
+                0
+            }
+            HashValue::Table(map) => scan_dense(map.len(), cursor, count, |i| {
+                if let Some((f, v)) = map.get_index(i) {
+                    visit(f, v);
+                }
+            }),
+        }
+    }
+}
+
+/// Walk positions of a dense array of `len` items downwards from `cursor`
+/// (0: from the top) for about `count` items; the next cursor, 0 when done.
+pub fn scan_dense(len: usize, cursor: u64, count: usize, mut visit: impl FnMut(usize)) -> u64 {
+    let top = if cursor == 0 { len } else { usize::try_from(cursor).unwrap_or(usize::MAX).min(len) };
+    let stop = top.saturating_sub(count.max(1));
+    for i in (stop..top).rev() {
+        visit(i);
+    }
+    stop as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_hashes_keep_insertion_order_and_replace_in_place() {
+        let mut h = HashValue::new();
+        assert!(h.insert(b"b", b"1"));
+        assert!(h.insert(b"a", b"2"));
+        assert!(!h.insert(b"b", b"3"));
+        let pairs: Vec<_> = h.iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect();
+        assert_eq!(pairs, [(b"b".to_vec(), b"3".to_vec()), (b"a".to_vec(), b"2".to_vec())]);
+        assert!(h.remove(b"b"));
+        assert!(!h.remove(b"b"));
+        assert_eq!(h.get(b"a"), Some(&b"2"[..]));
+        assert_eq!(h.encoding(), "listpack");
+    }
+
+    #[test]
+    fn growth_keeps_every_pair() {
+        let mut h = HashValue::new();
+        for i in 0..10 {
+            h.insert(format!("f{i}").as_bytes(), format!("v{i}").as_bytes());
+        }
+        h.grow_if_needed(10, 64, 2);
+        assert_eq!(h.encoding(), "listpack");
+        h.grow_if_needed(9, 64, 2);
+        assert_eq!(h.encoding(), "hashtable");
+        assert_eq!(h.len(), 10);
+        assert_eq!(h.get(b"f7"), Some(&b"v7"[..]));
+        assert!(h.remove(b"f0"));
+        assert_eq!(h.len(), 9);
+        assert!(h.get_index(8).is_some() && h.get_index(9).is_none());
+    }
+
+    #[test]
+    fn a_table_scan_returns_every_pair_present_throughout() {
+        let mut h = HashValue::new();
+        for i in 0..100 {
+            h.insert(format!("f{i}").as_bytes(), b"v");
+        }
+        h.grow_if_needed(0, 64, 0);
+        let mut seen = std::collections::HashSet::new();
+        let mut cursor = 0;
+        let mut round = 0;
+        loop {
+            cursor = h.scan(cursor, 7, |f, _| {
+                seen.insert(f.to_vec());
+            });
+            // Change the hash between calls: remove low fields, add new ones.
+            h.remove(format!("f{round}").as_bytes());
+            h.insert(format!("new{round}").as_bytes(), b"v");
+            round += 1;
+            if cursor == 0 {
+                break;
+            }
+        }
+        for i in round..100 {
+            assert!(seen.contains(format!("f{i}").as_bytes()), "f{i} missed");
+        }
+    }
+}

@@ -1,0 +1,597 @@
+//! Seeded random command sequences for one value family (lists or hashes),
+//! mixed with string and generic key commands on a handful of shared keys so
+//! keys change type under each other's feet and WRONGTYPE paths are hit. A
+//! sequence runs pipelined on one connection to redis-server and one to
+//! kvik; every reply must be the same bytes, except the few that are truly
+//! unordered or random:
+//!
+//! - HGETALL, HKEYS, HVALS and a whole-hash HSCAN are preceded by
+//!   `OBJECT ENCODING` of their key, and sorted only when Redis reported
+//!   `hashtable` (a `listpack` hash has a fixed order, compared as is);
+//! - HRANDFIELD is compared by properties: the reply's kind and length, that
+//!   positive counts give distinct fields, and RESP3's pair shape.
+//!
+//! `KVIK_DIFF_SEED=<seed>` (or `<from>..<to>`) runs other seeds than the usual ones.
+
+#![allow(dead_code)]
+
+use std::io::Write;
+
+use crate::common::diff::{mask_client_id, multibulk, MARKER, MARKER_REPLY};
+use crate::common::{connect, read_until, reply_len, start_kvik, start_redis_or_skip};
+
+/// Seeds run by default, and commands per seed.
+pub const SEEDS: u64 = 100;
+pub const COMMANDS_PER_SEED: usize = 400;
+
+/// Which commands a sequence is mostly made of.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Family {
+    Lists,
+    Hashes,
+}
+
+/// xorshift64*: tiny, deterministic, good enough to pick arguments.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len())]
+    }
+}
+
+/// How a reply is made comparable.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mask {
+    Exact,
+    /// Sorted (pairs kept together when `pairs`) if the previous reply, an
+    /// `OBJECT ENCODING` of the same key, was `hashtable`.
+    SortedIfTable {
+        pairs: bool,
+        scan: bool,
+    },
+    /// An HRANDFIELD reply; `distinct` when the count was positive.
+    RandomPicks {
+        distinct: bool,
+        with_values: bool,
+    },
+}
+
+struct Command {
+    args: Vec<Vec<u8>>,
+    mask: Mask,
+}
+
+impl Command {
+    fn new(args: Vec<Vec<u8>>) -> Command {
+        Command { args, mask: Mask::Exact }
+    }
+
+    fn show(&self) -> String {
+        let parts: Vec<String> = self.args.iter().map(|a| format!("\"{}\"", a.escape_ascii())).collect();
+        parts.join(" ")
+    }
+}
+
+const KEYS: &[&str] = &["a", "b", "{a}c", "{b}d", "s"];
+const ELEMENTS: &[&str] = &["a", "b", "c", "1", "2", "", "\u{0}x", "-3", "10"];
+const FIELDS: &[&str] = &["f1", "f2", "f3", "f4", "f5", "f6", "f7", "", "\u{0}", "10"];
+const INDEXES: &[&str] = &["0", "1", "2", "-1", "-2", "5", "-6", "100", "-100", "x", "1.5", "9223372036854775807"];
+const BAD: &[&str] = &["x", "", "-1", "0", "1.5", "9223372036854775808", "-9223372036854775808", " 1"];
+
+struct Gen {
+    rng: Rng,
+    family: Family,
+}
+
+impl Gen {
+    fn key(&mut self) -> Vec<u8> {
+        self.rng.pick(KEYS).as_bytes().to_vec()
+    }
+
+    fn word(&mut self, words: &[&str]) -> Vec<u8> {
+        if self.rng.chance(4) {
+            return vec![b'z'; 60 + self.rng.below(10)];
+        }
+        self.rng.pick(words).as_bytes().to_vec()
+    }
+
+    fn index(&mut self) -> Vec<u8> {
+        self.rng.pick(INDEXES).as_bytes().to_vec()
+    }
+
+    fn count(&mut self) -> Vec<u8> {
+        if self.rng.chance(10) {
+            self.rng.pick(BAD).as_bytes().to_vec()
+        } else {
+            self.rng.below(5).to_string().into_bytes()
+        }
+    }
+
+    fn end(&mut self) -> Vec<u8> {
+        self.rng.pick(&["LEFT", "RIGHT", "left", "Right", "UP"]).as_bytes().to_vec()
+    }
+
+    /// Commands of one step: usually one, two when a reply needs its
+    /// key's encoding to be compared.
+    fn step(&mut self) -> Vec<Command> {
+        let roll = self.rng.below(100);
+        let mut commands = if roll < 70 {
+            match self.family {
+                Family::Lists => vec![Command::new(self.list_command())],
+                Family::Hashes => self.hash_command(),
+            }
+        } else if roll < 85 {
+            vec![Command::new(self.string_command())]
+        } else {
+            vec![Command::new(self.key_command())]
+        };
+        let last = commands.last_mut().expect("a step has a command");
+        if last.mask == Mask::Exact {
+            if self.rng.chance(3) && last.args.len() > 1 {
+                last.args.pop();
+            } else if self.rng.chance(2) {
+                last.args.push(b"junk".to_vec());
+            }
+        }
+        commands
+    }
+
+    fn list_command(&mut self) -> Vec<Vec<u8>> {
+        let name = self.rng.pick(&[
+            "LPUSH",
+            "RPUSH",
+            "RPUSH",
+            "LPUSHX",
+            "RPUSHX",
+            "LPOP",
+            "RPOP",
+            "LLEN",
+            "LRANGE",
+            "LRANGE",
+            "LINDEX",
+            "LSET",
+            "LREM",
+            "LTRIM",
+            "LINSERT",
+            "LPOS",
+            "RPOPLPUSH",
+            "LMOVE",
+            "LMPOP",
+        ]);
+        let mut a = vec![name.as_bytes().to_vec(), self.key()];
+        match name {
+            "LPUSH" | "RPUSH" | "LPUSHX" | "RPUSHX" => {
+                for _ in 0..1 + self.rng.below(4) {
+                    a.push(self.word(ELEMENTS));
+                }
+            }
+            "LPOP" | "RPOP" if self.rng.chance(50) => a.push(self.count()),
+            "LRANGE" | "LTRIM" => {
+                a.push(self.index());
+                a.push(self.index());
+            }
+            "LINDEX" => a.push(self.index()),
+            "LSET" => {
+                a.push(self.index());
+                a.push(self.word(ELEMENTS));
+            }
+            "LREM" => {
+                a.push(self.rng.pick(&["0", "1", "2", "-1", "-2", "x"]).as_bytes().to_vec());
+                a.push(self.word(ELEMENTS));
+            }
+            "LINSERT" => {
+                a.push(self.rng.pick(&["BEFORE", "AFTER", "after", "MIDDLE"]).as_bytes().to_vec());
+                a.push(self.word(ELEMENTS));
+                a.push(self.word(ELEMENTS));
+            }
+            "LPOS" => {
+                a.push(self.word(ELEMENTS));
+                for _ in 0..self.rng.below(3) {
+                    a.push(self.rng.pick(&["RANK", "COUNT", "MAXLEN", "rank", "BOGUS"]).as_bytes().to_vec());
+                    a.push(
+                        self.rng
+                            .pick(&["1", "2", "-1", "-2", "0", "3", "x", "-9223372036854775808"])
+                            .as_bytes()
+                            .to_vec(),
+                    );
+                }
+            }
+            "RPOPLPUSH" => a.push(self.key()),
+            "LMOVE" => {
+                a.push(self.key());
+                a.push(self.end());
+                a.push(self.end());
+            }
+            "LMPOP" => {
+                let n = self.rng.below(4);
+                a[1] = if self.rng.chance(10) {
+                    self.rng.pick(BAD).as_bytes().to_vec()
+                } else {
+                    n.to_string().into_bytes()
+                };
+                for _ in 0..n {
+                    a.push(self.key());
+                }
+                a.push(self.end());
+                if self.rng.chance(40) {
+                    a.push(b"COUNT".to_vec());
+                    a.push(self.count());
+                }
+            }
+            _ => {}
+        }
+        a
+    }
+
+    fn hash_command(&mut self) -> Vec<Command> {
+        let name = self.rng.pick(&[
+            "HSET",
+            "HSET",
+            "HSET",
+            "HMSET",
+            "HSETNX",
+            "HGET",
+            "HMGET",
+            "HGETALL",
+            "HKEYS",
+            "HVALS",
+            "HDEL",
+            "HDEL",
+            "HEXISTS",
+            "HLEN",
+            "HSTRLEN",
+            "HINCRBY",
+            "HINCRBYFLOAT",
+            "HRANDFIELD",
+            "HSCAN",
+            "CONFIG",
+        ]);
+        let key = self.key();
+        let mut a = vec![name.as_bytes().to_vec(), key.clone()];
+        let mut mask = Mask::Exact;
+        match name {
+            "HSET" | "HMSET" => {
+                for _ in 0..1 + self.rng.below(3) {
+                    a.push(self.word(FIELDS));
+                    a.push(self.word(ELEMENTS));
+                }
+            }
+            "HSETNX" => {
+                a.push(self.word(FIELDS));
+                a.push(self.word(ELEMENTS));
+            }
+            "HGET" | "HEXISTS" | "HSTRLEN" => a.push(self.word(FIELDS)),
+            "HMGET" | "HDEL" => {
+                for _ in 0..1 + self.rng.below(3) {
+                    a.push(self.word(FIELDS));
+                }
+            }
+            "HGETALL" | "HKEYS" | "HVALS" => mask = Mask::SortedIfTable { pairs: name == "HGETALL", scan: false },
+            "HINCRBY" => {
+                a.push(self.word(FIELDS));
+                a.push(
+                    self.rng
+                        .pick(&["1", "-5", "100", "x", "9223372036854775807", "-9223372036854775808"])
+                        .as_bytes()
+                        .to_vec(),
+                );
+            }
+            "HINCRBYFLOAT" => {
+                a.push(self.word(FIELDS));
+                a.push(
+                    self.rng.pick(&["1.5", "-0.25", "1e3", "x", "inf", "nan", "0.1", "5", "1e308"]).as_bytes().to_vec(),
+                );
+            }
+            "HRANDFIELD" => {
+                let count: i64 = self.rng.pick(&["-3", "-1", "0", "1", "2", "5", "20", "-20"]).parse().unwrap_or(0);
+                let mut with_values = false;
+                if self.rng.chance(70) {
+                    a.push(count.to_string().into_bytes());
+                    with_values = self.rng.chance(50);
+                    if with_values {
+                        a.push(b"WITHVALUES".to_vec());
+                    }
+                }
+                mask = Mask::RandomPicks { distinct: count >= 0, with_values };
+            }
+            "HSCAN" => {
+                if self.rng.chance(15) {
+                    // Refused: a cursor that is not one, or an option that is not allowed.
+                    if self.rng.chance(50) {
+                        a.push(self.rng.pick(&["x", "1.5", " 0", "0x1"]).as_bytes().to_vec());
+                    } else {
+                        a.push(b"0".to_vec());
+                        let option =
+                            self.rng.pick(&["COUNT 0", "COUNT x", "COUNT -1", "TYPE hash", "NOVALUES", "MATCH"]);
+                        a.extend(option.split(' ').map(|w| w.as_bytes().to_vec()));
+                    }
+                } else {
+                    a.push(b"0".to_vec());
+                    if self.rng.chance(50) {
+                        a.push(b"MATCH".to_vec());
+                        a.push(self.rng.pick(&["f*", "*", "?", "f[1-3]"]).as_bytes().to_vec());
+                    }
+                    a.push(b"COUNT".to_vec());
+                    a.push(b"1000".to_vec());
+                    mask = Mask::SortedIfTable { pairs: true, scan: true };
+                }
+            }
+            _ => {
+                // CONFIG SET of the small-hash limits; new writes follow them.
+                let (option, values): (&str, &[&str]) = if self.rng.chance(50) {
+                    ("hash-max-listpack-entries", &["0", "2", "4", "8", "512"])
+                } else {
+                    ("hash-max-listpack-value", &["0", "3", "16", "64"])
+                };
+                let value = self.rng.pick(values);
+                return vec![Command::new(vec![b"CONFIG".to_vec(), b"SET".to_vec(), option.into(), value.into()])];
+            }
+        }
+        let command = Command { args: a, mask };
+        if matches!(mask, Mask::SortedIfTable { .. }) {
+            let encoding = Command::new(vec![b"OBJECT".to_vec(), b"ENCODING".to_vec(), key]);
+            return vec![encoding, command];
+        }
+        vec![command]
+    }
+
+    fn string_command(&mut self) -> Vec<Vec<u8>> {
+        let name = self.rng.pick(&["SET", "GET", "APPEND", "INCR", "SETRANGE", "STRLEN"]);
+        // Mostly the string key, so the family's keys are not strings most of the time.
+        let key = if self.rng.chance(75) { b"s".to_vec() } else { self.key() };
+        let mut a = vec![name.as_bytes().to_vec(), key];
+        match name {
+            "SET" | "APPEND" => a.push(self.word(ELEMENTS)),
+            "SETRANGE" => {
+                a.push(b"1".to_vec());
+                a.push(b"x".to_vec());
+            }
+            _ => {}
+        }
+        a
+    }
+
+    fn key_command(&mut self) -> Vec<Vec<u8>> {
+        let name = self.rng.pick(&["DEL", "EXISTS", "TYPE", "OBJECT", "RENAME", "COPY", "DBSIZE", "SCAN", "LLEN"]);
+        let mut a = vec![name.as_bytes().to_vec()];
+        match name {
+            "OBJECT" => {
+                a.push(b"ENCODING".to_vec());
+                a.push(self.key());
+            }
+            "RENAME" | "COPY" => {
+                a.push(self.key());
+                a.push(self.key());
+            }
+            "DBSIZE" => {}
+            "SCAN" => {
+                // One key per type at most would be needed for a stable
+                // order; TYPE with a pattern naming one key gives that.
+                a.extend([b"0".to_vec(), b"MATCH".to_vec(), self.key(), b"TYPE".to_vec()]);
+                a.push(self.rng.pick(&["list", "hash", "string"]).as_bytes().to_vec());
+            }
+            _ => a.push(self.key()),
+        }
+        a
+    }
+}
+
+/// The commands of one seed: a clean start, then the random mix, some of it in RESP3.
+fn sequence(family: Family, seed: u64) -> Vec<Command> {
+    let mut gen = Gen { rng: Rng::new(seed), family };
+    let words = |w: &[&str]| w.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
+    let mut commands = vec![
+        Command::new(words(&["FLUSHALL"])),
+        Command::new(words(&["CONFIG", "SET", "hash-max-listpack-entries", "512"])),
+        Command::new(words(&["CONFIG", "SET", "hash-max-listpack-value", "64"])),
+    ];
+    if seed % 3 == 1 {
+        commands.push(Command::new(words(&["HELLO", "3"])));
+    }
+    while commands.len() < COMMANDS_PER_SEED {
+        if gen.rng.chance(1) {
+            let proto = gen.rng.pick(&["2", "3"]);
+            commands.push(Command::new(words(&["HELLO", proto])));
+        } else {
+            commands.extend(gen.step());
+        }
+    }
+    commands
+}
+
+/// Split a stream of replies into single replies; a trailing incomplete part is kept whole.
+fn split_replies(mut buf: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    while !buf.is_empty() {
+        match reply_len(buf) {
+            Some(n) => {
+                out.push(buf[..n].to_vec());
+                buf = &buf[n..];
+            }
+            None => {
+                out.push(buf.to_vec());
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The header line and the elements of an aggregate reply (a map's keys
+/// and values as separate elements), or `None` for another reply.
+fn elements(reply: &[u8]) -> Option<(Vec<u8>, Vec<Vec<u8>>)> {
+    if !matches!(reply.first(), Some(b'*' | b'%' | b'~')) || reply.starts_with(b"*-1") {
+        return None;
+    }
+    let line_end = reply.windows(2).position(|w| w == b"\r\n")? + 2;
+    Some((reply[..line_end].to_vec(), split_replies(&reply[line_end..])))
+}
+
+/// `reply` with its elements sorted, in pairs when `pairs`.
+fn sorted(reply: &[u8], pairs: bool) -> Vec<u8> {
+    let Some((mut out, items)) = elements(reply) else { return reply.to_vec() };
+    let mut groups: Vec<Vec<u8>> = items.chunks(if pairs { 2 } else { 1 }).map(|c| c.concat()).collect();
+    groups.sort();
+    out.extend(groups.concat());
+    out
+}
+
+/// An HRANDFIELD reply reduced to what both servers must agree on: its
+/// kind, its length and each element's kind, and whether fields repeat
+/// where they must not.
+fn picks_shape(reply: &[u8], distinct: bool, with_values: bool) -> Vec<u8> {
+    if reply.starts_with(b"$") && !reply.starts_with(b"$-1") {
+        return b"<one field>".to_vec();
+    }
+    let Some((mut out, items)) = elements(reply) else { return reply.to_vec() };
+    out.extend(items.iter().map(|i| i[0]));
+    let flat_pairs = with_values && items.first().is_some_and(|i| i[0] == b'$');
+    let mut fields: Vec<&Vec<u8>> = items.iter().step_by(if flat_pairs { 2 } else { 1 }).collect();
+    let all = fields.len();
+    fields.sort();
+    fields.dedup();
+    if distinct && fields.len() < all {
+        out.extend_from_slice(b" <repeated fields>");
+    }
+    out
+}
+
+fn normalise(reply: &[u8], mask: Mask, previous: Option<&[u8]>) -> Vec<u8> {
+    match mask {
+        Mask::Exact => reply.to_vec(),
+        Mask::SortedIfTable { pairs, scan } => {
+            if previous != Some(b"$9\r\nhashtable\r\n") {
+                return reply.to_vec();
+            }
+            if !scan {
+                return sorted(reply, pairs);
+            }
+            match elements(reply) {
+                Some((mut out, items)) if items.len() == 2 => {
+                    out.extend_from_slice(&items[0]);
+                    out.extend(sorted(&items[1], true));
+                    out
+                }
+                _ => reply.to_vec(),
+            }
+        }
+        Mask::RandomPicks { distinct, with_values } => picks_shape(reply, distinct, with_values),
+    }
+}
+
+/// Send every command pipelined on one connection; the replies one by one.
+fn run(port: u16, commands: &[Command]) -> (Vec<Vec<u8>>, bool) {
+    let mut batch = Vec::new();
+    for c in commands {
+        let args: Vec<&[u8]> = c.args.iter().map(Vec::as_slice).collect();
+        batch.extend(multibulk(&args));
+    }
+    batch.extend_from_slice(MARKER);
+    let mut stream = connect(port);
+    stream.write_all(&batch).expect("send the sequence");
+    let mut answer = read_until(&mut stream, |got| got.ends_with(MARKER_REPLY));
+    if !answer.closed {
+        answer.bytes.truncate(answer.bytes.len() - MARKER_REPLY.len());
+    }
+    (split_replies(&answer.bytes).iter().map(|r| mask_client_id(r)).collect(), answer.closed)
+}
+
+/// What a matching seed exercised.
+#[derive(Default)]
+struct Tally {
+    commands: usize,
+    errors: usize,
+    wrong_type: usize,
+    unordered: usize,
+}
+
+/// The first difference between the servers' replies to one seed, described.
+fn compare_seed(family: Family, seed: u64, redis_port: u16, kvik_port: u16) -> Result<Tally, String> {
+    let commands = sequence(family, seed);
+    let (expected, redis_closed) = run(redis_port, &commands);
+    assert!(!redis_closed, "seed {seed}: redis closed the connection");
+    assert_eq!(expected.len(), commands.len(), "seed {seed}: redis's replies do not split one per command");
+    let (got, kvik_closed) = run(kvik_port, &commands);
+    let mut tally = Tally { commands: commands.len(), ..Tally::default() };
+    for (i, command) in commands.iter().enumerate() {
+        let previous = i.checked_sub(1).map(|p| expected[p].as_slice());
+        tally.errors += usize::from(expected[i].starts_with(b"-"));
+        tally.wrong_type += usize::from(expected[i].starts_with(b"-WRONGTYPE"));
+        tally.unordered += usize::from(command.mask != Mask::Exact && previous != Some(b"$8\r\nlistpack\r\n"));
+        let want = normalise(&expected[i], command.mask, previous);
+        let have = got.get(i).map(|r| normalise(r, command.mask, previous));
+        if have.as_deref() != Some(want.as_slice()) {
+            let before: Vec<String> = commands[i.saturating_sub(6)..i].iter().map(Command::show).collect();
+            return Err(format!(
+                "seed {seed}, command {i}: {}\n  after: {}\n  redis {}\n  kvik  {}{}",
+                command.show(),
+                before.join(" | "),
+                want.escape_ascii(),
+                have.map(|h| h.escape_ascii().to_string()).unwrap_or_else(|| "<no reply>".into()),
+                if kvik_closed { " <closed>" } else { "" },
+            ));
+        }
+    }
+    Ok(tally)
+}
+
+/// Run the family's seeds against both servers and fail listing every seed that differs.
+pub fn compare_seeds(test: &str, family: Family) {
+    let Some(redis) = start_redis_or_skip(test) else { return };
+    let kvik = start_kvik();
+    let seeds: Vec<u64> = match std::env::var("KVIK_DIFF_SEED") {
+        Ok(s) => match s.split_once("..") {
+            Some((from, to)) => (from.parse().expect("a seed")..to.parse().expect("a seed")).collect(),
+            None => vec![s.parse().expect("KVIK_DIFF_SEED is a seed or a range of seeds")],
+        },
+        Err(_) => (1..=SEEDS).collect(),
+    };
+    let mut failures = Vec::new();
+    let mut total = Tally::default();
+    for &seed in &seeds {
+        match compare_seed(family, seed, redis.port, kvik.port) {
+            Ok(t) => {
+                total.commands += t.commands;
+                total.errors += t.errors;
+                total.wrong_type += t.wrong_type;
+                total.unordered += t.unordered;
+            }
+            Err(msg) => failures.push(msg),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} seeds differ from redis-server (rerun one with KVIK_DIFF_SEED=<seed>):\n{}",
+        failures.len(),
+        seeds.len(),
+        failures.join("\n")
+    );
+    eprintln!(
+        "{test}: {} commands over {} seeds, all replies matched ({} errors, {} WRONGTYPE, {} unordered or random replies compared by property)",
+        total.commands,
+        seeds.len(),
+        total.errors,
+        total.wrong_type,
+        total.unordered
+    );
+}
