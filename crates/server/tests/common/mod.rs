@@ -35,10 +35,40 @@ impl Drop for ServerProcess {
     }
 }
 
-/// A port nobody listens on right now (the OS picks it).
+/// A port nobody listens on right now (the OS picks it), never handed out
+/// twice in one test process: tests run in parallel threads, and the OS may
+/// offer a port again as soon as the probe closes it.
 pub fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
-    listener.local_addr().expect("local address").port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    loop {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+        let port = listener.local_addr().expect("local address").port();
+        let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
+}
+
+/// Whether process `pid` holds the listening socket on `port`, read from
+/// `/proc` (the socket inodes among its open files against the kernel's
+/// TCP tables), so a test never mistakes a server another test started on
+/// the same port for its own. Where `/proc` cannot tell, the answer is yes.
+fn listens_on(pid: u32, port: u16) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return true };
+    let inodes: Vec<String> = fds
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter_map(|link| Some(link.to_str()?.strip_prefix("socket:[")?.strip_suffix(']')?.to_string()))
+        .collect();
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().filter_map(|t| std::fs::read_to_string(t).ok()).any(|table| {
+        table.lines().skip(1).any(|line| {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            let local_port = cols.get(1).and_then(|a| a.rsplit(':').next()).and_then(|p| u16::from_str_radix(p, 16).ok());
+            // State 0A is LISTEN; column 9 is the socket's inode.
+            cols.len() > 9 && cols[3] == "0A" && local_port == Some(port) && inodes.iter().any(|i| i == cols[9])
+        })
+    })
 }
 
 fn start(label: &'static str, program: &str, args: impl Fn(u16) -> Vec<String>) -> ServerProcess {
@@ -59,7 +89,12 @@ fn start(label: &'static str, program: &str, args: impl Fn(u16) -> Vec<String>) 
                 break;
             }
             if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return server;
+                // Something listens there; it must be this child, not a
+                // server another test started on a port it was also given.
+                if listens_on(server.child.id(), port) {
+                    return server;
+                }
+                break;
             }
             thread::sleep(Duration::from_millis(20));
         }
