@@ -64,7 +64,8 @@ fn listens_on(pid: u32, port: u16) -> bool {
     ["/proc/net/tcp", "/proc/net/tcp6"].iter().filter_map(|t| std::fs::read_to_string(t).ok()).any(|table| {
         table.lines().skip(1).any(|line| {
             let cols: Vec<&str> = line.split_whitespace().collect();
-            let local_port = cols.get(1).and_then(|a| a.rsplit(':').next()).and_then(|p| u16::from_str_radix(p, 16).ok());
+            let local_port =
+                cols.get(1).and_then(|a| a.rsplit(':').next()).and_then(|p| u16::from_str_radix(p, 16).ok());
             // State 0A is LISTEN; column 9 is the socket's inode.
             cols.len() > 9 && cols[3] == "0A" && local_port == Some(port) && inodes.iter().any(|i| i == cols[9])
         })
