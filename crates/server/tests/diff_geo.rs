@@ -6,16 +6,6 @@ mod common;
 
 use common::diff::*;
 
-/// A case made of inline commands, starting from an empty keyspace.
-fn lines(name: &'static str, commands: &[&str]) -> Case {
-    let mut bytes = b"FLUSHALL\r\n".to_vec();
-    for c in commands {
-        bytes.extend_from_slice(c.as_bytes());
-        bytes.extend_from_slice(b"\r\n");
-    }
-    open(name, bytes)
-}
-
 const SICILY: &str = "GEOADD Sicily 13.361389 38.115556 Palermo 15.087269 37.502669 Catania 12.758489 38.788135 edge1 17.241510 38.788135 edge2 14.2 37.1 p3";
 
 fn cases() -> Vec<Case> {

@@ -17,25 +17,6 @@ use std::collections::{HashMap, HashSet};
 use common::diff::*;
 use common::{call, connect, start_kvik};
 
-/// A case made of inline commands, starting from an empty keyspace.
-fn lines(name: &'static str, commands: &[&str]) -> Case {
-    let mut bytes = b"FLUSHALL\r\n".to_vec();
-    for c in commands {
-        bytes.extend_from_slice(c.as_bytes());
-        bytes.extend_from_slice(b"\r\n");
-    }
-    open(name, bytes)
-}
-
-/// A case made of multibulk commands (for binary data), starting from an empty keyspace.
-fn requests(name: &'static str, commands: &[&[&[u8]]]) -> Case {
-    let mut bytes = b"FLUSHALL\r\n".to_vec();
-    for c in commands {
-        bytes.extend_from_slice(&multibulk(c));
-    }
-    open(name, bytes)
-}
-
 /// Put the encoding limits back to Redis's defaults.
 const RESET_LIMITS: [&str; 2] = ["CONFIG SET hash-max-listpack-entries 512", "CONFIG SET hash-max-listpack-value 64"];
 

@@ -6,16 +6,6 @@ mod common;
 
 use common::diff::*;
 
-/// A case made of inline commands, starting from an empty keyspace.
-fn lines(name: &'static str, commands: &[&str]) -> Case {
-    let mut bytes = b"FLUSHALL\r\n".to_vec();
-    for c in commands {
-        bytes.extend_from_slice(c.as_bytes());
-        bytes.extend_from_slice(b"\r\n");
-    }
-    open(name, bytes)
-}
-
 /// `PFADD key` with `n` generated elements starting at `from`, as one request.
 fn pfadd_many(key: &str, prefix: &str, from: usize, n: usize) -> Vec<u8> {
     let elements: Vec<String> = (from..from + n).map(|i| format!("{prefix}{i}")).collect();

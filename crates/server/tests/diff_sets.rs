@@ -13,25 +13,6 @@ mod common;
 
 use common::diff::*;
 
-/// A case made of inline commands, starting from an empty keyspace.
-fn lines(name: &'static str, commands: &[&str]) -> Case {
-    let mut bytes = b"FLUSHALL\r\n".to_vec();
-    for c in commands {
-        bytes.extend_from_slice(c.as_bytes());
-        bytes.extend_from_slice(b"\r\n");
-    }
-    open(name, bytes)
-}
-
-/// A case made of multibulk commands (for binary data), starting from an empty keyspace.
-fn requests(name: &'static str, commands: &[&[&[u8]]]) -> Case {
-    let mut bytes = b"FLUSHALL\r\n".to_vec();
-    for c in commands {
-        bytes.extend_from_slice(&multibulk(c));
-    }
-    open(name, bytes)
-}
-
 /// `SADD key` with the integers `from..to`, as one inline command.
 fn sadd_range(key: &str, from: i64, to: i64) -> String {
     let members: Vec<String> = (from..to).map(|i| i.to_string()).collect();

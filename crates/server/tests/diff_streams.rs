@@ -7,16 +7,6 @@ mod common;
 
 use common::diff::*;
 
-/// A case made of inline commands, starting from an empty keyspace.
-fn lines(name: &'static str, commands: &[&str]) -> Case {
-    let mut bytes = b"FLUSHALL\r\n".to_vec();
-    for c in commands {
-        bytes.extend_from_slice(c.as_bytes());
-        bytes.extend_from_slice(b"\r\n");
-    }
-    open(name, bytes)
-}
-
 /// Replace the integer reply that follows each of `fields` (as a bulk
 /// string) with `:0`, and the integers of XPENDING's detailed rows' idle
 /// column are left to the cases to avoid.

@@ -13,25 +13,6 @@ mod common;
 use common::diff::*;
 use common::{call, call_text, connect, start_kvik};
 
-/// A case made of inline commands, starting from an empty keyspace.
-fn lines(name: &'static str, commands: &[&str]) -> Case {
-    let mut bytes = b"FLUSHALL\r\n".to_vec();
-    for c in commands {
-        bytes.extend_from_slice(c.as_bytes());
-        bytes.extend_from_slice(b"\r\n");
-    }
-    open(name, bytes)
-}
-
-/// A case made of multibulk commands (for binary data), starting from an empty keyspace.
-fn requests(name: &'static str, commands: &[&[&[u8]]]) -> Case {
-    let mut bytes = b"FLUSHALL\r\n".to_vec();
-    for c in commands {
-        bytes.extend_from_slice(&multibulk(c));
-    }
-    open(name, bytes)
-}
-
 /// `ZADD key` with members `m<i>` scored `i` for `i` in `from..to`.
 fn zadd_range(key: &str, from: usize, to: usize) -> &'static str {
     let pairs: Vec<String> = (from..to).map(|i| format!("{i} m{i}")).collect();

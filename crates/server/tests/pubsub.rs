@@ -10,16 +10,6 @@ use std::net::TcpStream;
 use common::diff::*;
 use common::*;
 
-/// A case made of inline commands, starting from an empty keyspace.
-fn lines(name: &'static str, commands: &[&str]) -> Case {
-    let mut bytes = b"FLUSHALL\r\n".to_vec();
-    for c in commands {
-        bytes.extend_from_slice(c.as_bytes());
-        bytes.extend_from_slice(b"\r\n");
-    }
-    open(name, bytes)
-}
-
 fn cases() -> Vec<Case> {
     vec![
         lines(

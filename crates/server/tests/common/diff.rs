@@ -42,6 +42,25 @@ pub fn closed(name: &'static str, bytes: impl Into<Vec<u8>>) -> Case {
     Case { name, bytes: bytes.into(), end: End::Closed }
 }
 
+/// A case made of inline commands, starting from an empty keyspace.
+pub fn lines(name: &'static str, commands: &[&str]) -> Case {
+    let mut bytes = b"FLUSHALL\r\n".to_vec();
+    for c in commands {
+        bytes.extend_from_slice(c.as_bytes());
+        bytes.extend_from_slice(b"\r\n");
+    }
+    open(name, bytes)
+}
+
+/// A case made of multibulk commands (for binary data), starting from an empty keyspace.
+pub fn requests(name: &'static str, commands: &[&[&[u8]]]) -> Case {
+    let mut bytes = b"FLUSHALL\r\n".to_vec();
+    for c in commands {
+        bytes.extend_from_slice(&multibulk(c));
+    }
+    open(name, bytes)
+}
+
 /// A multibulk request from its arguments.
 pub fn multibulk(args: &[&[u8]]) -> Vec<u8> {
     let mut out = format!("*{}\r\n", args.len()).into_bytes();
