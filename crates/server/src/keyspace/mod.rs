@@ -28,6 +28,14 @@ pub use slot::key_slot;
 #[derive(Debug)]
 pub struct Shard {
     dbs: Box<[Db]>,
+    /// Each database's memory estimate as last added into `used`.
+    counted: Box<[usize]>,
+    /// Sum of `counted`.
+    used: usize,
+    /// Databases handed out since the estimate was last brought up to
+    /// date; only these can have changed, so a command that used one
+    /// database does not re-read all sixteen.
+    touched: Vec<usize>,
 }
 
 impl Shard {
@@ -36,22 +44,40 @@ impl Shard {
             dbs: (0..databases)
                 .map(|i| Db::with_tuning(Arc::clone(tuning), seed.wrapping_mul(31).wrapping_add(i as u64)))
                 .collect(),
+            counted: vec![0; databases].into_boxed_slice(),
+            used: 0,
+            touched: Vec::with_capacity(2),
+        }
+    }
+
+    /// Note that database `index` was handed out and may change.
+    fn touch(&mut self, index: usize) {
+        if !self.touched.contains(&index) {
+            self.touched.push(index);
         }
     }
 
     /// Memory estimate of this shard's keys, over all its databases.
     pub fn used_memory(&mut self) -> usize {
-        self.dbs.iter_mut().map(Db::used_memory).sum()
+        for i in self.touched.drain(..) {
+            let now = self.dbs[i].used_memory();
+            self.used = (self.used + now).saturating_sub(self.counted[i]);
+            self.counted[i] = now;
+        }
+        self.used
     }
 
     /// Database `index` of this shard (callers validate the index at `SELECT`).
     pub fn db(&mut self, index: usize) -> &mut Db {
-        let last = self.dbs.len() - 1;
-        &mut self.dbs[index.min(last)]
+        let index = index.min(self.dbs.len() - 1);
+        self.touch(index);
+        &mut self.dbs[index]
     }
 
     /// Every database of this shard.
     pub fn dbs(&mut self) -> &mut [Db] {
+        self.touched.clear();
+        self.touched.extend(0..self.dbs.len());
         &mut self.dbs
     }
 
@@ -61,6 +87,8 @@ impl Shard {
         if a == b || a >= self.dbs.len() || b >= self.dbs.len() {
             return None;
         }
+        self.touch(a);
+        self.touch(b);
         if a < b {
             let (low, high) = self.dbs.split_at_mut(b);
             Some((&mut low[a], &mut high[0]))
