@@ -374,6 +374,8 @@ fn run(lock: &mut MultiLock<'_>, ks: &Keyspace, db: usize, now: i64, key: &[u8],
         if bad {
             return Outcome::NotADouble;
         }
+        // A stable sort: items that compare equal (only possible for equal or
+        // missing `ALPHA` `BY` values) keep the order they were loaded in.
         let (alpha, by_pattern, store, desc) = (o.alpha, o.by.is_some(), o.store.is_some(), o.desc);
         items.sort_by(|a, b| {
             let order = compare(a, b, alpha, by_pattern, store);
