@@ -73,6 +73,7 @@ mod pubsub;
 mod random;
 mod server;
 mod set;
+mod sort;
 mod stream;
 mod strings;
 mod zset;
@@ -97,6 +98,7 @@ enum Module {
     Set,
     ZSet,
     PubSub,
+    Sort,
 }
 
 /// Which module runs each command, by id: the one place that says what kvik
@@ -119,6 +121,7 @@ static OWNERS: [Module; COMMAND_COUNT] = {
     claim(&mut owners, set::HANDLED, Module::Set);
     claim(&mut owners, zset::HANDLED, Module::ZSet);
     claim(&mut owners, pubsub::HANDLED, Module::PubSub);
+    claim(&mut owners, sort::HANDLED, Module::Sort);
     owners
 };
 
@@ -164,6 +167,7 @@ fn dispatch<T: ReplyTarget>(cmd: CommandId, ctx: &mut Ctx<'_, T>) -> bool {
         Module::Set => set::dispatch(cmd, ctx),
         Module::ZSet => zset::dispatch(cmd, ctx),
         Module::PubSub => pubsub::dispatch(cmd, ctx),
+        Module::Sort => sort::dispatch(cmd, ctx),
     }
     true
 }

@@ -17,7 +17,7 @@ pub struct Parsed {
     /// The value (NaN for `nan`).
     pub value: f64,
     /// `errno` would be `ERANGE`: the value overflowed to an infinity or a
-    /// non-zero text underflowed to zero.
+    /// non-zero text underflowed to zero or to an inexact subnormal.
     pub range_error: bool,
     /// The text started with white space (which `strtod` skips).
     pub leading_space: bool,
@@ -126,7 +126,10 @@ fn parse_decimal(body: &[u8]) -> Option<(f64, bool)> {
     let text = std::str::from_utf8(body).ok()?;
     let value: f64 = text.parse().ok()?;
     let nonzero = body[..significand_end].iter().any(|b| (b'1'..=b'9').contains(b));
-    let range_error = value.is_infinite() || (value == 0.0 && nonzero);
+    // glibc reports underflow for an inexact subnormal result too; a decimal
+    // text that lands on a subnormal is inexact unless it spells out the
+    // exact binary value (hundreds of digits), which is not told apart here.
+    let range_error = value.is_infinite() || (value == 0.0 && nonzero) || value.is_subnormal();
     Some((value, range_error))
 }
 
@@ -299,6 +302,7 @@ mod tests {
     fn range_errors_are_reported_as_errno_would_be() {
         assert!(strtod(b"1e400").unwrap().range_error);
         assert!(strtod(b"1e-400").unwrap().range_error);
+        assert!(strtod(b"1e-310").unwrap().range_error);
         assert!(!strtod(b"0e-400").unwrap().range_error);
         assert!(!strtod(b"0.000").unwrap().range_error);
         assert!(strtod(b"0x1p-1080").unwrap().range_error);
