@@ -751,7 +751,7 @@ fn sequence(seed: u64) -> Vec<Command> {
         ("list-max-listpack-size", "4", "-2"),
     ];
     for (name, small, usual) in limits {
-        let value = if seed % 2 == 0 { small } else { usual };
+        let value = if seed.is_multiple_of(2) { small } else { usual };
         commands.push(Command::new(words(&["CONFIG", "SET", name, value])));
     }
     if seed % 3 == 1 {
