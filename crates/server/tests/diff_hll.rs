@@ -80,6 +80,23 @@ fn cases() -> Vec<Case> {
                 "PFMERGE x corrupt",
             ],
         ),
+        lines(
+            "sparse string ending in half an xzero opcode",
+            &[
+                "SET t \"HYLL\\x01\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x80\\x6c\\xad\\xc3\\xbf\\x50\"",
+                "PFADD t e4448",
+                "GET t",
+                "PFCOUNT t",
+                "PFADD t e4449",
+                "GET t",
+                "SET whole \"HYLL\\x01\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x80\\x6f\\xfe\\x50\"",
+                "PFCOUNT whole",
+                // Not read again: Redis would read the byte cut off the end
+                // from past its string, which only it still holds.
+                "PFADD whole e4448",
+                "GET whole",
+            ],
+        ),
         filled("sparse grows", &[("h", "x", 300)], &["GET h", "PFCOUNT h", "GET h", "STRLEN h"]),
         filled("sparse to dense", &[("h", "e", 3000)], &["STRLEN h", "PFCOUNT h", "GET h"]),
         filled(

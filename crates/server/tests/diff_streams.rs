@@ -191,6 +191,20 @@ fn basic_cases() -> Vec<Case> {
             ],
         ),
         lines(
+            "xsetid_below_max_deleted_id",
+            &[
+                "XADD s 10-1 a 1",
+                "XADD s 20-1 a 1",
+                "XDEL s 20-1",
+                "XSETID s 15-0",
+                "XINFO STREAM s",
+                "XTRIM s MAXLEN 0",
+                "XSETID s 12-0",
+                "XADD s 13-0 a 1",
+                "XINFO STREAM s",
+            ],
+        ),
+        lines(
             "xread",
             &[
                 "XREAD STREAMS missing 0",

@@ -1153,9 +1153,8 @@ fn xsetid<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             return c.error(b"ERR The entries_added specified in XSETID is smaller than the target stream length");
         }
     }
-    if id < stream.max_deleted_id {
-        return c.error(b"ERR The ID specified in XSETID is smaller than current max_deleted_entry_id");
-    }
+    // Redis 7.0 lets the last id go below the largest deleted one; only
+    // the top item and a given MAXDELETEDID bound it.
     stream.last_id = id;
     if let Some(n) = entries_added {
         stream.entries_added = n;

@@ -169,7 +169,9 @@ fn read_op(s: &[u8], at: usize) -> Option<Op> {
     Some(if b & 0x80 != 0 {
         Op { value: ((b >> 2) & 0x1f) + 1, len: usize::from(b & 3) + 1, bytes: 1 }
     } else if b & 0x40 != 0 {
-        let low = *s.get(at + 1)?;
+        // A two-byte opcode cut short by the end of the string reads the
+        // byte after it as 0, as Redis reads its string's terminating NUL.
+        let low = s.get(at + 1).copied().unwrap_or(0);
         Op { value: 0, len: (usize::from(b & 0x3f) << 8 | usize::from(low)) + 1, bytes: 2 }
     } else {
         Op { value: 0, len: usize::from(b & 0x3f) + 1, bytes: 1 }
@@ -326,7 +328,13 @@ fn sparse_set(s: &mut Vec<u8>, index: usize, value: u8, max_bytes: usize) -> Res
     if seq.len() > op.bytes && s.len() + seq.len() - op.bytes > max_bytes {
         return Ok(SparseSet::NeedsDense);
     }
-    s.splice(at..at + op.bytes, seq);
+    // An opcode cut short by the end of the string still counts as its
+    // full length, so what it is replaced by loses as many bytes off the
+    // end, as Redis's update of such a string does.
+    let new_len = s.len() + seq.len() - op.bytes;
+    let end = (at + op.bytes).min(s.len());
+    s.splice(at..end, seq);
+    s.truncate(new_len);
     merge_neighbours(s, prev.unwrap_or(HDR_SIZE));
     invalidate_cache(s);
     Ok(SparseSet::Done(true))
