@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod diff;
+pub mod rng;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};

@@ -18,6 +18,7 @@
 use std::io::Write;
 
 use crate::common::diff::{mask_client_id, multibulk, MARKER, MARKER_REPLY};
+use crate::common::rng::Rng;
 use crate::common::{connect, read_until, reply_len, start_kvik, start_redis_or_skip};
 
 /// Seeds run by default, and commands per seed.
@@ -29,34 +30,6 @@ pub const COMMANDS_PER_SEED: usize = 400;
 pub enum Family {
     Lists,
     Hashes,
-}
-
-/// xorshift64*: tiny, deterministic, good enough to pick arguments.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
 }
 
 /// How a reply is made comparable.
