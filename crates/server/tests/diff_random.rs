@@ -23,7 +23,8 @@ use std::io::Write;
 
 use common::diff::{mask_client_id, multibulk, MARKER, MARKER_REPLY};
 use common::rng::Rng;
-use common::{connect, read_until, reply_len, start_kvik, start_redis_or_skip, Answer};
+use common::{connect, read_until, start_kvik, start_redis_or_skip, Answer};
+use common::{elements_of, split_replies};
 
 /// Seeds run by default, and commands per seed.
 const SEEDS: u64 = 100;
@@ -596,37 +597,8 @@ impl Gen {
     }
 }
 
-/// Split a stream of replies into single replies; a trailing incomplete part is kept whole.
-fn split_replies(mut buf: &[u8]) -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    while !buf.is_empty() {
-        match reply_len(buf) {
-            Some(n) => {
-                out.push(buf[..n].to_vec());
-                buf = &buf[n..];
-            }
-            None => {
-                out.push(buf.to_vec());
-                break;
-            }
-        }
-    }
-    out
-}
-
-/// The elements of an aggregate reply, or `None` when `reply` is not one.
-fn elements(reply: &[u8]) -> Option<(Vec<u8>, Vec<Vec<u8>>)> {
-    if !matches!(reply.first(), Some(b'*' | b'~')) {
-        return None;
-    }
-    let line_end = reply.windows(2).position(|w| w == b"\r\n")? + 2;
-    let header = reply[..line_end].to_vec();
-    let body = split_replies(&reply[line_end..]);
-    Some((header, body))
-}
-
 fn sorted(reply: &[u8]) -> Vec<u8> {
-    match elements(reply) {
+    match elements_of(reply, false) {
         Some((mut out, mut items)) => {
             items.sort();
             for item in items {
@@ -642,7 +614,7 @@ fn normalise(reply: &[u8], mask: Mask) -> Vec<u8> {
     match mask {
         Mask::Exact => reply.to_vec(),
         Mask::Sorted => sorted(reply),
-        Mask::ScanSorted => match elements(reply) {
+        Mask::ScanSorted => match elements_of(reply, false) {
             Some((mut out, items)) if items.len() == 2 => {
                 out.extend_from_slice(&items[0]);
                 out.extend(sorted(&items[1]));

@@ -29,7 +29,8 @@ use std::io::Write;
 
 use common::diff::{mask_client_id, multibulk, MARKER, MARKER_REPLY};
 use common::rng::Rng;
-use common::{call_text, connect, read_until, reply_len, start_kvik, start_redis_or_skip, Answer};
+use common::{call_text, connect, read_until, start_kvik, start_redis_or_skip, Answer};
+use common::{elements_of, split_replies};
 
 const SEEDS: u64 = 100;
 const COMMANDS_PER_SEED: usize = 400;
@@ -397,36 +398,9 @@ impl Gen {
     }
 }
 
-/// Split a stream of replies into single replies; a trailing incomplete part is kept whole.
-fn split_replies(mut buf: &[u8]) -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    while !buf.is_empty() {
-        match reply_len(buf) {
-            Some(n) => {
-                out.push(buf[..n].to_vec());
-                buf = &buf[n..];
-            }
-            None => {
-                out.push(buf.to_vec());
-                break;
-            }
-        }
-    }
-    out
-}
-
-/// The header line and elements of an array or set reply.
-fn elements(reply: &[u8]) -> Option<(Vec<u8>, Vec<Vec<u8>>)> {
-    if !matches!(reply.first(), Some(b'*' | b'~')) {
-        return None;
-    }
-    let line_end = reply.windows(2).position(|w| w == b"\r\n")? + 2;
-    Some((reply[..line_end].to_vec(), split_replies(&reply[line_end..])))
-}
-
 /// `reply`'s elements sorted, taken `group` at a time (2 keeps member/score pairs together).
 fn sorted(reply: &[u8], group: usize) -> Vec<u8> {
-    let Some((mut out, items)) = elements(reply) else { return reply.to_vec() };
+    let Some((mut out, items)) = elements_of(reply, false) else { return reply.to_vec() };
     let mut groups: Vec<Vec<u8>> = items.chunks(group).map(|c| c.concat()).collect();
     groups.sort();
     out.extend(groups.concat());
@@ -437,7 +411,7 @@ fn normalise(reply: &[u8], mask: Mask) -> Vec<u8> {
     match mask {
         Mask::Exact => reply.to_vec(),
         Mask::Sorted => sorted(reply, 1),
-        Mask::Scan { pairs } => match elements(reply) {
+        Mask::Scan { pairs } => match elements_of(reply, false) {
             Some((mut out, items)) if items.len() == 2 => {
                 out.extend_from_slice(&items[0]);
                 out.extend(sorted(&items[1], if pairs { 2 } else { 1 }));
@@ -565,7 +539,7 @@ fn random_zset_sequences_match_redis() {
 
 /// The bulk strings of a flat RESP2 array reply.
 fn bulks(reply: &[u8]) -> Vec<Vec<u8>> {
-    elements(reply)
+    elements_of(reply, false)
         .map(|(_, items)| {
             items
                 .iter()

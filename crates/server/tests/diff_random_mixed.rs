@@ -28,7 +28,8 @@ use std::io::Write;
 
 use common::diff::{mask_client_id, multibulk, MARKER, MARKER_REPLY};
 use common::rng::Rng;
-use common::{connect, read_until, reply_len, start_kvik, start_redis_or_skip};
+use common::{connect, read_until, start_kvik, start_redis_or_skip};
+use common::{elements_of, split_replies};
 
 /// Seeds run by default, and commands per seed.
 const SEEDS: u64 = 100;
@@ -740,37 +741,9 @@ fn sequence(seed: u64) -> Vec<Command> {
     commands
 }
 
-/// Split a stream of replies into single replies; a trailing incomplete part is kept whole.
-fn split_replies(mut buf: &[u8]) -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    while !buf.is_empty() {
-        match reply_len(buf) {
-            Some(n) => {
-                out.push(buf[..n].to_vec());
-                buf = &buf[n..];
-            }
-            None => {
-                out.push(buf.to_vec());
-                break;
-            }
-        }
-    }
-    out
-}
-
-/// The header line and the elements of an aggregate reply (a map's keys
-/// and values as separate elements), or `None` for another reply.
-fn elements(reply: &[u8]) -> Option<(Vec<u8>, Vec<Vec<u8>>)> {
-    if !matches!(reply.first(), Some(b'*' | b'%' | b'~')) || reply.starts_with(b"*-1") {
-        return None;
-    }
-    let line_end = reply.windows(2).position(|w| w == b"\r\n")? + 2;
-    Some((reply[..line_end].to_vec(), split_replies(&reply[line_end..])))
-}
-
 /// `reply` with its elements sorted, in pairs when `pairs`.
 fn sorted(reply: &[u8], pairs: bool) -> Vec<u8> {
-    let Some((mut out, items)) = elements(reply) else { return reply.to_vec() };
+    let Some((mut out, items)) = elements_of(reply, true) else { return reply.to_vec() };
     let mut groups: Vec<Vec<u8>> = items.chunks(if pairs { 2 } else { 1 }).map(|c| c.concat()).collect();
     groups.sort();
     out.extend(groups.concat());

@@ -714,6 +714,16 @@ fn xack<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     c.reply(|s| s.integer(acked));
 }
 
+/// Redis's error for a group the stream at `key` does not have (XGROUP, XINFO CONSUMERS).
+fn no_such_group(group: &[u8], key: &[u8]) -> Vec<u8> {
+    let mut msg = b"NOGROUP No such consumer group '".to_vec();
+    msg.extend_from_slice(group);
+    msg.extend_from_slice(b"' for key name '");
+    msg.extend_from_slice(key);
+    msg.push(b'\'');
+    msg
+}
+
 fn nogroup(key: &[u8], group: &[u8]) -> Vec<u8> {
     let mut msg = b"NOGROUP No such key '".to_vec();
     msg.extend_from_slice(key);
@@ -1205,12 +1215,7 @@ fn xgroup<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
                 return c.error(b"ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.")
             }
             Some(false) if sub != b"create" && sub != b"destroy" => {
-                let mut msg = b"NOGROUP No such consumer group '".to_vec();
-                msg.extend_from_slice(group_name);
-                msg.extend_from_slice(b"' for key name '");
-                msg.extend_from_slice(key);
-                msg.push(b'\'');
-                return c.error(&msg);
+                return c.error(&no_such_group(group_name, key));
             }
             _ => {}
         }
@@ -1507,12 +1512,7 @@ fn xinfo_consumers<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         Err(msg) => return c.error(msg),
     };
     let Some(g) = s.groups.get(group_name) else {
-        let mut msg = b"NOGROUP No such consumer group '".to_vec();
-        msg.extend_from_slice(group_name);
-        msg.extend_from_slice(b"' for key name '");
-        msg.extend_from_slice(key);
-        msg.push(b'\'');
-        return c.error(&msg);
+        return c.error(&no_such_group(group_name, key));
     };
     let now = now_ms();
     c.reply(|out| {

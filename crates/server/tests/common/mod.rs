@@ -243,6 +243,39 @@ pub fn call_text(stream: &mut TcpStream, args: &[&str]) -> Vec<u8> {
     call(stream, &args)
 }
 
+/// Split a stream of replies into single replies; a trailing incomplete part is kept whole.
+pub fn split_replies(mut buf: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    while !buf.is_empty() {
+        match reply_len(buf) {
+            Some(n) => {
+                out.push(buf[..n].to_vec());
+                buf = &buf[n..];
+            }
+            None => {
+                out.push(buf.to_vec());
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The header line and elements of an array or set reply (and, with
+/// `maps`, of a map reply, but not of a null array); `None` for any other.
+pub fn elements_of(reply: &[u8], maps: bool) -> Option<(Vec<u8>, Vec<Vec<u8>>)> {
+    let aggregate = match reply.first() {
+        Some(b'*' | b'~') => !(maps && reply.starts_with(b"*-1")),
+        Some(b'%') => maps,
+        _ => false,
+    };
+    if !aggregate {
+        return None;
+    }
+    let line_end = reply.windows(2).position(|w| w == b"\r\n")? + 2;
+    Some((reply[..line_end].to_vec(), split_replies(&reply[line_end..])))
+}
+
 /// Whether `got` holds exactly one complete reply.
 pub fn reply_complete(got: &[u8]) -> bool {
     reply_len(got) == Some(got.len())

@@ -19,7 +19,8 @@ use std::io::Write;
 
 use crate::common::diff::{mask_client_id, multibulk, MARKER, MARKER_REPLY};
 use crate::common::rng::Rng;
-use crate::common::{connect, read_until, reply_len, start_kvik, start_redis_or_skip};
+use crate::common::{connect, read_until, start_kvik, start_redis_or_skip};
+use crate::common::{elements_of, split_replies};
 
 /// Seeds run by default, and commands per seed.
 pub const SEEDS: u64 = 100;
@@ -392,37 +393,9 @@ fn sequence(family: Family, seed: u64) -> Vec<Command> {
     commands
 }
 
-/// Split a stream of replies into single replies; a trailing incomplete part is kept whole.
-fn split_replies(mut buf: &[u8]) -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    while !buf.is_empty() {
-        match reply_len(buf) {
-            Some(n) => {
-                out.push(buf[..n].to_vec());
-                buf = &buf[n..];
-            }
-            None => {
-                out.push(buf.to_vec());
-                break;
-            }
-        }
-    }
-    out
-}
-
-/// The header line and the elements of an aggregate reply (a map's keys
-/// and values as separate elements), or `None` for another reply.
-fn elements(reply: &[u8]) -> Option<(Vec<u8>, Vec<Vec<u8>>)> {
-    if !matches!(reply.first(), Some(b'*' | b'%' | b'~')) || reply.starts_with(b"*-1") {
-        return None;
-    }
-    let line_end = reply.windows(2).position(|w| w == b"\r\n")? + 2;
-    Some((reply[..line_end].to_vec(), split_replies(&reply[line_end..])))
-}
-
 /// `reply` with its elements sorted, in pairs when `pairs`.
 fn sorted(reply: &[u8], pairs: bool) -> Vec<u8> {
-    let Some((mut out, items)) = elements(reply) else { return reply.to_vec() };
+    let Some((mut out, items)) = elements_of(reply, true) else { return reply.to_vec() };
     let mut groups: Vec<Vec<u8>> = items.chunks(if pairs { 2 } else { 1 }).map(|c| c.concat()).collect();
     groups.sort();
     out.extend(groups.concat());
@@ -436,7 +409,7 @@ fn picks_shape(reply: &[u8], distinct: bool, with_values: bool) -> Vec<u8> {
     if reply.starts_with(b"$") && !reply.starts_with(b"$-1") {
         return b"<one field>".to_vec();
     }
-    let Some((mut out, items)) = elements(reply) else { return reply.to_vec() };
+    let Some((mut out, items)) = elements_of(reply, true) else { return reply.to_vec() };
     out.extend(items.iter().map(|i| i[0]));
     let flat_pairs = with_values && items.first().is_some_and(|i| i[0] == b'$');
     let mut fields: Vec<&Vec<u8>> = items.iter().step_by(if flat_pairs { 2 } else { 1 }).collect();
@@ -459,7 +432,7 @@ fn normalise(reply: &[u8], mask: Mask, previous: Option<&[u8]>) -> Vec<u8> {
             if !scan {
                 return sorted(reply, pairs);
             }
-            match elements(reply) {
+            match elements_of(reply, true) {
                 Some((mut out, items)) if items.len() == 2 => {
                     out.extend_from_slice(&items[0]);
                     out.extend(sorted(&items[1], true));
