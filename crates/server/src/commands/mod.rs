@@ -26,6 +26,7 @@ use kvik_protocol::resp::writer::{Protocol, RespWriter};
 use kvik_protocol::{CommandArgs, ReplySink};
 
 use crate::auth;
+use crate::changes::{self, EventClass};
 use crate::keyspace::CommandClock;
 use crate::session::{ReplyMode, Session};
 use crate::state::ServerState;
@@ -205,6 +206,20 @@ impl<'a, T: ReplyTarget> Ctx<'a, T> {
     /// Reply `+OK`.
     pub fn ok(&mut self) {
         self.reply(|s| s.simple(b"OK"));
+    }
+
+    /// This command changed `key` in the client's database: the one call
+    /// every write makes per changed key and event, while it still holds the
+    /// key's shard lock (see [`crate::changes`]). `event` is Redis's event
+    /// name for the change (`lpush`, `del`, `expire`, …).
+    pub fn notify(&mut self, class: EventClass, event: &str, key: &[u8]) {
+        self.notify_in(self.session.db, class, event, key);
+    }
+
+    /// [`Ctx::notify`] for a key of database `db` (`MOVE`, `COPY ... DB`).
+    pub fn notify_in(&mut self, db: usize, class: EventClass, event: &str, key: &[u8]) {
+        changes::key_changed(self.state, db, key, self.session.id);
+        changes::publish_event(self.state, class, event, db, key);
     }
 
     /// Argument `i` of the request.
