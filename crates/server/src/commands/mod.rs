@@ -188,6 +188,9 @@ pub struct Ctx<'a, T: ReplyTarget> {
     pub failed: bool,
     /// What the connection does next (RESET and CLIENT KILL of oneself may close it).
     pub outcome: Outcome,
+    /// Whether a blocking command may wait for data: false for commands run
+    /// by `EXEC` and for a blocked client being served, which answer at once.
+    pub may_block: bool,
 }
 
 impl<'a, T: ReplyTarget> Ctx<'a, T> {
@@ -437,7 +440,7 @@ fn execute_checked<T: ReplyTarget>(
         handle.ran(spec.id, started);
     }
     let clock = CommandClock::start();
-    let mut ctx = Ctx { state, req, session, target, failed: false, outcome: Outcome::Continue };
+    let mut ctx = Ctx { state, req, session, target, failed: false, outcome: Outcome::Continue, may_block: true };
     let known = dispatch(spec.id, &mut ctx);
     drop(clock);
     if !known {
