@@ -1,0 +1,238 @@
+//! [`Connection`]: one logical client on one stream, owned by one task.
+//!
+//! Requests are written and replies read in order by the caller itself: no
+//! background task, no locks, one output buffer and one input buffer reused
+//! for the connection's life. This is the layer the CLI and the benchmark use
+//! directly; [`Client`](crate::Client) adds reconnection and
+//! [`MuxConnection`](crate::MuxConnection) shares one RESPB stream between tasks.
+
+use std::time::Duration;
+
+use kvik_protocol::respb::handshake;
+use kvik_protocol::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::codec::{write_request, ReplyReader};
+use crate::error::{Error, Result};
+use crate::options::{Options, Protocol};
+use crate::pipeline::Pipeline;
+use crate::stream::Stream;
+
+/// The mux id a plain (non-mux) RESPB connection uses for everything.
+const MUX: u16 = 0;
+
+/// A connection to the server, speaking the protocol its [`Options`] name.
+///
+/// After a transport failure, a protocol error or a request timeout the
+/// connection is *broken* (a late reply would otherwise be taken for the next
+/// request's) and every further call fails with [`Error::Broken`].
+#[derive(Debug)]
+pub struct Connection {
+    stream: Stream,
+    reader: ReplyReader,
+    out: Vec<u8>,
+    protocol: Protocol,
+    request_timeout: Option<Duration>,
+    broken: Option<String>,
+}
+
+impl Connection {
+    /// Connect, run the handshake or `HELLO 3`, then `AUTH` and `SELECT` as
+    /// the options ask, all within `opts.connect_timeout`.
+    pub async fn connect(opts: &Options) -> Result<Connection> {
+        match tokio::time::timeout(opts.connect_timeout, Connection::open(opts)).await {
+            Ok(result) => result,
+            Err(_) => Err(Error::ConnectTimeout(opts.connect_timeout)),
+        }
+    }
+
+    async fn open(opts: &Options) -> Result<Connection> {
+        let stream = Stream::connect(&opts.address).await?;
+        let mut conn = Connection {
+            stream,
+            reader: ReplyReader::new(Protocol::Resp2, opts),
+            out: Vec::with_capacity(4096),
+            protocol: opts.protocol,
+            // Setup runs under the connect timeout instead.
+            request_timeout: None,
+            broken: None,
+        };
+        if opts.protocol == Protocol::Respb {
+            conn.respb_handshake().await?;
+        }
+        for (step, args) in opts.setup_commands(opts.protocol) {
+            if let Value::Error(e) = conn.command(&args).await? {
+                return Err(Error::Setup { step, message: String::from_utf8_lossy(&e).into_owned() });
+            }
+        }
+        conn.request_timeout = opts.request_timeout;
+        Ok(conn)
+    }
+
+    /// Send `D3 C1 01 00` and check the server's four-byte answer.
+    async fn respb_handshake(&mut self) -> Result<()> {
+        self.stream.write_all(&handshake::client_hello(kvik_protocol::respb::VERSION)).await?;
+        while self.reader.buffered().len() < handshake::LEN {
+            self.reader.fill(&mut self.stream).await.map_err(|e| match e {
+                Error::ConnectionLost(_) => Error::Handshake([0; 4]),
+                e => e,
+            })?;
+        }
+        let mut answer = [0u8; handshake::LEN];
+        answer.copy_from_slice(&self.reader.buffered()[..handshake::LEN]);
+        if !handshake::answer_accepts(&answer) {
+            return Err(Error::Handshake(answer));
+        }
+        self.reader.consume(handshake::LEN);
+        self.reader.set_respb(true);
+        Ok(())
+    }
+
+    /// The stream and the reader (with anything already buffered), for the
+    /// mux connection, which splits them between its two tasks.
+    pub(crate) fn into_parts(self) -> (Stream, ReplyReader) {
+        (self.stream, self.reader)
+    }
+
+    /// The protocol this connection speaks.
+    pub fn protocol(&self) -> Protocol {
+        self.protocol
+    }
+
+    /// Why the connection is unusable, if it is.
+    pub fn broken(&self) -> Option<&str> {
+        self.broken.as_deref()
+    }
+
+    /// Send one command (name first) and return its reply. An error reply is
+    /// `Ok(Value::Error(..))`.
+    ///
+    /// Works with `&[&[u8]]`, `&[&str]`, `&[Vec<u8>]`, `&[String]`, ….
+    /// Subscribe commands are best sent with [`send`](Self::send) and their
+    /// messages read with [`read_reply`](Self::read_reply).
+    pub async fn command<A: AsRef<[u8]>>(&mut self, args: &[A]) -> Result<Value> {
+        self.check()?;
+        self.out.clear();
+        write_request(self.protocol, args, MUX, &mut self.out);
+        self.guarded(async |c: &mut Connection| {
+            c.stream.write_all(&c.out).await?;
+            c.read_one().await
+        })
+        .await
+    }
+
+    /// `command` for string arguments, e.g. `conn.command_str(&["SET", "k", "v"])`.
+    pub async fn command_str(&mut self, args: &[&str]) -> Result<Value> {
+        self.command(args).await
+    }
+
+    /// Send one command without waiting for a reply (pub/sub, `MONITOR`, or a
+    /// hand-made pipeline); read what comes back with [`read_reply`](Self::read_reply).
+    pub async fn send<A: AsRef<[u8]>>(&mut self, args: &[A]) -> Result<()> {
+        self.check()?;
+        self.out.clear();
+        write_request(self.protocol, args, MUX, &mut self.out);
+        self.guarded(async |c: &mut Connection| Ok(c.stream.write_all(&c.out).await?)).await
+    }
+
+    /// The next reply or push message, in arrival order.
+    pub async fn read_reply(&mut self) -> Result<Value> {
+        self.check()?;
+        self.guarded(async |c: &mut Connection| c.read_one().await).await
+    }
+
+    /// Send every command of `pipeline` in one write and append its replies,
+    /// in order, to `replies` (which the caller may reuse between calls).
+    pub async fn pipeline(&mut self, pipeline: &Pipeline, replies: &mut Vec<Value>) -> Result<()> {
+        self.check_pipeline(pipeline)?;
+        replies.reserve(pipeline.len());
+        self.guarded(async |c: &mut Connection| {
+            c.stream.write_all(pipeline.bytes()).await?;
+            for _ in 0..pipeline.len() {
+                replies.push(c.read_one().await?);
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// Like [`pipeline`](Self::pipeline) but only counts the replies, without
+    /// building them, and returns how many were error replies (RESP only; over
+    /// RESPB frames are decoded and dropped). For load generators.
+    pub async fn pipeline_count_errors(&mut self, pipeline: &Pipeline) -> Result<usize> {
+        self.check_pipeline(pipeline)?;
+        self.guarded(async |c: &mut Connection| {
+            c.stream.write_all(pipeline.bytes()).await?;
+            let mut errors = 0;
+            for _ in 0..pipeline.len() {
+                loop {
+                    let first = c.reader.buffered().first().copied();
+                    if c.reader.try_skip()?.is_some() {
+                        errors += usize::from(first == Some(b'-') || first == Some(b'!'));
+                        break;
+                    }
+                    c.reader.fill(&mut c.stream).await?;
+                }
+            }
+            Ok(errors)
+        })
+        .await
+    }
+
+    fn check_pipeline(&self, pipeline: &Pipeline) -> Result<()> {
+        self.check()?;
+        if pipeline.protocol() != self.protocol {
+            return Err(Error::Usage("the pipeline was built for another protocol than this connection's"));
+        }
+        Ok(())
+    }
+
+    async fn read_one(&mut self) -> Result<Value> {
+        let (mux, value) = self.reader.next(&mut self.stream).await?;
+        if mux != MUX {
+            return Err(Error::Protocol(format!("reply on mux {mux}, expected {MUX}")));
+        }
+        Ok(value)
+    }
+
+    fn check(&self) -> Result<()> {
+        match &self.broken {
+            Some(why) => Err(Error::Broken(why.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Run `op` under the request timeout; any connection-level failure
+    /// marks the connection broken.
+    async fn guarded<T, F>(&mut self, op: F) -> Result<T>
+    where
+        F: AsyncFnOnce(&mut Connection) -> Result<T>,
+    {
+        let timeout = self.request_timeout;
+        let result = match timeout {
+            Some(d) => match tokio::time::timeout(d, op(self)).await {
+                Ok(r) => r,
+                Err(_) => Err(Error::Timeout(d)),
+            },
+            None => op(self).await,
+        };
+        if let Err(e) = &result {
+            if e.is_connection_error() {
+                self.broken = Some(e.to_string());
+            }
+        }
+        result
+    }
+
+    /// Close the connection politely (shut down the write side).
+    pub async fn close(mut self) -> Result<()> {
+        self.stream.shutdown().await?;
+        // Drain until the server closes, briefly, so it sees a clean end.
+        let mut scratch = [0u8; 512];
+        let _ = tokio::time::timeout(Duration::from_millis(100), async {
+            while matches!(self.stream.read(&mut scratch).await, Ok(n) if n > 0) {}
+        })
+        .await;
+        Ok(())
+    }
+}
