@@ -93,18 +93,21 @@ impl ReplyReader {
         }))
     }
 
-    /// Skip the next complete RESP reply without building it; `Some(())` when
-    /// one was skipped. RESPB frames are decoded and dropped.
-    pub fn try_skip(&mut self) -> Result<Option<()>> {
+    /// Skip the next complete reply without building it (RESP; RESPB frames
+    /// are decoded and dropped). `Some(is_error)` when one was skipped.
+    pub fn try_skip(&mut self) -> Result<Option<bool>> {
         if self.respb {
-            return Ok(self.try_next()?.map(|_| ()));
+            return Ok(self.try_next()?.map(|(_, v)| v.is_error()));
         }
         let pending = &self.buf[self.start..self.end];
-        if pending.is_empty() {
+        let Some(&first) = pending.first() else {
             return Ok(None);
-        }
+        };
         let len = reply_len(pending, &self.limits).map_err(|e| Error::Protocol(e.to_string()))?;
-        Ok(len.map(|n| self.consume(n)))
+        Ok(len.map(|n| {
+            self.consume(n);
+            first == b'-' || first == b'!'
+        }))
     }
 
     /// Read the next reply, waiting for bytes as needed.
@@ -230,10 +233,11 @@ mod tests {
     #[tokio::test]
     async fn skipping_counts_replies_without_building_them() {
         let mut r = reader(Protocol::Resp2, 1 << 20);
-        let mut stream = tokio_test_stream(vec![b"+OK\r\n*1\r\n$1\r\na\r\n".to_vec()]);
+        let mut stream = tokio_test_stream(vec![b"+OK\r\n-ERR x\r\n*1\r\n$1\r\na\r\n".to_vec()]);
         r.fill(&mut stream).await.unwrap();
-        assert_eq!(r.try_skip().unwrap(), Some(()));
-        assert_eq!(r.try_skip().unwrap(), Some(()));
+        assert_eq!(r.try_skip().unwrap(), Some(false));
+        assert_eq!(r.try_skip().unwrap(), Some(true));
+        assert_eq!(r.try_skip().unwrap(), Some(false));
         assert_eq!(r.try_skip().unwrap(), None);
     }
 

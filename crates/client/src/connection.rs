@@ -157,8 +157,8 @@ impl Connection {
     }
 
     /// Like [`pipeline`](Self::pipeline) but only counts the replies, without
-    /// building them, and returns how many were error replies (RESP only; over
-    /// RESPB frames are decoded and dropped). For load generators.
+    /// building them (over RESPB they are decoded and dropped), and returns
+    /// how many were error replies. For load generators.
     pub async fn pipeline_count_errors(&mut self, pipeline: &Pipeline) -> Result<usize> {
         self.check_pipeline(pipeline)?;
         self.guarded(async |c: &mut Connection| {
@@ -166,9 +166,8 @@ impl Connection {
             let mut errors = 0;
             for _ in 0..pipeline.len() {
                 loop {
-                    let first = c.reader.buffered().first().copied();
-                    if c.reader.try_skip()?.is_some() {
-                        errors += usize::from(first == Some(b'-') || first == Some(b'!'));
+                    if let Some(is_error) = c.reader.try_skip()? {
+                        errors += usize::from(is_error);
                         break;
                     }
                     c.reader.fill(&mut c.stream).await?;
