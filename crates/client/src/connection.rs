@@ -6,6 +6,7 @@
 //! directly; [`Client`](crate::Client) adds reconnection and
 //! [`MuxConnection`](crate::MuxConnection) shares one RESPB stream between tasks.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use kvik_protocol::respb::handshake;
@@ -14,6 +15,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::codec::{write_request, ReplyReader};
 use crate::error::{Error, Result};
+use crate::mux::router::subscription_replies;
 use crate::options::{Options, Protocol};
 use crate::pipeline::Pipeline;
 use crate::stream::Stream;
@@ -26,6 +28,12 @@ const MUX: u16 = 0;
 /// After a transport failure, a protocol error or a request timeout the
 /// connection is *broken* (a late reply would otherwise be taken for the next
 /// request's) and every further call fails with [`Error::Broken`].
+///
+/// Over RESP3 and RESPB, push messages (pub/sub, invalidations) that arrive
+/// while a command waits for its reply are set aside, up to
+/// `Options::push_capacity` (older ones are dropped and counted beyond
+/// that), and returned by [`read_reply`](Self::read_reply) first. RESP2 has
+/// no push type: there a subscribed connection reads messages as replies.
 #[derive(Debug)]
 pub struct Connection {
     stream: Stream,
@@ -34,6 +42,9 @@ pub struct Connection {
     protocol: Protocol,
     request_timeout: Option<Duration>,
     broken: Option<String>,
+    pushes: VecDeque<Value>,
+    push_capacity: usize,
+    dropped_pushes: u64,
 }
 
 impl Connection {
@@ -56,6 +67,9 @@ impl Connection {
             // Setup runs under the connect timeout instead.
             request_timeout: None,
             broken: None,
+            pushes: VecDeque::new(),
+            push_capacity: opts.push_capacity.max(1),
+            dropped_pushes: 0,
         };
         if opts.protocol == Protocol::Respb {
             conn.respb_handshake().await?;
@@ -114,9 +128,10 @@ impl Connection {
         self.check()?;
         self.out.clear();
         write_request(self.protocol, args, MUX, &mut self.out);
+        let subscribing = subscription_replies(args).is_some();
         self.guarded(async |c: &mut Connection| {
             c.stream.write_all(&c.out).await?;
-            c.read_one().await
+            c.read_answer(subscribing).await
         })
         .await
     }
@@ -135,10 +150,24 @@ impl Connection {
         self.guarded(async |c: &mut Connection| Ok(c.stream.write_all(&c.out).await?)).await
     }
 
-    /// The next reply or push message, in arrival order.
+    /// The next push message set aside while waiting for a reply, or else
+    /// the next reply or push message from the server.
     pub async fn read_reply(&mut self) -> Result<Value> {
+        if let Some(push) = self.pushes.pop_front() {
+            return Ok(push);
+        }
         self.check()?;
         self.guarded(async |c: &mut Connection| c.read_one().await).await
+    }
+
+    /// Push messages set aside and not yet read.
+    pub fn pending_pushes(&self) -> usize {
+        self.pushes.len()
+    }
+
+    /// Push messages dropped because more than `push_capacity` were set aside.
+    pub fn dropped_pushes(&self) -> u64 {
+        self.dropped_pushes
     }
 
     /// Send every command of `pipeline` in one write and append its replies,
@@ -149,7 +178,7 @@ impl Connection {
         self.guarded(async |c: &mut Connection| {
             c.stream.write_all(pipeline.bytes()).await?;
             for _ in 0..pipeline.len() {
-                replies.push(c.read_one().await?);
+                replies.push(c.read_answer(false).await?);
             }
             Ok(())
         })
@@ -158,7 +187,9 @@ impl Connection {
 
     /// Like [`pipeline`](Self::pipeline) but only counts the replies, without
     /// building them (over RESPB they are decoded and dropped), and returns
-    /// how many were error replies. For load generators.
+    /// how many were error replies. For load generators; a push message
+    /// arriving meanwhile would be counted as a reply, so use it on
+    /// connections that do not subscribe.
     pub async fn pipeline_count_errors(&mut self, pipeline: &Pipeline) -> Result<usize> {
         self.check_pipeline(pipeline)?;
         self.guarded(async |c: &mut Connection| {
@@ -184,6 +215,22 @@ impl Connection {
             return Err(Error::Usage("the pipeline was built for another protocol than this connection's"));
         }
         Ok(())
+    }
+
+    /// The reply to a command: the next value that is not a push (pushes
+    /// are set aside), or for a subscribe command its first confirmation.
+    async fn read_answer(&mut self, subscribing: bool) -> Result<Value> {
+        loop {
+            let value = self.read_one().await?;
+            if subscribing || self.protocol == Protocol::Resp2 || !matches!(value, Value::Push(_)) {
+                return Ok(value);
+            }
+            if self.pushes.len() >= self.push_capacity {
+                self.pushes.pop_front();
+                self.dropped_pushes += 1;
+            }
+            self.pushes.push_back(value);
+        }
     }
 
     async fn read_one(&mut self) -> Result<Value> {

@@ -200,3 +200,32 @@ async fn replies_over_the_size_limit_fail_cleanly() {
         assert!(err.is_connection_error());
     }
 }
+
+/// Over RESP3 a message that arrives while a command waits is set aside,
+/// and the command still gets its own reply.
+async fn pushes_are_set_aside(subscriber: &Options, publisher: &Options) {
+    let mut sub = Connection::connect(subscriber).await.unwrap();
+    let mut publ = Connection::connect(publisher).await.unwrap();
+    let confirm = sub.command(&["SUBSCRIBE", "news"]).await.unwrap();
+    assert_eq!(confirm, Value::Push(vec![bulk("subscribe"), bulk("news"), Value::Integer(1)]));
+    assert_eq!(publ.command(&["PUBLISH", "news", "one"]).await.unwrap(), Value::Integer(1));
+    assert_eq!(publ.command(&["PUBLISH", "news", "two"]).await.unwrap(), Value::Integer(1));
+    // The messages were published before this PING: the PING still gets
+    // its own reply, whichever order the server delivers them in.
+    assert_eq!(sub.command(&["PING"]).await.unwrap(), Value::simple("PONG"));
+    eprintln!("{:?}: {} pushes set aside", subscriber.protocol, sub.pending_pushes());
+    assert!(sub.pending_pushes() <= 2);
+    for text in ["one", "two"] {
+        assert_eq!(sub.read_reply().await.unwrap(), Value::Push(vec![bulk("message"), bulk("news"), bulk(text)]));
+    }
+    assert_eq!(sub.dropped_pushes(), 0);
+}
+
+#[tokio::test]
+async fn resp3_pushes_do_not_take_the_place_of_replies() {
+    let kvik = start_kvik(&[]);
+    pushes_are_set_aside(&kvik.opts(Protocol::Resp3), &kvik.opts(Protocol::Resp2)).await;
+    if let Some(redis) = start_redis(&[]) {
+        pushes_are_set_aside(&redis.opts(Protocol::Resp3), &redis.opts(Protocol::Resp2)).await;
+    }
+}

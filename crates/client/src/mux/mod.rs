@@ -12,16 +12,17 @@
 //! - one **reader task** owns the read half, decodes frames and routes each by
 //!   its mux id: a reply completes the oldest slot of that channel, a push goes
 //!   to the channel's push stream. Channels never wait on each other's replies.
-//! - mux id 0 is the connection's **control channel**: `MUX_CREATE` and
-//!   `MUX_CLOSE` are sent on it, so their `OK`s never mix with a channel's own
-//!   replies (a closed channel's cancelled `BLPOP` gets no reply, and its slot
-//!   is failed when the close is acknowledged). Channels use ids 1–65535.
+//! - `MUX_CREATE` goes on the new channel's own mux (nothing else is queued
+//!   there yet), `MUX_CLOSE` on mux id 0, the connection's **control
+//!   channel**, so its `OK` never mixes with the closing channel's replies (a
+//!   closed channel's cancelled `BLPOP` gets no reply; its slot is failed when
+//!   the close is acknowledged). Channels use ids 1–65535.
 //!
 //! When either task fails, the connection is dead: every pending request
 //! fails with [`Error::ConnectionLost`], push streams end, and new requests
 //! fail at once. Reconnecting is the caller's choice (open a new `MuxConnection`).
 
-mod router;
+pub(crate) mod router;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -126,10 +127,13 @@ impl MuxConnection {
         // From here on, dropping `channel` (an error below, or the caller's
         // timeout) sends MUX_CLOSE and frees the id.
         let channel = Channel { id, shared: self.shared.clone(), pushes, dropped, open: true };
+        // MUX_CREATE travels on the new channel's own mux, so its answer comes
+        // there whether a server replies on the frame's mux (the spec) or on
+        // the target (as "an error on that channel" could also be read).
         let (reply, ack) = oneshot::channel();
         let mut frame = Vec::with_capacity(6);
-        control_frame(MUX_CREATE, router::CONTROL_MUX, id, &mut frame);
-        self.shared.enqueue(Outgoing::Control { frame, ack: Control::Create { reply } }).await?;
+        control_frame(MUX_CREATE, id, id, &mut frame);
+        self.shared.enqueue(Outgoing::Request { mux: id, frame, slot: Slot::Reply(reply) }).await?;
         match ack.await.unwrap_or_else(|_| Err(self.shared.lost())) {
             Ok(Value::Error(e)) => return Err(Error::Rejected(String::from_utf8_lossy(&e).into_owned())),
             Ok(_) => {}

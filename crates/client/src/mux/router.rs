@@ -11,7 +11,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{Error, Result};
 
-/// Mux id of the control channel, on which MUX_CREATE / MUX_CLOSE travel.
+/// Mux id of the control channel, on which MUX_CLOSE travels.
 pub const CONTROL_MUX: u16 = 0;
 
 /// Where a reply goes.
@@ -29,8 +29,6 @@ pub enum Slot {
 
 /// A control frame's acknowledgement, expected on [`CONTROL_MUX`].
 pub enum Control {
-    /// MUX_CREATE: the channel's route already exists; tell the opener.
-    Create { reply: Waiter },
     /// MUX_CLOSE: remove the route, failing its slots, then tell the closer.
     Close { target: u16, reply: Option<Waiter> },
 }
@@ -172,9 +170,6 @@ impl Router {
 
     fn deliver_control(&mut self, value: Value) {
         match self.control.pop_front() {
-            Some(Control::Create { reply }) => {
-                let _ = reply.send(Ok(value));
-            }
             Some(Control::Close { target, reply }) => {
                 if let Some(route) = self.channels.remove(&target) {
                     route.slots.into_iter().for_each(|s| fail_slot(s, Error::ChannelClosed));
@@ -222,7 +217,7 @@ fn fail_slot(slot: Slot, e: Error) {
 
 fn fail_control(ack: Control, e: Error) {
     match ack {
-        Control::Create { reply } | Control::Close { reply: Some(reply), .. } => {
+        Control::Close { reply: Some(reply), .. } => {
             let _ = reply.send(Err(e));
         }
         Control::Close { reply: None, .. } => {}

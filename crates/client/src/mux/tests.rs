@@ -15,7 +15,7 @@ use super::*;
 #[derive(Debug)]
 enum Got {
     Command { mux: u16, args: Vec<Vec<u8>> },
-    Create { target: u16 },
+    Create { mux: u16, target: u16 },
     Close,
 }
 
@@ -53,7 +53,7 @@ where
             while let Ok(Decoded::Frame { frame, consumed }) = decoder.decode(&buf, &mut args) {
                 let got = match frame {
                     Frame::Command { mux } => Got::Command { mux, args: args.to_vec(&buf) },
-                    Frame::MuxCreate { target, .. } => Got::Create { target },
+                    Frame::MuxCreate { mux, target } => Got::Create { mux, target },
                     Frame::MuxClose { .. } => Got::Close,
                 };
                 for answer in script(got) {
@@ -79,7 +79,8 @@ fn ok() -> Value {
 /// Control frames get OK; commands get `answer(mux, args)`.
 fn usual(answer: impl Fn(u16, &[Vec<u8>]) -> Vec<Answer> + Send + 'static) -> impl Fn(Got) -> Vec<Answer> + Send {
     move |got| match got {
-        Got::Create { .. } | Got::Close => vec![Answer::On(0, ok())],
+        Got::Create { mux, .. } => vec![Answer::On(mux, ok())],
+        Got::Close => vec![Answer::On(0, ok())],
         Got::Command { mux, args } => answer(mux, &args),
     }
 }
@@ -111,9 +112,13 @@ async fn pushes_reach_only_their_channel() {
 #[tokio::test]
 async fn a_channel_refused_by_the_server_is_an_error_and_frees_its_id() {
     let opts = fake(|got| match got {
-        Got::Create { target } if target > 2 => vec![Answer::On(0, Value::error("ERR max number of channels reached"))],
+        // Refused "on that channel": the target's mux.
+        Got::Create { target, .. } if target > 2 => {
+            vec![Answer::On(target, Value::error("ERR max number of channels reached"))]
+        }
+        Got::Create { mux, .. } => vec![Answer::On(mux, ok())],
         Got::Command { mux, .. } => vec![Answer::On(mux, Value::simple("PONG"))],
-        _ => vec![Answer::On(0, ok())],
+        Got::Close => vec![Answer::On(0, ok())],
     })
     .await;
     let conn = MuxConnection::connect(&opts).await.unwrap();
