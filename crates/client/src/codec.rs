@@ -242,6 +242,38 @@ mod tests {
     }
 
     #[test]
+    fn random_bytes_are_errors_or_replies_never_panics() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        // Mostly bytes that mean something to one of the parsers.
+        let alphabet = b"*$:+-_%~>,#(=!|\r\n0123456789?tf.\x80\x00\x01\x02\x03\x04\x05\x08\x0a\xff";
+        for protocol in [Protocol::Resp3, Protocol::Respb] {
+            for _ in 0..5000 {
+                let len = (next() % 48) as usize;
+                let bytes: Vec<u8> = (0..len)
+                    .map(|_| match next() % 8 {
+                        0 => next() as u8,
+                        _ => alphabet[(next() % alphabet.len() as u64) as usize],
+                    })
+                    .collect();
+                let mut r = reader(protocol, 1 << 16);
+                r.buf = bytes;
+                r.end = len;
+                while let Ok(Some(_)) = r.try_next() {}
+                let mut r2 = reader(protocol, 1 << 16);
+                r2.buf = r.buf.clone();
+                r2.end = len;
+                while let Ok(Some(_)) = r2.try_skip() {}
+            }
+        }
+    }
+
+    #[test]
     fn requests_use_the_protocol_codecs() {
         let mut out = Vec::new();
         write_request(Protocol::Resp2, &["GET", "k"], 0, &mut out);

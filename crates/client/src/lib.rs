@@ -65,4 +65,4 @@ pub use kvik_protocol::Value;
 pub use mux::{Channel, MuxConnection};
 pub use options::{Address, Options, Protocol};
 pub use pipeline::Pipeline;
-pub use stream::Stream;
+pub use stream::{ReadHalf, Stream, WriteHalf};

@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpStream, UnixStream};
+use tokio::net::{tcp, unix, TcpStream, UnixStream};
 
 use crate::error::{Error, Result};
 use crate::options::Address;
@@ -30,6 +30,71 @@ impl Stream {
                 Ok(Stream::Tcp(s))
             }
             Address::Unix(path) => Ok(Stream::Unix(UnixStream::connect(path).await.map_err(Error::Io)?)),
+        }
+    }
+
+    /// Split into halves that two tasks can own, without a lock between them.
+    pub fn into_split(self) -> (ReadHalf, WriteHalf) {
+        match self {
+            Stream::Tcp(s) => {
+                let (r, w) = s.into_split();
+                (ReadHalf::Tcp(r), WriteHalf::Tcp(w))
+            }
+            Stream::Unix(s) => {
+                let (r, w) = s.into_split();
+                (ReadHalf::Unix(r), WriteHalf::Unix(w))
+            }
+        }
+    }
+}
+
+/// The reading half of a [`Stream`].
+#[derive(Debug)]
+pub enum ReadHalf {
+    /// Of a TCP stream.
+    Tcp(tcp::OwnedReadHalf),
+    /// Of a unix socket.
+    Unix(unix::OwnedReadHalf),
+}
+
+/// The writing half of a [`Stream`]; dropping or shutting it down ends the
+/// stream's write side.
+#[derive(Debug)]
+pub enum WriteHalf {
+    /// Of a TCP stream.
+    Tcp(tcp::OwnedWriteHalf),
+    /// Of a unix socket.
+    Unix(unix::OwnedWriteHalf),
+}
+
+impl AsyncRead for ReadHalf {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ReadHalf::Tcp(s) => Pin::new(s).poll_read(cx, buf),
+            ReadHalf::Unix(s) => Pin::new(s).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for WriteHalf {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            WriteHalf::Tcp(s) => Pin::new(s).poll_write(cx, buf),
+            WriteHalf::Unix(s) => Pin::new(s).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            WriteHalf::Tcp(s) => Pin::new(s).poll_flush(cx),
+            WriteHalf::Unix(s) => Pin::new(s).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            WriteHalf::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+            WriteHalf::Unix(s) => Pin::new(s).poll_shutdown(cx),
         }
     }
 }

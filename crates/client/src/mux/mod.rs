@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use kvik_protocol::respb::{control_frame, MUX_CLOSE, MUX_CREATE};
 use kvik_protocol::Value;
-use tokio::io::{AsyncWriteExt, ReadHalf, WriteHalf};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
@@ -38,7 +38,7 @@ use crate::codec::{write_request, ReplyReader};
 use crate::connection::Connection;
 use crate::error::{Error, Result};
 use crate::options::{Options, Protocol};
-use crate::stream::Stream;
+use crate::stream::{ReadHalf, WriteHalf};
 use router::{subscription_replies, Control, Outgoing, Router, Slot};
 
 /// The writer sends once this many bytes are batched, even if more are queued.
@@ -90,7 +90,7 @@ impl MuxConnection {
         bare.db = None;
         bare.request_timeout = None;
         let (stream, reader) = Connection::connect(&bare).await?.into_parts();
-        let (read_half, write_half) = tokio::io::split(stream);
+        let (read_half, write_half) = stream.into_split();
         let router = Arc::new(Mutex::new(Router::default()));
         let (tx, rx) = mpsc::channel(opts.writer_queue.max(1));
         tokio::spawn(write_loop(rx, write_half, router.clone()));
@@ -283,7 +283,7 @@ impl Drop for Channel {
 }
 
 /// The writer task: records each request's reply slot, batches frames, writes.
-async fn write_loop(mut rx: mpsc::Receiver<Outgoing>, mut out: WriteHalf<Stream>, router: Arc<Mutex<Router>>) {
+async fn write_loop(mut rx: mpsc::Receiver<Outgoing>, mut out: WriteHalf, router: Arc<Mutex<Router>>) {
     let mut batch = Vec::with_capacity(64 * 1024);
     while let Some(first) = rx.recv().await {
         batch.clear();
@@ -312,7 +312,7 @@ async fn write_loop(mut rx: mpsc::Receiver<Outgoing>, mut out: WriteHalf<Stream>
 
 /// The reader task: decodes frames and routes them by mux id until the
 /// stream ends or breaks.
-async fn read_loop(mut input: ReadHalf<Stream>, mut reader: ReplyReader, router: Arc<Mutex<Router>>) {
+async fn read_loop(mut input: ReadHalf, mut reader: ReplyReader, router: Arc<Mutex<Router>>) {
     loop {
         match reader.next(&mut input).await {
             Ok((mux, value)) => {
