@@ -187,3 +187,18 @@ async fn the_server_going_away_fails_pending_and_new_requests() {
     assert!(mux.is_closed());
     assert!(matches!(mux.channel().await, Err(Error::ConnectionLost(_))));
 }
+
+#[tokio::test]
+async fn channel_pipelines_of_ten_thousand_commands() {
+    let kvik = start_kvik(&[]);
+    let mux = MuxConnection::connect(&kvik.opts(Protocol::Respb)).await.unwrap();
+    let a = mux.channel().await.unwrap();
+    let b = mux.channel().await.unwrap();
+    b.command(&["SELECT", "1"]).await.unwrap();
+    let incrs: Vec<[&str; 2]> = vec![["INCR", "n"]; 10_000];
+    let (ra, rb) = tokio::join!(a.pipeline(&incrs), b.pipeline(&incrs));
+    for replies in [ra.unwrap(), rb.unwrap()] {
+        assert_eq!(replies.len(), 10_000);
+        assert!(replies.iter().enumerate().all(|(i, v)| *v == Value::Integer(i as i64 + 1)));
+    }
+}

@@ -227,6 +227,40 @@ impl Channel {
         self.command(args).await
     }
 
+    /// Send several commands in one write on this channel and return their
+    /// replies in order (the request timeout covers the whole batch).
+    /// Subscribe commands are not allowed here.
+    pub async fn pipeline<C, A>(&self, commands: &[C]) -> Result<Vec<Value>>
+    where
+        C: AsRef<[A]>,
+        A: AsRef<[u8]>,
+    {
+        if commands.iter().any(|c| subscription_replies(c.as_ref()).is_some()) {
+            return Err(Error::Usage("subscribe commands cannot be pipelined on a channel; use command()"));
+        }
+        let mut frames = Vec::with_capacity(commands.len() * 32);
+        let mut slots = Vec::with_capacity(commands.len());
+        let mut replies = Vec::with_capacity(commands.len());
+        for c in commands {
+            write_request(Protocol::Respb, c.as_ref(), self.id, &mut frames);
+            let (reply, slot) = oneshot::channel();
+            slots.push(Slot::Reply(reply));
+            replies.push(slot);
+        }
+        let request = async {
+            self.shared.enqueue(Outgoing::Batch { mux: self.id, frames, slots }).await?;
+            let mut values = Vec::with_capacity(replies.len());
+            for slot in replies {
+                values.push(slot.await.unwrap_or_else(|_| Err(self.shared.lost()))?);
+            }
+            Ok(values)
+        };
+        match self.shared.request_timeout {
+            Some(d) => tokio::time::timeout(d, request).await.unwrap_or(Err(Error::Timeout(d))),
+            None => request.await,
+        }
+    }
+
     /// The next push message for this channel; `None` once the channel or
     /// the connection is closed.
     pub async fn next_push(&mut self) -> Option<Value> {

@@ -37,6 +37,8 @@ pub enum Control {
 pub enum Outgoing {
     /// A request frame on channel `mux`.
     Request { mux: u16, frame: Vec<u8>, slot: Slot },
+    /// Several request frames on channel `mux`, written together, one slot each.
+    Batch { mux: u16, frames: Vec<u8>, slots: Vec<Slot> },
     /// A control frame on the control channel.
     Control { frame: Vec<u8>, ack: Control },
 }
@@ -115,6 +117,13 @@ impl Router {
                     batch.extend_from_slice(&frame);
                 }
                 None => fail_slot(slot, Error::ChannelClosed),
+            },
+            Outgoing::Batch { mux, frames, slots } => match self.channels.get_mut(&mux) {
+                Some(route) => {
+                    route.slots.extend(slots);
+                    batch.extend_from_slice(&frames);
+                }
+                None => slots.into_iter().for_each(|s| fail_slot(s, Error::ChannelClosed)),
             },
             Outgoing::Control { frame, ack } => {
                 self.control.push_back(ack);
@@ -227,6 +236,7 @@ fn fail_control(ack: Control, e: Error) {
 fn fail_outgoing(msg: Outgoing, e: impl Fn() -> Error) {
     match msg {
         Outgoing::Request { slot, .. } => fail_slot(slot, e()),
+        Outgoing::Batch { slots, .. } => slots.into_iter().for_each(|s| fail_slot(s, e())),
         Outgoing::Control { ack, .. } => fail_control(ack, e()),
     }
 }

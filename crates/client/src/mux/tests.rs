@@ -217,3 +217,18 @@ async fn many_tasks_share_a_channel_and_each_gets_its_own_reply() {
         t.await.unwrap();
     }
 }
+
+#[tokio::test]
+async fn a_channel_pipeline_gets_its_replies_in_order() {
+    let opts = fake(usual(|mux, args| vec![Answer::On(mux, Value::Bulk(args[1].clone()))])).await;
+    let conn = MuxConnection::connect(&opts).await.unwrap();
+    let a = conn.channel().await.unwrap();
+    let b = conn.channel().await.unwrap();
+    let commands: Vec<Vec<String>> = (0..500).map(|i| vec!["ECHO".to_string(), format!("a{i}")]).collect();
+    let (ra, rb) = tokio::join!(a.pipeline(&commands), b.command(&["ECHO", "b"]));
+    let ra = ra.unwrap();
+    assert_eq!(ra.len(), 500);
+    assert!(ra.iter().enumerate().all(|(i, v)| *v == Value::bulk(format!("a{i}"))));
+    assert_eq!(rb.unwrap(), Value::bulk("b"));
+    assert!(matches!(a.pipeline(&[["SUBSCRIBE", "x"]]).await, Err(Error::Usage(_))));
+}
