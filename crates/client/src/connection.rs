@@ -122,8 +122,8 @@ impl Connection {
     /// `Ok(Value::Error(..))`.
     ///
     /// Works with `&[&[u8]]`, `&[&str]`, `&[Vec<u8>]`, `&[String]`, ….
-    /// Subscribe commands are best sent with [`send`](Self::send) and their
-    /// messages read with [`read_reply`](Self::read_reply).
+    /// A subscribe command returns its first confirmation; further
+    /// confirmations and the messages come from [`read_reply`](Self::read_reply).
     pub async fn command<A: AsRef<[u8]>>(&mut self, args: &[A]) -> Result<Value> {
         self.check()?;
         self.out.clear();
