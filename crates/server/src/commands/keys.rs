@@ -549,7 +549,7 @@ fn object<T: ReplyTarget>(c: &mut Ctx<'_, T>, name: &str) {
     let db = c.session.db;
     let now = now_ms();
     let mut shard = c.state.keyspace.lock_key(key);
-    let Some(entry) = shard.db(db).peek(key, now) else {
+    let Some(entry) = shard.db(db).peek_quiet(key, now) else {
         drop(shard);
         return c.reply(|s| s.null());
     };

@@ -96,6 +96,8 @@ enum Lookup {
     /// A read that leaves the access record alone but still counts
     /// (EXISTS, TYPE, TTL, OBJECT).
     ReadNoTouch,
+    /// `ReadNoTouch` that announces no miss (OBJECT).
+    ReadQuiet,
     /// A write command's lookup: marks the key accessed, counts nothing.
     Write,
     /// A write lookup handing the entry out for a change: its charge is
@@ -196,7 +198,8 @@ impl Db {
             Err(_) => None,
         };
         match how {
-            Lookup::Read | Lookup::ReadNoTouch if found.is_some() => self.hits += 1,
+            Lookup::Read | Lookup::ReadNoTouch | Lookup::ReadQuiet if found.is_some() => self.hits += 1,
+            Lookup::ReadQuiet => self.misses += 1,
             Lookup::Read | Lookup::ReadNoTouch => {
                 self.misses += 1;
                 events::record(ServerEvent::KeyMiss, self.index, key);
@@ -230,6 +233,12 @@ impl Db {
     /// (EXISTS, TYPE, TTL, OBJECT); still counted as a hit or miss, as in Redis.
     pub fn peek(&mut self, key: &[u8], now_ms: i64) -> Option<&Entry> {
         self.lookup(key, now_ms, Lookup::ReadNoTouch).map(|e| &*e)
+    }
+
+    /// [`Db::peek`] that does not announce a miss as a `keymiss` event
+    /// (OBJECT, as in Redis).
+    pub fn peek_quiet(&mut self, key: &[u8], now_ms: i64) -> Option<&Entry> {
+        self.lookup(key, now_ms, Lookup::ReadQuiet).map(|e| &*e)
     }
 
     /// The live entry for `key` without marking it accessed or counting the
