@@ -662,6 +662,11 @@ fn server_side_events_notify_like_redis() {
                 ],
             ),
             case(
+                "scan expires the matching keys it meets",
+                "KEx",
+                &["SET a 1 PX 1", "SET b 1 PX 1", "SET z v", "SLEEP 10", "SCAN 0 MATCH a", "SCAN 0 MATCH z", "DBSIZE"],
+            ),
+            case(
                 "lazy expiry among the command's own events",
                 "KEA",
                 &["SET a 1 PX 1", "RPUSH l x", "PEXPIRE l 1", "SLEEP 10", "SET a 2", "RPUSH l y", "RENAME l a"],

@@ -247,6 +247,14 @@ impl Db {
         self.lookup(key, now_ms, Lookup::Inspect).map(|e| &*e)
     }
 
+    /// The entry for `key` even if its deadline has passed, left in place
+    /// (MEMORY USAGE, which Redis answers from the table without expiring).
+    pub fn find_stale(&mut self, key: &[u8]) -> Option<&Entry> {
+        self.settle();
+        let hash = self.hash(key);
+        self.table.find(hash, |e| e.key() == key)
+    }
+
     /// The live entry for `key`, mutable, marking it accessed; for commands
     /// that change the value (Redis's `lookupKeyWrite`, not counted as a
     /// hit or miss). The deadline is changed through [`Db::set_expire`],
