@@ -96,7 +96,13 @@ pub(super) fn store<V: Boxed>(db: &mut Db, key: &[u8], value: V, empty: bool) ->
 
 /// Announce what a `...STORE` did: `event` (of `class`) when it wrote the
 /// result, `del` when an empty result deleted the key.
-pub(super) fn notify_store<T: ReplyTarget>(c: &mut Ctx<'_, T>, stored: Stored, class: EventClass, event: &str, key: &[u8]) {
+pub(super) fn notify_store<T: ReplyTarget>(
+    c: &mut Ctx<'_, T>,
+    stored: Stored,
+    class: EventClass,
+    event: &str,
+    key: &[u8],
+) {
     match stored {
         Stored::Written => c.notify(class, event, key),
         Stored::Deleted => c.notify(EventClass::Generic, "del", key),

@@ -428,7 +428,7 @@ fn bitfield<T: ReplyTarget>(c: &mut Ctx<'_, T>, read_only: bool) {
     let now = now_ms();
     if !writes {
         let state = c.state;
-    let mut shard = state.keyspace.lock_key(key);
+        let mut shard = state.keyspace.lock_key(key);
         let read = |bytes: &[u8]| ops.iter().map(|op| read_field(bytes, op.offset, op.ty)).collect::<Vec<i64>>();
         let values = read_bytes(shard.db(db), key, now, read);
         drop(shard);

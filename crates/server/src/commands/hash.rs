@@ -93,7 +93,14 @@ fn change_hash<T: ReplyTarget, R>(
     change: impl FnOnce(&mut HashValue) -> R,
     event: impl FnOnce(&R) -> Option<&'static str>,
 ) -> Result<Option<R>, WrongType> {
-    access::change_with(c, key, EventClass::Hash, HashValue::is_empty, |h| h.map(change), |r| r.as_ref().and_then(event))
+    access::change_with(
+        c,
+        key,
+        EventClass::Hash,
+        HashValue::is_empty,
+        |h| h.map(change),
+        |r| r.as_ref().and_then(event),
+    )
 }
 
 /// Reply with a value or a null.
@@ -126,7 +133,8 @@ fn hset<T: ReplyTarget>(c: &mut Ctx<'_, T>, ok_reply: bool) {
     }
     let pairs: Vec<(&[u8], &[u8])> = (2..c.argc()).step_by(2).map(|i| (c.arg(i), c.arg(i + 1))).collect();
     let limits = c.state.limits.hash_limits();
-    let added = write_hash(c, c.arg(1), |h| pairs.iter().filter(|(f, v)| h.set(f, v, limits)).count(), |_| Some("hset"));
+    let added =
+        write_hash(c, c.arg(1), |h| pairs.iter().filter(|(f, v)| h.set(f, v, limits)).count(), |_| Some("hset"));
     reply_or_wrongtype(c, added, |s, n| if ok_reply { s.simple(b"OK") } else { s.integer(count_reply(n)) });
 }
 
@@ -134,7 +142,8 @@ fn hset<T: ReplyTarget>(c: &mut Ctx<'_, T>, ok_reply: bool) {
 fn hsetnx<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (field, value) = (c.arg(2), c.arg(3));
     let limits = c.state.limits.hash_limits();
-    let set = write_hash(c, c.arg(1), |h| !h.contains(field) && h.set(field, value, limits), |set| set.then_some("hset"));
+    let set =
+        write_hash(c, c.arg(1), |h| !h.contains(field) && h.set(field, value, limits), |set| set.then_some("hset"));
     reply_or_wrongtype(c, set, |s, set| s.integer(i64::from(set)));
 }
 
@@ -183,7 +192,8 @@ fn hgetall<T: ReplyTarget>(c: &mut Ctx<'_, T>, fields: bool, values: bool) {
 /// `HDEL key field [field ...]`: how many fields were removed.
 fn hdel<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let fields: Vec<&[u8]> = (2..c.argc()).map(|i| c.arg(i)).collect();
-    let removed = change_hash(c, c.arg(1), |h| fields.iter().filter(|f| h.remove(f)).count(), |n| (*n > 0).then_some("hdel"));
+    let removed =
+        change_hash(c, c.arg(1), |h| fields.iter().filter(|f| h.remove(f)).count(), |n| (*n > 0).then_some("hdel"));
     reply_or_wrongtype(c, removed, |s, n| s.integer(count_reply(n.unwrap_or(0))));
 }
 
@@ -212,15 +222,20 @@ fn hincrby<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let Some(incr) = parse_i64(c.arg(3)) else { return c.error(NOT_AN_INTEGER) };
     let field = c.arg(2);
     let limits = c.state.limits.hash_limits();
-    let result = write_hash(c, c.arg(1), |h| -> Result<i64, &'static [u8]> {
-        let old = match h.get(field) {
-            None => 0,
-            Some(v) => parse_i64(v).ok_or(&b"ERR hash value is not an integer"[..])?,
-        };
-        let new = old.checked_add(incr).ok_or(&b"ERR increment or decrement would overflow"[..])?;
-        h.set(field, new.to_string().as_bytes(), limits);
-        Ok(new)
-    }, |r| r.is_ok().then_some("hincrby"));
+    let result = write_hash(
+        c,
+        c.arg(1),
+        |h| -> Result<i64, &'static [u8]> {
+            let old = match h.get(field) {
+                None => 0,
+                Some(v) => parse_i64(v).ok_or(&b"ERR hash value is not an integer"[..])?,
+            };
+            let new = old.checked_add(incr).ok_or(&b"ERR increment or decrement would overflow"[..])?;
+            h.set(field, new.to_string().as_bytes(), limits);
+            Ok(new)
+        },
+        |r| r.is_ok().then_some("hincrby"),
+    );
     reply_result(c, result, |s, n| s.integer(n));
 }
 
@@ -234,16 +249,21 @@ fn hincrbyfloat<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     };
     let field = c.arg(2);
     let limits = c.state.limits.hash_limits();
-    let result = write_hash(c, c.arg(1), |h| -> Result<Vec<u8>, &'static [u8]> {
-        let old = match h.get(field) {
-            None => F80::from_i64(0),
-            Some(v) => F80::parse(v).ok_or(&b"ERR hash value is not a float"[..])?,
-        };
-        let sum = old.sum(incr).filter(|v| !v.is_inf());
-        let text = sum.ok_or(&b"ERR increment would produce NaN or Infinity"[..])?.to_human();
-        h.set(field, &text, limits);
-        Ok(text)
-    }, |r| r.is_ok().then_some("hincrbyfloat"));
+    let result = write_hash(
+        c,
+        c.arg(1),
+        |h| -> Result<Vec<u8>, &'static [u8]> {
+            let old = match h.get(field) {
+                None => F80::from_i64(0),
+                Some(v) => F80::parse(v).ok_or(&b"ERR hash value is not a float"[..])?,
+            };
+            let sum = old.sum(incr).filter(|v| !v.is_inf());
+            let text = sum.ok_or(&b"ERR increment would produce NaN or Infinity"[..])?.to_human();
+            h.set(field, &text, limits);
+            Ok(text)
+        },
+        |r| r.is_ok().then_some("hincrbyfloat"),
+    );
     reply_result(c, result, |s, text| s.bulk(&text));
 }
 

@@ -349,7 +349,9 @@ fn scan<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let now = now_ms();
     let matches = |k: &[u8]| pattern.is_none_or(|p| glob::matches(p, k, false));
     let (next, found) = c.state.keyspace.scan_expiring(c.session.db, cursor, count, matches, |k, e| {
-        matches(k) && type_name.is_none_or(|t| t.eq_ignore_ascii_case(e.value().type_name().as_bytes())) && !e.is_expired(now)
+        matches(k)
+            && type_name.is_none_or(|t| t.eq_ignore_ascii_case(e.value().type_name().as_bytes()))
+            && !e.is_expired(now)
     });
     let next = next.to_string();
     c.reply(|s| {

@@ -280,9 +280,7 @@ fn ltrim<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let done = write_list(
         c,
         c.arg(1),
-        |l| {
-            l.map(|l| l.keep(rank_range(l.len(), start, stop))).is_some()
-        },
+        |l| l.map(|l| l.keep(rank_range(l.len(), start, stop))).is_some(),
         |found| found.then_some("ltrim"),
     );
     reply_or_wrongtype(c, done, |s, _| s.simple(b"OK"));
@@ -427,6 +425,9 @@ struct LmpopArgs<'a> {
 /// Elements popped from a list, with its key.
 type Popped<'k> = Option<(&'k [u8], Vec<Vec<u8>>)>;
 
+/// [`Popped`], with whether the pop left the list empty (and deleted it).
+type Emptying<'k> = Option<(&'k [u8], Vec<Vec<u8>>, bool)>;
+
 /// Parse LMPOP's arguments with Redis's checks, in its order.
 fn lmpop_args<'a, T: ReplyTarget>(c: &Ctx<'a, T>) -> Result<LmpopArgs<'a>, &'static [u8]> {
     const NUMKEYS: &[u8] = b"ERR numkeys should be greater than 0";
@@ -459,7 +460,7 @@ fn lmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let state = c.state;
     let ks = &state.keyspace;
     let mut lock = ks.lock_keys(keys.iter().copied());
-    let popped = (|| -> Result<Option<(&[u8], Vec<Vec<u8>>, bool)>, WrongType> {
+    let popped = (|| -> Result<Emptying<'_>, WrongType> {
         for key in &keys {
             let d = lock.shard_for(ks, key).db(db);
             if let Some(l) = access::write::<ListValue>(d, key, now)? {

@@ -603,8 +603,11 @@ fn nogroup_read(key: &[u8], group: &[u8]) -> Vec<u8> {
     msg
 }
 
+/// Entries served to a reader: ids, with the fields unless deleted since.
+type ServedEntries = Vec<(StreamId, Option<Vec<CompactBytes>>)>;
+
 /// Serve one stream of an XREADGROUP; `None` when nothing is served for it
-/// (no new entries for `>`).
+/// (no new entries for `>`). The flag says whether the consumer was created.
 fn read_group(
     stream: &mut StreamValue,
     group_name: &[u8],
@@ -613,7 +616,7 @@ fn read_group(
     count: usize,
     noack: bool,
     now: i64,
-) -> (Option<Vec<(StreamId, Option<Vec<CompactBytes>>)>>, bool) {
+) -> (Option<ServedEntries>, bool) {
     let Some(mut group) = stream.groups.remove(group_name) else { return (None, false) };
     let serve = match start {
         ReadFrom::History(id) => Some(ReadFrom::History(id)),

@@ -471,6 +471,10 @@ fn zmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     }
 }
 
+/// What ZMPOP popped: the key, the members, and whether the set was left
+/// empty (and deleted).
+type PoppedFrom<'k> = Option<(&'k [u8], Items, bool)>;
+
 /// ZMPOP's work: the first key holding a sorted set gives up to `count`
 /// members; a key of another type met before it is an error.
 fn pop_first_nonempty<'k>(
@@ -481,7 +485,7 @@ fn pop_first_nonempty<'k>(
     keys: &[&'k [u8]],
     max: bool,
     count: usize,
-) -> Result<Option<(&'k [u8], Items, bool)>, WrongType> {
+) -> Result<PoppedFrom<'k>, WrongType> {
     for &key in keys {
         let d = lock.shard_for(ks, key).db(db);
         if let Some(z) = access::write::<ZSetValue>(d, key, now)? {
