@@ -684,6 +684,66 @@ fn server_side_events_notify_like_redis() {
     );
 }
 
+/// Every kind of write landing on a key that has just expired: the lazy
+/// `expired`, the `new` key and the command's own events, in Redis's order.
+#[test]
+fn writes_over_expired_keys_notify_like_redis() {
+    const WRITES: &[&str] = &[
+        "SUNIONSTORE d s",
+        "SINTERSTORE d nope",
+        "ZUNIONSTORE d 1 z",
+        "ZRANGESTORE d nope 0 -1",
+        "SORT l STORE d",
+        "SORT nope STORE d",
+        "BITOP NOT d b",
+        "BITOP AND d nope",
+        "PFMERGE d h",
+        "GEOSEARCHSTORE d g FROMLONLAT 0 0 BYRADIUS 1000 km",
+        "GEORADIUS nope 0 0 1 km STORE d",
+        "RENAME s d",
+        "RENAMENX s d",
+        "COPY s d",
+        "MOVE d 1",
+        "LPUSH d a",
+        "LMOVE l d LEFT LEFT",
+        "SMOVE s d a",
+        "HSET d a 1",
+        "HSETNX d a b",
+        "SADD d a",
+        "ZADD d 1 a",
+        "GEOADD d 1 1 a",
+        "XADD d 1-1 a 1",
+        "XGROUP CREATE d g $ MKSTREAM",
+        "SETBIT d 1 1",
+        "PFADD d a",
+        "APPEND d x",
+        "INCR d",
+        "SETRANGE d 0 x",
+        "SET d x NX",
+        "SET d x GET",
+        "SETNX d x",
+        "MSETNX d x",
+        "GETSET d x",
+        "GETEX d EX 100",
+        "EXPIRE d 100",
+        "PERSIST d",
+        "DEL d",
+        "LSET d 0 a",
+        "TYPE d",
+    ];
+    let cases = WRITES
+        .iter()
+        .map(|write| {
+            let setup =
+                ["SET d v PX 1", "SADD s a", "ZADD z 1 a", "RPUSH l a", "SET b x", "PFADD h a", "GEOADD g 1 1 a"];
+            let mut commands: Vec<&str> = setup.to_vec();
+            commands.extend(["SLEEP 5", write, "EXISTS d", "DBSIZE"]);
+            case("write over an expired key", "KEAxnm", &commands)
+        })
+        .collect();
+    compare("writes_over_expired_keys_notify_like_redis", cases);
+}
+
 /// `notify-keyspace-events` is read and printed as Redis does.
 #[test]
 fn notify_keyspace_events_config_matches_redis() {

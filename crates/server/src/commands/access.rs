@@ -82,10 +82,12 @@ pub(super) enum Stored {
 }
 
 /// Replace whatever `key` holds with `value` as a new key, or delete the key
-/// when `value` is empty (the `...STORE` commands).
+/// when `value` is empty (the `...STORE` commands). As in Redis, an empty
+/// result deletes the key without looking at its deadline, so a key that
+/// had expired is announced as deleted, not as expired.
 pub(super) fn store<V: Boxed>(db: &mut Db, key: &[u8], value: V, empty: bool) -> Stored {
     if empty {
-        return match db.take(key, now_ms()) {
+        return match db.remove(key) {
             Some(_) => Stored::Deleted,
             None => Stored::Nothing,
         };

@@ -314,7 +314,7 @@ fn bitop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         .collect();
     let d = lock.shard_for(ks, dest).db(db);
     if result.is_empty() {
-        if d.take(dest, now).is_some() {
+        if d.remove(dest).is_some() {
             c.notify(EventClass::Generic, "del", dest);
         }
     } else {

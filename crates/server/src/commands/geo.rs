@@ -409,7 +409,7 @@ fn search<T: ReplyTarget>(c: &mut Ctx<'_, T>, kind: Kind) {
         Err(q) => {
             // No source: an empty result, and a STORE deletes its destination.
             if let Some(dest) = q.store {
-                if lock.shard_for(ks, dest).db(db).take(dest, now).is_some() {
+                if lock.shard_for(ks, dest).db(db).remove(dest).is_some() {
                     c.notify(EventClass::Generic, "del", dest);
                 }
                 drop(lock);

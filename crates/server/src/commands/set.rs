@@ -399,17 +399,8 @@ fn smove<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let state = c.state;
     let ks = &state.keyspace;
     let mut lock = ks.lock_keys([src, dst]);
-    let moved = move_member(&mut lock, ks, db, now, [src, dst], member, max);
-    if let Ok((_, Some(emptied))) = moved {
-        // Redis announces the removal (and the emptied source) first.
-        c.notify(EventClass::Set, "srem", src);
-        if emptied {
-            c.notify(EventClass::Generic, "del", src);
-        }
-        c.notify(EventClass::Set, "sadd", dst);
-    }
+    let moved = move_member(c, &mut lock, ks, db, now, [src, dst], member, max);
     drop(lock);
-    let moved = moved.map(|(reply, _)| reply);
     match moved {
         Ok(b) => c.reply(|s| s.integer(i64::from(b))),
         Err(WrongType) => c.error(WRONGTYPE),
@@ -417,9 +408,11 @@ fn smove<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 }
 
 /// SMOVE's work, checks in Redis's order: a missing source is a 0 before
-/// the destination's type is looked at. The reply, and when the member
-/// moved, whether the source was left empty (and deleted).
-fn move_member(
+/// the destination's type is looked at. Announced as Redis does: the
+/// removal (and the emptied source) before the destination is created.
+#[allow(clippy::too_many_arguments)]
+fn move_member<T: ReplyTarget>(
+    c: &mut Ctx<'_, T>,
     lock: &mut MultiLock<'_>,
     ks: &Keyspace,
     db: usize,
@@ -427,22 +420,27 @@ fn move_member(
     [src, dst]: [&[u8]; 2],
     member: &[u8],
     max: usize,
-) -> Result<(bool, Option<bool>), WrongType> {
+) -> Result<bool, WrongType> {
     let Some(source) = access::read_for_write::<SetValue>(lock.shard_for(ks, src).db(db), src, now)? else {
-        return Ok((false, None));
+        return Ok(false);
     };
     let has = source.contains(member);
     access::read_for_write::<SetValue>(lock.shard_for(ks, dst).db(db), dst, now)?;
     if src == dst || !has {
-        return Ok((has, None));
+        return Ok(has);
     }
     let d = lock.shard_for(ks, src).db(db);
     if let Ok(Some(s)) = access::write::<SetValue>(d, src, now) {
         s.remove(member);
     }
     let emptied = access::remove_if_empty(d, src, now, SetValue::is_empty);
+    c.notify(EventClass::Set, "srem", src);
+    if emptied {
+        c.notify(EventClass::Generic, "del", src);
+    }
     set_or_create(lock.shard_for(ks, dst).db(db), dst, now, member)?.insert(member, max);
-    Ok((true, Some(emptied)))
+    c.notify(EventClass::Set, "sadd", dst);
+    Ok(true)
 }
 
 /// `SSCAN key cursor [MATCH pattern] [COUNT count]`.
