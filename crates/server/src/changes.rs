@@ -14,6 +14,16 @@
 //!
 //! Whole-database changes (`FLUSHDB`, `FLUSHALL`, `SWAPDB`) have their own
 //! entry points, as in Redis, because they touch keys nobody names.
+//!
+//! Changes the server makes by itself (a key expired, found on lookup or by
+//! the active cycle; a key evicted for `maxmemory`), and the `new` and
+//! `keymiss` events, happen deep in a [`crate::keyspace::Db`] that knows
+//! nothing of this; it records them ([`crate::keyspace::events`]) and
+//! [`flush_server_events`] announces them: before a command's own events
+//! (so the order is Redis's), after every command, expiry visit and
+//! eviction. [`Hub`] holds the parsed flags and the count of consumers, and
+//! tells the keyspace which of those events anyone wants, so with
+//! notifications off and no consumer they cost one relaxed load.
 
 use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Mutex;

@@ -66,7 +66,8 @@ impl ActiveExpiry {
     }
 
     /// Run the cycle on a background thread for as long as `owner` lives,
-    /// skipping the ticks for which `keyspace` gives none (expiry switched off).
+    /// skipping the ticks for which `keyspace` gives none (expiry switched off),
+    /// calling `after_shard` after each shard visit (see [`ActiveExpiry::tick_with`]).
     ///
     /// The thread holds only a weak reference, so dropping the server's
     /// state ends it at the next tick.
