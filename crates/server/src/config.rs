@@ -221,6 +221,9 @@ pub fn parse_memory(text: &str) -> Option<i64> {
 const EVENT_CLASSES: &str = "g$lshzxetd";
 const EVENT_LETTERS: &str = "Ag$lshzxeKEtmdn";
 
+/// Redis's printed form of a `notify-keyspace-events` value: `A` when every
+/// class it covers is set (and then `n` is not shown, though it stays on),
+/// else the classes and `n`; then `K`, `E` and `m`.
 fn canonical_events(value: &str) -> Result<String, InvalidValue> {
     let mut set = [false; 128];
     for c in value.chars() {
@@ -237,9 +240,9 @@ fn canonical_events(value: &str) -> Result<String, InvalidValue> {
     if EVENT_CLASSES.bytes().all(|b| set[usize::from(b)]) {
         out.push('A');
     } else {
-        out.extend(EVENT_CLASSES.chars().filter(|&c| set[c as usize]));
+        out.extend(EVENT_CLASSES.chars().chain(['n']).filter(|&c| set[c as usize]));
     }
-    out.extend("KEmn".chars().filter(|&c| set[c as usize]));
+    out.extend("KEm".chars().filter(|&c| set[c as usize]));
     Ok(out)
 }
 
@@ -938,6 +941,9 @@ mod tests {
     fn keyspace_events_are_canonical() {
         assert_eq!(canonical_events("KEA").unwrap(), "AKE");
         assert_eq!(canonical_events("Kgx").unwrap(), "gxK");
+        assert_eq!(canonical_events("KEtmdn").unwrap(), "tdnKEm", "n among the classes, m last");
+        assert_eq!(canonical_events("KEAmn").unwrap(), "AKEm", "A hides n");
+        assert_eq!(canonical_events("Ed$").unwrap(), "$dE");
         assert!(canonical_events("q").is_err());
     }
 

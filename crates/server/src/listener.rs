@@ -174,9 +174,11 @@ impl Server {
     pub fn serve(self) -> io::Result<StopReason> {
         // Keys whose deadline passed are removed even when nobody reads them.
         // `DEBUG SET-ACTIVE-EXPIRE 0` pauses it.
-        ActiveExpiry::spawn(Arc::downgrade(&self.state), |state: &ServerState| {
-            state.stats.active_expire.load(Ordering::Relaxed).then_some(&state.keyspace)
-        })?;
+        ActiveExpiry::spawn(
+            Arc::downgrade(&self.state),
+            |state: &ServerState| state.stats.active_expire.load(Ordering::Relaxed).then_some(&state.keyspace),
+            crate::changes::flush_server_events,
+        )?;
         let threads = self.state.config().threads();
         let mut loops = Vec::with_capacity(threads);
         let mut handles = Vec::with_capacity(threads);

@@ -6,6 +6,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use tokio::sync::watch;
 
+use crate::changes::{parse_flags, Hub};
 use crate::clients::ClientRegistry;
 use crate::config::{parse_output_limits, Config, OutputLimit};
 use crate::keyspace::{Keyspace, Policy};
@@ -43,6 +44,8 @@ pub struct ServerState {
     pub pause: Pause,
     /// Pub/sub subscriptions of every client.
     pub pubsub: Arc<PubSub>,
+    /// Who hears of key changes: keyspace notification flags and consumers.
+    pub changes: Hub,
     /// The TCP port the server listens on, for INFO.
     pub port: AtomicU16,
     /// Set to true once the server is to stop; every loop watches it.
@@ -182,7 +185,10 @@ impl ServerState {
         load_lfu_tuning(&keyspace, &config);
         let pubsub = Arc::new(PubSub::default());
         load_pubsub_limit(&pubsub, &config);
+        let changes = Hub::default();
+        changes.set_flags(parse_flags(config.get("notify-keyspace-events")).unwrap_or(0));
         ServerState {
+            changes,
             limits,
             ids: ClientIds::default(),
             keyspace,
@@ -223,7 +229,9 @@ impl ServerState {
         if limit == 0 || self.keyspace.used_memory() <= limit {
             return true;
         }
-        self.keyspace.free_memory(limit, self.limits.maxmemory_policy(), self.limits.maxmemory_samples())
+        let freed = self.keyspace.free_memory(limit, self.limits.maxmemory_policy(), self.limits.maxmemory_samples());
+        crate::changes::flush_server_events(self);
+        freed
     }
 
     /// Ask the whole server to stop (signal or `SHUTDOWN`).

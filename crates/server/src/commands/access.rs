@@ -5,6 +5,7 @@
 use kvik_protocol::ReplySink;
 
 use super::{Ctx, ReplyTarget, WRONGTYPE};
+use crate::changes::EventClass;
 use crate::keyspace::{now_ms, Db};
 use crate::types::Boxed;
 
@@ -60,19 +61,54 @@ fn typed_mut<V: Boxed>(entry: &mut crate::keyspace::Entry) -> Result<&mut V, Wro
 }
 
 /// Delete `key` when it holds a `V` that `is_empty` finds empty: an empty
-/// collection is no key. Neither counted nor marked accessed.
-pub(super) fn remove_if_empty<V: Boxed>(db: &mut Db, key: &[u8], now: i64, is_empty: impl FnOnce(&V) -> bool) {
+/// collection is no key. Neither counted nor marked accessed. True when the
+/// key was deleted (the command then announces `del` after its own event).
+pub(super) fn remove_if_empty<V: Boxed>(db: &mut Db, key: &[u8], now: i64, is_empty: impl FnOnce(&V) -> bool) -> bool {
     if db.inspect(key, now).and_then(|e| V::of(e.value())).is_some_and(is_empty) {
-        db.remove(key);
+        return db.remove(key).is_some();
     }
+    false
+}
+
+/// What a `...STORE` command did to its destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stored {
+    /// The result was stored.
+    Written,
+    /// The result was empty and an existing key was deleted.
+    Deleted,
+    /// The result was empty and there was no key.
+    Nothing,
 }
 
 /// Replace whatever `key` holds with `value` as a new key, or delete the key
-/// when `value` is empty (the `...STORE` commands).
-pub(super) fn store<V: Boxed>(db: &mut Db, key: &[u8], value: V, empty: bool) {
-    db.remove(key);
-    if !empty {
-        db.set(key, Box::new(value).into_value(), None);
+/// when `value` is empty (the `...STORE` commands). As in Redis, an empty
+/// result deletes the key without looking at its deadline, so a key that
+/// had expired is announced as deleted, not as expired.
+pub(super) fn store<V: Boxed>(db: &mut Db, key: &[u8], value: V, empty: bool) -> Stored {
+    if empty {
+        return match db.remove(key) {
+            Some(_) => Stored::Deleted,
+            None => Stored::Nothing,
+        };
+    }
+    db.replace(key, Box::new(value).into_value());
+    Stored::Written
+}
+
+/// Announce what a `...STORE` did: `event` (of `class`) when it wrote the
+/// result, `del` when an empty result deleted the key.
+pub(super) fn notify_store<T: ReplyTarget>(
+    c: &mut Ctx<'_, T>,
+    stored: Stored,
+    class: EventClass,
+    event: &str,
+    key: &[u8],
+) {
+    match stored {
+        Stored::Written => c.notify(class, event, key),
+        Stored::Deleted => c.notify(EventClass::Generic, "del", key),
+        Stored::Nothing => {}
     }
 }
 
@@ -108,17 +144,30 @@ pub(super) fn reply_from<T: ReplyTarget, V: Boxed>(
 
 /// Run `change` on the `V` at `key` (`None` when missing) under its shard
 /// lock, deleting the key if `is_empty` finds the value left empty.
+///
+/// `event` names the change's keyspace event (of `class`) from its result,
+/// `None` when nothing changed; a deleted key is announced as `del` after it.
 pub(super) fn change_with<T: ReplyTarget, V: Boxed, R>(
-    c: &Ctx<'_, T>,
+    c: &mut Ctx<'_, T>,
     key: &[u8],
+    class: EventClass,
     is_empty: impl FnOnce(&V) -> bool,
     change: impl FnOnce(Option<&mut V>) -> R,
+    event: impl FnOnce(&R) -> Option<&'static str>,
 ) -> Result<R, WrongType> {
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(c.session.db);
     let now = now_ms();
     let result = change(write(d, key, now)?);
-    remove_if_empty(d, key, now, is_empty);
+    let deleted = remove_if_empty(d, key, now, is_empty);
+    if let Some(name) = event(&result) {
+        c.notify(class, name, key);
+    }
+    if deleted {
+        c.notify(EventClass::Generic, "del", key);
+    }
+    drop(shard);
     Ok(result)
 }
 

@@ -8,6 +8,7 @@
 use kvik_protocol::number::parse_i64;
 
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
+use crate::changes::EventClass;
 use crate::keyspace::{now_ms, Db};
 use crate::types::string::{StrValue, MAX_STRING_LEN};
 use crate::types::{Value, ValueRef};
@@ -58,16 +59,19 @@ fn read_bytes<R>(db: &mut Db, key: &[u8], now: i64, read: impl FnOnce(&[u8]) -> 
 }
 
 /// The bytes of the string at `key`, created or zero-extended so that bit
-/// `max_bit` exists (Redis's `lookupStringForBitCommand`); `None` for another type.
-fn bits_for_write<'d>(db: &'d mut Db, key: &[u8], max_bit: u64, now: i64) -> Option<&'d mut Vec<u8>> {
+/// `max_bit` exists (Redis's `lookupStringForBitCommand`); `None` for another
+/// type. The flag says whether the string was created or grown, which is a
+/// change even when no bit then changes.
+fn bits_for_write<'d>(db: &'d mut Db, key: &[u8], max_bit: u64, now: i64) -> Option<(&'d mut Vec<u8>, bool)> {
     let need = usize::try_from(max_bit >> 3).ok()?.checked_add(1)?;
     match db.get_mut_or_insert(key, now, || Value::Str(StrValue::Raw(Vec::new()))).map(|e| e.value_mut()) {
         Some(Value::Str(s)) => {
             let bytes = s.make_raw();
-            if bytes.len() < need {
+            let grown = bytes.len() < need;
+            if grown {
                 bytes.resize(need, 0);
             }
-            Some(bytes)
+            Some((bytes, grown))
         }
         _ => None,
     }
@@ -82,13 +86,19 @@ fn setbit<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     };
     let key = c.arg(1);
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
-    let old = bits_for_write(shard.db(db), key, offset, now_ms()).map(|bytes| {
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
+    let old = bits_for_write(shard.db(db), key, offset, now_ms()).map(|(bytes, grown)| {
         let old = get_bit(bytes, offset);
         set_bit(bytes, offset, on);
-        old
+        (old, grown || old != on)
     });
+    // As in Redis 7.0, a SETBIT that changes nothing is not announced.
+    if old.is_some_and(|(_, changed)| changed) {
+        c.notify(EventClass::String, "setbit", key);
+    }
     drop(shard);
+    let old = old.map(|(old, _)| old);
     match old {
         Some(b) => c.reply(|s| s.integer(i64::from(b))),
         None => c.error(WRONGTYPE),
@@ -100,7 +110,8 @@ fn getbit<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let Some(offset) = bit_offset(c.arg(2), None) else { return c.error(BAD_OFFSET) };
     let key = c.arg(1);
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let bit = read_bytes(shard.db(db), key, now_ms(), |b| get_bit(b, offset)).map(|v| v.unwrap_or(false));
     drop(shard);
     match bit {
@@ -188,7 +199,8 @@ fn bitcount<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let args = range_args(c, 2, true);
     let key = c.arg(1);
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let count = read_bytes(shard.db(db), key, now_ms(), |bytes| {
         let range = match &args {
             Err(msg) => return Err(*msg),
@@ -221,7 +233,8 @@ fn bitpos<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let args = range_args(c, 3, false);
     let key = c.arg(1);
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let pos = read_bytes(shard.db(db), key, now_ms(), |bytes| {
         let (range, end_given) = match &args {
             Err(msg) => return Err(*msg),
@@ -272,7 +285,8 @@ fn bitop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let sources: Vec<&[u8]> = (3..c.argc()).map(|i| c.arg(i)).collect();
     let db = c.session.db;
     let now = now_ms();
-    let ks = &c.state.keyspace;
+    let state = c.state;
+    let ks = &state.keyspace;
     let mut lock = ks.lock_keys(sources.iter().copied().chain([dest]));
     let mut inputs = Vec::with_capacity(sources.len());
     for k in &sources {
@@ -300,9 +314,12 @@ fn bitop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         .collect();
     let d = lock.shard_for(ks, dest).db(db);
     if result.is_empty() {
-        d.remove(dest);
+        if d.remove(dest).is_some() {
+            c.notify(EventClass::Generic, "del", dest);
+        }
     } else {
-        d.set(dest, Value::Str(StrValue::Raw(result)), None);
+        d.replace(dest, Value::Str(StrValue::Raw(result)));
+        c.notify(EventClass::String, "set", dest);
     }
     drop(lock);
     c.reply(|s| s.integer(i64::try_from(len).unwrap_or(i64::MAX)));
@@ -410,7 +427,8 @@ fn bitfield<T: ReplyTarget>(c: &mut Ctx<'_, T>, read_only: bool) {
     let db = c.session.db;
     let now = now_ms();
     if !writes {
-        let mut shard = c.state.keyspace.lock_key(key);
+        let state = c.state;
+        let mut shard = state.keyspace.lock_key(key);
         let read = |bytes: &[u8]| ops.iter().map(|op| read_field(bytes, op.offset, op.ty)).collect::<Vec<i64>>();
         let values = read_bytes(shard.db(db), key, now, read);
         drop(shard);
@@ -426,11 +444,13 @@ fn bitfield<T: ReplyTarget>(c: &mut Ctx<'_, T>, read_only: bool) {
     if read_only {
         return c.error(b"ERR BITFIELD_RO only supports the GET subcommand");
     }
-    let mut shard = c.state.keyspace.lock_key(key);
-    let Some(bytes) = bits_for_write(shard.db(db), key, highest, now) else {
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
+    let Some((bytes, grown)) = bits_for_write(shard.db(db), key, highest, now) else {
         drop(shard);
         return c.error(WRONGTYPE);
     };
+    let mut changed = grown;
     let results: Vec<Option<i64>> = ops
         .iter()
         .map(|op| {
@@ -446,10 +466,14 @@ fn bitfield<T: ReplyTarget>(c: &mut Ctx<'_, T>, read_only: bool) {
                 (FieldSum::Over { saturated, .. }, Overflow::Sat) => saturated,
                 (FieldSum::Over { .. }, Overflow::Fail) => return None,
             };
+            changed |= new != old;
             write_field(bytes, op.offset, op.ty, new);
             Some(if reply_new { new } else { old })
         })
         .collect();
+    if changed {
+        c.notify(EventClass::String, "setbit", key);
+    }
     drop(shard);
     c.reply(|s| {
         s.array(results.len());

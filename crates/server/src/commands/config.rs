@@ -77,6 +77,12 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let borrowed: Vec<(&str, &str)> = pairs.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
     match c.state.update_config(|config| config.set_many(&borrowed)) {
         Ok(()) => {
+            // The flags come from the value as given: Redis prints `A`
+            // without the `n` it may hold, so the stored text can lose it.
+            let events = borrowed.iter().rev().find(|(n, _)| n.eq_ignore_ascii_case("notify-keyspace-events"));
+            if let Some(flags) = events.and_then(|(_, v)| crate::changes::parse_flags(v)) {
+                c.state.changes.set_flags(flags);
+            }
             // A lower limit applies at once, as in Redis, not at the next write.
             c.state.enforce_maxmemory();
             c.ok()

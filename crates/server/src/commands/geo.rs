@@ -9,9 +9,10 @@
 use kvik_protocol::number::parse_i64;
 use kvik_protocol::ReplySink;
 
-use super::access::{count_reply, WrongType};
+use super::access::{self, count_reply, WrongType};
 use super::zset::{build, limits, store_zset, zadd_at, zset_at, ZaddOptions};
 use super::{Ctx, ReplyTarget, SYNTAX_ERROR, WRONGTYPE};
+use crate::changes::EventClass;
 use crate::keyspace::now_ms;
 use crate::types::double::parse_score;
 use crate::types::float80::F80;
@@ -385,7 +386,8 @@ fn store_candidates<'a, T: ReplyTarget>(c: &Ctx<'a, T>, kind: Kind) -> Vec<&'a [
 fn search<T: ReplyTarget>(c: &mut Ctx<'_, T>, kind: Kind) {
     let src = if kind == Kind::SearchStore { c.arg(2) } else { c.arg(1) };
     let (db, now, limits) = (c.session.db, now_ms(), limits(c));
-    let ks = &c.state.keyspace;
+    let state = c.state;
+    let ks = &state.keyspace;
     let mut keys = store_candidates(c, kind);
     keys.push(src);
     let mut lock = ks.lock_keys(keys.iter().copied());
@@ -407,7 +409,9 @@ fn search<T: ReplyTarget>(c: &mut Ctx<'_, T>, kind: Kind) {
         Err(q) => {
             // No source: an empty result, and a STORE deletes its destination.
             if let Some(dest) = q.store {
-                lock.shard_for(ks, dest).db(db).remove(dest);
+                if lock.shard_for(ks, dest).db(db).remove(dest).is_some() {
+                    c.notify(EventClass::Generic, "del", dest);
+                }
                 drop(lock);
                 return c.reply(|s| s.integer(0));
             }
@@ -422,7 +426,9 @@ fn search<T: ReplyTarget>(c: &mut Ctx<'_, T>, kind: Kind) {
             Some(dest) => {
                 let items =
                     found.iter().map(|f| (f.member.clone(), if q.storedist { f.dist_m / q.per_unit } else { f.score }));
-                let n = store_zset(lock.shard_for(ks, dest).db(db), dest, build(items, limits));
+                let (n, stored) = store_zset(lock.shard_for(ks, dest).db(db), dest, build(items, limits));
+                let event = if kind == Kind::SearchStore { "geosearchstore" } else { "georadiusstore" };
+                access::notify_store(c, stored, EventClass::ZSet, event, dest);
                 drop(lock);
                 c.reply(|s| s.integer(count_reply(n)));
             }

@@ -16,6 +16,7 @@ use kvik_protocol::ReplySink;
 use super::access::{self, count_reply, reply_or_wrongtype, WrongType};
 use super::keys::parse_cursor;
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
+use crate::changes::EventClass;
 use crate::keyspace::{glob, now_ms};
 use crate::types::float80::F80;
 use crate::types::hash::HashValue;
@@ -59,27 +60,47 @@ fn reply_from_hash<T: ReplyTarget>(
 
 /// Run `write` on the hash at `key` under its shard lock: a missing key
 /// gets a new empty hash, and the key is deleted if the hash is left empty.
+///
+/// `event` names the change's keyspace event from the result (`None`:
+/// nothing changed).
 fn write_hash<T: ReplyTarget, R>(
-    c: &Ctx<'_, T>,
+    c: &mut Ctx<'_, T>,
     key: &[u8],
     write: impl FnOnce(&mut HashValue) -> R,
+    event: impl FnOnce(&R) -> Option<&'static str>,
 ) -> Result<R, WrongType> {
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(c.session.db);
     let now = now_ms();
     let result = write(access::write_or_create(d, key, now, HashValue::new)?);
-    access::remove_if_empty(d, key, now, HashValue::is_empty);
+    let deleted = access::remove_if_empty(d, key, now, HashValue::is_empty);
+    if let Some(name) = event(&result) {
+        c.notify(EventClass::Hash, name, key);
+    }
+    if deleted {
+        c.notify(EventClass::Generic, "del", key);
+    }
+    drop(shard);
     Ok(result)
 }
 
 /// Run `change` on the hash at `key` if there is one, deleting the key if
 /// the hash is left empty; `None` for a missing key.
 fn change_hash<T: ReplyTarget, R>(
-    c: &Ctx<'_, T>,
+    c: &mut Ctx<'_, T>,
     key: &[u8],
     change: impl FnOnce(&mut HashValue) -> R,
+    event: impl FnOnce(&R) -> Option<&'static str>,
 ) -> Result<Option<R>, WrongType> {
-    access::change_with(c, key, HashValue::is_empty, |h| h.map(change))
+    access::change_with(
+        c,
+        key,
+        EventClass::Hash,
+        HashValue::is_empty,
+        |h| h.map(change),
+        |r| r.as_ref().and_then(event),
+    )
 }
 
 /// Reply with a value or a null.
@@ -112,7 +133,8 @@ fn hset<T: ReplyTarget>(c: &mut Ctx<'_, T>, ok_reply: bool) {
     }
     let pairs: Vec<(&[u8], &[u8])> = (2..c.argc()).step_by(2).map(|i| (c.arg(i), c.arg(i + 1))).collect();
     let limits = c.state.limits.hash_limits();
-    let added = write_hash(c, c.arg(1), |h| pairs.iter().filter(|(f, v)| h.set(f, v, limits)).count());
+    let added =
+        write_hash(c, c.arg(1), |h| pairs.iter().filter(|(f, v)| h.set(f, v, limits)).count(), |_| Some("hset"));
     reply_or_wrongtype(c, added, |s, n| if ok_reply { s.simple(b"OK") } else { s.integer(count_reply(n)) });
 }
 
@@ -120,7 +142,8 @@ fn hset<T: ReplyTarget>(c: &mut Ctx<'_, T>, ok_reply: bool) {
 fn hsetnx<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (field, value) = (c.arg(2), c.arg(3));
     let limits = c.state.limits.hash_limits();
-    let set = write_hash(c, c.arg(1), |h| !h.contains(field) && h.set(field, value, limits));
+    let set =
+        write_hash(c, c.arg(1), |h| !h.contains(field) && h.set(field, value, limits), |set| set.then_some("hset"));
     reply_or_wrongtype(c, set, |s, set| s.integer(i64::from(set)));
 }
 
@@ -169,7 +192,8 @@ fn hgetall<T: ReplyTarget>(c: &mut Ctx<'_, T>, fields: bool, values: bool) {
 /// `HDEL key field [field ...]`: how many fields were removed.
 fn hdel<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let fields: Vec<&[u8]> = (2..c.argc()).map(|i| c.arg(i)).collect();
-    let removed = change_hash(c, c.arg(1), |h| fields.iter().filter(|f| h.remove(f)).count());
+    let removed =
+        change_hash(c, c.arg(1), |h| fields.iter().filter(|f| h.remove(f)).count(), |n| (*n > 0).then_some("hdel"));
     reply_or_wrongtype(c, removed, |s, n| s.integer(count_reply(n.unwrap_or(0))));
 }
 
@@ -198,15 +222,20 @@ fn hincrby<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let Some(incr) = parse_i64(c.arg(3)) else { return c.error(NOT_AN_INTEGER) };
     let field = c.arg(2);
     let limits = c.state.limits.hash_limits();
-    let result = write_hash(c, c.arg(1), |h| -> Result<i64, &'static [u8]> {
-        let old = match h.get(field) {
-            None => 0,
-            Some(v) => parse_i64(v).ok_or(&b"ERR hash value is not an integer"[..])?,
-        };
-        let new = old.checked_add(incr).ok_or(&b"ERR increment or decrement would overflow"[..])?;
-        h.set(field, new.to_string().as_bytes(), limits);
-        Ok(new)
-    });
+    let result = write_hash(
+        c,
+        c.arg(1),
+        |h| -> Result<i64, &'static [u8]> {
+            let old = match h.get(field) {
+                None => 0,
+                Some(v) => parse_i64(v).ok_or(&b"ERR hash value is not an integer"[..])?,
+            };
+            let new = old.checked_add(incr).ok_or(&b"ERR increment or decrement would overflow"[..])?;
+            h.set(field, new.to_string().as_bytes(), limits);
+            Ok(new)
+        },
+        |r| r.is_ok().then_some("hincrby"),
+    );
     reply_result(c, result, |s, n| s.integer(n));
 }
 
@@ -220,16 +249,21 @@ fn hincrbyfloat<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     };
     let field = c.arg(2);
     let limits = c.state.limits.hash_limits();
-    let result = write_hash(c, c.arg(1), |h| -> Result<Vec<u8>, &'static [u8]> {
-        let old = match h.get(field) {
-            None => F80::from_i64(0),
-            Some(v) => F80::parse(v).ok_or(&b"ERR hash value is not a float"[..])?,
-        };
-        let sum = old.sum(incr).filter(|v| !v.is_inf());
-        let text = sum.ok_or(&b"ERR increment would produce NaN or Infinity"[..])?.to_human();
-        h.set(field, &text, limits);
-        Ok(text)
-    });
+    let result = write_hash(
+        c,
+        c.arg(1),
+        |h| -> Result<Vec<u8>, &'static [u8]> {
+            let old = match h.get(field) {
+                None => F80::from_i64(0),
+                Some(v) => F80::parse(v).ok_or(&b"ERR hash value is not a float"[..])?,
+            };
+            let sum = old.sum(incr).filter(|v| !v.is_inf());
+            let text = sum.ok_or(&b"ERR increment would produce NaN or Infinity"[..])?.to_human();
+            h.set(field, &text, limits);
+            Ok(text)
+        },
+        |r| r.is_ok().then_some("hincrbyfloat"),
+    );
     reply_result(c, result, |s, text| s.bulk(&text));
 }
 

@@ -7,6 +7,7 @@
 //! `OBJECT ENCODING` agrees too.
 
 use super::{Ctx, ReplyTarget, WRONGTYPE};
+use crate::changes::EventClass;
 use crate::keyspace::{now_ms, Db};
 use crate::types::hll::{self, REGISTERS};
 use crate::types::string::{StrRef, StrValue};
@@ -79,7 +80,8 @@ fn pfadd<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let key = c.arg(1);
     let max_bytes = hll_sparse_max_bytes(c);
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(db);
     let result = hll_for_write(d, key, now_ms()).and_then(|(bytes, created)| {
         let mut changed = created;
@@ -91,6 +93,9 @@ fn pfadd<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         }
         Ok(changed)
     });
+    if result.as_ref().is_ok_and(|changed| *changed) {
+        c.notify(EventClass::String, "pfadd", key);
+    }
     drop(shard);
     match result {
         Ok(changed) => c.reply(|s| s.integer(i64::from(changed))),
@@ -148,12 +153,13 @@ fn pfmerge<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let max_bytes = hll_sparse_max_bytes(c);
     let db = c.session.db;
     let now = now_ms();
-    let mut lock = c.state.keyspace.lock_keys(keys.iter().copied());
+    let state = c.state;
+    let mut lock = state.keyspace.lock_keys(keys.iter().copied());
     let mut max = [0u8; REGISTERS];
     let mut any_dense = false;
     let mut result = Ok(());
     for key in &keys {
-        let d = lock.shard_for(&c.state.keyspace, key).db(db);
+        let d = lock.shard_for(&state.keyspace, key).db(db);
         match hll_at(d, key, now) {
             Ok(Some(bytes)) => {
                 any_dense |= bytes.len() == hll::DENSE_SIZE && bytes[4] == 0;
@@ -171,7 +177,7 @@ fn pfmerge<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     }
     let result = result.and_then(|()| {
         let dest = keys[0];
-        let d = lock.shard_for(&c.state.keyspace, dest).db(db);
+        let d = lock.shard_for(&state.keyspace, dest).db(db);
         let (bytes, _) = hll_for_write(d, dest, now)?;
         if any_dense {
             hll::to_dense(bytes).map_err(|_| Refusal::Corrupt)?;
@@ -184,6 +190,10 @@ fn pfmerge<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         hll::invalidate_cache(bytes);
         Ok(())
     });
+    if result.is_ok() {
+        // Announced even when nothing changed, as Redis does.
+        c.notify(EventClass::String, "pfadd", keys[0]);
+    }
     drop(lock);
     match result {
         Ok(()) => c.ok(),

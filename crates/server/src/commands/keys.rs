@@ -8,6 +8,7 @@ use std::hash::{BuildHasher, Hasher};
 use kvik_protocol::number::parse_i64;
 
 use super::{until_nul, Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR};
+use crate::changes::EventClass;
 use crate::keyspace::db::seconds;
 use crate::keyspace::{glob, lfu, now_ms, Entry, Meta};
 use crate::types::dump::{self, PayloadError};
@@ -90,15 +91,17 @@ fn del<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let keys: Vec<&[u8]> = (1..req.argc()).map(|i| req.arg(i)).collect();
     let db = c.session.db;
     let now = now_ms();
-    let ks = &c.state.keyspace;
+    let state = c.state;
+    let ks = &state.keyspace;
     let mut lock = ks.lock_keys(keys.iter().copied());
-    let removed = keys
-        .iter()
-        .filter(|k| {
-            let d = lock.shard_for(ks, k).db(db);
-            d.contains(k, now) && d.remove(k).is_some()
-        })
-        .count();
+    let mut removed = 0;
+    for k in &keys {
+        let d = lock.shard_for(ks, k).db(db);
+        if d.contains(k, now) && d.remove(k).is_some() {
+            removed += 1;
+            c.notify(EventClass::Generic, "del", k);
+        }
+    }
     drop(lock);
     reply_count(c, removed);
 }
@@ -110,7 +113,8 @@ fn count_existing<T: ReplyTarget>(c: &mut Ctx<'_, T>, touch: bool) {
     let keys: Vec<&[u8]> = (1..req.argc()).map(|i| req.arg(i)).collect();
     let db = c.session.db;
     let now = now_ms();
-    let ks = &c.state.keyspace;
+    let state = c.state;
+    let ks = &state.keyspace;
     let mut lock = ks.lock_keys(keys.iter().copied());
     let found = keys
         .iter()
@@ -131,7 +135,8 @@ fn count_existing<T: ReplyTarget>(c: &mut Ctx<'_, T>, touch: bool) {
 fn type_of<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let key = c.req.arg(1);
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let name = shard.db(db).peek(key, now_ms()).map_or("none", |e| e.value().type_name());
     drop(shard);
     c.reply(|s| s.simple(name.as_bytes()));
@@ -193,7 +198,8 @@ fn expire<T: ReplyTarget>(c: &mut Ctx<'_, T>, name: &str, base: Base, unit: Unit
     when += basetime;
     let key = req.arg(1);
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(db);
     let set = match d.lookup_write(key, now).map(Entry::deadline) {
         None => false,
@@ -206,9 +212,14 @@ fn expire<T: ReplyTarget>(c: &mut Ctx<'_, T>, name: &str, base: Base, unit: Unit
                 false
             } else if when <= now {
                 d.remove(key);
+                c.notify(EventClass::Generic, "del", key);
                 true
             } else {
-                d.set_expire(key, Some(when))
+                let set = d.set_expire(key, Some(when));
+                if set {
+                    c.notify(EventClass::Generic, "expire", key);
+                }
+                set
             }
         }
     };
@@ -222,7 +233,8 @@ fn ttl<T: ReplyTarget>(c: &mut Ctx<'_, T>, unit: Unit, base: Base) {
     let key = c.req.arg(1);
     let db = c.session.db;
     let now = now_ms();
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let found = shard.db(db).peek(key, now).map(Entry::deadline);
     drop(shard);
     let reply = match found {
@@ -244,11 +256,13 @@ fn ttl<T: ReplyTarget>(c: &mut Ctx<'_, T>, unit: Unit, base: Base) {
 fn persist<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let key = c.req.arg(1);
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(db);
     let had = d.lookup_write(key, now_ms()).is_some_and(|e| e.deadline().is_some());
     if had {
         d.set_expire(key, None);
+        c.notify(EventClass::Generic, "persist", key);
     }
     drop(shard);
     c.reply(|s| s.integer(i64::from(had)));
@@ -333,8 +347,9 @@ fn scan<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         i += 2;
     }
     let now = now_ms();
-    let (next, found) = c.state.keyspace.scan(c.session.db, cursor, count, |k, e| {
-        pattern.is_none_or(|p| glob::matches(p, k, false))
+    let matches = |k: &[u8]| pattern.is_none_or(|p| glob::matches(p, k, false));
+    let (next, found) = c.state.keyspace.scan_expiring(c.session.db, cursor, count, matches, |k, e| {
+        matches(k)
             && type_name.is_none_or(|t| t.eq_ignore_ascii_case(e.value().type_name().as_bytes()))
             && !e.is_expired(now)
     });
@@ -401,7 +416,8 @@ fn rename<T: ReplyTarget>(c: &mut Ctx<'_, T>, nx: bool) {
     let (src, dst) = (req.arg(1), req.arg(2));
     let db = c.session.db;
     let now = now_ms();
-    let ks = &c.state.keyspace;
+    let state = c.state;
+    let ks = &state.keyspace;
     let mut lock = ks.lock_keys([src, dst]);
     // Ok(true): renamed; Ok(false): RENAMENX refused; Err: no source.
     let outcome = (|| -> Result<bool, ()> {
@@ -420,6 +436,8 @@ fn rename<T: ReplyTarget>(c: &mut Ctx<'_, T>, nx: bool) {
         }
         let entry = lock.shard_for(ks, src).db(db).take(src, now).ok_or(())?;
         lock.shard_for(ks, dst).db(db).insert(entry.renamed(dst));
+        c.notify(EventClass::Generic, "rename_from", src);
+        c.notify(EventClass::Generic, "rename_to", dst);
         Ok(true)
     })();
     drop(lock);
@@ -469,7 +487,8 @@ fn copy<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         return c.error(SAME_OBJECT);
     }
     let now = now_ms();
-    let ks = &c.state.keyspace;
+    let state = c.state;
+    let ks = &state.keyspace;
     let mut lock = ks.lock_keys([src, dst]);
     let source = lock.shard_for(ks, src).db(src_db).get(src, now).map(|e| (e.value().to_owned(), e.deadline()));
     let copied = match source {
@@ -483,6 +502,7 @@ fn copy<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
                 let meta = Meta { private_copy: true, ..Meta::new(now) };
                 d.remove(dst);
                 d.insert(Entry::new(dst, value, deadline, meta));
+                c.notify_in(dst_db, EventClass::Generic, "copy_to", dst);
                 true
             }
         }
@@ -504,7 +524,8 @@ fn move_key<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         return c.error(SAME_OBJECT);
     }
     let now = now_ms();
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let moved = match shard.two_dbs(src_db, dst_db) {
         Some((from, to)) => {
             let movable = from.contains(key, now) && !to.contains(key, now);
@@ -518,6 +539,10 @@ fn move_key<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         }
         None => false,
     };
+    if moved {
+        c.notify_in(src_db, EventClass::Generic, "move_from", key);
+        c.notify_in(dst_db, EventClass::Generic, "move_to", key);
+    }
     drop(shard);
     c.reply(|s| s.integer(i64::from(moved)));
 }
@@ -548,8 +573,9 @@ fn object<T: ReplyTarget>(c: &mut Ctx<'_, T>, name: &str) {
     let key = c.req.arg(2);
     let db = c.session.db;
     let now = now_ms();
-    let mut shard = c.state.keyspace.lock_key(key);
-    let Some(entry) = shard.db(db).peek(key, now) else {
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
+    let Some(entry) = shard.db(db).peek_quiet(key, now) else {
         drop(shard);
         return c.reply(|s| s.null());
     };
@@ -584,7 +610,8 @@ fn object<T: ReplyTarget>(c: &mut Ctx<'_, T>, name: &str) {
 fn dump_key<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let key = c.req.arg(1);
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let payload = shard.db(db).get(key, now_ms()).map(|e| dump::dump(e.value()));
     drop(shard);
     match payload {
@@ -635,7 +662,8 @@ fn restore<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let key = req.arg(1);
     let db = c.session.db;
     let now = now_ms();
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(db);
     let result = (|| -> Result<(), &[u8]> {
         if !replace && d.contains(key, now) {
@@ -653,13 +681,14 @@ fn restore<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         if let Value::Hash(h) = &mut value {
             h.conform(c.state.limits.hash_limits());
         }
-        if replace {
-            d.remove(key);
-        }
+        let deleted = replace && d.take(key, now).is_some();
         if ttl != 0 && !absttl {
             ttl = ttl.saturating_add(now);
         }
         if ttl != 0 && ttl <= now {
+            if deleted {
+                c.notify(EventClass::Generic, "del", key);
+            }
             return Ok(());
         }
         let mut meta = Meta::new(now);
@@ -672,6 +701,7 @@ fn restore<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             meta.lfu_count = u8::try_from(freq).unwrap_or(u8::MAX);
         }
         d.insert(Entry::new(key, value, (ttl != 0).then_some(ttl), meta));
+        c.notify(EventClass::Generic, "restore", key);
         Ok(())
     })();
     drop(shard);

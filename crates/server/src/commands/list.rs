@@ -11,6 +11,7 @@ use kvik_protocol::ReplySink;
 
 use super::access::{self, count_reply, reply_or_wrongtype, WrongType};
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
+use crate::changes::EventClass;
 use crate::keyspace::now_ms;
 use crate::types::list::{rank_range, ListValue};
 
@@ -84,13 +85,33 @@ fn reply_from_list<T: ReplyTarget>(
 }
 
 /// Run `write` on the list at `key` (`None` when missing), deleting the key
-/// if the list is left empty.
+/// if the list is left empty; `event` names the change's event from the
+/// result (`None`: nothing changed).
 fn write_list<T: ReplyTarget, R>(
-    c: &Ctx<'_, T>,
+    c: &mut Ctx<'_, T>,
     key: &[u8],
     write: impl FnOnce(Option<&mut ListValue>) -> R,
+    event: impl FnOnce(&R) -> Option<&'static str>,
 ) -> Result<R, WrongType> {
-    access::change_with(c, key, ListValue::is_empty, write)
+    access::change_with(c, key, EventClass::List, ListValue::is_empty, write, event)
+}
+
+/// The event name of a pop from `end`.
+fn pop_event(end: End) -> &'static str {
+    if end.is_head() {
+        "lpop"
+    } else {
+        "rpop"
+    }
+}
+
+/// The event name of a push to `end`.
+fn push_event(end: End) -> &'static str {
+    if end.is_head() {
+        "lpush"
+    } else {
+        "rpush"
+    }
 }
 
 /// An index or count argument: Redis's "not an integer" error otherwise.
@@ -129,7 +150,8 @@ fn push<T: ReplyTarget>(c: &mut Ctx<'_, T>, end: End, only_existing: bool) {
     let key = c.arg(1);
     let elements: Vec<&[u8]> = (2..c.argc()).map(|i| c.arg(i)).collect();
     let now = now_ms();
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(c.session.db);
     let list = if only_existing {
         access::write::<ListValue>(d, key, now)
@@ -144,6 +166,9 @@ fn push<T: ReplyTarget>(c: &mut Ctx<'_, T>, end: End, only_existing: bool) {
             l.len()
         })
     });
+    if len.as_ref().is_ok_and(|n| *n > 0) {
+        c.notify(EventClass::List, push_event(end), key);
+    }
     drop(shard);
     reply_or_wrongtype(c, len, |s, n| s.integer(count_reply(n)));
 }
@@ -159,7 +184,12 @@ fn pop<T: ReplyTarget>(c: &mut Ctx<'_, T>, end: End) {
         Ok(n) => n,
         Err(msg) => return c.error(msg),
     };
-    let popped = write_list(c, c.arg(1), |l| l.map(|l| pop_many(l, end, count.unwrap_or(1))));
+    let popped = write_list(
+        c,
+        c.arg(1),
+        |l| l.map(|l| pop_many(l, end, count.unwrap_or(1))),
+        |items| items.as_ref().is_some_and(|i| !i.is_empty()).then_some(pop_event(end)),
+    );
     reply_or_wrongtype(c, popped, |s, items| match (items, count) {
         (None, Some(_)) => s.null_array(),
         (None, None) => s.null(),
@@ -211,11 +241,16 @@ fn lindex<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// then one out of range.
 fn lset<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (index, element) = (parse_i64(c.arg(2)), c.arg(3));
-    let outcome = write_list(c, c.arg(1), |l| -> Result<(), &'static [u8]> {
-        let l = l.ok_or(&b"ERR no such key"[..])?;
-        let i = index.ok_or(NOT_AN_INTEGER)?;
-        l.set(i, element).then_some(()).ok_or(b"ERR index out of range")
-    });
+    let outcome = write_list(
+        c,
+        c.arg(1),
+        |l| -> Result<(), &'static [u8]> {
+            let l = l.ok_or(&b"ERR no such key"[..])?;
+            let i = index.ok_or(NOT_AN_INTEGER)?;
+            l.set(i, element).then_some(()).ok_or(b"ERR index out of range")
+        },
+        |r| r.is_ok().then_some("lset"),
+    );
     match outcome {
         Err(WrongType) => c.error(WRONGTYPE),
         Ok(Err(msg)) => c.error(msg),
@@ -231,7 +266,8 @@ fn lrem<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         Err(msg) => return c.error(msg),
     };
     let element = c.arg(3);
-    let removed = write_list(c, c.arg(1), |l| l.map_or(0, |l| l.remove_matching(element, count)));
+    let removed =
+        write_list(c, c.arg(1), |l| l.map_or(0, |l| l.remove_matching(element, count)), |n| (*n > 0).then_some("lrem"));
     reply_or_wrongtype(c, removed, |s, n| s.integer(count_reply(n)));
 }
 
@@ -241,12 +277,13 @@ fn ltrim<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(msg), _) | (_, Err(msg)) => return c.error(msg),
     };
-    let done = write_list(c, c.arg(1), |l| {
-        if let Some(l) = l {
-            l.keep(rank_range(l.len(), start, stop));
-        }
-    });
-    reply_or_wrongtype(c, done, |s, ()| s.simple(b"OK"));
+    let done = write_list(
+        c,
+        c.arg(1),
+        |l| l.map(|l| l.keep(rank_range(l.len(), start, stop))).is_some(),
+        |found| found.then_some("ltrim"),
+    );
+    reply_or_wrongtype(c, done, |s, _| s.simple(b"OK"));
 }
 
 /// `LINSERT key BEFORE|AFTER pivot element`: the new length, -1 when the
@@ -261,16 +298,21 @@ fn linsert<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         return c.error(SYNTAX_ERROR);
     };
     let (pivot, element) = (c.arg(3), c.arg(4));
-    let len = write_list(c, c.arg(1), |l| match l {
-        None => 0,
-        Some(l) => {
-            if l.insert_at_pivot(pivot, element, before) {
-                count_reply(l.len())
-            } else {
-                -1
+    let len = write_list(
+        c,
+        c.arg(1),
+        |l| match l {
+            None => 0,
+            Some(l) => {
+                if l.insert_at_pivot(pivot, element, before) {
+                    count_reply(l.len())
+                } else {
+                    -1
+                }
             }
-        }
-    });
+        },
+        |n| (*n > 0).then_some("linsert"),
+    );
     reply_or_wrongtype(c, len, |s, n| s.integer(n));
 }
 
@@ -342,22 +384,31 @@ fn lpos<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 fn move_element<T: ReplyTarget>(c: &mut Ctx<'_, T>, from: End, to: End) {
     let (src, dst) = (c.arg(1), c.arg(2));
     let (db, now) = (c.session.db, now_ms());
-    let ks = &c.state.keyspace;
+    let state = c.state;
+    let ks = &state.keyspace;
     let mut lock = ks.lock_keys([src, dst]);
-    let moved = (|| -> Result<Option<Vec<u8>>, WrongType> {
+    let moved = (|| -> Result<Option<(Vec<u8>, bool)>, WrongType> {
         if access::read_for_write::<ListValue>(lock.shard_for(ks, src).db(db), src, now)?.is_none() {
             return Ok(None);
         }
         access::read_for_write::<ListValue>(lock.shard_for(ks, dst).db(db), dst, now)?;
         let d = lock.shard_for(ks, src).db(db);
         let item = access::write::<ListValue>(d, src, now)?.and_then(|l| l.pop(from.is_head())).map(|b| b.to_vec());
-        if let Some(item) = &item {
-            access::write_or_create(lock.shard_for(ks, dst).db(db), dst, now, ListValue::new)?.push(to.is_head(), item);
-        }
-        access::remove_if_empty(lock.shard_for(ks, src).db(db), src, now, ListValue::is_empty);
-        Ok(item)
+        let Some(item) = item else { return Ok(None) };
+        access::write_or_create(lock.shard_for(ks, dst).db(db), dst, now, ListValue::new)?.push(to.is_head(), &item);
+        let emptied = access::remove_if_empty(lock.shard_for(ks, src).db(db), src, now, ListValue::is_empty);
+        Ok(Some((item, emptied)))
     })();
+    if let Ok(Some((_, emptied))) = &moved {
+        // Redis announces the push, then the pop, then the emptied source.
+        c.notify(EventClass::List, push_event(to), dst);
+        c.notify(EventClass::List, pop_event(from), src);
+        if *emptied {
+            c.notify(EventClass::Generic, "del", src);
+        }
+    }
     drop(lock);
+    let moved = moved.map(|m| m.map(|(item, _)| item));
     reply_or_wrongtype(c, moved, |s, item| match item {
         Some(item) => s.bulk(&item),
         None => s.null(),
@@ -373,6 +424,9 @@ struct LmpopArgs<'a> {
 
 /// Elements popped from a list, with its key.
 type Popped<'k> = Option<(&'k [u8], Vec<Vec<u8>>)>;
+
+/// [`Popped`], with whether the pop left the list empty (and deleted it).
+type Emptying<'k> = Option<(&'k [u8], Vec<Vec<u8>>, bool)>;
 
 /// Parse LMPOP's arguments with Redis's checks, in its order.
 fn lmpop_args<'a, T: ReplyTarget>(c: &Ctx<'a, T>) -> Result<LmpopArgs<'a>, &'static [u8]> {
@@ -403,20 +457,28 @@ fn lmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         Err(msg) => return c.error(msg),
     };
     let (db, now) = (c.session.db, now_ms());
-    let ks = &c.state.keyspace;
+    let state = c.state;
+    let ks = &state.keyspace;
     let mut lock = ks.lock_keys(keys.iter().copied());
-    let popped = (|| -> Result<Popped<'_>, WrongType> {
+    let popped = (|| -> Result<Emptying<'_>, WrongType> {
         for key in &keys {
             let d = lock.shard_for(ks, key).db(db);
             if let Some(l) = access::write::<ListValue>(d, key, now)? {
                 let items = pop_many(l, end, count);
-                access::remove_if_empty(d, key, now, ListValue::is_empty);
-                return Ok(Some((key, items)));
+                let emptied = access::remove_if_empty(d, key, now, ListValue::is_empty);
+                return Ok(Some((key, items, emptied)));
             }
         }
         Ok(None)
     })();
+    if let Ok(Some((key, _, emptied))) = &popped {
+        c.notify(EventClass::List, pop_event(end), key);
+        if *emptied {
+            c.notify(EventClass::Generic, "del", key);
+        }
+    }
     drop(lock);
+    let popped: Result<Popped<'_>, WrongType> = popped.map(|p| p.map(|(key, items, _)| (key, items)));
     reply_or_wrongtype(c, popped, |s, popped| match popped {
         Some((key, items)) => {
             s.array(2);

@@ -221,6 +221,9 @@ impl<'a, T: ReplyTarget> Ctx<'a, T> {
 
     /// [`Ctx::notify`] for a key of database `db` (`MOVE`, `COPY ... DB`).
     pub fn notify_in(&mut self, db: usize, class: EventClass, event: &str, key: &[u8]) {
+        // What the lookups recorded (expired keys, new keys) comes first, as
+        // Redis announces it when it happens.
+        changes::flush_server_events(self.state);
         changes::key_changed(self.state, db, key, self.session.id);
         changes::publish_event(self.state, class, event, db, key);
     }
@@ -442,6 +445,7 @@ fn execute_checked<T: ReplyTarget>(
     let clock = CommandClock::start();
     let mut ctx = Ctx { state, req, session, target, failed: false, outcome: Outcome::Continue, may_block: true };
     let known = dispatch(spec.id, &mut ctx);
+    changes::flush_server_events(state);
     drop(clock);
     if !known {
         // A subcommand kvik does not run reads as one Redis does not know.

@@ -156,7 +156,7 @@ fn memory_usage<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (db, key) = (c.session.db, c.arg(2));
     let size = {
         let mut shard = c.state.keyspace.lock_key(key);
-        shard.db(db).inspect(key, now_ms()).map(charge)
+        shard.db(db).find_stale(key).map(charge)
     };
     match size {
         Some(n) => c.reply(|s| s.integer(n as i64)),

@@ -14,6 +14,7 @@ use super::access::{self, count_reply, WrongType};
 use super::keys::parse_cursor;
 use super::random::Picker;
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
+use crate::changes::EventClass;
 use crate::keyspace::{glob, now_ms, Db, Keyspace, MultiLock};
 use crate::types::set::{Member, SetValue};
 
@@ -45,10 +46,9 @@ fn set_or_create<'d>(db: &'d mut Db, key: &[u8], now: i64, first: &[u8]) -> Resu
 
 /// Store `set` at `key` (replacing whatever was there), or delete the key
 /// when the set is empty; the set's size.
-fn store_set(db: &mut Db, key: &[u8], set: SetValue) -> usize {
+fn store_set(db: &mut Db, key: &[u8], set: SetValue) -> (usize, access::Stored) {
     let len = set.len();
-    access::store(db, key, set, len == 0);
-    len
+    (len, access::store(db, key, set, len == 0))
 }
 
 /// Copies of the sets at `keys` (`None` for a missing key), read under
@@ -84,9 +84,13 @@ fn bulk_member(s: &mut dyn ReplySink, m: Member<'_>) {
 fn sadd<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (key, db, max) = (c.arg(1), c.session.db, max_intset(c));
     let members: Vec<&[u8]> = (2..c.argc()).map(|i| c.arg(i)).collect();
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let added = set_or_create(shard.db(db), key, now_ms(), members[0])
         .map(|set| members.iter().filter(|m| set.insert(m, max)).count());
+    if added.as_ref().is_ok_and(|n| *n > 0) {
+        c.notify(EventClass::Set, "sadd", key);
+    }
     drop(shard);
     match added {
         Ok(n) => c.reply(|s| s.integer(count_reply(n))),
@@ -97,9 +101,14 @@ fn sadd<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// `SREM key member [member ...]`: how many were there.
 fn srem<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let members: Vec<&[u8]> = (2..c.argc()).map(|i| c.arg(i)).collect();
-    let removed = access::change_with(c, c.arg(1), SetValue::is_empty, |set| {
-        set.map_or(0, |s| members.iter().filter(|m| s.remove(m)).count())
-    });
+    let removed = access::change_with(
+        c,
+        c.arg(1),
+        EventClass::Set,
+        SetValue::is_empty,
+        |set| set.map_or(0, |s| members.iter().filter(|m| s.remove(m)).count()),
+        |n| (*n > 0).then_some("srem"),
+    );
     access::reply_or_wrongtype(c, removed, |s, n| s.integer(count_reply(n)));
 }
 
@@ -161,10 +170,17 @@ fn spop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         None
     };
     let (key, db, now) = (c.arg(1), c.session.db, now_ms());
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(db);
     let popped = access::write::<SetValue>(d, key, now).map(|set| set.map(|s| pop_members(s, count.unwrap_or(1))));
-    access::remove_if_empty(d, key, now, SetValue::is_empty);
+    let deleted = access::remove_if_empty(d, key, now, SetValue::is_empty);
+    if popped.as_ref().is_ok_and(|p| p.as_ref().is_some_and(|p| !p.is_empty())) {
+        c.notify(EventClass::Set, "spop", key);
+    }
+    if deleted {
+        c.notify(EventClass::Generic, "del", key);
+    }
     drop(shard);
     let popped = match popped {
         Ok(p) => p.unwrap_or_default(),
@@ -310,12 +326,22 @@ fn combine<T: ReplyTarget>(c: &mut Ctx<'_, T>, op: Op, store: bool) {
     let first = if store { 2 } else { 1 };
     let keys: Vec<&[u8]> = (first..c.argc()).map(|i| c.arg(i)).collect();
     let (db, now, max) = (c.session.db, now_ms(), max_intset(c));
-    let ks = &c.state.keyspace;
+    let state = c.state;
+    let ks = &state.keyspace;
     let mut lock = ks.lock_keys(keys.iter().copied().chain(dest));
     let result = read_sets(&mut lock, ks, db, &keys, now).map(|sets| compute(op, &sets, max, usize::MAX));
     let result = match (result, dest) {
         (Err(WrongType), _) => Err(WrongType),
-        (Ok(set), Some(dest)) => Ok(Err(store_set(lock.shard_for(ks, dest).db(db), dest, set))),
+        (Ok(set), Some(dest)) => {
+            let (len, stored) = store_set(lock.shard_for(ks, dest).db(db), dest, set);
+            let event = match op {
+                Op::Inter => "sinterstore",
+                Op::Union => "sunionstore",
+                Op::Diff => "sdiffstore",
+            };
+            access::notify_store(c, stored, EventClass::Set, event, dest);
+            Ok(Err(len))
+        }
         (Ok(set), None) => Ok(Ok(set)),
     };
     drop(lock);
@@ -370,9 +396,10 @@ fn sintercard<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 fn smove<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (src, dst, member) = (c.arg(1), c.arg(2), c.arg(3));
     let (db, now, max) = (c.session.db, now_ms(), max_intset(c));
-    let ks = &c.state.keyspace;
+    let state = c.state;
+    let ks = &state.keyspace;
     let mut lock = ks.lock_keys([src, dst]);
-    let moved = move_member(&mut lock, ks, db, now, [src, dst], member, max);
+    let moved = move_member(c, &mut lock, ks, db, now, [src, dst], member, max);
     drop(lock);
     match moved {
         Ok(b) => c.reply(|s| s.integer(i64::from(b))),
@@ -381,8 +408,11 @@ fn smove<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 }
 
 /// SMOVE's work, checks in Redis's order: a missing source is a 0 before
-/// the destination's type is looked at.
-fn move_member(
+/// the destination's type is looked at. Announced as Redis does: the
+/// removal (and the emptied source) before the destination is created.
+#[allow(clippy::too_many_arguments)]
+fn move_member<T: ReplyTarget>(
+    c: &mut Ctx<'_, T>,
     lock: &mut MultiLock<'_>,
     ks: &Keyspace,
     db: usize,
@@ -403,8 +433,13 @@ fn move_member(
     if let Ok(Some(s)) = access::write::<SetValue>(d, src, now) {
         s.remove(member);
     }
-    access::remove_if_empty(d, src, now, SetValue::is_empty);
+    let emptied = access::remove_if_empty(d, src, now, SetValue::is_empty);
+    c.notify(EventClass::Set, "srem", src);
+    if emptied {
+        c.notify(EventClass::Generic, "del", src);
+    }
     set_or_create(lock.shard_for(ks, dst).db(db), dst, now, member)?.insert(member, max);
+    c.notify(EventClass::Set, "sadd", dst);
     Ok(true)
 }
 

@@ -20,6 +20,7 @@ use kvik_protocol::number::{parse_i64, write_i64};
 
 use super::access::{self, count_reply};
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
+use crate::changes::EventClass;
 use crate::keyspace::{now_ms, Db, Keyspace, MultiLock};
 use crate::types::double::strtod;
 use crate::types::list::ListValue;
@@ -288,7 +289,8 @@ enum Outcome {
     NotADouble,
     /// Elements (no `GET`), or the `GET` values, in output order.
     Values(Vec<Option<Vec<u8>>>),
-    Stored(usize),
+    /// How many were stored, and what was done to the destination.
+    Stored(usize, access::Stored),
 }
 
 /// `SORT key [BY pattern] [LIMIT offset count] [GET pattern ...] [ASC|DESC]
@@ -300,14 +302,18 @@ fn sort<T: ReplyTarget>(c: &mut Ctx<'_, T>, readonly: bool) {
     };
     let key = c.arg(1);
     let (db, now) = (c.session.db, now_ms());
-    let ks = &c.state.keyspace;
+    let state = c.state;
+    let ks = &state.keyspace;
     let mut lock = if uses_patterns(&o) { ks.lock_all() } else { ks.lock_keys([key].into_iter().chain(o.store)) };
     let outcome = run(&mut lock, ks, db, now, key, &mut o);
+    if let (Outcome::Stored(_, stored), Some(dest)) = (&outcome, o.store) {
+        access::notify_store(c, *stored, EventClass::List, "sortstore", dest);
+    }
     drop(lock);
     match outcome {
         Outcome::WrongType => c.error(WRONGTYPE),
         Outcome::NotADouble => c.error(NOT_A_DOUBLE),
-        Outcome::Stored(n) => c.reply(|s| s.integer(count_reply(n))),
+        Outcome::Stored(n, _) => c.reply(|s| s.integer(count_reply(n))),
         Outcome::Values(values) => c.reply(|s| {
             s.array(values.len());
             for v in &values {
@@ -405,8 +411,8 @@ fn run(lock: &mut MultiLock<'_>, ks: &Keyspace, db: usize, now: i64, key: &[u8],
     for v in &values {
         list.push(false, v.as_deref().unwrap_or(b""));
     }
-    access::store(db_for(lock, ks, db, dest), dest, list, stored == 0);
-    Outcome::Stored(stored)
+    let done = access::store(db_for(lock, ks, db, dest), dest, list, stored == 0);
+    Outcome::Stored(stored, done)
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use kvik_protocol::ReplySink;
 
 use super::access::{self, WrongType};
 use super::{help, unknown_subcommand_syntax, Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
+use crate::changes::EventClass;
 use crate::keyspace::{now_ms, Db};
 use crate::types::compact::CompactBytes;
 use crate::types::stream::{
@@ -254,7 +255,8 @@ fn xadd<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let limits = node_limits(c);
     let now = now_ms();
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(db);
     let stream = match stream_at_mut(d, key, now) {
         Err(()) => return c.error(WRONGTYPE),
@@ -277,8 +279,10 @@ fn xadd<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         }
     };
     stream.append(id, &fields, limits);
-    if let Some(how) = a.how {
-        stream.trim(how, a.approx, a.limit);
+    let trimmed = a.how.map_or(0, |how| stream.trim(how, a.approx, a.limit));
+    c.notify(EventClass::Stream, "xadd", key);
+    if trimmed > 0 {
+        c.notify(EventClass::Stream, "xtrim", key);
     }
     drop(shard);
     c.reply(|s| s.bulk(&id.to_text()));
@@ -292,12 +296,16 @@ fn xtrim<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     };
     let key = c.arg(1);
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let removed = match stream_at_mut(shard.db(db), key, now_ms()) {
         Err(()) => return c.error(WRONGTYPE),
         Ok(None) => 0,
         Ok(Some(s)) => a.how.map_or(0, |how| s.trim(how, a.approx, a.limit)),
     };
+    if removed > 0 {
+        c.notify(EventClass::Stream, "xtrim", key);
+    }
     drop(shard);
     c.reply(|s| s.integer(i64::try_from(removed).unwrap_or(i64::MAX)));
 }
@@ -306,7 +314,8 @@ fn xtrim<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 fn xlen<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let key = c.arg(1);
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let len = match stream_at(shard.db(db), key, now_ms()) {
         Err(()) => return c.error(WRONGTYPE),
         Ok(s) => s.map_or(0, StreamValue::len),
@@ -337,7 +346,8 @@ fn xrange<T: ReplyTarget>(c: &mut Ctx<'_, T>, rev: bool) {
     }
     let key = c.arg(1);
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let entries: Option<Vec<OwnedEntry>> = match stream_at(shard.db(db), key, now_ms()) {
         Err(()) => return c.error(WRONGTYPE),
         Ok(None) => Some(Vec::new()),
@@ -364,7 +374,8 @@ fn xdel<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let key = c.arg(1);
     let db = c.session.db;
     let now = now_ms();
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(db);
     match stream_for_write(d, key, now) {
         Err(()) => return c.error(WRONGTYPE),
@@ -385,6 +396,9 @@ fn xdel<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         Ok(Some(s)) => ids.iter().filter(|id| s.delete(**id)).count(),
         _ => 0,
     };
+    if deleted > 0 {
+        c.notify(EventClass::Stream, "xdel", key);
+    }
     drop(shard);
     c.reply(|s| s.integer(i64::try_from(deleted).unwrap_or(i64::MAX)));
 }
@@ -475,7 +489,8 @@ fn xread<T: ReplyTarget>(c: &mut Ctx<'_, T>, group_cmd: bool) {
     };
     let db = c.session.db;
     let now = now_ms();
-    let ks = &c.state.keyspace;
+    let state = c.state;
+    let ks = &state.keyspace;
     let mut lock = ks.lock_keys(a.keys.iter().copied());
     // First pass: check types and groups, resolve the ids, as Redis does
     // before serving anything.
@@ -532,7 +547,11 @@ fn xread<T: ReplyTarget>(c: &mut Ctx<'_, T>, group_cmd: bool) {
                 e
             }
             (Some((group, consumer)), start) => {
-                match read_group(stream, group, consumer, start, a.count, a.noack, now) {
+                let (entries, created) = read_group(stream, group, consumer, start, a.count, a.noack, now);
+                if created {
+                    c.notify(EventClass::Stream, "xgroup-createconsumer", key);
+                }
+                match entries {
                     Some(e) => e,
                     None => continue,
                 }
@@ -584,8 +603,11 @@ fn nogroup_read(key: &[u8], group: &[u8]) -> Vec<u8> {
     msg
 }
 
+/// Entries served to a reader: ids, with the fields unless deleted since.
+type ServedEntries = Vec<(StreamId, Option<Vec<CompactBytes>>)>;
+
 /// Serve one stream of an XREADGROUP; `None` when nothing is served for it
-/// (no new entries for `>`).
+/// (no new entries for `>`). The flag says whether the consumer was created.
 fn read_group(
     stream: &mut StreamValue,
     group_name: &[u8],
@@ -594,8 +616,8 @@ fn read_group(
     count: usize,
     noack: bool,
     now: i64,
-) -> Option<Vec<(StreamId, Option<Vec<CompactBytes>>)>> {
-    let mut group = stream.groups.remove(group_name)?;
+) -> (Option<ServedEntries>, bool) {
+    let Some(mut group) = stream.groups.remove(group_name) else { return (None, false) };
     let serve = match start {
         ReadFrom::History(id) => Some(ReadFrom::History(id)),
         ReadFrom::New => {
@@ -604,8 +626,13 @@ fn read_group(
         }
         ReadFrom::After(_) => None,
     };
-    let consumer = group.consumers.entry(CompactBytes::new(consumer_name)).or_default();
-    consumer.seen_ms = now;
+    // As in Redis, a consumer is created (and seen) only when the read is
+    // served: `>` with nothing new leaves the group as it was.
+    let known = group.consumers.len();
+    if serve.is_some() {
+        group.consumers.entry(CompactBytes::new(consumer_name)).or_default().seen_ms = now;
+    }
+    let created = group.consumers.len() > known;
     let out = match serve {
         None => None,
         Some(ReadFrom::History(id)) => Some(history(stream, &mut group, consumer_name, id, count, now)),
@@ -613,7 +640,7 @@ fn read_group(
         Some(ReadFrom::New) => None,
     };
     stream.groups.insert(CompactBytes::new(group_name), group);
-    out
+    (out, created)
 }
 
 /// The consumer's pending entries from just above `after`, each delivered again.
@@ -680,7 +707,8 @@ fn xack<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (key, group_name) = (c.arg(1), c.arg(2));
     let db = c.session.db;
     let now = now_ms();
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(db);
     let has_group = match stream_at(d, key, now) {
         Err(()) => return c.error(WRONGTYPE),
@@ -767,7 +795,8 @@ fn xpending<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (key, group_name) = (c.arg(1), c.arg(2));
     let db = c.session.db;
     let now = now_ms();
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let group = match stream_at(shard.db(db), key, now) {
         Err(()) => return c.error(WRONGTYPE),
         Ok(s) => s.and_then(|s| s.groups.get(group_name)),
@@ -938,7 +967,8 @@ fn xclaim<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (key, group_name, consumer_name) = (c.arg(1), c.arg(2), c.arg(3));
     let db = c.session.db;
     let now = now_ms();
-    let ks = &c.state.keyspace;
+    let state = c.state;
+    let ks = &state.keyspace;
     let mut shard = ks.lock_key(key);
     let d = shard.db(db);
     match stream_at(d, key, now) {
@@ -973,6 +1003,7 @@ fn xclaim<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         group.last_id = o.last_id;
     }
     let consumer = CompactBytes::new(consumer_name);
+    let known = group.consumers.len();
     let mut claimed: Vec<(StreamId, Option<Vec<CompactBytes>>)> = Vec::new();
     for id in ids {
         let Some(fields) = stream.get(&id) else {
@@ -994,7 +1025,11 @@ fn xclaim<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         hand_over(&mut group, id, &consumer, delivered, deliveries);
         claimed.push((id, (!o.justid).then(|| fields.to_vec())));
     }
+    let created = group.consumers.len() > known;
     stream.groups.insert(CompactBytes::new(group_name), group);
+    if created {
+        c.notify(EventClass::Stream, "xgroup-createconsumer", key);
+    }
     drop(shard);
     c.reply(|s| {
         s.array(claimed.len());
@@ -1043,7 +1078,8 @@ fn xautoclaim<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (key, group_name, consumer_name) = (c.arg(1), c.arg(2), c.arg(3));
     let db = c.session.db;
     let now = now_ms();
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(db);
     // Redis's lookup is a read's (counted as a hit or miss); the change follows.
     if stream_at(d, key, now).is_err() {
@@ -1058,6 +1094,7 @@ fn xautoclaim<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         return c.error(&msg);
     };
     let consumer = CompactBytes::new(consumer_name);
+    let known = group.consumers.len();
     let mut attempts = count * 10;
     let mut left = count;
     let mut claimed: Vec<(StreamId, Option<Vec<CompactBytes>>)> = Vec::new();
@@ -1100,7 +1137,11 @@ fn xautoclaim<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             break;
         }
     }
+    let created = group.consumers.len() > known;
     stream.groups.insert(CompactBytes::new(group_name), group);
+    if created {
+        c.notify(EventClass::Stream, "xgroup-createconsumer", key);
+    }
     drop(shard);
     c.reply(|s| {
         s.array(3);
@@ -1149,7 +1190,8 @@ fn xsetid<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     }
     let key = c.arg(1);
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let stream = match stream_at_mut(shard.db(db), key, now_ms()) {
         Err(()) => return c.error(WRONGTYPE),
         Ok(None) => return c.error(NO_SUCH_KEY),
@@ -1172,6 +1214,7 @@ fn xsetid<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     if max_deleted != StreamId::MIN {
         stream.max_deleted_id = max_deleted;
     }
+    c.notify(EventClass::Stream, "xsetid", key);
     drop(shard);
     c.ok();
 }
@@ -1203,7 +1246,8 @@ fn xgroup<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     }
     let now = now_ms();
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(db);
     let exists = match stream_for_write(d, key, now) {
         Err(()) => return c.error(WRONGTYPE),
@@ -1246,16 +1290,22 @@ fn xgroup<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             }
             let read = entries_read.unwrap_or(None);
             stream.groups.insert(name, Group { last_id: id, entries_read: read, ..Group::default() });
+            c.notify(EventClass::Stream, "xgroup-create", key);
             drop(shard);
             c.ok();
         }
         b"setid" => {
             let Some(id) = target_id(stream_for_write(d, key, now).ok().flatten()) else { return c.error(INVALID_ID) };
+            let mut set = false;
             if let Ok(Some(stream)) = stream_at_mut(d, key, now) {
                 if let Some(g) = stream.groups.get_mut(group_name) {
                     g.last_id = id;
                     g.entries_read = entries_read.unwrap_or(None);
+                    set = true;
                 }
+            }
+            if set {
+                c.notify(EventClass::Stream, "xgroup-setid", key);
             }
             drop(shard);
             c.ok();
@@ -1265,6 +1315,9 @@ fn xgroup<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
                 Ok(Some(s)) => s.groups.remove(group_name).is_some(),
                 _ => false,
             };
+            if removed {
+                c.notify(EventClass::Stream, "xgroup-destroy", key);
+            }
             drop(shard);
             c.reply(|s| s.integer(i64::from(removed)));
         }
@@ -1279,20 +1332,28 @@ fn xgroup<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
                     }
                 }
             }
+            if created {
+                c.notify(EventClass::Stream, "xgroup-createconsumer", key);
+            }
             drop(shard);
             c.reply(|s| s.integer(i64::from(created)));
         }
         _ => {
             let mut pending = 0;
+            let mut removed = false;
             if let Ok(Some(stream)) = stream_at_mut(d, key, now) {
                 if let Some(g) = stream.groups.get_mut(group_name) {
                     if let Some(cons) = g.consumers.remove(c.arg(4)) {
+                        removed = true;
                         pending = cons.pending.len();
                         for id in &cons.pending {
                             g.pending.remove(id);
                         }
                     }
                 }
+            }
+            if removed {
+                c.notify(EventClass::Stream, "xgroup-delconsumer", key);
             }
             drop(shard);
             c.reply(|s| s.integer(i64::try_from(pending).unwrap_or(i64::MAX)));
@@ -1341,7 +1402,8 @@ fn xinfo_help<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// A copy of a stream for XINFO, taken under the lock and formatted after.
 fn snapshot<T: ReplyTarget>(c: &Ctx<'_, T>, key: &[u8]) -> Result<StreamValue, &'static [u8]> {
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     match stream_at(shard.db(db), key, now_ms()) {
         Err(()) => Err(WRONGTYPE),
         Ok(None) => Err(NO_SUCH_KEY),

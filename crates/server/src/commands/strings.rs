@@ -6,6 +6,7 @@
 use kvik_protocol::number::parse_i64;
 
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
+use crate::changes::EventClass;
 use crate::keyspace::{now_ms, Db, Meta};
 use crate::types::float80::F80;
 use crate::types::string::{byte_range, write_at, StrRef, StrValue, MAX_STRING_LEN};
@@ -192,11 +193,13 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     };
     let (key, value) = (c.arg(1), c.arg(2));
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(db);
     if !(o.get || o.nx || o.xx || o.keep_ttl) {
         // Nothing depends on the old value: one probe of the table.
         d.set_string(key, value, o.expire_at_ms);
+        notify_set(c, key, o.expire_at_ms.is_some());
         drop(shard);
         return c.ok();
     }
@@ -217,6 +220,7 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     if write {
         let expire_at_ms = if o.keep_ttl { old.as_ref().and_then(|(_, at)| *at) } else { o.expire_at_ms };
         d.set_string(key, value, expire_at_ms);
+        notify_set(c, key, o.expire_at_ms.is_some());
     }
     drop(shard);
     match (o.get, write) {
@@ -226,15 +230,25 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     }
 }
 
+/// Announce a SET: `set`, then `expire` when it gave the key a TTL.
+fn notify_set<T: ReplyTarget>(c: &mut Ctx<'_, T>, key: &[u8], with_ttl: bool) {
+    c.notify(EventClass::String, "set", key);
+    if with_ttl {
+        c.notify(EventClass::Generic, "expire", key);
+    }
+}
+
 /// `SETNX key value`: 1 when set, 0 when the key existed.
 fn setnx<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (key, value) = (c.arg(1), c.arg(2));
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(db);
     let set = !d.contains(key, now_ms());
     if set {
         d.set_string(key, value, None);
+        c.notify(EventClass::String, "set", key);
     }
     drop(shard);
     c.reply(|s| s.integer(i64::from(set)));
@@ -245,7 +259,8 @@ fn mget<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let keys: Vec<&[u8]> = (1..c.argc()).map(|i| c.arg(i)).collect();
     let db = c.session.db;
     let now = now_ms();
-    let ks = &c.state.keyspace;
+    let state = c.state;
+    let ks = &state.keyspace;
     let mut lock = ks.lock_keys(keys.iter().copied());
     // Written from the stored bytes with every shard still locked, so the
     // values are not copied first.
@@ -268,11 +283,13 @@ fn mset<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         return c.error(b"ERR wrong number of arguments for 'mset' command");
     }
     let db = c.session.db;
-    let ks = &c.state.keyspace;
+    let state = c.state;
+    let ks = &state.keyspace;
     let pairs: Vec<(&[u8], &[u8])> = (1..c.argc()).step_by(2).map(|i| (c.arg(i), c.arg(i + 1))).collect();
     let mut lock = ks.lock_keys(pairs.iter().map(|(k, _)| *k));
     for (k, v) in &pairs {
         lock.shard_for(ks, k).db(db).set_string(k, v, None);
+        c.notify(EventClass::String, "set", k);
     }
     drop(lock);
     c.ok();
@@ -282,7 +299,8 @@ fn mset<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 fn append<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (key, tail) = (c.arg(1), c.arg(2));
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(db);
     let len = match d.get_mut(key, now_ms()).map(|e| e.value_mut()) {
         None => {
@@ -297,6 +315,9 @@ fn append<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         }
         Some(_) => None,
     };
+    if len.is_some() {
+        c.notify(EventClass::String, "append", key);
+    }
     drop(shard);
     match len {
         Some(len) => c.reply(|s| s.integer(i64::try_from(len).unwrap_or(i64::MAX))),
@@ -308,7 +329,8 @@ fn append<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 fn strlen<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let key = c.arg(1);
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let len = string_at(shard.db(db), key, now_ms()).map(|v| v.map_or(0, StrRef::len));
     drop(shard);
     match len {
@@ -321,7 +343,8 @@ fn strlen<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 fn incr_by<T: ReplyTarget>(c: &mut Ctx<'_, T>, delta: i64) {
     let key = c.arg(1);
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(db);
     let now = now_ms();
     let changed = d.update(key, now, |entry| match entry.value() {
@@ -341,6 +364,9 @@ fn incr_by<T: ReplyTarget>(c: &mut Ctx<'_, T>, delta: i64) {
         d.set(key, Value::Str(StrValue::Int(delta)), None);
         Ok(delta)
     });
+    if result.is_ok() {
+        c.notify(EventClass::String, "incrby", key);
+    }
     drop(shard);
     match result {
         Ok(n) => c.reply(|s| s.integer(n)),
@@ -358,8 +384,10 @@ fn setex<T: ReplyTarget>(c: &mut Ctx<'_, T>, seconds: bool) {
     };
     let (key, value) = (c.arg(1), c.arg(3));
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     shard.db(db).set_string(key, value, Some(at));
+    notify_set(c, key, true);
     drop(shard);
     c.ok();
 }
@@ -368,11 +396,13 @@ fn setex<T: ReplyTarget>(c: &mut Ctx<'_, T>, seconds: bool) {
 fn getset<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (key, value) = (c.arg(1), c.arg(2));
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(db);
     let old = owned_string_at(d, key, now_ms());
     if old.is_ok() {
         d.set_string(key, value, None);
+        c.notify(EventClass::String, "set", key);
     }
     drop(shard);
     match old {
@@ -385,11 +415,13 @@ fn getset<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 fn getdel<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let key = c.arg(1);
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(db);
     let old = owned_string_at(d, key, now_ms());
     if let Ok(Some(_)) = old {
         d.remove(key);
+        c.notify(EventClass::Generic, "del", key);
     }
     drop(shard);
     match old {
@@ -451,7 +483,8 @@ fn getex<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     };
     let key = c.arg(1);
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(db);
     let value = match owned_string_at(d, key, now) {
         Ok(Some(v)) => v,
@@ -467,7 +500,10 @@ fn getex<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     match change {
         TtlChange::Keep => {}
         TtlChange::Persist => {
-            d.set_expire(key, None);
+            if d.inspect(key, now).is_some_and(|e| e.deadline().is_some()) {
+                d.set_expire(key, None);
+                c.notify(EventClass::Generic, "persist", key);
+            }
         }
         TtlChange::At(u, text) => {
             let (_, seconds, relative) = GETEX_UNITS[u];
@@ -478,9 +514,11 @@ fn getex<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
                 }
                 Ok(at) if !relative && at <= now => {
                     d.remove(key);
+                    c.notify(EventClass::Generic, "del", key);
                 }
                 Ok(at) => {
                     d.set_expire(key, Some(at));
+                    c.notify(EventClass::Generic, "expire", key);
                 }
             }
         }
@@ -497,13 +535,15 @@ fn msetnx<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     }
     let db = c.session.db;
     let now = now_ms();
-    let ks = &c.state.keyspace;
+    let state = c.state;
+    let ks = &state.keyspace;
     let pairs: Vec<(&[u8], &[u8])> = (1..c.argc()).step_by(2).map(|i| (c.arg(i), c.arg(i + 1))).collect();
     let mut lock = ks.lock_keys(pairs.iter().map(|(k, _)| *k));
     let any = pairs.iter().any(|(k, _)| lock.shard_for(ks, k).db(db).contains(k, now));
     if !any {
         for (k, v) in &pairs {
             lock.shard_for(ks, k).db(db).set_string(k, v, None);
+            c.notify(EventClass::String, "set", k);
         }
     }
     drop(lock);
@@ -515,8 +555,12 @@ fn msetnx<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 fn incrbyfloat<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (key, incr) = (c.arg(1), c.arg(2));
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let result = add_float(shard.db(db), key, incr, now_ms());
+    if result.is_ok() {
+        c.notify(EventClass::String, "incrbyfloat", key);
+    }
     drop(shard);
     match result {
         Ok(text) => c.reply(|s| s.bulk(&text)),
@@ -558,7 +602,8 @@ fn getrange<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     };
     let key = c.arg(1);
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let mut scratch = Vec::new();
     let part = match string_at(shard.db(db), key, now_ms()) {
         Err(()) => None,
@@ -586,7 +631,8 @@ fn setrange<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (key, value) = (c.arg(1), c.arg(3));
     let fits = offset.saturating_add(value.len() as u64) <= MAX_STRING_LEN;
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(db);
     let result: Result<usize, &[u8]> = match d.get_mut(key, now_ms()) {
         None if value.is_empty() => Ok(0),
@@ -607,6 +653,9 @@ fn setrange<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             _ => Err(WRONGTYPE),
         },
     };
+    if result.is_ok() && !value.is_empty() {
+        c.notify(EventClass::String, "setrange", key);
+    }
     drop(shard);
     match result {
         Ok(n) => c.reply(|s| s.integer(i64::try_from(n).unwrap_or(i64::MAX))),
@@ -620,7 +669,8 @@ fn lcs<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (ka, kb) = (c.arg(1), c.arg(2));
     let db = c.session.db;
     let now = now_ms();
-    let ks = &c.state.keyspace;
+    let state = c.state;
+    let ks = &state.keyspace;
     let mut lock = ks.lock_keys([ka, kb]);
     let a = owned_string_at(lock.shard_for(ks, ka).db(db), ka, now);
     let b = owned_string_at(lock.shard_for(ks, kb).db(db), kb, now);

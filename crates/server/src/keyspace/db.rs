@@ -20,6 +20,7 @@ use hashbrown::hash_table::Entry as Slot;
 use hashbrown::HashTable;
 
 pub use super::entry::{seconds, Entry, Meta};
+use super::events::{self, ServerEvent};
 use super::evict::Policy;
 use super::lfu::{self, Tuning};
 use crate::types::Value;
@@ -82,6 +83,9 @@ pub struct Db {
     rng: u64,
     /// LFU parameters shared with the rest of the keyspace.
     tuning: Arc<Tuning>,
+    /// This database's number, for the events it records (kept right by
+    /// the shard, which hands databases out by number).
+    pub(super) index: usize,
 }
 
 /// How a lookup treats the key it finds, as Redis's lookup flags do.
@@ -92,6 +96,8 @@ enum Lookup {
     /// A read that leaves the access record alone but still counts
     /// (EXISTS, TYPE, TTL, OBJECT).
     ReadNoTouch,
+    /// `ReadNoTouch` that announces no miss (OBJECT).
+    ReadQuiet,
     /// A write command's lookup: marks the key accessed, counts nothing.
     Write,
     /// A write lookup handing the entry out for a change: its charge is
@@ -185,14 +191,19 @@ impl Db {
                 self.used -= charge(&old).min(self.used);
                 unindex(&mut self.deadlines, key, old.deadline());
                 self.expired += 1;
+                events::record(ServerEvent::Expired, self.index, key);
                 None
             }
             Ok(found) => Some(found.into_mut()),
             Err(_) => None,
         };
         match how {
-            Lookup::Read | Lookup::ReadNoTouch if found.is_some() => self.hits += 1,
-            Lookup::Read | Lookup::ReadNoTouch => self.misses += 1,
+            Lookup::Read | Lookup::ReadNoTouch | Lookup::ReadQuiet if found.is_some() => self.hits += 1,
+            Lookup::ReadQuiet => self.misses += 1,
+            Lookup::Read | Lookup::ReadNoTouch => {
+                self.misses += 1;
+                events::record(ServerEvent::KeyMiss, self.index, key);
+            }
             Lookup::Write | Lookup::Change | Lookup::Open | Lookup::Inspect => {}
         }
         let entry = found?;
@@ -224,10 +235,24 @@ impl Db {
         self.lookup(key, now_ms, Lookup::ReadNoTouch).map(|e| &*e)
     }
 
+    /// [`Db::peek`] that does not announce a miss as a `keymiss` event
+    /// (OBJECT, as in Redis).
+    pub fn peek_quiet(&mut self, key: &[u8], now_ms: i64) -> Option<&Entry> {
+        self.lookup(key, now_ms, Lookup::ReadQuiet).map(|e| &*e)
+    }
+
     /// The live entry for `key` without marking it accessed or counting the
     /// lookup (MEMORY USAGE, DEBUG OBJECT, eviction).
     pub fn inspect(&mut self, key: &[u8], now_ms: i64) -> Option<&Entry> {
         self.lookup(key, now_ms, Lookup::Inspect).map(|e| &*e)
+    }
+
+    /// The entry for `key` even if its deadline has passed, left in place
+    /// (MEMORY USAGE, which Redis answers from the table without expiring).
+    pub fn find_stale(&mut self, key: &[u8]) -> Option<&Entry> {
+        self.settle();
+        let hash = self.hash(key);
+        self.table.find(hash, |e| e.key() == key)
     }
 
     /// The live entry for `key`, mutable, marking it accessed; for commands
@@ -301,7 +326,22 @@ impl Db {
     /// value is overwritten, so rewriting a hot key does not make it look
     /// new to the LFU policies. Callers that mean a new key (`COPY ...
     /// REPLACE`, `RENAME`, `RESTORE ... REPLACE`) remove the old one first.
-    pub fn insert(&mut self, mut entry: Entry) -> Option<Entry> {
+    pub fn insert(&mut self, entry: Entry) -> Option<Entry> {
+        self.insert_announced(entry, true)
+    }
+
+    /// Store `value` under `key` as a new key with a new access record,
+    /// dropping what was there (the `...STORE` commands, Redis's `setKey`):
+    /// recorded as a created key only when there was no live one. True when
+    /// a live key was replaced.
+    pub fn replace(&mut self, key: &[u8], value: Value) -> bool {
+        let existed = self.take(key, super::now_ms()).is_some();
+        self.insert_announced(Entry::new(key, value, None, Meta::new(super::now_ms())), !existed);
+        existed
+    }
+
+    /// [`Db::insert`], recording a created key only when `announce_new`.
+    fn insert_announced(&mut self, mut entry: Entry, announce_new: bool) -> Option<Entry> {
         self.settle();
         self.used += charge(&entry);
         let new_deadline = entry.deadline();
@@ -315,6 +355,8 @@ impl Db {
                 if kept.is_expired(now) {
                     // Gone already for every reader: replacing it makes a new key.
                     self.expired += 1;
+                    events::record(ServerEvent::Expired, self.index, kept.key());
+                    events::record(ServerEvent::New, self.index, kept.key());
                 } else {
                     // The write is an access to the old key, as Redis's
                     // lookup before an overwrite is, and its frequency stays.
@@ -329,6 +371,9 @@ impl Db {
             Slot::Vacant(slot) => {
                 let placed = slot.insert(entry);
                 let key = placed.get().key();
+                if announce_new {
+                    events::record(ServerEvent::New, self.index, key);
+                }
                 reindex(&mut self.deadlines, key, None, new_deadline);
                 return None;
             }

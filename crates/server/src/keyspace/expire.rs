@@ -30,6 +30,13 @@ impl ActiveExpiry {
 
     /// One tick over `keyspace`; returns how many keys it removed.
     pub fn tick(&mut self, keyspace: &Keyspace) -> usize {
+        self.tick_with(keyspace, || {})
+    }
+
+    /// [`ActiveExpiry::tick`], calling `after_shard` after each shard visit
+    /// while the shard is still locked, to publish what the visit recorded
+    /// (see [`super::events`]).
+    pub fn tick_with(&mut self, keyspace: &Keyspace, mut after_shard: impl FnMut()) -> usize {
         let started = Instant::now();
         let shards = keyspace.shard_count();
         let mut removed = 0;
@@ -44,6 +51,7 @@ impl ActiveExpiry {
                 budget -= n;
                 removed += n;
             }
+            after_shard();
             drop(shard);
             if budget == 0 && unfinished.is_none() {
                 unfinished = Some(index);
@@ -58,13 +66,15 @@ impl ActiveExpiry {
     }
 
     /// Run the cycle on a background thread for as long as `owner` lives,
-    /// skipping the ticks for which `keyspace` gives none (expiry switched off).
+    /// skipping the ticks for which `keyspace` gives none (expiry switched off),
+    /// calling `after_shard` after each shard visit (see [`ActiveExpiry::tick_with`]).
     ///
     /// The thread holds only a weak reference, so dropping the server's
     /// state ends it at the next tick.
     pub fn spawn<T: Send + Sync + 'static>(
         owner: Weak<T>,
         keyspace: fn(&T) -> Option<&Keyspace>,
+        after_shard: fn(&T),
     ) -> std::io::Result<thread::JoinHandle<()>> {
         thread::Builder::new().name("kvik-expire".into()).spawn(move || {
             let mut cycle = ActiveExpiry::default();
@@ -72,7 +82,7 @@ impl ActiveExpiry {
                 thread::sleep(Self::PERIOD);
                 let Some(state) = owner.upgrade() else { return };
                 if let Some(keyspace) = keyspace(&state) {
-                    cycle.tick(keyspace);
+                    cycle.tick_with(keyspace, || after_shard(&state));
                 }
             }
         })

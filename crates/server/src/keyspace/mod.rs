@@ -8,6 +8,7 @@
 
 pub mod db;
 pub mod entry;
+pub mod events;
 pub mod evict;
 pub mod expire;
 pub mod glob;
@@ -71,13 +72,19 @@ impl Shard {
     pub fn db(&mut self, index: usize) -> &mut Db {
         let index = index.min(self.dbs.len() - 1);
         self.touch(index);
-        &mut self.dbs[index]
+        let db = &mut self.dbs[index];
+        db.index = index;
+        db
     }
 
     /// Every database of this shard.
     pub fn dbs(&mut self) -> &mut [Db] {
         self.touched.clear();
         self.touched.extend(0..self.dbs.len());
+        // `SWAPDB` swaps databases through this slice: renumber them here.
+        for (i, db) in self.dbs.iter_mut().enumerate() {
+            db.index = i;
+        }
         &mut self.dbs
     }
 
@@ -89,6 +96,8 @@ impl Shard {
         }
         self.touch(a);
         self.touch(b);
+        self.dbs[a].index = a;
+        self.dbs[b].index = b;
         if a < b {
             let (low, high) = self.dbs.split_at_mut(b);
             Some((&mut low[a], &mut high[0]))

@@ -51,6 +51,20 @@ impl Keyspace {
         db: usize,
         cursor: u64,
         count: usize,
+        keep: impl FnMut(&[u8], &Entry) -> bool,
+    ) -> (u64, Vec<Vec<u8>>) {
+        self.scan_expiring(db, cursor, count, |_| false, keep)
+    }
+
+    /// [`Keyspace::scan`] that also removes the expired keys it visits whose
+    /// name `expire` accepts (SCAN's MATCH), as Redis's SCAN does, so they
+    /// are announced and counted as expired; they are never returned.
+    pub fn scan_expiring(
+        &self,
+        db: usize,
+        cursor: u64,
+        count: usize,
+        mut expire: impl FnMut(&[u8]) -> bool,
         mut keep: impl FnMut(&[u8], &Entry) -> bool,
     ) -> (u64, Vec<Vec<u8>>) {
         let count = count.max(1);
@@ -81,10 +95,18 @@ impl Keyspace {
                     (group, boundary.checked_add(1))
                 }
             };
+            let now = super::now_ms();
+            let mut expired = Vec::new();
             for (_, k, e) in &candidates[..taken] {
-                if keep(k, e) {
+                if e.is_expired(now) && expire(k) {
+                    expired.push(k.to_vec());
+                } else if keep(k, e) {
                     out.push(k.to_vec());
                 }
+            }
+            // As in Redis, the matching keys met that have expired go now.
+            for k in &expired {
+                d.inspect(k, now);
             }
             visited += taken;
             match resume {

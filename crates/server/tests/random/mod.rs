@@ -393,6 +393,12 @@ fn sequence(family: Family, seed: u64) -> Vec<Command> {
     commands
 }
 
+/// The commands of one seed as argument lists, for tests that compare
+/// something other than the replies (the keyspace notifications they cause).
+pub fn sequence_args(family: Family, seed: u64) -> Vec<Vec<Vec<u8>>> {
+    sequence(family, seed).into_iter().map(|c| c.args).collect()
+}
+
 /// `reply` with its elements sorted, in pairs when `pairs`.
 fn sorted(reply: &[u8], pairs: bool) -> Vec<u8> {
     let Some((mut out, items)) = elements_of(reply, true) else { return reply.to_vec() };

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use kvik_protocol::number::parse_i64;
 
 use super::{build, limits, resp3, source_at, store_zset, write_items, Items, Limits, Source};
-use crate::commands::access::{count_reply, WrongType};
+use crate::changes::EventClass;
+use crate::commands::access::{self, count_reply, WrongType};
 use crate::commands::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
 use crate::keyspace::now_ms;
 use crate::types::double::parse_score;
@@ -162,7 +163,8 @@ pub(super) fn algebra<T: ReplyTarget>(c: &mut Ctx<'_, T>, op: SetOp, out: Output
     let keys: Vec<&[u8]> = (at + 1..at + 1 + numkeys).map(|i| c.arg(i)).collect();
     let dst = (out == Output::Store).then(|| c.arg(1));
     let (db, now, limits) = (c.session.db, now_ms(), limits(c));
-    let ks = &c.state.keyspace;
+    let state = c.state;
+    let ks = &state.keyspace;
     let mut lock = ks.lock_keys(keys.iter().copied().chain(dst));
     let sources: Result<Vec<Option<Source>>, WrongType> =
         keys.iter().map(|k| source_at(lock.shard_for(ks, k).db(db), k, now)).collect();
@@ -179,7 +181,16 @@ pub(super) fn algebra<T: ReplyTarget>(c: &mut Ctx<'_, T>, op: SetOp, out: Output
     };
     let cap = if out == Output::Card && o.limit > 0 { o.limit } else { usize::MAX };
     let result = combine(op, &sources, &o, cap);
-    let stored = dst.map(|dst| store_zset(lock.shard_for(ks, dst).db(db), dst, build(result.iter().cloned(), limits)));
+    let stored = dst.map(|dst| {
+        let (len, stored) = store_zset(lock.shard_for(ks, dst).db(db), dst, build(result.iter().cloned(), limits));
+        let event = match op {
+            SetOp::Union => "zunionstore",
+            SetOp::Inter => "zinterstore",
+            SetOp::Diff => "zdiffstore",
+        };
+        access::notify_store(c, stored, EventClass::ZSet, event, dst);
+        len
+    });
     drop(lock);
     match (out, stored) {
         (Output::Card, _) => c.reply(|s| s.integer(count_reply(result.len()))),

@@ -20,6 +20,7 @@ use super::keys::parse_cursor;
 use super::random::Picker;
 use super::set::{reply_scan, scan_options};
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
+use crate::changes::EventClass;
 use crate::keyspace::{glob, now_ms, Db, Keyspace, MultiLock};
 use crate::types::double::parse_score;
 use crate::types::set::SetValue;
@@ -83,16 +84,16 @@ fn zset_or_create<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<&'d mut ZS
 }
 
 /// Delete `key` if it holds an empty sorted set: an empty set is no key.
-fn drop_if_empty(db: &mut Db, key: &[u8], now: i64) {
-    access::remove_if_empty(db, key, now, ZSetValue::is_empty);
+/// True when it was deleted.
+fn drop_if_empty(db: &mut Db, key: &[u8], now: i64) -> bool {
+    access::remove_if_empty(db, key, now, ZSetValue::is_empty)
 }
 
 /// Store `z` at `key` (replacing whatever was there), or delete the key
-/// when `z` is empty; the set's size.
-pub(super) fn store_zset(db: &mut Db, key: &[u8], z: ZSetValue) -> usize {
+/// when `z` is empty; the set's size and what was done.
+pub(super) fn store_zset(db: &mut Db, key: &[u8], z: ZSetValue) -> (usize, access::Stored) {
     let len = z.len();
-    access::store(db, key, z, len == 0);
-    len
+    (len, access::store(db, key, z, len == 0))
 }
 
 /// An input of the algebra commands: a sorted set, or a set whose members
@@ -249,13 +250,17 @@ pub(super) struct ZaddOutcome {
 
 /// ZADD's (and GEOADD's) work on the sorted set at argument 1 under its
 /// shard's lock: a missing key is created unless `XX` is given.
+///
+/// Announced as `zadd` (`zincr` with INCR) when a member was added or its
+/// score changed, as GEOADD is too.
 pub(super) fn zadd_at<T: ReplyTarget>(
-    c: &Ctx<'_, T>,
+    c: &mut Ctx<'_, T>,
     opts: &ZaddOptions,
     pairs: &[(f64, &[u8])],
 ) -> Result<ZaddOutcome, &'static [u8]> {
     let (key, now, limits) = (c.arg(1), now_ms(), limits(c));
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(c.session.db);
     let outcome = match access::write::<ZSetValue>(d, key, now) {
         Err(WrongType) => Err(WRONGTYPE),
@@ -266,7 +271,14 @@ pub(super) fn zadd_at<T: ReplyTarget>(
             Err(WrongType) => Err(WRONGTYPE),
         },
     };
-    drop_if_empty(d, key, now);
+    let deleted = drop_if_empty(d, key, now);
+    if outcome.as_ref().is_ok_and(|o| o.added + o.updated > 0) {
+        c.notify(EventClass::ZSet, if opts.incr { "zincr" } else { "zadd" }, key);
+    }
+    if deleted {
+        c.notify(EventClass::Generic, "del", key);
+    }
+    drop(shard);
     outcome
 }
 
@@ -314,9 +326,14 @@ fn apply_zadd(
 /// `ZREM key member [member ...]`: how many were there.
 fn zrem<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let members: Vec<&[u8]> = (2..c.argc()).map(|i| c.arg(i)).collect();
-    let removed = access::change_with(c, c.arg(1), ZSetValue::is_empty, |z| {
-        z.map_or(0, |z| members.iter().filter(|m| z.remove(m).is_some()).count())
-    });
+    let removed = access::change_with(
+        c,
+        c.arg(1),
+        EventClass::ZSet,
+        ZSetValue::is_empty,
+        |z| z.map_or(0, |z| members.iter().filter(|m| z.remove(m).is_some()).count()),
+        |n| (*n > 0).then_some("zrem"),
+    );
     access::reply_or_wrongtype(c, removed, |s, n| s.integer(count_reply(n)));
 }
 
@@ -391,9 +408,14 @@ fn zpop<T: ReplyTarget>(c: &mut Ctx<'_, T>, max: bool) {
     } else {
         None
     };
-    let popped = access::change_with(c, c.arg(1), ZSetValue::is_empty, |z| {
-        z.map_or_else(Vec::new, |z| pop_items(z, max, count.unwrap_or(1)))
-    });
+    let popped = access::change_with(
+        c,
+        c.arg(1),
+        EventClass::ZSet,
+        ZSetValue::is_empty,
+        |z| z.map_or_else(Vec::new, |z| pop_items(z, max, count.unwrap_or(1))),
+        |items| (!items.is_empty()).then_some(pop_event(max)),
+    );
     let nested = resp3(c) && count.is_some();
     access::reply_or_wrongtype(c, popped, |s, items| write_items(s, &items, true, nested));
 }
@@ -426,10 +448,18 @@ fn zmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     }
     let keys: Vec<&[u8]> = (2..where_at).map(|i| c.arg(i)).collect();
     let (db, now) = (c.session.db, now_ms());
-    let ks = &c.state.keyspace;
+    let state = c.state;
+    let ks = &state.keyspace;
     let mut lock = ks.lock_keys(keys.iter().copied());
     let popped = pop_first_nonempty(&mut lock, ks, db, now, &keys, max, count.unwrap_or(1));
+    if let Ok(Some((key, _, deleted))) = &popped {
+        c.notify(EventClass::ZSet, pop_event(max), key);
+        if *deleted {
+            c.notify(EventClass::Generic, "del", key);
+        }
+    }
     drop(lock);
+    let popped = popped.map(|p| p.map(|(key, items, _)| (key, items)));
     match popped {
         Err(WrongType) => c.error(WRONGTYPE),
         Ok(None) => c.reply(|s| s.null_array()),
@@ -441,6 +471,10 @@ fn zmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     }
 }
 
+/// What ZMPOP popped: the key, the members, and whether the set was left
+/// empty (and deleted).
+type PoppedFrom<'k> = Option<(&'k [u8], Items, bool)>;
+
 /// ZMPOP's work: the first key holding a sorted set gives up to `count`
 /// members; a key of another type met before it is an error.
 fn pop_first_nonempty<'k>(
@@ -451,16 +485,25 @@ fn pop_first_nonempty<'k>(
     keys: &[&'k [u8]],
     max: bool,
     count: usize,
-) -> Result<Option<(&'k [u8], Items)>, WrongType> {
+) -> Result<PoppedFrom<'k>, WrongType> {
     for &key in keys {
         let d = lock.shard_for(ks, key).db(db);
         if let Some(z) = access::write::<ZSetValue>(d, key, now)? {
             let items = pop_items(z, max, count);
-            drop_if_empty(d, key, now);
-            return Ok(Some((key, items)));
+            let deleted = drop_if_empty(d, key, now);
+            return Ok(Some((key, items, deleted)));
         }
     }
     Ok(None)
+}
+
+/// The event name of a pop from the top (`max`) or the bottom.
+fn pop_event(max: bool) -> &'static str {
+    if max {
+        "zpopmax"
+    } else {
+        "zpopmin"
+    }
 }
 
 /// `ZRANDMEMBER key [count [WITHSCORES]]`.

@@ -14,6 +14,7 @@ use super::{
     build_incrementally, limits, read_zset, resp3, store_zset, write_items, zset_at, Items, BAD_LEX_RANGE,
     BAD_SCORE_RANGE,
 };
+use crate::changes::EventClass;
 use crate::commands::access::{self, count_reply, WrongType};
 use crate::commands::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
 use crate::keyspace::now_ms;
@@ -211,7 +212,8 @@ pub(super) fn zrange<T: ReplyTarget>(c: &mut Ctx<'_, T>, form: Form) {
     };
     let (src, dst) = (c.arg(base), form.store.then(|| c.arg(1)));
     let (db, now, limits) = (c.session.db, now_ms(), limits(c));
-    let ks = &c.state.keyspace;
+    let state = c.state;
+    let ks = &state.keyspace;
     let mut lock = ks.lock_keys([src].into_iter().chain(dst));
     // Rank ranges take no LIMIT (one of `0 -1` is accepted and ignored).
     let (offset, limit) = if o.by == By::Rank { (0, -1) } else { (o.offset, o.limit) };
@@ -221,7 +223,9 @@ pub(super) fn zrange<T: ReplyTarget>(c: &mut Ctx<'_, T>, form: Form) {
         (Ok(items), Some(dst)) => {
             let large = o.by == By::Rank && items.len() > limits.entries;
             let z = build_incrementally(items.clone(), large, limits);
-            Some(store_zset(lock.shard_for(ks, dst).db(db), dst, z))
+            let (len, stored) = store_zset(lock.shard_for(ks, dst).db(db), dst, z);
+            access::notify_store(c, stored, EventClass::ZSet, "zrangestore", dst);
+            Some(len)
         }
         _ => None,
     };
@@ -241,12 +245,24 @@ pub(super) fn zremrange<T: ReplyTarget>(c: &mut Ctx<'_, T>, by: By) {
         Ok(r) => r,
         Err(msg) => return c.error(msg),
     };
-    let removed = access::change_with(c, c.arg(1), ZSetValue::is_empty, |z| {
-        z.map_or(0, |z| {
-            let (lo, hi) = span(z, &range, false);
-            z.remove_ranks(lo, hi)
-        })
-    });
+    let event = match by {
+        By::Score => "zremrangebyscore",
+        By::Lex => "zremrangebylex",
+        By::Rank | By::Auto => "zremrangebyrank",
+    };
+    let removed = access::change_with(
+        c,
+        c.arg(1),
+        EventClass::ZSet,
+        ZSetValue::is_empty,
+        |z| {
+            z.map_or(0, |z| {
+                let (lo, hi) = span(z, &range, false);
+                z.remove_ranks(lo, hi)
+            })
+        },
+        |n| (*n > 0).then_some(event),
+    );
     access::reply_or_wrongtype(c, removed, |s, n| s.integer(count_reply(n)));
 }
 
