@@ -13,6 +13,7 @@ use crate::pause::Pause;
 use crate::pubsub::PubSub;
 use crate::session::ClientIds;
 use crate::stats::Stats;
+use crate::tracking::Tracking;
 use crate::types::hash::HashLimits;
 
 /// Default number of keyspace shards: many more than cores, so that commands
@@ -43,6 +44,8 @@ pub struct ServerState {
     pub pause: Pause,
     /// Pub/sub subscriptions of every client.
     pub pubsub: Arc<PubSub>,
+    /// Client-side caching: who may have which key cached.
+    pub tracking: Arc<Tracking>,
     /// The TCP port the server listens on, for INFO.
     pub port: AtomicU16,
     /// Set to true once the server is to stop; every loop watches it.
@@ -182,7 +185,10 @@ impl ServerState {
         load_lfu_tuning(&keyspace, &config);
         let pubsub = Arc::new(PubSub::default());
         load_pubsub_limit(&pubsub, &config);
+        let tracking = Arc::new(Tracking::default());
+        tracking.set_max_keys(config.usize("tracking-table-max-keys"));
         ServerState {
+            tracking,
             limits,
             ids: ClientIds::default(),
             keyspace,
@@ -211,6 +217,7 @@ impl ServerState {
         self.limits.load_from(&guard);
         load_lfu_tuning(&self.keyspace, &guard);
         load_pubsub_limit(&self.pubsub, &guard);
+        self.tracking.set_max_keys(guard.usize("tracking-table-max-keys"));
         result
     }
 
