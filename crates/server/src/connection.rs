@@ -516,6 +516,11 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
     loop {
         let mut want = 0;
         let mut close = false;
+        // Messages that arrived with the input were sent before it was, so
+        // they go out before its replies, as Redis would have written them.
+        if !drain_messages(&mut session, &mut out) {
+            return Ok(());
+        }
         loop {
             let pending = buf.pending();
             if pending.is_empty() {
