@@ -505,15 +505,16 @@ impl ClientTracking {
 
     /// Keep the table's view of the client current: its protocol, and the
     /// inbox other clients deliver to once it can receive (RESP3, or
-    /// subscribed, or tracking). Called when the protocol or the
-    /// subscriptions changed, and when tracking is turned on.
+    /// subscribed). Called when the protocol or the subscriptions changed,
+    /// and when tracking is turned on.
     pub fn sync(&mut self, resp3: bool, subscriptions: &mut Subscriptions) {
         let Some(registry) = self.registry.clone() else { return };
         if self.on && resp3 != self.resp3 {
             registry.set_resp3(self.id, resp3);
         }
         self.resp3 = resp3;
-        if !self.receives || !(resp3 || self.on || subscriptions.active()) {
+        // A RESP2 client that listens to nothing cannot be sent anything.
+        if !self.receives || !(resp3 || subscriptions.active()) {
             return;
         }
         let inbox = subscriptions.open_inbox();
