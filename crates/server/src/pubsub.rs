@@ -631,6 +631,38 @@ mod tests {
         assert_eq!(ps.numsub(Kind::Shard, b"s"), 0);
     }
 
+    fn encoded(protocol: Protocol, listening: bool, msg: &Message) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode_message(&mut out, protocol, listening, msg);
+        out
+    }
+
+    #[test]
+    fn invalidations_are_written_as_redis_writes_them() {
+        let keys = Message::Invalidate { keys: Some(vec![Box::from(&b"k"[..])]), redirected: false, null_resp3: true };
+        assert_eq!(encoded(Protocol::Resp3, false, &keys), b">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n");
+        assert_eq!(encoded(Protocol::Resp2, true, &keys), b"", "not redirected: RESP2 gets nothing");
+        let redirected =
+            Message::Invalidate { keys: Some(vec![Box::from(&b"k"[..])]), redirected: true, null_resp3: false };
+        assert_eq!(encoded(Protocol::Resp2, false, &redirected), b"", "a RESP2 target must listen");
+        assert_eq!(
+            encoded(Protocol::Resp2, true, &redirected),
+            b"*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n*1\r\n$1\r\nk\r\n"
+        );
+        // The null of a flush follows the tracking client's protocol.
+        let flush2 = Message::Invalidate { keys: None, redirected: true, null_resp3: false };
+        assert_eq!(encoded(Protocol::Resp3, false, &flush2), b">2\r\n$10\r\ninvalidate\r\n$-1\r\n");
+        let flush3 = Message::Invalidate { keys: None, redirected: true, null_resp3: true };
+        assert_eq!(encoded(Protocol::Resp3, false, &flush3), b">2\r\n$10\r\ninvalidate\r\n_\r\n");
+        assert_eq!(
+            encoded(Protocol::Resp2, true, &flush3),
+            b"*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n_\r\n"
+        );
+        let broken = Message::RedirectBroken { to: 7 };
+        assert_eq!(encoded(Protocol::Resp3, false, &broken), b">2\r\n$21\r\ntracking-redir-broken\r\n:7\r\n");
+        assert_eq!(encoded(Protocol::Resp2, true, &broken), b"");
+    }
+
     #[test]
     fn a_subscriber_that_falls_behind_is_cut_off() {
         let ps = PubSub::default();

@@ -218,6 +218,7 @@ impl ServerState {
         load_lfu_tuning(&self.keyspace, &guard);
         load_pubsub_limit(&self.pubsub, &guard);
         self.tracking.set_max_keys(guard.usize("tracking-table-max-keys"));
+        self.tracking.enforce_max_keys(&self.clients, self.pubsub.hard_limit());
         result
     }
 

@@ -222,6 +222,30 @@ impl Tracking {
         }
     }
 
+    /// Forget keys past a lowered `tracking-table-max-keys` now, telling
+    /// their clients, rather than at the next read.
+    pub fn enforce_max_keys(&self, clients: &ClientRegistry, limit: usize) {
+        if self.live.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let mut table = self.lock();
+        self.evict(&Post { clients, limit }, &mut table);
+        self.update_live(&table);
+    }
+
+    /// Forget keys (a batch at most) until the table is within
+    /// `tracking-table-max-keys`.
+    fn evict(&self, post: &Post<'_>, table: &mut Table) {
+        let max = self.max_keys.load(Ordering::Relaxed);
+        if max > 0 && table.keys.len() > max {
+            let excess = (table.keys.len() - max).min(EVICT_BATCH);
+            let victims: Vec<Box<[u8]>> = table.keys.keys().take(excess).cloned().collect();
+            for key in victims {
+                table.invalidate_key(post, &key, 0);
+            }
+        }
+    }
+
     /// Remember that client `id` may cache `keys`, then forget keys past
     /// `tracking-table-max-keys`, telling their clients.
     fn remember<'k>(&self, post: &Post<'_>, id: u64, keys: impl Iterator<Item = &'k [u8]>) {
@@ -238,14 +262,7 @@ impl Tracking {
                 table.items += 1;
             }
         }
-        let max = self.max_keys.load(Ordering::Relaxed);
-        if max > 0 && table.keys.len() > max {
-            let excess = (table.keys.len() - max).min(EVICT_BATCH);
-            let victims: Vec<Box<[u8]>> = table.keys.keys().take(excess).cloned().collect();
-            for key in victims {
-                table.invalidate_key(post, &key, 0);
-            }
-        }
+        self.evict(post, &mut table);
         self.update_live(&table);
     }
 
@@ -647,6 +664,10 @@ mod tests {
             evicted += 1;
         }
         assert_eq!(evicted, 3);
+        t.set_max_keys(1);
+        t.enforce_max_keys(&clients, 0);
+        assert_eq!(t.totals(), Totals { keys: 1, items: 1, prefixes: 0 });
+        assert!(keys_of(inbox.try_recv()).is_some());
     }
 
     #[test]
