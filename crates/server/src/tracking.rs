@@ -26,6 +26,7 @@
 //! table: past it, keys are forgotten (and their clients told) to make room.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::mem;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -67,6 +68,40 @@ struct Tracker {
     shown: Arc<Shown>,
 }
 
+/// The clients that may have one key cached. Most keys are read by one
+/// client, which needs no set of its own.
+#[derive(Debug)]
+enum Readers {
+    One(u64),
+    Many(HashSet<u64>),
+}
+
+impl Readers {
+    /// Add `id`; false when it was there.
+    fn insert(&mut self, id: u64) -> bool {
+        match self {
+            Readers::One(only) if *only == id => false,
+            Readers::One(only) => {
+                *self = Readers::Many(HashSet::from([*only, id]));
+                true
+            }
+            Readers::Many(ids) => ids.insert(id),
+        }
+    }
+
+    /// The clients, in id order.
+    fn into_sorted(self) -> Vec<u64> {
+        match self {
+            Readers::One(id) => vec![id],
+            Readers::Many(ids) => {
+                let mut ids: Vec<u64> = ids.into_iter().collect();
+                ids.sort_unstable();
+                ids
+            }
+        }
+    }
+}
+
 /// One `BCAST` prefix: the clients following it and the changed keys not
 /// yet sent, each with the client that changed it last (for `NOLOOP`).
 #[derive(Debug, Default)]
@@ -78,7 +113,7 @@ struct Prefix {
 #[derive(Debug, Default)]
 struct Table {
     /// Key name → clients that may have it cached.
-    keys: HashMap<Box<[u8]>, HashSet<u64>>,
+    keys: HashMap<Box<[u8]>, Readers>,
     /// Sum of the clients over all keys (`tracking_total_items`).
     items: usize,
     prefixes: BTreeMap<Box<[u8]>, Prefix>,
@@ -252,9 +287,9 @@ impl Tracking {
         let mut table = self.lock();
         for key in keys {
             let added = match table.keys.get_mut(key) {
-                Some(ids) => ids.insert(id),
+                Some(readers) => readers.insert(id),
                 None => {
-                    table.keys.insert(Box::from(key), HashSet::from([id]));
+                    table.keys.insert(Box::from(key), Readers::One(id));
                     true
                 }
             };
@@ -326,7 +361,7 @@ impl Tracking {
             if prefix.pending.is_empty() {
                 continue;
             }
-            let pending = std::mem::take(&mut prefix.pending);
+            let pending = mem::take(&mut prefix.pending);
             batches.push((prefix.clients.iter().copied().collect::<Vec<u64>>(), pending));
         }
         for (clients, pending) in batches {
@@ -345,10 +380,9 @@ impl Tracking {
 impl Table {
     /// Forget `key` and tell the default-mode clients that read it.
     fn invalidate_key(&mut self, post: &Post<'_>, key: &[u8], by_client: u64) {
-        let Some(ids) = self.keys.remove(key) else { return };
+        let Some(readers) = self.keys.remove(key) else { return };
+        let ids = readers.into_sorted();
         self.items -= ids.len().min(self.items);
-        let mut ids: Vec<u64> = ids.into_iter().collect();
-        ids.sort_unstable();
         for id in ids {
             let Some(t) = self.trackers.get(&id) else { continue };
             if t.bcast || (t.noloop && id == by_client) {
@@ -604,6 +638,22 @@ mod tests {
         assert_eq!(keys_of(inbox.try_recv()), Some(vec![b"k".to_vec()]));
         assert!(inbox.try_recv().is_none(), "forgotten after the first change");
         assert_eq!(t.totals().keys, 1);
+    }
+
+    #[test]
+    fn every_reader_of_a_key_is_told() {
+        let t = Arc::new(Tracking::default());
+        let clients = registry();
+        let (_a, mut a) = client(&t, 1, Options::default());
+        let (_b, mut b) = client(&t, 2, Options::default());
+        for id in [1, 2, 1] {
+            remember(&t, &clients, 0, id, [&b"k"[..]].into_iter());
+        }
+        assert_eq!(t.totals(), Totals { keys: 1, items: 2, prefixes: 0 });
+        t.key_changed(&clients, 0, b"k", 3);
+        assert_eq!(keys_of(a.try_recv()), Some(vec![b"k".to_vec()]));
+        assert_eq!(keys_of(b.try_recv()), Some(vec![b"k".to_vec()]));
+        assert_eq!(t.totals(), Totals { keys: 0, items: 0, prefixes: 0 });
     }
 
     #[test]
