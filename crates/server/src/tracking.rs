@@ -18,17 +18,21 @@
 //! its own connection; a RESP2 client needs `REDIRECT` to a client that is
 //! subscribed, which gets them as messages on `__redis__:invalidate`.
 //!
-//! Everything shared sits behind one lock, taken only when some client
-//! tracks: every key change first loads one counter, which stays 0 while
-//! nothing is tracked. Reads are remembered before the command reads the
-//! keys, so a change made on another thread between the read and the
-//! remembering cannot go unannounced. `tracking-table-max-keys` bounds the
-//! table: past it, keys are forgotten (and their clients told) to make room.
+//! The key table is split in shards by key hash, so reads and writes of
+//! different keys on different threads rarely meet on a lock, and nothing
+//! is locked while no client tracks: every key change first loads two
+//! counters (keys and prefixes), which stay 0. Reads are remembered before
+//! the command reads the keys, so a change made on another thread between
+//! the read and the remembering cannot go unannounced.
+//! `tracking-table-max-keys` bounds the table: past it, keys are forgotten
+//! (and their clients told) to make room.
 
+use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 use std::mem;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::clients::ClientRegistry;
 use crate::pubsub::{Message, Subscriber, Subscriptions};
@@ -110,13 +114,16 @@ struct Prefix {
     pending: BTreeMap<Box<[u8]>, u64>,
 }
 
+/// Number of key table shards: reads and writes of different keys on
+/// different threads rarely meet on one lock.
+const SHARDS: usize = 64;
+
+/// Key name → clients that may have it cached: one shard of the table.
+type KeyShard = HashMap<Box<[u8]>, Readers>;
+
+/// The tracking clients and where to reach every client that can receive.
 #[derive(Debug, Default)]
-struct Table {
-    /// Key name → clients that may have it cached.
-    keys: HashMap<Box<[u8]>, Readers>,
-    /// Sum of the clients over all keys (`tracking_total_items`).
-    items: usize,
-    prefixes: BTreeMap<Box<[u8]>, Prefix>,
+struct Clients {
     trackers: HashMap<u64, Tracker>,
     /// Where to deliver to each client that can receive messages now.
     mailboxes: HashMap<u64, Arc<Subscriber>>,
@@ -129,17 +136,47 @@ struct Post<'a> {
 }
 
 /// The server's tracking state.
-#[derive(Debug, Default)]
+///
+/// Locks, never more than one of a kind at a time and always in this
+/// order: a key shard or the prefixes, then the clients (read). The
+/// clients are written only with no other of these locks held.
+#[derive(Debug)]
 pub struct Tracking {
     /// Clients with tracking on (`tracking_clients`).
     clients_on: AtomicUsize,
-    /// Keys plus prefixes in the table: 0 means a change has nothing to do.
-    live: AtomicUsize,
+    /// Keys in the table (`tracking_total_keys`): with `prefix_count`, 0
+    /// means a change has nothing to do.
+    keys: AtomicUsize,
+    /// Sum of the clients over all keys (`tracking_total_items`).
+    items: AtomicUsize,
+    /// Prefixes followed (`tracking_total_prefixes`).
+    prefix_count: AtomicUsize,
     /// Whether `BCAST` invalidations wait to be sent.
     pending: AtomicBool,
     /// `tracking-table-max-keys` (0: no limit).
     max_keys: AtomicUsize,
-    table: Mutex<Table>,
+    /// Where eviction looks for keys next.
+    evict_from: AtomicUsize,
+    shards: Box<[Mutex<KeyShard>]>,
+    prefixes: Mutex<BTreeMap<Box<[u8]>, Prefix>>,
+    clients: RwLock<Clients>,
+}
+
+impl Default for Tracking {
+    fn default() -> Self {
+        Tracking {
+            clients_on: AtomicUsize::new(0),
+            keys: AtomicUsize::new(0),
+            items: AtomicUsize::new(0),
+            prefix_count: AtomicUsize::new(0),
+            pending: AtomicBool::new(false),
+            max_keys: AtomicUsize::new(0),
+            evict_from: AtomicUsize::new(0),
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            prefixes: Mutex::new(BTreeMap::new()),
+            clients: RwLock::new(Clients::default()),
+        }
+    }
 }
 
 /// The options of `CLIENT TRACKING ON`.
@@ -170,13 +207,23 @@ pub struct Totals {
     pub prefixes: usize,
 }
 
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl Tracking {
-    fn lock(&self) -> MutexGuard<'_, Table> {
-        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    fn shard(&self, key: &[u8]) -> MutexGuard<'_, KeyShard> {
+        let mut h = DefaultHasher::new();
+        key.hash(&mut h);
+        locked(&self.shards[(h.finish() as usize) % SHARDS])
     }
 
-    fn update_live(&self, table: &Table) {
-        self.live.store(table.keys.len() + table.prefixes.len(), Ordering::Relaxed);
+    fn read_clients(&self) -> RwLockReadGuard<'_, Clients> {
+        self.clients.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write_clients(&self) -> RwLockWriteGuard<'_, Clients> {
+        self.clients.write().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Set `tracking-table-max-keys`.
@@ -191,20 +238,22 @@ impl Tracking {
 
     /// The numbers `INFO` shows.
     pub fn totals(&self) -> Totals {
-        let table = self.lock();
-        Totals { keys: table.keys.len(), items: table.items, prefixes: table.prefixes.len() }
+        Totals {
+            keys: self.keys.load(Ordering::Relaxed),
+            items: self.items.load(Ordering::Relaxed),
+            prefixes: self.prefix_count.load(Ordering::Relaxed),
+        }
     }
 
     /// Deliver messages for client `id` to `mailbox` from now on.
     pub fn set_mailbox(&self, id: u64, mailbox: Arc<Subscriber>) {
-        self.lock().mailboxes.insert(id, mailbox);
+        self.write_clients().mailboxes.insert(id, mailbox);
     }
 
     /// Start (or change) tracking for client `id`; `resp3` is its protocol now.
     fn enable(&self, id: u64, options: &Options, resp3: bool) -> Arc<Shown> {
         let shown =
             Arc::new(Shown { redirect: options.redirect, bcast: options.bcast, broken: AtomicBool::new(false) });
-        let mut table = self.lock();
         let tracker = Tracker {
             redirect: options.redirect,
             bcast: options.bcast,
@@ -212,177 +261,206 @@ impl Tracking {
             resp3,
             shown: Arc::clone(&shown),
         };
-        if table.trackers.insert(id, tracker).is_none() {
+        if self.write_clients().trackers.insert(id, tracker).is_none() {
             self.clients_on.fetch_add(1, Ordering::Relaxed);
         }
         if options.bcast {
             let empty: [Box<[u8]>; 1] = [Box::from(&b""[..])];
-            let prefixes = if options.prefixes.is_empty() { &empty[..] } else { &options.prefixes[..] };
-            for p in prefixes {
-                table.prefixes.entry(p.clone()).or_default().clients.insert(id);
+            let given = if options.prefixes.is_empty() { &empty[..] } else { &options.prefixes[..] };
+            let mut prefixes = locked(&self.prefixes);
+            for p in given {
+                prefixes.entry(p.clone()).or_default().clients.insert(id);
             }
+            self.prefix_count.store(prefixes.len(), Ordering::Relaxed);
         }
-        self.update_live(&table);
         shown
     }
 
-    /// Stop tracking for client `id`, which followed `prefixes`. The keys it
-    /// read stay in the table until they change, as in Redis.
-    fn disable(&self, id: u64, prefixes: &BTreeSet<Box<[u8]>>) {
-        let mut table = self.lock();
-        if table.trackers.remove(&id).is_some() {
+    /// Stop tracking for client `id`, which followed `followed`. The keys
+    /// it read stay in the table until they change, as in Redis.
+    fn disable(&self, id: u64, followed: &BTreeSet<Box<[u8]>>) {
+        if self.write_clients().trackers.remove(&id).is_some() {
             self.clients_on.fetch_sub(1, Ordering::Relaxed);
         }
-        for p in prefixes {
-            if let Some(prefix) = table.prefixes.get_mut(p) {
+        if followed.is_empty() {
+            return;
+        }
+        let mut prefixes = locked(&self.prefixes);
+        for p in followed {
+            if let Some(prefix) = prefixes.get_mut(p) {
                 prefix.clients.remove(&id);
                 if prefix.clients.is_empty() {
-                    table.prefixes.remove(p);
+                    prefixes.remove(p);
                 }
             }
         }
-        self.update_live(&table);
+        self.prefix_count.store(prefixes.len(), Ordering::Relaxed);
     }
 
     /// Client `id` is gone.
-    fn forget_client(&self, id: u64, prefixes: &BTreeSet<Box<[u8]>>) {
-        self.disable(id, prefixes);
-        self.lock().mailboxes.remove(&id);
+    fn forget_client(&self, id: u64, followed: &BTreeSet<Box<[u8]>>) {
+        self.disable(id, followed);
+        self.write_clients().mailboxes.remove(&id);
     }
 
     /// Client `id` now speaks RESP3 (or not).
     fn set_resp3(&self, id: u64, resp3: bool) {
-        if let Some(t) = self.lock().trackers.get_mut(&id) {
+        if let Some(t) = self.write_clients().trackers.get_mut(&id) {
             t.resp3 = resp3;
-        }
-    }
-
-    /// Forget keys past a lowered `tracking-table-max-keys` now, telling
-    /// their clients, rather than at the next read.
-    pub fn enforce_max_keys(&self, clients: &ClientRegistry, limit: usize) {
-        if self.live.load(Ordering::Relaxed) == 0 {
-            return;
-        }
-        let mut table = self.lock();
-        self.evict(&Post { clients, limit }, &mut table);
-        self.update_live(&table);
-    }
-
-    /// Forget keys (a batch at most) until the table is within
-    /// `tracking-table-max-keys`.
-    fn evict(&self, post: &Post<'_>, table: &mut Table) {
-        let max = self.max_keys.load(Ordering::Relaxed);
-        if max > 0 && table.keys.len() > max {
-            let excess = (table.keys.len() - max).min(EVICT_BATCH);
-            let victims: Vec<Box<[u8]>> = table.keys.keys().take(excess).cloned().collect();
-            for key in victims {
-                table.invalidate_key(post, &key, 0);
-            }
         }
     }
 
     /// Remember that client `id` may cache `keys`, then forget keys past
     /// `tracking-table-max-keys`, telling their clients.
     fn remember<'k>(&self, post: &Post<'_>, id: u64, keys: impl Iterator<Item = &'k [u8]>) {
-        let mut table = self.lock();
         for key in keys {
-            let added = match table.keys.get_mut(key) {
+            let mut shard = self.shard(key);
+            // Counted under the shard lock, before the command reads the
+            // key: a writer that changes it afterwards sees the count.
+            let added = match shard.get_mut(key) {
                 Some(readers) => readers.insert(id),
                 None => {
-                    table.keys.insert(Box::from(key), Readers::One(id));
+                    shard.insert(Box::from(key), Readers::One(id));
+                    self.keys.fetch_add(1, Ordering::Relaxed);
                     true
                 }
             };
             if added {
-                table.items += 1;
+                self.items.fetch_add(1, Ordering::Relaxed);
             }
         }
-        self.evict(post, &mut table);
-        self.update_live(&table);
+        self.evict(post);
+    }
+
+    /// Forget keys past a lowered `tracking-table-max-keys` now, telling
+    /// their clients, rather than at the next read.
+    pub fn enforce_max_keys(&self, clients: &ClientRegistry, limit: usize) {
+        self.evict(&Post { clients, limit });
+    }
+
+    /// Forget keys (a batch at most) until the table is within
+    /// `tracking-table-max-keys`, telling their clients.
+    fn evict(&self, post: &Post<'_>) {
+        let max = self.max_keys.load(Ordering::Relaxed);
+        let count = self.keys.load(Ordering::Relaxed);
+        if max == 0 || count <= max {
+            return;
+        }
+        let mut excess = (count - max).min(EVICT_BATCH);
+        let start = self.evict_from.fetch_add(1, Ordering::Relaxed);
+        let mut gone = Vec::new();
+        for i in 0..SHARDS {
+            if excess == 0 {
+                break;
+            }
+            let mut shard = locked(&self.shards[(start + i) % SHARDS]);
+            let victims: Vec<Box<[u8]>> = shard.keys().take(excess).cloned().collect();
+            for key in victims {
+                if let Some(readers) = shard.remove(&key) {
+                    excess -= 1;
+                    gone.push((key, self.forget(readers)));
+                }
+            }
+        }
+        let clients = self.read_clients();
+        for (key, ids) in gone {
+            clients.tell_readers(post, &key, ids, 0);
+        }
+    }
+
+    /// Take a key's readers out of the counts; their ids, in order.
+    fn forget(&self, readers: Readers) -> Vec<u64> {
+        let ids = readers.into_sorted();
+        self.keys.fetch_sub(1, Ordering::Relaxed);
+        self.items.fetch_sub(ids.len(), Ordering::Relaxed);
+        ids
     }
 
     /// `key` changed, by client `by_client` (0: the server itself).
     pub fn key_changed(&self, clients: &ClientRegistry, limit: usize, key: &[u8], by_client: u64) {
-        if self.live.load(Ordering::Relaxed) == 0 {
+        let tracked = self.keys.load(Ordering::Relaxed) > 0;
+        let followed = self.prefix_count.load(Ordering::Relaxed) > 0;
+        if !tracked && !followed {
             return;
         }
         let post = Post { clients, limit };
-        let mut table = self.lock();
+        if followed && self.queue_broadcast(key, by_client) && by_client == 0 {
+            // Changes the server makes on its own have no batch to end.
+            self.flush_broadcasts(clients, limit);
+        }
+        if tracked {
+            let Some(readers) = self.shard(key).remove(key) else { return };
+            let ids = self.forget(readers);
+            self.read_clients().tell_readers(&post, key, ids, by_client);
+        }
+    }
+
+    /// Note `key` for the `BCAST` prefixes it starts with; whether any.
+    fn queue_broadcast(&self, key: &[u8], by_client: u64) -> bool {
         let mut queued = false;
-        for (p, prefix) in table.prefixes.iter_mut() {
+        for (p, prefix) in locked(&self.prefixes).iter_mut() {
             if key.starts_with(p) {
                 prefix.pending.insert(Box::from(key), by_client);
                 queued = true;
             }
         }
-        table.invalidate_key(&post, key, by_client);
-        self.update_live(&table);
         if queued {
             self.pending.store(true, Ordering::Relaxed);
-            // Changes the server makes on its own have no batch to end.
-            if by_client == 0 {
-                self.send_broadcasts(&post, &mut table);
-            }
         }
+        queued
     }
 
     /// Every key of some database (or of all) was deleted: every tracking
     /// client is told to drop everything, and the table starts over.
     pub fn flushed(&self, clients: &ClientRegistry, limit: usize) {
-        if self.clients_on() == 0 && self.live.load(Ordering::Relaxed) == 0 {
+        if self.clients_on() == 0 && self.keys.load(Ordering::Relaxed) == 0 {
             return;
         }
+        for shard in self.shards.iter() {
+            let mut shard = locked(shard);
+            for (_, readers) in shard.drain() {
+                self.forget(readers);
+            }
+        }
         let post = Post { clients, limit };
-        let mut table = self.lock();
-        let mut ids: Vec<u64> = table.trackers.keys().copied().collect();
+        let clients = self.read_clients();
+        let mut ids: Vec<u64> = clients.trackers.keys().copied().collect();
         ids.sort_unstable();
         for id in ids {
-            table.send(&post, id, None);
+            clients.send(&post, id, None);
         }
-        table.keys.clear();
-        table.items = 0;
-        self.update_live(&table);
     }
 
     /// Send the `BCAST` invalidations gathered since the last call.
     pub fn flush_broadcasts(&self, clients: &ClientRegistry, limit: usize) {
-        if !self.pending.load(Ordering::Relaxed) {
+        if !self.pending.swap(false, Ordering::Relaxed) {
             return;
         }
-        let post = Post { clients, limit };
-        let mut table = self.lock();
-        self.send_broadcasts(&post, &mut table);
-    }
-
-    fn send_broadcasts(&self, post: &Post<'_>, table: &mut Table) {
-        self.pending.store(false, Ordering::Relaxed);
         let mut batches = Vec::new();
-        for prefix in table.prefixes.values_mut() {
-            if prefix.pending.is_empty() {
-                continue;
+        for prefix in locked(&self.prefixes).values_mut() {
+            if !prefix.pending.is_empty() {
+                let pending = mem::take(&mut prefix.pending);
+                batches.push((prefix.clients.iter().copied().collect::<Vec<u64>>(), pending));
             }
-            let pending = mem::take(&mut prefix.pending);
-            batches.push((prefix.clients.iter().copied().collect::<Vec<u64>>(), pending));
         }
-        for (clients, pending) in batches {
-            for id in clients {
-                let noloop = table.trackers.get(&id).is_some_and(|t| t.noloop);
+        let post = Post { clients, limit };
+        let clients = self.read_clients();
+        for (ids, pending) in batches {
+            for id in ids {
+                let noloop = clients.trackers.get(&id).is_some_and(|t| t.noloop);
                 let keys: Vec<Box<[u8]>> =
                     pending.iter().filter(|(_, by)| !(noloop && **by == id)).map(|(k, _)| k.clone()).collect();
                 if !keys.is_empty() {
-                    table.send(post, id, Some(keys));
+                    clients.send(&post, id, Some(keys));
                 }
             }
         }
     }
 }
 
-impl Table {
-    /// Forget `key` and tell the default-mode clients that read it.
-    fn invalidate_key(&mut self, post: &Post<'_>, key: &[u8], by_client: u64) {
-        let Some(readers) = self.keys.remove(key) else { return };
-        let ids = readers.into_sorted();
-        self.items -= ids.len().min(self.items);
+impl Clients {
+    /// Tell the default-mode clients `ids` that read `key` that it changed.
+    fn tell_readers(&self, post: &Post<'_>, key: &[u8], ids: Vec<u64>, by_client: u64) {
         for id in ids {
             let Some(t) = self.trackers.get(&id) else { continue };
             if t.bcast || (t.noloop && id == by_client) {
@@ -739,6 +817,6 @@ mod tests {
         drop(c);
         assert_eq!(t.clients_on(), 0);
         assert_eq!(t.totals().prefixes, 0);
-        assert!(t.lock().mailboxes.is_empty());
+        assert!(t.read_clients().mailboxes.is_empty());
     }
 }
