@@ -148,6 +148,9 @@ fn default_mode_invalidates_what_was_read_once() {
         t.step(a, &[]);
         // The client's own change is announced right after its reply.
         t.step(a, &["GET k", "SET k 3", "GET k", "INCR k", "GET k"]);
+        // Invalidations are pushed even while replies are off.
+        t.step(a, &["GET k", "CLIENT REPLY OFF", "SET k 9", "GET k", "CLIENT REPLY ON"]);
+        t.step(a, &["MGET p1 p2", "MSET p2 1 p1 2", "GET p1"]);
         // Key names are tracked whatever the database.
         t.step(b, &["SELECT 1", "SET k x", "SELECT 0"]);
         t.step(a, &["GET k", "EXPIRE k 100", "GET k", "DEL k", "DEL k"]);
