@@ -235,13 +235,18 @@ pub fn flush_server_events(state: &ServerState) {
 ///
 /// Called with the key's shard locked.
 pub fn key_changed(state: &ServerState, db: usize, key: &[u8], by_client: u64) {
-    let _ = (state, db, key, by_client);
+    // Tracking follows key names whatever the database, as Redis does.
+    let _ = db;
+    state.tracking.key_changed(&state.clients, state.pubsub.hard_limit(), key, by_client);
 }
 
 /// Database `db` was emptied (`FLUSHDB`), or every database (`FLUSHALL`,
 /// `db` = `None`).
 pub fn db_flushed(state: &ServerState, db: Option<usize>) {
-    let _ = (state, db);
+    // Redis tells every tracking client to drop everything, whichever
+    // database was emptied.
+    let _ = db;
+    state.tracking.flushed(&state.clients, state.pubsub.hard_limit());
 }
 
 /// Databases `a` and `b` traded contents (`SWAPDB`).

@@ -44,6 +44,8 @@ pub struct ClientInfo {
     pub lib_name: Vec<u8>,
     /// See `lib_name`.
     pub lib_ver: Vec<u8>,
+    /// Tracking state while `CLIENT TRACKING` is on (flags `t`, `R`, `B`, `redir=`).
+    pub tracking: Option<Arc<crate::tracking::Shown>>,
 }
 
 /// One registered client: its listing data and a way to end it.
@@ -196,6 +198,7 @@ impl ClientRegistry {
             subscriptions: [0; 3],
             lib_name: Vec::new(),
             lib_ver: Vec::new(),
+            tracking: None,
         };
         let handle = Arc::new(ClientHandle {
             id,
@@ -268,6 +271,11 @@ impl ClientRegistry {
             m.lines.send(line.to_vec()).is_ok()
         });
         self.monitor_count.store(monitors.len(), Ordering::Release);
+    }
+
+    /// Whether client `id` is connected.
+    pub fn contains(&self, id: u64) -> bool {
+        self.lock().contains_key(&id)
     }
 
     /// Number of connected clients.

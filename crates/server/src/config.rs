@@ -144,6 +144,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     opt("maxmemory", mem(0, LONG_MAX), "0", Runtime),
     opt("maxmemory-policy", Kind::Enum(MAXMEMORY_POLICIES), "noeviction", Runtime),
     opt("maxmemory-samples", int(1, INT_MAX), "5", Runtime),
+    opt("tracking-table-max-keys", int(0, LONG_MAX), "1000000", Runtime),
     aliased("hash-max-listpack-entries", "hash-max-ziplist-entries", int(0, LONG_MAX), "512"),
     aliased("hash-max-listpack-value", "hash-max-ziplist-value", int(0, LONG_MAX), "64"),
     aliased("list-max-listpack-size", "list-max-ziplist-size", int(INT_MIN, INT_MAX), "-2"),

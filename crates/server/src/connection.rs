@@ -245,7 +245,7 @@ impl<S: ClientStream> Conn<'_, S> {
                 Wake::Monitor(None) => session.monitor = None,
                 Wake::Message(Some(msg)) => {
                     let mut out = Vec::new();
-                    encode_message(&mut out, protocol, &msg);
+                    encode_message(&mut out, protocol, session.subscriptions.active(), &msg);
                     if !drain_messages(session, &mut out) {
                         return Ok(0);
                     }
@@ -492,10 +492,10 @@ fn new_session(state: &ServerState, peer: &Peer, wake: Option<Arc<Notify>>) -> S
 /// `out`, so a client sees its subscription confirmed before any message).
 /// False when the client fell too far behind and must be closed.
 fn drain_messages(session: &mut Session, out: &mut Vec<u8>) -> bool {
-    let protocol = session.protocol;
+    let (protocol, listening) = (session.protocol, session.subscriptions.active());
     let Some(inbox) = session.subscriptions.inbox() else { return true };
     while let Some(msg) = inbox.try_recv() {
-        encode_message(out, protocol, &msg);
+        encode_message(out, protocol, listening, &msg);
     }
     !inbox.overflowed()
 }
@@ -516,6 +516,11 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
     loop {
         let mut want = 0;
         let mut close = false;
+        // Messages that arrived with the input were sent before it was, so
+        // they go out before its replies, as Redis would have written them.
+        if !drain_messages(&mut session, &mut out) {
+            return Ok(());
+        }
         loop {
             let pending = buf.pending();
             if pending.is_empty() {
@@ -544,6 +549,11 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
                         let mut target = RespTarget { out: &mut out };
                         execute(state, req, &mut session, &mut target)
                     };
+                    // A tracking client gets invalidations right after the
+                    // reply of the command that caused them, as in Redis.
+                    if session.tracking.on() && !drain_messages(&mut session, &mut out) {
+                        return Ok(());
+                    }
                     buf.consume(n);
                     if conn.over_hard_limit(out.len()) {
                         return Ok(());
@@ -568,6 +578,9 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
                 }
             }
         }
+        // BCAST invalidations go out once per batch, gathered, as Redis
+        // sends them before it waits for input again.
+        state.tracking.flush_broadcasts(&state.clients, state.pubsub.hard_limit());
         if !drain_messages(&mut session, &mut out) {
             return Ok(());
         }
@@ -673,6 +686,7 @@ async fn serve_respb<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuff
                 }
             }
         }
+        state.tracking.flush_broadcasts(&state.clients, state.pubsub.hard_limit());
         if !out.is_empty() {
             conn.send(&out).await?;
             out.clear();

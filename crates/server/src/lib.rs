@@ -27,6 +27,7 @@ pub mod pubsub;
 pub mod session;
 pub mod state;
 pub mod stats;
+pub mod tracking;
 pub mod types;
 
 /// Version of kvik itself, as printed in the startup line.

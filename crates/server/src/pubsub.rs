@@ -58,6 +58,23 @@ pub enum Message {
         /// The payload.
         payload: Arc<[u8]>,
     },
+    /// Keys a tracking client may have cached changed (client-side
+    /// caching; see [`crate::tracking`]).
+    Invalidate {
+        /// The keys, or `None` for every key (after a flush).
+        keys: Option<Vec<Box<[u8]>>>,
+        /// Whether this client receives it for another one (`REDIRECT`),
+        /// which lets a RESP2 subscriber get it as a pub/sub message.
+        redirected: bool,
+        /// Whether the tracking client speaks RESP3: the null of a flush is
+        /// written in its protocol, not in the receiver's, as Redis does.
+        null_resp3: bool,
+    },
+    /// The client this tracking client redirects to is gone.
+    RedirectBroken {
+        /// The id it redirected to.
+        to: u64,
+    },
 }
 
 impl Message {
@@ -68,18 +85,54 @@ impl Message {
                 channel.len() + payload.len() + 32
             }
             Message::PMessage { pattern, channel, payload } => pattern.len() + channel.len() + payload.len() + 48,
+            Message::Invalidate { keys, .. } => keys.iter().flatten().map(|k| k.len() + 16).sum::<usize>() + 32,
+            Message::RedirectBroken { .. } => 48,
         }
     }
 }
 
+/// The channel RESP2 clients receive invalidations on.
+pub const INVALIDATE_CHANNEL: &[u8] = b"__redis__:invalidate";
+
 /// Append `msg` as a client speaking `protocol` sees it: a push in RESP3,
-/// an array in RESP2.
-pub fn encode_message(out: &mut Vec<u8>, protocol: Protocol, msg: &Message) {
-    write_message(&mut RespWriter::new(out, protocol), msg);
+/// an array in RESP2. `listening` says whether the client is subscribed to
+/// anything (a RESP2 client receives redirected invalidations only then).
+pub fn encode_message(out: &mut Vec<u8>, protocol: Protocol, listening: bool, msg: &Message) {
+    // The null of a flush follows the tracking client's protocol, which may
+    // not be the receiver's: those bytes are written as they are.
+    if let Message::Invalidate { keys: None, null_resp3, redirected } = msg {
+        if *null_resp3 != (protocol == Protocol::Resp3) && shows_invalidation(protocol, listening, *redirected) {
+            let mut w = RespWriter::new(out, protocol);
+            invalidation_header(&mut w, protocol);
+            out.extend_from_slice(if *null_resp3 { b"_\r\n" } else { b"$-1\r\n" });
+            return;
+        }
+    }
+    write_message(&mut RespWriter::new(out, protocol), protocol, listening, msg);
 }
 
-/// Write `msg` to `w` as a push (an array where pushes do not exist).
-pub fn write_message(w: &mut dyn ReplySink, msg: &Message) {
+/// Whether a client speaking `protocol` is sent an invalidation: RESP3
+/// clients always, RESP2 clients only as the subscribed target of a redirect.
+fn shows_invalidation(protocol: Protocol, listening: bool, redirected: bool) -> bool {
+    protocol == Protocol::Resp3 || (redirected && listening)
+}
+
+/// The part of an invalidation before its keys.
+fn invalidation_header(w: &mut dyn ReplySink, protocol: Protocol) {
+    if protocol == Protocol::Resp3 {
+        w.push(2);
+        w.bulk(b"invalidate");
+    } else {
+        w.push(3);
+        w.bulk(b"message");
+        w.bulk(INVALIDATE_CHANNEL);
+    }
+}
+
+/// Write `msg` to `w` (a sink in `protocol`) as a push (an array where
+/// pushes do not exist). Tracking messages a client cannot receive in its
+/// protocol write nothing, as Redis drops them.
+pub fn write_message(w: &mut dyn ReplySink, protocol: Protocol, listening: bool, msg: &Message) {
     match msg {
         Message::Message { channel, payload } => {
             w.push(3);
@@ -99,6 +152,28 @@ pub fn write_message(w: &mut dyn ReplySink, msg: &Message) {
             w.bulk(pattern);
             w.bulk(channel);
             w.bulk(payload);
+        }
+        Message::Invalidate { keys, redirected, .. } => {
+            if !shows_invalidation(protocol, listening, *redirected) {
+                return;
+            }
+            invalidation_header(w, protocol);
+            match keys {
+                Some(keys) => {
+                    w.array(keys.len());
+                    for k in keys {
+                        w.bulk(k);
+                    }
+                }
+                None => w.null(),
+            }
+        }
+        Message::RedirectBroken { to } => {
+            if protocol == Protocol::Resp3 {
+                w.push(2);
+                w.bulk(b"tracking-redir-broken");
+                w.integer(i64::try_from(*to).unwrap_or(i64::MAX));
+            }
         }
     }
 }
@@ -163,7 +238,7 @@ pub fn subscriber(id: u64) -> Inbox {
 impl Subscriber {
     /// Queue `msg` unless the subscriber is over `hard_limit` bytes (0: no
     /// limit); true when queued.
-    fn deliver(&self, msg: Message, hard_limit: usize) -> bool {
+    pub fn deliver(&self, msg: Message, hard_limit: usize) -> bool {
         if self.overflowed.load(Ordering::Relaxed) {
             return false;
         }
@@ -229,6 +304,11 @@ fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl PubSub {
+    /// The byte limit past which a subscriber is cut off (0: none).
+    pub fn hard_limit(&self) -> usize {
+        self.hard_limit.load(Ordering::Relaxed)
+    }
+
     /// Set the byte limit past which a subscriber is cut off (0: none).
     pub fn set_hard_limit(&self, bytes: usize) {
         self.hard_limit.store(bytes, Ordering::Relaxed);
@@ -394,6 +474,13 @@ impl Subscriptions {
         self.inbox.as_mut()
     }
 
+    /// The client's subscriber, its inbox made now if it had none: what
+    /// other clients deliver tracking invalidations to.
+    pub fn open_inbox(&mut self) -> Arc<Subscriber> {
+        let id = self.client_id;
+        self.inbox.get_or_insert_with(|| subscriber(id)).subscriber().clone()
+    }
+
     /// The subscriber registered in `registry`, made on first use.
     fn subscriber(&mut self, registry: &Arc<PubSub>) -> Arc<Subscriber> {
         if self.registry.is_none() {
@@ -542,6 +629,38 @@ mod tests {
         assert_eq!(ps.publish(Kind::Channel, b"a", b"x"), 0);
         assert_eq!(ps.numpat(), 0);
         assert_eq!(ps.numsub(Kind::Shard, b"s"), 0);
+    }
+
+    fn encoded(protocol: Protocol, listening: bool, msg: &Message) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode_message(&mut out, protocol, listening, msg);
+        out
+    }
+
+    #[test]
+    fn invalidations_are_written_as_redis_writes_them() {
+        let keys = Message::Invalidate { keys: Some(vec![Box::from(&b"k"[..])]), redirected: false, null_resp3: true };
+        assert_eq!(encoded(Protocol::Resp3, false, &keys), b">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n");
+        assert_eq!(encoded(Protocol::Resp2, true, &keys), b"", "not redirected: RESP2 gets nothing");
+        let redirected =
+            Message::Invalidate { keys: Some(vec![Box::from(&b"k"[..])]), redirected: true, null_resp3: false };
+        assert_eq!(encoded(Protocol::Resp2, false, &redirected), b"", "a RESP2 target must listen");
+        assert_eq!(
+            encoded(Protocol::Resp2, true, &redirected),
+            b"*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n*1\r\n$1\r\nk\r\n"
+        );
+        // The null of a flush follows the tracking client's protocol.
+        let flush2 = Message::Invalidate { keys: None, redirected: true, null_resp3: false };
+        assert_eq!(encoded(Protocol::Resp3, false, &flush2), b">2\r\n$10\r\ninvalidate\r\n$-1\r\n");
+        let flush3 = Message::Invalidate { keys: None, redirected: true, null_resp3: true };
+        assert_eq!(encoded(Protocol::Resp3, false, &flush3), b">2\r\n$10\r\ninvalidate\r\n_\r\n");
+        assert_eq!(
+            encoded(Protocol::Resp2, true, &flush3),
+            b"*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n_\r\n"
+        );
+        let broken = Message::RedirectBroken { to: 7 };
+        assert_eq!(encoded(Protocol::Resp3, false, &broken), b">2\r\n$21\r\ntracking-redir-broken\r\n:7\r\n");
+        assert_eq!(encoded(Protocol::Resp2, true, &broken), b"");
     }
 
     #[test]

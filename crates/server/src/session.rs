@@ -15,6 +15,7 @@ use crate::auth;
 use crate::clients::{ClientHandle, MonitorFeed, Registration};
 use crate::pubsub::Subscriptions;
 use crate::state::ServerState;
+use crate::tracking::ClientTracking;
 
 /// Hands out client ids, unique for the life of the server.
 ///
@@ -79,6 +80,8 @@ pub struct Session {
     /// The lines `MONITOR` feeds this client, sent by its connection after
     /// the replies already due.
     pub monitor: Option<MonitorFeed>,
+    /// `CLIENT TRACKING` settings (client-side caching).
+    pub tracking: ClientTracking,
     /// What the client registry last showed of this session, so the
     /// registry's lock is taken only when one of these changed.
     listed: Listed,
@@ -108,6 +111,7 @@ impl Session {
             registration: None,
             monitor: None,
             subscriptions: Subscriptions::new(id),
+            tracking: ClientTracking::new(id),
             listed: Listed::default(),
         }
     }
@@ -118,6 +122,7 @@ impl Session {
     pub fn connected(state: &ServerState, addr: String, laddr: String, fd: i32, wake: Option<Arc<Notify>>) -> Self {
         let id = state.ids.next_id();
         let mut session = Session::new(id);
+        session.tracking = ClientTracking::attached(id, Arc::clone(&state.tracking), wake.is_some());
         session.authenticated = !auth::required(state);
         session.registration = Some(state.clients.register(id, addr, laddr, fd, wake));
         state.stats.total_connections.fetch_add(1, Ordering::Relaxed);
@@ -138,6 +143,7 @@ impl Session {
             return;
         }
         self.listed = Listed { db: self.db, resp3, name: self.name.clone(), subscriptions };
+        self.tracking.sync(resp3, &mut self.subscriptions);
         if let Some(handle) = self.handle() {
             let mut info = handle.info();
             info.db = self.db;

@@ -14,6 +14,7 @@ use crate::pause::Pause;
 use crate::pubsub::PubSub;
 use crate::session::ClientIds;
 use crate::stats::Stats;
+use crate::tracking::Tracking;
 use crate::types::hash::HashLimits;
 
 /// Default number of keyspace shards: many more than cores, so that commands
@@ -45,7 +46,9 @@ pub struct ServerState {
     /// Pub/sub subscriptions of every client.
     pub pubsub: Arc<PubSub>,
     /// Who hears of key changes: keyspace notification flags and consumers.
-    pub changes: Hub,
+    pub changes: Arc<Hub>,
+    /// Client-side caching: who may have which key cached.
+    pub tracking: Arc<Tracking>,
     /// The TCP port the server listens on, for INFO.
     pub port: AtomicU16,
     /// Set to true once the server is to stop; every loop watches it.
@@ -185,10 +188,14 @@ impl ServerState {
         load_lfu_tuning(&keyspace, &config);
         let pubsub = Arc::new(PubSub::default());
         load_pubsub_limit(&pubsub, &config);
-        let changes = Hub::default();
+        let changes = Arc::new(Hub::default());
         changes.set_flags(parse_flags(config.get("notify-keyspace-events")).unwrap_or(0));
+        let tracking = Arc::new(Tracking::default());
+        tracking.set_max_keys(config.usize("tracking-table-max-keys"));
+        tracking.attach_hub(Arc::clone(&changes));
         ServerState {
             changes,
+            tracking,
             limits,
             ids: ClientIds::default(),
             keyspace,
@@ -217,6 +224,8 @@ impl ServerState {
         self.limits.load_from(&guard);
         load_lfu_tuning(&self.keyspace, &guard);
         load_pubsub_limit(&self.pubsub, &guard);
+        self.tracking.set_max_keys(guard.usize("tracking-table-max-keys"));
+        self.tracking.enforce_max_keys(&self.clients, self.pubsub.hard_limit());
         result
     }
 

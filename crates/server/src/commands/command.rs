@@ -427,6 +427,13 @@ fn getkeys<T: ReplyTarget>(c: &mut Ctx<'_, T>, with_flags: bool) {
     });
 }
 
+/// Positions of the keys of `req`, a request for `spec`, found by its key
+/// specs (none when the request is malformed).
+pub(super) fn key_positions(spec: &CommandSpec, req: super::Request<'_>) -> Vec<usize> {
+    let args: Vec<&[u8]> = (0..req.argc()).map(|i| req.arg(i)).collect();
+    find_keys(spec, &args).unwrap_or_default().into_iter().map(|(i, _)| i).collect()
+}
+
 /// Positions of the keys in `args` (the command name at 0) and their flags,
 /// by walking the key specs as Redis does; `None` when a key count is not a
 /// non-negative integer.

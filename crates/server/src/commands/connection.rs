@@ -66,22 +66,6 @@ handlers! {
     },
     CLIENT_SETINFO(c) => client_setinfo(c),
     CLIENT_HELP(c) => client_help(c),
-    // Client-side caching is not offered, so tracking is always off.
-    CLIENT_GETREDIR(c) => c.reply(|s| s.integer(-1)),
-    CLIENT_TRACKINGINFO(c) => c.reply(|s| {
-        s.map(3);
-        s.bulk(b"flags");
-        s.set(1);
-        s.bulk(b"off");
-        s.bulk(b"redirect");
-        s.integer(-1);
-        s.bulk(b"prefixes");
-        s.array(0);
-    }),
-    CLIENT_CACHING(c) => c.error(
-        b"ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode \
-          enabled",
-    ),
     CLIENT_UNBLOCK(c) => client_unblock(c),
     MONITOR(c) => {
         if c.session.monitor.is_none() {
@@ -248,8 +232,10 @@ fn reset<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     c.session.authenticated = !auth::required(c.state);
     c.session.monitor = None;
     c.session.subscriptions.clear();
+    c.session.tracking.disable();
     if let Some(h) = c.session.handle() {
         let mut info = h.info();
+        info.tracking = None;
         if info.monitor {
             info.monitor = false;
             c.state.clients.remove_monitor(h.id);
@@ -273,12 +259,21 @@ fn client_line(h: &ClientHandle, current: u64) -> Vec<u8> {
     if info.monitor {
         flags.push('O');
     }
-    if info.no_evict {
-        flags.push('e');
-    }
     let [sub, psub, ssub] = info.subscriptions;
     if sub + psub + ssub > 0 {
         flags.push('P');
+    }
+    if let Some(t) = &info.tracking {
+        flags.push('t');
+        if t.broken() {
+            flags.push('R');
+        }
+        if t.bcast {
+            flags.push('B');
+        }
+    }
+    if info.no_evict {
+        flags.push('e');
     }
     if flags.is_empty() {
         flags.push('N');
@@ -289,9 +284,10 @@ fn client_line(h: &ClientHandle, current: u64) -> Vec<u8> {
         format!(
             " age={age} idle={idle} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi=-1 qbuf=0 qbuf-free=0 \
              argv-mem=0 multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} \
-             user=default redir=-1 resp={}\n",
+             user=default redir={} resp={}\n",
             info.db,
             h.last_cmd(),
+            info.tracking.as_ref().map_or(-1, |t| i64::try_from(t.redirect).unwrap_or(i64::MAX)),
             info.resp
         )
         .as_bytes(),

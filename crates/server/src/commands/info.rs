@@ -217,7 +217,7 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             line("client_recent_max_input_buffer", &0);
             line("client_recent_max_output_buffer", &0);
             line("blocked_clients", &0);
-            line("tracking_clients", &0);
+            line("tracking_clients", &state.tracking.clients_on());
             line("clients_in_timeout_table", &0);
         }
         "memory" => {
@@ -383,13 +383,14 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
                 "active_defrag_key_misses",
                 "total_active_defrag_time",
                 "current_active_defrag_time",
-                "tracking_total_keys",
-                "tracking_total_items",
-                "tracking_total_prefixes",
-                "unexpected_error_replies",
             ] {
                 line(k, &0);
             }
+            let tracked = state.tracking.totals();
+            line("tracking_total_keys", &tracked.keys);
+            line("tracking_total_items", &tracked.items);
+            line("tracking_total_prefixes", &tracked.prefixes);
+            line("unexpected_error_replies", &0);
             line("total_error_replies", &stats.total_error_replies.load(Ordering::Relaxed));
             for k in [
                 "dump_payload_sanitizations",

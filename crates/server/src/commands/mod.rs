@@ -77,6 +77,7 @@ mod set;
 mod sort;
 mod stream;
 mod strings;
+mod tracking;
 mod zset;
 
 /// The module that runs a command.
@@ -100,6 +101,7 @@ enum Module {
     ZSet,
     PubSub,
     Sort,
+    Tracking,
 }
 
 /// Which module runs each command, by id: the one place that says what kvik
@@ -123,6 +125,7 @@ static OWNERS: [Module; COMMAND_COUNT] = {
     claim(&mut owners, zset::HANDLED, Module::ZSet);
     claim(&mut owners, pubsub::HANDLED, Module::PubSub);
     claim(&mut owners, sort::HANDLED, Module::Sort);
+    claim(&mut owners, tracking::HANDLED, Module::Tracking);
     owners
 };
 
@@ -169,6 +172,7 @@ fn dispatch<T: ReplyTarget>(cmd: CommandId, ctx: &mut Ctx<'_, T>) -> bool {
         Module::ZSet => zset::dispatch(cmd, ctx),
         Module::PubSub => pubsub::dispatch(cmd, ctx),
         Module::Sort => sort::dispatch(cmd, ctx),
+        Module::Tracking => tracking::dispatch(cmd, ctx),
     }
     true
 }
@@ -442,6 +446,9 @@ fn execute_checked<T: ReplyTarget>(
     if let Some(handle) = session.handle() {
         handle.ran(spec.id, started);
     }
+    if session.tracking.on() {
+        tracking::before_command(state, session, spec, req);
+    }
     let clock = CommandClock::start();
     let mut ctx = Ctx { state, req, session, target, failed: false, outcome: Outcome::Continue, may_block: true };
     let known = dispatch(spec.id, &mut ctx);
@@ -454,6 +461,9 @@ fn execute_checked<T: ReplyTarget>(
         return Outcome::Continue;
     }
     let (failed, outcome) = (ctx.failed, ctx.outcome);
+    if session.tracking.on() {
+        tracking::after_command(session, spec);
+    }
     let usec = started.elapsed().as_micros() as u64;
     after_command(state, req, session, spec, failed, usec);
     outcome
@@ -717,13 +727,13 @@ mod tests {
 
     #[test]
     fn command_lists_only_what_kvik_runs() {
-        assert_eq!(reply(&[b"COMMAND", b"INFO", b"bf.add", b"client|tracking"]), b"*2\r\n$-1\r\n$-1\r\n");
+        assert_eq!(reply(&[b"COMMAND", b"INFO", b"bf.add", b"client|no-touch"]), b"*2\r\n$-1\r\n$-1\r\n");
         assert!(reply(&[b"COMMAND", b"INFO", b"get"]).starts_with(b"*1\r\n*10\r\n$3\r\nget\r\n"));
         assert_eq!(reply(&[b"COMMAND", b"DOCS", b"bf.add"]), b"*0\r\n");
         let list = reply(&[b"COMMAND", b"LIST"]);
         let has = |name: &str| list.windows(name.len() + 4).any(|w| w == format!("\r\n{name}\r\n").as_bytes());
         assert!(has("get") && has("client") && has("client|list"));
-        assert!(!has("bf.add") && !has("client|tracking") && !has("acl"));
+        assert!(!has("bf.add") && !has("client|no-touch") && !has("acl"));
     }
 
     #[test]

@@ -115,8 +115,9 @@ fn punsubscribe<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// publishing, and only then the count.
 fn publish<T: ReplyTarget>(c: &mut Ctx<'_, T>, kind: Kind) {
     let n = c.state.pubsub.publish(kind, c.arg(1), c.arg(2));
+    let (protocol, listening) = (c.session.protocol, c.session.subscriptions.active());
     while let Some(msg) = c.session.subscriptions.inbox().and_then(|inbox| inbox.try_recv()) {
-        c.reply(|s| write_message(s, &msg));
+        c.reply(|s| write_message(s, protocol, listening, &msg));
     }
     c.reply(|s| s.integer(i64::try_from(n).unwrap_or(i64::MAX)));
 }

@@ -104,6 +104,7 @@ fn flush<T: ReplyTarget>(c: &mut Ctx<'_, T>, all: bool) {
             shard.db(db).clear();
         }
     }
+    crate::changes::db_flushed(c.state, (!all).then_some(db));
     drop(lock);
     c.ok();
 }
