@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 pub mod auth;
+pub mod blocking;
 pub mod changes;
 pub mod clients;
 pub mod commands;

@@ -6,6 +6,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use tokio::sync::watch;
 
+use crate::blocking::Blocking;
 use crate::clients::ClientRegistry;
 use crate::config::{parse_output_limits, Config, OutputLimit};
 use crate::keyspace::{Keyspace, Policy};
@@ -43,6 +44,8 @@ pub struct ServerState {
     pub pause: Pause,
     /// Pub/sub subscriptions of every client.
     pub pubsub: Arc<PubSub>,
+    /// Clients blocked by BLPOP, XREAD BLOCK and the like.
+    pub blocking: Blocking,
     /// The TCP port the server listens on, for INFO.
     pub port: AtomicU16,
     /// Set to true once the server is to stop; every loop watches it.
@@ -183,6 +186,7 @@ impl ServerState {
         let pubsub = Arc::new(PubSub::default());
         load_pubsub_limit(&pubsub, &config);
         ServerState {
+            blocking: Blocking::new(keyspace.blocked_gate()),
             limits,
             ids: ClientIds::default(),
             keyspace,

@@ -536,9 +536,10 @@ fn swapdb<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     };
     let mut lock = c.state.keyspace.lock_all();
     for shard in lock.shards() {
-        shard.dbs().swap(a, b);
+        shard.swap_dbs(a, b);
     }
     drop(lock);
+    c.state.blocking.dbs_swapped(&[a, b]);
     c.ok();
 }
 

@@ -39,10 +39,14 @@ pub struct Shard {
 }
 
 impl Shard {
-    fn new(databases: usize, tuning: &Arc<lfu::Tuning>, seed: u64) -> Shard {
+    fn new(databases: usize, tuning: &Arc<lfu::Tuning>, seed: u64, blocked: &Arc<AtomicUsize>) -> Shard {
         Shard {
             dbs: (0..databases)
-                .map(|i| Db::with_tuning(Arc::clone(tuning), seed.wrapping_mul(31).wrapping_add(i as u64)))
+                .map(|i| {
+                    let mut db = Db::with_tuning(Arc::clone(tuning), seed.wrapping_mul(31).wrapping_add(i as u64));
+                    db.report_to_waiters(i, Arc::clone(blocked));
+                    db
+                })
                 .collect(),
             counted: vec![0; databases].into_boxed_slice(),
             used: 0,
@@ -79,6 +83,18 @@ impl Shard {
         self.touched.clear();
         self.touched.extend(0..self.dbs.len());
         &mut self.dbs
+    }
+
+    /// Trade the contents of databases `a` and `b` (`SWAPDB`); each keeps
+    /// its own index for reporting ready keys.
+    pub fn swap_dbs(&mut self, a: usize, b: usize) {
+        if a < self.dbs.len() && b < self.dbs.len() {
+            self.touch(a);
+            self.touch(b);
+            self.dbs.swap(a, b);
+            self.dbs[a].set_index(a);
+            self.dbs[b].set_index(b);
+        }
     }
 
     /// Databases `a` and `b` of this shard, both mutable (`COPY ... DB`,
@@ -151,6 +167,9 @@ pub struct Keyspace {
     evict_pool: Mutex<(evict::Pool, Option<Policy>)>,
     /// LFU parameters every database reads.
     tuning: Arc<lfu::Tuning>,
+    /// Number of blocked clients (owned by [`crate::blocking`]): while it is
+    /// non-zero, databases report keys they create and delete.
+    blocked: Arc<AtomicUsize>,
     databases: usize,
 }
 
@@ -164,8 +183,12 @@ impl Keyspace {
         let databases = databases.max(1);
         let tuning = Arc::new(lfu::Tuning::default());
         let seed = now_ms().unsigned_abs();
+        let blocked = Arc::new(AtomicUsize::new(0));
         Keyspace {
-            shards: (0..n).map(|i| Mutex::new(Shard::new(databases, &tuning, seed ^ ((i as u64) << 32)))).collect(),
+            shards: (0..n)
+                .map(|i| Mutex::new(Shard::new(databases, &tuning, seed ^ ((i as u64) << 32), &blocked)))
+                .collect(),
+            blocked,
             published: (0..n).map(|_| AtomicUsize::new(0)).collect(),
             used: AtomicUsize::new(0),
             evicted: AtomicU64::new(0),
@@ -180,6 +203,11 @@ impl Keyspace {
     /// and what `maxmemory` is checked against).
     pub fn used_memory(&self) -> usize {
         self.used.load(Ordering::Relaxed)
+    }
+
+    /// The count of blocked clients the databases watch (see [`crate::blocking`]).
+    pub fn blocked_gate(&self) -> Arc<AtomicUsize> {
+        Arc::clone(&self.blocked)
     }
 
     /// The LFU parameters (`lfu-log-factor`, `lfu-decay-time`).
