@@ -377,11 +377,14 @@ const NEGATIVE: &[u8] = b"ERR timeout is negative";
 /// `±mant × 2^exp × 1000`, rounded up; `None` when out of `i64`'s range.
 fn millis_ceil(neg: bool, mant: u64, exp: i32) -> Option<i64> {
     let scaled = u128::from(mant) * 1000;
+    if scaled == 0 {
+        return Some(0);
+    }
     let (whole, frac) = if exp >= 0 {
-        if exp >= 64 && scaled != 0 {
+        if scaled.leading_zeros() <= exp.unsigned_abs() {
             return None;
         }
-        (scaled.checked_shl(exp as u32)?.min(u128::from(u64::MAX) + 1), false)
+        (scaled << exp, false)
     } else {
         let shift = exp.unsigned_abs();
         if shift >= 128 {
