@@ -56,12 +56,12 @@ pub enum Encoding {
     Respb(u16),
 }
 
-/// What a blocked client answers when its wait ends without data.
+/// What a blocking command answers at once when it may not block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Empty {
     /// A null array (BLPOP, BLMPOP, BZPOP*, BZMPOP, XREAD, XREADGROUP).
     NullArray,
-    /// A null bulk string (BRPOPLPUSH, BLMOVE).
+    /// A null bulk string (BRPOPLPUSH and BLMOVE, when they may not block).
     NullBulk,
 }
 
@@ -114,7 +114,6 @@ pub struct Waiter {
     keys: Vec<Box<[u8]>>,
     /// Whether the waiter must hear that a key was deleted (XREADGROUP).
     on_delete: bool,
-    empty: Empty,
     /// When the wait ends without data; `None`: never.
     pub deadline: Option<Instant>,
     status: Mutex<Status>,
@@ -139,10 +138,9 @@ impl Waiter {
             Status::Waiting | Status::Serving { .. } => return None,
             Status::Done(bytes) => Ended::Reply(std::mem::take(bytes)),
             Status::Cancelled(Cancel::Gone) => Ended::Gone,
-            Status::Cancelled(Cancel::Timeout) => Ended::Reply(self.encode(|s| match self.empty {
-                Empty::NullArray => s.null_array(),
-                Empty::NullBulk => s.null(),
-            })),
+            // Every blocking command answers a timeout with a null array,
+            // BLMOVE too (its immediate answer inside EXEC is a null bulk).
+            Status::Cancelled(Cancel::Timeout) => Ended::Reply(self.encode(|s| s.null_array())),
             Status::Cancelled(Cancel::Error) => {
                 state.stats.error_reply(UNBLOCKED);
                 Ended::Reply(self.encode(|s| s.error(UNBLOCKED)))
@@ -302,7 +300,7 @@ pub struct Wait<'k> {
     pub args: Option<CommandArgs>,
     /// When to give up; `None`: never.
     pub deadline: Option<Instant>,
-    /// The reply when the wait ends without data.
+    /// The reply when it may not wait (inside `EXEC`).
     pub empty: Empty,
     /// Whether deleting a key ends the wait (XREADGROUP).
     pub on_delete: bool,
@@ -335,7 +333,6 @@ pub fn wait<T: ReplyTarget>(c: &mut Ctx<'_, T>, wait: Wait<'_>) {
         args,
         keys: wait.keys.iter().map(|k| Box::<[u8]>::from(*k)).collect(),
         on_delete: wait.on_delete,
-        empty: wait.empty,
         deadline: wait.deadline,
         status: Mutex::new(Status::Waiting),
         wake: Notify::new(),
@@ -670,7 +667,6 @@ mod tests {
             args: CommandArgs::new(),
             keys: keys.iter().map(|k| Box::<[u8]>::from(*k)).collect(),
             on_delete: false,
-            empty: Empty::NullArray,
             deadline: None,
             status: Mutex::new(Status::Waiting),
             wake: Notify::new(),

@@ -504,12 +504,13 @@ fn blocking_pop<T: ReplyTarget>(c: &mut Ctx<'_, T>, end: End) {
 /// `BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]`: LMPOP,
 /// or block until one of the lists is pushed to.
 fn blmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
-    let deadline = match blocking::timeout_secs(c.arg(1)) {
-        Ok(d) => d,
-        Err(msg) => return c.error(msg),
-    };
     let LmpopArgs { keys, end, count } = match lmpop_args(c, 2) {
         Ok(a) => a,
+        Err(msg) => return c.error(msg),
+    };
+    // Redis reads the timeout after the other arguments.
+    let deadline = match blocking::timeout_secs(c.arg(1)) {
+        Ok(d) => d,
         Err(msg) => return c.error(msg),
     };
     let serving = blocking::serving();

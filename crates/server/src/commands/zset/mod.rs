@@ -498,12 +498,13 @@ fn bzpop<T: ReplyTarget>(c: &mut Ctx<'_, T>, max: bool) {
 /// `BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count]`: ZMPOP, or
 /// block until one of the sorted sets is added to.
 fn bzmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
-    let deadline = match blocking::timeout_secs(c.arg(1)) {
-        Ok(d) => d,
-        Err(msg) => return c.error(msg),
-    };
     let (keys, max, count) = match zmpop_args(c, 2) {
         Ok(a) => a,
+        Err(msg) => return c.error(msg),
+    };
+    // Redis reads the timeout after the other arguments.
+    let deadline = match blocking::timeout_secs(c.arg(1)) {
+        Ok(d) => d,
         Err(msg) => return c.error(msg),
     };
     let serving = blocking::serving();
