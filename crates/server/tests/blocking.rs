@@ -430,25 +430,6 @@ fn timeouts_have_sub_second_precision() {
     assert!(String::from_utf8_lossy(&info).contains("blocked_clients:0\r\n"));
 }
 
-#[test]
-fn respb_channels_block_and_are_served() {
-    // A RESPB connection's blocked channel holds up the whole connection;
-    // the reply arrives as a frame on its mux id once another client pushes.
-    let kvik = start_kvik_with(&[]);
-    let mut pusher = connect(kvik.port);
-    let mut control = connect(kvik.port);
-    let mut waiter = connect(kvik.port);
-    waiter.write_all(&request("BLPOP k 0")).expect("send");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !String::from_utf8_lossy(&call_text(&mut control, &["INFO", "clients"])).contains("blocked_clients:1") {
-        assert!(Instant::now() < deadline, "never blocked");
-        thread::sleep(Duration::from_millis(2));
-    }
-    assert_eq!(call(&mut pusher, &[b"RPUSH", b"k", b"a", b"b"]), b":2\r\n");
-    assert_eq!(read_until(&mut waiter, reply_complete).bytes, b"*2\r\n$1\r\nk\r\n$1\r\na\r\n");
-    assert_eq!(call(&mut pusher, &[b"LRANGE", b"k", b"0", b"-1"]), b"*1\r\n$1\r\nb\r\n");
-}
-
 /// Many waiters on many connections and keys, served by pushes from
 /// several threads: every element reaches exactly one waiter, none is left.
 #[test]
