@@ -261,6 +261,16 @@ impl Blocking {
         }
     }
 
+    /// Client `id` is gone: end its wait, if any, and forget its waiter.
+    /// Nothing is popped for it afterwards (a command already running for
+    /// it completes, and its reply is dropped).
+    pub fn abandon(&self, id: u64) {
+        if let Some(waiter) = self.waiter(id) {
+            self.cancel(&waiter, Cancel::Gone);
+            self.release(id);
+        }
+    }
+
     /// `CLIENT UNBLOCK id TIMEOUT|ERROR`: whether the client was blocked.
     pub fn unblock(&self, id: u64, why: Cancel) -> bool {
         match self.waiter(id) {

@@ -161,6 +161,19 @@ impl Future for Event {
     }
 }
 
+/// Ends a blocked client's wait when dropped: nothing is served to a
+/// client whose connection stopped waiting.
+struct Unblock<'a> {
+    state: &'a ServerState,
+    id: u64,
+}
+
+impl Drop for Unblock<'_> {
+    fn drop(&mut self) {
+        self.state.blocking.abandon(self.id);
+    }
+}
+
 /// What ended a wait for input.
 enum Wake {
     /// Input arrived (or the connection is to end, on `Ok(0)`).
@@ -267,17 +280,27 @@ impl<S: ClientStream> Conn<'_, S> {
         }
     }
 
-    /// Wait while client `id` is blocked (see [`crate::blocking`]): the reply
-    /// to send once it was served, timed out or unblocked; `None` when the
-    /// client is to be closed (killed, gone, or the server stopping). The
-    /// socket is still read meanwhile, within the query buffer limit, so
-    /// that a client that hangs up is noticed; what it sends waits in `buf`.
-    async fn wait_blocked(&mut self, buf: &mut ReadBuffer, id: u64, killed: &mut Event) -> Option<Vec<u8>> {
-        let blocking = &self.state.blocking;
-        let waiter = blocking.waiter(id)?;
-        let ended = self.await_waiter(buf, &waiter, killed).await;
-        blocking.release(id);
-        ended
+    /// Wait while client `id` is blocked (see [`crate::blocking`]), after
+    /// sending the replies already due in `out`: the reply to send once it
+    /// was served, timed out or unblocked; `None` when the client is to be
+    /// closed (killed, gone, or the server stopping). The socket is still
+    /// read meanwhile, within the query buffer limit, so that a client that
+    /// hangs up is noticed; what it sends waits in `buf`.
+    async fn wait_blocked(
+        &mut self,
+        buf: &mut ReadBuffer,
+        out: &mut Vec<u8>,
+        id: u64,
+        killed: &mut Event,
+    ) -> io::Result<Option<Vec<u8>>> {
+        // However this ends, even by an error, the client waits no more.
+        let _done = Unblock { state: self.state, id };
+        if !out.is_empty() {
+            self.send(out).await?;
+            out.clear();
+        }
+        let Some(waiter) = self.state.blocking.waiter(id) else { return Ok(Some(Vec::new())) };
+        Ok(self.await_waiter(buf, &waiter, killed).await)
     }
 
     async fn await_waiter(&mut self, buf: &mut ReadBuffer, waiter: &Arc<Waiter>, killed: &mut Event) -> Option<Vec<u8>> {
@@ -620,11 +643,7 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
                     if outcome == Outcome::Block {
                         // Replies already due go out first; requests behind
                         // the blocked one stay in the buffer until it ends.
-                        if !out.is_empty() {
-                            conn.send(&out).await?;
-                            out.clear();
-                        }
-                        match conn.wait_blocked(buf, session.id, &mut killed).await {
+                        match conn.wait_blocked(buf, &mut out, session.id, &mut killed).await? {
                             Some(reply) => out.extend_from_slice(&reply),
                             None => return Ok(()),
                         }
@@ -739,11 +758,7 @@ async fn serve_respb<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuff
                     if let Some(id) = blocked {
                         // The whole connection waits for a blocked channel,
                         // since frames are served in order.
-                        if !out.is_empty() {
-                            conn.send(&out).await?;
-                            out.clear();
-                        }
-                        match conn.wait_blocked(buf, id, &mut Event::never()).await {
+                        match conn.wait_blocked(buf, &mut out, id, &mut Event::never()).await? {
                             Some(reply) => out.extend_from_slice(&reply),
                             None => return Ok(()),
                         }

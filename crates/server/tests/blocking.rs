@@ -33,6 +33,8 @@ enum Step {
     Pipeline(usize, &'static [&'static str]),
     /// Read one reply on a connection (a blocked client's answer).
     Read(usize),
+    /// Read this many replies on a connection.
+    ReadN(usize, usize),
     /// `CLIENT UNBLOCK <id of the second> [mode]` from the first.
     Unblock(usize, usize, &'static str),
     /// `CLIENT KILL ID <id of the second>` from the first.
@@ -43,10 +45,15 @@ enum Step {
 
 use Step::*;
 
-/// The request for a command written as space-separated words.
+/// The requests for commands written as space-separated words, several
+/// separated by `;`.
 fn request(text: &str) -> Vec<u8> {
-    let words: Vec<&[u8]> = text.split_whitespace().map(str::as_bytes).collect();
-    multibulk(&words)
+    text.split(';')
+        .flat_map(|cmd| {
+            let words: Vec<&[u8]> = cmd.split_whitespace().map(str::as_bytes).collect();
+            multibulk(&words)
+        })
+        .collect()
 }
 
 /// The id of the client on `conn`.
@@ -103,6 +110,10 @@ fn run(port: u16, conns: usize, steps: &[Step]) -> Vec<String> {
                 log.extend(common::split_replies(&all).iter().map(|r| r.escape_ascii().to_string()));
             }
             Read(i) => log.push(read_until(&mut conn(&mut clients, i), reply_complete).show()),
+            ReadN(i, n) => {
+                let all = read_until(&mut conn(&mut clients, i), |b| complete_replies(b) == n).bytes;
+                log.extend(common::split_replies(&all).iter().map(|r| r.escape_ascii().to_string()));
+            }
             Unblock(from, target, mode) => {
                 let mut c = conn(&mut clients, from);
                 let mut args = vec!["CLIENT", "UNBLOCK", &ids[target]];
@@ -374,7 +385,14 @@ fn scenarios() -> Vec<Scenario> {
         s(
             "commands pipelined behind a blocked one wait for it",
             2,
-            vec![Pipeline(1, &["DEL k"]), Block(0, "BLPOP k 0"), Call(1, "RPUSH k a"), Read(0), Call(0, "PING")],
+            vec![
+                Block(0, "BLPOP k 0;RPUSH k b;LRANGE k 0 -1;BLPOP j 0;PING"),
+                Call(1, "RPUSH k a"),
+                ReadN(0, 3),
+                // Whether or not the second BLPOP blocked yet, it gets x.
+                Call(1, "RPUSH j x"),
+                ReadN(0, 2),
+            ],
         ),
     ]
 }

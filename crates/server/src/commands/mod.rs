@@ -344,6 +344,9 @@ pub fn execute<T: ReplyTarget>(
         session.skip_this = true;
     }
     if session.handle().is_some_and(|h| h.is_killed()) {
+        if outcome == Outcome::Block {
+            state.blocking.abandon(session.id);
+        }
         return Outcome::Close;
     }
     outcome
