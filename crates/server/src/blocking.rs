@@ -162,7 +162,8 @@ impl Waiter {
         out
     }
 
-    /// Wait until the wait has ended, or the deadline passed (`false`).
+    /// Wait until the waiter's state changes (served, cancelled, or a
+    /// cancelled run finished); a change before the call is not lost.
     pub async fn changed(&self) {
         self.wake.notified().await;
     }
@@ -177,12 +178,15 @@ pub struct Blocking {
     registry: Mutex<Registry>,
 }
 
+/// A key of a database: (database index, key).
+type Slot = (usize, Box<[u8]>);
+
 /// The queues, under one lock. Lock order: shard locks, then this, then a
 /// waiter's status.
 #[derive(Debug, Default)]
 struct Registry {
     /// Waiters per (database, key), first come first.
-    queues: HashMap<(usize, Box<[u8]>), VecDeque<Arc<Waiter>>>,
+    queues: HashMap<Slot, VecDeque<Arc<Waiter>>>,
     /// Each blocked client's waiter, until its connection is done with it.
     by_client: HashMap<u64, Arc<Waiter>>,
 }
@@ -703,10 +707,7 @@ mod tests {
         let state = ServerState::default();
         assert_eq!(a.ended(&state), Some(Ended::Reply(b"*-1\r\n".to_vec())));
         assert!(blocking.cancel(&b, Cancel::Error));
-        assert_eq!(
-            b.ended(&state),
-            Some(Ended::Reply(b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n".to_vec()))
-        );
+        assert_eq!(b.ended(&state), Some(Ended::Reply(b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n".to_vec())));
         assert_eq!(blocking.blocked(), 0);
         assert!(blocking.lock().queues.is_empty());
         blocking.release(1);

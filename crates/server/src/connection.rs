@@ -42,7 +42,7 @@ use kvik_protocol::respb::handshake::{self, Greeting};
 use kvik_protocol::respb::{detect, Decoded, Detected, Frame, RespbDecoder, RespbLimits, RespbReplyWriter};
 use kvik_protocol::{CommandArgs, ReplySink};
 
-use crate::blocking::{Cancel, Ended, Encoding, Waiter};
+use crate::blocking::{Cancel, Encoding, Ended, Waiter};
 use crate::commands::{execute, held_by_pause, Outcome, ReplyTarget, Request};
 use crate::pubsub::{encode_message, Message};
 use crate::session::Session;
@@ -303,7 +303,12 @@ impl<S: ClientStream> Conn<'_, S> {
         Ok(self.await_waiter(buf, &waiter, killed).await)
     }
 
-    async fn await_waiter(&mut self, buf: &mut ReadBuffer, waiter: &Arc<Waiter>, killed: &mut Event) -> Option<Vec<u8>> {
+    async fn await_waiter(
+        &mut self,
+        buf: &mut ReadBuffer,
+        waiter: &Arc<Waiter>,
+        killed: &mut Event,
+    ) -> Option<Vec<u8>> {
         let state = self.state;
         let mut cancelled = false;
         loop {

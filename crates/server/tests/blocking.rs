@@ -15,9 +15,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::diff::multibulk;
-use common::{
-    call, call_text, connect, read_until, reply_complete, start_kvik_with, start_redis_or_skip, ServerProcess,
-};
+use common::{call_text, connect, read_until, reply_complete, start_kvik_with, start_redis_or_skip, ServerProcess};
 
 /// One step of a scenario; connections are numbered from 0.
 enum Step {
@@ -82,7 +80,7 @@ fn run(port: u16, conns: usize, steps: &[Step]) -> Vec<String> {
     let mut clients: Vec<Option<TcpStream>> = (0..conns).map(|_| Some(connect(port))).collect();
     let ids: Vec<String> = clients.iter_mut().map(|c| client_id(c.as_mut().expect("open"))).collect();
     let mut log = Vec::new();
-    let mut conn = |clients: &mut Vec<Option<TcpStream>>, i: usize| -> TcpStream {
+    let conn = |clients: &mut Vec<Option<TcpStream>>, i: usize| -> TcpStream {
         clients[i].as_ref().expect("connection is open").try_clone().expect("clone stream")
     };
     for step in steps {
@@ -152,11 +150,7 @@ struct Scenario {
 fn scenarios() -> Vec<Scenario> {
     let s = |name, conns, steps| Scenario { name, conns, steps };
     vec![
-        s(
-            "block then push",
-            2,
-            vec![Block(0, "BLPOP k 0"), Call(1, "RPUSH k a b"), Read(0), Call(1, "LRANGE k 0 -1")],
-        ),
+        s("block then push", 2, vec![Block(0, "BLPOP k 0"), Call(1, "RPUSH k a b"), Read(0), Call(1, "LRANGE k 0 -1")]),
         s(
             "three waiters are served in order",
             4,
@@ -295,13 +289,7 @@ fn scenarios() -> Vec<Scenario> {
         s(
             "a blocked client that hangs up gets nothing",
             2,
-            vec![
-                Block(0, "BLPOP k 0"),
-                Close(0),
-                Call(1, "PING"),
-                Call(1, "RPUSH k x"),
-                Call(1, "LRANGE k 0 -1"),
-            ],
+            vec![Block(0, "BLPOP k 0"), Close(0), Call(1, "PING"), Call(1, "RPUSH k x"), Call(1, "LRANGE k 0 -1")],
         ),
         s(
             "xread block from $",

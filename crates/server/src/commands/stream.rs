@@ -496,9 +496,7 @@ fn xread<T: ReplyTarget>(c: &mut Ctx<'_, T>, group_cmd: bool) {
     for (key, id_text) in a.keys.iter().zip(&a.ids) {
         let stream = match stream_at(lock.shard_for(ks, key).db(db), key, now) {
             Ok(s) => s,
-            Err(()) if serving.is_some() && group_cmd => {
-                return c.error(b"UNBLOCKED the stream key no longer exists")
-            }
+            Err(()) if serving.is_some() && group_cmd => return c.error(b"UNBLOCKED the stream key no longer exists"),
             Err(()) if serving.is_some() => return,
             Err(()) => return c.error(WRONGTYPE),
         };

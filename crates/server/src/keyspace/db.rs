@@ -128,7 +128,6 @@ impl Db {
         self.index = index;
     }
 
-
     fn hash(&self, key: &[u8]) -> u64 {
         self.hasher.hash_one(key)
     }

@@ -402,9 +402,11 @@ fn zpop<T: ReplyTarget>(c: &mut Ctx<'_, T>, max: bool) {
     access::reply_or_wrongtype(c, popped, |s, items| write_items(s, &items, true, nested));
 }
 
-/// ZMPOP's arguments after numkeys at `at` (1, or 2 for BZMPOP): the keys,
-/// whether to pop the highest scores, and the count.
-fn zmpop_args<'a, T: ReplyTarget>(c: &Ctx<'a, T>, at: usize) -> Result<(Vec<&'a [u8]>, bool, usize), &'static [u8]> {
+/// ZMPOP's arguments: the keys, whether to pop the highest scores, and the count.
+type ZmpopArgs<'a> = (Vec<&'a [u8]>, bool, usize);
+
+/// ZMPOP's arguments, numkeys at `at` (1, or 2 for BZMPOP).
+fn zmpop_args<'a, T: ReplyTarget>(c: &Ctx<'a, T>, at: usize) -> Result<ZmpopArgs<'a>, &'static [u8]> {
     let numkeys = match parse_i64(c.arg(at)) {
         Some(n) if n > 0 => usize::try_from(n).unwrap_or(usize::MAX),
         _ => return Err(b"ERR numkeys should be greater than 0"),
