@@ -7,7 +7,8 @@
 //!
 //! Writes make keys *ready*: the keyspace reports every key it creates (and
 //! every key it deletes, for XREADGROUP's sake) while anyone is blocked, XADD
-//! reports the stream it grew, and SWAPDB the databases it swapped. The
+//! reports the stream it grew, XGROUP DESTROY the stream it changed, and
+//! SWAPDB, FLUSHDB and FLUSHALL every waited-on key of their databases. The
 //! reports go to a list of the writing thread; when the writer's command has
 //! finished and released its locks, [`serve_ready`] runs, on that thread,
 //! the commands of the clients waiting on those keys, first come first
@@ -283,17 +284,27 @@ impl Blocking {
         }
     }
 
-    /// Databases `dbs` traded contents: every key waited on in them is ready.
-    pub fn dbs_swapped(&self, dbs: &[usize]) {
+    /// Databases `dbs` (`None`: all) changed wholesale (SWAPDB, FLUSHDB,
+    /// FLUSHALL): every key waited on in them is ready.
+    pub fn dbs_changed(&self, dbs: Option<&[usize]>) {
         if self.blocked() == 0 {
             return;
         }
         let reg = self.lock();
         for (db, key) in reg.queues.keys() {
-            if dbs.contains(db) {
+            if dbs.is_none_or(|dbs| dbs.contains(db)) {
                 push_ready(*db, key);
             }
         }
+    }
+
+    /// Number of blocked clients with a timeout (`clients_in_timeout_table`).
+    pub fn with_timeout(&self) -> usize {
+        if self.blocked() == 0 {
+            return 0;
+        }
+        let reg = self.lock();
+        reg.by_client.values().filter(|w| w.deadline.is_some() && !is_final(&w.status())).count()
     }
 
     /// The state of a wait, once it ended.

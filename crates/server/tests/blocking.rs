@@ -348,6 +348,28 @@ fn scenarios() -> Vec<Scenario> {
             ],
         ),
         s(
+            "flushes and renames end xreadgroup waits",
+            3,
+            vec![
+                Call(2, "XGROUP CREATE s g $ MKSTREAM"),
+                Block(0, "XREADGROUP GROUP g c BLOCK 0 STREAMS s >"),
+                Block(1, "BLPOP k 0.5"),
+                Call(2, "INFO clients"),
+                Call(2, "FLUSHDB"),
+                Read(0),
+                Call(2, "XGROUP CREATE s g $ MKSTREAM"),
+                Block(0, "XREADGROUP GROUP g c BLOCK 0 STREAMS s >"),
+                Call(2, "FLUSHALL"),
+                Read(0),
+                Call(2, "XGROUP CREATE s g $ MKSTREAM"),
+                Block(0, "XREADGROUP GROUP g c BLOCK 0 STREAMS s >"),
+                Call(2, "RENAME s s2"),
+                Read(0),
+                Call(2, "RPUSH k x"),
+                Read(1),
+            ],
+        ),
+        s(
             "swapdb serves clients blocked in either database",
             2,
             vec![
@@ -406,9 +428,13 @@ fn blocked_clients_behave_as_in_redis() {
     assert!(mismatches.is_empty(), "{} scenario(s) differ:\n{}", mismatches.len(), mismatches.join("\n"));
 }
 
-/// The `blocked_clients` line of an `INFO clients` reply (other lines differ).
+/// The blocked client counts of an `INFO clients` reply (other lines differ).
 fn clients_line(info: &str) -> String {
-    info.split("\\r\\n").find(|l| l.starts_with("blocked_clients")).unwrap_or("no blocked_clients").to_string()
+    let lines = info.split("\\r\\n");
+    lines
+        .filter(|l| l.starts_with("blocked_clients") || l.starts_with("clients_in_timeout"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Blocked for `timeout` seconds, the reply comes after about that long.

@@ -274,15 +274,15 @@ fn client_line(h: &ClientHandle, current: u64, blocked: bool) -> Vec<u8> {
     if info.monitor {
         flags.push('O');
     }
-    if info.no_evict {
-        flags.push('e');
-    }
     let [sub, psub, ssub] = info.subscriptions;
     if sub + psub + ssub > 0 {
         flags.push('P');
     }
     if blocked {
         flags.push('b');
+    }
+    if info.no_evict {
+        flags.push('e');
     }
     if flags.is_empty() {
         flags.push('N');

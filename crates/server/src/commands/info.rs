@@ -218,7 +218,7 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             line("client_recent_max_output_buffer", &0);
             line("blocked_clients", &state.blocking.blocked());
             line("tracking_clients", &0);
-            line("clients_in_timeout_table", &0);
+            line("clients_in_timeout_table", &state.blocking.with_timeout());
         }
         "memory" => {
             let data = dataset_bytes(state) as u64;

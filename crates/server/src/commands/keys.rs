@@ -539,7 +539,7 @@ fn swapdb<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         shard.swap_dbs(a, b);
     }
     drop(lock);
-    c.state.blocking.dbs_swapped(&[a, b]);
+    c.state.blocking.dbs_changed(Some(&[a, b]));
     c.ok();
 }
 
