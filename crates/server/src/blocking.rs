@@ -738,6 +738,70 @@ mod tests {
         assert_eq!(blocking.blocked(), 1);
     }
 
+    /// Collects RESP replies, as a connection does.
+    struct Collect(Vec<u8>);
+
+    impl ReplyTarget for Collect {
+        fn reply<F: FnOnce(&mut dyn ReplySink)>(&mut self, session: &Session, write: F) {
+            write(&mut RespWriter::new(&mut self.0, session.protocol));
+        }
+    }
+
+    fn send(state: &ServerState, session: &mut Session, words: &[&str]) -> (Vec<u8>, Outcome) {
+        let mut args = CommandArgs::new();
+        for w in words {
+            args.push_owned(w.as_bytes());
+        }
+        let mut out = Collect(Vec::new());
+        let outcome = commands::execute(state, Request::new(&args, &[]), session, &mut out);
+        (out.0, outcome)
+    }
+
+    #[test]
+    fn a_push_serves_waiters_first_come_first_served() {
+        let state = ServerState::default();
+        let (mut a, mut b, mut pusher) = (Session::new(1), Session::new(2), Session::new(3));
+        assert_eq!(send(&state, &mut a, &["BLPOP", "k", "0"]), (Vec::new(), Outcome::Block));
+        assert_eq!(send(&state, &mut b, &["BRPOP", "other", "k", "0"]), (Vec::new(), Outcome::Block));
+        assert_eq!(state.blocking.blocked(), 2);
+        // The waiter is served before the pusher's next command runs.
+        assert_eq!(send(&state, &mut pusher, &["RPUSH", "k", "x"]).0, b":1\r\n");
+        assert_eq!(send(&state, &mut pusher, &["LPOP", "k"]).0, b"$-1\r\n");
+        let wa = state.blocking.waiter(1).expect("waiter a");
+        assert_eq!(wa.ended(&state), Some(Ended::Reply(b"*2\r\n$1\r\nk\r\n$1\r\nx\r\n".to_vec())));
+        let wb = state.blocking.waiter(2).expect("waiter b");
+        assert_eq!(wb.ended(&state), None, "still waiting");
+        assert_eq!(state.blocking.blocked(), 1);
+        assert_eq!(send(&state, &mut pusher, &["RPUSH", "k", "y", "z"]).0, b":2\r\n");
+        assert_eq!(wb.ended(&state), Some(Ended::Reply(b"*2\r\n$1\r\nk\r\n$1\r\nz\r\n".to_vec())));
+        assert_eq!(send(&state, &mut pusher, &["LRANGE", "k", "0", "-1"]).0, b"*1\r\n$1\r\ny\r\n");
+        assert_eq!(state.blocking.blocked(), 0);
+    }
+
+    #[test]
+    fn inside_exec_a_blocking_command_answers_at_once() {
+        let state = ServerState::default();
+        let mut session = Session::new(1);
+        let mut args = CommandArgs::new();
+        for w in ["BLMOVE", "a", "b", "LEFT", "LEFT", "0"] {
+            args.push_owned(w.as_bytes());
+        }
+        let mut out = Collect(Vec::new());
+        let mut ctx = Ctx {
+            state: &state,
+            req: Request::new(&args, &[]),
+            session: &mut session,
+            target: &mut out,
+            failed: false,
+            outcome: Outcome::Continue,
+            may_block: false,
+        };
+        commands::dispatch(kvik_protocol::commands::id::BLMOVE, &mut ctx);
+        assert_eq!(ctx.outcome, Outcome::Continue);
+        assert_eq!(out.0, b"$-1\r\n");
+        assert_eq!(state.blocking.blocked(), 0);
+    }
+
     #[test]
     fn ready_keys_are_kept_once_in_order() {
         push_ready(0, b"a");

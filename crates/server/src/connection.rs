@@ -18,6 +18,12 @@
 //! closes a client that takes nothing for that long, as Redis counts an
 //! unread reply as no interaction.
 //!
+//! A blocking command that found nothing (BLPOP & co., see
+//! [`crate::blocking`]) makes the connection send the replies already due
+//! and wait for its answer; requests pipelined behind it stay in the read
+//! buffer until then. On RESPB the whole connection waits for a blocked
+//! channel, since frames are answered in order.
+//!
 //! A request that breaks the protocol cannot be skipped (there is no way to
 //! find where the next one starts), so, as Redis does, the connection gets
 //! the error text after the replies already due and is then closed.
