@@ -535,8 +535,13 @@ pub fn serve_ready(state: &ServerState) {
                 push_ready(db, &key);
             }
         }
+        if runs >= SERVE_LIMIT {
+            // Enough for one write: the rest is served after this thread's
+            // next command.
+            return;
+        }
         let Some((db, key)) = pop_ready() else { break };
-        if state.blocking.blocked() > 0 && runs < SERVE_LIMIT {
+        if state.blocking.blocked() > 0 {
             runs += serve_key(state, db, &key);
         }
     }

@@ -553,3 +553,72 @@ fn many_waiters_get_every_element_exactly_once() {
     assert_eq!(all.len(), before, "an element was delivered twice");
     assert_eq!(all.len(), total + extra, "an element was lost");
 }
+
+/// Waiters whose short timeouts race with pushes from other threads: an
+/// element is either delivered or left in its list, never lost or doubled.
+#[test]
+fn timeouts_racing_with_pushes_lose_nothing() {
+    const WAITERS: usize = 16;
+    const PUSHES: usize = 600;
+    let kvik = start_kvik_with(&["--threads", "2"]);
+    let port = kvik.port;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let waiters: Vec<_> = (0..WAITERS)
+        .map(|w| {
+            let stop = std::sync::Arc::clone(&stop);
+            thread::spawn(move || {
+                let mut conn = connect(port);
+                let mut got = Vec::new();
+                let mut timeouts = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let cmd = if w % 2 == 0 { ["BLPOP", "r0", "r1", "0.002"] } else { ["BRPOP", "r1", "r0", "0.003"] };
+                    let reply = String::from_utf8_lossy(&call_text(&mut conn, &cmd)).into_owned();
+                    match reply.split("\r\n").find(|l| l.starts_with("e")) {
+                        Some(item) => got.push(item.to_string()),
+                        None if reply == "*-1\r\n" => timeouts += 1,
+                        None => panic!("unexpected reply {reply:?}"),
+                    }
+                }
+                (got, timeouts)
+            })
+        })
+        .collect();
+    let pushers: Vec<_> = (0..2)
+        .map(|p| {
+            thread::spawn(move || {
+                let mut conn = connect(port);
+                for i in (p..PUSHES).step_by(2) {
+                    call_text(&mut conn, &["LPUSH", &format!("r{}", i % 2), &format!("e{i}")]);
+                    if i % 50 == 0 {
+                        thread::sleep(Duration::from_millis(3));
+                    }
+                }
+            })
+        })
+        .collect();
+    for p in pushers {
+        p.join().expect("pusher");
+    }
+    thread::sleep(Duration::from_millis(50));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut all = Vec::new();
+    let mut timeouts = 0;
+    for w in waiters {
+        let (got, t) = w.join().expect("waiter");
+        all.extend(got);
+        timeouts += t;
+    }
+    let mut conn = connect(port);
+    for key in ["r0", "r1"] {
+        let reply = String::from_utf8_lossy(&call_text(&mut conn, &["LRANGE", key, "0", "-1"])).into_owned();
+        all.extend(reply.split("\r\n").filter(|l| l.starts_with('e')).map(str::to_string));
+    }
+    all.sort();
+    let before = all.len();
+    all.dedup();
+    assert_eq!(all.len(), before, "an element was delivered twice");
+    assert_eq!(all.len(), PUSHES, "an element was lost");
+    assert!(timeouts > 0, "the waits timed out meanwhile too");
+    let info = String::from_utf8_lossy(&call_text(&mut conn, &["INFO", "clients"])).into_owned();
+    assert!(info.contains("blocked_clients:0\r\n"), "{info}");
+}
