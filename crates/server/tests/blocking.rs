@@ -37,7 +37,7 @@ enum Step {
     Unblock(usize, usize, &'static str),
     /// `CLIENT KILL ID <id of the second>` from the first.
     Kill(usize, usize),
-    /// Close a connection.
+    /// Close a connection and wait until the server has let the client go.
     Close(usize),
 }
 
@@ -69,6 +69,15 @@ fn wait_until_blocked(control: &mut TcpStream, id: &str) {
             return;
         }
         assert!(Instant::now() < deadline, "client {id} never blocked: {}", list.escape_ascii());
+        thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Wait until the server no longer lists client `id`.
+fn wait_until_gone(control: &mut TcpStream, id: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while String::from_utf8_lossy(&call_text(control, &["CLIENT", "LIST", "ID", id])).contains("id=") {
+        assert!(Instant::now() < deadline, "client {id} is still listed");
         thread::sleep(Duration::from_millis(2));
     }
 }
@@ -124,7 +133,10 @@ fn run(port: u16, conns: usize, steps: &[Step]) -> Vec<String> {
                 let reply = call_text(&mut c, &["CLIENT", "KILL", "ID", &ids[target]]);
                 log.push(String::from_utf8_lossy(&reply).into_owned());
             }
-            Close(i) => clients[i] = None,
+            Close(i) => {
+                clients[i] = None;
+                wait_until_gone(&mut control, &ids[i]);
+            }
         }
     }
     log

@@ -373,6 +373,8 @@ fn client_kill<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
                 c.outcome = Outcome::Close;
             } else {
                 h.kill();
+                // At once, so that nothing is served to it from now on.
+                c.state.blocking.abandon(h.id);
             }
         }
         return if found { c.ok() } else { c.error(b"ERR No such client") };
@@ -440,6 +442,8 @@ fn client_kill<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
                 c.outcome = Outcome::Close;
             } else {
                 h.kill();
+                // At once, so that nothing is served to it from now on.
+                c.state.blocking.abandon(h.id);
             }
             killed += 1;
         }
