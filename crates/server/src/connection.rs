@@ -18,6 +18,12 @@
 //! closes a client that takes nothing for that long, as Redis counts an
 //! unread reply as no interaction.
 //!
+//! A blocking command that found nothing (BLPOP & co., see
+//! [`crate::blocking`]) makes the connection send the replies already due
+//! and wait for its answer; requests pipelined behind it stay in the read
+//! buffer until then. On RESPB the whole connection waits for a blocked
+//! channel, since frames are answered in order.
+//!
 //! A request that breaks the protocol cannot be skipped (there is no way to
 //! find where the next one starts), so, as Redis does, the connection gets
 //! the error text after the replies already due and is then closed.
@@ -42,6 +48,7 @@ use kvik_protocol::respb::handshake::{self, Greeting};
 use kvik_protocol::respb::{detect, Decoded, Detected, Frame, RespbDecoder, RespbLimits, RespbReplyWriter};
 use kvik_protocol::{CommandArgs, ReplySink};
 
+use crate::blocking::{Cancel, Encoding, Ended, Waiter};
 use crate::commands::{execute, held_by_pause, Outcome, ReplyTarget, Request};
 use crate::pubsub::{encode_message, Message};
 use crate::session::Session;
@@ -160,6 +167,19 @@ impl Future for Event {
     }
 }
 
+/// Ends a blocked client's wait when dropped: nothing is served to a
+/// client whose connection stopped waiting.
+struct Unblock<'a> {
+    state: &'a ServerState,
+    id: u64,
+}
+
+impl Drop for Unblock<'_> {
+    fn drop(&mut self) {
+        self.state.blocking.abandon(self.id);
+    }
+}
+
 /// What ended a wait for input.
 enum Wake {
     /// Input arrived (or the connection is to end, on `Ok(0)`).
@@ -263,6 +283,81 @@ impl<S: ClientStream> Conn<'_, S> {
             () = self.state.pause.wait_for(spec) => true,
             () = killed => false,
             () = &mut self.shutdown => false,
+        }
+    }
+
+    /// Wait while client `id` is blocked (see [`crate::blocking`]), after
+    /// sending the replies already due in `out`: the reply to send once it
+    /// was served, timed out or unblocked; `None` when the client is to be
+    /// closed (killed, gone, or the server stopping). The socket is still
+    /// read meanwhile, within the query buffer limit, so that a client that
+    /// hangs up is noticed; what it sends waits in `buf`.
+    async fn wait_blocked(
+        &mut self,
+        buf: &mut ReadBuffer,
+        out: &mut Vec<u8>,
+        id: u64,
+        killed: &mut Event,
+    ) -> io::Result<Option<Vec<u8>>> {
+        // However this ends, even by an error, the client waits no more.
+        let _done = Unblock { state: self.state, id };
+        if !out.is_empty() {
+            self.send(out).await?;
+            out.clear();
+        }
+        let Some(waiter) = self.state.blocking.waiter(id) else { return Ok(Some(Vec::new())) };
+        Ok(self.await_waiter(buf, &waiter, killed).await)
+    }
+
+    async fn await_waiter(
+        &mut self,
+        buf: &mut ReadBuffer,
+        waiter: &Arc<Waiter>,
+        killed: &mut Event,
+    ) -> Option<Vec<u8>> {
+        let state = self.state;
+        let mut cancelled = false;
+        loop {
+            match state.blocking.ended(state, waiter) {
+                Some(Ended::Reply(bytes)) => return Some(bytes),
+                Some(Ended::Gone) => return None,
+                None => {}
+            }
+            if cancelled {
+                // A thread is running the command: its reply is on the way.
+                waiter.changed().await;
+                continue;
+            }
+            let deadline = waiter.deadline;
+            let sleep = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let may_read = buf.pending().len() <= state.limits.query_buffer_limit();
+            let stream = &mut self.stream;
+            let read = async {
+                if may_read {
+                    buf.fill(stream, 0).await
+                } else {
+                    std::future::pending().await
+                }
+            };
+            let why = tokio::select! {
+                () = waiter.changed() => None,
+                () = sleep => Some(Cancel::Timeout),
+                () = &mut *killed => Some(Cancel::Gone),
+                () = &mut self.shutdown => Some(Cancel::Gone),
+                r = read => match r {
+                    Ok(0) | Err(_) => Some(Cancel::Gone),
+                    Ok(_) => None,
+                },
+            };
+            if let Some(why) = why {
+                state.blocking.cancel(waiter, why);
+                cancelled = true;
+            }
         }
     }
 
@@ -462,6 +557,10 @@ impl ReplyTarget for RespbTarget<'_> {
         let mut w = RespbReplyWriter::new(self.out, self.mux);
         write(&mut w);
     }
+
+    fn encoding(&self, _session: &Session) -> Encoding {
+        Encoding::Respb(self.mux)
+    }
 }
 
 /// Redis's text for a protocol error. Unlike the parser's `Display`, which
@@ -562,6 +661,14 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
                         close = true;
                         break;
                     }
+                    if outcome == Outcome::Block {
+                        // Replies already due go out first; requests behind
+                        // the blocked one stay in the buffer until it ends.
+                        match conn.wait_blocked(buf, &mut out, session.id, &mut killed).await? {
+                            Some(reply) => out.extend_from_slice(&reply),
+                            None => return Ok(()),
+                        }
+                    }
                     if out.len() >= FLUSH_AT {
                         conn.send(&out).await?;
                         out.clear();
@@ -636,6 +743,7 @@ async fn serve_respb<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuff
             }
             match decoder.decode(pending, &mut args) {
                 Ok(Decoded::Frame { frame, consumed }) => {
+                    let mut blocked = None;
                     match frame {
                         Frame::Command { mux } => {
                             let session = channels.entry(mux).or_insert_with(|| new_session(state, &peer, None));
@@ -653,8 +761,12 @@ async fn serve_respb<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuff
                             }
                             let mut target = RespbTarget { out: &mut out, mux };
                             // QUIT ends the logical client that sent it, not its neighbours.
-                            if execute(state, req, session, &mut target) == Outcome::Close {
-                                channels.remove(&mux);
+                            match execute(state, req, session, &mut target) {
+                                Outcome::Close => {
+                                    channels.remove(&mux);
+                                }
+                                Outcome::Block => blocked = Some(session.id),
+                                Outcome::Continue => {}
                             }
                         }
                         Frame::MuxCreate { mux, target } => {
@@ -667,6 +779,14 @@ async fn serve_respb<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuff
                         }
                     }
                     buf.consume(consumed);
+                    if let Some(id) = blocked {
+                        // The whole connection waits for a blocked channel,
+                        // since frames are served in order.
+                        match conn.wait_blocked(buf, &mut out, id, &mut Event::never()).await? {
+                            Some(reply) => out.extend_from_slice(&reply),
+                            None => return Ok(()),
+                        }
+                    }
                     if conn.over_hard_limit(out.len()) {
                         return Ok(());
                     }

@@ -9,12 +9,15 @@
 //!   batched parsing and one write per batch, for RESP and RESPB alike;
 //! - [`session`]: the state of one logical client (a RESP connection or a RESPB channel);
 //! - [`commands`]: validation against the command table and the command implementations;
+//! - [`blocking`]: clients waiting in BLPOP, XREAD BLOCK and the like, and
+//!   serving them when a write makes their keys ready;
 //! - [`state`]: what all connections share; [`keyspace`]: the sharded databases;
 //!   [`types`]: the stored value types and their encodings.
 
 #![forbid(unsafe_code)]
 
 pub mod auth;
+pub mod blocking;
 pub mod changes;
 pub mod clients;
 pub mod commands;

@@ -6,6 +6,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use tokio::sync::watch;
 
+use crate::blocking::Blocking;
 use crate::changes::{parse_flags, Hub};
 use crate::clients::ClientRegistry;
 use crate::config::{parse_output_limits, Config, OutputLimit};
@@ -49,6 +50,8 @@ pub struct ServerState {
     pub changes: Arc<Hub>,
     /// Client-side caching: who may have which key cached.
     pub tracking: Arc<Tracking>,
+    /// Clients blocked by BLPOP, XREAD BLOCK and the like.
+    pub blocking: Blocking,
     /// The TCP port the server listens on, for INFO.
     pub port: AtomicU16,
     /// Set to true once the server is to stop; every loop watches it.
@@ -196,6 +199,7 @@ impl ServerState {
         ServerState {
             changes,
             tracking,
+            blocking: Blocking::new(keyspace.blocked_gate()),
             limits,
             ids: ClientIds::default(),
             keyspace,

@@ -109,6 +109,37 @@ fn each_channel_is_its_own_client() {
 }
 
 #[test]
+fn a_blocked_channel_is_answered_on_its_channel() {
+    // While one channel is blocked the whole connection waits, since frames
+    // are served in order; the reply comes as a frame on the channel's mux id.
+    let kvik = start_kvik();
+    let mut stream = greeted(&kvik);
+    let mut frame = Vec::new();
+    encode_request(&[&b"BLPOP"[..], b"k", b"0"], 3, &mut frame);
+    encode_request(&[b"PING"], 4, &mut frame);
+    stream.write_all(&frame).expect("send");
+    let mut pusher = connect(kvik.port);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !String::from_utf8_lossy(&common::call(&mut pusher, &[b"INFO", b"clients"])).contains("blocked_clients:1") {
+        assert!(std::time::Instant::now() < deadline, "the channel never blocked");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    assert_eq!(common::call(&mut pusher, &[b"RPUSH", b"k", b"a"]), b":1\r\n");
+    let two = |got: &[u8]| match decode_reply(got, &ReplyLimits::DEFAULT) {
+        Ok(Some(first)) => matches!(decode_reply(&got[first.consumed..], &ReplyLimits::DEFAULT), Ok(Some(_))),
+        _ => false,
+    };
+    let bytes = read_until(&mut stream, two).bytes;
+    let served = decode_reply(&bytes, &ReplyLimits::DEFAULT).expect("frame").expect("complete");
+    assert_eq!((served.mux, served.value), (3, Value::Array(vec![Value::bulk("k"), Value::bulk("a")])));
+    let pong = decode_reply(&bytes[served.consumed..], &ReplyLimits::DEFAULT).expect("frame").expect("complete");
+    assert_eq!((pong.mux, pong.value), (4, Value::simple("PONG")));
+    let timed_out = request(&mut stream, &[b"BRPOP", b"k", b"0.01"], 5);
+    // RESPB has one null, for null bulks and null arrays alike.
+    assert_eq!((timed_out.mux, timed_out.value), (5, Value::Null));
+}
+
+#[test]
 fn unknown_opcode_gets_an_error_frame_and_the_connection_closes() {
     let unknown = 0x7FFE;
     assert!(core_layout(unknown).is_none(), "the opcode must really be unassigned");

@@ -364,16 +364,17 @@ fn changes_from_many_threads_are_all_announced() {
 
 #[test]
 fn keys_that_expire_are_invalidated() {
-    compare("keys_that_expire_are_invalidated", &[], |t| {
+    compare("keys_that_expire_are_invalidated", &["--enable-debug-command", "yes"], |t| {
         let (a, b) = (t.open(), t.open());
-        t.step(b, &["SET lazy 1 PX 30", "SET active 1 PX 30", "SET stays 1"]);
+        t.step(b, &["DEBUG SET-ACTIVE-EXPIRE 0", "SET lazy 1 PX 30", "SET active 1 PX 30", "SET stays 1"]);
         t.step(a, &["HELLO 3", "CLIENT TRACKING on", "GET lazy", "GET active", "GET stays"]);
-        // Found expired by a read: the reader is told before its reply.
+        // Found expired by a read: the tracking client is told.
         std::thread::sleep(std::time::Duration::from_millis(60));
         t.step(b, &["GET lazy"]);
         t.step(a, &[]);
         // Removed by the expiry cycle with nobody reading it.
-        std::thread::sleep(std::time::Duration::from_millis(400));
+        t.step(b, &["DEBUG SET-ACTIVE-EXPIRE 1"]);
+        std::thread::sleep(std::time::Duration::from_millis(500));
         t.step(a, &[]);
         t.step(a, &["EXISTS active", "GET stays"]);
     });

@@ -11,6 +11,7 @@ use kvik_protocol::resp::writer::Protocol;
 
 use super::{unknown_subcommand_syntax, until_nul, valid_client_name, Ctx, Outcome, ReplyTarget, SYNTAX_ERROR};
 use crate::auth::{self, WRONGPASS};
+use crate::blocking::Cancel;
 use crate::clients::ClientHandle;
 use crate::keyspace::now_ms;
 use crate::pause::PauseMode;
@@ -44,7 +45,7 @@ handlers! {
         }
     },
     CLIENT_INFO(c) => {
-        let line = c.session.handle().map(|h| client_line(h, c.session.id)).unwrap_or_default();
+        let line = c.session.handle().map(|h| client_line(h, c.session.id, false)).unwrap_or_default();
         c.reply(|s| s.verbatim(b"txt", &line));
     },
     CLIENT_LIST(c) => client_list(c),
@@ -250,7 +251,7 @@ fn reset<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 
 /// One `CLIENT LIST` line, in Redis's field order. Buffer sizes are those of
 /// an idle Redis client, since kvik's buffers are not per client in the same way.
-fn client_line(h: &ClientHandle, current: u64) -> Vec<u8> {
+fn client_line(h: &ClientHandle, current: u64, blocked: bool) -> Vec<u8> {
     let info = h.info();
     let now = Instant::now();
     let age = now.saturating_duration_since(h.created).as_secs();
@@ -262,6 +263,9 @@ fn client_line(h: &ClientHandle, current: u64) -> Vec<u8> {
     let [sub, psub, ssub] = info.subscriptions;
     if sub + psub + ssub > 0 {
         flags.push('P');
+    }
+    if blocked {
+        flags.push('b');
     }
     if let Some(t) = &info.tracking {
         flags.push('t');
@@ -344,7 +348,7 @@ fn client_list<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         let current = c.session.id;
         for h in c.state.clients.snapshot() {
             if ids.as_ref().is_none_or(|ids| ids.contains(&h.id)) {
-                text.extend_from_slice(&client_line(&h, current));
+                text.extend_from_slice(&client_line(&h, current, c.state.blocking.is_blocked(h.id)));
             }
         }
     }
@@ -365,6 +369,8 @@ fn client_kill<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
                 c.outcome = Outcome::Close;
             } else {
                 h.kill();
+                // At once, so that nothing is served to it from now on.
+                c.state.blocking.abandon(h.id);
             }
         }
         return if found { c.ok() } else { c.error(b"ERR No such client") };
@@ -432,6 +438,8 @@ fn client_kill<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
                 c.outcome = Outcome::Close;
             } else {
                 h.kill();
+                // At once, so that nothing is served to it from now on.
+                c.state.blocking.abandon(h.id);
             }
             killed += 1;
         }
@@ -476,18 +484,24 @@ fn client_pause<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     c.ok();
 }
 
-/// `CLIENT UNBLOCK id [TIMEOUT|ERROR]`: no client ever blocks yet, so 0.
+/// `CLIENT UNBLOCK id [TIMEOUT|ERROR]`: end a blocked client's wait as if it
+/// timed out, or with an error; 1 when the client was blocked.
 fn client_unblock<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     if c.argc() > 4 {
         return unknown_subcommand_syntax(c);
     }
-    if parse_i64(c.arg(2)).is_none() {
+    let Some(id) = parse_i64(c.arg(2)) else {
         return c.error(b"ERR value is not an integer or out of range");
-    }
-    if c.argc() == 4 && !(c.arg(3).eq_ignore_ascii_case(b"timeout") || c.arg(3).eq_ignore_ascii_case(b"error")) {
-        return c.error(b"ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
-    }
-    c.reply(|s| s.integer(0));
+    };
+    let why = match c.argc() {
+        4 if c.arg(3).eq_ignore_ascii_case(b"error") => Cancel::Error,
+        4 if !c.arg(3).eq_ignore_ascii_case(b"timeout") => {
+            return c.error(b"ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+        }
+        _ => Cancel::Timeout,
+    };
+    let unblocked = u64::try_from(id).is_ok_and(|id| c.state.blocking.unblock(id, why));
+    c.reply(|s| s.integer(i64::from(unblocked)));
 }
 
 /// `CLIENT SETINFO LIB-NAME|LIB-VER value` (Redis 7.2 / Valkey).

@@ -216,9 +216,9 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             line("maxclients", &state.config().int("maxclients"));
             line("client_recent_max_input_buffer", &0);
             line("client_recent_max_output_buffer", &0);
-            line("blocked_clients", &0);
+            line("blocked_clients", &state.blocking.blocked());
             line("tracking_clients", &state.tracking.clients_on());
-            line("clients_in_timeout_table", &0);
+            line("clients_in_timeout_table", &state.blocking.with_timeout());
         }
         "memory" => {
             let data = dataset_bytes(state) as u64;

@@ -561,9 +561,10 @@ fn swapdb<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     };
     let mut lock = c.state.keyspace.lock_all();
     for shard in lock.shards() {
-        shard.dbs().swap(a, b);
+        shard.swap_dbs(a, b);
     }
     drop(lock);
+    c.state.blocking.dbs_changed(Some(&[a, b]));
     c.ok();
 }
 

@@ -11,6 +11,7 @@ use kvik_protocol::ReplySink;
 
 use super::access::{self, count_reply, reply_or_wrongtype, WrongType};
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
+use crate::blocking::{self, Empty, Wait};
 use crate::changes::EventClass;
 use crate::keyspace::now_ms;
 use crate::types::list::{rank_range, ListValue};
@@ -36,6 +37,14 @@ handlers! {
         _ => c.error(SYNTAX_ERROR),
     },
     LMPOP(c) => lmpop(c),
+    BLPOP(c) => blocking_pop(c, Head),
+    BRPOP(c) => blocking_pop(c, Tail),
+    BRPOPLPUSH(c) => blocking_move(c, Tail, Head, 3),
+    BLMOVE(c) => match (end_named(c.arg(3)), end_named(c.arg(4))) {
+        (Some(from), Some(to)) => blocking_move(c, from, to, 5),
+        _ => c.error(SYNTAX_ERROR),
+    },
+    BLMPOP(c) => blmpop(c),
 }
 
 use End::{Head, Tail};
@@ -383,10 +392,24 @@ fn lpos<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// answers null before the destination's type is looked at.
 fn move_element<T: ReplyTarget>(c: &mut Ctx<'_, T>, from: End, to: End) {
     let (src, dst) = (c.arg(1), c.arg(2));
-    let (db, now) = (c.session.db, now_ms());
-    let state = c.state;
-    let ks = &state.keyspace;
+    let ks = &c.state.keyspace;
     let mut lock = ks.lock_keys([src, dst]);
+    let moved = move_locked(c, &mut lock, src, dst, from, to);
+    drop(lock);
+    reply_moved(c, moved);
+}
+
+/// LMOVE's work with both keys locked: the element moved, if the source
+/// had one, announced as Redis announces it.
+fn move_locked<T: ReplyTarget>(
+    c: &mut Ctx<'_, T>,
+    lock: &mut crate::keyspace::MultiLock<'_>,
+    src: &[u8],
+    dst: &[u8],
+    from: End,
+    to: End,
+) -> Result<Option<Vec<u8>>, WrongType> {
+    let (db, now, ks) = (c.session.db, now_ms(), &c.state.keyspace);
     let moved = (|| -> Result<Option<(Vec<u8>, bool)>, WrongType> {
         if access::read_for_write::<ListValue>(lock.shard_for(ks, src).db(db), src, now)?.is_none() {
             return Ok(None);
@@ -402,17 +425,25 @@ fn move_element<T: ReplyTarget>(c: &mut Ctx<'_, T>, from: End, to: End) {
     if let Ok(Some((_, emptied))) = &moved {
         // Redis announces the push, then the pop, then the emptied source.
         c.notify(EventClass::List, push_event(to), dst);
-        c.notify(EventClass::List, pop_event(from), src);
-        if *emptied {
-            c.notify(EventClass::Generic, "del", src);
-        }
+        notify_popped(c, src, from, *emptied);
     }
-    drop(lock);
-    let moved = moved.map(|m| m.map(|(item, _)| item));
+    moved.map(|m| m.map(|(item, _)| item))
+}
+
+/// Reply with the element LMOVE moved, or null.
+fn reply_moved<T: ReplyTarget>(c: &mut Ctx<'_, T>, moved: Result<Option<Vec<u8>>, WrongType>) {
     reply_or_wrongtype(c, moved, |s, item| match item {
         Some(item) => s.bulk(&item),
         None => s.null(),
     });
+}
+
+/// Announce a pop from `key`, and its deletion when the pop emptied it.
+fn notify_popped<T: ReplyTarget>(c: &mut Ctx<'_, T>, key: &[u8], end: End, emptied: bool) {
+    c.notify(EventClass::List, pop_event(end), key);
+    if emptied {
+        c.notify(EventClass::Generic, "del", key);
+    }
 }
 
 /// LMPOP's arguments.
@@ -425,15 +456,13 @@ struct LmpopArgs<'a> {
 /// Elements popped from a list, with its key.
 type Popped<'k> = Option<(&'k [u8], Vec<Vec<u8>>)>;
 
-/// [`Popped`], with whether the pop left the list empty (and deleted it).
-type Emptying<'k> = Option<(&'k [u8], Vec<Vec<u8>>, bool)>;
-
-/// Parse LMPOP's arguments with Redis's checks, in its order.
-fn lmpop_args<'a, T: ReplyTarget>(c: &Ctx<'a, T>) -> Result<LmpopArgs<'a>, &'static [u8]> {
+/// Parse LMPOP's arguments with Redis's checks, in its order; `at` is
+/// where numkeys is (1, or 2 for BLMPOP).
+fn lmpop_args<'a, T: ReplyTarget>(c: &Ctx<'a, T>, at: usize) -> Result<LmpopArgs<'a>, &'static [u8]> {
     const NUMKEYS: &[u8] = b"ERR numkeys should be greater than 0";
-    let numkeys = parse_i64(c.arg(1)).filter(|n| *n > 0).ok_or(NUMKEYS)?;
+    let numkeys = parse_i64(c.arg(at)).filter(|n| *n > 0).ok_or(NUMKEYS)?;
     let numkeys = usize::try_from(numkeys).map_err(|_| NUMKEYS)?;
-    let where_at = numkeys.checked_add(2).filter(|&w| w < c.argc()).ok_or(SYNTAX_ERROR)?;
+    let where_at = numkeys.checked_add(at + 1).filter(|&w| w < c.argc()).ok_or(SYNTAX_ERROR)?;
     let end = end_named(c.arg(where_at)).ok_or(SYNTAX_ERROR)?;
     let mut count = None;
     let mut j = where_at + 1;
@@ -446,39 +475,20 @@ fn lmpop_args<'a, T: ReplyTarget>(c: &Ctx<'a, T>) -> Result<LmpopArgs<'a>, &'sta
             return Err(SYNTAX_ERROR);
         }
     }
-    Ok(LmpopArgs { keys: (2..where_at).map(|i| c.arg(i)).collect(), end, count: count.unwrap_or(1) })
+    Ok(LmpopArgs { keys: (at + 1..where_at).map(|i| c.arg(i)).collect(), end, count: count.unwrap_or(1) })
 }
 
 /// `LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]`: pop from the
 /// first non-empty list; its key and the elements, or a null array.
 fn lmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
-    let LmpopArgs { keys, end, count } = match lmpop_args(c) {
+    let LmpopArgs { keys, end, count } = match lmpop_args(c, 1) {
         Ok(a) => a,
         Err(msg) => return c.error(msg),
     };
-    let (db, now) = (c.session.db, now_ms());
-    let state = c.state;
-    let ks = &state.keyspace;
+    let ks = &c.state.keyspace;
     let mut lock = ks.lock_keys(keys.iter().copied());
-    let popped = (|| -> Result<Emptying<'_>, WrongType> {
-        for key in &keys {
-            let d = lock.shard_for(ks, key).db(db);
-            if let Some(l) = access::write::<ListValue>(d, key, now)? {
-                let items = pop_many(l, end, count);
-                let emptied = access::remove_if_empty(d, key, now, ListValue::is_empty);
-                return Ok(Some((key, items, emptied)));
-            }
-        }
-        Ok(None)
-    })();
-    if let Ok(Some((key, _, emptied))) = &popped {
-        c.notify(EventClass::List, pop_event(end), key);
-        if *emptied {
-            c.notify(EventClass::Generic, "del", key);
-        }
-    }
+    let popped = pop_first(c, &mut lock, &keys, end, count);
     drop(lock);
-    let popped: Result<Popped<'_>, WrongType> = popped.map(|p| p.map(|(key, items, _)| (key, items)));
     reply_or_wrongtype(c, popped, |s, popped| match popped {
         Some((key, items)) => {
             s.array(2);
@@ -487,4 +497,130 @@ fn lmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         }
         None => s.null_array(),
     });
+}
+
+/// Pop up to `count` elements from `end` of the first list among `keys`:
+/// its key and the elements. A key of another type is an error, except in
+/// serve mode, where it only means the waiter cannot be served from it.
+fn pop_first<'k, T: ReplyTarget>(
+    c: &mut Ctx<'_, T>,
+    lock: &mut crate::keyspace::MultiLock<'_>,
+    keys: &[&'k [u8]],
+    end: End,
+    count: usize,
+) -> Result<Popped<'k>, WrongType> {
+    let (db, now, ks) = (c.session.db, now_ms(), &c.state.keyspace);
+    for key in keys {
+        let d = lock.shard_for(ks, key).db(db);
+        match access::write::<ListValue>(d, key, now) {
+            Ok(Some(l)) => {
+                let items = pop_many(l, end, count);
+                let emptied = access::remove_if_empty(d, key, now, ListValue::is_empty);
+                notify_popped(c, key, end, emptied);
+                return Ok(Some((key, items)));
+            }
+            Ok(None) => {}
+            Err(WrongType) if blocking::serving().is_some() => {}
+            Err(WrongType) => return Err(WrongType),
+        }
+    }
+    Ok(None)
+}
+
+/// The keys a blocking command looks at: those it names, or in serve mode
+/// only the key it is served from, as Redis serves a blocked client from
+/// the key that became ready.
+fn keys_to_serve<'k>(named: Vec<&'k [u8]>, serving: &'k Option<Box<[u8]>>) -> Vec<&'k [u8]> {
+    match serving {
+        Some(key) => vec![&key[..]],
+        None => named,
+    }
+}
+
+/// `BLPOP` / `BRPOP key [key ...] timeout`: `[key, element]` from the first
+/// non-empty list, or block until one is pushed.
+fn blocking_pop<T: ReplyTarget>(c: &mut Ctx<'_, T>, end: End) {
+    let deadline = match blocking::timeout_secs(c.arg(c.argc() - 1)) {
+        Ok(d) => d,
+        Err(msg) => return c.error(msg),
+    };
+    let serving = blocking::serving();
+    let keys = keys_to_serve((1..c.argc() - 1).map(|i| c.arg(i)).collect(), &serving);
+    let ks = &c.state.keyspace;
+    let mut lock = ks.lock_keys(keys.iter().copied());
+    match pop_first(c, &mut lock, &keys, end, 1) {
+        Err(WrongType) => c.error(WRONGTYPE),
+        Ok(Some((key, items))) => {
+            drop(lock);
+            c.reply(|s| {
+                s.array(2);
+                s.bulk(key);
+                s.bulk(items.first().map_or(&[][..], |i| &i[..]));
+            });
+        }
+        Ok(None) => {
+            blocking::wait(c, Wait { keys: &keys, args: None, deadline, empty: Empty::NullArray, on_delete: false })
+        }
+    }
+}
+
+/// `BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]`: LMPOP,
+/// or block until one of the lists is pushed to.
+fn blmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    let LmpopArgs { keys, end, count } = match lmpop_args(c, 2) {
+        Ok(a) => a,
+        Err(msg) => return c.error(msg),
+    };
+    // Redis reads the timeout after the other arguments.
+    let deadline = match blocking::timeout_secs(c.arg(1)) {
+        Ok(d) => d,
+        Err(msg) => return c.error(msg),
+    };
+    let serving = blocking::serving();
+    let keys = keys_to_serve(keys, &serving);
+    let ks = &c.state.keyspace;
+    let mut lock = ks.lock_keys(keys.iter().copied());
+    match pop_first(c, &mut lock, &keys, end, count) {
+        Err(WrongType) => c.error(WRONGTYPE),
+        Ok(Some((key, items))) => {
+            drop(lock);
+            c.reply(|s| {
+                s.array(2);
+                s.bulk(key);
+                reply_elements(s, &items);
+            });
+        }
+        Ok(None) => {
+            blocking::wait(c, Wait { keys: &keys, args: None, deadline, empty: Empty::NullArray, on_delete: false })
+        }
+    }
+}
+
+/// `BRPOPLPUSH source destination timeout` and `BLMOVE source destination
+/// from to timeout`: move one element, or block until the source is pushed
+/// to. As in Redis, the destination's type is checked only once the source
+/// has an element; when it is wrong the element stays where it was.
+fn blocking_move<T: ReplyTarget>(c: &mut Ctx<'_, T>, from: End, to: End, timeout_at: usize) {
+    let deadline = match blocking::timeout_secs(c.arg(timeout_at)) {
+        Ok(d) => d,
+        Err(msg) => return c.error(msg),
+    };
+    let (src, dst) = (c.arg(1), c.arg(2));
+    let serving = blocking::serving().is_some();
+    let (db, now) = (c.session.db, now_ms());
+    let ks = &c.state.keyspace;
+    let mut lock = ks.lock_keys([src, dst]);
+    match access::read_for_write::<ListValue>(lock.shard_for(ks, src).db(db), src, now) {
+        Err(WrongType) if serving => return,
+        Err(WrongType) => return c.error(WRONGTYPE),
+        Ok(None) => {
+            let keys = [src];
+            let wait = Wait { keys: &keys, args: None, deadline, empty: Empty::NullBulk, on_delete: false };
+            return blocking::wait(c, wait);
+        }
+        Ok(Some(_)) => {}
+    }
+    let moved = move_locked(c, &mut lock, src, dst, from, to);
+    drop(lock);
+    reply_moved(c, moved);
 }

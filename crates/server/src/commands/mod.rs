@@ -153,7 +153,7 @@ fn runs(id: CommandId) -> bool {
 }
 
 /// Run the command with id `cmd`; false when kvik does not implement it.
-fn dispatch<T: ReplyTarget>(cmd: CommandId, ctx: &mut Ctx<'_, T>) -> bool {
+pub(crate) fn dispatch<T: ReplyTarget>(cmd: CommandId, ctx: &mut Ctx<'_, T>) -> bool {
     match OWNERS.get(cmd.index()).copied().unwrap_or(Module::None) {
         Module::None => return false,
         Module::Connection => connection::dispatch(cmd, ctx),
@@ -310,6 +310,12 @@ impl<'a> Request<'a> {
 pub trait ReplyTarget {
     /// Write one reply for `session` through the sink handed to `write`.
     fn reply<F: FnOnce(&mut dyn ReplySink)>(&mut self, session: &Session, write: F);
+
+    /// How replies for `session` are encoded, for a blocked client's reply
+    /// written later by another thread.
+    fn encoding(&self, session: &Session) -> crate::blocking::Encoding {
+        crate::blocking::Encoding::Resp(session.protocol)
+    }
 }
 
 /// What the connection must do after a command.
@@ -319,6 +325,9 @@ pub enum Outcome {
     Continue,
     /// Send what was written, then close (the client sent `QUIT`).
     Close,
+    /// Send what was written, then wait for the client's blocking command
+    /// to be served (see [`crate::blocking`]) before running anything else.
+    Block,
 }
 
 /// Validate `req` against the command table and run it.
@@ -342,6 +351,9 @@ pub fn execute<T: ReplyTarget>(
         session.skip_this = true;
     }
     if session.handle().is_some_and(|h| h.is_killed()) {
+        if outcome == Outcome::Block {
+            state.blocking.abandon(session.id);
+        }
         return Outcome::Close;
     }
     outcome
@@ -361,6 +373,10 @@ impl<T: ReplyTarget> ReplyTarget for Gate<'_, T> {
         } else {
             self.0.reply(session, write);
         }
+    }
+
+    fn encoding(&self, session: &Session) -> crate::blocking::Encoding {
+        self.0.encoding(session)
     }
 }
 
@@ -466,6 +482,9 @@ fn execute_checked<T: ReplyTarget>(
     }
     let usec = started.elapsed().as_micros() as u64;
     after_command(state, req, session, spec, failed, usec);
+    // Clients blocked on keys this command filled are served now that it
+    // holds no lock, before this client's next command.
+    crate::blocking::serve_ready(state);
     outcome
 }
 

@@ -106,6 +106,9 @@ fn flush<T: ReplyTarget>(c: &mut Ctx<'_, T>, all: bool) {
     }
     crate::changes::db_flushed(c.state, (!all).then_some(db));
     drop(lock);
+    // XREADGROUP waiters on a flushed stream learn that it is gone.
+    let flushed = [db];
+    c.state.blocking.dbs_changed(if all { None } else { Some(&flushed) });
     c.ok();
 }
 

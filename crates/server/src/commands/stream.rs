@@ -12,6 +12,7 @@ use kvik_protocol::ReplySink;
 
 use super::access::{self, WrongType};
 use super::{help, unknown_subcommand_syntax, Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
+use crate::blocking::{self, Empty, Wait};
 use crate::changes::EventClass;
 use crate::keyspace::{now_ms, Db};
 use crate::types::compact::CompactBytes;
@@ -284,6 +285,8 @@ fn xadd<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     if trimmed > 0 {
         c.notify(EventClass::Stream, "xtrim", key);
     }
+    // A stream that grows can serve clients blocked reading it.
+    blocking::signal(c.state, db, key);
     drop(shard);
     c.reply(|s| s.bulk(&id.to_text()));
 }
@@ -483,10 +486,20 @@ enum ReadFrom {
 
 /// `XREAD ... STREAMS key ... id ...` and `XREADGROUP GROUP g c ... STREAMS key ... id ...`.
 fn xread<T: ReplyTarget>(c: &mut Ctx<'_, T>, group_cmd: bool) {
-    let a = match parse_read_args(c, group_cmd) {
+    let mut a = match parse_read_args(c, group_cmd) {
         Ok(a) => a,
         Err(msg) => return c.error(&msg),
     };
+    let id_args_at = c.argc() - a.ids.len();
+    let serving = blocking::serving();
+    if let Some(key) = &serving {
+        // Served from one ready stream: only that one is read.
+        let keep: Vec<bool> = a.keys.iter().map(|k| *k == &key[..]).collect();
+        let mut flags = keep.iter();
+        a.keys.retain(|_| flags.next().copied().unwrap_or(false));
+        let mut flags = keep.iter();
+        a.ids.retain(|_| flags.next().copied().unwrap_or(false));
+    }
     let db = c.session.db;
     let now = now_ms();
     let state = c.state;
@@ -498,8 +511,20 @@ fn xread<T: ReplyTarget>(c: &mut Ctx<'_, T>, group_cmd: bool) {
     for (key, id_text) in a.keys.iter().zip(&a.ids) {
         let stream = match stream_at(lock.shard_for(ks, key).db(db), key, now) {
             Ok(s) => s,
+            Err(()) if serving.is_some() && group_cmd => return c.error(b"UNBLOCKED the stream key no longer exists"),
+            Err(()) if serving.is_some() => return,
             Err(()) => return c.error(WRONGTYPE),
         };
+        if let Some((group, _)) = a.group.filter(|_| serving.is_some()) {
+            // A blocked reader whose stream or group went away is told so.
+            match stream {
+                None => return c.error(b"UNBLOCKED the stream key no longer exists"),
+                Some(s) if !s.groups.contains_key(group) => {
+                    return c.error(b"NOGROUP the consumer group this client was blocked on no longer exists")
+                }
+                Some(_) => {}
+            }
+        }
         if let Some((group, _)) = a.group {
             if !stream.is_some_and(|s| s.groups.contains_key(group)) {
                 let msg = nogroup_read(key, group);
@@ -528,7 +553,7 @@ fn xread<T: ReplyTarget>(c: &mut Ctx<'_, T>, group_cmd: bool) {
         from.push(start);
     }
     let mut served: Vec<Served<'_>> = Vec::new();
-    for (key, start) in a.keys.iter().zip(from) {
+    for (key, start) in a.keys.iter().zip(from.iter().copied()) {
         let d = lock.shard_for(ks, key).db(db);
         // Redis looks each key up again, as a read, to serve it.
         if !matches!(stream_at(d, key, now), Ok(Some(_))) {
@@ -560,13 +585,30 @@ fn xread<T: ReplyTarget>(c: &mut Ctx<'_, T>, group_cmd: bool) {
         };
         served.push((key, entries));
     }
-    drop(lock);
     if served.is_empty() {
-        if a.block.is_some() {
-            return c.error(b"ERR blocking stream reads are not available");
+        let Some(ms) = a.block else {
+            drop(lock);
+            return c.reply(|s| s.null_array());
+        };
+        // `$` means the last id now: the waiter remembers which that was.
+        let mut args = kvik_protocol::CommandArgs::new();
+        for i in 0..c.argc() {
+            let resolved = i.checked_sub(id_args_at).and_then(|j| match (a.ids.get(j), from.get(j)) {
+                (Some(&b"$"), Some(ReadFrom::After(id))) => Some(id.to_text()),
+                _ => None,
+            });
+            args.push_owned(resolved.as_deref().unwrap_or(c.arg(i)));
         }
-        return c.reply(|s| s.null_array());
+        let wait = Wait {
+            keys: &a.keys,
+            args: Some(args),
+            deadline: blocking::deadline_after(ms),
+            empty: Empty::NullArray,
+            on_delete: group_cmd,
+        };
+        return blocking::wait(c, wait);
     }
+    drop(lock);
     let resp3 = c.session.protocol == Protocol::Resp3;
     c.reply(|s| {
         if resp3 {
@@ -1318,6 +1360,8 @@ fn xgroup<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             if removed {
                 c.notify(EventClass::Stream, "xgroup-destroy", key);
             }
+            // Readers blocked on the group learn that it is gone.
+            blocking::signal(c.state, db, key);
             drop(shard);
             c.reply(|s| s.integer(i64::from(removed)));
         }

@@ -13,6 +13,7 @@
 
 use std::collections::BTreeSet;
 use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use foldhash::fast::FixedState;
@@ -86,6 +87,9 @@ pub struct Db {
     /// This database's number, for the events it records (kept right by
     /// the shard, which hands databases out by number).
     pub(super) index: usize,
+    /// Number of blocked clients; while non-zero, keys created and deleted
+    /// are reported to [`crate::blocking::push_ready`].
+    blocked: Option<Arc<AtomicUsize>>,
 }
 
 /// How a lookup treats the key it finds, as Redis's lookup flags do.
@@ -114,6 +118,18 @@ impl Db {
     /// An empty database reading its LFU parameters from `tuning`.
     pub fn with_tuning(tuning: Arc<Tuning>, seed: u64) -> Db {
         Db { tuning, rng: seed | 1, hasher: key_hasher(), ..Db::default() }
+    }
+
+    /// Report keys created and deleted as database `index` while the count
+    /// `blocked` is non-zero.
+    pub fn report_to_waiters(&mut self, index: usize, blocked: Arc<AtomicUsize>) {
+        self.index = index;
+        self.blocked = Some(blocked);
+    }
+
+    /// This database now sits at `index` (SWAPDB).
+    pub fn set_index(&mut self, index: usize) {
+        self.index = index;
     }
 
     fn hash(&self, key: &[u8]) -> u64 {
@@ -348,6 +364,9 @@ impl Db {
         let hash = self.hash(entry.key());
         let random = self.next_random();
         let hasher = &self.hasher;
+        // A new key, or a key replaced by another value, may serve clients
+        // blocked on it (or end an XREADGROUP's wait).
+        report(&self.blocked, self.index, entry.key());
         let old = match self.table.entry(hash, |e| e.key() == entry.key(), |e| hasher.hash_one(e.key())) {
             Slot::Occupied(mut slot) => {
                 let kept = slot.get();
@@ -392,6 +411,7 @@ impl Db {
         let (old, _) = self.table.find_entry(hash, |e| e.key() == key).ok()?.remove();
         self.used -= charge(&old).min(self.used);
         unindex(&mut self.deadlines, key, old.deadline());
+        report(&self.blocked, self.index, key);
         Some(old)
     }
 
@@ -515,6 +535,14 @@ impl Db {
             return None;
         }
         Some(key)
+    }
+}
+
+/// `key` of database `index` was created or deleted: report it when
+/// clients are blocked (`blocked` non-zero), as they may now be served.
+fn report(blocked: &Option<Arc<AtomicUsize>>, index: usize, key: &[u8]) {
+    if blocked.as_ref().is_some_and(|b| b.load(Ordering::Relaxed) > 0) {
+        crate::blocking::push_ready(index, key);
     }
 }
 

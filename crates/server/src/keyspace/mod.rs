@@ -40,10 +40,14 @@ pub struct Shard {
 }
 
 impl Shard {
-    fn new(databases: usize, tuning: &Arc<lfu::Tuning>, seed: u64) -> Shard {
+    fn new(databases: usize, tuning: &Arc<lfu::Tuning>, seed: u64, blocked: &Arc<AtomicUsize>) -> Shard {
         Shard {
             dbs: (0..databases)
-                .map(|i| Db::with_tuning(Arc::clone(tuning), seed.wrapping_mul(31).wrapping_add(i as u64)))
+                .map(|i| {
+                    let mut db = Db::with_tuning(Arc::clone(tuning), seed.wrapping_mul(31).wrapping_add(i as u64));
+                    db.report_to_waiters(i, Arc::clone(blocked));
+                    db
+                })
                 .collect(),
             counted: vec![0; databases].into_boxed_slice(),
             used: 0,
@@ -72,20 +76,27 @@ impl Shard {
     pub fn db(&mut self, index: usize) -> &mut Db {
         let index = index.min(self.dbs.len() - 1);
         self.touch(index);
-        let db = &mut self.dbs[index];
-        db.index = index;
-        db
+        &mut self.dbs[index]
     }
 
     /// Every database of this shard.
     pub fn dbs(&mut self) -> &mut [Db] {
         self.touched.clear();
         self.touched.extend(0..self.dbs.len());
-        // `SWAPDB` swaps databases through this slice: renumber them here.
-        for (i, db) in self.dbs.iter_mut().enumerate() {
-            db.index = i;
-        }
         &mut self.dbs
+    }
+
+    /// Trade the contents of databases `a` and `b` (`SWAPDB`); each
+    /// database keeps the number it sits at, for the events and ready keys
+    /// it reports.
+    pub fn swap_dbs(&mut self, a: usize, b: usize) {
+        if a < self.dbs.len() && b < self.dbs.len() {
+            self.touch(a);
+            self.touch(b);
+            self.dbs.swap(a, b);
+            self.dbs[a].set_index(a);
+            self.dbs[b].set_index(b);
+        }
     }
 
     /// Databases `a` and `b` of this shard, both mutable (`COPY ... DB`,
@@ -96,8 +107,6 @@ impl Shard {
         }
         self.touch(a);
         self.touch(b);
-        self.dbs[a].index = a;
-        self.dbs[b].index = b;
         if a < b {
             let (low, high) = self.dbs.split_at_mut(b);
             Some((&mut low[a], &mut high[0]))
@@ -160,6 +169,9 @@ pub struct Keyspace {
     evict_pool: Mutex<(evict::Pool, Option<Policy>)>,
     /// LFU parameters every database reads.
     tuning: Arc<lfu::Tuning>,
+    /// Number of blocked clients (owned by [`crate::blocking`]): while it is
+    /// non-zero, databases report keys they create and delete.
+    blocked: Arc<AtomicUsize>,
     databases: usize,
 }
 
@@ -173,8 +185,12 @@ impl Keyspace {
         let databases = databases.max(1);
         let tuning = Arc::new(lfu::Tuning::default());
         let seed = now_ms().unsigned_abs();
+        let blocked = Arc::new(AtomicUsize::new(0));
         Keyspace {
-            shards: (0..n).map(|i| Mutex::new(Shard::new(databases, &tuning, seed ^ ((i as u64) << 32)))).collect(),
+            shards: (0..n)
+                .map(|i| Mutex::new(Shard::new(databases, &tuning, seed ^ ((i as u64) << 32), &blocked)))
+                .collect(),
+            blocked,
             published: (0..n).map(|_| AtomicUsize::new(0)).collect(),
             used: AtomicUsize::new(0),
             evicted: AtomicU64::new(0),
@@ -189,6 +205,11 @@ impl Keyspace {
     /// and what `maxmemory` is checked against).
     pub fn used_memory(&self) -> usize {
         self.used.load(Ordering::Relaxed)
+    }
+
+    /// The count of blocked clients the databases watch (see [`crate::blocking`]).
+    pub fn blocked_gate(&self) -> Arc<AtomicUsize> {
+        Arc::clone(&self.blocked)
     }
 
     /// The LFU parameters (`lfu-log-factor`, `lfu-decay-time`).

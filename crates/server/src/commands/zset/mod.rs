@@ -20,6 +20,7 @@ use super::keys::parse_cursor;
 use super::random::Picker;
 use super::set::{reply_scan, scan_options};
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
+use crate::blocking::{self, Empty, Wait};
 use crate::changes::EventClass;
 use crate::keyspace::{glob, now_ms, Db, Keyspace, MultiLock};
 use crate::types::double::parse_score;
@@ -53,6 +54,9 @@ handlers! {
     ZPOPMIN(c) => zpop(c, false),
     ZPOPMAX(c) => zpop(c, true),
     ZMPOP(c) => zmpop(c),
+    BZPOPMIN(c) => bzpop(c, false),
+    BZPOPMAX(c) => bzpop(c, true),
+    BZMPOP(c) => bzmpop(c),
     ZRANDMEMBER(c) => zrandmember(c),
     ZUNION(c) => algebra(c, SetOp::Union, Output::Reply),
     ZINTER(c) => algebra(c, SetOp::Inter, Output::Reply),
@@ -420,18 +424,20 @@ fn zpop<T: ReplyTarget>(c: &mut Ctx<'_, T>, max: bool) {
     access::reply_or_wrongtype(c, popped, |s, items| write_items(s, &items, true, nested));
 }
 
-/// `ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]`: pops from the first
-/// non-empty key; `[key, [[member, score], ...]]` or a null array.
-fn zmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
-    let numkeys = match parse_i64(c.arg(1)) {
+/// ZMPOP's arguments: the keys, whether to pop the highest scores, and the count.
+type ZmpopArgs<'a> = (Vec<&'a [u8]>, bool, usize);
+
+/// ZMPOP's arguments, numkeys at `at` (1, or 2 for BZMPOP).
+fn zmpop_args<'a, T: ReplyTarget>(c: &Ctx<'a, T>, at: usize) -> Result<ZmpopArgs<'a>, &'static [u8]> {
+    let numkeys = match parse_i64(c.arg(at)) {
         Some(n) if n > 0 => usize::try_from(n).unwrap_or(usize::MAX),
-        _ => return c.error(b"ERR numkeys should be greater than 0"),
+        _ => return Err(b"ERR numkeys should be greater than 0"),
     };
-    let Some(where_at) = numkeys.checked_add(2).filter(|&w| w < c.argc()) else { return c.error(SYNTAX_ERROR) };
+    let where_at = numkeys.checked_add(at + 1).filter(|&w| w < c.argc()).ok_or(SYNTAX_ERROR)?;
     let max = match c.arg(where_at).to_ascii_lowercase().as_slice() {
         b"min" => false,
         b"max" => true,
-        _ => return c.error(SYNTAX_ERROR),
+        _ => return Err(SYNTAX_ERROR),
     };
     let mut count = None;
     let mut j = where_at + 1;
@@ -439,24 +445,30 @@ fn zmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         if count.is_none() && c.arg(j).eq_ignore_ascii_case(b"count") && j + 1 < c.argc() {
             match parse_i64(c.arg(j + 1)) {
                 Some(n) if n > 0 => count = Some(usize::try_from(n).unwrap_or(usize::MAX)),
-                _ => return c.error(b"ERR count should be greater than 0"),
+                _ => return Err(b"ERR count should be greater than 0"),
             }
             j += 2;
         } else {
-            return c.error(SYNTAX_ERROR);
+            return Err(SYNTAX_ERROR);
         }
     }
-    let keys: Vec<&[u8]> = (2..where_at).map(|i| c.arg(i)).collect();
+    Ok(((at + 1..where_at).map(|i| c.arg(i)).collect(), max, count.unwrap_or(1)))
+}
+
+/// `ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]`: pops from the first
+/// non-empty key; `[key, [[member, score], ...]]` or a null array.
+fn zmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    let (keys, max, count) = match zmpop_args(c, 1) {
+        Ok(a) => a,
+        Err(msg) => return c.error(msg),
+    };
     let (db, now) = (c.session.db, now_ms());
     let state = c.state;
     let ks = &state.keyspace;
     let mut lock = ks.lock_keys(keys.iter().copied());
-    let popped = pop_first_nonempty(&mut lock, ks, db, now, &keys, max, count.unwrap_or(1));
+    let popped = pop_first_nonempty(&mut lock, ks, db, now, &keys, max, count);
     if let Ok(Some((key, _, deleted))) = &popped {
-        c.notify(EventClass::ZSet, pop_event(max), key);
-        if *deleted {
-            c.notify(EventClass::Generic, "del", key);
-        }
+        notify_pop(c, key, max, *deleted);
     }
     drop(lock);
     let popped = popped.map(|p| p.map(|(key, items, _)| (key, items)));
@@ -474,6 +486,83 @@ fn zmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// What ZMPOP popped: the key, the members, and whether the set was left
 /// empty (and deleted).
 type PoppedFrom<'k> = Option<(&'k [u8], Items, bool)>;
+
+/// The keys a blocking pop looks at: those named, or in serve mode only the
+/// key the waiter is served from (see [`crate::blocking`]).
+fn keys_to_serve<'k>(named: Vec<&'k [u8]>, serving: &'k Option<Box<[u8]>>) -> Vec<&'k [u8]> {
+    match serving {
+        Some(key) => vec![&key[..]],
+        None => named,
+    }
+}
+
+/// `BZPOPMIN` / `BZPOPMAX key [key ...] timeout`: `[key, member, score]`
+/// from the first non-empty sorted set, or block until one is added to.
+fn bzpop<T: ReplyTarget>(c: &mut Ctx<'_, T>, max: bool) {
+    let deadline = match blocking::timeout_secs(c.arg(c.argc() - 1)) {
+        Ok(d) => d,
+        Err(msg) => return c.error(msg),
+    };
+    let serving = blocking::serving();
+    let keys = keys_to_serve((1..c.argc() - 1).map(|i| c.arg(i)).collect(), &serving);
+    let (db, now) = (c.session.db, now_ms());
+    let ks = &c.state.keyspace;
+    let mut lock = ks.lock_keys(keys.iter().copied());
+    match pop_first_nonempty(&mut lock, ks, db, now, &keys, max, 1) {
+        Err(WrongType) if serving.is_some() => {}
+        Err(WrongType) => c.error(WRONGTYPE),
+        Ok(Some((key, items, deleted))) => {
+            notify_pop(c, key, max, deleted);
+            drop(lock);
+            c.reply(|s| {
+                s.array(1 + 2 * items.len().min(1));
+                s.bulk(key);
+                if let Some((member, score)) = items.first() {
+                    s.bulk(member);
+                    s.double(*score);
+                }
+            });
+        }
+        Ok(None) => {
+            blocking::wait(c, Wait { keys: &keys, args: None, deadline, empty: Empty::NullArray, on_delete: false })
+        }
+    }
+}
+
+/// `BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count]`: ZMPOP, or
+/// block until one of the sorted sets is added to.
+fn bzmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    let (keys, max, count) = match zmpop_args(c, 2) {
+        Ok(a) => a,
+        Err(msg) => return c.error(msg),
+    };
+    // Redis reads the timeout after the other arguments.
+    let deadline = match blocking::timeout_secs(c.arg(1)) {
+        Ok(d) => d,
+        Err(msg) => return c.error(msg),
+    };
+    let serving = blocking::serving();
+    let keys = keys_to_serve(keys, &serving);
+    let (db, now) = (c.session.db, now_ms());
+    let ks = &c.state.keyspace;
+    let mut lock = ks.lock_keys(keys.iter().copied());
+    match pop_first_nonempty(&mut lock, ks, db, now, &keys, max, count) {
+        Err(WrongType) if serving.is_some() => {}
+        Err(WrongType) => c.error(WRONGTYPE),
+        Ok(Some((key, items, deleted))) => {
+            notify_pop(c, key, max, deleted);
+            drop(lock);
+            c.reply(|s| {
+                s.array(2);
+                s.bulk(key);
+                write_items(s, &items, true, true);
+            });
+        }
+        Ok(None) => {
+            blocking::wait(c, Wait { keys: &keys, args: None, deadline, empty: Empty::NullArray, on_delete: false })
+        }
+    }
+}
 
 /// ZMPOP's work: the first key holding a sorted set gives up to `count`
 /// members; a key of another type met before it is an error.
@@ -495,6 +584,14 @@ fn pop_first_nonempty<'k>(
         }
     }
     Ok(None)
+}
+
+/// Announce a pop from `key`, and its deletion when the pop emptied it.
+fn notify_pop<T: ReplyTarget>(c: &mut Ctx<'_, T>, key: &[u8], max: bool, deleted: bool) {
+    c.notify(EventClass::ZSet, pop_event(max), key);
+    if deleted {
+        c.notify(EventClass::Generic, "del", key);
+    }
 }
 
 /// The event name of a pop from the top (`max`) or the bottom.
