@@ -15,6 +15,7 @@
 //! Whole-database changes (`FLUSHDB`, `FLUSHALL`, `SWAPDB`) have their own
 //! entry points, as in Redis, because they touch keys nobody names.
 
+use crate::keyspace::MultiLock;
 use crate::state::ServerState;
 
 /// The class of a keyspace event: the letter `notify-keyspace-events`
@@ -69,18 +70,20 @@ impl EventClass {
 ///
 /// Called with the key's shard locked.
 pub fn key_changed(state: &ServerState, db: usize, key: &[u8], by_client: u64) {
-    let _ = (state, db, key, by_client);
+    state.watches.touch(db, key);
+    let _ = by_client;
 }
 
 /// Database `db` was emptied (`FLUSHDB`), or every database (`FLUSHALL`,
 /// `db` = `None`).
 pub fn db_flushed(state: &ServerState, db: Option<usize>) {
-    let _ = (state, db);
+    state.watches.flushed(db);
 }
 
-/// Databases `a` and `b` traded contents (`SWAPDB`).
-pub fn dbs_swapped(state: &ServerState, a: usize, b: usize) {
-    let _ = (state, a, b);
+/// Databases `a` and `b` are about to trade contents (`SWAPDB`); `lock`
+/// holds every shard, so what each database holds can still be looked at.
+pub fn dbs_swapped(state: &ServerState, a: usize, b: usize, lock: &mut MultiLock<'_>) {
+    state.watches.swapping(a, b, lock, &state.keyspace);
 }
 
 /// Publish the keyspace event `event` of `class` on `key` of database `db`,

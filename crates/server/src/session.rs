@@ -15,6 +15,8 @@ use crate::auth;
 use crate::clients::{ClientHandle, MonitorFeed, Registration};
 use crate::pubsub::Subscriptions;
 use crate::state::ServerState;
+use crate::transaction::Multi;
+use crate::watch::Watched;
 
 /// Hands out client ids, unique for the life of the server.
 ///
@@ -79,6 +81,10 @@ pub struct Session {
     /// The lines `MONITOR` feeds this client, sent by its connection after
     /// the replies already due.
     pub monitor: Option<MonitorFeed>,
+    /// The open `MULTI`, if any.
+    pub multi: Option<Multi>,
+    /// The keys the client `WATCH`es.
+    pub watched: Watched,
     /// What the client registry last showed of this session, so the
     /// registry's lock is taken only when one of these changed.
     listed: Listed,
@@ -107,6 +113,8 @@ impl Session {
             skip_this: false,
             registration: None,
             monitor: None,
+            multi: None,
+            watched: Watched::default(),
             subscriptions: Subscriptions::new(id),
             listed: Listed::default(),
         }

@@ -14,6 +14,7 @@ use crate::pubsub::PubSub;
 use crate::session::ClientIds;
 use crate::stats::Stats;
 use crate::types::hash::HashLimits;
+use crate::watch::WatchRegistry;
 
 /// Default number of keyspace shards: many more than cores, so that commands
 /// from different threads rarely meet on one lock.
@@ -43,6 +44,8 @@ pub struct ServerState {
     pub pause: Pause,
     /// Pub/sub subscriptions of every client.
     pub pubsub: Arc<PubSub>,
+    /// Keys clients `WATCH`.
+    pub watches: Arc<WatchRegistry>,
     /// The TCP port the server listens on, for INFO.
     pub port: AtomicU16,
     /// Set to true once the server is to stop; every loop watches it.
@@ -193,6 +196,7 @@ impl ServerState {
             stats: Stats::default(),
             pause: Pause::default(),
             pubsub,
+            watches: Arc::default(),
             port: AtomicU16::new(0),
             shutdown: watch::Sender::new(false),
         }

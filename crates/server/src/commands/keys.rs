@@ -8,6 +8,7 @@ use std::hash::{BuildHasher, Hasher};
 use kvik_protocol::number::parse_i64;
 
 use super::{until_nul, Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR};
+use crate::changes::{self, EventClass};
 use crate::keyspace::db::seconds;
 use crate::keyspace::{glob, lfu, now_ms, Entry, Meta};
 use crate::types::dump::{self, PayloadError};
@@ -92,13 +93,14 @@ fn del<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let now = now_ms();
     let ks = &c.state.keyspace;
     let mut lock = ks.lock_keys(keys.iter().copied());
-    let removed = keys
-        .iter()
-        .filter(|k| {
-            let d = lock.shard_for(ks, k).db(db);
-            d.contains(k, now) && d.remove(k).is_some()
-        })
-        .count();
+    let mut removed = 0;
+    for k in &keys {
+        let d = lock.shard_for(ks, k).db(db);
+        if d.contains(k, now) && d.remove(k).is_some() {
+            removed += 1;
+            c.notify(EventClass::Generic, "del", k);
+        }
+    }
     drop(lock);
     reply_count(c, removed);
 }
@@ -193,8 +195,10 @@ fn expire<T: ReplyTarget>(c: &mut Ctx<'_, T>, name: &str, base: Base, unit: Unit
     when += basetime;
     let key = req.arg(1);
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(db);
+    let mut event = "expire";
     let set = match d.lookup_write(key, now).map(Entry::deadline) {
         None => false,
         Some(current) => {
@@ -206,12 +210,16 @@ fn expire<T: ReplyTarget>(c: &mut Ctx<'_, T>, name: &str, base: Base, unit: Unit
                 false
             } else if when <= now {
                 d.remove(key);
+                event = "del";
                 true
             } else {
                 d.set_expire(key, Some(when))
             }
         }
     };
+    if set {
+        c.notify(EventClass::Generic, event, key);
+    }
     drop(shard);
     c.reply(|s| s.integer(i64::from(set)));
 }
@@ -535,6 +543,7 @@ fn swapdb<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         _ => return c.error(DB_OUT_OF_RANGE),
     };
     let mut lock = c.state.keyspace.lock_all();
+    changes::dbs_swapped(c.state, a, b, &mut lock);
     for shard in lock.shards() {
         shard.dbs().swap(a, b);
     }

@@ -11,6 +11,7 @@ use kvik_protocol::ReplySink;
 
 use super::access::{self, count_reply, reply_or_wrongtype, WrongType};
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
+use crate::changes::EventClass;
 use crate::keyspace::now_ms;
 use crate::types::list::{rank_range, ListValue};
 
@@ -129,7 +130,8 @@ fn push<T: ReplyTarget>(c: &mut Ctx<'_, T>, end: End, only_existing: bool) {
     let key = c.arg(1);
     let elements: Vec<&[u8]> = (2..c.argc()).map(|i| c.arg(i)).collect();
     let now = now_ms();
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(c.session.db);
     let list = if only_existing {
         access::write::<ListValue>(d, key, now)
@@ -144,6 +146,9 @@ fn push<T: ReplyTarget>(c: &mut Ctx<'_, T>, end: End, only_existing: bool) {
             l.len()
         })
     });
+    if matches!(len, Ok(n) if n > 0) {
+        c.notify(EventClass::List, if end.is_head() { "lpush" } else { "rpush" }, key);
+    }
     drop(shard);
     reply_or_wrongtype(c, len, |s, n| s.integer(count_reply(n)));
 }

@@ -77,6 +77,7 @@ mod set;
 mod sort;
 mod stream;
 mod strings;
+mod transaction;
 mod zset;
 
 /// The module that runs a command.
@@ -100,6 +101,7 @@ enum Module {
     ZSet,
     PubSub,
     Sort,
+    Transaction,
 }
 
 /// Which module runs each command, by id: the one place that says what kvik
@@ -123,6 +125,7 @@ static OWNERS: [Module; COMMAND_COUNT] = {
     claim(&mut owners, zset::HANDLED, Module::ZSet);
     claim(&mut owners, pubsub::HANDLED, Module::PubSub);
     claim(&mut owners, sort::HANDLED, Module::Sort);
+    claim(&mut owners, transaction::HANDLED, Module::Transaction);
     owners
 };
 
@@ -169,6 +172,7 @@ fn dispatch<T: ReplyTarget>(cmd: CommandId, ctx: &mut Ctx<'_, T>) -> bool {
         Module::ZSet => zset::dispatch(cmd, ctx),
         Module::PubSub => pubsub::dispatch(cmd, ctx),
         Module::Sort => sort::dispatch(cmd, ctx),
+        Module::Transaction => transaction::dispatch(cmd, ctx),
     }
     true
 }
@@ -395,6 +399,7 @@ fn execute_checked<T: ReplyTarget>(
     }
     let Some(mut spec) = lookup(name) else {
         let msg = unknown_command(&req);
+        transaction::refused_while_queuing(session);
         reject(state, session, target, &msg);
         return Outcome::Continue;
     };
@@ -403,6 +408,7 @@ fn execute_checked<T: ReplyTarget>(
             Some(sub) => spec = sub,
             None => {
                 let msg = unknown_subcommand(&req);
+                transaction::refused_while_queuing(session);
                 reject(state, session, target, &msg);
                 return Outcome::Continue;
             }
@@ -417,7 +423,9 @@ fn execute_checked<T: ReplyTarget>(
         // Redis checks authentication after the name and the arity, and lets
         // the commands that can carry credentials (AUTH, HELLO) through.
         Some(auth::NOAUTH.to_vec())
-    } else if !state.enforce_maxmemory() && spec.flags.contains(CommandFlags::DENYOOM) {
+    } else if !state.enforce_maxmemory()
+        && (spec.flags.contains(CommandFlags::DENYOOM) || transaction::refused_over_maxmemory(session, spec))
+    {
         // Redis frees memory for `maxmemory` before every command, and
         // refuses the ones that may add data while it stays over the limit.
         Some(OOM.to_vec())
@@ -425,6 +433,8 @@ fn execute_checked<T: ReplyTarget>(
         // A RESP2 connection listening for messages cannot tell replies
         // from messages, so Redis lets it run only these commands.
         Some(subscribed_refusal(spec))
+    } else if session.multi.is_some() && spec.flags.contains(CommandFlags::NO_MULTI) {
+        Some(transaction::NOT_IN_MULTI.to_vec())
     } else {
         None
     };
@@ -432,15 +442,55 @@ fn execute_checked<T: ReplyTarget>(
         if let Some(stat) = stat {
             stat.rejected.fetch_add(1, Ordering::Relaxed);
         }
+        let msg = if spec.id == id::EXEC { transaction::exec_refused(session, &msg) } else { msg };
+        transaction::refused_while_queuing(session);
         reject(state, session, target, &msg);
         return Outcome::Continue;
     }
-    let started = Instant::now();
-    if let Some(handle) = session.handle() {
-        handle.ran(spec.id, started);
+    if session.multi.is_some() && transaction::queues(spec) {
+        if let Some(handle) = session.handle() {
+            handle.ran(spec.id, Instant::now());
+        }
+        if !runs(spec.id) {
+            transaction::refused_while_queuing(session);
+            let msg = if spec.container.is_some() { unknown_subcommand(&req) } else { unknown_command(&req) };
+            reject(state, session, target, &msg);
+        } else {
+            transaction::queue(state, req, session, target, spec);
+        }
+        return Outcome::Continue;
     }
-    let clock = CommandClock::start();
-    let mut ctx = Ctx { state, req, session, target, failed: false, outcome: Outcome::Continue, may_block: true };
+    run_checked(state, req, session, target, spec, Run::Direct)
+}
+
+/// How a command that passed its checks is run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Run {
+    /// Sent by the client: it may block, and has the clock to itself.
+    Direct,
+    /// Queued, run by `EXEC`: answers at once, and shares `EXEC`'s time.
+    Queued,
+}
+
+/// Run a command that passed every check, then do what follows a command
+/// (see [`after_command`]); shared by direct commands and `EXEC`'s.
+fn run_checked<T: ReplyTarget>(
+    state: &ServerState,
+    req: Request<'_>,
+    session: &mut Session,
+    target: &mut T,
+    spec: &'static CommandSpec,
+    how: Run,
+) -> Outcome {
+    let started = Instant::now();
+    if how == Run::Direct {
+        if let Some(handle) = session.handle() {
+            handle.ran(spec.id, started);
+        }
+    }
+    let clock = (how == Run::Direct).then(CommandClock::start);
+    let may_block = how == Run::Direct;
+    let mut ctx = Ctx { state, req, session, target, failed: false, outcome: Outcome::Continue, may_block };
     let known = dispatch(spec.id, &mut ctx);
     drop(clock);
     if !known {

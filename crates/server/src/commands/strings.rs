@@ -6,6 +6,7 @@
 use kvik_protocol::number::parse_i64;
 
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
+use crate::changes::EventClass;
 use crate::keyspace::{now_ms, Db, Meta};
 use crate::types::float80::F80;
 use crate::types::string::{byte_range, write_at, StrRef, StrValue, MAX_STRING_LEN};
@@ -192,11 +193,13 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     };
     let (key, value) = (c.arg(1), c.arg(2));
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(db);
     if !(o.get || o.nx || o.xx || o.keep_ttl) {
         // Nothing depends on the old value: one probe of the table.
         d.set_string(key, value, o.expire_at_ms);
+        c.notify(EventClass::String, "set", key);
         drop(shard);
         return c.ok();
     }
@@ -217,6 +220,7 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     if write {
         let expire_at_ms = if o.keep_ttl { old.as_ref().and_then(|(_, at)| *at) } else { o.expire_at_ms };
         d.set_string(key, value, expire_at_ms);
+        c.notify(EventClass::String, "set", key);
     }
     drop(shard);
     match (o.get, write) {
@@ -321,7 +325,8 @@ fn strlen<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 fn incr_by<T: ReplyTarget>(c: &mut Ctx<'_, T>, delta: i64) {
     let key = c.arg(1);
     let db = c.session.db;
-    let mut shard = c.state.keyspace.lock_key(key);
+    let state = c.state;
+    let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(db);
     let now = now_ms();
     let changed = d.update(key, now, |entry| match entry.value() {
@@ -341,6 +346,9 @@ fn incr_by<T: ReplyTarget>(c: &mut Ctx<'_, T>, delta: i64) {
         d.set(key, Value::Str(StrValue::Int(delta)), None);
         Ok(delta)
     });
+    if result.is_ok() {
+        c.notify(EventClass::String, "incrby", key);
+    }
     drop(shard);
     match result {
         Ok(n) => c.reply(|s| s.integer(n)),
