@@ -140,8 +140,8 @@ mod tests {
         let set = lookup(b"set").expect("set");
         let mut multi = Multi::default();
         let args: [&[u8]; 3] = [b"SET", b"k", b"v"];
-        assert_eq!(multi.push(args.into_iter(), set, 10), Ok(()));
-        assert_eq!(multi.push(args.into_iter(), set, 10), Err(QueueFull), "5 + 5 > 10");
+        assert_eq!(multi.push(args.into_iter(), set, 9), Ok(()));
+        assert_eq!(multi.push(args.into_iter(), set, 9), Err(QueueFull), "5 + 5 > 9");
         assert_eq!(multi.len(), 1);
         assert!(multi.may_add_data());
         let queued = multi.into_queued();

@@ -452,6 +452,38 @@ mod tests {
     }
 
     #[test]
+    fn a_reserved_shard_waits_for_other_threads_only() {
+        use std::sync::atomic::AtomicBool;
+        let ks = Arc::new(Keyspace::new(4, 1));
+        let (a, b) = (b"{a}".as_slice(), b"{b}".as_slice());
+        assert_ne!(ks.shard_of(a), ks.shard_of(b), "the test needs two shards");
+        let reservation = ks.reserve(7, Some(&[ks.shard_of(a)]));
+        // The reserving thread goes in, one lock after another.
+        ks.lock_key(a).db(0).set_string(a, b"1", None);
+        ks.lock_keys([a, b]).shard_for(&ks, b).db(0).set_string(b, b"1", None);
+        let done = Arc::new(AtomicBool::new(false));
+        let other = {
+            let (ks, done) = (Arc::clone(&ks), Arc::clone(&done));
+            std::thread::spawn(move || {
+                // Another shard is free; the reserved one waits, with no
+                // lock held meanwhile.
+                ks.lock_key(b"{b}").db(0).set_string(b"{b}", b"2", None);
+                let mut lock = ks.lock_keys([b"{a}".as_slice(), b"{b}".as_slice()]);
+                lock.shard_for(&ks, b"{a}").db(0).set_string(b"{a}", b"2", None);
+                done.store(true, Ordering::SeqCst);
+            })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(!done.load(Ordering::SeqCst), "the other thread got through a reservation");
+        // The shard the other thread waits for is not held: it stays free.
+        ks.lock_key(b).db(0).set_string(b, b"3", None);
+        drop(reservation);
+        other.join().expect("the other thread finishes once released");
+        assert!(done.load(Ordering::SeqCst));
+        assert!(!in_transaction());
+    }
+
+    #[test]
     fn memory_estimate_follows_every_change() {
         let ks = Keyspace::new(4, 2);
         assert_eq!(ks.used_memory(), 0);
