@@ -143,7 +143,11 @@ fn transfers_across_shards_keep_the_sum_for_readers_in_multi() {
     let all: Vec<i64> = sums.into_iter().flatten().collect();
     assert_eq!(all.len(), READERS * ROUNDS);
     let expected = START * ACCOUNTS as i64;
-    assert!(all.iter().all(|&sum| sum == expected), "a reader saw a broken sum: {:?}", all.iter().find(|&&s| s != expected));
+    assert!(
+        all.iter().all(|&sum| sum == expected),
+        "a reader saw a broken sum: {:?}",
+        all.iter().find(|&&s| s != expected)
+    );
 }
 
 /// Transactions whose commands cannot say their keys (KEYS, DBSIZE,

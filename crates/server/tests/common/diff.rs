@@ -252,5 +252,10 @@ pub fn compare_scripts(test: &str, options: &[&str], scripts: Vec<Script>) {
             ));
         }
     }
-    assert!(mismatches.is_empty(), "{} script(s) differ from redis-server:\n{}", mismatches.len(), mismatches.join("\n"));
+    assert!(
+        mismatches.is_empty(),
+        "{} script(s) differ from redis-server:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
 }
