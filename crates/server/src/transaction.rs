@@ -86,7 +86,18 @@ impl Multi {
 
     /// Whether a queued command may add data, which `maxmemory` refuses.
     pub fn may_add_data(&self) -> bool {
-        self.queued.iter().any(|q| q.spec.flags.contains(CommandFlags::DENYOOM))
+        self.any_queued(|spec| spec.flags.contains(CommandFlags::DENYOOM))
+    }
+
+    /// Whether `test` holds for a queued command.
+    pub fn any_queued(&self, test: impl Fn(&CommandSpec) -> bool) -> bool {
+        self.first_queued(test).is_some()
+    }
+
+    /// The first queued command `test` holds for (`CLIENT PAUSE WRITE`
+    /// holds back an `EXEC` while it holds back one of its commands).
+    pub fn first_queued(&self, test: impl Fn(&CommandSpec) -> bool) -> Option<&'static CommandSpec> {
+        self.queued.iter().map(|q| q.spec).find(|spec| test(spec))
     }
 
     /// The queued commands, in order.

@@ -233,3 +233,33 @@ fn active_expiry_of_a_watched_key_fails_exec() {
     assert_eq!(exec(&mut a), None);
     assert_eq!(call_text(&mut a, &["EXISTS", "e"]), b":0\r\n");
 }
+
+/// `CLIENT PAUSE WRITE` holds back an EXEC whose queued commands write (and
+/// the queuing of a write), as Redis 7.0 does, but not a read-only one.
+#[test]
+fn client_pause_write_holds_exec_of_writes() {
+    const PAUSE_MS: u64 = 400;
+    let server = start();
+    let (mut a, mut b) = (connect(server.port), connect(server.port));
+    let timed = |s: &mut TcpStream, args: &[&str]| {
+        let started = Instant::now();
+        let reply = call_text(s, args);
+        (reply, started.elapsed())
+    };
+    let pause =
+        |b: &mut TcpStream| assert_eq!(call_text(b, &["CLIENT", "PAUSE", &PAUSE_MS.to_string(), "WRITE"]), b"+OK\r\n");
+    let held = Duration::from_millis(PAUSE_MS * 3 / 4);
+    call_text(&mut a, &["MULTI"]);
+    call_text(&mut a, &["SET", "x", "1"]);
+    pause(&mut b);
+    let (reply, took) = timed(&mut a, &["EXEC"]);
+    assert_eq!(reply, b"*1\r\n+OK\r\n");
+    assert!(took >= held, "EXEC of a write ran during the pause ({took:?})");
+    pause(&mut b);
+    call_text(&mut a, &["MULTI"]);
+    let (reply, took) = timed(&mut a, &["GET", "x"]);
+    assert_eq!(reply, b"+QUEUED\r\n");
+    let (reply, took_exec) = timed(&mut a, &["EXEC"]);
+    assert_eq!(reply, b"*1\r\n$1\r\n1\r\n");
+    assert!(took + took_exec < held, "a read-only transaction waited ({took:?}, {took_exec:?})");
+}

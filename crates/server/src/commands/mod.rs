@@ -376,6 +376,11 @@ pub fn held_by_pause(state: &ServerState, req: Request<'_>, session: &Session) -
     let runnable = runs(spec.id)
         && spec.arity_ok(req.argc())
         && (session.authenticated || !auth::required(state) || spec.flags.contains(CommandFlags::NO_AUTH));
+    if runnable && spec.id == id::EXEC && !crate::pause::holds(mode, spec) {
+        // EXEC waits as long as one of its queued commands would (Redis
+        // 7.0's rule), so that command is what the connection waits on.
+        return session.multi.as_ref().and_then(|m| m.first_queued(|q| crate::pause::holds(mode, q)));
+    }
     (runnable && crate::pause::holds(mode, spec)).then_some(spec)
 }
 
