@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::keyspace::{Db, MultiLock};
+use crate::keyspace::{key_slot, Db, MultiLock};
 
 /// Most keys one client may watch; a bound on what a client can make the
 /// server remember.
@@ -33,17 +33,39 @@ struct Watcher {
     existed: bool,
 }
 
+/// Number of parts the registry is split into by key, so that writes on
+/// different keys from different threads rarely meet on one lock.
+const PARTS: usize = 64;
+
+/// Watched keys and their watchers.
+type Part = HashMap<Box<[u8]>, Vec<Watcher>>;
+
 /// Every watched key of every client.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct WatchRegistry {
     /// Number of watches registered; zero lets changes skip the map.
     count: AtomicUsize,
-    keys: Mutex<HashMap<Box<[u8]>, Vec<Watcher>>>,
+    parts: Box<[Mutex<Part>]>,
+}
+
+impl Default for WatchRegistry {
+    fn default() -> Self {
+        WatchRegistry { count: AtomicUsize::new(0), parts: (0..PARTS).map(|_| Mutex::default()).collect() }
+    }
 }
 
 impl WatchRegistry {
-    fn map(&self) -> MutexGuard<'_, HashMap<Box<[u8]>, Vec<Watcher>>> {
-        self.keys.lock().unwrap_or_else(|e| e.into_inner())
+    /// The part holding `key`.
+    fn map(&self, key: &[u8]) -> MutexGuard<'_, Part> {
+        let part = usize::from(key_slot(key)) % PARTS;
+        self.parts[part].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Every part, one after another.
+    fn each_part(&self, mut f: impl FnMut(&Part)) {
+        for part in &self.parts[..] {
+            f(&part.lock().unwrap_or_else(|e| e.into_inner()));
+        }
     }
 
     /// Whether anybody watches anything.
@@ -57,7 +79,7 @@ impl WatchRegistry {
         if self.idle() {
             return;
         }
-        if let Some(watchers) = self.map().get(key) {
+        if let Some(watchers) = self.map(key).get(key) {
             watchers.iter().filter(|w| w.db == db).for_each(|w| w.dirty.store(true, Ordering::Relaxed));
         }
     }
@@ -71,11 +93,11 @@ impl WatchRegistry {
         if self.idle() {
             return;
         }
-        for watchers in self.map().values() {
-            for w in watchers.iter().filter(|w| w.existed && db.is_none_or(|d| d == w.db)) {
+        self.each_part(|part| {
+            for w in part.values().flatten().filter(|w| w.existed && db.is_none_or(|d| d == w.db)) {
                 w.dirty.store(true, Ordering::Relaxed);
             }
-        }
+        });
     }
 
     /// Databases `a` and `b` are about to trade contents; `lock` holds
@@ -86,24 +108,26 @@ impl WatchRegistry {
             return;
         }
         let now = crate::keyspace::now_ms();
-        for (key, watchers) in self.map().iter() {
-            for w in watchers.iter().filter(|w| w.db == a || w.db == b) {
-                let other = if w.db == a { b } else { a };
-                if w.existed || live(lock.shard_for(keyspace, key).db(other), key, now) {
-                    w.dirty.store(true, Ordering::Relaxed);
+        self.each_part(|part| {
+            for (key, watchers) in part {
+                for w in watchers.iter().filter(|w| w.db == a || w.db == b) {
+                    let other = if w.db == a { b } else { a };
+                    if w.existed || live(lock.shard_for(keyspace, key).db(other), key, now) {
+                        w.dirty.store(true, Ordering::Relaxed);
+                    }
                 }
             }
-        }
+        });
     }
 
     fn add(&self, key: &[u8], watcher: Watcher) {
-        self.map().entry(key.into()).or_default().push(watcher);
+        self.map(key).entry(key.into()).or_default().push(watcher);
         self.count.fetch_add(1, Ordering::Relaxed);
     }
 
     fn remove(&self, client: u64, keys: &[WatchedKey]) {
-        let mut map = self.map();
         for k in keys {
+            let mut map = self.map(&k.key);
             if let Some(watchers) = map.get_mut(&*k.key) {
                 let before = watchers.len();
                 watchers.retain(|w| !(w.client == client && w.db == k.db));
@@ -258,6 +282,6 @@ mod tests {
             assert_eq!(reg.count.load(Ordering::Relaxed), 2);
         }
         assert!(reg.idle());
-        assert!(reg.map().is_empty());
+        reg.each_part(|part| assert!(part.is_empty()));
     }
 }
