@@ -453,16 +453,7 @@ fn execute_checked<T: ReplyTarget>(
         return Outcome::Continue;
     }
     if session.multi.is_some() && transaction::queues(spec) {
-        if let Some(handle) = session.handle() {
-            handle.ran(spec.id, Instant::now());
-        }
-        if !runs(spec.id) {
-            transaction::refused_while_queuing(session);
-            let msg = if spec.container.is_some() { unknown_subcommand(&req) } else { unknown_command(&req) };
-            reject(state, session, target, &msg);
-        } else {
-            transaction::queue(state, req, session, target, spec);
-        }
+        transaction::queue(state, req, session, target, spec);
         return Outcome::Continue;
     }
     run_checked(state, req, session, target, spec, Run::Direct)

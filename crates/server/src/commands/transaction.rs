@@ -4,16 +4,18 @@
 //! as usual and queues it ([`queue`]) instead of running it. `EXEC` then
 //! reserves the shards the queued commands touch, found from the command
 //! table's key specs as `COMMAND GETKEYS` finds them (every shard when a
-//! command's keys cannot be known that way: `KEYS`, `FLUSHALL`, `SORT ... BY`,
+//! command's keys cannot be known that way: `KEYS`, `FLUSHALL`, `SORT`,
 //! `INFO`, …), checks the watched keys, and runs the commands one after
 //! another through the same path as direct commands. No other thread can
 //! see a reserved shard until the last of them has run, so the transaction
 //! is atomic across shards and threads.
 
+use std::time::Instant;
+
 use kvik_protocol::commands::{id, BeginSearch, CommandSpec, FindKeys, KeySpecFlags};
 
 use super::command::find_keys;
-use super::{reject, run_checked, Ctx, Outcome, ReplyTarget, Request, Run};
+use super::{reject, run_checked, runs, unknown_command, unknown_subcommand, Ctx, Outcome, ReplyTarget, Request, Run};
 use crate::keyspace::{now_ms, Keyspace};
 use crate::session::Session;
 use crate::state::ServerState;
@@ -69,7 +71,8 @@ pub(super) fn exec_refused(session: &mut Session, msg: &[u8]) -> Vec<u8> {
     [&b"EXECABORT Transaction discarded because of: "[..], reason].concat()
 }
 
-/// Queue a checked command for `EXEC` and answer `+QUEUED`.
+/// Queue a checked command for `EXEC` and answer `+QUEUED`; one kvik does
+/// not run is refused as unknown, as it would be when run.
 pub(super) fn queue<T: ReplyTarget>(
     state: &ServerState,
     req: Request<'_>,
@@ -77,6 +80,15 @@ pub(super) fn queue<T: ReplyTarget>(
     target: &mut T,
     spec: &'static CommandSpec,
 ) {
+    // CLIENT LIST's `cmd=` shows the last command queued, as in Redis.
+    if let Some(handle) = session.handle() {
+        handle.ran(spec.id, Instant::now());
+    }
+    if !runs(spec.id) {
+        refused_while_queuing(session);
+        let msg = if spec.container.is_some() { unknown_subcommand(&req) } else { unknown_command(&req) };
+        return reject(state, session, target, &msg);
+    }
     let limit = state.limits.query_buffer_limit();
     let Some(open) = session.multi.as_mut() else { return };
     if open.push((0..req.argc()).map(|i| req.arg(i)), spec, limit).is_err() {
