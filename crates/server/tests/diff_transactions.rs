@@ -47,6 +47,7 @@ fn runtime_error_cases() -> Vec<Case> {
         lines("hello inside multi switches for the rest", &["MULTI", "HELLO 3", "GET missing", "EXEC", "GET missing"]),
         lines("select inside multi", &["MULTI", "SELECT 1", "SET a 2", "EXEC", "GET a", "SELECT 0", "GET a"]),
         lines("select out of range inside multi", &["MULTI", "SELECT 99", "SET b 1", "EXEC", "GET b"]),
+        lines("client reply skip inside multi", &["MULTI", "CLIENT REPLY SKIP", "PING", "PING", "EXEC", "PING"]),
         lines("subscribe inside multi", &["MULTI", "SUBSCRIBE ch", "PING", "EXEC", "UNSUBSCRIBE"]),
         lines(
             "keyspace-wide commands inside multi",
