@@ -20,9 +20,10 @@
 //! per key stored or deleted, and the command path one thread-local read:
 //! no lock, no allocation.
 //!
-//! `EXEC` (which runs its commands with `may_block` false, so they answer at
-//! once) holds a [`Hold`] so that waiters are served once, after the whole
-//! transaction. A blocked RESPB channel holds up its whole connection.
+//! `EXEC` runs its commands with `may_block` false, so they answer at once;
+//! waiters are served once, after the whole transaction, since serving
+//! follows the client's command (`EXEC`), not the commands it queued. A
+//! blocked RESPB channel holds up its whole connection.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
@@ -456,8 +457,6 @@ thread_local! {
     static HAS_READY: Cell<bool> = const { Cell::new(false) };
     /// The key a waiter is being served from, while its command runs.
     static SERVING: RefCell<Option<Box<[u8]>>> = const { RefCell::new(None) };
-    /// Nesting of [`Hold`]s: serving waits while one is held.
-    static HELD: Cell<usize> = const { Cell::new(0) };
 }
 
 /// Ready keys of one thread, in the order they became ready, without repeats.
@@ -502,34 +501,10 @@ pub fn serving() -> Option<Box<[u8]>> {
     SERVING.with(|s| s.borrow().clone())
 }
 
-/// Keeps waiters from being served while held: `EXEC` holds one so that
-/// they are served once, after the whole transaction.
-pub struct Hold(());
-
-impl Hold {
-    /// Hold serving until dropped.
-    pub fn new() -> Hold {
-        HELD.with(|h| h.set(h.get() + 1));
-        Hold(())
-    }
-}
-
-impl Default for Hold {
-    fn default() -> Self {
-        Hold::new()
-    }
-}
-
-impl Drop for Hold {
-    fn drop(&mut self) {
-        HELD.with(|h| h.set(h.get().saturating_sub(1)));
-    }
-}
-
 /// Serve the clients blocked on keys made ready by this thread's last
 /// command. Call it when the command has finished and holds no lock.
 pub fn serve_ready(state: &ServerState) {
-    if !HAS_READY.with(Cell::get) || HELD.with(Cell::get) > 0 {
+    if !HAS_READY.with(Cell::get) {
         return;
     }
     let mut runs = 0;

@@ -29,6 +29,7 @@ use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::keyspace::events::{self, ServerEvent};
+use crate::keyspace::MultiLock;
 use crate::pubsub::Kind;
 use crate::state::ServerState;
 
@@ -235,23 +236,24 @@ pub fn flush_server_events(state: &ServerState) {
 ///
 /// Called with the key's shard locked.
 pub fn key_changed(state: &ServerState, db: usize, key: &[u8], by_client: u64) {
+    state.watches.touch(db, key);
     // Tracking follows key names whatever the database, as Redis does.
-    let _ = db;
     state.tracking.key_changed(&state.clients, state.pubsub.hard_limit(), key, by_client);
 }
 
 /// Database `db` was emptied (`FLUSHDB`), or every database (`FLUSHALL`,
 /// `db` = `None`).
 pub fn db_flushed(state: &ServerState, db: Option<usize>) {
+    state.watches.flushed(db);
     // Redis tells every tracking client to drop everything, whichever
     // database was emptied.
-    let _ = db;
     state.tracking.flushed(&state.clients, state.pubsub.hard_limit());
 }
 
-/// Databases `a` and `b` traded contents (`SWAPDB`).
-pub fn dbs_swapped(state: &ServerState, a: usize, b: usize) {
-    let _ = (state, a, b);
+/// Databases `a` and `b` are about to trade contents (`SWAPDB`); `lock`
+/// holds every shard, so what each database holds can still be looked at.
+pub fn dbs_swapped(state: &ServerState, a: usize, b: usize, lock: &mut MultiLock<'_>) {
+    state.watches.swapping(a, b, lock, &state.keyspace);
 }
 
 /// Publish the keyspace event `event` of `class` on `key` of database `db`,

@@ -40,6 +40,8 @@ pub struct ClientInfo {
     pub monitor: bool,
     /// Channel, pattern and shard channel subscriptions (`sub=`, `psub=`, `ssub=`).
     pub subscriptions: [usize; 3],
+    /// Commands queued while a MULTI is open (`multi=`, `flags=x`).
+    pub multi: Option<usize>,
     /// Library name and version from `CLIENT SETINFO`.
     pub lib_name: Vec<u8>,
     /// See `lib_name`.
@@ -196,6 +198,7 @@ impl ClientRegistry {
             no_evict: false,
             monitor: false,
             subscriptions: [0; 3],
+            multi: None,
             lib_name: Vec::new(),
             lib_ver: Vec::new(),
             tracking: None,

@@ -547,15 +547,17 @@ impl ReplyTarget for RespTarget<'_> {
 }
 
 /// Replies for one RESPB channel, as frames on its mux id.
+///
+/// One writer serves every reply of a command, so a reply written in parts
+/// (`EXEC`'s array header, then each queued command's reply) stays one frame.
 struct RespbTarget<'a> {
-    out: &'a mut Vec<u8>,
+    writer: RespbReplyWriter<'a>,
     mux: u16,
 }
 
 impl ReplyTarget for RespbTarget<'_> {
     fn reply<F: FnOnce(&mut dyn ReplySink)>(&mut self, _session: &Session, write: F) {
-        let mut w = RespbReplyWriter::new(self.out, self.mux);
-        write(&mut w);
+        write(&mut self.writer);
     }
 
     fn encoding(&self, _session: &Session) -> Encoding {
@@ -759,7 +761,7 @@ async fn serve_respb<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuff
                                     return Ok(());
                                 }
                             }
-                            let mut target = RespbTarget { out: &mut out, mux };
+                            let mut target = RespbTarget { writer: RespbReplyWriter::new(&mut out, mux), mux };
                             // QUIT ends the logical client that sent it, not its neighbours.
                             match execute(state, req, session, &mut target) {
                                 Outcome::Close => {

@@ -31,7 +31,9 @@ pub mod session;
 pub mod state;
 pub mod stats;
 pub mod tracking;
+pub mod transaction;
 pub mod types;
+pub mod watch;
 
 /// Version of kvik itself, as printed in the startup line.
 pub const KVIK_VERSION: &str = env!("CARGO_PKG_VERSION");

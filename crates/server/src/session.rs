@@ -16,6 +16,8 @@ use crate::clients::{ClientHandle, MonitorFeed, Registration};
 use crate::pubsub::Subscriptions;
 use crate::state::ServerState;
 use crate::tracking::ClientTracking;
+use crate::transaction::Multi;
+use crate::watch::Watched;
 
 /// Hands out client ids, unique for the life of the server.
 ///
@@ -82,6 +84,10 @@ pub struct Session {
     pub monitor: Option<MonitorFeed>,
     /// `CLIENT TRACKING` settings (client-side caching).
     pub tracking: ClientTracking,
+    /// The open `MULTI`, if any.
+    pub multi: Option<Multi>,
+    /// The keys the client `WATCH`es.
+    pub watched: Watched,
     /// What the client registry last showed of this session, so the
     /// registry's lock is taken only when one of these changed.
     listed: Listed,
@@ -110,6 +116,8 @@ impl Session {
             skip_this: false,
             registration: None,
             monitor: None,
+            multi: None,
+            watched: Watched::default(),
             subscriptions: Subscriptions::new(id),
             tracking: ClientTracking::new(id),
             listed: Listed::default(),

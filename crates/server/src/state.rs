@@ -17,6 +17,7 @@ use crate::session::ClientIds;
 use crate::stats::Stats;
 use crate::tracking::Tracking;
 use crate::types::hash::HashLimits;
+use crate::watch::WatchRegistry;
 
 /// Default number of keyspace shards: many more than cores, so that commands
 /// from different threads rarely meet on one lock.
@@ -52,6 +53,8 @@ pub struct ServerState {
     pub tracking: Arc<Tracking>,
     /// Clients blocked by BLPOP, XREAD BLOCK and the like.
     pub blocking: Blocking,
+    /// Keys clients `WATCH`.
+    pub watches: Arc<WatchRegistry>,
     /// The TCP port the server listens on, for INFO.
     pub port: AtomicU16,
     /// Set to true once the server is to stop; every loop watches it.
@@ -210,6 +213,7 @@ impl ServerState {
             stats: Stats::default(),
             pause: Pause::default(),
             pubsub,
+            watches: Arc::default(),
             port: AtomicU16::new(0),
             shutdown: watch::Sender::new(false),
         }

@@ -169,3 +169,32 @@ fn unsupported_version_is_refused_and_closed() {
     assert_eq!(answer.bytes, [0xD3, 0xC1, 0x00, 0x00]);
     assert!(answer.closed);
 }
+
+/// EXEC's reply is written in parts (the array, then each queued command's
+/// reply) but leaves as one frame, on the channel that sent EXEC; another
+/// channel of the same connection is a separate client with no MULTI.
+#[test]
+fn exec_reply_is_one_frame() {
+    let kvik = start_kvik();
+    let mut stream = greeted(&kvik);
+    assert_eq!(request(&mut stream, &[b"MULTI"], 3).value, Value::simple("OK"));
+    assert_eq!(request(&mut stream, &[b"SET", b"k", b"v"], 3).value, Value::simple("QUEUED"));
+    assert_eq!(request(&mut stream, &[b"GET", b"k"], 4).value, Value::Null, "channel 4 runs at once");
+    for args in [&[&b"INCR"[..], b"n"][..], &[b"LPUSH", b"k", b"x"], &[b"GET", b"k"], &[b"LRANGE", b"k", b"0", b"-1"]] {
+        assert_eq!(request(&mut stream, args, 3).value, Value::simple("QUEUED"));
+    }
+    let exec = request(&mut stream, &[b"EXEC"], 3);
+    assert_eq!(exec.mux, 3);
+    assert_eq!(
+        exec.value,
+        Value::Array(vec![
+            Value::simple("OK"),
+            Value::Integer(1),
+            Value::Error(b"WRONGTYPE Operation against a key holding the wrong kind of value".to_vec()),
+            Value::bulk("v"),
+            Value::Error(b"WRONGTYPE Operation against a key holding the wrong kind of value".to_vec()),
+        ])
+    );
+    let after = request(&mut stream, &[b"PING"], 3);
+    assert_eq!(after.value, Value::simple("PONG"), "frames after EXEC are intact");
+}

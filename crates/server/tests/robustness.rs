@@ -147,6 +147,8 @@ const SKIPPED: &[&str] = &[
     "bzpopmin",
     "bzpopmax",
     "bzmpop",
+    // Queues everything after it, the end marker included.
+    "multi",
 ];
 
 fn setup() -> Vec<u8> {
@@ -199,6 +201,58 @@ fn random_arguments_to_every_command_never_break_the_server() {
         let got = read_until(&mut conn, |got| got.windows(12).any(|w| w == b"end-of-round"));
         assert!(!got.closed, "round {round}: the connection closed before the end marker");
     }
+    let mut conn = connect(kvik.port);
+    assert_eq!(call(&mut conn, &[b"PING"]), b"+PONG\r\n");
+}
+
+/// The same random commands queued inside MULTI and run by EXEC: the
+/// shards EXEC reserves are worked out from arguments of any shape, and
+/// every round ends with its marker answered.
+#[test]
+fn random_commands_inside_transactions_never_break_the_server() {
+    let kvik = start_kvik_with(&["--threads", "2"]);
+    let mut conn = connect(kvik.port);
+    let list = call(&mut conn, &[b"COMMAND", b"LIST"]);
+    let names: Vec<String> = String::from_utf8_lossy(&list)
+        .split("\r\n")
+        .filter(|l| !l.is_empty() && !l.starts_with(['*', '$']))
+        .filter(|l| !SKIPPED.contains(l))
+        .map(str::to_string)
+        .collect();
+    let (mut queued, mut aborted) = (0, 0);
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move |n: usize| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % n as u64) as usize
+    };
+    for round in 0..20 {
+        let mut conn = connect(kvik.port);
+        let mut batch = setup();
+        for _ in 0..100 {
+            // One or two commands per transaction, so that many run rather
+            // than abort on a random argument count.
+            batch.extend_from_slice(&multibulk(&[b"MULTI"]));
+            for _ in 0..1 + next(2) {
+                let name = &names[next(names.len())];
+                let mut args: Vec<&[u8]> = name.split('|').map(str::as_bytes).collect();
+                for _ in 0..next(9) {
+                    args.push(ATOMS[next(ATOMS.len())]);
+                }
+                batch.extend_from_slice(&multibulk(&args));
+            }
+            batch.extend_from_slice(&multibulk(&[b"EXEC"]));
+        }
+        batch.extend_from_slice(&multibulk(&[b"ECHO", b"end-of-round"]));
+        conn.write_all(&batch).expect("send a round");
+        let got = read_until(&mut conn, |got| got.windows(12).any(|w| w == b"end-of-round"));
+        assert!(!got.closed, "round {round}: the connection closed before the end marker");
+        let count = |needle: &[u8]| got.bytes.windows(needle.len()).filter(|w| *w == needle).count();
+        queued += count(b"+QUEUED\r\n");
+        aborted += count(b"-EXECABORT");
+    }
+    assert!(queued > 100 && aborted > 100, "{queued} commands queued, {aborted} transactions aborted");
     let mut conn = connect(kvik.port);
     assert_eq!(call(&mut conn, &[b"PING"]), b"+PONG\r\n");
 }

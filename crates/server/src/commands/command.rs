@@ -437,7 +437,7 @@ pub(super) fn key_positions(spec: &CommandSpec, req: super::Request<'_>) -> Vec<
 /// Positions of the keys in `args` (the command name at 0) and their flags,
 /// by walking the key specs as Redis does; `None` when a key count is not a
 /// non-negative integer.
-fn find_keys(spec: &CommandSpec, args: &[&[u8]]) -> Option<Vec<(usize, KeySpecFlags)>> {
+pub(super) fn find_keys(spec: &CommandSpec, args: &[&[u8]]) -> Option<Vec<(usize, KeySpecFlags)>> {
     let argc = args.len() as i64;
     let mut keys = Vec::new();
     for ks in spec.key_specs {

@@ -234,6 +234,7 @@ fn reset<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     c.session.monitor = None;
     c.session.subscriptions.clear();
     c.session.tracking.disable();
+    crate::transaction::discard(c.session);
     if let Some(h) = c.session.handle() {
         let mut info = h.info();
         info.tracking = None;
@@ -264,6 +265,9 @@ fn client_line(h: &ClientHandle, current: u64, blocked: bool) -> Vec<u8> {
     if sub + psub + ssub > 0 {
         flags.push('P');
     }
+    if info.multi.is_some() {
+        flags.push('x');
+    }
     if blocked {
         flags.push('b');
     }
@@ -286,10 +290,11 @@ fn client_line(h: &ClientHandle, current: u64, blocked: bool) -> Vec<u8> {
     line.extend_from_slice(info.name.as_deref().unwrap_or_default());
     line.extend_from_slice(
         format!(
-            " age={age} idle={idle} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi=-1 qbuf=0 qbuf-free=0 \
+            " age={age} idle={idle} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi={} qbuf=0 qbuf-free=0 \
              argv-mem=0 multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} \
              user=default redir={} resp={}\n",
             info.db,
+            info.multi.map_or(-1, |n| n as i64),
             h.last_cmd(),
             info.tracking.as_ref().map_or(-1, |t| i64::try_from(t.redirect).unwrap_or(i64::MAX)),
             info.resp

@@ -8,7 +8,7 @@ use std::hash::{BuildHasher, Hasher};
 use kvik_protocol::number::parse_i64;
 
 use super::{until_nul, Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR};
-use crate::changes::EventClass;
+use crate::changes::{self, EventClass};
 use crate::keyspace::db::seconds;
 use crate::keyspace::{glob, lfu, now_ms, Entry, Meta};
 use crate::types::dump::{self, PayloadError};
@@ -560,6 +560,7 @@ fn swapdb<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         _ => return c.error(DB_OUT_OF_RANGE),
     };
     let mut lock = c.state.keyspace.lock_all();
+    changes::dbs_swapped(c.state, a, b, &mut lock);
     for shard in lock.shards() {
         shard.swap_dbs(a, b);
     }

@@ -78,6 +78,7 @@ mod sort;
 mod stream;
 mod strings;
 mod tracking;
+mod transaction;
 mod zset;
 
 /// The module that runs a command.
@@ -102,6 +103,7 @@ enum Module {
     PubSub,
     Sort,
     Tracking,
+    Transaction,
 }
 
 /// Which module runs each command, by id: the one place that says what kvik
@@ -126,6 +128,7 @@ static OWNERS: [Module; COMMAND_COUNT] = {
     claim(&mut owners, pubsub::HANDLED, Module::PubSub);
     claim(&mut owners, sort::HANDLED, Module::Sort);
     claim(&mut owners, tracking::HANDLED, Module::Tracking);
+    claim(&mut owners, transaction::HANDLED, Module::Transaction);
     owners
 };
 
@@ -173,6 +176,7 @@ pub(crate) fn dispatch<T: ReplyTarget>(cmd: CommandId, ctx: &mut Ctx<'_, T>) -> 
         Module::PubSub => pubsub::dispatch(cmd, ctx),
         Module::Sort => sort::dispatch(cmd, ctx),
         Module::Tracking => tracking::dispatch(cmd, ctx),
+        Module::Transaction => transaction::dispatch(cmd, ctx),
     }
     true
 }
@@ -395,6 +399,11 @@ pub fn held_by_pause(state: &ServerState, req: Request<'_>, session: &Session) -
     let runnable = runs(spec.id)
         && spec.arity_ok(req.argc())
         && (session.authenticated || !auth::required(state) || spec.flags.contains(CommandFlags::NO_AUTH));
+    if runnable && spec.id == id::EXEC && !crate::pause::holds(mode, spec) {
+        // EXEC waits as long as one of its queued commands would (Redis
+        // 7.0's rule), so that command is what the connection waits on.
+        return session.multi.as_ref().and_then(|m| m.first_queued(|q| crate::pause::holds(mode, q)));
+    }
     (runnable && crate::pause::holds(mode, spec)).then_some(spec)
 }
 
@@ -418,6 +427,7 @@ fn execute_checked<T: ReplyTarget>(
     }
     let Some(mut spec) = lookup(name) else {
         let msg = unknown_command(&req);
+        transaction::refused_while_queuing(session);
         reject(state, session, target, &msg);
         return Outcome::Continue;
     };
@@ -426,6 +436,7 @@ fn execute_checked<T: ReplyTarget>(
             Some(sub) => spec = sub,
             None => {
                 let msg = unknown_subcommand(&req);
+                transaction::refused_while_queuing(session);
                 reject(state, session, target, &msg);
                 return Outcome::Continue;
             }
@@ -440,7 +451,9 @@ fn execute_checked<T: ReplyTarget>(
         // Redis checks authentication after the name and the arity, and lets
         // the commands that can carry credentials (AUTH, HELLO) through.
         Some(auth::NOAUTH.to_vec())
-    } else if !state.enforce_maxmemory() && spec.flags.contains(CommandFlags::DENYOOM) {
+    } else if !state.enforce_maxmemory()
+        && (spec.flags.contains(CommandFlags::DENYOOM) || transaction::refused_over_maxmemory(session, spec))
+    {
         // Redis frees memory for `maxmemory` before every command, and
         // refuses the ones that may add data while it stays over the limit.
         Some(OOM.to_vec())
@@ -448,6 +461,8 @@ fn execute_checked<T: ReplyTarget>(
         // A RESP2 connection listening for messages cannot tell replies
         // from messages, so Redis lets it run only these commands.
         Some(subscribed_refusal(spec))
+    } else if session.multi.is_some() && spec.flags.contains(CommandFlags::NO_MULTI) {
+        Some(transaction::NOT_IN_MULTI.to_vec())
     } else {
         None
     };
@@ -455,18 +470,53 @@ fn execute_checked<T: ReplyTarget>(
         if let Some(stat) = stat {
             stat.rejected.fetch_add(1, Ordering::Relaxed);
         }
+        let msg = if spec.id == id::EXEC { transaction::exec_refused(session, &msg) } else { msg };
+        transaction::refused_while_queuing(session);
         reject(state, session, target, &msg);
         return Outcome::Continue;
     }
+    if session.multi.is_some() && transaction::queues(spec) {
+        transaction::queue(state, req, session, target, spec);
+        return Outcome::Continue;
+    }
+    let outcome = run_checked(state, req, session, target, spec, Run::Direct);
+    // Clients blocked on keys this command (or this EXEC) filled are served
+    // now that it holds no lock, before this client's next command.
+    crate::blocking::serve_ready(state);
+    outcome
+}
+
+/// How a command that passed its checks is run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Run {
+    /// Sent by the client: it may block, and has the clock to itself.
+    Direct,
+    /// Queued, run by `EXEC`: answers at once, and shares `EXEC`'s time.
+    Queued,
+}
+
+/// Run a command that passed every check, then do what follows a command
+/// (see [`after_command`]); shared by direct commands and `EXEC`'s.
+fn run_checked<T: ReplyTarget>(
+    state: &ServerState,
+    req: Request<'_>,
+    session: &mut Session,
+    target: &mut T,
+    spec: &'static CommandSpec,
+    how: Run,
+) -> Outcome {
     let started = Instant::now();
-    if let Some(handle) = session.handle() {
-        handle.ran(spec.id, started);
+    if how == Run::Direct {
+        if let Some(handle) = session.handle() {
+            handle.ran(spec.id, started);
+        }
     }
     if session.tracking.on() {
         tracking::before_command(state, session, spec, req);
     }
-    let clock = CommandClock::start();
-    let mut ctx = Ctx { state, req, session, target, failed: false, outcome: Outcome::Continue, may_block: true };
+    let clock = (how == Run::Direct).then(CommandClock::start);
+    let may_block = how == Run::Direct;
+    let mut ctx = Ctx { state, req, session, target, failed: false, outcome: Outcome::Continue, may_block };
     let known = dispatch(spec.id, &mut ctx);
     changes::flush_server_events(state);
     drop(clock);
@@ -482,9 +532,6 @@ fn execute_checked<T: ReplyTarget>(
     }
     let usec = started.elapsed().as_micros() as u64;
     after_command(state, req, session, spec, failed, usec);
-    // Clients blocked on keys this command filled are served now that it
-    // holds no lock, before this client's next command.
-    crate::blocking::serve_ready(state);
     outcome
 }
 

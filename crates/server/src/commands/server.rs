@@ -8,6 +8,7 @@ use kvik_protocol::commands::{CommandSpec, COMMANDS};
 use kvik_protocol::number::parse_i64;
 
 use super::{info, Ctx, Outcome, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR};
+use crate::changes;
 use crate::keyspace::db::{charge, ENTRY_OVERHEAD};
 use crate::keyspace::now_ms;
 use crate::stats::unix_micros;
@@ -97,6 +98,7 @@ fn flush<T: ReplyTarget>(c: &mut Ctx<'_, T>, all: bool) {
     }
     let db = c.session.db;
     let mut lock = c.state.keyspace.lock_all();
+    changes::db_flushed(c.state, if all { None } else { Some(db) });
     for shard in lock.shards() {
         if all {
             shard.dbs().iter_mut().for_each(|d| d.clear());
@@ -104,7 +106,6 @@ fn flush<T: ReplyTarget>(c: &mut Ctx<'_, T>, all: bool) {
             shard.db(db).clear();
         }
     }
-    crate::changes::db_flushed(c.state, (!all).then_some(db));
     drop(lock);
     // XREADGROUP waiters on a flushed stream learn that it is gone.
     let flushed = [db];

@@ -130,7 +130,10 @@ impl Keyspace {
         if self.used_memory() <= limit {
             return true;
         }
-        if policy == Policy::NoEviction {
+        // Inside an EXEC (a `CONFIG SET maxmemory` it runs) eviction waits
+        // for the next command: the evictor's pool lock may be held by a
+        // thread waiting for this transaction's shards.
+        if policy == Policy::NoEviction || super::in_transaction() {
             return false;
         }
         // One evicting client at a time: concurrent evictors would only

@@ -5,6 +5,14 @@
 //! every shard it touches, in ascending shard order, before it reads or
 //! writes anything, so multi-key commands are atomic and two of them can
 //! never deadlock. Commands on different shards run in parallel.
+//!
+//! An `EXEC` runs several commands that must look like one: it first
+//! *reserves* the shards they touch ([`Keyspace::reserve`]). A reserved
+//! shard can still be locked by the thread running that transaction, one
+//! command after another, while every other thread (clients, active expiry,
+//! eviction) waits until the reservation ends. Nobody waits for a
+//! reservation while holding a shard lock, and reservations are taken in
+//! ascending shard order, so reservations cannot deadlock either.
 
 pub mod db;
 pub mod entry;
@@ -18,7 +26,7 @@ pub mod slot;
 
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use db::{Db, Entry, Meta};
@@ -37,6 +45,9 @@ pub struct Shard {
     /// date; only these can have changed, so a command that used one
     /// database does not re-read all sixteen.
     touched: Vec<usize>,
+    /// The transaction (client id) that reserved this shard while its
+    /// `EXEC` runs; other threads wait until it is released.
+    reserved_by: Option<u64>,
 }
 
 impl Shard {
@@ -52,6 +63,7 @@ impl Shard {
             counted: vec![0; databases].into_boxed_slice(),
             used: 0,
             touched: Vec::with_capacity(2),
+            reserved_by: None,
         }
     }
 
@@ -157,6 +169,8 @@ impl Drop for ShardGuard<'_> {
 #[derive(Debug)]
 pub struct Keyspace {
     shards: Box<[Mutex<Shard>]>,
+    /// Signalled when a shard's reservation ends.
+    released: Box<[Condvar]>,
     /// Each shard's memory estimate as last published by its guard.
     published: Box<[AtomicUsize]>,
     /// Sum of `published`.
@@ -191,6 +205,7 @@ impl Keyspace {
                 .map(|i| Mutex::new(Shard::new(databases, &tuning, seed ^ ((i as u64) << 32), &blocked)))
                 .collect(),
             blocked,
+            released: (0..n).map(|_| Condvar::new()).collect(),
             published: (0..n).map(|_| AtomicUsize::new(0)).collect(),
             used: AtomicUsize::new(0),
             evicted: AtomicU64::new(0),
@@ -247,12 +262,33 @@ impl Keyspace {
         usize::from(key_slot(key)) & (self.shards.len() - 1)
     }
 
-    /// Lock shard `index`.
+    /// Lock shard `index`, waiting while another thread's transaction has
+    /// it reserved. The caller must hold no other shard lock (several
+    /// shards are locked through [`Keyspace::lock_keys`] or
+    /// [`Keyspace::lock_all`]).
     pub fn lock(&self, index: usize) -> ShardGuard<'_> {
+        let mut guard = self.raw_lock(index);
+        // Outside transactions this is the whole cost: one field of the
+        // shard just locked.
+        while guard.reserved_by.is_some_and(|owner| !is_current_transaction(owner)) {
+            guard = self.released[index].wait(guard).unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+        ShardGuard { guard, published: &self.published[index], total: &self.used }
+    }
+
+    /// Lock shard `index` unless another thread's transaction has it reserved.
+    fn lock_unreserved(&self, index: usize) -> Option<ShardGuard<'_>> {
+        let guard = self.raw_lock(index);
+        if guard.reserved_by.is_some_and(|owner| !is_current_transaction(owner)) {
+            return None;
+        }
+        Some(ShardGuard { guard, published: &self.published[index], total: &self.used })
+    }
+
+    fn raw_lock(&self, index: usize) -> MutexGuard<'_, Shard> {
         // A panic while holding a shard lock poisons it; the data is still
         // consistent at the granularity of one command, so keep serving.
-        let guard = self.shards[index].lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        ShardGuard { guard, published: &self.published[index], total: &self.used }
+        self.shards[index].lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Lock the shard of `key`.
@@ -268,13 +304,94 @@ impl Keyspace {
         let mut order: Vec<usize> = keys.into_iter().map(|k| self.shard_of(k)).collect();
         order.sort_unstable();
         order.dedup();
-        MultiLock { guards: order.iter().map(|&i| (i, self.lock(i))).collect() }
+        self.lock_shards(&order)
     }
 
     /// Lock every shard, in ascending order (FLUSHALL, KEYS, DBSIZE, …).
     pub fn lock_all(&self) -> MultiLock<'_> {
-        MultiLock { guards: (0..self.shards.len()).map(|i| (i, self.lock(i))).collect() }
+        let all: Vec<usize> = (0..self.shards.len()).collect();
+        self.lock_shards(&all)
     }
+
+    /// Lock the shards of `order` (ascending). A shard reserved by another
+    /// transaction is waited for with no lock held: everything taken so far
+    /// is let go, and the whole set is tried again once it is free.
+    fn lock_shards(&self, order: &[usize]) -> MultiLock<'_> {
+        loop {
+            let mut guards = Vec::with_capacity(order.len());
+            let mut blocked = None;
+            for &i in order {
+                match self.lock_unreserved(i) {
+                    Some(g) => guards.push((i, g)),
+                    None => {
+                        blocked = Some(i);
+                        break;
+                    }
+                }
+            }
+            let Some(i) = blocked else {
+                return MultiLock { guards };
+            };
+            drop(guards);
+            drop(self.lock(i));
+        }
+    }
+
+    /// Reserve shards for transaction `owner` (a client id) on this thread,
+    /// until the returned reservation is dropped: `shards` (ascending), or
+    /// every shard when `None`. Waits, holding no lock, for reservations of
+    /// other transactions on those shards to end.
+    pub fn reserve(&self, owner: u64, shards: Option<&[usize]>) -> Reservation<'_> {
+        let shards: Vec<usize> = match shards {
+            Some(list) => {
+                let mut list: Vec<usize> = list.iter().copied().filter(|&i| i < self.shards.len()).collect();
+                list.sort_unstable();
+                list.dedup();
+                list
+            }
+            None => (0..self.shards.len()).collect(),
+        };
+        CURRENT_TRANSACTION.with(|t| t.set(Some(owner)));
+        for &i in &shards {
+            let mut guard = self.lock(i);
+            guard.reserved_by = Some(owner);
+        }
+        Reservation { keyspace: self, shards }
+    }
+}
+
+/// Shards reserved for the transaction running on this thread; dropping it
+/// releases them and wakes whoever waits for them.
+pub struct Reservation<'a> {
+    keyspace: &'a Keyspace,
+    shards: Vec<usize>,
+}
+
+impl Reservation<'_> {
+    /// The reserved shards, ascending.
+    pub fn shards(&self) -> &[usize] {
+        &self.shards
+    }
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        for &i in &self.shards {
+            self.keyspace.raw_lock(i).reserved_by = None;
+            self.keyspace.released[i].notify_all();
+        }
+        CURRENT_TRANSACTION.with(|t| t.set(None));
+    }
+}
+
+/// Whether transaction `owner` is the one running on this thread.
+fn is_current_transaction(owner: u64) -> bool {
+    CURRENT_TRANSACTION.with(|t| t.get()) == Some(owner)
+}
+
+/// Whether a transaction runs on this thread (its `EXEC` holds reservations).
+pub fn in_transaction() -> bool {
+    CURRENT_TRANSACTION.with(|t| t.get()).is_some()
 }
 
 /// Locks on several shards, taken in ascending order.
@@ -298,6 +415,8 @@ impl<'a> MultiLock<'a> {
 }
 
 thread_local! {
+    /// The transaction whose `EXEC` runs on this thread, if one does.
+    static CURRENT_TRANSACTION: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
     /// The time the running command started at, while one runs on this thread.
     static COMMAND_TIME_MS: std::cell::Cell<Option<i64>> = const { std::cell::Cell::new(None) };
 }
@@ -360,6 +479,38 @@ mod tests {
         }
         let total: usize = ks.lock_all().shards().into_iter().map(|s| s.db(0).len()).sum();
         assert_eq!(total, 3);
+    }
+
+    #[test]
+    fn a_reserved_shard_waits_for_other_threads_only() {
+        use std::sync::atomic::AtomicBool;
+        let ks = Arc::new(Keyspace::new(4, 1));
+        let (a, b) = (b"{a}".as_slice(), b"{b}".as_slice());
+        assert_ne!(ks.shard_of(a), ks.shard_of(b), "the test needs two shards");
+        let reservation = ks.reserve(7, Some(&[ks.shard_of(a)]));
+        // The reserving thread goes in, one lock after another.
+        ks.lock_key(a).db(0).set_string(a, b"1", None);
+        ks.lock_keys([a, b]).shard_for(&ks, b).db(0).set_string(b, b"1", None);
+        let done = Arc::new(AtomicBool::new(false));
+        let other = {
+            let (ks, done) = (Arc::clone(&ks), Arc::clone(&done));
+            std::thread::spawn(move || {
+                // Another shard is free; the reserved one waits, with no
+                // lock held meanwhile.
+                ks.lock_key(b"{b}").db(0).set_string(b"{b}", b"2", None);
+                let mut lock = ks.lock_keys([b"{a}".as_slice(), b"{b}".as_slice()]);
+                lock.shard_for(&ks, b"{a}").db(0).set_string(b"{a}", b"2", None);
+                done.store(true, Ordering::SeqCst);
+            })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(!done.load(Ordering::SeqCst), "the other thread got through a reservation");
+        // The shard the other thread waits for is not held: it stays free.
+        ks.lock_key(b).db(0).set_string(b, b"3", None);
+        drop(reservation);
+        other.join().expect("the other thread finishes once released");
+        assert!(done.load(Ordering::SeqCst));
+        assert!(!in_transaction());
     }
 
     #[test]

@@ -172,3 +172,90 @@ pub fn compare_pipelined(test: &str, cases: Vec<Case>) {
         mask_client_id(&expected.bytes).escape_ascii().to_string()
     );
 }
+
+/// One step of a [`Script`]: a command on one of the script's connections,
+/// or a pause (for deadlines to pass).
+pub enum Step {
+    /// Send the command (words split on spaces) on connection 0 or 1 and
+    /// read its one reply.
+    On(usize, &'static str),
+    /// Wait this many milliseconds.
+    Sleep(u64),
+}
+
+/// A command on the script's first connection.
+pub fn a(command: &'static str) -> Step {
+    Step::On(0, command)
+}
+
+/// A command on the script's second connection.
+pub fn b(command: &'static str) -> Step {
+    Step::On(1, command)
+}
+
+/// A pause of `ms` milliseconds.
+pub fn sleep(ms: u64) -> Step {
+    Step::Sleep(ms)
+}
+
+/// A case played over two connections, one reply read per command, so
+/// the order between the connections is the script's order.
+pub struct Script {
+    pub name: &'static str,
+    pub steps: Vec<Step>,
+}
+
+/// A script starting from an empty keyspace.
+pub fn script(name: &'static str, steps: Vec<Step>) -> Script {
+    Script { name, steps }
+}
+
+/// Play `script` against the server on `port`: every reply, each line
+/// prefixed by the connection it came on.
+pub fn run_script(port: u16, script: &Script) -> Vec<u8> {
+    let mut conns = [super::connect(port), super::connect(port)];
+    super::call_text(&mut conns[0], &["FLUSHALL"]);
+    let mut out = Vec::new();
+    for step in &script.steps {
+        match step {
+            Step::Sleep(ms) => std::thread::sleep(std::time::Duration::from_millis(*ms)),
+            Step::On(i, command) => {
+                let words: Vec<&str> = command.split(' ').collect();
+                let reply = super::call_text(&mut conns[*i], &words);
+                out.extend_from_slice(format!("{}> {command}\n", if *i == 0 { 'a' } else { 'b' }).as_bytes());
+                out.extend_from_slice(&mask_client_id(&reply));
+            }
+        }
+    }
+    out
+}
+
+/// Play every script against a real redis-server and kvik (both started
+/// with `options`) and fail listing every script whose replies differ.
+pub fn compare_scripts(test: &str, options: &[&str], scripts: Vec<Script>) {
+    let Some(redis) = start_redis_with_or_skip(test, options) else {
+        return;
+    };
+    let kvik = start_kvik_with(options);
+    let mut mismatches = Vec::new();
+    for s in &scripts {
+        let expected = run_script(redis.port, s);
+        let got = run_script(kvik.port, s);
+        if got != expected {
+            mismatches.push(format!(
+                "script '{}':\n  {:<5} {}\n  {:<5} {}",
+                s.name,
+                redis.label,
+                expected.escape_ascii(),
+                kvik.label,
+                got.escape_ascii()
+            ));
+        }
+    }
+    assert!(
+        mismatches.is_empty(),
+        "{} script(s) differ from redis-server:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
+}
