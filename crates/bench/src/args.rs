@@ -276,7 +276,11 @@ fn test_list(s: &str) -> Vec<String> {
 
 /// `redis://[[user]:password@]host[:port][/db]`, as redis-benchmark's `-u`.
 fn parse_uri(uri: &str, cfg: &mut Config) -> Result<(), ArgError> {
-    let bad = || ArgError::BadValue { option: "-u".into(), value: uri.into(), why: "expected redis://[user:pass@]host[:port][/db]" };
+    let bad = || ArgError::BadValue {
+        option: "-u".into(),
+        value: uri.into(),
+        why: "expected redis://[user:pass@]host[:port][/db]",
+    };
     let rest = uri.strip_prefix("redis://").ok_or_else(bad)?;
     let (auth, rest) = match rest.rsplit_once('@') {
         Some((a, r)) => (Some(a), r),
@@ -385,9 +389,41 @@ mod tests {
     #[test]
     fn reads_every_option() {
         let c = run(&[
-            "-h", "localhost", "-p", "7000", "-a", "pw", "--user", "bob", "-c", "7", "-n", "1234", "-d", "16",
-            "--dbnum", "3", "--threads", "2", "-k", "0", "-r", "1000", "-P", "16", "-q", "--csv", "--json", "-l",
-            "-e", "--precision", "2", "-t", "SET, get,,lrange", "--runtime", "multi",
+            "-h",
+            "localhost",
+            "-p",
+            "7000",
+            "-a",
+            "pw",
+            "--user",
+            "bob",
+            "-c",
+            "7",
+            "-n",
+            "1234",
+            "-d",
+            "16",
+            "--dbnum",
+            "3",
+            "--threads",
+            "2",
+            "-k",
+            "0",
+            "-r",
+            "1000",
+            "-P",
+            "16",
+            "-q",
+            "--csv",
+            "--json",
+            "-l",
+            "-e",
+            "--precision",
+            "2",
+            "-t",
+            "SET, get,,lrange",
+            "--runtime",
+            "multi",
         ]);
         assert_eq!(c.host, "localhost");
         assert_eq!(c.port, 7000);
@@ -441,6 +477,9 @@ mod tests {
         assert!(matches!(parse(&["--cluster"]), Err(ArgError::Unsupported(_))));
         assert_eq!(parse(&["--help"]), Ok(Parsed::Help));
         assert_eq!(parse(&["--version"]), Ok(Parsed::Version));
-        assert_eq!(ArgError::Invalid("--foo".into()).to_string(), "Invalid option \"--foo\" or option argument missing");
+        assert_eq!(
+            ArgError::Invalid("--foo".into()).to_string(),
+            "Invalid option \"--foo\" or option argument missing"
+        );
     }
 }

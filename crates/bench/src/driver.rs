@@ -211,7 +211,7 @@ impl Conn {
         self.stream.write_all(&out).await.map_err(|e| e.to_string())?;
         let mut seen = 0;
         while seen < expected {
-            while let Some(reply) = self.replies.next()? {
+            while let Some(reply) = self.replies.next_reply()? {
                 if let Some(e) = reply.error {
                     return Err(format!("setup failed: {}", String::from_utf8_lossy(self.replies.text(e))));
                 }
@@ -266,7 +266,14 @@ pub async fn drive(
     let inline = is_inline(&job.test);
     let mut clients: Vec<Client> = mux_ids(target.mux, job.channels)
         .map(|mux| Client {
-            requests: Requests::new(&job.test.args, target.wire, inline, mux, job.keyspace, job.seed ^ (u64::from(mux) << 40)),
+            requests: Requests::new(
+                &job.test.args,
+                target.wire,
+                inline,
+                mux,
+                job.keyspace,
+                job.seed ^ (u64::from(mux) << 40),
+            ),
             pending: 0,
             batch: 0,
             sent: Instant::now(),
@@ -317,7 +324,7 @@ async fn read_until_a_batch_completes(
         }
         let arrived = Instant::now();
         let mut completed = false;
-        while let Some(reply) = conn.replies.next().map_err(|e| format!("bad reply: {e}"))? {
+        while let Some(reply) = conn.replies.next_reply().map_err(|e| format!("bad reply: {e}"))? {
             let index = if mux { usize::from(reply.mux).wrapping_sub(1) } else { usize::from(reply.mux) };
             let Some(c) = clients.get_mut(index).filter(|c| c.pending > 0) else {
                 return Err(format!("unexpected reply on mux {}", reply.mux));

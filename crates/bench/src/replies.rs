@@ -87,7 +87,7 @@ impl Replies {
     }
 
     /// The next complete reply, consumed; `Ok(None)` when more bytes are needed.
-    pub fn next(&mut self) -> Result<Option<Reply>, String> {
+    pub fn next_reply(&mut self) -> Result<Option<Reply>, String> {
         let at = self.start;
         let pending = &self.buf[at..self.end];
         if pending.is_empty() {
@@ -115,7 +115,7 @@ impl Replies {
         Ok(Some(Reply { mux: 0, error }))
     }
 
-    /// The bytes of `range` from a reply returned by [`next`](Self::next)
+    /// The bytes of `range` from a reply returned by [`next_reply`](Self::next_reply)
     /// (valid until the next [`fill`](Self::fill)).
     pub fn text(&self, range: Range<usize>) -> &[u8] {
         self.buf.get(range).unwrap_or(&[])
@@ -145,7 +145,7 @@ mod tests {
         for piece in bytes.chunks(chunk) {
             let mut src: &[u8] = piece;
             r.fill(&mut src).await.unwrap();
-            while let Some(reply) = r.next().unwrap() {
+            while let Some(reply) = r.next_reply().unwrap() {
                 let text = reply.error.map(|e| String::from_utf8_lossy(r.text(e)).into_owned());
                 out.push((reply.mux, text));
             }
@@ -189,10 +189,10 @@ mod tests {
         let mut r = Replies::new(false);
         r.buf[..4].copy_from_slice(b"?x\r\n");
         r.end = 4;
-        assert!(r.next().is_err());
+        assert!(r.next_reply().is_err());
         let mut r = Replies::new(true);
         r.buf[..4].copy_from_slice(&[0x12, 0x34, 0, 0]);
         r.end = 4;
-        assert!(r.next().is_err());
+        assert!(r.next_reply().is_err());
     }
 }

@@ -82,7 +82,14 @@ pub fn full(cfg: &Config, host: Option<&HostConfig>, o: &Outcome) -> String {
     let _ = writeln!(s, "  throughput summary: {:.2} requests per second", o.rps());
     s.push_str("  latency summary (msec):\n");
     let _ = writeln!(s, "    {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}", "avg", "min", "p50", "p95", "p99", "max");
-    let values = [h.mean() / 1e6, ms(h.min()), ms(h.percentile(50.0)), ms(h.percentile(95.0)), ms(h.percentile(99.0)), ms(h.max())];
+    let values = [
+        h.mean() / 1e6,
+        ms(h.min()),
+        ms(h.percentile(50.0)),
+        ms(h.percentile(95.0)),
+        ms(h.percentile(99.0)),
+        ms(h.max()),
+    ];
     s.push_str("   ");
     for v in values {
         let _ = write!(s, " {v:>9.p$}");
@@ -199,7 +206,9 @@ mod tests {
         assert_eq!(lines[9], "Latency by percentile distribution:");
         assert_eq!(lines[10], "0.000% <= 0.010 milliseconds (cumulative count 1)");
         assert_eq!(lines[11], "50.000% <= 0.502 milliseconds (cumulative count 50)");
-        assert!(text.contains("\nCumulative distribution of latencies:\n10.000% <= 0.100 milliseconds (cumulative count 10)\n"));
+        assert!(text.contains(
+            "\nCumulative distribution of latencies:\n10.000% <= 0.100 milliseconds (cumulative count 10)\n"
+        ));
         let n = lines.len();
         assert_eq!(lines[n - 5], "Summary:");
         assert_eq!(lines[n - 4], "  throughput summary: 200.00 requests per second");
@@ -212,7 +221,9 @@ mod tests {
     fn full_report_names_kvik_settings_only_when_used() {
         let cfg = Config { clients: 200, mux: 100, wire: Wire::Respb, threads: 2, ..Config::default() };
         let text = full(&cfg, None, &outcome());
-        assert!(text.contains("  multi-thread: yes\n  threads: 2\n  protocol: respb\n  mux: 100 channels per connection, 2 connections\n"));
+        assert!(text.contains(
+            "  multi-thread: yes\n  threads: 2\n  protocol: respb\n  mux: 100 channels per connection, 2 connections\n"
+        ));
         assert!(!text.contains("host configuration"));
         assert!(!full(&Config::default(), None, &outcome()).contains("protocol:"));
     }
@@ -223,7 +234,9 @@ mod tests {
         let o = Outcome { title: "say \"hi\"\n".into(), ..outcome() };
         let line = json(&cfg, &o);
         assert!(line.ends_with("}\n") && !line[..line.len() - 1].contains('\n'));
-        assert!(line.starts_with("{\"name\":\"say \\\"hi\\\"\\n\",\"requests\":100,\"errors\":0,\"seconds\":0.500000,\"rps\":200.00,"));
+        assert!(line.starts_with(
+            "{\"name\":\"say \\\"hi\\\"\\n\",\"requests\":100,\"errors\":0,\"seconds\":0.500000,\"rps\":200.00,"
+        ));
         assert!(line.contains("\"p99.9\":1.000000"));
         assert!(line.contains("\"pipeline\":16,\"protocol\":\"resp2\",\"mux\":1"));
         let inf = Outcome { seconds: 0.0, ..outcome() };

@@ -115,7 +115,8 @@ impl Requests {
         } else {
             // The encoder moved or changed a placeholder: re-encode each time,
             // with every placeholder padded (the meaning RESP would send).
-            let holes = args.iter().enumerate().flat_map(|(i, a)| placeholders(a).into_iter().map(move |o| (i, Some(o))));
+            let holes =
+                args.iter().enumerate().flat_map(|(i, a)| placeholders(a).into_iter().map(move |o| (i, Some(o))));
             req.reencode = Some(Reencode { args: args.to_vec(), holes: holes.collect() });
         }
         req
@@ -160,7 +161,8 @@ impl Reencode {
         if !args.iter().any(|a| a.as_slice() == PLACEHOLDER) {
             return None;
         }
-        let trial: Vec<&[u8]> = args.iter().map(|a| if a.as_slice() == PLACEHOLDER { b"1" } else { a.as_slice() }).collect();
+        let trial: Vec<&[u8]> =
+            args.iter().map(|a| if a.as_slice() == PLACEHOLDER { b"1" } else { a.as_slice() }).collect();
         if encode_request(&trial, mux, &mut Vec::new()) != Encoding::Binary {
             return None;
         }
@@ -234,7 +236,14 @@ mod tests {
 
     #[test]
     fn with_r_every_placeholder_gets_12_digits_in_range() {
-        let mut r = Requests::new(&args(&["MSET", "key:__rand_int__", "a", "key:__rand_int__", "b"]), Wire::Resp2, false, 0, Some(10), 7);
+        let mut r = Requests::new(
+            &args(&["MSET", "key:__rand_int__", "a", "key:__rand_int__", "b"]),
+            Wire::Resp2,
+            false,
+            0,
+            Some(10),
+            7,
+        );
         let mut out = Vec::new();
         r.append(200, &mut out);
         let cmds = resp_commands(&out);
@@ -294,7 +303,14 @@ mod tests {
 
     #[test]
     fn respb_zadd_scores_are_plain_numbers_in_the_binary_layout() {
-        let mut r = Requests::new(&args(&["ZADD", "z", "__rand_int__", "element:__rand_int__"]), Wire::Respb, false, 2, Some(50), 3);
+        let mut r = Requests::new(
+            &args(&["ZADD", "z", "__rand_int__", "element:__rand_int__"]),
+            Wire::Respb,
+            false,
+            2,
+            Some(50),
+            3,
+        );
         assert!(r.reencodes());
         let mut out = Vec::new();
         r.append(20, &mut out);

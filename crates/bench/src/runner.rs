@@ -181,7 +181,15 @@ fn draw_progress(title: &str, shared: &Shared, done: &AtomicBool) {
         let now = Instant::now();
         let finished = shared.finished.load(Ordering::Relaxed);
         let lat_sum = shared.latency_sum.load(Ordering::Relaxed);
-        let line = progress_line(title, now.duration_since(started), now.duration_since(last.0), finished, last.1, lat_sum, last.2);
+        let line = progress_line(
+            title,
+            now.duration_since(started),
+            now.duration_since(last.0),
+            finished,
+            last.1,
+            lat_sum,
+            last.2,
+        );
         last = (now, finished, lat_sum);
         let mut err = std::io::stderr().lock();
         let _ = write!(err, "{:width$}\r{line}\r", "");
@@ -233,7 +241,10 @@ mod tests {
             17_500 * 100_000,
         );
         assert_eq!(line, "SET: rps=10000.0 (overall: 10000.0) avg_msec=0.100 (overall: 0.100)");
-        assert_eq!(progress_line("GET", Duration::ZERO, Duration::ZERO, 0, 0, 0, 0), "GET: rps=0.0 (overall: 0.0) avg_msec=0.000 (overall: 0.000)");
+        assert_eq!(
+            progress_line("GET", Duration::ZERO, Duration::ZERO, 0, 0, 0, 0),
+            "GET: rps=0.0 (overall: 0.0) avg_msec=0.000 (overall: 0.000)"
+        );
     }
 
     #[test]

@@ -44,7 +44,10 @@ fn test(title: &str, args: &[&[u8]]) -> Test {
 /// command line if any, else the (selected) default suite.
 pub fn tests(cfg: &Config) -> Vec<Test> {
     if !cfg.command.is_empty() {
-        return vec![Test { title: cfg.command.join(" "), args: cfg.command.iter().map(|a| a.as_bytes().to_vec()).collect() }];
+        return vec![Test {
+            title: cfg.command.join(" "),
+            args: cfg.command.iter().map(|a| a.as_bytes().to_vec()).collect(),
+        }];
     }
     let data = payload(cfg.data_size);
     let d = data.as_slice();
@@ -118,9 +121,13 @@ mod tests {
 
     #[test]
     fn selection_follows_redis_benchmark_aliases() {
-        let cfg = |list: &[&str]| Config { tests: Some(list.iter().map(|s| s.to_string()).collect()), ..Config::default() };
+        let cfg =
+            |list: &[&str]| Config { tests: Some(list.iter().map(|s| s.to_string()).collect()), ..Config::default() };
         assert_eq!(titles(&cfg(&["ping"])), ["PING_INLINE", "PING_MBULK"]);
-        assert_eq!(titles(&cfg(&["lrange_300"])), ["LPUSH (needed to benchmark LRANGE)", "LRANGE_300 (first 300 elements)"]);
+        assert_eq!(
+            titles(&cfg(&["lrange_300"])),
+            ["LPUSH (needed to benchmark LRANGE)", "LRANGE_300 (first 300 elements)"]
+        );
         assert_eq!(titles(&cfg(&["lrange"])).len(), 5);
         assert_eq!(titles(&cfg(&["get", "set"])), ["SET", "GET"]);
         assert!(titles(&cfg(&["nosuch"])).is_empty());

@@ -33,7 +33,10 @@ fn csv_has_the_redis_benchmark_header_and_eight_fields() {
         let fields: Vec<f64> = line.split("\",\"").skip(1).map(|f| f.trim_matches('"').parse().unwrap()).collect();
         assert_eq!(fields.len(), 7, "{line}");
         // min <= p50 <= p95 <= p99 <= max
-        assert!(fields[2] <= fields[3] && fields[3] <= fields[4] && fields[4] <= fields[5] && fields[5] <= fields[6], "{line}");
+        assert!(
+            fields[2] <= fields[3] && fields[3] <= fields[4] && fields[4] <= fields[5] && fields[5] <= fields[6],
+            "{line}"
+        );
     }
 }
 
@@ -68,7 +71,9 @@ fn the_full_report_mirrors_redis_benchmark() {
     assert!(out.contains("\n100.000% <= "), "{out}");
     assert!(out.contains("\nCumulative distribution of latencies:\n"), "{out}");
     assert!(out.contains("\nSummary:\n  throughput summary: "), "{out}");
-    assert!(out.contains("  latency summary (msec):\n          avg       min       p50       p95       p99       max\n"));
+    assert!(
+        out.contains("  latency summary (msec):\n          avg       min       p50       p95       p99       max\n")
+    );
 }
 
 #[test]

@@ -111,7 +111,8 @@ fn set_hash_and_zset_tests_use_their_keys() {
     for mode in MODES {
         s.cmd(&["FLUSHALL"]);
         s.bench_ok(&refs(&with(mode, &["-t", "sadd,hset,zadd", "-n", "300", "-r", "20", "-c", "4", "-q"])));
-        let (scard, hlen, zcard) = (s.int(&["SCARD", "myset"]), s.int(&["HLEN", "myhash"]), s.int(&["ZCARD", "myzset"]));
+        let (scard, hlen, zcard) =
+            (s.int(&["SCARD", "myset"]), s.int(&["HLEN", "myhash"]), s.int(&["ZCARD", "myzset"]));
         for n in [scard, hlen, zcard] {
             assert!(n > 1 && n <= 20, "{mode:?}: {scard} {hlen} {zcard}");
         }
@@ -171,7 +172,21 @@ fn reconnecting_per_request_and_threads_still_count_exactly() {
     assert_eq!(s.get_num("counter:__rand_int__"), 120);
     for runtime in ["per-thread", "multi"] {
         s.bench_ok(&["-t", "incr", "-n", "1000", "-c", "5", "-P", "4", "--threads", "2", "--runtime", runtime, "-q"]);
-        s.bench_ok(&["-t", "incr", "-n", "1000", "-c", "20", "--mux", "5", "--threads", "3", "--runtime", runtime, "-q"]);
+        s.bench_ok(&[
+            "-t",
+            "incr",
+            "-n",
+            "1000",
+            "-c",
+            "20",
+            "--mux",
+            "5",
+            "--threads",
+            "3",
+            "--runtime",
+            runtime,
+            "-q",
+        ]);
     }
     assert_eq!(s.get_num("counter:__rand_int__"), 4120);
 }

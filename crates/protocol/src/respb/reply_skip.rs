@@ -38,11 +38,9 @@ pub fn skip_reply(buf: &[u8], limits: &ReplyLimits) -> Result<Option<SkippedRepl
             return Ok(None);
         };
         return match reply_len(text, limits) {
-            Ok(Some(used)) if used == len => Ok(Some(SkippedReply {
-                mux,
-                consumed: 8 + len,
-                is_error: matches!(text.first(), Some(b'-' | b'!')),
-            })),
+            Ok(Some(used)) if used == len => {
+                Ok(Some(SkippedReply { mux, consumed: 8 + len, is_error: matches!(text.first(), Some(b'-' | b'!')) }))
+            }
             Ok(_) => Err(ReplyDecodeError::PassthroughLength),
             Err(e) => Err(ReplyDecodeError::Passthrough(e)),
         };
