@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use kvik_client::{Address, Stream};
+use kvik_client::{Address, ReadHalf, Stream, WriteHalf};
 use kvik_protocol::resp::command::write_command;
 use kvik_protocol::respb::{control_frame, encode_request, handshake, MUX_CREATE, VERSION};
 use tokio::io::AsyncWriteExt;
@@ -144,9 +144,10 @@ pub struct Job {
     pub seed: u64,
 }
 
-/// A connected stream with its reply reader.
+/// A connected stream, split so a long write can go on while replies are read.
 struct Conn {
-    stream: Stream,
+    read: ReadHalf,
+    write: WriteHalf,
     replies: Replies,
 }
 
@@ -154,7 +155,8 @@ struct Conn {
 async fn connect(target: &Target, channels: usize) -> Result<Conn, String> {
     let setup = async {
         let stream = Stream::connect(&target.address).await.map_err(|e| e.to_string())?;
-        let mut conn = Conn { stream, replies: Replies::new(false) };
+        let (read, write) = stream.into_split();
+        let mut conn = Conn { read, write, replies: Replies::new(false) };
         if target.wire == Wire::Respb {
             conn.handshake().await?;
         }
@@ -170,9 +172,9 @@ async fn connect(target: &Target, channels: usize) -> Result<Conn, String> {
 
 impl Conn {
     async fn handshake(&mut self) -> Result<(), String> {
-        self.stream.write_all(&handshake::client_hello(VERSION)).await.map_err(|e| e.to_string())?;
+        self.write.write_all(&handshake::client_hello(VERSION)).await.map_err(|e| e.to_string())?;
         while self.replies.pending().len() < handshake::LEN {
-            if self.replies.fill(&mut self.stream).await.map_err(|e| e.to_string())? == 0 {
+            if self.replies.fill(&mut self.read).await.map_err(|e| e.to_string())? == 0 {
                 return Err("the server closed the connection during the RESPB handshake".into());
             }
         }
@@ -208,7 +210,7 @@ impl Conn {
         if expected == 0 {
             return Ok(());
         }
-        self.stream.write_all(&out).await.map_err(|e| e.to_string())?;
+        self.write.write_all(&out).await.map_err(|e| e.to_string())?;
         let mut seen = 0;
         while seen < expected {
             while let Some(reply) = self.replies.next_reply()? {
@@ -217,7 +219,7 @@ impl Conn {
                 }
                 seen += 1;
             }
-            if seen < expected && self.replies.fill(&mut self.stream).await.map_err(|e| e.to_string())? == 0 {
+            if seen < expected && self.replies.fill(&mut self.read).await.map_err(|e| e.to_string())? == 0 {
                 return Err("the server closed the connection during setup".into());
             }
         }
@@ -246,6 +248,20 @@ struct Client {
     done: bool,
 }
 
+/// Writes up to this size go out with a plain `write_all` (the socket
+/// buffers take them at once); larger ones keep reading replies meanwhile, so
+/// a server that stops reading while its replies wait cannot deadlock us.
+const DIRECT_WRITE: usize = 64 * 1024;
+
+/// The logical clients of one connection and where their results go.
+struct Load<'a> {
+    clients: Vec<Client>,
+    mux: bool,
+    job: &'a Job,
+    shared: &'a Shared,
+    hist: &'a Mutex<Histogram>,
+}
+
 /// Connect, wait at `gate` until every connection is ready, then run
 /// `job` to the end of the shared budget, recording into `hist`.
 pub async fn drive(
@@ -264,7 +280,7 @@ pub async fn drive(
     }
     let mut conn = connected?;
     let inline = is_inline(&job.test);
-    let mut clients: Vec<Client> = mux_ids(target.mux, job.channels)
+    let clients = mux_ids(target.mux, job.channels)
         .map(|mux| Client {
             requests: Requests::new(
                 &job.test.args,
@@ -282,26 +298,19 @@ pub async fn drive(
             done: false,
         })
         .collect();
+    let mut load = Load { clients, mux: target.mux, job, shared, hist };
     let mut out = Vec::with_capacity(4096);
     loop {
         out.clear();
-        let now = Instant::now();
-        for c in clients.iter_mut().filter(|c| c.pending == 0 && !c.done) {
-            let n = shared.claim(job.pipeline);
-            if n == 0 {
-                c.done = true;
-                continue;
-            }
-            c.requests.append(n, &mut out);
-            (c.pending, c.batch, c.sent, c.latency) = (n, n, now, None);
-        }
-        if !out.is_empty() {
-            conn.stream.write_all(&out).await.map_err(|e| format!("write failed: {e}"))?;
-        }
-        if clients.iter().all(|c| c.pending == 0) {
+        load.issue(&mut out);
+        let completed = if out.is_empty() { false } else { load.send(&mut conn, &out).await? };
+        let in_flight = load.clients.iter().any(|c| c.pending > 0);
+        if !in_flight && load.clients.iter().all(|c| c.done) {
             return Ok(());
         }
-        read_until_a_batch_completes(&mut conn, &mut clients, target.mux, job, shared, hist).await?;
+        if in_flight && !completed {
+            load.read_until_a_batch_completes(&mut conn).await?;
+        }
         if !job.keepalive {
             // One logical client per connection here (checked by the arguments).
             conn = connect(target, job.channels).await?;
@@ -309,47 +318,93 @@ pub async fn drive(
     }
 }
 
-async fn read_until_a_batch_completes(
-    conn: &mut Conn,
-    clients: &mut [Client],
-    mux: bool,
-    job: &Job,
-    shared: &Shared,
-    hist: &Mutex<Histogram>,
-) -> Result<(), String> {
-    loop {
-        let n = conn.replies.fill(&mut conn.stream).await.map_err(|e| format!("read failed: {e}"))?;
-        if n == 0 {
-            return Err("the server closed the connection".into());
+impl Load<'_> {
+    /// Give every idle client its next batch (appended to `out`), or mark
+    /// it done when the budget is spent.
+    fn issue(&mut self, out: &mut Vec<u8>) {
+        let now = Instant::now();
+        for c in self.clients.iter_mut().filter(|c| c.pending == 0 && !c.done) {
+            let n = self.shared.claim(self.job.pipeline);
+            if n == 0 {
+                c.done = true;
+                continue;
+            }
+            c.requests.append(n, out);
+            (c.pending, c.batch, c.sent, c.latency) = (n, n, now, None);
         }
-        let arrived = Instant::now();
+    }
+
+    /// Write `out`; true when a batch completed while a long write went on.
+    async fn send(&mut self, conn: &mut Conn, out: &[u8]) -> Result<bool, String> {
+        let failed = |e: std::io::Error| format!("write failed: {e}");
+        if out.len() <= DIRECT_WRITE {
+            conn.write.write_all(out).await.map_err(failed)?;
+            return Ok(false);
+        }
+        let Conn { read, write, replies } = conn;
+        let writing = write.write_all(out);
+        tokio::pin!(writing);
         let mut completed = false;
-        while let Some(reply) = conn.replies.next_reply().map_err(|e| format!("bad reply: {e}"))? {
-            let index = if mux { usize::from(reply.mux).wrapping_sub(1) } else { usize::from(reply.mux) };
-            let Some(c) = clients.get_mut(index).filter(|c| c.pending > 0) else {
+        loop {
+            tokio::select! {
+                biased;
+                written = &mut writing => {
+                    written.map_err(failed)?;
+                    return Ok(completed);
+                }
+                got = replies.fill(read) => {
+                    received(got)?;
+                    completed |= self.take_replies(replies, Instant::now())?;
+                }
+            }
+        }
+    }
+
+    async fn read_until_a_batch_completes(&mut self, conn: &mut Conn) -> Result<(), String> {
+        loop {
+            received(conn.replies.fill(&mut conn.read).await)?;
+            if self.take_replies(&mut conn.replies, Instant::now())? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Account for every complete reply buffered; true when a batch completed.
+    fn take_replies(&mut self, replies: &mut Replies, arrived: Instant) -> Result<bool, String> {
+        let mut completed = false;
+        while let Some(reply) = replies.next_reply().map_err(|e| format!("bad reply: {e}"))? {
+            let index = if self.mux { usize::from(reply.mux).wrapping_sub(1) } else { usize::from(reply.mux) };
+            let Some(c) = self.clients.get_mut(index).filter(|c| c.pending > 0) else {
                 return Err(format!("unexpected reply on mux {}", reply.mux));
             };
             let latency = *c.latency.get_or_insert_with(|| arrived.duration_since(c.sent).as_nanos() as u64);
             if let Some(text) = reply.error {
                 c.errors += 1;
-                if job.show_errors {
-                    shared.show_error(conn.replies.text(text));
+                if self.job.show_errors {
+                    self.shared.show_error(replies.text(text));
                 }
             }
             c.pending -= 1;
             if c.pending == 0 {
                 completed = true;
                 let n = c.batch as u64;
-                hist.lock().unwrap_or_else(|e| e.into_inner()).record_n(latency, n);
-                shared.finished.fetch_add(n, Ordering::Relaxed);
-                shared.latency_sum.fetch_add(latency.saturating_mul(n), Ordering::Relaxed);
+                self.hist.lock().unwrap_or_else(|e| e.into_inner()).record_n(latency, n);
+                self.shared.finished.fetch_add(n, Ordering::Relaxed);
+                self.shared.latency_sum.fetch_add(latency.saturating_mul(n), Ordering::Relaxed);
                 if c.errors > 0 {
-                    shared.errors.fetch_add(std::mem::take(&mut c.errors), Ordering::Relaxed);
+                    self.shared.errors.fetch_add(std::mem::take(&mut c.errors), Ordering::Relaxed);
                 }
             }
         }
-        if completed {
-            return Ok(());
-        }
+        Ok(completed)
+    }
+}
+
+/// The result of a read: an error when it failed or the server closed the connection.
+fn received(got: std::io::Result<usize>) -> Result<(), String> {
+    match got {
+        Ok(0) => Err("the server closed the connection".into()),
+        Ok(_) => Ok(()),
+        Err(e) => Err(format!("read failed: {e}")),
     }
 }

@@ -4,9 +4,10 @@
 //!
 //! Without `--threads` everything runs on one current-thread tokio runtime
 //! on the main thread, as redis-benchmark runs one event loop. With
-//! `--threads N` the connections are dealt round-robin to N OS threads, each
-//! with its own current-thread runtime (`--runtime per-thread`, the default),
-//! or all spawned on one multi-thread runtime of N workers (`--runtime multi`).
+//! `--threads N` they are all spawned on one multi-thread runtime of N
+//! workers (`--runtime multi`, the default, which measured faster: see
+//! [`RuntimeKind`]), or dealt round-robin to N OS threads, each with its own
+//! current-thread runtime (`--runtime per-thread`).
 //! Each thread (or group) records into its own histogram, merged at the end.
 
 use std::io::Write;
