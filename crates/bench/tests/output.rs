@@ -19,6 +19,33 @@ fn quiet_lines_name_each_test_with_rps_and_p50() {
 }
 
 #[test]
+fn no_progress_line_when_stderr_is_not_a_terminal() {
+    let s = start(&[]);
+    let out = s.bench(&["-t", "get", "-n", "3000", "-c", "2"]);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "stderr is a pipe here");
+}
+
+#[test]
+fn a_terminal_gets_a_live_progress_line() {
+    // util-linux `script` runs the benchmark on a pseudo-terminal.
+    if std::process::Command::new("script").arg("--version").output().is_err() {
+        eprintln!("`script` not installed: skipping");
+        return;
+    }
+    let s = start(&[]);
+    let bin = env!("CARGO_BIN_EXE_kvik-benchmark");
+    // Enough requests to take well over the 250 ms between redraws.
+    let cmd = format!("timeout 60 {bin} -p {} -t incr -n 40000 -c 4", s.port);
+    let out = std::process::Command::new("script").args(["-qefc", &cmd, "/dev/null"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let screen = String::from_utf8_lossy(&out.stdout);
+    let progress = screen.split('\r').find(|part| part.starts_with("INCR: rps=")).unwrap_or_else(|| panic!("{screen}"));
+    assert!(progress.contains(" (overall: ") && progress.contains(") avg_msec="), "{progress}");
+    assert!(screen.contains("====== INCR ======"), "{screen}");
+}
+
+#[test]
 fn csv_has_the_redis_benchmark_header_and_eight_fields() {
     let s = start(&[]);
     let out = s.bench_ok(&["-t", "get,lrange_100", "-n", "100", "-c", "2", "--csv"]);

@@ -216,3 +216,18 @@ fn error_replies_are_counted() {
     let out = s.bench(&["-n", "3", "-c", "1", "-e", "-q", "incr", "text"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("Error from server: ERR value is not an integer"));
 }
+
+#[test]
+fn deep_pipelines_with_big_replies_do_not_deadlock() {
+    // 3,000 LRANGE requests (over 64 KB in every protocol, so the write goes on
+    // while replies are read) in one write, with ~3 MB of replies coming back.
+    let mut s = start(&[]);
+    for mode in MODES {
+        s.cmd(&["FLUSHALL"]);
+        let out =
+            s.bench_ok(&refs(&with(mode, &["-t", "lrange_100", "-n", "6000", "-c", "1", "-P", "3000", "--json"])));
+        let lrange: serde_json::Value = serde_json::from_str(out.lines().nth(1).unwrap()).unwrap();
+        assert_eq!((lrange["requests"].as_u64(), lrange["errors"].as_u64()), (Some(6000), Some(0)), "{mode:?}");
+        assert_eq!(s.int(&["LLEN", "mylist"]), 6000);
+    }
+}
