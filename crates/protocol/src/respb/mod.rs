@@ -13,11 +13,13 @@ pub mod float_text;
 pub mod layout;
 pub mod layouts;
 pub mod reply;
+pub mod reply_skip;
 pub mod sample;
 
 pub use decode::{DecodeError, DecodeErrorKind, Decoded, Frame, RespbDecoder, RespbLimits};
 pub use encode::{encode_request, Encoding};
 pub use reply::{decode_reply, ReplyFrame, RespbReplyWriter};
+pub use reply_skip::{skip_reply, SkippedReply};
 
 /// Opcode prefix of module command frames: `[F000][mux][4B module<<16|cmd][payload]`.
 pub const MODULE_PREFIX: u16 = 0xF000;
