@@ -2,7 +2,8 @@
 //! paced with `-i`, with the last argument read from stdin with `-x`.
 //!
 //! As in redis-cli, an error reply is printed like any reply and the exit
-//! status stays 0 unless `-e` is given; a subscribe command or `MONITOR`
+//! status stays 0 unless `-e` is given (then it goes to stderr and ends the
+//! run with status 1); a subscribe command or `MONITOR`
 //! keeps printing what arrives until the connection ends.
 
 use std::io::Read;
@@ -10,7 +11,7 @@ use std::io::Read;
 use kvik_client::{Connection, Value};
 
 use super::{connect, print, reason, style};
-use crate::format::format_reply;
+use crate::format::{format_reply, Style};
 use crate::options::Config;
 
 /// Largest stdin accepted by `-x` (Redis's largest string).
@@ -38,29 +39,28 @@ pub(super) async fn run(cfg: &Config) -> i32 {
     };
     let style = style(cfg);
     let repeat = cfg.repeat.unwrap_or(1);
-    let mut failed = false;
     let mut done = 0u64;
     while done < repeat {
         done += 1;
-        match send(&mut conn, &args, style).await {
-            Ok(is_error) => failed |= is_error,
-            Err(code) => return code,
+        if let Err(code) = send(&mut conn, &args, style, cfg.exit_on_error).await {
+            return code;
         }
         if let Some(pause) = cfg.interval {
             tokio::time::sleep(pause).await;
         }
     }
-    if failed && cfg.exit_on_error {
-        1
-    } else {
-        0
-    }
+    0
 }
 
 /// Send one command and print its reply (and, for subscriptions and
-/// MONITOR, everything after it). `Ok(true)` for an error reply.
-async fn send(conn: &mut Connection, args: &[Vec<u8>], style: crate::format::Style) -> Result<bool, i32> {
+/// MONITOR, everything after it). With `-e` an error reply goes to stderr
+/// and ends the run with status 1, as in redis-cli.
+async fn send(conn: &mut Connection, args: &[Vec<u8>], style: Style, exit_on_error: bool) -> Result<(), i32> {
     let reply = conn.command(args).await.map_err(|e| lost(&e))?;
+    if let (Value::Error(e), true) = (&reply, exit_on_error) {
+        eprintln!("{}", String::from_utf8_lossy(e));
+        return Err(1);
+    }
     print(&format_reply(&reply, style));
     if follows_stream(args) && !reply.is_error() {
         loop {
@@ -68,7 +68,7 @@ async fn send(conn: &mut Connection, args: &[Vec<u8>], style: crate::format::Sty
             print(&format_reply(&next, style));
         }
     }
-    Ok(matches!(reply, Value::Error(_)))
+    Ok(())
 }
 
 fn lost(e: &kvik_client::Error) -> i32 {

@@ -234,6 +234,10 @@ impl<W> Link<W> {
             } {
                 match reply {
                     Value::Bulk(b) if b == marker => {
+                        if !all_sent {
+                            // The marker goes last: its echo means everything was sent.
+                            print(b"All data transferred. Waiting for the last reply...\n");
+                        }
                         print(b"Last reply received from server.\n");
                         print(format!("errors: {errors}, replies: {replies}\n").as_bytes());
                         return i32::from(errors > 0);
