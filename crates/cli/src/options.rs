@@ -151,7 +151,10 @@ pub fn parse(argv: Vec<OsString>, env_password: Option<Vec<u8>>) -> Result<Confi
                 let target = it.next().map(|t| t.to_string_lossy().into_owned()).unwrap_or_default();
                 cfg.mode = Mode::Convert(parse_target(&target)?);
                 if let Some(extra) = it.next() {
-                    return Err(UsageError(format!("convert takes no argument after the target: '{}'", extra.to_string_lossy())));
+                    return Err(UsageError(format!(
+                        "convert takes no argument after the target: '{}'",
+                        extra.to_string_lossy()
+                    )));
                 }
                 break;
             }
@@ -236,7 +239,7 @@ fn number<T: std::str::FromStr>(v: &OsString, opt: &str) -> Result<T, UsageError
 
 fn seconds(v: &OsString, opt: &str) -> Result<Duration, UsageError> {
     let secs: f64 = number(v, opt)?;
-    if !secs.is_finite() || secs < 0.0 || secs > 1e9 {
+    if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
         return Err(UsageError(format!("Invalid interval '{}' for option {opt}", v.to_string_lossy())));
     }
     Ok(Duration::from_secs_f64(secs))

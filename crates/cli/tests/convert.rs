@@ -34,7 +34,7 @@ fn workload(n: usize) -> Vec<u8> {
 
 /// The append-only file the server wrote (the incremental part of
 /// Redis 7's multi-part AOF).
-fn aof_bytes(dir: &PathBuf) -> Vec<u8> {
+fn aof_bytes(dir: &std::path::Path) -> Vec<u8> {
     let aof_dir = dir.join("appendonlydir");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&aof_dir)
         .expect("appendonlydir")

@@ -57,7 +57,7 @@ fn quoting_escapes_like_redis_cli() {
 
 #[test]
 fn wide_and_nested_indexes_are_padded() {
-    let items: Vec<Value> = (0..10).map(|i| Value::Integer(i)).collect();
+    let items: Vec<Value> = (0..10).map(Value::Integer).collect();
     let nested = Value::Array(vec![Value::Array(items), Value::Set(vec![])]);
     let text = String::from_utf8(format_reply(&nested, Style::Human)).unwrap();
     let lines: Vec<&str> = text.lines().collect();

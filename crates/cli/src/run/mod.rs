@@ -58,7 +58,12 @@ pub fn main(argv: Vec<OsString>) -> i32 {
             }
         },
         _ => match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-            Ok(rt) => rt.block_on(serve(cfg)),
+            Ok(rt) => {
+                let code = rt.block_on(serve(cfg));
+                // A read of stdin may still be blocked in the pool: do not wait for it.
+                rt.shutdown_background();
+                code
+            }
             Err(e) => {
                 eprintln!("Error: cannot start the runtime: {e}");
                 1

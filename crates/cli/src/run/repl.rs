@@ -72,7 +72,7 @@ fn history_path() -> Option<PathBuf> {
         Some(p) => PathBuf::from(p),
         None => PathBuf::from(std::env::var_os("HOME")?).join(".kvikcli_history"),
     };
-    (path != PathBuf::from("/dev/null")).then_some(path)
+    (path != std::path::Path::new("/dev/null")).then_some(path)
 }
 
 /// Lines that carry a secret and must not reach the history file.
@@ -84,10 +84,13 @@ pub fn is_sensitive(words: &[Vec<u8>]) -> bool {
         b"hello" => words.iter().any(|a| a.eq_ignore_ascii_case(b"auth")),
         b"acl" => w(1) == b"setuser",
         b"migrate" => words.iter().any(|a| a.eq_ignore_ascii_case(b"auth") || a.eq_ignore_ascii_case(b"auth2")),
-        b"config" => w(1) == b"set" && words.iter().skip(2).any(|a| {
-            let a = a.to_ascii_lowercase();
-            a == b"masterauth" || a == b"requirepass" || a == b"masteruser"
-        }),
+        b"config" => {
+            w(1) == b"set"
+                && words.iter().skip(2).any(|a| {
+                    let a = a.to_ascii_lowercase();
+                    a == b"masterauth" || a == b"requirepass" || a == b"masteruser"
+                })
+        }
         _ => false,
     }
 }

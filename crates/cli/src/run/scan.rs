@@ -64,9 +64,10 @@ fn split_reply(reply: Value) -> Result<(Vec<u8>, Vec<Vec<u8>>), String> {
             let keys = parts.pop();
             let cursor = parts.pop();
             match (cursor, keys) {
-                (Some(Value::Bulk(c)), Some(Value::Array(keys))) => {
-                    Ok((c, keys.into_iter().filter_map(|k| if let Value::Bulk(b) = k { Some(b) } else { None }).collect()))
-                }
+                (Some(Value::Bulk(c)), Some(Value::Array(keys))) => Ok((
+                    c,
+                    keys.into_iter().filter_map(|k| if let Value::Bulk(b) = k { Some(b) } else { None }).collect(),
+                )),
                 _ => Err("Error: unexpected SCAN reply".into()),
             }
         }

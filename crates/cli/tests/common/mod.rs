@@ -4,14 +4,13 @@
 
 #![allow(dead_code)]
 
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::io::Write;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
-
 
 /// How long a server may take to start listening.
 const STARTUP: Duration = Duration::from_secs(10);
@@ -78,8 +77,13 @@ impl Server {
                 self.child = None;
                 return false;
             }
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                return true;
+            // A connect to a loopback port in the ephemeral range can meet
+            // itself (TCP simultaneous open) while nothing listens yet: only
+            // a connection to another socket means the server is up.
+            if let Ok(s) = TcpStream::connect(("127.0.0.1", self.port)) {
+                if s.local_addr().ok() != s.peer_addr().ok() {
+                    return true;
+                }
             }
             thread::sleep(Duration::from_millis(20));
         }
