@@ -258,3 +258,43 @@ fn stat_prints_rolling_lines() {
     assert!(lines[2].contains(" (+0)"), "{}", lines[2]);
     assert!(lines[3].contains(" (+1)"), "{}", lines[3]);
 }
+
+#[test]
+fn refused_authentication_and_databases_are_warnings() {
+    if !have_redis() {
+        return;
+    }
+    let kvik = start_kvik(&["--requirepass", "sekret"]);
+    let Some(redis) = start_redis(&["--requirepass", "sekret"]) else { return };
+    let cases: &[&[&[u8]]] = &[
+        &[b"ping"],
+        &[b"-a", b"wrong", b"ping"],
+        &[b"-a", b"sekret", b"ping"],
+        &[b"--no-auth-warning", b"-a", b"sekret", b"-n", b"99", b"ping"],
+        &[b"--no-auth-warning", b"-a", b"wrong", b"-3", b"ping"],
+        &[b"--no-auth-warning", b"--user", b"default", b"--pass", b"sekret", b"-n", b"1", b"set", b"k", b"v"],
+        &[b"--no-auth-warning", b"-a", b"sekret", b"-n", b"1", b"get", b"k"],
+    ];
+    for args in cases {
+        compare(&kvik, &redis, args, b"");
+    }
+    let input = b"SET a 1\r\nINCR a\r\n";
+    compare(&kvik, &redis, &[b"--no-auth-warning", b"-a", b"sekret", b"--pipe"], input);
+    compare(&kvik, &redis, &[b"--no-auth-warning", b"-a", b"sekret", b"get", b"a"], b"");
+}
+
+#[test]
+fn shutdown_prints_nothing() {
+    let Some((kvik, redis)) = servers() else { return };
+    compare(&kvik, &redis, &[b"shutdown", b"nosave"], b"");
+}
+
+#[test]
+fn scripts_over_resp3_and_respb() {
+    let Some((kvik, redis)) = servers() else { return };
+    let script = b"hgetall h\nzscore z a\nget missing\nsmembers st\nxrange x - +\n";
+    compare(&kvik, &redis, &[b"-3", b"--no-raw"], script);
+    let ours = kvik_cli(&kvik, &[b"--respb", b"--no-raw"], script);
+    let theirs = redis_cli(&redis, &[b"-3", b"--no-raw"], script);
+    assert_eq!(show(&ours.stdout), show(&theirs.stdout));
+}

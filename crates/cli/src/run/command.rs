@@ -56,7 +56,12 @@ pub(super) async fn run(cfg: &Config) -> i32 {
 /// MONITOR, everything after it). With `-e` an error reply goes to stderr
 /// and ends the run with status 1, as in redis-cli.
 async fn send(conn: &mut Connection, args: &[Vec<u8>], style: Style, exit_on_error: bool) -> Result<(), i32> {
-    let reply = conn.command(args).await.map_err(|e| lost(&e))?;
+    let reply = match conn.command(args).await {
+        Ok(reply) => reply,
+        // SHUTDOWN succeeds by closing the connection: nothing to print.
+        Err(e) if e.is_connection_error() && is_shutdown(args) => return Ok(()),
+        Err(e) => return Err(lost(&e)),
+    };
     if let (Value::Error(e), true) = (&reply, exit_on_error) {
         eprintln!("{}", String::from_utf8_lossy(e));
         return Err(1);
@@ -80,4 +85,9 @@ fn lost(e: &kvik_client::Error) -> i32 {
 fn follows_stream(args: &[Vec<u8>]) -> bool {
     let name = args.first().map(|n| n.to_ascii_lowercase()).unwrap_or_default();
     matches!(name.as_slice(), b"subscribe" | b"psubscribe" | b"ssubscribe" | b"monitor")
+}
+
+/// `SHUTDOWN`, whose success is the connection closing.
+pub(super) fn is_shutdown(args: &[Vec<u8>]) -> bool {
+    args.first().is_some_and(|n| n.eq_ignore_ascii_case(b"shutdown"))
 }

@@ -135,17 +135,40 @@ pub(crate) fn reason(e: &Error) -> String {
 
 /// Connect, printing redis-cli's message on failure.
 pub(crate) async fn connect(cfg: &Config) -> Option<Connection> {
-    match Connection::connect(&client_options(cfg)).await {
-        Ok(c) => Some(c),
-        Err(Error::Setup { step, message }) => {
-            eprintln!("{step} failed: {message}");
-            None
-        }
-        Err(e) => {
-            eprintln!("Could not connect to Redis at {}: {}", server_name(cfg), reason(&e));
-            None
+    connect_with(cfg).await.map(|(conn, _)| conn)
+}
+
+/// Connect; a setup step the server refuses (a wrong password, a database
+/// out of range) is reported on stderr and left out, and the connection is
+/// used anyway, as redis-cli does. Also returns the options that worked.
+pub(crate) async fn connect_with(cfg: &Config) -> Option<(Connection, Options)> {
+    let mut opts = client_options(cfg);
+    // Each retry drops one setup step, so this ends within four rounds.
+    for _ in 0..4 {
+        match Connection::connect(&opts).await {
+            Ok(c) => return Some((c, opts)),
+            Err(Error::Setup { step, message }) => {
+                if step == "HELLO" && opts.password.is_some() {
+                    // redis-cli authenticates apart from HELLO, so it names AUTH.
+                    eprintln!("AUTH failed: {message}");
+                    opts.password = None;
+                } else if step == "HELLO" {
+                    opts.protocol = kvik_client::Protocol::Resp2;
+                } else if step == "AUTH" {
+                    eprintln!("AUTH failed: {message}");
+                    opts.password = None;
+                } else {
+                    eprintln!("{step} {} failed: {message}", opts.db.unwrap_or(0));
+                    opts.db = None;
+                }
+            }
+            Err(e) => {
+                eprintln!("Could not connect to Redis at {}: {}", server_name(cfg), reason(&e));
+                return None;
+            }
         }
     }
+    None
 }
 
 /// Write `bytes` to stdout and flush, ignoring a closed pipe.

@@ -129,7 +129,7 @@ struct Link<W> {
 }
 
 impl Link<WriteHalf> {
-    /// Handshake, HELLO 3, AUTH and SELECT as the options ask, each answered
+    /// Handshake, AUTH, HELLO 3 and SELECT as the options ask, each answered
     /// before the data goes.
     async fn setup(&mut self, cfg: &Config) -> Result<(), String> {
         if self.respb {
@@ -144,14 +144,14 @@ impl Link<WriteHalf> {
             self.start = handshake::LEN;
         }
         let mut steps: Vec<Vec<Vec<u8>>> = Vec::new();
-        if cfg.protocol == Protocol::Resp3 {
-            steps.push(vec![b"HELLO".to_vec(), b"3".to_vec()]);
-        }
         if let Some(pass) = &cfg.password {
             let mut auth = vec![b"AUTH".to_vec()];
             auth.extend(cfg.user.clone());
             auth.push(pass.clone());
             steps.push(auth);
+        }
+        if cfg.protocol == Protocol::Resp3 {
+            steps.push(vec![b"HELLO".to_vec(), b"3".to_vec()]);
         }
         if let Some(db) = cfg.db {
             steps.push(vec![b"SELECT".to_vec(), db.to_string().into_bytes()]);
@@ -164,9 +164,14 @@ impl Link<WriteHalf> {
                 write_command(&args, &mut out);
             }
             self.wr.write_all(&out).await.map_err(io_msg)?;
+            // As redis-cli does, a refused step is reported and the data goes anyway.
             if let Value::Error(e) = self.next_reply().await? {
                 let name = String::from_utf8_lossy(&args[0]).into_owned();
-                return Err(format!("{name} failed: {}", String::from_utf8_lossy(&e)));
+                match name.as_str() {
+                    "SELECT" => eprintln!("SELECT {} failed: {}", cfg.db.unwrap_or(0), String::from_utf8_lossy(&e)),
+                    "HELLO" => {}
+                    _ => eprintln!("{name} failed: {}", String::from_utf8_lossy(&e)),
+                }
             }
         }
         Ok(())

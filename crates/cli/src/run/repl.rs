@@ -25,7 +25,7 @@ use rustyline::history::DefaultHistory;
 use rustyline::validate::Validator;
 use rustyline::{Context, Editor, Helper};
 
-use super::{connect, hints, print, reason, server_name, style};
+use super::{connect, connect_with, hints, print, reason, server_name, style};
 use crate::format::{format_reply, Style};
 use crate::options::Config;
 
@@ -124,8 +124,11 @@ struct Session<'a> {
 }
 
 pub(super) async fn run(cfg: &Config) -> i32 {
-    let conn = connect(cfg).await;
-    let mut s = Session { cfg, conn, db: cfg.db.unwrap_or(0), in_multi: false, style: style(cfg) };
+    let (conn, db) = match connect_with(cfg).await {
+        Some((conn, opts)) => (Some(conn), opts.db.unwrap_or(0)),
+        None => (None, 0),
+    };
+    let mut s = Session { cfg, conn, db, in_multi: false, style: style(cfg) };
     if !std::io::stdin().is_terminal() {
         return s.plain_lines().await;
     }
@@ -244,7 +247,9 @@ impl Session<'_> {
         let reply = match conn.command(words).await {
             Ok(r) => r,
             Err(e) => {
-                eprintln!("Error: {}", reason(&e));
+                if !(e.is_connection_error() && super::command::is_shutdown(words)) {
+                    eprintln!("Error: {}", reason(&e));
+                }
                 self.conn = None;
                 return false;
             }
