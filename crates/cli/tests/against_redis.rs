@@ -298,3 +298,10 @@ fn scripts_over_resp3_and_respb() {
     let theirs = redis_cli(&redis, &[b"-3", b"--no-raw"], script);
     assert_eq!(show(&ours.stdout), show(&theirs.stdout));
 }
+
+#[test]
+fn pipe_gives_up_after_the_pipe_timeout() {
+    let Some((kvik, redis)) = servers() else { return };
+    let input = b"CLIENT PAUSE 2000\r\nSET a 1\r\n";
+    compare(&kvik, &redis, &[b"--pipe", b"--pipe-timeout", b"1"], input);
+}

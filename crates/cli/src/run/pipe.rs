@@ -274,8 +274,11 @@ impl<W> Link<W> {
                     Some(Ok(())) => {}
                     Some(Err(msg)) => return fail(&msg),
                     None => {
+                        // Given up on: counted as one more error, as redis-cli does.
                         let secs = timeout.map_or(0, |t| t.as_secs());
-                        return fail(&format!("No replies for {secs} seconds: exiting."));
+                        eprintln!("No replies for {secs} seconds: exiting.");
+                        print(format!("errors: {}, replies: {replies}\n", errors + 1).as_bytes());
+                        return 1;
                     }
                 }
             }
