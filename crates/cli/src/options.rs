@@ -7,7 +7,7 @@
 //! value the shell can pass.
 
 use std::ffi::OsString;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -90,6 +90,9 @@ pub struct Config {
     pub count: Option<u64>,
     /// `--no-auth-warning`.
     pub no_auth_warning: bool,
+    /// Whether the password came from `-a`, `--pass` or a `-u` URI, which
+    /// others on the machine can see (kvik-cli then warns, as redis-cli does).
+    pub password_on_command_line: bool,
     /// `-c`: accepted for compatibility; cluster redirections are not followed.
     pub cluster: bool,
     /// The mode.
@@ -117,6 +120,7 @@ impl Default for Config {
             pattern: None,
             count: None,
             no_auth_warning: false,
+            password_on_command_line: false,
             cluster: false,
             mode: Mode::Command,
             args: Vec::new(),
@@ -167,7 +171,10 @@ pub fn parse(argv: Vec<OsString>, env_password: Option<Vec<u8>>) -> Result<Confi
             "-h" => cfg.host = value()?.to_string_lossy().into_owned(),
             "-p" => cfg.port = number(&value()?, &text)?,
             "-s" => cfg.socket = Some(PathBuf::from(value()?)),
-            "-a" | "--pass" => cfg.password = Some(value()?.into_vec()),
+            "-a" | "--pass" => {
+                cfg.password = Some(value()?.into_vec());
+                cfg.password_on_command_line = true;
+            }
             "--user" => cfg.user = Some(value()?.into_vec()),
             "-n" => cfg.db = Some(number(&value()?, &text)?),
             "-u" => {
@@ -201,6 +208,7 @@ pub fn parse(argv: Vec<OsString>, env_password: Option<Vec<u8>>) -> Result<Confi
         }
     }
     if cfg.password.is_none() {
+        cfg.password_on_command_line = uri_password.is_some();
         cfg.password = uri_password.or(env_password);
     }
     Ok(cfg)
@@ -243,11 +251,6 @@ fn seconds(v: &OsString, opt: &str) -> Result<Duration, UsageError> {
         return Err(UsageError(format!("Invalid interval '{}' for option {opt}", v.to_string_lossy())));
     }
     Ok(Duration::from_secs_f64(secs))
-}
-
-/// The password as it appears after `-a`, for the warning redis-cli prints.
-pub fn password_on_command_line(argv: &[OsString]) -> bool {
-    argv.iter().any(|a| matches!(a.as_bytes(), b"-a" | b"--pass" | b"-u"))
 }
 
 /// `--help`.
@@ -383,8 +386,12 @@ mod tests {
         let c = ok("-u redis://bob:s%3Ak@h:7001/4");
         assert_eq!((c.host.as_str(), c.port, c.db), ("h", 7001, Some(4)));
         assert_eq!((c.user, c.password), (Some(b"bob".to_vec()), Some(b"s:k".to_vec())));
+        assert!(c.password_on_command_line);
         let c = parse(args("ping"), Some(b"env".to_vec())).unwrap();
         assert_eq!(c.password, Some(b"env".to_vec()));
+        assert!(!c.password_on_command_line);
+        let c = parse(args("-u redis://h:1"), Some(b"env".to_vec())).unwrap();
+        assert!(!c.password_on_command_line);
         let c = parse(args("-a cmdline ping"), Some(b"env".to_vec())).unwrap();
         assert_eq!(c.password, Some(b"cmdline".to_vec()));
     }

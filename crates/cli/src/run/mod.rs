@@ -27,7 +27,6 @@ pub fn main(argv: Vec<OsString>) -> i32 {
     use std::os::unix::ffi::OsStringExt;
     let env_password =
         std::env::var_os("KVIKCLI_AUTH").or_else(|| std::env::var_os("REDISCLI_AUTH")).map(OsString::into_vec);
-    let on_command_line = options::password_on_command_line(&argv);
     let cfg = match options::parse(argv, env_password) {
         Ok(cfg) => cfg,
         Err(e) => {
@@ -35,7 +34,7 @@ pub fn main(argv: Vec<OsString>) -> i32 {
             return 1;
         }
     };
-    if on_command_line && cfg.password.is_some() && !cfg.no_auth_warning {
+    if cfg.password_on_command_line && !cfg.no_auth_warning {
         eprintln!("Warning: Using a password with '-a' or '-u' option on the command line interface may not be safe.");
     }
     match cfg.mode {
