@@ -2,7 +2,7 @@
 //! `(TX)` inside MULTI, `not connected> ` while the server is away.
 //!
 //! Lines are split with Redis's inline quoting rules (`set k "a b"`); a
-//! leading number repeats the command (`3 incr n`); `help <command>` prints
+//! leading number repeats the command (`3 incr n`, paced by `-i`); `help <command>` prints
 //! the command's usage from the command table; `quit` / `exit` leave.
 //!
 //! At a terminal, line editing, history (in `~/.kvikcli_history`, at most
@@ -231,6 +231,9 @@ impl Session<'_> {
         for _ in 0..times {
             if !self.send(&words).await {
                 break;
+            }
+            if let Some(pause) = self.cfg.interval {
+                tokio::time::sleep(pause).await;
             }
         }
         Step::Continue { remember }
