@@ -496,6 +496,16 @@ fn pop_ready() -> Option<(usize, Box<[u8]>)> {
     READY.with(|r| r.borrow_mut().keys.pop_front())
 }
 
+/// The keys a blocking command looks at: those it names, or in serve mode
+/// only the key it is served from, as Redis serves a blocked client from
+/// the key that became ready.
+pub fn keys_to_serve<'k>(named: Vec<&'k [u8]>, serving: &'k Option<Box<[u8]>>) -> Vec<&'k [u8]> {
+    match serving {
+        Some(key) => vec![&key[..]],
+        None => named,
+    }
+}
+
 /// The key the running command serves a waiter from, in serve mode.
 pub fn serving() -> Option<Box<[u8]>> {
     SERVING.with(|s| s.borrow().clone())

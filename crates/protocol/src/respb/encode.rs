@@ -13,7 +13,7 @@ use super::float_text::parse_canonical_f64;
 use super::layout::{arity_of, Bit, Effect, Field, Layout, Opt};
 use super::layouts::layout_by_name;
 use super::PASSTHROUGH;
-use crate::number::{parse_i64, write_u64};
+use crate::number::parse_i64;
 
 /// How a command went on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,17 +43,7 @@ pub fn write_passthrough<A: AsRef<[u8]>>(args: &[A], mux: u16, out: &mut Vec<u8>
     out.extend_from_slice(&mux.to_be_bytes());
     let len_at = out.len();
     out.extend_from_slice(&[0; 4]);
-    out.push(b'*');
-    write_u64(out, args.len() as u64);
-    out.extend_from_slice(b"\r\n");
-    for a in args {
-        let a = a.as_ref();
-        out.push(b'$');
-        write_u64(out, a.len() as u64);
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
+    crate::resp::command::write_command(args, out);
     let len = (out.len() - len_at - 4) as u32;
     out[len_at..len_at + 4].copy_from_slice(&len.to_be_bytes());
 }

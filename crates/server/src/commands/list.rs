@@ -527,16 +527,6 @@ fn pop_first<'k, T: ReplyTarget>(
     Ok(None)
 }
 
-/// The keys a blocking command looks at: those it names, or in serve mode
-/// only the key it is served from, as Redis serves a blocked client from
-/// the key that became ready.
-fn keys_to_serve<'k>(named: Vec<&'k [u8]>, serving: &'k Option<Box<[u8]>>) -> Vec<&'k [u8]> {
-    match serving {
-        Some(key) => vec![&key[..]],
-        None => named,
-    }
-}
-
 /// `BLPOP` / `BRPOP key [key ...] timeout`: `[key, element]` from the first
 /// non-empty list, or block until one is pushed.
 fn blocking_pop<T: ReplyTarget>(c: &mut Ctx<'_, T>, end: End) {
@@ -545,7 +535,7 @@ fn blocking_pop<T: ReplyTarget>(c: &mut Ctx<'_, T>, end: End) {
         Err(msg) => return c.error(msg),
     };
     let serving = blocking::serving();
-    let keys = keys_to_serve((1..c.argc() - 1).map(|i| c.arg(i)).collect(), &serving);
+    let keys = blocking::keys_to_serve((1..c.argc() - 1).map(|i| c.arg(i)).collect(), &serving);
     let ks = &c.state.keyspace;
     let mut lock = ks.lock_keys(keys.iter().copied());
     match pop_first(c, &mut lock, &keys, end, 1) {
@@ -577,7 +567,7 @@ fn blmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         Err(msg) => return c.error(msg),
     };
     let serving = blocking::serving();
-    let keys = keys_to_serve(keys, &serving);
+    let keys = blocking::keys_to_serve(keys, &serving);
     let ks = &c.state.keyspace;
     let mut lock = ks.lock_keys(keys.iter().copied());
     match pop_first(c, &mut lock, &keys, end, count) {

@@ -487,15 +487,6 @@ fn zmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// empty (and deleted).
 type PoppedFrom<'k> = Option<(&'k [u8], Items, bool)>;
 
-/// The keys a blocking pop looks at: those named, or in serve mode only the
-/// key the waiter is served from (see [`crate::blocking`]).
-fn keys_to_serve<'k>(named: Vec<&'k [u8]>, serving: &'k Option<Box<[u8]>>) -> Vec<&'k [u8]> {
-    match serving {
-        Some(key) => vec![&key[..]],
-        None => named,
-    }
-}
-
 /// `BZPOPMIN` / `BZPOPMAX key [key ...] timeout`: `[key, member, score]`
 /// from the first non-empty sorted set, or block until one is added to.
 fn bzpop<T: ReplyTarget>(c: &mut Ctx<'_, T>, max: bool) {
@@ -504,7 +495,7 @@ fn bzpop<T: ReplyTarget>(c: &mut Ctx<'_, T>, max: bool) {
         Err(msg) => return c.error(msg),
     };
     let serving = blocking::serving();
-    let keys = keys_to_serve((1..c.argc() - 1).map(|i| c.arg(i)).collect(), &serving);
+    let keys = blocking::keys_to_serve((1..c.argc() - 1).map(|i| c.arg(i)).collect(), &serving);
     let (db, now) = (c.session.db, now_ms());
     let ks = &c.state.keyspace;
     let mut lock = ks.lock_keys(keys.iter().copied());
@@ -542,7 +533,7 @@ fn bzmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         Err(msg) => return c.error(msg),
     };
     let serving = blocking::serving();
-    let keys = keys_to_serve(keys, &serving);
+    let keys = blocking::keys_to_serve(keys, &serving);
     let (db, now) = (c.session.db, now_ms());
     let ks = &c.state.keyspace;
     let mut lock = ks.lock_keys(keys.iter().copied());
