@@ -5,7 +5,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::start_kvik;
+use common::{start_kvik, ServerOptions};
 use kvik_client::{Channel, Connection, Error, MuxConnection, Protocol, Value};
 
 const CHANNELS: usize = 100;

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{start_kvik, start_redis};
+use common::{start_kvik, start_redis, ServerOptions};
 use kvik_client::Protocol::{Resp2, Resp3, Respb};
 use kvik_client::{Connection, Options, Pipeline, Value};
 

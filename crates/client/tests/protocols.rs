@@ -7,7 +7,7 @@ mod common;
 use std::io::{Read, Write};
 use std::time::Duration;
 
-use common::{socket_path, start_kvik, start_redis};
+use common::{socket_path, start_kvik, start_redis, ServerOptions};
 use kvik_client::{Connection, Error, Options, Protocol, Value};
 
 fn bulk(s: &str) -> Value {

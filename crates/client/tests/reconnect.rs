@@ -5,7 +5,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::start_kvik;
+use common::{start_kvik, ServerOptions};
 use kvik_client::{Backoff, Client, Connection, Error, Protocol, Value};
 
 fn patient() -> Backoff {
