@@ -257,10 +257,13 @@ def mux_report(work, out_md, out_json):
         "- Each run: a fresh kvik-server, then `kvik-benchmark -h 127.0.0.1 -p PORT -t %s -n %s "
         "-r 100000 -c %s -P %s --json` plus `--respb` (RESPB, a connection per client) or "
         "`--mux %s` (RESPB, %s channels per connection; `-c` counts logical clients, so the "
-        "load is the same). Configurations alternate run by run, order rotated every repeat; "
+        "load is the same). One task per connection writes the pending batches of all its channels "
+        "in one write and routes the replies by mux id, so a mux connection carries up to %s "
+        "requests per round trip even at `-P 1`: fewer system calls and wake-ups per request, which "
+        "is what mux is for. Configurations alternate run by run, order rotated every repeat; "
         "figures are the median of %s repeats."
         % (meta.get("tests", "?"), meta.get("n", "?"), meta.get("clients", "?"), meta.get("pipeline", "?"),
-           mux_n, mux_n, meta.get("repeats", "?")),
+           mux_n, mux_n, mux_n, meta.get("repeats", "?")),
         "- Server memory from `/proc/<pid>/status` of the server: `VmRSS` before the run (idle, "
         "after startup), the highest `VmRSS` sampled every 0.1 s during the run, and `VmHWM` "
         "(the kernel's peak RSS of the process) after the run. The server is new for each run, "
