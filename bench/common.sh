@@ -127,7 +127,7 @@ start_server() {
     p=$(python3 "$HELPER" freeport)
     case "$name" in
         kvik)
-            "$KVIK_BIN" --port "$p" --threads "$THREADS" >>"$work/kvik.log" 2>&1 &
+            "$KVIK_BIN" --bind 127.0.0.1 --port "$p" --threads "$THREADS" >>"$work/kvik.log" 2>&1 &
             ;;
         redis)
             redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no \
