@@ -179,7 +179,9 @@ pub fn markdown() -> String {
          RESPB sizes include the 4-byte frame header (opcode or reply code, mux id). \
          Saving = (RESP − RESPB) / RESP; negative means RESPB is larger."
     );
-    s.push_str("\n### Requests\n\n| request | RESP bytes | RESPB bytes | RESPB form | saving |\n|---|---:|---:|---|---:|\n");
+    s.push_str(
+        "\n### Requests\n\n| request | RESP bytes | RESPB bytes | RESPB form | saving |\n|---|---:|---:|---|---:|\n",
+    );
     for r in request_sizes() {
         let form = match r.encoding {
             Encoding::Binary => "binary layout",

@@ -94,7 +94,11 @@ fn positive(cell: &str) -> bool {
 fn respb_script_writes_a_report_with_every_cell_and_the_wire_sizes() {
     let redis = on_path("redis-server") && on_path("redis-benchmark");
     let out = OutDir::new("respb");
-    run_script("respb.sh", &out.0, &[("PIPELINES", "1 10"), ("CLIENTS", "4"), ("REDIS", if redis { "1" } else { "0" })]);
+    run_script(
+        "respb.sh",
+        &out.0,
+        &[("PIPELINES", "1 10"), ("CLIENTS", "4"), ("REDIS", if redis { "1" } else { "0" })],
+    );
 
     let md = read(&out.0.join("respb.md"));
     assert!(md.starts_with("# RESP vs RESPB"), "{md}");
