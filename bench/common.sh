@@ -5,9 +5,18 @@
 #   KVIK_SERVER_BIN, KVIK_BENCHMARK_BIN  use these binaries instead of building
 #                        release ones (the smoke test passes its debug builds)
 #   THREADS        [nproc]  kvik-server --threads
+#   BENCH_THREADS  []       --threads for kvik-benchmark and redis-benchmark (both
+#                           default to one thread; the same value goes to both)
 #   BENCH_TIMEOUT  [900]    seconds one benchmark invocation may take
 
 THREADS="${THREADS:-$(nproc)}"
+BENCH_THREADS="${BENCH_THREADS:-}"
+if [ -n "$BENCH_THREADS" ]; then
+    [[ "$BENCH_THREADS" =~ ^[1-9][0-9]*$ ]] || { echo "BENCH_THREADS must be a whole number ≥ 1" >&2; exit 2; }
+    bench_threads=(--threads "$BENCH_THREADS")
+else
+    bench_threads=()
+fi
 BENCH_TIMEOUT="${BENCH_TIMEOUT:-900}"
 HELPER=bench/server_report.py
 REPORT=bench/respb_report.py
@@ -154,10 +163,11 @@ write_meta() {
         echo "cores=$(nproc)"
         echo "memtotal=$memtotal"
         echo "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
-        echo "kvik_version=$("$KVIK_BIN" --version 2>&1 | head -1) ($(git rev-parse --short HEAD 2>/dev/null || echo '?'))"
+        echo "kvik_version=$("$KVIK_BIN" --version 2>&1 | head -1) ($(git describe --always --dirty 2>/dev/null || echo '?'))"
         echo "kvik_bench_version=$("$BENCH_BIN" --version 2>&1 | head -1)"
         echo "profile=$PROFILE"
         echo "threads=$THREADS"
+        echo "bench_threads=${BENCH_THREADS:-1 (default)}"
         echo "command=$1"
         echo "label=${LABEL:-}"
     } >"$work/meta"
@@ -165,7 +175,7 @@ write_meta() {
 
 # finish_meta: failures and notes (arrays `failures`, `notes`) into $work/meta.
 finish_meta() {
-    if [ "$((THREADS + 1))" -gt "$(nproc)" ]; then
+    if [ "$((THREADS + ${BENCH_THREADS:-1}))" -gt "$(nproc)" ]; then
         notes+=("the benchmark client runs on the same $(nproc) cores as the server under test (kvik with $THREADS threads), so client and server compete for CPU.")
     fi
     if [ "$PROFILE" != release ]; then

@@ -26,7 +26,7 @@
 #   PIPELINE  [1]        -P
 #   TESTS     [set,get]  -t
 #   QUICK     [0]        1: BENCH_N=2000 REPEATS=1 CLIENTS=100 MUX=10 unless given
-#   THREADS, KVIK_SERVER_BIN, KVIK_BENCHMARK_BIN, BENCH_TIMEOUT: see bench/common.sh
+#   THREADS, BENCH_THREADS, KVIK_SERVER_BIN, KVIK_BENCHMARK_BIN, BENCH_TIMEOUT: see bench/common.sh
 #   OUT_DIR   [bench/results]
 #   LABEL     []         a line printed at the top of the report
 #
@@ -64,7 +64,7 @@ find_binaries
 # Client and server each hold a descriptor per connection.
 raise_fd_limit $((CLIENTS * 2 + 256))
 
-command_line="BENCH_N=$BENCH_N REPEATS=$REPEATS CLIENTS=$CLIENTS MUX=$MUX PIPELINE=$PIPELINE TESTS=$TESTS THREADS=$THREADS bench/mux.sh"
+command_line="BENCH_N=$BENCH_N REPEATS=$REPEATS CLIENTS=$CLIENTS MUX=$MUX PIPELINE=$PIPELINE TESTS=$TESTS THREADS=$THREADS${BENCH_THREADS:+ BENCH_THREADS=$BENCH_THREADS} bench/mux.sh"
 write_meta "$command_line"
 {
     echo "n=$BENCH_N"
@@ -114,7 +114,7 @@ run_config() {
     sampler=$!
     echo "round $rep/$REPEATS  $name (-c $CLIENTS ${extra[*]})" >&2
     if run_bounded "$work/$file" "$work/$file.err" "$BENCH_BIN" -h 127.0.0.1 -p "${port[kvik]}" \
-        -t "$TESTS" -n "$BENCH_N" -r 100000 -c "$CLIENTS" -P "$PIPELINE" --json "${extra[@]}" &&
+        -t "$TESTS" -n "$BENCH_N" -r 100000 -c "$CLIENTS" -P "$PIPELINE" --json "${bench_threads[@]}" "${extra[@]}" &&
         python3 "$HELPER" wait "${port[kvik]}" 5; then
         hwm=$(rss_of "${pid[kvik]}" | cut -d' ' -f2)
         kill "$sampler" 2>/dev/null || true

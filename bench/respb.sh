@@ -22,7 +22,7 @@
 #   REDIS      [1]                   0 skips the redis-server reference
 #   QUICK      [0]                   1: BENCH_N=2000 REPEATS=1 PIPELINES="1 10"
 #                                    unless given (a check that the script works)
-#   THREADS, KVIK_SERVER_BIN, KVIK_BENCHMARK_BIN, BENCH_TIMEOUT: see bench/common.sh
+#   THREADS, BENCH_THREADS, KVIK_SERVER_BIN, KVIK_BENCHMARK_BIN, BENCH_TIMEOUT: see bench/common.sh
 #   OUT_DIR    [bench/results]
 #   LABEL      []                    a line printed at the top of the report
 #
@@ -61,7 +61,7 @@ case "$REDIS" in 0 | 1) ;; *) echo "REDIS must be 0 or 1" >&2; exit 2 ;; esac
 find_binaries
 raise_fd_limit $((CLIENTS * 2 + 256))
 
-command_line="BENCH_N=$BENCH_N REPEATS=$REPEATS PIPELINES=\"$PIPELINES\" CLIENTS=$CLIENTS TESTS=$TESTS THREADS=$THREADS REDIS=$REDIS bench/respb.sh"
+command_line="BENCH_N=$BENCH_N REPEATS=$REPEATS PIPELINES=\"$PIPELINES\" CLIENTS=$CLIENTS TESTS=$TESTS THREADS=$THREADS${BENCH_THREADS:+ BENCH_THREADS=$BENCH_THREADS} REDIS=$REDIS bench/respb.sh"
 write_meta "$command_line"
 {
     echo "n=$BENCH_N"
@@ -88,7 +88,7 @@ bench_kvik() {
     [ "$proto" = respb ] && extra=(--respb)
     echo "round $rep/$REPEATS  -P $p  kvik $proto" >&2
     if run_bounded "$work/$file" "$work/$file.err" "$BENCH_BIN" -h 127.0.0.1 -p "${port[kvik]}" \
-        -t "$TESTS" -n "$BENCH_N" -r 100000 -c "$CLIENTS" -P "$p" --json "${extra[@]}" &&
+        -t "$TESTS" -n "$BENCH_N" -r 100000 -c "$CLIENTS" -P "$p" --json "${bench_threads[@]}" "${extra[@]}" &&
         python3 "$HELPER" wait "${port[kvik]}" 5; then
         printf 'kvik\t%s\t%s\t%s\tjson\t%s\n' "$proto" "$p" "$rep" "$file" >>"$work/runs.tsv"
     else
@@ -104,7 +104,7 @@ bench_redis() {
     file="redis-resp-P$p-$rep.csv"
     echo "round $rep/$REPEATS  -P $p  redis resp" >&2
     if run_bounded "$work/$file" "$work/$file.err" redis-benchmark -h 127.0.0.1 -p "${port[redis]}" \
-        -t "$TESTS" -n "$BENCH_N" -r 100000 -c "$CLIENTS" -P "$p" -q --csv &&
+        -t "$TESTS" -n "$BENCH_N" -r 100000 -c "$CLIENTS" -P "$p" -q --csv "${bench_threads[@]}" &&
         python3 "$HELPER" wait "${port[redis]}" 5; then
         printf 'redis\tresp\t%s\t%s\tcsv\t%s\n' "$p" "$rep" "$file" >>"$work/runs.tsv"
     else

@@ -183,6 +183,10 @@ def respb_report(work, out_md, out_json):
         % (meta.get("tests", "?"), meta.get("n", "?"), meta.get("clients", "?"), meta.get("repeats", "?")),
         "- Both servers run side by side for the whole run, only one under load at a time. "
         "RESPB here means the RESPB/1 frames of `spec/respb.md` after the `D3 C1` handshake, no mux.",
+        "- Benchmark client threads: %s. The kvik/redis columns compare two servers under two "
+        "different clients (kvik-benchmark and redis-benchmark), so they are a reference, not a "
+        "like-for-like result; `bench/server.sh` compares the servers under redis-benchmark alone."
+        % meta.get("bench_threads", "?"),
         "",
     ]
     for test in tests:
@@ -268,6 +272,7 @@ def mux_report(work, out_md, out_json):
         "after startup), the highest `VmRSS` sampled every 0.1 s during the run, and `VmHWM` "
         "(the kernel's peak RSS of the process) after the run. The server is new for each run, "
         "so `VmHWM` is that run's peak.",
+        "- Benchmark client threads: %s." % meta.get("bench_threads", "?"),
         "",
     ]
     for test in tests:
