@@ -12,7 +12,7 @@ SERVER_BIN = $${CARGO_TARGET_DIR:-target}/debug/kvik-server
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: run test deps cargo redis-server fmt lint bench fuzz
+.PHONY: run test deps cargo redis-server fmt lint bench bench-respb bench-mux fuzz
 
 ## Build in release mode and serve on 127.0.0.1:6379.
 run: cargo
@@ -62,6 +62,15 @@ lint:
 
 bench:
 	cargo bench -p kvik-protocol
+
+## RESP vs RESPB on kvik (and redis-server for reference): bench/results/respb.md.
+## QUICK=1 for a check that it works; see the script's header for the settings.
+bench-respb: cargo redis-server
+	bench/respb.sh
+
+## 1,000 clients over RESPB mux vs a connection each: bench/results/mux.md.
+bench-mux: cargo
+	bench/mux.sh
 
 ## Every fuzz target for 10 minutes (nightly toolchain and cargo-fuzz needed).
 fuzz:

@@ -153,6 +153,8 @@ pub enum Parsed {
     Run(Box<Config>),
     Help,
     Version,
+    /// `--wire-sizes`: print the RESP / RESPB byte-count tables and exit.
+    WireSizes,
 }
 
 /// A command line that cannot be run.
@@ -199,6 +201,7 @@ pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Parsed, ArgError> {
         match arg {
             "--help" => return Ok(Parsed::Help),
             "--version" | "-v" => return Ok(Parsed::Version),
+            "--wire-sizes" => return Ok(Parsed::WireSizes),
             "-h" => cfg.host = value()?.to_string(),
             "-p" => cfg.port = number(arg, value()?, 0, u64::from(u16::MAX))? as u16,
             "-s" => cfg.socket = Some(PathBuf::from(value()?)),
@@ -365,6 +368,8 @@ kvik options:
  --json             One JSON object per test on stdout (for scripts).
  --runtime <kind>   With --threads: multi (one multi-thread runtime, default)
                     or per-thread (a current-thread runtime per thread).
+ --wire-sizes       Print the bytes typical requests and replies take in RESP
+                    and RESPB (computed by the codecs, as Markdown) and exit.
 
 Tests: ping_inline ping_mbulk (or ping) set get incr lpush rpush lpop rpop sadd
 hset spop zadd zpopmin lrange_100 lrange_300 lrange_500 lrange_600 (or lrange) mset
@@ -481,6 +486,7 @@ mod tests {
         assert!(matches!(parse(&["--cluster"]), Err(ArgError::Unsupported(_))));
         assert_eq!(parse(&["--help"]), Ok(Parsed::Help));
         assert_eq!(parse(&["--version"]), Ok(Parsed::Version));
+        assert_eq!(parse(&["-q", "--wire-sizes"]), Ok(Parsed::WireSizes));
         assert_eq!(
             ArgError::Invalid("--foo".into()).to_string(),
             "Invalid option \"--foo\" or option argument missing"

@@ -10,7 +10,8 @@
 //! - [`driver`]: one connection's logical clients, pipelines and latencies;
 //! - [`runner`]: threads, runtimes, the start gate and the progress line;
 //! - [`histogram`]: the log-linear latency histogram;
-//! - [`report`]: full, `-q`, `--csv` and `--json` output.
+//! - [`report`]: full, `-q`, `--csv` and `--json` output;
+//! - [`wire_sizes`]: RESP and RESPB byte counts of sample requests and replies.
 //!
 //! Nothing is allocated per request: each logical client appends its batch
 //! to a reused output buffer and replies are skipped in a reused input buffer.
@@ -25,3 +26,4 @@ pub mod report;
 pub mod request;
 pub mod runner;
 pub mod suite;
+pub mod wire_sizes;

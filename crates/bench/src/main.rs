@@ -24,6 +24,10 @@ fn main() -> ExitCode {
             println!("kvik-benchmark {}", env!("CARGO_PKG_VERSION"));
             return ExitCode::SUCCESS;
         }
+        Ok(Parsed::WireSizes) => {
+            print!("{}", kvik_bench::wire_sizes::markdown());
+            return ExitCode::SUCCESS;
+        }
         Err(e) => {
             eprintln!("{e}\n\nTry 'kvik-benchmark --help' for the options.");
             return ExitCode::FAILURE;

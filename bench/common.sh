@@ -1,0 +1,188 @@
+# Shared by bench/respb.sh and bench/mux.sh (sourced, not run): binaries,
+# servers on free loopback ports, bounded runs, machine metadata.
+#
+# Environment read here (defaults in brackets):
+#   KVIK_SERVER_BIN, KVIK_BENCHMARK_BIN  use these binaries instead of building
+#                        release ones (the smoke test passes its debug builds)
+#   THREADS        [nproc]  kvik-server --threads
+#   BENCH_THREADS  []       --threads for kvik-benchmark and redis-benchmark (both
+#                           default to one thread; the same value goes to both)
+#   BENCH_TIMEOUT  [900]    seconds one benchmark invocation may take
+
+THREADS="${THREADS:-$(nproc)}"
+BENCH_THREADS="${BENCH_THREADS:-}"
+if [ -n "$BENCH_THREADS" ]; then
+    [[ "$BENCH_THREADS" =~ ^[1-9][0-9]*$ ]] || { echo "BENCH_THREADS must be a whole number ≥ 1" >&2; exit 2; }
+    bench_threads=(--threads "$BENCH_THREADS")
+else
+    bench_threads=()
+fi
+BENCH_TIMEOUT="${BENCH_TIMEOUT:-900}"
+HELPER=bench/server_report.py
+REPORT=bench/respb_report.py
+
+# check_whole NAME...: each variable must be a whole number.
+check_whole() {
+    local v
+    for v in "$@"; do
+        [[ "${!v}" =~ ^[0-9]+$ ]] || { echo "$v must be a whole number, got '${!v}'" >&2; exit 2; }
+    done
+}
+
+command -v python3 >/dev/null 2>&1 || { echo "python3 is required" >&2; exit 1; }
+command -v timeout >/dev/null 2>&1 || { echo "timeout (coreutils) is required" >&2; exit 1; }
+
+# need_redis: redis-server and redis-benchmark, installed from Debian when run as root.
+need_redis() {
+    local missing=()
+    command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+    command -v redis-benchmark >/dev/null 2>&1 || missing+=(redis-tools)
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "installing ${missing[*]} (Debian packages)" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq "${missing[@]}" >/dev/null
+        systemctl disable --now redis-server >/dev/null 2>&1 ||
+            service redis-server stop >/dev/null 2>&1 || true
+    else
+        echo "missing ${missing[*]}: install Debian's redis-server and redis-tools packages," \
+            "or run with REDIS=0 to skip the redis-server reference" >&2
+        exit 1
+    fi
+}
+
+# find_binaries: sets KVIK_BIN, BENCH_BIN and PROFILE, building release binaries
+# unless both are given.
+find_binaries() {
+    if [ -n "${KVIK_SERVER_BIN:-}" ] && [ -n "${KVIK_BENCHMARK_BIN:-}" ]; then
+        KVIK_BIN=$KVIK_SERVER_BIN
+        BENCH_BIN=$KVIK_BENCHMARK_BIN
+        PROFILE="given (KVIK_SERVER_BIN)"
+        case "$KVIK_BIN" in */debug/*) PROFILE=debug ;; */release/*) PROFILE=release ;; esac
+    else
+        echo "building kvik-server and kvik-benchmark (release)" >&2
+        cargo build --release -q -p kvik-server -p kvik-bench
+        KVIK_BIN="${CARGO_TARGET_DIR:-target}/release/kvik-server"
+        BENCH_BIN="${CARGO_TARGET_DIR:-target}/release/kvik-benchmark"
+        PROFILE=release
+    fi
+    [ -x "$KVIK_BIN" ] || { echo "no kvik-server at $KVIK_BIN" >&2; exit 1; }
+    [ -x "$BENCH_BIN" ] || { echo "no kvik-benchmark at $BENCH_BIN" >&2; exit 1; }
+}
+
+# raise_fd_limit N: at least N open files for this shell and its children.
+raise_fd_limit() {
+    local want=$1 soft hard
+    soft=$(ulimit -Sn)
+    hard=$(ulimit -Hn)
+    [ "$soft" = unlimited ] && return 0
+    [ "$soft" -ge "$want" ] && return 0
+    if [ "$hard" = unlimited ] || [ "$hard" -ge "$want" ]; then
+        ulimit -Sn "$want"
+    else
+        echo "need $want open files, the hard limit is $hard (ulimit -Hn)" >&2
+        exit 1
+    fi
+}
+
+work=$(mktemp -d)
+declare -A pid=() port=()
+
+# stop_server NAME: SIGTERM, a bounded wait for a clean exit, then SIGKILL.
+stop_server() {
+    local name=$1 p=${pid[$1]:-}
+    [ -n "$p" ] || return 0
+    kill "$p" 2>/dev/null || true
+    for _ in $(seq 1 50); do
+        kill -0 "$p" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -9 "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+    unset "pid[$name]"
+}
+
+# run_bounded OUT ERR CMD...: CMD under `timeout`, in the background so that a
+# signal to the script runs the traps at once.
+child_pid=""
+run_bounded() {
+    local out=$1 err=$2 rc=0
+    shift 2
+    timeout "$BENCH_TIMEOUT" "$@" >"$out" 2>"$err" &
+    child_pid=$!
+    wait "$child_pid" || rc=$?
+    child_pid=""
+    return "$rc"
+}
+
+cleanup() {
+    if [ -n "$child_pid" ]; then
+        kill "$child_pid" 2>/dev/null || true
+        wait "$child_pid" 2>/dev/null || true
+    fi
+    local name
+    for name in "${!pid[@]}"; do
+        stop_server "$name"
+    done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# start_server NAME: kvik or redis on a free port of 127.0.0.1; sets pid[NAME], port[NAME].
+start_server() {
+    local name=$1 p
+    p=$(python3 "$HELPER" freeport)
+    case "$name" in
+        kvik)
+            "$KVIK_BIN" --bind 127.0.0.1 --port "$p" --threads "$THREADS" >>"$work/kvik.log" 2>&1 &
+            ;;
+        redis)
+            redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no \
+                --daemonize no --dir "$work" >>"$work/redis.log" 2>&1 &
+            ;;
+    esac
+    pid[$name]=$!
+    port[$name]=$p
+    if ! python3 "$HELPER" wait "$p" 20; then
+        echo "$name did not answer PING on port $p; its log:" >&2
+        tail -20 "$work/$name.log" >&2 || true
+        exit 1
+    fi
+}
+
+# write_meta COMMAND_LINE: machine and version lines into $work/meta.
+write_meta() {
+    local cpu memtotal
+    cpu=$(lscpu 2>/dev/null | sed -n 's/^Model name:[[:space:]]*//p' | head -1)
+    memtotal=$(awk '/^MemTotal:/ {printf "%.0f GiB RAM", $2/1048576}' /proc/meminfo)
+    {
+        echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
+        echo "cpu=${cpu:-unknown}"
+        echo "cores=$(nproc)"
+        echo "memtotal=$memtotal"
+        echo "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
+        echo "kvik_version=$("$KVIK_BIN" --version 2>&1 | head -1) ($(git describe --always --dirty 2>/dev/null || echo '?'))"
+        echo "kvik_bench_version=$("$BENCH_BIN" --version 2>&1 | head -1)"
+        echo "profile=$PROFILE"
+        echo "threads=$THREADS"
+        echo "bench_threads=${BENCH_THREADS:-1 (default)}"
+        echo "command=$1"
+        echo "label=${LABEL:-}"
+    } >"$work/meta"
+}
+
+# finish_meta: failures and notes (arrays `failures`, `notes`) into $work/meta.
+finish_meta() {
+    if [ "$((THREADS + ${BENCH_THREADS:-1}))" -gt "$(nproc)" ]; then
+        notes+=("the benchmark client runs on the same $(nproc) cores as the server under test (kvik with $THREADS threads), so client and server compete for CPU.")
+    fi
+    if [ "$PROFILE" != release ]; then
+        notes+=("kvik binaries are not release builds ($PROFILE): the figures only show that the script works.")
+    fi
+    {
+        echo "failures=${failures[*]:-}"
+        echo "notes=$(IFS='|'; echo "${notes[*]:-}")"
+    } >>"$work/meta"
+}
