@@ -4,88 +4,28 @@
 
 #![allow(dead_code)]
 
-use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::Mutex;
-use std::thread;
-use std::time::{Duration, Instant};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 use kvik_client::{Connection, Options, Value};
+#[allow(unused_imports)]
+pub use kvik_testkit::{free_port, kvik_bin};
 
-/// How long the server may take to start listening.
-const STARTUP: Duration = Duration::from_secs(10);
-
-/// A kvik-server child process, killed when dropped.
+/// A kvik-server child process (killed when dropped) and a connection to
+/// look at its data.
 pub struct Server {
-    child: Child,
+    /// Keeps the process alive as long as the test holds this.
+    _process: kvik_testkit::Server,
     pub port: u16,
     rt: tokio::runtime::Runtime,
     conn: Option<Connection>,
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A port nothing listens on now, never handed out twice in this process.
-pub fn free_port() -> u16 {
-    static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
-    loop {
-        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("ephemeral port").port();
-        let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
-        if !given.contains(&port) {
-            given.push(port);
-            return port;
-        }
-    }
-}
-
-/// The kvik-server binary: `KVIK_SERVER_BIN`, or the one cargo built next to
-/// this test (run `cargo build -p kvik-server` first when testing this crate alone).
-pub fn kvik_bin() -> PathBuf {
-    if let Some(p) = std::env::var_os("KVIK_SERVER_BIN") {
-        return PathBuf::from(p);
-    }
-    let exe = std::env::current_exe().expect("test executable path");
-    let bin = exe.parent().and_then(|deps| deps.parent()).map(|debug| debug.join("kvik-server"));
-    match bin {
-        Some(bin) if bin.exists() => bin,
-        _ => panic!("kvik-server binary not found next to {}: run `cargo build -p kvik-server` first", exe.display()),
-    }
-}
-
 /// Start kvik-server with `extra` options on a free port.
 pub fn start(extra: &[&str]) -> Server {
-    for _ in 0..3 {
-        let port = free_port();
-        let mut args = vec!["--bind".to_string(), "127.0.0.1".into(), "--port".into(), port.to_string()];
-        args.extend(extra.iter().map(|s| s.to_string()));
-        let mut child = Command::new(kvik_bin())
-            .args(&args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start kvik-server");
-        let deadline = Instant::now() + STARTUP;
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = child.try_wait() {
-                break;
-            }
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-                return Server { child, port, rt, conn: None };
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-    panic!("kvik-server did not start listening");
+    let process = kvik_testkit::start_kvik(extra);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    Server { port: process.port, _process: process, rt, conn: None }
 }
 
 impl Server {
