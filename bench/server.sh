@@ -46,93 +46,15 @@ done
 command_line="BENCH_N=$BENCH_N REPEATS=$REPEATS THREADS=$THREADS MEM_KEYS=$MEM_KEYS bench/server.sh"
 
 # ------------------------------------------------------------------ tools
-need_install=()
-command -v redis-server >/dev/null 2>&1 || need_install+=(redis-server)
-command -v redis-benchmark >/dev/null 2>&1 || need_install+=(redis-tools)
-if [ ${#need_install[@]} -gt 0 ]; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo "installing ${need_install[*]} (Debian packages)" >&2
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq
-        apt-get install -y -qq "${need_install[@]}" >/dev/null
-        # The package starts a service on port 6379; this script starts its own servers.
-        systemctl disable --now redis-server >/dev/null 2>&1 ||
-            service redis-server stop >/dev/null 2>&1 || true
-    else
-        echo "missing ${need_install[*]}: install Debian's redis-server and redis-tools" \
-            "packages (sudo apt-get install redis-server redis-tools) and run again" >&2
-        exit 1
-    fi
-fi
-command -v python3 >/dev/null 2>&1 || { echo "python3 is required" >&2; exit 1; }
-command -v timeout >/dev/null 2>&1 || { echo "timeout (coreutils) is required" >&2; exit 1; }
+# Servers on free ports, bounded runs and clean-up are shared with the RESPB scripts.
+# shellcheck source=bench/common.sh
+source bench/common.sh
+need_redis
 
 echo "building kvik-server (release)" >&2
 cargo build --release -q -p kvik-server
 KVIK_BIN="${CARGO_TARGET_DIR:-target}/release/kvik-server"
 [ -x "$KVIK_BIN" ] || { echo "no binary at $KVIK_BIN" >&2; exit 1; }
-
-# ------------------------------------------------------------------ servers
-work=$(mktemp -d)
-declare -A pid=() port=()
-# stop_server NAME: SIGTERM, a bounded wait for a clean exit, then SIGKILL.
-stop_server() {
-    local name=$1 p=${pid[$1]:-}
-    [ -n "$p" ] || return 0
-    kill "$p" 2>/dev/null || true
-    for _ in $(seq 1 50); do
-        kill -0 "$p" 2>/dev/null || break
-        sleep 0.1
-    done
-    kill -9 "$p" 2>/dev/null || true
-    wait "$p" 2>/dev/null || true
-    unset "pid[$name]"
-}
-# run_bounded OUT ERR CMD...: runs CMD under `timeout`, in the background so that
-# a signal to this script runs the traps at once instead of after CMD ends.
-child_pid=""
-run_bounded() {
-    local out=$1 err=$2 rc=0
-    shift 2
-    timeout "$BENCH_TIMEOUT" "$@" >"$out" 2>"$err" &
-    child_pid=$!
-    wait "$child_pid" || rc=$?
-    child_pid=""
-    return "$rc"
-}
-cleanup() {
-    if [ -n "$child_pid" ]; then
-        kill "$child_pid" 2>/dev/null || true
-        wait "$child_pid" 2>/dev/null || true
-    fi
-    stop_server kvik
-    stop_server redis
-    rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# start_server NAME: starts it on a free port of 127.0.0.1; sets pid[NAME], port[NAME].
-start_server() {
-    local name=$1 p
-    p=$(python3 "$HELPER" freeport)
-    case "$name" in
-        kvik)
-            "$KVIK_BIN" --port "$p" --threads "$THREADS" >>"$work/kvik.log" 2>&1 &
-            ;;
-        redis)
-            redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no \
-                --daemonize no --dir "$work" >>"$work/redis.log" 2>&1 &
-            ;;
-    esac
-    pid[$name]=$!
-    port[$name]=$p
-    if ! python3 "$HELPER" wait "$p" 20; then
-        echo "$name did not answer PING on port $p; its log:" >&2
-        tail -20 "$work/$name.log" >&2 || true
-        exit 1
-    fi
-}
 
 # ------------------------------------------------------------------ metadata
 cpu=$(lscpu 2>/dev/null | sed -n 's/^Model name:[[:space:]]*//p' | head -1)
