@@ -439,11 +439,11 @@ fn parse_read_args<'a, T: ReplyTarget>(c: &Ctx<'a, T>, group_cmd: bool) -> Resul
             streams_at = i + 1;
             let n = argc - streams_at;
             if !n.is_multiple_of(2) {
-                let (name, symbol) = if group_cmd { ("XREADGROUP", '>') } else { ("XREAD", '$') };
-                return Err(format!(
-                    "ERR Unbalanced {name} list of streams: for each stream key an ID or '{symbol}' must be specified."
-                )
-                .into_bytes());
+                // Redis 7.0 names XREAD and `$` for XREADGROUP too.
+                return Err(
+                    b"ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
+                        .to_vec(),
+                );
             }
             a.keys = (streams_at..streams_at + n / 2).map(|k| c.arg(k)).collect();
             a.ids = (streams_at + n / 2..argc).map(|k| c.arg(k)).collect();
