@@ -169,6 +169,32 @@ fn watch_cases() -> Vec<Case> {
         lines("swapdb with the key nowhere", &["WATCH nothing", "SWAPDB 0 1", "MULTI", "PING", "EXEC"]),
         lines("failed watch in resp3", &["HELLO 3", "WATCH k", "SET k 1", "MULTI", "PING", "EXEC"]),
         lines("failed watch with aborted queue", &["WATCH k", "SET k 1", "MULTI", "NOSUCH", "EXEC"]),
+        // Redis 7.0 counts none of these as a change of the stream: EXEC runs.
+        lines(
+            "consumer groups and xsetid leave a watch alone",
+            &[
+                "XADD x 5-1 f v",
+                "XGROUP CREATE x g 0",
+                "WATCH x",
+                "XGROUP CREATE x g2 0",
+                "XGROUP SETID x g 5-1",
+                "XGROUP CREATECONSUMER x g c",
+                "XREADGROUP GROUP g c2 STREAMS x >",
+                "XREADGROUP GROUP g c3 STREAMS x 0",
+                "XCLAIM x g c4 0 5-1 JUSTID",
+                "XAUTOCLAIM x g c5 0 0 JUSTID",
+                "XGROUP DELCONSUMER x g c",
+                "XGROUP DESTROY x g2",
+                "XSETID x 6-0",
+                "MULTI",
+                "PING",
+                "EXEC",
+            ],
+        ),
+        lines(
+            "xgroup create mkstream is a change",
+            &["WATCH y", "XGROUP CREATE y g 0 MKSTREAM", "MULTI", "PING", "EXEC"],
+        ),
     ]
 }
 
