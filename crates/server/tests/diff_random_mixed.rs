@@ -1119,7 +1119,8 @@ impl Tally {
             };
             self.exec[outcome] += usize::from(reply.starts_with(b"*") || reply.starts_with(b"-EXECABORT") || null);
         }
-        let blocking = name.starts_with('B') || command.args.iter().any(|a| a.eq_ignore_ascii_case(b"BLOCK"));
+        let blocking = ["BL", "BR", "BZ"].iter().any(|p| name.starts_with(p))
+            || command.args.iter().any(|a| a.eq_ignore_ascii_case(b"BLOCK"));
         self.timeouts += usize::from(blocking && null && !in_multi);
         self.errors += usize::from(reply.starts_with(b"-"));
         self.wrong_type += usize::from(reply.starts_with(b"-WRONGTYPE"));
