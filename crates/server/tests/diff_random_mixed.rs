@@ -806,14 +806,17 @@ impl Gen {
 
     /// Commands to queue inside MULTI: one step compared exactly, or a
     /// blocking or group command, or a command refused at queue time (which
-    /// makes EXEC abort), or MULTI and WATCH, refused without aborting.
+    /// makes EXEC abort), or MULTI and WATCH, refused without aborting, or
+    /// HELLO.
     fn queued(&mut self) -> Vec<Command> {
         match self.rng.below(100) {
             0..=2 => vec![Command::new(vec![b"NOSUCHCMD".to_vec(), self.from(KEYS)])],
             3 => vec![Command::new(words(&["GET"]))],
             4 => vec![Command::new(words(&["MULTI"]))],
             5 => vec![Command::new(vec![b"WATCH".to_vec(), self.from(KEYS)])],
-            6..=17 => vec![Command::new(self.blocking_command(true))],
+            // The protocol switches in the middle of EXEC's reply.
+            6 => vec![Command::new(vec![b"HELLO".to_vec(), self.from(&["2", "3"])])],
+            7..=17 => vec![Command::new(self.blocking_command(true))],
             18..=24 => vec![Command::new(self.group_command())],
             _ => {
                 let mut step = self.step();
