@@ -6,6 +6,7 @@ $CARGO_TARGET_DIR), so `make test` exercises the code it just compiled.
 """
 
 import os
+import shutil
 import socket
 import subprocess
 import time
@@ -62,3 +63,39 @@ def kvik_port():
         proc.kill()
         proc.wait()
         proc.stderr.close()
+
+
+@pytest.fixture
+def redis_port():
+    """Start a real redis-server on a free loopback port to compare kvik with.
+
+    Skipped when redis-server is not installed, except under CI, where the
+    comparison must not silently vanish."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("redis-server is not on PATH, and CI must compare against it")
+        pytest.skip("redis-server is not on PATH")
+    port = free_port()
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            if proc.poll() is not None:
+                pytest.fail("redis-server exited early")
+            try:
+                if redis.Redis(host="127.0.0.1", port=port, socket_timeout=1).ping():
+                    break
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    pytest.fail("redis-server did not answer PING within 10 s")
+                time.sleep(0.05)
+        yield port
+    finally:
+        proc.kill()
+        proc.wait()

@@ -18,6 +18,18 @@
 //! `hashtable`; SINTER, SUNION and SDIFF build a new set whose order is
 //! the server's, so they are always sorted.
 //!
+//! A second run (`random_transactions_and_blocking_match_redis`, its own
+//! seeds) mixes into the same steps `MULTI … EXEC` and `MULTI … DISCARD`
+//! blocks (with queue-time errors that end in EXECABORT, runtime errors
+//! inside EXEC, nested MULTI and WATCH refused inside MULTI), `WATCH` /
+//! `UNWATCH` of random keys before a transaction (on one connection only
+//! the client's own writes break a watch, which they do in Redis too),
+//! stream consumer groups, and the blocking commands: inside MULTI they never
+//! block; outside it their timeout is 0.01 s (10 ms for XREAD and
+//! XREADGROUP), so on a key without data they answer the same null as
+//! Redis soon after. Queued commands are only ones compared exactly, so an
+//! EXEC reply needs no normalising.
+//!
 //! A failure names the seed, the command index and the command. Set
 //! `KVIK_DIFF_SEED=<seed>` (or `<from>..<to>`) to run other seeds.
 
@@ -28,12 +40,15 @@ use std::io::Write;
 
 use common::diff::{mask_client_id, multibulk, MARKER, MARKER_REPLY};
 use common::rng::Rng;
-use common::{connect, read_until, start_kvik, start_redis_or_skip};
+use common::{connect, read_until, start_kvik, start_redis_with_or_skip};
 use common::{elements_of, split_replies};
 
 /// Seeds run by default, and commands per seed.
 const SEEDS: u64 = 100;
 const COMMANDS_PER_SEED: usize = 1000;
+/// The run with transactions and blocking commands: its seeds and commands per seed.
+const TX_SEEDS: std::ops::RangeInclusive<u64> = 1001..=1100;
+const TX_COMMANDS_PER_SEED: usize = 600;
 
 /// How a reply is made comparable.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -702,6 +717,289 @@ impl Gen {
     }
 }
 
+/// Consumer groups and consumers the stream group commands use.
+const GROUPS: &[&str] = &["g1", "g2"];
+const CONSUMERS: &[&str] = &["c1", "c2"];
+
+/// Steps of the run with transactions and blocking commands.
+impl Gen {
+    fn extended_step(&mut self) -> Vec<Command> {
+        match self.rng.below(100) {
+            0..=5 => self.transaction(),
+            6..=8 => self.watched_transaction(),
+            9 | 10 => vec![Command::new(self.blocking_command(false))],
+            11..=15 => vec![Command::new(self.group_command())],
+            _ => self.step(),
+        }
+    }
+
+    /// `MULTI`, a few queued commands, then `EXEC` or now and then `DISCARD`.
+    fn transaction(&mut self) -> Vec<Command> {
+        let mut out = vec![Command::new(words(&["MULTI"]))];
+        for _ in 0..1 + self.rng.below(6) {
+            out.extend(self.queued());
+        }
+        out.push(Command::new(words(&[if self.rng.chance(85) { "EXEC" } else { "DISCARD" }])));
+        out
+    }
+
+    /// `WATCH` of a key or two, a few commands of the client's own that may
+    /// write them, sometimes `UNWATCH`, then usually a transaction (a watch
+    /// left open is ended by a later one).
+    fn watched_transaction(&mut self) -> Vec<Command> {
+        let mut watch = vec![b"WATCH".to_vec()];
+        for _ in 0..1 + self.rng.below(2) {
+            watch.push(self.from(KEYS));
+        }
+        if self.rng.chance(3) {
+            watch.truncate(1);
+        }
+        let target = watch.get(1).cloned().unwrap_or_else(|| self.from(KEYS));
+        let mut out = vec![Command::new(watch)];
+        for _ in 0..self.rng.below(4) {
+            out.extend(self.step());
+        }
+        if self.rng.chance(50) {
+            out.push(Command::new(self.write_to(target)));
+        }
+        if self.rng.chance(15) {
+            out.push(Command::new(words(&["UNWATCH"])));
+        }
+        if self.rng.chance(90) {
+            out.extend(self.transaction());
+        }
+        out
+    }
+
+    /// A command naming `key` that may or may not change it: some writes
+    /// leave the value as it was (and so the watch), and Redis counts a
+    /// consumer group change or XSETID as no change of the key.
+    fn write_to(&mut self, key: Vec<u8>) -> Vec<Vec<u8>> {
+        let command = self.rng.pick(&[
+            "SET . v",
+            "DEL .",
+            "SADD . m1",
+            "SREM . nothing",
+            "LPUSH . v",
+            "LREM . 0 nothing",
+            "HSET . f1 v",
+            "HDEL . nothing",
+            "ZADD . 1 m1",
+            "ZADD . XX 1 nothing",
+            "ZREM . nothing",
+            "EXPIRE . 100000",
+            "PERSIST .",
+            "XGROUP CREATE . g1 0",
+            "XGROUP CREATE . g2 $ MKSTREAM",
+            "XGROUP SETID . g1 0",
+            "XGROUP DESTROY . g1",
+            "XSETID . 1000-0",
+            "XTRIM . MAXLEN 1000",
+            "XDEL . 0-1",
+            "PFADD . e1",
+            "APPEND . x",
+            "INCR .",
+            "GETDEL .",
+        ]);
+        command.split(' ').map(|w| if w == "." { key.clone() } else { w.as_bytes().to_vec() }).collect()
+    }
+
+    /// Commands to queue inside MULTI: one step compared exactly, or a
+    /// blocking or group command, or a command refused at queue time (which
+    /// makes EXEC abort), or MULTI and WATCH, refused without aborting, or
+    /// HELLO.
+    fn queued(&mut self) -> Vec<Command> {
+        match self.rng.below(100) {
+            0..=2 => vec![Command::new(vec![b"NOSUCHCMD".to_vec(), self.from(KEYS)])],
+            3 => vec![Command::new(words(&["GET"]))],
+            4 => vec![Command::new(words(&["MULTI"]))],
+            5 => vec![Command::new(vec![b"WATCH".to_vec(), self.from(KEYS)])],
+            // The protocol switches in the middle of EXEC's reply.
+            6 => vec![Command::new(vec![b"HELLO".to_vec(), self.from(&["2", "3"])])],
+            7..=17 => vec![Command::new(self.blocking_command(true))],
+            18..=24 => vec![Command::new(self.group_command())],
+            _ => {
+                let mut step = self.step();
+                step.retain(|c| c.mask == Mask::Exact);
+                step
+            }
+        }
+    }
+
+    /// A timeout in seconds: any when queued (a queued command never
+    /// blocks), 10 ms otherwise; now and then one that is refused.
+    fn timeout(&mut self, queued: bool, millis: bool) -> Vec<u8> {
+        if self.rng.chance(4) {
+            return self.from(&["-1", "x", "1.5.", ""]);
+        }
+        match (queued, millis) {
+            (true, false) => self.from(&["0", "0.01", "1", "2.5"]),
+            (true, true) => self.from(&["0", "10", "1000"]),
+            (false, false) => b"0.01".to_vec(),
+            (false, true) => b"10".to_vec(),
+        }
+    }
+
+    fn blocking_command(&mut self, queued: bool) -> Vec<Vec<u8>> {
+        let name = self.rng.pick(&[
+            "BLPOP",
+            "BRPOP",
+            "BRPOPLPUSH",
+            "BLMOVE",
+            "BLMPOP",
+            "BZPOPMIN",
+            "BZPOPMAX",
+            "BZMPOP",
+            "XREAD",
+            "XREADGROUP",
+        ]);
+        self.home = Some(match name.as_bytes()[1] {
+            b'L' | b'R' => "l",
+            b'Z' => "z",
+            _ => "x",
+        });
+        let mut a = vec![name.as_bytes().to_vec()];
+        match name {
+            "BLPOP" | "BRPOP" | "BZPOPMIN" | "BZPOPMAX" => {
+                for _ in 0..1 + self.rng.below(2) {
+                    a.push(self.key());
+                }
+                a.push(self.timeout(queued, false));
+            }
+            "BRPOPLPUSH" => {
+                a.push(self.key());
+                a.push(self.key());
+                a.push(self.timeout(queued, false));
+            }
+            "BLMOVE" => {
+                a.push(self.key());
+                a.push(self.key());
+                a.push(self.from(&["LEFT", "RIGHT", "left", "UP"]));
+                a.push(self.from(&["LEFT", "RIGHT"]));
+                a.push(self.timeout(queued, false));
+            }
+            "BLMPOP" | "BZMPOP" => {
+                a.push(self.timeout(queued, false));
+                let n = 1 + self.rng.below(2);
+                a.push(if self.rng.chance(5) { self.from(&["0", "x", "-1"]) } else { n.to_string().into_bytes() });
+                for _ in 0..n {
+                    a.push(self.key());
+                }
+                a.push(if name == "BLMPOP" { self.from(&["LEFT", "RIGHT"]) } else { self.from(&["MIN", "MAX"]) });
+                if self.rng.chance(40) {
+                    a.push(b"COUNT".to_vec());
+                    a.push(self.from(COUNTS));
+                }
+            }
+            "XREAD" => {
+                if self.rng.chance(30) {
+                    a.push(b"COUNT".to_vec());
+                    a.push(self.from(&["1", "2", "0", "x"]));
+                }
+                if self.rng.chance(85) {
+                    a.push(b"BLOCK".to_vec());
+                    a.push(self.timeout(queued, true));
+                }
+                self.read_streams(&mut a, &["$", "0", "0-0"]);
+            }
+            _ => {
+                a.extend([b"GROUP".to_vec(), self.from(GROUPS), self.from(CONSUMERS)]);
+                if self.rng.chance(30) {
+                    a.push(b"COUNT".to_vec());
+                    a.push(self.from(&["1", "2", "0", "x"]));
+                }
+                if self.rng.chance(85) {
+                    a.push(b"BLOCK".to_vec());
+                    a.push(self.timeout(queued, true));
+                }
+                if self.rng.chance(15) {
+                    a.push(b"NOACK".to_vec());
+                }
+                self.read_streams(&mut a, &[">", ">", ">", "0", "0-0"]);
+            }
+        }
+        a
+    }
+
+    /// `STREAMS`, one or two keys and an id for each (now and then one short).
+    fn read_streams(&mut self, a: &mut Vec<Vec<u8>>, special: &[&str]) {
+        a.push(b"STREAMS".to_vec());
+        let n = 1 + self.rng.below(2);
+        for _ in 0..n {
+            a.push(self.key());
+        }
+        for _ in 0..n {
+            a.push(if self.rng.chance(70) { self.from(special) } else { self.stream_id() });
+        }
+        if self.rng.chance(3) {
+            a.pop();
+        }
+    }
+
+    /// Consumer group commands whose replies hold no clock readings.
+    fn group_command(&mut self) -> Vec<Vec<u8>> {
+        self.home = Some("x");
+        let name = self.rng.pick(&[
+            "CREATE",
+            "CREATE",
+            "SETID",
+            "DESTROY",
+            "CREATECONSUMER",
+            "DELCONSUMER",
+            "XACK",
+            "XPENDING",
+            "XCLAIM",
+            "XAUTOCLAIM",
+        ]);
+        let key = self.key();
+        let group = self.from(GROUPS);
+        let consumer = self.from(CONSUMERS);
+        let mut a = if name.starts_with('X') {
+            vec![name.as_bytes().to_vec(), key, group]
+        } else {
+            vec![b"XGROUP".to_vec(), name.as_bytes().to_vec(), key, group]
+        };
+        match name {
+            "CREATE" | "SETID" => {
+                a.push(if self.rng.chance(60) { self.from(&["$", "0", "0-0"]) } else { self.stream_id() });
+                if name == "CREATE" && self.rng.chance(50) {
+                    a.push(b"MKSTREAM".to_vec());
+                }
+            }
+            "CREATECONSUMER" | "DELCONSUMER" => a.push(consumer),
+            "XACK" => {
+                for _ in 0..1 + self.rng.below(3) {
+                    a.push(self.stream_id());
+                }
+            }
+            "XCLAIM" => {
+                a.push(consumer);
+                a.push(self.from(&["0", "0", "x", "-1"]));
+                for _ in 0..1 + self.rng.below(3) {
+                    a.push(self.stream_id());
+                }
+                if self.rng.chance(50) {
+                    a.push(b"JUSTID".to_vec());
+                }
+            }
+            "XAUTOCLAIM" => {
+                a.push(consumer);
+                a.push(self.from(&["0", "0", "x"]));
+                a.push(self.from(&["0", "0-0", "-", "x"]));
+                if self.rng.chance(40) {
+                    a.push(b"COUNT".to_vec());
+                    a.push(self.from(&["1", "2", "100", "0", "x"]));
+                }
+                if self.rng.chance(50) {
+                    a.push(b"JUSTID".to_vec());
+                }
+            }
+            _ => {}
+        }
+        a
+    }
+}
+
 /// `command` preceded by `OBJECT ENCODING` of its key, which tells the comparison whether to sort.
 fn with_encoding(key: Vec<u8>, command: Command) -> Vec<Command> {
     if command.mask == Mask::Exact {
@@ -711,8 +1009,10 @@ fn with_encoding(key: Vec<u8>, command: Command) -> Vec<Command> {
 }
 
 /// The commands of one seed: a clean start with encoding limits that the
-/// small values cross (on every other seed), then the mix, some in RESP3.
-fn sequence(seed: u64) -> Vec<Command> {
+/// small values cross (on every other seed), then the mix, some in RESP3;
+/// with transactions and blocking commands when `extended`.
+fn sequence(seed: u64, extended: bool) -> Vec<Command> {
+    let length = if extended { TX_COMMANDS_PER_SEED } else { COMMANDS_PER_SEED };
     let mut gen = Gen { rng: Rng::new(seed), home: None, stream_time: 10 };
     let mut commands = vec![Command::new(words(&["FLUSHALL"]))];
     let limits: &[(&str, &str, &str)] = &[
@@ -730,10 +1030,12 @@ fn sequence(seed: u64) -> Vec<Command> {
     if seed % 3 == 1 {
         commands.push(Command::new(words(&["HELLO", "3"])));
     }
-    while commands.len() < COMMANDS_PER_SEED {
+    while commands.len() < length {
         if gen.rng.chance(1) {
             let proto = gen.rng.pick(&["2", "3"]);
             commands.push(Command::new(words(&["HELLO", proto])));
+        } else if extended {
+            commands.extend(gen.extended_step());
         } else {
             commands.extend(gen.step());
         }
@@ -784,27 +1086,80 @@ struct Tally {
     wrong_type: usize,
     /// Per command name: replies, and how many of them were errors.
     by_name: BTreeMap<String, (usize, usize)>,
+    /// EXEC replies: run, aborted by a queue-time error, aborted by a broken watch.
+    exec: [usize; 3],
+    /// Blocking commands outside MULTI that timed out with a null reply.
+    timeouts: usize,
+}
+
+impl Tally {
+    fn add(&mut self, other: Tally) {
+        self.commands += other.commands;
+        self.errors += other.errors;
+        self.wrong_type += other.wrong_type;
+        for (name, (n, e)) in other.by_name {
+            let entry = self.by_name.entry(name).or_default();
+            entry.0 += n;
+            entry.1 += e;
+        }
+        for (sum, n) in self.exec.iter_mut().zip(other.exec) {
+            *sum += n;
+        }
+        self.timeouts += other.timeouts;
+    }
+
+    /// Counts what Redis's `reply` to `command` shows; `in_multi` tells whether it was queued.
+    fn count(&mut self, command: &Command, reply: &[u8], in_multi: bool) {
+        let name = String::from_utf8_lossy(&command.args[0]).to_ascii_uppercase();
+        let null = reply == b"*-1\r\n" || reply == b"$-1\r\n" || reply == b"_\r\n";
+        if name == "EXEC" {
+            let outcome = if reply.starts_with(b"-EXECABORT") {
+                1
+            } else if null {
+                2
+            } else {
+                0
+            };
+            self.exec[outcome] += usize::from(reply.starts_with(b"*") || reply.starts_with(b"-EXECABORT") || null);
+        }
+        let blocking = ["BL", "BR", "BZ"].iter().any(|p| name.starts_with(p))
+            || command.args.iter().any(|a| a.eq_ignore_ascii_case(b"BLOCK"));
+        self.timeouts += usize::from(blocking && null && !in_multi);
+        self.errors += usize::from(reply.starts_with(b"-"));
+        self.wrong_type += usize::from(reply.starts_with(b"-WRONGTYPE"));
+        let entry = self.by_name.entry(name).or_default();
+        entry.0 += 1;
+        entry.1 += usize::from(reply.starts_with(b"-"));
+    }
 }
 
 /// The first difference between the servers' replies to one seed, described.
-fn compare_seed(seed: u64, redis_port: u16, kvik_port: u16) -> Result<Tally, String> {
-    let commands = sequence(seed);
+fn compare_seed(seed: u64, extended: bool, redis_port: u16, kvik_port: u16) -> Result<Tally, String> {
+    let commands = sequence(seed, extended);
     let (expected, redis_closed) = run(redis_port, &commands);
     assert!(!redis_closed, "seed {seed}: redis closed the connection");
     assert_eq!(expected.len(), commands.len(), "seed {seed}: redis's replies do not split one per command");
     let (got, kvik_closed) = run(kvik_port, &commands);
     let mut tally = Tally { commands: commands.len(), ..Tally::default() };
+    let mut in_multi = false;
     for (i, command) in commands.iter().enumerate() {
         let previous = i.checked_sub(1).map(|p| expected[p].as_slice());
-        tally.errors += usize::from(expected[i].starts_with(b"-"));
-        tally.wrong_type += usize::from(expected[i].starts_with(b"-WRONGTYPE"));
-        let entry = tally.by_name.entry(String::from_utf8_lossy(&command.args[0]).into_owned()).or_default();
-        entry.0 += 1;
-        entry.1 += usize::from(expected[i].starts_with(b"-"));
+        tally.count(command, &expected[i], in_multi);
+        match command.args[0].as_slice() {
+            b"MULTI" => in_multi = true,
+            b"EXEC" | b"DISCARD" => in_multi = false,
+            _ => {}
+        }
         let want = normalise(&expected[i], command.mask, previous);
         let have = got.get(i).map(|r| normalise(r, command.mask, previous));
         if have.as_deref() != Some(want.as_slice()) {
-            let before: Vec<String> = commands[i.saturating_sub(6)..i].iter().map(Command::show).collect();
+            // Back to the last WATCH or MULTI when one is near, which the reply may hang on.
+            let window = i.saturating_sub(60);
+            let last = |name: &[u8]| commands[window..i].iter().rposition(|c| c.args[0] == name);
+            let from = last(b"WATCH")
+                .or_else(|| last(b"MULTI"))
+                .map_or(i.saturating_sub(6), |p| (window + p).min(i.saturating_sub(6)));
+            let before: Vec<String> = commands[from..i].iter().map(Command::show).collect();
             let shown = |r: &[u8]| {
                 let text = r.escape_ascii().to_string();
                 if text.len() > 600 {
@@ -825,10 +1180,20 @@ fn compare_seed(seed: u64, redis_port: u16, kvik_port: u16) -> Result<Tally, Str
                 .filter(|(_, c)| c.args.iter().skip(1).any(|a| *a == key))
                 .map(|(j, c)| format!("    {j}: {}", c.show().chars().take(200).collect::<String>()))
                 .collect();
+            // The transaction commands before, with Redis's replies: what a WATCH hangs on.
+            let transactions: Vec<String> = commands[..i]
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| {
+                    [&b"WATCH"[..], b"UNWATCH", b"MULTI", b"EXEC", b"DISCARD"].contains(&c.args[0].as_slice())
+                })
+                .map(|(j, c)| format!("    {j}: {} -> {}", c.show(), shown(&expected[j])))
+                .collect();
             return Err(format!(
-                "seed {seed}, command {i}: {shown_command}\n  after: {}\n  key history:\n{}\n  redis {}\n  kvik  {}{}",
-                before.join(" | ").chars().take(1200).collect::<String>(),
+                "seed {seed}, command {i}: {shown_command}\n  after: {}\n  key history:\n{}\n  transactions:\n{}\n  redis {}\n  kvik  {}{}",
+                before.join(" | ").chars().take(2400).collect::<String>(),
                 history[history.len().saturating_sub(15)..].join("\n"),
+                transactions[transactions.len().saturating_sub(8)..].join("\n"),
                 shown(&want),
                 have.map(|h| shown(&h)).unwrap_or_else(|| "<no reply>".into()),
                 if kvik_closed { " <closed>" } else { "" },
@@ -838,32 +1203,27 @@ fn compare_seed(seed: u64, redis_port: u16, kvik_port: u16) -> Result<Tally, Str
     Ok(tally)
 }
 
-#[test]
-fn random_sequences_of_all_families_match_redis() {
-    let test = "random_sequences_of_all_families_match_redis";
-    let Some(redis) = start_redis_or_skip(test) else { return };
-    let kvik = start_kvik();
-    let seeds: Vec<u64> = match std::env::var("KVIK_DIFF_SEED") {
+/// The seeds to run: `KVIK_DIFF_SEED` when set, else `usual`.
+fn seeds_to_run(usual: impl Iterator<Item = u64>) -> Vec<u64> {
+    match std::env::var("KVIK_DIFF_SEED") {
         Ok(s) => match s.split_once("..") {
             Some((from, to)) => (from.parse().expect("a seed")..to.parse().expect("a seed")).collect(),
             None => vec![s.parse().expect("KVIK_DIFF_SEED is a seed or a range of seeds")],
         },
-        Err(_) => (1..=SEEDS).collect(),
-    };
+        Err(_) => usual.collect(),
+    }
+}
+
+/// Runs the seeds against both servers, fails listing every seed that
+/// differs, and returns what matched.
+fn compare_run(test: &str, seeds: &[u64], extended: bool, redis_options: &[&str]) -> Option<Tally> {
+    let redis = start_redis_with_or_skip(test, redis_options)?;
+    let kvik = start_kvik();
     let mut failures = Vec::new();
     let mut total = Tally::default();
-    for &seed in &seeds {
-        match compare_seed(seed, redis.port, kvik.port) {
-            Ok(t) => {
-                total.commands += t.commands;
-                total.errors += t.errors;
-                total.wrong_type += t.wrong_type;
-                for (name, (n, e)) in t.by_name {
-                    let entry = total.by_name.entry(name).or_default();
-                    entry.0 += n;
-                    entry.1 += e;
-                }
-            }
+    for &seed in seeds {
+        match compare_seed(seed, extended, redis.port, kvik.port) {
+            Ok(t) => total.add(t),
             Err(msg) => failures.push(msg),
         }
     }
@@ -883,15 +1243,48 @@ fn random_sequences_of_all_families_match_redis() {
     );
     let per_name: Vec<String> = total.by_name.iter().map(|(name, (n, e))| format!("{name} {n}/{e}")).collect();
     eprintln!("{test}: replies/errors per command: {}", per_name.join(", "));
+    Some(total)
+}
+
+#[test]
+fn random_sequences_of_all_families_match_redis() {
+    let test = "random_sequences_of_all_families_match_redis";
+    let seeds = seeds_to_run(1..=SEEDS);
+    let Some(total) = compare_run(test, &seeds, false, &[]) else { return };
+    assert!(total.commands >= seeds.len() * COMMANDS_PER_SEED, "{test}: only {} commands compared", total.commands);
+}
+
+#[test]
+fn random_transactions_and_blocking_match_redis() {
+    let test = "random_transactions_and_blocking_match_redis";
+    let seeds = seeds_to_run(TX_SEEDS);
+    // Redis checks blocked clients' deadlines on its cron: at 100 Hz a 10 ms
+    // timeout ends within about 10 ms rather than 100.
+    let Some(total) = compare_run(test, &seeds, true, &["--hz", "100"]) else { return };
+    let [run, aborted, unwatched] = total.exec;
+    eprintln!(
+        "{test}: EXEC ran {run} transactions, {aborted} aborted on queue-time errors, {unwatched} on a broken watch; \
+         {} blocking commands timed out",
+        total.timeouts
+    );
+    assert!(total.commands >= seeds.len() * TX_COMMANDS_PER_SEED, "{test}: only {} commands compared", total.commands);
+    if std::env::var_os("KVIK_DIFF_SEED").is_none() {
+        // The generator must keep reaching every outcome it is meant to test.
+        assert!(run > 0 && aborted > 0 && unwatched > 0 && total.timeouts > 0, "{test}: an outcome was never reached");
+        let nested = total.by_name.get("MULTI").map_or(0, |(_, errors)| *errors);
+        assert!(nested > 0, "{test}: no nested MULTI was refused");
+    }
 }
 
 #[test]
 fn sequences_are_deterministic_and_well_formed() {
     for seed in [1, 2, 77] {
-        let a: Vec<String> = sequence(seed).iter().map(Command::show).collect();
-        let b: Vec<String> = sequence(seed).iter().map(Command::show).collect();
-        assert_eq!(a, b);
-        assert!(a.len() >= COMMANDS_PER_SEED);
+        for extended in [false, true] {
+            let a: Vec<String> = sequence(seed, extended).iter().map(Command::show).collect();
+            let b: Vec<String> = sequence(seed, extended).iter().map(Command::show).collect();
+            assert_eq!(a, b);
+            assert!(a.len() >= if extended { TX_COMMANDS_PER_SEED } else { COMMANDS_PER_SEED });
+        }
     }
     let stream = b"*2\r\n$1\r\nb\r\n$1\r\na\r\n:1\r\n";
     let parts = split_replies(stream);

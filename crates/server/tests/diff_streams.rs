@@ -320,6 +320,8 @@ fn group_cases() -> Vec<Case> {
                 "XREADGROUP GROUP g STREAMS s >",
                 "XREADGROUP GROUP g c STREAMS s",
                 "XREADGROUP GROUP g c STREAMS s bad",
+                "XREADGROUP GROUP g c COUNT 1 STREAMS s",
+                "XREADGROUP GROUP g c STREAMS s a >",
                 "HELLO 3",
                 "XADD s 5-0 e 5",
                 "XREADGROUP GROUP g dave STREAMS s >",

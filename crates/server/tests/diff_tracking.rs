@@ -104,6 +104,32 @@ fn cases() -> Vec<Case> {
             "reset turns tracking off",
             &["HELLO 3", "CLIENT TRACKING on BCAST PREFIX p", "RESET", "CLIENT TRACKINGINFO", "CLIENT GETREDIR"],
         ),
+        // A client's own changes invalidate its keys (no NOLOOP). In Redis
+        // 7.0 consumer group commands and XSETID are no change of the key,
+        // and PFCOUNT storing a fresh cached count is one.
+        lines(
+            "which stream and hll commands invalidate",
+            &[
+                "HELLO 3",
+                "XADD x 1-0 f v",
+                "PFADD p a b",
+                "CLIENT TRACKING on",
+                "XLEN x",
+                "XGROUP CREATE x g 0",
+                "XGROUP CREATECONSUMER x g c",
+                "XREADGROUP GROUP g c2 STREAMS x >",
+                "XGROUP SETID x g 0",
+                "XGROUP DELCONSUMER x g c",
+                "XGROUP DESTROY x g",
+                "XSETID x 5-0",
+                "XADD x 6-0 f v",
+                "GET p",
+                "PFCOUNT p",
+                "GET p",
+                "PFCOUNT p",
+                "PING",
+            ],
+        ),
         lines(
             "the option in CONFIG",
             &[

@@ -128,6 +128,9 @@ fn count_one<T: ReplyTarget>(c: &mut Ctx<'_, T>) -> Result<u64, Refusal> {
     }
     let n = hll::count(bytes).map_err(|_| Refusal::Corrupt)?;
     hll::store_count(bytes, n);
+    // Storing the count rewrites the value: Redis counts it as a change
+    // (a watch on the key breaks, tracking clients are told), without an event.
+    crate::changes::key_changed(c.state, db, key, c.session.id);
     Ok(n)
 }
 

@@ -439,11 +439,11 @@ fn parse_read_args<'a, T: ReplyTarget>(c: &Ctx<'a, T>, group_cmd: bool) -> Resul
             streams_at = i + 1;
             let n = argc - streams_at;
             if !n.is_multiple_of(2) {
-                let (name, symbol) = if group_cmd { ("XREADGROUP", '>') } else { ("XREAD", '$') };
-                return Err(format!(
-                    "ERR Unbalanced {name} list of streams: for each stream key an ID or '{symbol}' must be specified."
-                )
-                .into_bytes());
+                // Redis 7.0 names XREAD and `$` for XREADGROUP too.
+                return Err(
+                    b"ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
+                        .to_vec(),
+                );
             }
             a.keys = (streams_at..streams_at + n / 2).map(|k| c.arg(k)).collect();
             a.ids = (streams_at + n / 2..argc).map(|k| c.arg(k)).collect();
@@ -574,7 +574,7 @@ fn xread<T: ReplyTarget>(c: &mut Ctx<'_, T>, group_cmd: bool) {
             (Some((group, consumer)), start) => {
                 let (entries, created) = read_group(stream, group, consumer, start, a.count, a.noack, now);
                 if created {
-                    c.notify(EventClass::Stream, "xgroup-createconsumer", key);
+                    announce(c, "xgroup-createconsumer", key);
                 }
                 match entries {
                     Some(e) => e,
@@ -1070,7 +1070,7 @@ fn xclaim<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let created = group.consumers.len() > known;
     stream.groups.insert(CompactBytes::new(group_name), group);
     if created {
-        c.notify(EventClass::Stream, "xgroup-createconsumer", key);
+        announce(c, "xgroup-createconsumer", key);
     }
     drop(shard);
     c.reply(|s| {
@@ -1182,7 +1182,7 @@ fn xautoclaim<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let created = group.consumers.len() > known;
     stream.groups.insert(CompactBytes::new(group_name), group);
     if created {
-        c.notify(EventClass::Stream, "xgroup-createconsumer", key);
+        announce(c, "xgroup-createconsumer", key);
     }
     drop(shard);
     c.reply(|s| {
@@ -1200,6 +1200,14 @@ fn xautoclaim<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             s.bulk(&id.to_text());
         }
     });
+}
+
+/// Publish a consumer group or XSETID event without counting it as a
+/// change of the key: Redis 7.0 neither fails the EXEC of a client watching
+/// the key nor invalidates it for tracking clients on these.
+fn announce<T: ReplyTarget>(c: &mut Ctx<'_, T>, event: &str, key: &[u8]) {
+    crate::changes::flush_server_events(c.state);
+    crate::changes::publish_event(c.state, EventClass::Stream, event, c.session.db, key);
 }
 
 /// `XSETID key last-id [ENTRIESADDED n] [MAXDELETEDID id]`
@@ -1256,7 +1264,7 @@ fn xsetid<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     if max_deleted != StreamId::MIN {
         stream.max_deleted_id = max_deleted;
     }
-    c.notify(EventClass::Stream, "xsetid", key);
+    announce(c, "xsetid", key);
     drop(shard);
     c.ok();
 }
@@ -1332,7 +1340,12 @@ fn xgroup<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             }
             let read = entries_read.unwrap_or(None);
             stream.groups.insert(name, Group { last_id: id, entries_read: read, ..Group::default() });
-            c.notify(EventClass::Stream, "xgroup-create", key);
+            if exists.is_none() {
+                // MKSTREAM made the key: that is a change.
+                c.notify(EventClass::Stream, "xgroup-create", key);
+            } else {
+                announce(c, "xgroup-create", key);
+            }
             drop(shard);
             c.ok();
         }
@@ -1347,7 +1360,7 @@ fn xgroup<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
                 }
             }
             if set {
-                c.notify(EventClass::Stream, "xgroup-setid", key);
+                announce(c, "xgroup-setid", key);
             }
             drop(shard);
             c.ok();
@@ -1358,7 +1371,7 @@ fn xgroup<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
                 _ => false,
             };
             if removed {
-                c.notify(EventClass::Stream, "xgroup-destroy", key);
+                announce(c, "xgroup-destroy", key);
             }
             // Readers blocked on the group learn that it is gone.
             blocking::signal(c.state, db, key);
@@ -1377,7 +1390,7 @@ fn xgroup<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
                 }
             }
             if created {
-                c.notify(EventClass::Stream, "xgroup-createconsumer", key);
+                announce(c, "xgroup-createconsumer", key);
             }
             drop(shard);
             c.reply(|s| s.integer(i64::from(created)));
@@ -1397,7 +1410,7 @@ fn xgroup<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
                 }
             }
             if removed {
-                c.notify(EventClass::Stream, "xgroup-delconsumer", key);
+                announce(c, "xgroup-delconsumer", key);
             }
             drop(shard);
             c.reply(|s| s.integer(i64::try_from(pending).unwrap_or(i64::MAX)));
