@@ -8,12 +8,17 @@
 
 mod common;
 
+/// `common::run_threads` with this file's deadline.
+fn run_threads_until<R: Send + 'static>(count: usize, work: impl Fn(usize) -> R + Send + Sync + 'static) -> Vec<R> {
+    common::run_threads(count, DEADLINE, work)
+}
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
-use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::thread;
+use std::time::Duration;
 
 use common::diff::multibulk;
 use common::{connect, reply_len, start_kvik_with, ServerProcess, REPLY_TIMEOUT};
@@ -110,24 +115,6 @@ fn args(parts: &[&[u8]]) -> Vec<Vec<u8>> {
     parts.iter().map(|p| p.to_vec()).collect()
 }
 
-/// Run `count` threads of `work(index)` and wait for all of them, failing
-/// when one panics or when they are not done by the deadline.
-fn run_threads<R: Send + 'static>(count: usize, work: impl Fn(usize) -> R + Send + Sync + 'static) -> Vec<R> {
-    let work = Arc::new(work);
-    let handles: Vec<JoinHandle<R>> = (0..count)
-        .map(|i| {
-            let work = Arc::clone(&work);
-            thread::spawn(move || work(i))
-        })
-        .collect();
-    let deadline = Instant::now() + DEADLINE;
-    while !handles.iter().all(JoinHandle::is_finished) {
-        assert!(Instant::now() < deadline, "client threads still running after {DEADLINE:?}");
-        thread::sleep(Duration::from_millis(10));
-    }
-    handles.into_iter().map(|h| h.join().unwrap_or_else(|_| panic!("a client thread failed"))).collect()
-}
-
 /// Every INCR on one key is seen by exactly one client: the replies are
 /// 1..=total with no repeats and no gaps, and the key ends at the total.
 #[test]
@@ -137,7 +124,7 @@ fn incr_on_one_key_from_many_clients_counts_exactly() {
     const BATCH: usize = 100;
     let server = start();
     let port = server.port;
-    let seen = run_threads(CLIENTS, move |_| {
+    let seen = run_threads_until(CLIENTS, move |_| {
         let mut c = Client::new(port);
         let batch = vec![args(&[b"INCR", b"counter"]); BATCH];
         let mut seen = Vec::with_capacity(ROUNDS * BATCH);
@@ -172,7 +159,7 @@ fn incrby_on_many_keys_from_many_clients_sums_exactly() {
     }
     let server = start();
     let port = server.port;
-    run_threads(CLIENTS, move |t| {
+    run_threads_until(CLIENTS, move |t| {
         let mut c = Client::new(port);
         for chunk in (0..OPS).collect::<Vec<_>>().chunks(BATCH) {
             let batch: Vec<Vec<Vec<u8>>> = chunk
@@ -232,7 +219,7 @@ fn mset_mget_del_exists_are_atomic_across_shards() {
     let done = Arc::new(AtomicBool::new(false));
     let readers_done = Arc::clone(&done);
     let readers = thread::spawn(move || {
-        run_threads(READERS, move |_| {
+        run_threads_until(READERS, move |_| {
             let mut c = Client::new(port);
             let pair = [args(&[b"MGET", b"a{x}", b"b{y}"]), args(&[b"EXISTS", b"a{x}", b"b{y}"])];
             let batch: Vec<Vec<Vec<u8>>> = pair.iter().cycle().take(BATCH).cloned().collect();
@@ -253,7 +240,7 @@ fn mset_mget_del_exists_are_atomic_across_shards() {
             observed
         })
     });
-    run_threads(WRITERS, move |t| {
+    run_threads_until(WRITERS, move |t| {
         let mut c = Client::new(port);
         for chunk in (0..WRITES).collect::<Vec<_>>().chunks(BATCH) {
             let batch: Vec<Vec<Vec<u8>>> = chunk
@@ -289,7 +276,7 @@ fn setnx_and_del_races_have_exactly_one_winner() {
     let server = start();
     let port = server.port;
     let barrier = Arc::new(Barrier::new(CLIENTS));
-    let wins = run_threads(CLIENTS, move |t| {
+    let wins = run_threads_until(CLIENTS, move |t| {
         let mut c = Client::new(port);
         let me = format!("client-{t}").into_bytes();
         let mut race = |command: &[u8]| -> Vec<i64> {
@@ -351,7 +338,7 @@ fn connections_come_and_go_while_others_work() {
     let server = start();
     let port = server.port;
     let churn = thread::spawn(move || {
-        run_threads(CHURNERS, move |t| {
+        run_threads_until(CHURNERS, move |t| {
             for i in 0..CONNECTIONS {
                 let mut s = connect(port);
                 match (t + i) % 5 {
@@ -374,7 +361,7 @@ fn connections_come_and_go_while_others_work() {
             }
         })
     });
-    run_threads(WORKERS, move |_| {
+    run_threads_until(WORKERS, move |_| {
         let mut c = Client::new(port);
         let batch = vec![args(&[b"INCR", b"work"]); BATCH];
         for _ in 0..INCRS / BATCH {
@@ -408,7 +395,7 @@ fn rename_across_shards_never_shows_both_or_neither() {
     let done = Arc::new(AtomicBool::new(false));
     let lookers_done = Arc::clone(&done);
     let lookers = thread::spawn(move || {
-        run_threads(LOOKERS, move |_| {
+        run_threads_until(LOOKERS, move |_| {
             let mut c = Client::new(port);
             let look = [args(&[b"EXISTS", b"a{x}", b"b{y}"]), args(&[b"MGET", b"a{x}", b"b{y}"])];
             let batch: Vec<Vec<Vec<u8>>> = look.iter().cycle().take(BATCH).cloned().collect();
@@ -426,7 +413,7 @@ fn rename_across_shards_never_shows_both_or_neither() {
             }
         })
     });
-    run_threads(RENAMERS, move |_| {
+    run_threads_until(RENAMERS, move |_| {
         let mut c = Client::new(port);
         // Each RENAME fails with "no such key" when another client moved the key first.
         let there_and_back = [args(&[b"RENAME", b"a{x}", b"b{y}"]), args(&[b"RENAME", b"b{y}", b"a{x}"])];

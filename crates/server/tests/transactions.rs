@@ -9,9 +9,14 @@
 
 mod common;
 
+/// `common::run_threads` with this file's deadline.
+fn run_threads_until<R: Send + 'static>(count: usize, work: impl Fn(usize) -> R + Send + Sync + 'static) -> Vec<R> {
+    common::run_threads(count, DEADLINE, work)
+}
+
 use std::net::TcpStream;
 use std::sync::Arc;
-use std::thread::{self, JoinHandle};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{call_text, connect, elements_of, start_kvik_with, ServerProcess};
@@ -21,24 +26,6 @@ const DEADLINE: Duration = Duration::from_secs(60);
 
 fn start() -> ServerProcess {
     start_kvik_with(&["--threads", "2"])
-}
-
-/// Run `count` threads of `work(index)` and wait for all of them, failing
-/// when one panics or when they are not done by the deadline.
-fn run_threads<R: Send + 'static>(count: usize, work: impl Fn(usize) -> R + Send + Sync + 'static) -> Vec<R> {
-    let work = Arc::new(work);
-    let handles: Vec<JoinHandle<R>> = (0..count)
-        .map(|i| {
-            let work = Arc::clone(&work);
-            thread::spawn(move || work(i))
-        })
-        .collect();
-    let deadline = Instant::now() + DEADLINE;
-    while !handles.iter().all(JoinHandle::is_finished) {
-        assert!(Instant::now() < deadline, "client threads still running after {DEADLINE:?}: deadlock?");
-        thread::sleep(Duration::from_millis(10));
-    }
-    handles.into_iter().map(|h| h.join().unwrap_or_else(|_| panic!("a client thread failed"))).collect()
 }
 
 fn integer(reply: &[u8]) -> i64 {
@@ -68,7 +55,7 @@ fn watch_retry_increments_from_many_clients_count_exactly() {
     const INCREMENTS: usize = 40;
     let server = start();
     let port = server.port;
-    let retries = run_threads(CLIENTS, move |_| {
+    let retries = run_threads_until(CLIENTS, move |_| {
         let mut s = connect(port);
         let mut retries = 0;
         for _ in 0..INCREMENTS {
@@ -113,7 +100,7 @@ fn transfers_across_shards_keep_the_sum_for_readers_in_multi() {
         assert_eq!(call_text(&mut s, &["SET", a, &START.to_string()]), b"+OK\r\n");
     }
     let accounts = Arc::new(accounts);
-    let sums = run_threads(WRITERS + READERS, move |t| {
+    let sums = run_threads_until(WRITERS + READERS, move |t| {
         let mut s = connect(port);
         let mut sums = Vec::new();
         for round in 0..ROUNDS {
@@ -159,7 +146,7 @@ fn transactions_over_every_shard_run_alongside_traffic() {
     const ROUNDS: usize = 150;
     let server = start();
     let port = server.port;
-    run_threads(8, move |t| {
+    run_threads_until(8, move |t| {
         let mut s = connect(port);
         for round in 0..ROUNDS {
             let key = format!("k:{t}:{}", round % 10);

@@ -316,3 +316,27 @@ pub fn reply_len(buf: &[u8]) -> Option<usize> {
         _ => None,
     }
 }
+
+/// Run `count` threads of `work(index)` and wait for all of them, failing
+/// when one panics or when they are not all done within `deadline` (a
+/// deadlock in the server must fail the test, not hang it).
+pub fn run_threads<R: Send + 'static>(
+    count: usize,
+    deadline: std::time::Duration,
+    work: impl Fn(usize) -> R + Send + Sync + 'static,
+) -> Vec<R> {
+    use std::thread::JoinHandle;
+    let work = std::sync::Arc::new(work);
+    let handles: Vec<JoinHandle<R>> = (0..count)
+        .map(|i| {
+            let work = std::sync::Arc::clone(&work);
+            std::thread::spawn(move || work(i))
+        })
+        .collect();
+    let until = std::time::Instant::now() + deadline;
+    while !handles.iter().all(JoinHandle::is_finished) {
+        assert!(std::time::Instant::now() < until, "client threads still running after {deadline:?}: deadlock?");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    handles.into_iter().map(|h| h.join().unwrap_or_else(|_| panic!("a client thread failed"))).collect()
+}
