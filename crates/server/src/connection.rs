@@ -28,7 +28,6 @@
 //! find where the next one starts), so, as Redis does, the connection gets
 //! the error text after the replies already due and is then closed.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::io;
 use std::os::fd::AsRawFd;
@@ -48,8 +47,9 @@ use kvik_protocol::respb::handshake::{self, Greeting};
 use kvik_protocol::respb::{detect, Decoded, Detected, Frame, RespbDecoder, RespbLimits, RespbReplyWriter};
 use kvik_protocol::{CommandArgs, ReplySink};
 
-use crate::blocking::{Cancel, Encoding, Ended, Waiter};
+use crate::blocking::{Cancel, Ended, Waiter};
 use crate::commands::{execute, held_by_pause, Outcome, ReplyTarget, Request};
+use crate::mux::{self, Channels, Queued, RespbTarget};
 use crate::pubsub::{encode_message, Message};
 use crate::session::Session;
 use crate::state::ServerState;
@@ -476,10 +476,10 @@ async fn run<S: ClientStream>(conn: &mut Conn<'_, S>) -> io::Result<()> {
     };
     match detect(first) {
         Detected::Resp => serve_resp(conn, &mut buf).await,
-        Detected::Respb => serve_respb(conn, &mut buf).await,
+        Detected::Respb => serve_respb(conn, &mut buf, None).await,
         Detected::Handshake => {
             if greet(conn, &mut buf).await? {
-                serve_respb(conn, &mut buf).await
+                serve_respb(conn, &mut buf, None).await
             } else {
                 Ok(())
             }
@@ -546,25 +546,6 @@ impl ReplyTarget for RespTarget<'_> {
     }
 }
 
-/// Replies for one RESPB channel, as frames on its mux id.
-///
-/// One writer serves every reply of a command, so a reply written in parts
-/// (`EXEC`'s array header, then each queued command's reply) stays one frame.
-struct RespbTarget<'a> {
-    writer: RespbReplyWriter<'a>,
-    mux: u16,
-}
-
-impl ReplyTarget for RespbTarget<'_> {
-    fn reply<F: FnOnce(&mut dyn ReplySink)>(&mut self, _session: &Session, write: F) {
-        write(&mut self.writer);
-    }
-
-    fn encoding(&self, _session: &Session) -> Encoding {
-        Encoding::Respb(self.mux)
-    }
-}
-
 /// Redis's text for a protocol error. Unlike the parser's `Display`, which
 /// must produce a `str`, this quotes a non-ASCII byte as the raw byte, as
 /// Redis does.
@@ -583,7 +564,7 @@ fn protocol_error_text(e: &RequestError) -> Vec<u8> {
 /// A new logical client, registered in the client list; it starts
 /// authenticated when no password is required. `wake` is notified when the
 /// client is killed (only clients with a socket of their own have one).
-fn new_session(state: &ServerState, peer: &Peer, wake: Option<Arc<Notify>>) -> Session {
+pub(crate) fn new_session(state: &ServerState, peer: &Peer, wake: Option<Arc<Notify>>) -> Session {
     let mut session = Session::connected(state, peer.addr.clone(), peer.laddr.clone(), peer.fd, wake);
     session.local = peer.local;
     session
@@ -612,7 +593,7 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
     let mut args = CommandArgs::new();
     let wake = Arc::new(Notify::new());
     let mut session = new_session(state, &conn.peer, Some(Arc::clone(&wake)));
-    let mut killed = Event::notified(wake);
+    let mut killed = Event::notified(Arc::clone(&wake));
     let mut out = Vec::new();
     loop {
         let mut want = 0;
@@ -697,6 +678,11 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
             conn.send(&out).await?;
             out.clear();
         }
+        if close && session.upgrade_respb {
+            // `HELLO 3 PROTO RESPB`: its reply was the last RESP bytes.
+            session.upgrade_respb = false;
+            return Box::pin(serve_respb(conn, buf, Some((session, wake)))).await;
+        }
         if close || conn.fill_for(buf, want, &mut session, &mut killed).await? == 0 {
             return Ok(());
         }
@@ -725,70 +711,80 @@ async fn greet<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffer) ->
     }
 }
 
-async fn serve_respb<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffer) -> io::Result<()> {
+async fn serve_respb<S: ClientStream>(
+    conn: &mut Conn<'_, S>,
+    buf: &mut ReadBuffer,
+    upgraded: Option<(Session, Arc<Notify>)>,
+) -> io::Result<()> {
     let state = conn.state;
     let max_bulk_len = state.limits.proto_max_bulk_len();
     let limits = RespbLimits { max_bulk_len, max_passthrough_len: max_bulk_len.saturating_add(64 * 1024) };
     let mut decoder = RespbDecoder::new(limits);
     let mut args = CommandArgs::new();
-    let peer = conn.peer.clone();
-    // Every mux id is its own logical client, created on first use.
-    let mut channels: HashMap<u16, Session> = HashMap::new();
+    let (wake, first) = match upgraded {
+        Some((session, wake)) => (wake, Some(session)),
+        None => (Arc::new(Notify::new()), None),
+    };
+    // Every mux id is its own logical client, created on first use; a RESP
+    // client that switched to RESPB goes on as channel 0.
+    let mut channels = Channels::new(state, conn.peer.clone(), Arc::clone(&wake));
+    if let Some(session) = first {
+        channels.adopt(0, session);
+    }
+    let mut kill = Event::notified(Arc::clone(&wake));
     let mut out = Vec::new();
     loop {
         let mut want = 0;
         let mut close = false;
+        // Channels whose wait ended answer, then run the frames queued behind.
+        if !settle(conn, &mut channels, &mut out).await? {
+            return Ok(());
+        }
         loop {
+            if channels.stalled() {
+                break;
+            }
             let pending = buf.pending();
             if pending.is_empty() {
                 break;
             }
             match decoder.decode(pending, &mut args) {
                 Ok(Decoded::Frame { frame, consumed }) => {
-                    let mut blocked = None;
                     match frame {
                         Frame::Command { mux } => {
-                            let session = channels.entry(mux).or_insert_with(|| new_session(state, &peer, None));
                             let req = Request::new(&args, pending);
-                            // A held command holds up the channels behind it on this connection too,
-                            // since frames are served in order.
-                            if let Some(spec) = held_by_pause(state, req, session) {
-                                if !out.is_empty() {
-                                    conn.send(&out).await?;
-                                    out.clear();
+                            match channels.open(mux).map(|ch| ch.busy()) {
+                                None => {
+                                    state.stats.error_reply(mux::TOO_MANY);
+                                    RespbReplyWriter::new(&mut out, mux).error(mux::TOO_MANY);
                                 }
-                                if !conn.wait_for_pause(spec, &mut Event::never()).await {
-                                    return Ok(());
+                                Some(true) => {
+                                    let (owned, size) = mux::owned(&req);
+                                    channels.enqueue(mux, Queued::Command(owned), size);
                                 }
-                            }
-                            let mut target = RespbTarget { writer: RespbReplyWriter::new(&mut out, mux), mux };
-                            // QUIT ends the logical client that sent it, not its neighbours.
-                            match execute(state, req, session, &mut target) {
-                                Outcome::Close => {
-                                    channels.remove(&mux);
+                                Some(false) => {
+                                    if !run_frame(conn, &mut channels, mux, req, &mut out).await? {
+                                        return Ok(());
+                                    }
                                 }
-                                Outcome::Block => blocked = Some(session.id),
-                                Outcome::Continue => {}
                             }
                         }
                         Frame::MuxCreate { mux, target } => {
-                            channels.entry(target).or_insert_with(|| new_session(state, &peer, None));
-                            RespbReplyWriter::new(&mut out, mux).simple(b"OK");
+                            // Re-creating an open channel starts it afresh.
+                            channels.close(target);
+                            if channels.open(target).is_some() {
+                                answer_ok(&mut channels, mux, target, &mut out);
+                            } else {
+                                state.stats.error_reply(mux::TOO_MANY);
+                                RespbReplyWriter::new(&mut out, mux).error(mux::TOO_MANY);
+                            }
                         }
                         Frame::MuxClose { mux, target } => {
-                            channels.remove(&target);
-                            RespbReplyWriter::new(&mut out, mux).simple(b"OK");
+                            channels.close(target);
+                            answer_ok(&mut channels, mux, target, &mut out);
                         }
                     }
                     buf.consume(consumed);
-                    if let Some(id) = blocked {
-                        // The whole connection waits for a blocked channel,
-                        // since frames are served in order.
-                        match conn.wait_blocked(buf, &mut out, id, &mut Event::never()).await? {
-                            Some(reply) => out.extend_from_slice(&reply),
-                            None => return Ok(()),
-                        }
-                    }
                     if conn.over_hard_limit(out.len()) {
                         return Ok(());
                     }
@@ -809,12 +805,154 @@ async fn serve_respb<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuff
             }
         }
         state.tracking.flush_broadcasts(&state.clients, state.pubsub.hard_limit());
+        channels.drain_all(&mut out);
         if !out.is_empty() {
             conn.send(&out).await?;
             out.clear();
         }
-        if close || conn.fill(buf, want).await? == 0 {
+        if close || !wait_respb(conn, buf, want, &mut channels, &mut kill, &wake, &mut out).await {
             return Ok(());
         }
     }
+}
+
+/// The `OK` of a MUX_CREATE / MUX_CLOSE sent on `mux`: at once, or in
+/// `mux`'s order when frames before it wait there.
+fn answer_ok(channels: &mut Channels<'_>, mux: u16, target: u16, out: &mut Vec<u8>) {
+    match channels.get(mux) {
+        Some(ch) if mux != target && ch.busy() => channels.enqueue(mux, Queued::Ok, 16),
+        _ => RespbReplyWriter::new(out, mux).simple(b"OK"),
+    }
+}
+
+/// Run `req` on free channel `mux`. False when the connection is to end.
+async fn run_frame<S: ClientStream>(
+    conn: &mut Conn<'_, S>,
+    channels: &mut Channels<'_>,
+    mux: u16,
+    req: Request<'_>,
+    out: &mut Vec<u8>,
+) -> io::Result<bool> {
+    let state = conn.state;
+    let Some(ch) = channels.get(mux) else { return Ok(true) };
+    // A held command holds up the whole connection, as a RESP client's would.
+    if let Some(spec) = held_by_pause(state, req, &ch.session) {
+        if !out.is_empty() {
+            conn.send(out).await?;
+            out.clear();
+        }
+        if !conn.wait_for_pause(spec, &mut Event::never()).await {
+            return Ok(false);
+        }
+    }
+    // QUIT ends the logical client that sent it, not its neighbours.
+    match execute(state, req, &mut ch.session, &mut RespbTarget::new(out, mux)) {
+        Outcome::Close => channels.close(mux),
+        Outcome::Block => channels.block(mux),
+        Outcome::Continue => {}
+    }
+    channels.after_command(mux, out);
+    Ok(true)
+}
+
+/// Answer the channels whose blocked command ended and run the frames
+/// queued behind them, in order, until each is free or blocked again.
+/// False when the connection is to end.
+async fn settle<S: ClientStream>(
+    conn: &mut Conn<'_, S>,
+    channels: &mut Channels<'_>,
+    out: &mut Vec<u8>,
+) -> io::Result<bool> {
+    if !channels.any_busy() {
+        return Ok(true);
+    }
+    for mux in channels.busy_channels() {
+        if !channels.settle_wait(mux, out) {
+            continue;
+        }
+        while let Some(item) = channels.next_queued(mux) {
+            match item {
+                Queued::Ok => RespbReplyWriter::new(out, mux).simple(b"OK"),
+                Queued::Command(args) => {
+                    if !run_frame(conn, channels, mux, Request::new(&args, &[]), out).await? {
+                        return Ok(false);
+                    }
+                }
+            }
+            if conn.over_hard_limit(out.len()) {
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// What ended a RESPB connection's wait.
+enum MuxWake {
+    Input,
+    Closed,
+    Killed,
+    Event,
+    Timeout,
+}
+
+/// Wait for input, a blocked channel's answer or timeout, a push for a
+/// channel, or a channel's kill. False when the connection is to end.
+/// Reading stops while the channel queues are full (backpressure).
+async fn wait_respb<S: ClientStream>(
+    conn: &mut Conn<'_, S>,
+    buf: &mut ReadBuffer,
+    want: usize,
+    channels: &mut Channels<'_>,
+    kill: &mut Event,
+    wake: &Arc<Notify>,
+    out: &mut Vec<u8>,
+) -> bool {
+    let state = conn.state;
+    let may_read = !channels.stalled() && buf.pending().len() <= state.limits.query_buffer_limit();
+    if !may_read && !channels.any_busy() {
+        return false;
+    }
+    // As in Redis, `timeout` spares blocked and subscribed clients.
+    let idle = if channels.any_busy() || channels.any_listening() { 0 } else { state.limits.idle_timeout() };
+    let deadline = channels.next_deadline();
+    let Conn { stream, shutdown, .. } = conn;
+    let read = async {
+        if !may_read {
+            return std::future::pending().await;
+        }
+        if idle > 0 {
+            tokio::time::timeout(Duration::from_secs(idle), buf.fill(stream, want)).await.unwrap_or(Ok(0))
+        } else {
+            buf.fill(stream, want).await
+        }
+    };
+    let sleep = async {
+        match deadline {
+            Some(d) => tokio::time::sleep_until(d.into()).await,
+            None => std::future::pending().await,
+        }
+    };
+    let events = std::future::poll_fn(|cx| channels.poll_events(cx, out));
+    let why = tokio::select! {
+        biased;
+        () = shutdown => MuxWake::Closed,
+        () = &mut *kill => MuxWake::Killed,
+        () = events => MuxWake::Event,
+        () = sleep => MuxWake::Timeout,
+        r = read => match r {
+            Ok(0) | Err(_) => MuxWake::Closed,
+            Ok(_) => MuxWake::Input,
+        },
+    };
+    match why {
+        MuxWake::Closed => return false,
+        MuxWake::Killed => {
+            *kill = Event::notified(Arc::clone(wake));
+            channels.close_killed();
+        }
+        MuxWake::Timeout => channels.expire(Instant::now()),
+        MuxWake::Input | MuxWake::Event => {}
+    }
+    true
 }

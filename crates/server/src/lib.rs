@@ -25,6 +25,7 @@ pub mod config;
 pub mod connection;
 pub mod keyspace;
 pub mod listener;
+pub mod mux;
 pub mod pause;
 pub mod pubsub;
 pub mod session;
