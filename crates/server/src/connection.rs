@@ -509,6 +509,43 @@ impl ReadBuffer {
         self.start = (self.start + n).min(self.end);
     }
 
+    /// Move the unconsumed bytes to the front and make room for at least
+    /// `want` bytes (within [`MAX_GROWTH`]).
+    fn make_room(&mut self, want: usize) {
+        if self.start > 0 {
+            self.data.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        let room = want.clamp(MIN_READ, MAX_GROWTH);
+        if self.data.len() - self.end < room {
+            self.data.resize(self.end + room, 0);
+        }
+    }
+
+    /// [`ReadBuffer::fill`] as a poll, for a task that also polls the socket's
+    /// other direction.
+    fn poll_fill<S: ClientStream>(
+        &mut self,
+        cx: &mut Context<'_>,
+        stream: &mut S,
+        want: usize,
+    ) -> Poll<io::Result<usize>> {
+        self.make_room(want);
+        loop {
+            let mut read = tokio::io::ReadBuf::new(&mut self.data[self.end..]);
+            match Pin::new(&mut *stream).poll_read(cx, &mut read) {
+                Poll::Ready(Ok(())) => {
+                    let n = read.filled().len();
+                    self.end += n;
+                    return Poll::Ready(Ok(n));
+                }
+                Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                other => return other.map_ok(|()| 0),
+            }
+        }
+    }
+
     /// One read from `stream`, making room for at least `want` bytes (within
     /// [`MAX_GROWTH`]). Returns the bytes read; 0 means the client closed.
     async fn fill<S: ClientStream>(&mut self, stream: &mut S, want: usize) -> io::Result<usize> {
@@ -711,6 +748,78 @@ async fn greet<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffer) ->
     }
 }
 
+/// A RESPB connection's replies: `out` collects new replies while
+/// `inflight`, replies already handed over, is being written. The connection
+/// goes on reading and running frames while a large reply is written, until
+/// `out` holds [`FLUSH_AT`] bytes (backpressure).
+#[derive(Default)]
+struct Outgoing {
+    out: Vec<u8>,
+    inflight: Vec<u8>,
+    sent: usize,
+    /// When `inflight` last made progress, for `timeout`.
+    progress: Option<Instant>,
+}
+
+impl Outgoing {
+    /// Whether everything handed over was written.
+    fn idle(&self) -> bool {
+        self.sent >= self.inflight.len()
+    }
+
+    /// Hand `out` over to be written, if the previous write is done.
+    fn hand_over(&mut self) {
+        if self.idle() && !self.out.is_empty() {
+            self.inflight.clear();
+            self.sent = 0;
+            std::mem::swap(&mut self.inflight, &mut self.out);
+            self.progress = Some(Instant::now());
+        }
+    }
+
+    /// Whether new replies must wait for the socket before more frames run.
+    fn full(&self) -> bool {
+        self.out.len() >= FLUSH_AT
+    }
+
+    /// Write everything, waiting for the socket (before a pause or a close).
+    async fn flush_all<S: ClientStream>(&mut self, conn: &mut Conn<'_, S>) -> io::Result<()> {
+        if !self.idle() {
+            conn.send(&self.inflight[self.sent..]).await?;
+            self.sent = self.inflight.len();
+        }
+        if !self.out.is_empty() {
+            conn.send(&self.out).await?;
+            self.out.clear();
+        }
+        Ok(())
+    }
+
+    /// When the client is to be closed for not taking its replies: above
+    /// the soft output limit too long, or taking nothing for `timeout`.
+    fn write_deadline(&self, conn: &mut Conn<'_, impl ClientStream>) -> Option<Instant> {
+        if self.idle() {
+            conn.over_soft_since = None;
+            return None;
+        }
+        let pending = (self.inflight.len() - self.sent + self.out.len()) as u64;
+        let limit = conn.state.limits.output_limit();
+        let mut deadline = None;
+        if limit.soft > 0 && limit.soft_seconds > 0 && pending > limit.soft {
+            let since = *conn.over_soft_since.get_or_insert_with(Instant::now);
+            deadline = Some(since + Duration::from_secs(limit.soft_seconds));
+        } else {
+            conn.over_soft_since = None;
+        }
+        let idle = conn.state.limits.idle_timeout();
+        if idle > 0 {
+            let stall = self.progress.unwrap_or_else(Instant::now) + Duration::from_secs(idle);
+            deadline = Some(deadline.map_or(stall, |d: Instant| d.min(stall)));
+        }
+        deadline
+    }
+}
+
 async fn serve_respb<S: ClientStream>(
     conn: &mut Conn<'_, S>,
     buf: &mut ReadBuffer,
@@ -732,22 +841,26 @@ async fn serve_respb<S: ClientStream>(
         channels.adopt(0, session);
     }
     let mut kill = Event::notified(Arc::clone(&wake));
-    let mut out = Vec::new();
+    let mut output = Outgoing::default();
+    // The client stopped sending: what it sent is still answered.
+    let mut eof = false;
     loop {
         let mut want = 0;
+        let mut need_more = false;
         let mut close = false;
         // Channels whose wait ended answer, then run the frames queued behind.
-        if !settle(conn, &mut channels, &mut out).await? {
+        if !settle(conn, &mut channels, &mut output).await? {
             return Ok(());
         }
         loop {
-            if channels.stalled() {
+            if channels.stalled() || output.full() {
                 break;
             }
             let pending = buf.pending();
             if pending.is_empty() {
                 break;
             }
+            let out = &mut output.out;
             match decoder.decode(pending, &mut args) {
                 Ok(Decoded::Frame { frame, consumed }) => {
                     match frame {
@@ -756,14 +869,14 @@ async fn serve_respb<S: ClientStream>(
                             match channels.open(mux).map(|ch| ch.busy()) {
                                 None => {
                                     state.stats.error_reply(mux::TOO_MANY);
-                                    RespbReplyWriter::new(&mut out, mux).error(mux::TOO_MANY);
+                                    RespbReplyWriter::new(out, mux).error(mux::TOO_MANY);
                                 }
                                 Some(true) => {
                                     let (owned, size) = mux::owned(&req);
                                     channels.enqueue(mux, Queued::Command(owned), size);
                                 }
                                 Some(false) => {
-                                    if !run_frame(conn, &mut channels, mux, req, &mut out).await? {
+                                    if !run_frame(conn, &mut channels, mux, req, &mut output).await? {
                                         return Ok(());
                                     }
                                 }
@@ -773,45 +886,47 @@ async fn serve_respb<S: ClientStream>(
                             // Re-creating an open channel starts it afresh.
                             channels.close(target);
                             if channels.open(target).is_some() {
-                                answer_ok(&mut channels, mux, target, &mut out);
+                                answer_ok(&mut channels, mux, target, out);
                             } else {
                                 state.stats.error_reply(mux::TOO_MANY);
-                                RespbReplyWriter::new(&mut out, mux).error(mux::TOO_MANY);
+                                RespbReplyWriter::new(out, mux).error(mux::TOO_MANY);
                             }
                         }
                         Frame::MuxClose { mux, target } => {
                             channels.close(target);
-                            answer_ok(&mut channels, mux, target, &mut out);
+                            answer_ok(&mut channels, mux, target, out);
                         }
                     }
                     buf.consume(consumed);
-                    if conn.over_hard_limit(out.len()) {
+                    if conn.over_hard_limit(output.out.len()) {
                         return Ok(());
                     }
-                    if out.len() >= FLUSH_AT {
-                        conn.send(&out).await?;
-                        out.clear();
-                    }
+                    output.hand_over();
                 }
                 Ok(Decoded::NeedMore { hint }) => {
                     want = hint;
+                    need_more = true;
                     break;
                 }
                 Err(e) => {
-                    RespbReplyWriter::new(&mut out, e.mux.unwrap_or(0)).error(e.to_string().as_bytes());
+                    RespbReplyWriter::new(out, e.mux.unwrap_or(0)).error(e.to_string().as_bytes());
                     close = true;
                     break;
                 }
             }
         }
         state.tracking.flush_broadcasts(&state.clients, state.pubsub.hard_limit());
-        channels.drain_all(&mut out);
-        if !out.is_empty() {
-            conn.send(&out).await?;
-            out.clear();
+        channels.drain_all(&mut output.out);
+        // After the client's end of input, the frames it sent run (a blocked
+        // channel is dropped, as Redis drops a blocked client that left).
+        if close || (eof && (need_more || buf.pending().is_empty() || channels.stalled())) {
+            return output.flush_all(conn).await;
         }
-        if close || !wait_respb(conn, buf, want, &mut channels, &mut kill, &wake, &mut out).await {
-            return Ok(());
+        output.hand_over();
+        match wait_respb(conn, buf, want, eof, &mut channels, &mut kill, &wake, &mut output).await {
+            MuxWake::Closed => return Ok(()),
+            MuxWake::Eof => eof = true,
+            _ => {}
         }
     }
 }
@@ -831,20 +946,18 @@ async fn run_frame<S: ClientStream>(
     channels: &mut Channels<'_>,
     mux: u16,
     req: Request<'_>,
-    out: &mut Vec<u8>,
+    output: &mut Outgoing,
 ) -> io::Result<bool> {
     let state = conn.state;
     let Some(ch) = channels.get(mux) else { return Ok(true) };
     // A held command holds up the whole connection, as a RESP client's would.
     if let Some(spec) = held_by_pause(state, req, &ch.session) {
-        if !out.is_empty() {
-            conn.send(out).await?;
-            out.clear();
-        }
+        output.flush_all(conn).await?;
         if !conn.wait_for_pause(spec, &mut Event::never()).await {
             return Ok(false);
         }
     }
+    let out = &mut output.out;
     // QUIT ends the logical client that sent it, not its neighbours.
     match execute(state, req, &mut ch.session, &mut RespbTarget::new(out, mux)) {
         Outcome::Close => channels.close(mux),
@@ -861,27 +974,28 @@ async fn run_frame<S: ClientStream>(
 async fn settle<S: ClientStream>(
     conn: &mut Conn<'_, S>,
     channels: &mut Channels<'_>,
-    out: &mut Vec<u8>,
+    output: &mut Outgoing,
 ) -> io::Result<bool> {
     if !channels.any_busy() {
         return Ok(true);
     }
     for mux in channels.busy_channels() {
-        if !channels.settle_wait(mux, out) {
+        if !channels.settle_wait(mux, &mut output.out) {
             continue;
         }
         while let Some(item) = channels.next_queued(mux) {
             match item {
-                Queued::Ok => RespbReplyWriter::new(out, mux).simple(b"OK"),
+                Queued::Ok => RespbReplyWriter::new(&mut output.out, mux).simple(b"OK"),
                 Queued::Command(args) => {
-                    if !run_frame(conn, channels, mux, Request::new(&args, &[]), out).await? {
+                    if !run_frame(conn, channels, mux, Request::new(&args, &[]), output).await? {
                         return Ok(false);
                     }
                 }
             }
-            if conn.over_hard_limit(out.len()) {
+            if conn.over_hard_limit(output.out.len()) {
                 return Ok(false);
             }
+            output.hand_over();
         }
     }
     Ok(true)
@@ -889,70 +1003,125 @@ async fn settle<S: ClientStream>(
 
 /// What ended a RESPB connection's wait.
 enum MuxWake {
-    Input,
+    /// Input arrived, replies were written, a wait changed or a push came.
+    Progress,
+    /// The client sent its last bytes.
+    Eof,
     Closed,
     Killed,
-    Event,
     Timeout,
 }
 
-/// Wait for input, a blocked channel's answer or timeout, a push for a
-/// channel, or a channel's kill. False when the connection is to end.
-/// Reading stops while the channel queues are full (backpressure).
+/// Poll the socket both ways and the channels' events: write what is
+/// handed over, take pushes and answered waits, read input. Ready when
+/// the connection has something to do; `Closed` on end of input or an error.
+fn poll_respb<S: ClientStream>(
+    cx: &mut Context<'_>,
+    stream: &mut S,
+    buf: &mut ReadBuffer,
+    read_want: Option<usize>,
+    channels: &mut Channels<'_>,
+    output: &mut Outgoing,
+) -> Poll<MuxWake> {
+    let mut ready = false;
+    while !output.idle() {
+        match Pin::new(&mut *stream).poll_write(cx, &output.inflight[output.sent..]) {
+            Poll::Ready(Ok(0)) => return Poll::Ready(MuxWake::Closed),
+            Poll::Ready(Ok(n)) => {
+                output.sent += n;
+                output.progress = Some(Instant::now());
+            }
+            Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+            Poll::Ready(Err(_)) => return Poll::Ready(MuxWake::Closed),
+            Poll::Pending => break,
+        }
+    }
+    // Replies waiting behind a finished write go next.
+    if output.idle() && !output.out.is_empty() {
+        ready = true;
+    }
+    if channels.poll_events(cx, &mut output.out).is_ready() {
+        ready = true;
+    }
+    if let Some(want) = read_want {
+        match buf.poll_fill(cx, stream, want) {
+            Poll::Ready(Ok(0)) => return Poll::Ready(MuxWake::Eof),
+            Poll::Ready(Err(_)) => return Poll::Ready(MuxWake::Closed),
+            Poll::Ready(Ok(_)) => ready = true,
+            Poll::Pending => {}
+        }
+    }
+    if ready {
+        Poll::Ready(MuxWake::Progress)
+    } else {
+        Poll::Pending
+    }
+}
+
+/// Wait for input, the socket taking replies, a blocked channel's answer
+/// or timeout, a push for a channel, or a channel's kill. Reading stops
+/// while the channel queues or the replies waiting for the socket are full
+/// (backpressure), and after the end of input.
+#[allow(clippy::too_many_arguments)]
 async fn wait_respb<S: ClientStream>(
     conn: &mut Conn<'_, S>,
     buf: &mut ReadBuffer,
     want: usize,
+    eof: bool,
     channels: &mut Channels<'_>,
     kill: &mut Event,
     wake: &Arc<Notify>,
-    out: &mut Vec<u8>,
-) -> bool {
+    output: &mut Outgoing,
+) -> MuxWake {
     let state = conn.state;
-    let may_read = !channels.stalled() && buf.pending().len() <= state.limits.query_buffer_limit();
-    if !may_read && !channels.any_busy() {
-        return false;
+    let within_limit = buf.pending().len() <= state.limits.query_buffer_limit();
+    let may_read = within_limit && !eof && !channels.stalled() && !output.full();
+    if !within_limit && !channels.any_busy() && output.idle() {
+        return MuxWake::Closed;
     }
     // As in Redis, `timeout` spares blocked and subscribed clients.
-    let idle = if channels.any_busy() || channels.any_listening() { 0 } else { state.limits.idle_timeout() };
+    let idle =
+        if channels.any_busy() || channels.any_listening() || !output.idle() { 0 } else { state.limits.idle_timeout() };
     let deadline = channels.next_deadline();
+    let write_deadline = output.write_deadline(conn);
     let Conn { stream, shutdown, .. } = conn;
-    let read = async {
-        if !may_read {
-            return std::future::pending().await;
-        }
-        if idle > 0 {
-            tokio::time::timeout(Duration::from_secs(idle), buf.fill(stream, want)).await.unwrap_or(Ok(0))
-        } else {
-            buf.fill(stream, want).await
-        }
-    };
+    let read_want = may_read.then_some(want);
+    let io = std::future::poll_fn(|cx| poll_respb(cx, stream, buf, read_want, channels, output));
     let sleep = async {
         match deadline {
             Some(d) => tokio::time::sleep_until(d.into()).await,
             None => std::future::pending().await,
         }
     };
-    let events = std::future::poll_fn(|cx| channels.poll_events(cx, out));
+    let stalled_writer = async {
+        match write_deadline {
+            Some(d) => tokio::time::sleep_until(d.into()).await,
+            None => std::future::pending().await,
+        }
+    };
+    let idle_timer = async {
+        if idle > 0 {
+            tokio::time::sleep(Duration::from_secs(idle)).await
+        } else {
+            std::future::pending().await
+        }
+    };
     let why = tokio::select! {
         biased;
         () = shutdown => MuxWake::Closed,
         () = &mut *kill => MuxWake::Killed,
-        () = events => MuxWake::Event,
+        why = io => why,
         () = sleep => MuxWake::Timeout,
-        r = read => match r {
-            Ok(0) | Err(_) => MuxWake::Closed,
-            Ok(_) => MuxWake::Input,
-        },
+        () = stalled_writer => MuxWake::Closed,
+        () = idle_timer => MuxWake::Closed,
     };
     match why {
-        MuxWake::Closed => return false,
         MuxWake::Killed => {
             *kill = Event::notified(Arc::clone(wake));
             channels.close_killed();
         }
         MuxWake::Timeout => channels.expire(Instant::now()),
-        MuxWake::Input | MuxWake::Event => {}
+        MuxWake::Progress | MuxWake::Eof | MuxWake::Closed => {}
     }
-    true
+    why
 }

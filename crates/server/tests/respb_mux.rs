@@ -514,3 +514,46 @@ fn random_sequences_give_the_same_values_over_resp3_and_respb() {
     }
     assert!(total >= 20_000, "only {total} commands");
 }
+
+#[test]
+fn queues_behind_a_blocked_channel_are_bounded() {
+    let kvik = start_kvik();
+    let mut s = greeted(&kvik);
+    send(&mut s, &[b"BLPOP", b"k", b"0"], 1);
+    wait_blocked(kvik.port, 1);
+    // More frames than one channel may queue: the connection stops
+    // decoding, so a later frame on another channel waits too.
+    let mut frames_out = Vec::new();
+    for _ in 0..1100 {
+        encode_request(&[&b"PING"[..]], 1, &mut frames_out);
+    }
+    encode_request(&[&b"ECHO"[..], b"two"], 2, &mut frames_out);
+    s.write_all(&frames_out).expect("send");
+    silent(&mut s);
+    let mut other = connect(kvik.port);
+    call(&mut other, &[b"RPUSH", b"k", b"v"]);
+    let got = frames(&mut s, 1102);
+    assert_eq!((got[0].mux, &got[0].value), (1, &Value::Array(vec![Value::bulk("k"), Value::bulk("v")])));
+    assert!(got[1..1101].iter().all(|f| f.mux == 1 && f.value == Value::simple("PONG")));
+    assert_eq!((got[1101].mux, &got[1101].value), (2, &Value::bulk("two")));
+}
+
+#[test]
+fn a_huge_reply_being_written_does_not_stop_other_channels() {
+    let kvik = start_kvik();
+    let mut admin = connect(kvik.port);
+    let big = vec![b'x'; 32 * 1024 * 1024];
+    assert_eq!(call(&mut admin, &[b"SET", b"big", &big]), b"+OK\r\n");
+    let mut s = greeted(&kvik);
+    // The client reads nothing while the huge reply is due.
+    send(&mut s, &[b"GET", b"big"], 1);
+    send(&mut s, &[b"SET", b"marker", b"ran"], 2);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while call(&mut admin, &[b"GET", b"marker"]) != b"$3\r\nran\r\n" {
+        assert!(Instant::now() < deadline, "the other channel's frame never ran");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let got = frames(&mut s, 2);
+    assert_eq!((got[0].mux, &got[0].value), (1, &Value::Bulk(big)));
+    assert_eq!((got[1].mux, &got[1].value), (2, &Value::simple("OK")));
+}
