@@ -21,8 +21,9 @@
 //! A blocking command that found nothing (BLPOP & co., see
 //! [`crate::blocking`]) makes the connection send the replies already due
 //! and wait for its answer; requests pipelined behind it stay in the read
-//! buffer until then. On RESPB the whole connection waits for a blocked
-//! channel, since frames are answered in order.
+//! buffer until then. On RESPB a blocked channel waits alone: the
+//! connection goes on serving its other channels (see [`crate::mux`]), and
+//! it writes large replies while it goes on reading and running frames.
 //!
 //! A request that breaks the protocol cannot be skipped (there is no way to
 //! find where the next one starts), so, as Redis does, the connection gets
@@ -901,7 +902,10 @@ async fn serve_respb<S: ClientStream>(
                     if conn.over_hard_limit(output.out.len()) {
                         return Ok(());
                     }
-                    output.hand_over();
+                    // A batch's replies go out with one write, unless they grow large.
+                    if output.full() {
+                        output.hand_over();
+                    }
                 }
                 Ok(Decoded::NeedMore { hint }) => {
                     want = hint;
@@ -995,7 +999,9 @@ async fn settle<S: ClientStream>(
             if conn.over_hard_limit(output.out.len()) {
                 return Ok(false);
             }
-            output.hand_over();
+            if output.full() {
+                output.hand_over();
+            }
         }
     }
     Ok(true)

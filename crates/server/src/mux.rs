@@ -389,3 +389,62 @@ pub fn owned(req: &Request<'_>) -> (CommandArgs, usize) {
     let size = (0..req.argc()).map(|i| req.arg(i).len() + 16).sum();
     (args, size)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::connection::Peer;
+
+    fn channels(state: &ServerState) -> Channels<'_> {
+        Channels::new(state, Peer::default(), Arc::new(Notify::new()))
+    }
+
+    fn args(words: &[&[u8]]) -> CommandArgs {
+        let mut a = CommandArgs::new();
+        for w in words {
+            a.push_owned(w);
+        }
+        a
+    }
+
+    #[test]
+    fn channels_open_up_to_the_limit_with_resp3_and_their_mux_listed() {
+        let state = ServerState::default();
+        state.limits.respb_max_channels.store(2, std::sync::atomic::Ordering::Relaxed);
+        let mut ch = channels(&state);
+        let first = ch.open(7).expect("room for one").session.id;
+        assert_eq!(ch.open(7).expect("open already").session.id, first, "the same channel again");
+        assert!(ch.open(8).is_some());
+        assert!(ch.open(9).is_none(), "a third channel is refused");
+        let session = &ch.get(7).expect("open").session;
+        assert_eq!(session.protocol, Protocol::Resp3);
+        assert_eq!(session.handle().expect("registered").info().mux, Some(7));
+        ch.close(8);
+        assert!(ch.open(9).is_some(), "closing frees a place");
+    }
+
+    #[test]
+    fn queued_frames_come_back_in_order_and_count_against_the_bounds() {
+        let state = ServerState::default();
+        let mut ch = channels(&state);
+        ch.open(1);
+        ch.enqueue(1, Queued::Command(args(&[b"PING"])), 10);
+        ch.enqueue(1, Queued::Ok, 16);
+        assert!(ch.any_busy() && ch.get(1).is_some_and(|c| c.busy()));
+        assert!(matches!(ch.next_queued(1), Some(Queued::Command(a)) if a.len() == 1));
+        assert!(matches!(ch.next_queued(1), Some(Queued::Ok)));
+        assert!(ch.next_queued(1).is_none());
+        assert!(!ch.any_busy(), "an empty queue leaves the busy list");
+        for _ in 0..QUEUE_FRAMES - 1 {
+            ch.enqueue(1, Queued::Ok, 1);
+        }
+        assert!(!ch.stalled());
+        ch.enqueue(1, Queued::Ok, 1);
+        assert!(ch.stalled(), "one channel's bound");
+        ch.close(1);
+        assert!(!ch.stalled() && !ch.any_busy(), "closing drops the queue");
+        ch.open(2);
+        ch.enqueue(2, Queued::Ok, QUEUE_BYTES);
+        assert!(ch.stalled(), "the connection's byte bound");
+    }
+}
