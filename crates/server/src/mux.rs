@@ -166,7 +166,12 @@ impl<'a> Channels<'a> {
             handle.info().mux = Some(mux);
         }
         session.publish();
-        self.map.insert(mux, Channel { session, blocked: None, queue: VecDeque::new(), listening: false });
+        // A RESP client that switched keeps its subscriptions and their inbox.
+        let listening = session.subscriptions.inbox().is_some();
+        if listening {
+            self.listening.push(mux);
+        }
+        self.map.insert(mux, Channel { session, blocked: None, queue: VecDeque::new(), listening });
     }
 
     /// Channel `mux`, if open.

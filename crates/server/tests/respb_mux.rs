@@ -386,6 +386,20 @@ fn hello_proto_respb_upgrades_a_resp_connection() {
 }
 
 #[test]
+fn subscriptions_made_over_resp3_carry_over_to_channel_0() {
+    let kvik = start_kvik();
+    let mut c = connect(kvik.port);
+    call(&mut c, &[b"HELLO", b"3"]);
+    let confirmed = call(&mut c, &[b"SUBSCRIBE", b"before"]);
+    assert!(confirmed.starts_with(b">3\r\n"), "{}", confirmed.escape_ascii());
+    call(&mut c, &[b"HELLO", b"3", b"PROTO", b"RESPB"]);
+    let mut other = connect(kvik.port);
+    assert_eq!(call(&mut other, &[b"PUBLISH", b"before", b"m"]), b":1\r\n");
+    let got = one(&mut c);
+    assert_eq!((got.mux, got.value), (0, push(&["message", "before", "m"])));
+}
+
+#[test]
 fn client_list_shows_channels_with_their_mux_id() {
     let kvik = start_kvik();
     let mut s = greeted(&kvik);
