@@ -23,7 +23,7 @@
 //! `EXEC` runs its commands with `may_block` false, so they answer at once;
 //! waiters are served once, after the whole transaction, since serving
 //! follows the client's command (`EXEC`), not the commands it queued. A
-//! blocked RESPB channel holds up its whole connection.
+//! blocked RESPB channel holds up only itself (see [`crate::mux`]).
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
@@ -603,9 +603,11 @@ fn key_exists(state: &ServerState, db: usize, key: &[u8]) -> bool {
 fn run_waiter(state: &ServerState, waiter: &Waiter, key: &[u8]) -> Vec<u8> {
     let mut session = Session::new(waiter.client);
     session.db = waiter.db;
-    if let Encoding::Resp(protocol) = waiter.encoding {
-        session.protocol = protocol;
-    }
+    // A RESPB channel's replies have RESP3 shapes.
+    session.protocol = match waiter.encoding {
+        Encoding::Resp(protocol) => protocol,
+        Encoding::Respb(_) => Protocol::Resp3,
+    };
     let mut out = Vec::new();
     let mut target = Encoded { out: &mut out, encoding: waiter.encoding };
     SERVING.with(|s| *s.borrow_mut() = Some(key.into()));

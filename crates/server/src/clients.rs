@@ -48,6 +48,8 @@ pub struct ClientInfo {
     pub lib_ver: Vec<u8>,
     /// Tracking state while `CLIENT TRACKING` is on (flags `t`, `R`, `B`, `redir=`).
     pub tracking: Option<Arc<crate::tracking::Shown>>,
+    /// The mux id of a RESPB channel (`mux=`, shown for channels only).
+    pub mux: Option<u16>,
 }
 
 /// One registered client: its listing data and a way to end it.
@@ -69,8 +71,8 @@ pub struct ClientHandle {
     killed: AtomicBool,
     /// Wakes the connection task of a client that has a socket of its own,
     /// so another client's `CLIENT KILL` ends it even while it waits for
-    /// input. RESPB channels share their connection's socket and have none:
-    /// killing one must not end the others; it is dropped at its next request.
+    /// input. The channels of a RESPB connection share one, and their
+    /// connection closes only the channels marked killed.
     wake: Option<Arc<Notify>>,
 }
 
@@ -202,6 +204,7 @@ impl ClientRegistry {
             lib_name: Vec::new(),
             lib_ver: Vec::new(),
             tracking: None,
+            mux: None,
         };
         let handle = Arc::new(ClientHandle {
             id,
@@ -230,6 +233,9 @@ impl ClientRegistry {
     /// channel), which cannot receive the unsolicited lines.
     pub fn add_monitor(&self, handle: &Arc<ClientHandle>) -> Option<MonitorFeed> {
         handle.wake.as_ref()?;
+        if handle.info().mux.is_some() {
+            return None;
+        }
         let (tx, rx) = mpsc::unbounded_channel();
         let queued = Arc::new(AtomicUsize::new(0));
         let mut monitors = self.lock_monitors();

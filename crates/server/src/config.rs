@@ -135,6 +135,8 @@ pub const OPTIONS: &[OptionSpec] = &[
     opt("protected-mode", Kind::Bool, "yes", Runtime),
     opt("proto-max-bulk-len", mem(MIB, LONG_MAX), "536870912", Runtime),
     opt("client-query-buffer-limit", mem(MIB, LONG_MAX), "1073741824", Runtime),
+    // kvik's own: most RESPB mux channels one connection may have open.
+    opt("respb-max-channels", int(1, 65536), "1024", Runtime),
     opt(
         "client-output-buffer-limit",
         Kind::OutputLimits,

@@ -21,14 +21,14 @@
 //! A blocking command that found nothing (BLPOP & co., see
 //! [`crate::blocking`]) makes the connection send the replies already due
 //! and wait for its answer; requests pipelined behind it stay in the read
-//! buffer until then. On RESPB the whole connection waits for a blocked
-//! channel, since frames are answered in order.
+//! buffer until then. On RESPB a blocked channel waits alone: the
+//! connection goes on serving its other channels (see [`crate::mux`]), and
+//! it writes large replies while it goes on reading and running frames.
 //!
 //! A request that breaks the protocol cannot be skipped (there is no way to
 //! find where the next one starts), so, as Redis does, the connection gets
 //! the error text after the replies already due and is then closed.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::io;
 use std::os::fd::AsRawFd;
@@ -48,8 +48,9 @@ use kvik_protocol::respb::handshake::{self, Greeting};
 use kvik_protocol::respb::{detect, Decoded, Detected, Frame, RespbDecoder, RespbLimits, RespbReplyWriter};
 use kvik_protocol::{CommandArgs, ReplySink};
 
-use crate::blocking::{Cancel, Encoding, Ended, Waiter};
+use crate::blocking::{Cancel, Ended, Waiter};
 use crate::commands::{execute, held_by_pause, Outcome, ReplyTarget, Request};
+use crate::mux::{self, Channels, Queued, RespbTarget};
 use crate::pubsub::{encode_message, Message};
 use crate::session::Session;
 use crate::state::ServerState;
@@ -476,10 +477,10 @@ async fn run<S: ClientStream>(conn: &mut Conn<'_, S>) -> io::Result<()> {
     };
     match detect(first) {
         Detected::Resp => serve_resp(conn, &mut buf).await,
-        Detected::Respb => serve_respb(conn, &mut buf).await,
+        Detected::Respb => serve_respb(conn, &mut buf, None).await,
         Detected::Handshake => {
             if greet(conn, &mut buf).await? {
-                serve_respb(conn, &mut buf).await
+                serve_respb(conn, &mut buf, None).await
             } else {
                 Ok(())
             }
@@ -507,6 +508,43 @@ impl ReadBuffer {
 
     fn consume(&mut self, n: usize) {
         self.start = (self.start + n).min(self.end);
+    }
+
+    /// Move the unconsumed bytes to the front and make room for at least
+    /// `want` bytes (within [`MAX_GROWTH`]).
+    fn make_room(&mut self, want: usize) {
+        if self.start > 0 {
+            self.data.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        let room = want.clamp(MIN_READ, MAX_GROWTH);
+        if self.data.len() - self.end < room {
+            self.data.resize(self.end + room, 0);
+        }
+    }
+
+    /// [`ReadBuffer::fill`] as a poll, for a task that also polls the socket's
+    /// other direction.
+    fn poll_fill<S: ClientStream>(
+        &mut self,
+        cx: &mut Context<'_>,
+        stream: &mut S,
+        want: usize,
+    ) -> Poll<io::Result<usize>> {
+        self.make_room(want);
+        loop {
+            let mut read = tokio::io::ReadBuf::new(&mut self.data[self.end..]);
+            match Pin::new(&mut *stream).poll_read(cx, &mut read) {
+                Poll::Ready(Ok(())) => {
+                    let n = read.filled().len();
+                    self.end += n;
+                    return Poll::Ready(Ok(n));
+                }
+                Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                other => return other.map_ok(|()| 0),
+            }
+        }
     }
 
     /// One read from `stream`, making room for at least `want` bytes (within
@@ -546,25 +584,6 @@ impl ReplyTarget for RespTarget<'_> {
     }
 }
 
-/// Replies for one RESPB channel, as frames on its mux id.
-///
-/// One writer serves every reply of a command, so a reply written in parts
-/// (`EXEC`'s array header, then each queued command's reply) stays one frame.
-struct RespbTarget<'a> {
-    writer: RespbReplyWriter<'a>,
-    mux: u16,
-}
-
-impl ReplyTarget for RespbTarget<'_> {
-    fn reply<F: FnOnce(&mut dyn ReplySink)>(&mut self, _session: &Session, write: F) {
-        write(&mut self.writer);
-    }
-
-    fn encoding(&self, _session: &Session) -> Encoding {
-        Encoding::Respb(self.mux)
-    }
-}
-
 /// Redis's text for a protocol error. Unlike the parser's `Display`, which
 /// must produce a `str`, this quotes a non-ASCII byte as the raw byte, as
 /// Redis does.
@@ -583,7 +602,7 @@ fn protocol_error_text(e: &RequestError) -> Vec<u8> {
 /// A new logical client, registered in the client list; it starts
 /// authenticated when no password is required. `wake` is notified when the
 /// client is killed (only clients with a socket of their own have one).
-fn new_session(state: &ServerState, peer: &Peer, wake: Option<Arc<Notify>>) -> Session {
+pub(crate) fn new_session(state: &ServerState, peer: &Peer, wake: Option<Arc<Notify>>) -> Session {
     let mut session = Session::connected(state, peer.addr.clone(), peer.laddr.clone(), peer.fd, wake);
     session.local = peer.local;
     session
@@ -612,7 +631,7 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
     let mut args = CommandArgs::new();
     let wake = Arc::new(Notify::new());
     let mut session = new_session(state, &conn.peer, Some(Arc::clone(&wake)));
-    let mut killed = Event::notified(wake);
+    let mut killed = Event::notified(Arc::clone(&wake));
     let mut out = Vec::new();
     loop {
         let mut want = 0;
@@ -697,6 +716,11 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
             conn.send(&out).await?;
             out.clear();
         }
+        if close && session.upgrade_respb {
+            // `HELLO 3 PROTO RESPB`: its reply was the last RESP bytes.
+            session.upgrade_respb = false;
+            return Box::pin(serve_respb(conn, buf, Some((session, wake)))).await;
+        }
         if close || conn.fill_for(buf, want, &mut session, &mut killed).await? == 0 {
             return Ok(());
         }
@@ -725,96 +749,385 @@ async fn greet<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffer) ->
     }
 }
 
-async fn serve_respb<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffer) -> io::Result<()> {
+/// A RESPB connection's replies: `out` collects new replies while
+/// `inflight`, replies already handed over, is being written. The connection
+/// goes on reading and running frames while a large reply is written, until
+/// `out` holds [`FLUSH_AT`] bytes (backpressure).
+#[derive(Default)]
+struct Outgoing {
+    out: Vec<u8>,
+    inflight: Vec<u8>,
+    sent: usize,
+    /// When `inflight` last made progress, for `timeout`.
+    progress: Option<Instant>,
+}
+
+impl Outgoing {
+    /// Whether everything handed over was written.
+    fn idle(&self) -> bool {
+        self.sent >= self.inflight.len()
+    }
+
+    /// Hand `out` over to be written, if the previous write is done.
+    fn hand_over(&mut self) {
+        if self.idle() && !self.out.is_empty() {
+            self.inflight.clear();
+            self.sent = 0;
+            std::mem::swap(&mut self.inflight, &mut self.out);
+            self.progress = Some(Instant::now());
+        }
+    }
+
+    /// Whether new replies must wait for the socket before more frames run.
+    fn full(&self) -> bool {
+        self.out.len() >= FLUSH_AT
+    }
+
+    /// Write everything, waiting for the socket (before a pause or a close).
+    async fn flush_all<S: ClientStream>(&mut self, conn: &mut Conn<'_, S>) -> io::Result<()> {
+        if !self.idle() {
+            conn.send(&self.inflight[self.sent..]).await?;
+            self.sent = self.inflight.len();
+        }
+        if !self.out.is_empty() {
+            conn.send(&self.out).await?;
+            self.out.clear();
+        }
+        Ok(())
+    }
+
+    /// When the client is to be closed for not taking its replies: above
+    /// the soft output limit too long, or taking nothing for `timeout`.
+    fn write_deadline(&self, conn: &mut Conn<'_, impl ClientStream>) -> Option<Instant> {
+        if self.idle() {
+            conn.over_soft_since = None;
+            return None;
+        }
+        let pending = (self.inflight.len() - self.sent + self.out.len()) as u64;
+        let limit = conn.state.limits.output_limit();
+        let mut deadline = None;
+        if limit.soft > 0 && limit.soft_seconds > 0 && pending > limit.soft {
+            let since = *conn.over_soft_since.get_or_insert_with(Instant::now);
+            deadline = Some(since + Duration::from_secs(limit.soft_seconds));
+        } else {
+            conn.over_soft_since = None;
+        }
+        let idle = conn.state.limits.idle_timeout();
+        if idle > 0 {
+            let stall = self.progress.unwrap_or_else(Instant::now) + Duration::from_secs(idle);
+            deadline = Some(deadline.map_or(stall, |d: Instant| d.min(stall)));
+        }
+        deadline
+    }
+}
+
+async fn serve_respb<S: ClientStream>(
+    conn: &mut Conn<'_, S>,
+    buf: &mut ReadBuffer,
+    upgraded: Option<(Session, Arc<Notify>)>,
+) -> io::Result<()> {
     let state = conn.state;
     let max_bulk_len = state.limits.proto_max_bulk_len();
     let limits = RespbLimits { max_bulk_len, max_passthrough_len: max_bulk_len.saturating_add(64 * 1024) };
     let mut decoder = RespbDecoder::new(limits);
     let mut args = CommandArgs::new();
-    let peer = conn.peer.clone();
-    // Every mux id is its own logical client, created on first use.
-    let mut channels: HashMap<u16, Session> = HashMap::new();
-    let mut out = Vec::new();
+    let (wake, first) = match upgraded {
+        Some((session, wake)) => (wake, Some(session)),
+        None => (Arc::new(Notify::new()), None),
+    };
+    // Every mux id is its own logical client, created on first use; a RESP
+    // client that switched to RESPB goes on as channel 0.
+    let mut channels = Channels::new(state, conn.peer.clone(), Arc::clone(&wake));
+    if let Some(session) = first {
+        channels.adopt(0, session);
+    }
+    let mut kill = Event::notified(Arc::clone(&wake));
+    let mut output = Outgoing::default();
+    // The client stopped sending: what it sent is still answered.
+    let mut eof = false;
     loop {
         let mut want = 0;
+        let mut need_more = false;
         let mut close = false;
+        // Channels whose wait ended answer, then run the frames queued behind.
+        if !settle(conn, &mut channels, &mut output).await? {
+            return Ok(());
+        }
         loop {
+            if channels.stalled() || output.full() {
+                break;
+            }
             let pending = buf.pending();
             if pending.is_empty() {
                 break;
             }
+            let out = &mut output.out;
             match decoder.decode(pending, &mut args) {
                 Ok(Decoded::Frame { frame, consumed }) => {
-                    let mut blocked = None;
                     match frame {
                         Frame::Command { mux } => {
-                            let session = channels.entry(mux).or_insert_with(|| new_session(state, &peer, None));
                             let req = Request::new(&args, pending);
-                            // A held command holds up the channels behind it on this connection too,
-                            // since frames are served in order.
-                            if let Some(spec) = held_by_pause(state, req, session) {
-                                if !out.is_empty() {
-                                    conn.send(&out).await?;
-                                    out.clear();
+                            match channels.open(mux).map(|ch| ch.busy()) {
+                                None => {
+                                    state.stats.error_reply(mux::TOO_MANY);
+                                    RespbReplyWriter::new(out, mux).error(mux::TOO_MANY);
                                 }
-                                if !conn.wait_for_pause(spec, &mut Event::never()).await {
-                                    return Ok(());
+                                Some(true) => {
+                                    let (owned, size) = mux::owned(&req);
+                                    channels.enqueue(mux, Queued::Command(owned), size);
                                 }
-                            }
-                            let mut target = RespbTarget { writer: RespbReplyWriter::new(&mut out, mux), mux };
-                            // QUIT ends the logical client that sent it, not its neighbours.
-                            match execute(state, req, session, &mut target) {
-                                Outcome::Close => {
-                                    channels.remove(&mux);
+                                Some(false) => {
+                                    if !run_frame(conn, &mut channels, mux, req, &mut output).await? {
+                                        return Ok(());
+                                    }
                                 }
-                                Outcome::Block => blocked = Some(session.id),
-                                Outcome::Continue => {}
                             }
                         }
                         Frame::MuxCreate { mux, target } => {
-                            channels.entry(target).or_insert_with(|| new_session(state, &peer, None));
-                            RespbReplyWriter::new(&mut out, mux).simple(b"OK");
+                            // Re-creating an open channel starts it afresh.
+                            channels.close(target);
+                            if channels.open(target).is_some() {
+                                answer_ok(&mut channels, mux, target, out);
+                            } else {
+                                state.stats.error_reply(mux::TOO_MANY);
+                                RespbReplyWriter::new(out, mux).error(mux::TOO_MANY);
+                            }
                         }
                         Frame::MuxClose { mux, target } => {
-                            channels.remove(&target);
-                            RespbReplyWriter::new(&mut out, mux).simple(b"OK");
+                            channels.close(target);
+                            answer_ok(&mut channels, mux, target, out);
                         }
                     }
                     buf.consume(consumed);
-                    if let Some(id) = blocked {
-                        // The whole connection waits for a blocked channel,
-                        // since frames are served in order.
-                        match conn.wait_blocked(buf, &mut out, id, &mut Event::never()).await? {
-                            Some(reply) => out.extend_from_slice(&reply),
-                            None => return Ok(()),
-                        }
-                    }
-                    if conn.over_hard_limit(out.len()) {
+                    if conn.over_hard_limit(output.out.len()) {
                         return Ok(());
                     }
-                    if out.len() >= FLUSH_AT {
-                        conn.send(&out).await?;
-                        out.clear();
+                    // A batch's replies go out with one write, unless they grow large.
+                    if output.full() {
+                        output.hand_over();
                     }
                 }
                 Ok(Decoded::NeedMore { hint }) => {
                     want = hint;
+                    need_more = true;
                     break;
                 }
                 Err(e) => {
-                    RespbReplyWriter::new(&mut out, e.mux.unwrap_or(0)).error(e.to_string().as_bytes());
+                    RespbReplyWriter::new(out, e.mux.unwrap_or(0)).error(e.to_string().as_bytes());
                     close = true;
                     break;
                 }
             }
         }
         state.tracking.flush_broadcasts(&state.clients, state.pubsub.hard_limit());
-        if !out.is_empty() {
-            conn.send(&out).await?;
-            out.clear();
+        channels.drain_all(&mut output.out);
+        // After the client's end of input, the frames it sent run (a blocked
+        // channel is dropped, as Redis drops a blocked client that left).
+        if close || (eof && (need_more || buf.pending().is_empty() || channels.stalled())) {
+            return output.flush_all(conn).await;
         }
-        if close || conn.fill(buf, want).await? == 0 {
-            return Ok(());
+        output.hand_over();
+        match wait_respb(conn, buf, want, eof, &mut channels, &mut kill, &wake, &mut output).await {
+            MuxWake::Closed => return Ok(()),
+            MuxWake::Eof => eof = true,
+            _ => {}
         }
     }
+}
+
+/// The `OK` of a MUX_CREATE / MUX_CLOSE sent on `mux`: at once, or in
+/// `mux`'s order when frames before it wait there.
+fn answer_ok(channels: &mut Channels<'_>, mux: u16, target: u16, out: &mut Vec<u8>) {
+    match channels.get(mux) {
+        Some(ch) if mux != target && ch.busy() => channels.enqueue(mux, Queued::Ok, 16),
+        _ => RespbReplyWriter::new(out, mux).simple(b"OK"),
+    }
+}
+
+/// Run `req` on free channel `mux`. False when the connection is to end.
+async fn run_frame<S: ClientStream>(
+    conn: &mut Conn<'_, S>,
+    channels: &mut Channels<'_>,
+    mux: u16,
+    req: Request<'_>,
+    output: &mut Outgoing,
+) -> io::Result<bool> {
+    let state = conn.state;
+    let Some(ch) = channels.get(mux) else { return Ok(true) };
+    // A held command holds up the whole connection, as a RESP client's would.
+    if let Some(spec) = held_by_pause(state, req, &ch.session) {
+        output.flush_all(conn).await?;
+        if !conn.wait_for_pause(spec, &mut Event::never()).await {
+            return Ok(false);
+        }
+    }
+    let out = &mut output.out;
+    // QUIT ends the logical client that sent it, not its neighbours.
+    match execute(state, req, &mut ch.session, &mut RespbTarget::new(out, mux)) {
+        Outcome::Close => channels.close(mux),
+        Outcome::Block => channels.block(mux),
+        Outcome::Continue => {}
+    }
+    channels.after_command(mux, out);
+    Ok(true)
+}
+
+/// Answer the channels whose blocked command ended and run the frames
+/// queued behind them, in order, until each is free or blocked again.
+/// False when the connection is to end.
+async fn settle<S: ClientStream>(
+    conn: &mut Conn<'_, S>,
+    channels: &mut Channels<'_>,
+    output: &mut Outgoing,
+) -> io::Result<bool> {
+    if !channels.any_busy() {
+        return Ok(true);
+    }
+    for mux in channels.busy_channels() {
+        if !channels.settle_wait(mux, &mut output.out) {
+            continue;
+        }
+        while let Some(item) = channels.next_queued(mux) {
+            match item {
+                Queued::Ok => RespbReplyWriter::new(&mut output.out, mux).simple(b"OK"),
+                Queued::Command(args) => {
+                    if !run_frame(conn, channels, mux, Request::new(&args, &[]), output).await? {
+                        return Ok(false);
+                    }
+                }
+            }
+            if conn.over_hard_limit(output.out.len()) {
+                return Ok(false);
+            }
+            if output.full() {
+                output.hand_over();
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// What ended a RESPB connection's wait.
+enum MuxWake {
+    /// Input arrived, replies were written, a wait changed or a push came.
+    Progress,
+    /// The client sent its last bytes.
+    Eof,
+    Closed,
+    Killed,
+    Timeout,
+}
+
+/// Poll the socket both ways and the channels' events: write what is
+/// handed over, take pushes and answered waits, read input. Ready when
+/// the connection has something to do; `Closed` on end of input or an error.
+fn poll_respb<S: ClientStream>(
+    cx: &mut Context<'_>,
+    stream: &mut S,
+    buf: &mut ReadBuffer,
+    read_want: Option<usize>,
+    channels: &mut Channels<'_>,
+    output: &mut Outgoing,
+) -> Poll<MuxWake> {
+    let mut ready = false;
+    while !output.idle() {
+        match Pin::new(&mut *stream).poll_write(cx, &output.inflight[output.sent..]) {
+            Poll::Ready(Ok(0)) => return Poll::Ready(MuxWake::Closed),
+            Poll::Ready(Ok(n)) => {
+                output.sent += n;
+                output.progress = Some(Instant::now());
+            }
+            Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+            Poll::Ready(Err(_)) => return Poll::Ready(MuxWake::Closed),
+            Poll::Pending => break,
+        }
+    }
+    // Replies waiting behind a finished write go next.
+    if output.idle() && !output.out.is_empty() {
+        ready = true;
+    }
+    if channels.poll_events(cx, &mut output.out).is_ready() {
+        ready = true;
+    }
+    if let Some(want) = read_want {
+        match buf.poll_fill(cx, stream, want) {
+            Poll::Ready(Ok(0)) => return Poll::Ready(MuxWake::Eof),
+            Poll::Ready(Err(_)) => return Poll::Ready(MuxWake::Closed),
+            Poll::Ready(Ok(_)) => ready = true,
+            Poll::Pending => {}
+        }
+    }
+    if ready {
+        Poll::Ready(MuxWake::Progress)
+    } else {
+        Poll::Pending
+    }
+}
+
+/// Wait for input, the socket taking replies, a blocked channel's answer
+/// or timeout, a push for a channel, or a channel's kill. Reading stops
+/// while the channel queues or the replies waiting for the socket are full
+/// (backpressure), and after the end of input.
+#[allow(clippy::too_many_arguments)]
+async fn wait_respb<S: ClientStream>(
+    conn: &mut Conn<'_, S>,
+    buf: &mut ReadBuffer,
+    want: usize,
+    eof: bool,
+    channels: &mut Channels<'_>,
+    kill: &mut Event,
+    wake: &Arc<Notify>,
+    output: &mut Outgoing,
+) -> MuxWake {
+    let state = conn.state;
+    let within_limit = buf.pending().len() <= state.limits.query_buffer_limit();
+    let may_read = within_limit && !eof && !channels.stalled() && !output.full();
+    if !within_limit && !channels.any_busy() && output.idle() {
+        return MuxWake::Closed;
+    }
+    // As in Redis, `timeout` spares blocked and subscribed clients.
+    let idle =
+        if channels.any_busy() || channels.any_listening() || !output.idle() { 0 } else { state.limits.idle_timeout() };
+    let deadline = channels.next_deadline();
+    let write_deadline = output.write_deadline(conn);
+    let Conn { stream, shutdown, .. } = conn;
+    let read_want = may_read.then_some(want);
+    let io = std::future::poll_fn(|cx| poll_respb(cx, stream, buf, read_want, channels, output));
+    let sleep = async {
+        match deadline {
+            Some(d) => tokio::time::sleep_until(d.into()).await,
+            None => std::future::pending().await,
+        }
+    };
+    let stalled_writer = async {
+        match write_deadline {
+            Some(d) => tokio::time::sleep_until(d.into()).await,
+            None => std::future::pending().await,
+        }
+    };
+    let idle_timer = async {
+        if idle > 0 {
+            tokio::time::sleep(Duration::from_secs(idle)).await
+        } else {
+            std::future::pending().await
+        }
+    };
+    let why = tokio::select! {
+        biased;
+        () = shutdown => MuxWake::Closed,
+        () = &mut *kill => MuxWake::Killed,
+        why = io => why,
+        () = sleep => MuxWake::Timeout,
+        () = stalled_writer => MuxWake::Closed,
+        () = idle_timer => MuxWake::Closed,
+    };
+    match why {
+        MuxWake::Killed => {
+            *kill = Event::notified(Arc::clone(wake));
+            channels.close_killed();
+        }
+        MuxWake::Timeout => channels.expire(Instant::now()),
+        MuxWake::Progress | MuxWake::Eof | MuxWake::Closed => {}
+    }
+    why
 }

@@ -8,6 +8,7 @@
 //! - [`connection`]: one client connection: read buffer, protocol detection,
 //!   batched parsing and one write per batch, for RESP and RESPB alike;
 //! - [`session`]: the state of one logical client (a RESP connection or a RESPB channel);
+//! - [`mux`]: the channels of a RESPB connection, their queues and pushes;
 //! - [`commands`]: validation against the command table and the command implementations;
 //! - [`blocking`]: clients waiting in BLPOP, XREAD BLOCK and the like, and
 //!   serving them when a write makes their keys ready;
@@ -25,6 +26,7 @@ pub mod config;
 pub mod connection;
 pub mod keyspace;
 pub mod listener;
+pub mod mux;
 pub mod pause;
 pub mod pubsub;
 pub mod session;

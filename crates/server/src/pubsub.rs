@@ -208,6 +208,16 @@ impl Inbox {
         Some(msg)
     }
 
+    /// Poll for the next message (a connection waiting on many inboxes).
+    pub fn poll_recv(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Message>> {
+        let msg = std::task::ready!(self.rx.poll_recv(cx));
+        if let Some(msg) = &msg {
+            let queued = &self.subscriber.queued;
+            queued.fetch_sub(msg.size().min(queued.load(Ordering::Relaxed)), Ordering::Relaxed);
+        }
+        std::task::Poll::Ready(msg)
+    }
+
     /// A message if one is queued, without waiting.
     pub fn try_recv(&mut self) -> Option<Message> {
         let msg = self.rx.try_recv().ok()?;

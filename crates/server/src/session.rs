@@ -88,6 +88,8 @@ pub struct Session {
     pub multi: Option<Multi>,
     /// The keys the client `WATCH`es.
     pub watched: Watched,
+    /// Set by `HELLO 3 PROTO RESPB`: the connection speaks RESPB after the reply.
+    pub upgrade_respb: bool,
     /// What the client registry last showed of this session, so the
     /// registry's lock is taken only when one of these changed.
     listed: Listed,
@@ -120,6 +122,7 @@ impl Session {
             watched: Watched::default(),
             subscriptions: Subscriptions::new(id),
             tracking: ClientTracking::new(id),
+            upgrade_respb: false,
             listed: Listed::default(),
         }
     }

@@ -72,6 +72,8 @@ pub struct ConnectionLimits {
     pub proto_max_bulk_len: AtomicUsize,
     /// `client-query-buffer-limit`.
     pub query_buffer_limit: AtomicUsize,
+    /// `respb-max-channels`.
+    pub respb_max_channels: AtomicUsize,
     /// `timeout`, in seconds (0: never).
     pub idle_timeout: AtomicU64,
     /// Whether `requirepass` is set, so clients must authenticate.
@@ -98,6 +100,7 @@ impl ConnectionLimits {
     fn load_from(&self, config: &Config) {
         self.proto_max_bulk_len.store(config.usize("proto-max-bulk-len"), Ordering::Relaxed);
         self.query_buffer_limit.store(config.usize("client-query-buffer-limit"), Ordering::Relaxed);
+        self.respb_max_channels.store(config.usize("respb-max-channels"), Ordering::Relaxed);
         self.idle_timeout.store(u64::try_from(config.int("timeout")).unwrap_or(0), Ordering::Relaxed);
         self.auth_required.store(!config.get("requirepass").is_empty(), Ordering::Relaxed);
         self.maxmemory.store(config.usize("maxmemory"), Ordering::Relaxed);
@@ -151,6 +154,11 @@ impl ConnectionLimits {
     /// `proto-max-bulk-len` now.
     pub fn proto_max_bulk_len(&self) -> usize {
         self.proto_max_bulk_len.load(Ordering::Relaxed)
+    }
+
+    /// `respb-max-channels` now.
+    pub fn respb_max_channels(&self) -> usize {
+        self.respb_max_channels.load(Ordering::Relaxed)
     }
 
     /// `client-query-buffer-limit` now.

@@ -132,11 +132,22 @@ fn hello<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     }
     let mut credentials = None;
     let mut new_name = None;
+    let mut respb = false;
     let mut i = 2;
     while i < c.argc() {
         let option = c.arg(i);
         let more = c.argc() - 1 - i;
-        if option.eq_ignore_ascii_case(b"auth") && more >= 2 {
+        if option.eq_ignore_ascii_case(b"proto") && more >= 1 {
+            // kvik's own option: switch the connection to RESPB after this reply.
+            if !c.arg(i + 1).eq_ignore_ascii_case(b"respb") {
+                return c.error(b"ERR unsupported HELLO PROTO, only RESPB is supported");
+            }
+            if version != Some(Protocol::Resp3) {
+                return c.error(b"ERR HELLO PROTO RESPB requires protocol version 3");
+            }
+            respb = true;
+            i += 2;
+        } else if option.eq_ignore_ascii_case(b"auth") && more >= 2 {
             credentials = Some((c.arg(i + 1), c.arg(i + 2)));
             i += 3;
         } else if option.eq_ignore_ascii_case(b"setname") && more >= 1 {
@@ -171,6 +182,15 @@ fn hello<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     }
     if let Some(v) = version {
         c.session.protocol = v;
+    }
+    // A RESPB channel has no RESP2 mode: its replies keep RESP3 shapes
+    // whatever version HELLO asks for, and HELLO says so.
+    let on_respb = matches!(c.target.encoding(c.session), crate::blocking::Encoding::Respb(_));
+    if on_respb {
+        c.session.protocol = Protocol::Resp3;
+    } else if respb {
+        c.session.upgrade_respb = true;
+        c.outcome = Outcome::Close;
     }
     let proto = match c.session.protocol {
         Protocol::Resp2 => 2,
@@ -301,6 +321,11 @@ fn client_line(h: &ClientHandle, current: u64, blocked: bool) -> Vec<u8> {
         )
         .as_bytes(),
     );
+    // kvik's own field, last, so RESP clients' lines stay as Redis writes them.
+    if let Some(mux) = info.mux {
+        line.pop();
+        line.extend_from_slice(format!(" mux={mux}\n").as_bytes());
+    }
     line
 }
 

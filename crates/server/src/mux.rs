@@ -1,0 +1,455 @@
+//! The mux channels of one RESPB connection.
+//!
+//! Every mux id is an independent logical client with its own [`Session`]
+//! (see `spec/respb.md`, section 6). The connection task owns the table and
+//! serves all channels: a channel blocked in BLPOP & co. keeps its
+//! [`Waiter`] here while the connection goes on decoding and running the
+//! frames of the other channels. Frames that arrive for a channel that is
+//! blocked, or still has frames waiting, are copied into that channel's
+//! queue and run in order once it is free, so replies on one channel keep
+//! request order. Queues are bounded per channel and per connection; past
+//! a bound the connection stops decoding and reading (backpressure) until
+//! queued frames have run.
+//!
+//! While no channel is blocked nothing here allocates per command: a frame
+//! for a free channel runs straight from the read buffer.
+//!
+//! Pushes (pub/sub messages, tracking invalidations) reach a channel through
+//! the same per-session inbox RESP connections use; the connection polls
+//! the inboxes of the channels that have one and writes their messages as
+//! Push frames on the channel's mux id.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use kvik_protocol::resp::writer::Protocol;
+use kvik_protocol::respb::RespbReplyWriter;
+use kvik_protocol::{CommandArgs, ReplySink};
+use tokio::sync::Notify;
+
+use crate::blocking::{Cancel, Encoding, Ended, Waiter};
+use crate::commands::{ReplyTarget, Request};
+use crate::pubsub::write_message;
+use crate::session::Session;
+use crate::state::ServerState;
+
+/// Most frames queued behind one channel's blocked command.
+pub const QUEUE_FRAMES: usize = 1024;
+/// Most bytes of frames queued on one connection, all channels together.
+pub const QUEUE_BYTES: usize = 16 * 1024 * 1024;
+/// Most messages taken from the inboxes in one poll, so a flood of
+/// messages cannot keep the connection from its requests.
+const MESSAGES_PER_POLL: usize = 1024;
+
+/// The error a frame for one channel too many gets.
+pub const TOO_MANY: &[u8] = b"ERR too many mux channels on this connection (respb-max-channels)";
+
+/// Replies for one RESPB channel, as frames on its mux id.
+///
+/// One writer serves every reply of a command, so a reply written in parts
+/// (`EXEC`'s array header, then each queued command's reply) stays one frame.
+pub struct RespbTarget<'a> {
+    writer: RespbReplyWriter<'a>,
+    mux: u16,
+}
+
+impl<'a> RespbTarget<'a> {
+    /// Replies appended to `out` on channel `mux`.
+    pub fn new(out: &'a mut Vec<u8>, mux: u16) -> Self {
+        RespbTarget { writer: RespbReplyWriter::new(out, mux), mux }
+    }
+}
+
+impl ReplyTarget for RespbTarget<'_> {
+    fn reply<F: FnOnce(&mut dyn ReplySink)>(&mut self, _session: &Session, write: F) {
+        write(&mut self.writer);
+    }
+
+    fn encoding(&self, _session: &Session) -> Encoding {
+        Encoding::Respb(self.mux)
+    }
+}
+
+/// A frame waiting for its channel.
+pub enum Queued {
+    /// A command, with owned copies of its arguments.
+    Command(CommandArgs),
+    /// The `OK` of a MUX_CREATE / MUX_CLOSE sent on this channel, which
+    /// acted when it was read but answers in the channel's order.
+    Ok,
+}
+
+/// A channel's blocked command.
+struct Blocked {
+    waiter: Arc<Waiter>,
+    /// Completes when the waiter's state changes; made again after.
+    changed: Pin<Box<dyn Future<Output = ()>>>,
+    /// The wait was cancelled (timeout); its reply is on the way.
+    cancelled: bool,
+}
+
+fn watch(waiter: &Arc<Waiter>) -> Pin<Box<dyn Future<Output = ()>>> {
+    let waiter = Arc::clone(waiter);
+    Box::pin(async move { waiter.changed().await })
+}
+
+/// One channel: a logical client and what waits for it.
+pub struct Channel {
+    /// The channel's client state.
+    pub session: Session,
+    blocked: Option<Blocked>,
+    queue: VecDeque<(Queued, usize)>,
+    /// Whether the session has an inbox the connection polls.
+    listening: bool,
+}
+
+impl Channel {
+    /// Whether frames for this channel must queue (it is blocked, or
+    /// frames before them still wait).
+    pub fn busy(&self) -> bool {
+        self.blocked.is_some() || !self.queue.is_empty()
+    }
+}
+
+/// The channels of one connection.
+pub struct Channels<'a> {
+    state: &'a ServerState,
+    map: HashMap<u16, Channel>,
+    /// The client address the channels show (their connection's).
+    peer: crate::connection::Peer,
+    /// Notified when a channel of this connection is killed.
+    wake: Arc<Notify>,
+    /// Channels that are blocked or have queued frames.
+    busy: Vec<u16>,
+    /// Channels with an inbox.
+    listening: Vec<u16>,
+    queued_bytes: usize,
+}
+
+impl Drop for Channels<'_> {
+    fn drop(&mut self) {
+        for ch in self.map.values() {
+            if ch.blocked.is_some() {
+                self.state.blocking.abandon(ch.session.id);
+            }
+        }
+    }
+}
+
+impl<'a> Channels<'a> {
+    /// No channels yet; `wake` is notified when one of them is killed.
+    pub fn new(state: &'a ServerState, peer: crate::connection::Peer, wake: Arc<Notify>) -> Self {
+        Channels { state, map: HashMap::new(), peer, wake, busy: Vec::new(), listening: Vec::new(), queued_bytes: 0 }
+    }
+
+    /// Channel `mux`, opened with fresh state on first use; `None` when
+    /// opening it would pass `respb-max-channels`.
+    pub fn open(&mut self, mux: u16) -> Option<&mut Channel> {
+        if !self.map.contains_key(&mux) {
+            if self.map.len() >= self.state.limits.respb_max_channels() {
+                return None;
+            }
+            let session = crate::connection::new_session(self.state, &self.peer, Some(Arc::clone(&self.wake)));
+            self.adopt(mux, session);
+        }
+        self.map.get_mut(&mux)
+    }
+
+    /// Make `session` channel `mux` (a RESP client that switched to RESPB).
+    pub fn adopt(&mut self, mux: u16, mut session: Session) {
+        session.protocol = Protocol::Resp3;
+        if let Some(handle) = session.handle() {
+            handle.info().mux = Some(mux);
+        }
+        session.publish();
+        // A RESP client that switched keeps its subscriptions and their inbox.
+        let listening = session.subscriptions.inbox().is_some();
+        if listening {
+            self.listening.push(mux);
+        }
+        self.map.insert(mux, Channel { session, blocked: None, queue: VecDeque::new(), listening });
+    }
+
+    /// Channel `mux`, if open.
+    pub fn get(&mut self, mux: u16) -> Option<&mut Channel> {
+        self.map.get_mut(&mux)
+    }
+
+    /// Close channel `mux`: its wait is cancelled without a reply, its
+    /// queued frames dropped, and its MULTI, watches, subscriptions and
+    /// tracking go with its session.
+    pub fn close(&mut self, mux: u16) {
+        let Some(ch) = self.map.remove(&mux) else { return };
+        if ch.blocked.is_some() {
+            self.state.blocking.abandon(ch.session.id);
+        }
+        self.queued_bytes -= ch.queue.iter().map(|(_, n)| n).sum::<usize>();
+        self.busy.retain(|&m| m != mux);
+        self.listening.retain(|&m| m != mux);
+    }
+
+    /// Close the channels another client's `CLIENT KILL` named.
+    pub fn close_killed(&mut self) {
+        let killed: Vec<u16> = self
+            .map
+            .iter()
+            .filter(|(_, ch)| ch.session.handle().is_some_and(|h| h.is_killed()))
+            .map(|(m, _)| *m)
+            .collect();
+        for mux in killed {
+            self.close(mux);
+        }
+    }
+
+    /// Queue `item` (of `size` bytes) behind channel `mux`'s earlier frames.
+    pub fn enqueue(&mut self, mux: u16, item: Queued, size: usize) {
+        let Some(ch) = self.map.get_mut(&mux) else { return };
+        if !ch.busy() {
+            self.busy.push(mux);
+        }
+        ch.queue.push_back((item, size));
+        self.queued_bytes += size;
+    }
+
+    /// Whether the queues are full: decoding and reading stop until frames ran.
+    pub fn stalled(&self) -> bool {
+        self.queued_bytes >= QUEUE_BYTES
+            || self.busy.iter().any(|m| self.map.get(m).is_some_and(|ch| ch.queue.len() >= QUEUE_FRAMES))
+    }
+
+    /// Whether any channel is blocked or has queued frames.
+    pub fn any_busy(&self) -> bool {
+        !self.busy.is_empty()
+    }
+
+    /// Whether any channel may receive pushes.
+    pub fn any_listening(&self) -> bool {
+        !self.listening.is_empty()
+    }
+
+    /// Channel `mux` ran a command that blocked: wait on its waiter.
+    pub fn block(&mut self, mux: u16) {
+        let Some(ch) = self.map.get_mut(&mux) else { return };
+        let Some(waiter) = self.state.blocking.waiter(ch.session.id) else { return };
+        if !ch.busy() {
+            self.busy.push(mux);
+        }
+        ch.blocked = Some(Blocked { changed: watch(&waiter), waiter, cancelled: false });
+    }
+
+    /// After channel `mux` ran a command: note a new inbox, and append the
+    /// invalidations a tracking client gets right after its reply. False
+    /// when the channel fell too far behind and was closed.
+    pub fn after_command(&mut self, mux: u16, out: &mut Vec<u8>) -> bool {
+        let Some(ch) = self.map.get_mut(&mux) else { return true };
+        // RESET and HELLO may have asked for RESP2; a channel has RESP3 shapes.
+        ch.session.protocol = Protocol::Resp3;
+        if !ch.listening && ch.session.subscriptions.inbox().is_some() {
+            ch.listening = true;
+            self.listening.push(mux);
+        }
+        if ch.session.tracking.on() {
+            return self.drain(mux, out);
+        }
+        true
+    }
+
+    /// Append the messages waiting for channel `mux` as Push frames; false
+    /// (and the channel closed) when it overflowed its limit.
+    pub fn drain(&mut self, mux: u16, out: &mut Vec<u8>) -> bool {
+        let Some(ch) = self.map.get_mut(&mux) else { return true };
+        let listening = ch.session.subscriptions.active();
+        let Some(inbox) = ch.session.subscriptions.inbox() else { return true };
+        while let Some(msg) = inbox.try_recv() {
+            write_message(&mut RespbReplyWriter::new(out, mux), Protocol::Resp3, listening, &msg);
+        }
+        if inbox.overflowed() {
+            self.close(mux);
+            return false;
+        }
+        true
+    }
+
+    /// [`Channels::drain`] for every listening channel.
+    pub fn drain_all(&mut self, out: &mut Vec<u8>) {
+        if self.listening.is_empty() {
+            return;
+        }
+        for mux in self.listening.clone() {
+            self.drain(mux, out);
+        }
+    }
+
+    /// The earliest deadline of a blocked command still waiting.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.busy
+            .iter()
+            .filter_map(|m| self.map.get(m)?.blocked.as_ref())
+            .filter(|b| !b.cancelled)
+            .filter_map(|b| b.waiter.deadline)
+            .min()
+    }
+
+    /// Time out the blocked commands whose deadline passed.
+    pub fn expire(&mut self, now: Instant) {
+        for mux in &self.busy {
+            let Some(b) = self.map.get_mut(mux).and_then(|ch| ch.blocked.as_mut()) else { continue };
+            if !b.cancelled && b.waiter.deadline.is_some_and(|d| d <= now) {
+                self.state.blocking.cancel(&b.waiter, Cancel::Timeout);
+                b.cancelled = true;
+            }
+        }
+    }
+
+    /// Ready when a blocked command's wait changed or messages arrived
+    /// (appended to `out` as Push frames).
+    pub fn poll_events(&mut self, cx: &mut Context<'_>, out: &mut Vec<u8>) -> Poll<()> {
+        let mut ready = false;
+        for mux in &self.busy {
+            let Some(b) = self.map.get_mut(mux).and_then(|ch| ch.blocked.as_mut()) else { continue };
+            if b.changed.as_mut().poll(cx).is_ready() {
+                b.changed = watch(&b.waiter);
+                ready = true;
+            }
+        }
+        let mut taken = 0;
+        for &mux in &self.listening {
+            let Some(ch) = self.map.get_mut(&mux) else { continue };
+            let listening = ch.session.subscriptions.active();
+            let Some(inbox) = ch.session.subscriptions.inbox() else { continue };
+            while taken < MESSAGES_PER_POLL {
+                match inbox.poll_recv(cx) {
+                    Poll::Ready(Some(msg)) => {
+                        write_message(&mut RespbReplyWriter::new(out, mux), Protocol::Resp3, listening, &msg);
+                        taken += 1;
+                        ready = true;
+                    }
+                    _ => break,
+                }
+            }
+            if inbox.overflowed() {
+                // Closed by the next drain.
+                ready = true;
+            }
+        }
+        if ready {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+
+    /// The channels that are blocked or have queued frames, in the order
+    /// they became so.
+    pub fn busy_channels(&self) -> Vec<u16> {
+        self.busy.clone()
+    }
+
+    /// If channel `mux`'s blocked command ended, its reply (appended to
+    /// `out`); then whether the channel is free to run its queued frames.
+    /// A channel whose client is gone is closed.
+    pub fn settle_wait(&mut self, mux: u16, out: &mut Vec<u8>) -> bool {
+        let Some(ch) = self.map.get_mut(&mux) else { return false };
+        let Some(b) = &ch.blocked else { return true };
+        match self.state.blocking.ended(self.state, &b.waiter) {
+            None => false,
+            Some(Ended::Gone) => {
+                self.close(mux);
+                false
+            }
+            Some(Ended::Reply(bytes)) => {
+                out.extend_from_slice(&bytes);
+                self.state.blocking.abandon(ch.session.id);
+                ch.blocked = None;
+                if ch.queue.is_empty() {
+                    self.busy.retain(|&m| m != mux);
+                }
+                true
+            }
+        }
+    }
+
+    /// The next queued frame of free channel `mux`.
+    pub fn next_queued(&mut self, mux: u16) -> Option<Queued> {
+        let ch = self.map.get_mut(&mux)?;
+        if ch.blocked.is_some() {
+            return None;
+        }
+        let (item, size) = ch.queue.pop_front()?;
+        self.queued_bytes -= size;
+        if !ch.busy() {
+            self.busy.retain(|&m| m != mux);
+        }
+        Some(item)
+    }
+}
+
+/// An owned copy of a request's arguments, and its size for the queue bounds.
+pub fn owned(req: &Request<'_>) -> (CommandArgs, usize) {
+    let args = crate::blocking::copy_args(req);
+    let size = (0..req.argc()).map(|i| req.arg(i).len() + 16).sum();
+    (args, size)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::connection::Peer;
+
+    fn channels(state: &ServerState) -> Channels<'_> {
+        Channels::new(state, Peer::default(), Arc::new(Notify::new()))
+    }
+
+    fn args(words: &[&[u8]]) -> CommandArgs {
+        let mut a = CommandArgs::new();
+        for w in words {
+            a.push_owned(w);
+        }
+        a
+    }
+
+    #[test]
+    fn channels_open_up_to_the_limit_with_resp3_and_their_mux_listed() {
+        let state = ServerState::default();
+        state.limits.respb_max_channels.store(2, std::sync::atomic::Ordering::Relaxed);
+        let mut ch = channels(&state);
+        let first = ch.open(7).expect("room for one").session.id;
+        assert_eq!(ch.open(7).expect("open already").session.id, first, "the same channel again");
+        assert!(ch.open(8).is_some());
+        assert!(ch.open(9).is_none(), "a third channel is refused");
+        let session = &ch.get(7).expect("open").session;
+        assert_eq!(session.protocol, Protocol::Resp3);
+        assert_eq!(session.handle().expect("registered").info().mux, Some(7));
+        ch.close(8);
+        assert!(ch.open(9).is_some(), "closing frees a place");
+    }
+
+    #[test]
+    fn queued_frames_come_back_in_order_and_count_against_the_bounds() {
+        let state = ServerState::default();
+        let mut ch = channels(&state);
+        ch.open(1);
+        ch.enqueue(1, Queued::Command(args(&[b"PING"])), 10);
+        ch.enqueue(1, Queued::Ok, 16);
+        assert!(ch.any_busy() && ch.get(1).is_some_and(|c| c.busy()));
+        assert!(matches!(ch.next_queued(1), Some(Queued::Command(a)) if a.len() == 1));
+        assert!(matches!(ch.next_queued(1), Some(Queued::Ok)));
+        assert!(ch.next_queued(1).is_none());
+        assert!(!ch.any_busy(), "an empty queue leaves the busy list");
+        for _ in 0..QUEUE_FRAMES - 1 {
+            ch.enqueue(1, Queued::Ok, 1);
+        }
+        assert!(!ch.stalled());
+        ch.enqueue(1, Queued::Ok, 1);
+        assert!(ch.stalled(), "one channel's bound");
+        ch.close(1);
+        assert!(!ch.stalled() && !ch.any_busy(), "closing drops the queue");
+        ch.open(2);
+        ch.enqueue(2, Queued::Ok, QUEUE_BYTES);
+        assert!(ch.stalled(), "the connection's byte bound");
+    }
+}
