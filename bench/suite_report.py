@@ -510,11 +510,12 @@ def memory_md(mem, meta):
 COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2"]
 
 
-def bar_chart(title, groups, series, unit, reference=None):
+def bar_chart(title, groups, series, unit, reference=None, caption=None, fmt="%.2f"):
     """Horizontal grouped bars as an SVG document.
 
     groups: [(group label, {series name: value or None})]; series: names in
-    legend order; reference: an x value drawn as a dashed line (1.0 for ratios).
+    legend order; unit: appended to each value (e.g. `×`); reference: an x value
+    drawn as a dashed line (1.0 for ratios); caption: the line under the plot.
     """
     bar, gap, left, right, top = 12, 8, 260, 80, 40 + 16 * len(series)
     plot_w = 520
@@ -538,18 +539,18 @@ def bar_chart(title, groups, series, unit, reference=None):
         for i, s in enumerate(series):
             v = vals.get(s)
             if v is not None:
+                text = escape((fmt % v) + unit)
                 out.append('<rect class="bar" x="%d" y="%d" width="%.1f" height="%d" fill="%s">'
-                           '<title>%s: %s %s</title></rect>'
-                           % (left, y, x(v) - left, bar - 1, COLORS[i % len(COLORS)],
-                              escape(s), escape("%.2f" % v), escape(unit)))
-                out.append('<text x="%.1f" y="%d">%s</text>' % (x(v) + 3, y + bar - 2, escape("%.2f" % v)))
+                           '<title>%s: %s</title></rect>'
+                           % (left, y, x(v) - left, bar - 1, COLORS[i % len(COLORS)], escape(s), text))
+                out.append('<text x="%.1f" y="%d">%s</text>' % (x(v) + 3, y + bar - 2, text))
             y += bar
         y += gap
     out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (left, top - 4, left, y))
     if reference is not None:
         out.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="black" stroke-dasharray="4,3"/>'
                    % (x(reference), top - 4, x(reference), y))
-    out.append('<text x="%d" y="%d">%s</text>' % (left, y + 18, escape(unit)))
+    out.append('<text x="%d" y="%d">%s</text>' % (left, y + 18, escape(caption or unit)))
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
@@ -570,8 +571,8 @@ def ratio_chart(ratios, peer):
             entry = (g, {})
             groups.append(entry)
         entry[1][name] = r["ratio"]
-    return bar_chart("kvik / %s, requests/s (median)" % label(peer), groups, series,
-                     "ratio (dashed line: 1.00, equal)", reference=1.0)
+    return bar_chart("kvik / %s, requests/s (median of repeats)" % label(peer), groups, series, "×",
+                     reference=1.0, caption="kvik's requests/s over %s's; dashed line: 1.00× (equal)" % label(peer))
 
 
 def memory_chart(mem):
@@ -588,7 +589,8 @@ def memory_chart(mem):
             entry = (g, {})
             groups.append(entry)
         entry[1][s] = m["rss_per_key"]
-    return bar_chart("Bytes per key (RSS delta / DBSIZE)", groups, series, "bytes per key")
+    return bar_chart("Bytes per key (RSS growth / DBSIZE)", groups, series, " B", fmt="%.0f",
+                     caption="bytes per key, lower is better")
 
 
 # ---------------------------------------------------------------- report
