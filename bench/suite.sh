@@ -131,8 +131,12 @@ THREADS="per server (kvik-tN: --threads N)" write_meta "$command_line"
     echo "mem_keys=$MEM_KEYS"
     echo "clk_tck=$(getconf CLK_TCK)"
     echo "bench_version=$(redis-benchmark --version 2>&1 | head -1)"
-    command -v redis-server >/dev/null 2>&1 && echo "redis_version=$(redis-server --version | head -1)"
-    command -v valkey-server >/dev/null 2>&1 && echo "valkey_version=$(valkey-server --version | head -1)"
+    if command -v redis-server >/dev/null 2>&1; then
+        echo "redis_version=$(redis-server --version | head -1)"
+    fi
+    if command -v valkey-server >/dev/null 2>&1; then
+        echo "valkey_version=$(valkey-server --version | head -1)"
+    fi
 } >>"$work/meta"
 
 # ------------------------------------------------------------------ cells

@@ -366,6 +366,7 @@ def md_header(meta):
         "- valkey-server: %s" % meta.get("valkey_version", "not run"),
         "- redis-benchmark: %s" % meta.get("bench_version", "?"),
         "- Command: `%s`" % meta.get("command", "?"),
+        "- Servers in this run: %s" % ", ".join(label(x) for x in meta.get("servers", "").split()),
         "",
         "## Method",
         "",
