@@ -12,7 +12,7 @@ SERVER_BIN = $${CARGO_TARGET_DIR:-target}/debug/kvik-server
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: run test deps cargo redis-server fmt lint bench bench-respb bench-mux fuzz
+.PHONY: run test deps cargo redis-server fmt lint bench bench-protocol bench-server bench-respb bench-mux fuzz
 
 ## Build in release mode and serve on 127.0.0.1:6379.
 run: cargo
@@ -60,8 +60,19 @@ lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 
-bench:
+## The benchmark suite: kvik-server (1 and 2 threads) against redis-server and
+## valkey-server, throughput and bytes per key: bench/results/suite.md, CSV, SVG.
+## QUICK=1 for a check that it works; see bench/suite.sh for the settings.
+bench: cargo redis-server
+	bench/suite.sh
+
+## Criterion benches of the protocol codecs.
+bench-protocol:
 	cargo bench -p kvik-protocol
+
+## kvik-server against redis-server only (the older report): bench/results/server.md.
+bench-server: cargo redis-server
+	bench/server.sh
 
 ## RESP vs RESPB on kvik (and redis-server for reference): bench/results/respb.md.
 ## QUICK=1 for a check that it works; see the script's header for the settings.

@@ -1,4 +1,4 @@
-# Shared by bench/respb.sh and bench/mux.sh (sourced, not run): binaries,
+# Shared by bench/respb.sh, bench/mux.sh, bench/server.sh and bench/suite.sh (sourced, not run): binaries,
 # servers on free loopback ports, bounded runs, machine metadata.
 #
 # Environment read here (defaults in brackets):
@@ -50,6 +50,32 @@ need_redis() {
             "or run with REDIS=0 to skip the redis-server reference" >&2
         exit 1
     fi
+}
+
+# need_valkey: valkey-server, installed from Debian when run as root.
+need_valkey() {
+    command -v valkey-server >/dev/null 2>&1 && return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "installing valkey-server (Debian package)" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq valkey-server >/dev/null
+        systemctl disable --now valkey-server >/dev/null 2>&1 ||
+            service valkey-server stop >/dev/null 2>&1 || true
+    else
+        echo "missing valkey-server: install Debian's valkey-server package," \
+            "or leave valkey out of SERVERS" >&2
+        exit 1
+    fi
+}
+
+# cpu_ticks PID: utime+stime of PID in clock ticks (fields 14 and 15 of
+# /proc/PID/stat; the command name may hold spaces, so split after its ')').
+cpu_ticks() {
+    local stat fields
+    stat=$(<"/proc/$1/stat") || return 1
+    read -ra fields <<<"${stat##*) }"
+    echo $((fields[11] + fields[12]))
 }
 
 # find_binaries: sets KVIK_BIN, BENCH_BIN and PROFILE, building release binaries
@@ -130,7 +156,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# start_server NAME: kvik or redis on a free port of 127.0.0.1; sets pid[NAME], port[NAME].
+# start_server NAME: a server on a free port of 127.0.0.1; sets pid[NAME], port[NAME].
+# NAME is kvik (--threads $THREADS), kvik-tN (--threads N), redis, valkey or
+# valkey-ioN (--io-threads N); all but kvik are started with persistence off.
 start_server() {
     local name=$1 p
     p=$(python3 "$HELPER" freeport)
@@ -138,9 +166,23 @@ start_server() {
         kvik)
             "$KVIK_BIN" --bind 127.0.0.1 --port "$p" --threads "$THREADS" >>"$work/kvik.log" 2>&1 &
             ;;
+        kvik-t[1-9] | kvik-t[1-9][0-9])
+            "$KVIK_BIN" --bind 127.0.0.1 --port "$p" --threads "${name#kvik-t}" \
+                --save '' --appendonly no >>"$work/$name.log" 2>&1 &
+            ;;
         redis)
             redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no \
                 --daemonize no --dir "$work" >>"$work/redis.log" 2>&1 &
+            ;;
+        valkey | valkey-io[1-9] | valkey-io[1-9][0-9])
+            local io=()
+            [ "$name" = valkey ] || io=(--io-threads "${name#valkey-io}")
+            valkey-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no \
+                --daemonize no --dir "$work" "${io[@]}" >>"$work/$name.log" 2>&1 &
+            ;;
+        *)
+            echo "unknown server '$name'" >&2
+            exit 2
             ;;
     esac
     pid[$name]=$!

@@ -20,6 +20,7 @@
 #   MEM_KEYS  [1000000]  keys loaded for bytes per key (0 skips it)
 #   OUT_DIR   [bench/results]
 #   LABEL     []         a line printed at the top of the Markdown report
+#   KVIK_SERVER_BIN  []  use this kvik-server instead of building a release one
 #
 #   bench/server.sh
 #   BENCH_N=100000 REPEATS=1 MEM_KEYS=200000 bench/server.sh     # quick check
@@ -51,9 +52,13 @@ command_line="BENCH_N=$BENCH_N REPEATS=$REPEATS THREADS=$THREADS MEM_KEYS=$MEM_K
 source bench/common.sh
 need_redis
 
-echo "building kvik-server (release)" >&2
-cargo build --release -q -p kvik-server
-KVIK_BIN="${CARGO_TARGET_DIR:-target}/release/kvik-server"
+if [ -n "${KVIK_SERVER_BIN:-}" ]; then
+    KVIK_BIN=$KVIK_SERVER_BIN
+else
+    echo "building kvik-server (release)" >&2
+    cargo build --release -q -p kvik-server
+    KVIK_BIN="${CARGO_TARGET_DIR:-target}/release/kvik-server"
+fi
 [ -x "$KVIK_BIN" ] || { echo "no binary at $KVIK_BIN" >&2; exit 1; }
 
 # ------------------------------------------------------------------ metadata

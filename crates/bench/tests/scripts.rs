@@ -1,4 +1,6 @@
-//! Smoke tests of the benchmark scripts `bench/respb.sh` and `bench/mux.sh`:
+//! Smoke tests of the benchmark scripts `bench/respb.sh`, `bench/mux.sh` and
+//! `bench/suite.sh`, and the Python unit tests of the suite's report code
+//! (`bench/tests/`):
 //! each runs in QUICK mode (a few thousand requests, one repeat) against the
 //! debug kvik-server and this crate's kvik-benchmark, and must write a
 //! well-formed Markdown report and JSON file. They check that the scripts
@@ -55,7 +57,24 @@ fn run_script(script: &str, out: &Path, env: &[(&str, &str)]) {
         .env("TESTS", "set,get")
         .env("BENCH_TIMEOUT", "120")
         .env("LABEL", "smoke test");
-    for var in ["PIPELINES", "CLIENTS", "MUX", "PIPELINE", "REDIS"] {
+    for var in [
+        "PIPELINES",
+        "CLIENTS",
+        "MUX",
+        "PIPELINE",
+        "REDIS",
+        "SERVERS",
+        "SECTIONS",
+        "SETTINGS",
+        "SIZES",
+        "RESPB",
+        "COLLECTIONS",
+        "COLL_SIZE",
+        "MEM_KEYS",
+        "MEM_SERVERS",
+        "MEM_SETS",
+        "BENCH_N_SLOW",
+    ] {
         cmd.env_remove(var);
     }
     for (k, v) in env {
@@ -155,5 +174,95 @@ fn mux_script_reports_throughput_latency_and_memory_per_configuration() {
         assert_eq!(r["errors"], 0, "{r}");
         assert!(r["p99"].as_f64().is_some_and(|v| v >= 0.0), "{r}");
         assert!(r["vm_hwm"].as_u64().is_some_and(|v| v >= r["rss_idle"].as_u64().unwrap_or(u64::MAX)), "{r}");
+    }
+}
+
+#[test]
+fn python_unit_tests_of_the_suite_report_pass() {
+    let output = Command::new("python3")
+        .args(["-m", "unittest", "discover", "-s", "bench/tests"])
+        .current_dir(repo_root())
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("run python3");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "bench/tests failed:\n{stderr}");
+    assert!(stderr.contains("OK"), "{stderr}");
+}
+
+/// Lines of a CSV file without quoted commas, split into cells.
+fn csv_rows(text: &str) -> Vec<Vec<&str>> {
+    text.lines().map(|l| l.split(',').collect()).collect()
+}
+
+#[test]
+fn suite_script_writes_tables_csv_json_and_charts_for_every_server() {
+    let peers = on_path("redis-server") && on_path("redis-benchmark") && on_path("valkey-server");
+    let servers = if peers { "kvik-t1 kvik-t2 redis valkey valkey-io2" } else { "kvik-t1 kvik-t2" };
+    let mem_servers = if peers { "kvik-t1 redis valkey" } else { "kvik-t1" };
+    if !on_path("redis-benchmark") {
+        eprintln!("redis-benchmark is not installed: the suite smoke test is skipped");
+        return;
+    }
+    let out = OutDir::new("suite");
+    run_script(
+        "suite.sh",
+        &out.0,
+        &[
+            ("SERVERS", servers),
+            ("SECTIONS", "throughput collections"),
+            ("SETTINGS", "c50_P16"),
+            ("SIZES", "3"),
+            // Enough requests that no run ends within redis-benchmark's 1 ms clock (it
+            // reports `inf` requests/s then).
+            ("BENCH_N", "5000"),
+            ("COLLECTIONS", "2"),
+            ("COLL_SIZE", "1000"),
+            ("BENCH_N_SLOW", "2000"),
+            ("MEM_KEYS", "2000"),
+            ("MEM_SERVERS", mem_servers),
+            ("MEM_SETS", "str3 hash3"),
+            ("MEM_SETTLE", "0.1"),
+        ],
+    );
+
+    let md = read(&out.0.join("suite.md"));
+    assert!(md.starts_with("# kvik vs redis-server vs valkey-server"), "{md}");
+    assert!(md.contains("**smoke test**"), "{md}");
+    let targets = if peers { 7 } else { 4 };
+    for test in ["SET", "GET", "LPOS list:__rand_int__ e999"] {
+        let cells = row(&md, test);
+        assert_eq!(cells.len(), 1 + targets, "{cells:?}");
+        assert!(cells[1..].iter().all(|c| positive(c.trim_end_matches(" ⚠"))), "{test}: {cells:?}");
+    }
+    let memory = md.split("## Bytes per key").nth(1).expect("memory section");
+    for set in ["SET, 3-byte values", "HSET, 3-field hashes"] {
+        let cells = row(memory, set);
+        let servers = mem_servers.split(' ').count();
+        assert!(cells[1..=servers].iter().all(|c| positive(c)), "{set}: {cells:?}");
+    }
+
+    // Every run in the CSV, with a throughput and the server's CPU seconds.
+    let runs = read(&out.0.join("suite_runs.csv"));
+    let rows = csv_rows(&runs);
+    assert_eq!(rows[0][10], "rps", "{runs}");
+    assert_eq!(rows.len() - 1, targets * 4, "two tests and two collection commands per target:\n{runs}");
+    assert!(rows[1..].iter().all(|r| positive(r[10]) && r[11].parse::<f64>().is_ok()), "{runs}");
+
+    let j = json(&out.0.join("suite.json"));
+    assert_eq!(j["medians"].as_array().map(Vec::len), Some(targets * 4));
+    let ratios = j["ratios"].as_array().expect("ratios");
+    assert_eq!(ratios.len(), if peers { 4 * 2 * 3 } else { 0 }, "{ratios:?}");
+    assert!(ratios.iter().all(|r| r["ratio"].as_f64().is_some_and(|v| v > 0.0)), "{ratios:?}");
+
+    let mut charts = vec!["suite_bytes_per_key.svg"];
+    if peers {
+        charts.extend(["suite_vs_redis.svg", "suite_vs_valkey.svg", "suite_vs_valkey-io2.svg"]);
+    }
+    for chart in charts {
+        let svg = read(&out.0.join(chart));
+        assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""), "{chart}");
+        assert!(svg.trim_end().ends_with("</svg>"), "{chart}");
+        assert!(svg.contains("<rect class=\"bar\""), "{chart}");
     }
 }

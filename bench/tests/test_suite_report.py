@@ -1,0 +1,249 @@
+"""Unit tests of bench/suite_report.py and bench/suite_readme.py on made-up runs.
+
+Run by crates/bench/tests/scripts.rs (`cargo test -p kvik-bench`), or directly:
+  python3 -m unittest discover -s bench/tests
+"""
+
+import csv
+import io
+import json
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import suite_readme  # noqa: E402
+import suite_report  # noqa: E402
+
+META = """date=2026-01-02 03:04 UTC
+cpu=Test CPU <&>
+cores=8
+memtotal=16 GiB RAM
+loadavg=0.1 0.1 0.1
+kvik_version=kvik-server v=0.1.0
+profile=release
+repeats=3
+mem_keys=1000
+collections=4
+coll_size=100
+clk_tck=100
+label=unit test
+failures=
+notes=
+"""
+
+
+class Work:
+    """A WORK directory as bench/suite.sh leaves it."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="suite-test-")
+        self.n = 0
+        with open(os.path.join(self.dir, "meta"), "w") as f:
+            f.write(META)
+        open(os.path.join(self.dir, "runs.tsv"), "w").close()
+
+    def close(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def run(self, target, rps, cell="c50_P16/d3", test="set", title="SET", section="throughput",
+            flags="-c 50 -P 16", size="3", rep=1, ticks="50", n=1000, extra_rows=()):
+        self.n += 1
+        name = "run-%d.out" % self.n
+        rows = list(extra_rows) + [(title, rps)]
+        if "+respb" in target:
+            fmt = "json"
+            with open(os.path.join(self.dir, name), "w") as f:
+                for t, r in rows:
+                    f.write(json.dumps({"name": t, "rps": r, "requests": n}) + "\n")
+        else:
+            fmt = "csv"
+            with open(os.path.join(self.dir, name), "w") as f:
+                f.write('"test","rps","avg_latency_ms"\n')
+                for t, r in rows:
+                    f.write('"%s","%s","0.1"\n' % (t, r))
+        with open(os.path.join(self.dir, "runs.tsv"), "a") as f:
+            f.write("\t".join([section, cell, flags, size, test, target, str(rep), "1", fmt, name,
+                               str(n), ticks]) + "\n")
+
+    def memory(self, server, dataset, base, loaded, keys=1000, purge="yes"):
+        path = os.path.join(self.dir, "memory.csv")
+        new = not os.path.exists(path)
+        with open(path, "a", newline="") as f:
+            w = csv.writer(f)
+            if new:
+                w.writerow(suite_report.MEMORY_COLUMNS)
+            w.writerow([server, dataset, keys, keys, base, loaded, "", "", purge, base, "", "0.5"])
+
+
+class SummaryTests(unittest.TestCase):
+    def setUp(self):
+        self.w = Work()
+
+    def tearDown(self):
+        self.w.close()
+
+    def results(self):
+        return suite_report.load_results(self.w.dir, 100)
+
+    def test_median_of_repeats_and_noisy_flag(self):
+        for rep, rps in enumerate([100.0, 110.0, 200.0], 1):
+            self.w.run("redis", rps, rep=rep)
+        for rep, rps in enumerate([100.0, 110.0, 120.0], 1):
+            self.w.run("kvik-t1", rps, rep=rep)
+        s = suite_report.summarize(self.results())
+        self.assertEqual(s[("c50_P16/d3", "set", "redis")]["median"], 110.0)
+        self.assertTrue(s[("c50_P16/d3", "set", "redis")]["noisy"])
+        self.assertFalse(s[("c50_P16/d3", "set", "kvik-t1")]["noisy"])
+        self.assertEqual(s[("c50_P16/d3", "set", "kvik-t1")]["runs"], 3)
+
+    def test_last_row_is_the_test_and_cpu_counts_every_row(self):
+        # -t lrange_100 first fills the list: the run's rps is the LRANGE row, and the
+        # server's CPU covers both rows' requests.
+        self.w.run("redis", 500.0, test="lrange_100", title="LRANGE_100 (first 100 elements)",
+                   extra_rows=[("LPUSH (needed to benchmark LRANGE)", 9000.0)], ticks="20", n=1000)
+        r = self.results()[0]
+        self.assertEqual(r["rps"], 500.0)
+        self.assertEqual(r["title"], "LRANGE_100 (first 100 elements)")
+        self.assertAlmostEqual(r["cpu_seconds"], 0.2)
+        self.assertAlmostEqual(r["per_cpu"], 2000 / 0.2)
+
+    def test_unknown_cpu_and_infinite_rps_give_no_figure(self):
+        self.w.run("redis", "inf", ticks="")
+        r = self.results()[0]
+        self.assertIsNone(r["rps"])
+        self.assertIsNone(r["per_cpu"])
+        self.assertIsNone(suite_report.summarize([r])[("c50_P16/d3", "set", "redis")]["median"])
+
+    def test_ratios_pair_each_kvik_server_with_each_peer(self):
+        for target, rps in [("kvik-t1", 200.0), ("kvik-t2", 300.0), ("kvik-t1+respb", 400.0),
+                            ("redis", 100.0), ("valkey", 150.0)]:
+            self.w.run(target, rps)
+        ratios = suite_report.ratio_table(suite_report.summarize(self.results()))
+        got = {(r["kvik"], r["peer"]): round(r["ratio"], 3) for r in ratios}
+        self.assertEqual(got, {("kvik-t1", "redis"): 2.0, ("kvik-t1", "valkey"): 1.333,
+                               ("kvik-t2", "redis"): 3.0, ("kvik-t2", "valkey"): 2.0})
+
+    def test_geomean(self):
+        self.assertAlmostEqual(suite_report.geomean([1.0, 4.0]), 2.0)
+        self.assertIsNone(suite_report.geomean([None]))
+
+    def test_cpu_ticks_of_this_process(self):
+        self.assertGreaterEqual(suite_report.cpu_ticks(os.getpid()), 0)
+
+
+class ReportTests(unittest.TestCase):
+    def setUp(self):
+        self.w = Work()
+        self.out = tempfile.mkdtemp(prefix="suite-out-")
+        for rep in (1, 2, 3):
+            for target, rps in [("kvik-t1", 200.0), ("kvik-t2", 250.0), ("kvik-t2+respb", 500.0),
+                                ("redis", 100.0), ("valkey", 125.0), ("valkey-io2", 100.0)]:
+                self.w.run(target, rps * rep if target == "redis" else rps, rep=rep)
+                self.w.run(target, rps / 2, cell="lpos", test="LPOS", title="LPOS list:__rand_int__ e99",
+                           section="collections", flags="-c 16 -P 16", size="-", rep=rep)
+        for server, per_key in [("kvik-t1", 50), ("redis", 100), ("valkey", 80)]:
+            self.w.memory(server, "str3", 1_000_000, 1_000_000 + per_key * 1000)
+        self.w.memory("kvik-t1", "hash3", 1_000_000, 1_300_000, purge="no")
+        suite_report.report(self.w.dir, self.out)
+
+    def tearDown(self):
+        self.w.close()
+        shutil.rmtree(self.out, ignore_errors=True)
+
+    def read(self, name):
+        with open(os.path.join(self.out, name)) as f:
+            return f.read()
+
+    def test_markdown_has_method_tables_ratios_and_memory(self):
+        md = self.read("suite.md")
+        self.assertTrue(md.startswith("# kvik vs redis-server vs valkey-server"))
+        self.assertIn("**unit test**", md)
+        self.assertIn("Test CPU <&>", md)
+        self.assertIn("## Method", md)
+        # redis ran 100, 200, 300: median 200, max/min 3 → flagged; kvik-t1/redis = 1.00×.
+        self.assertIn("| SET | 200 | 250 | 500 | 200 ⚠ | 125 | 100 |", md)
+        self.assertIn("| SET | 1.00× | 1.60× | 2.00× | 1.25× | 2.00× | 2.50× |", md)
+        self.assertIn("### `LPOS list:__rand_int__ e99` at `-c 16 -P 16`", md)
+        self.assertIn("Requests per server-CPU-second (median):", md)
+        self.assertIn("| SET | 2,000 | 2,000 | 2,000 | 2,000 | 2,000 | 2,000 |", md)
+        self.assertIn("| SET, 3-byte values | 50.0 | 100.0 | 80.0 | 0.50× | 0.62× |", md)
+        self.assertIn("no (not available)", md)
+
+    def test_csv_has_every_run(self):
+        rows = list(csv.DictReader(io.StringIO(self.read("suite_runs.csv"))))
+        self.assertEqual(len(rows), 3 * 6 * 2)
+        self.assertEqual({r["target"] for r in rows},
+                         {"kvik-t1", "kvik-t2", "kvik-t2+respb", "redis", "valkey", "valkey-io2"})
+        self.assertTrue(all(float(r["rps"]) > 0 for r in rows))
+        mem = list(csv.DictReader(io.StringIO(self.read("suite_memory.csv"))))
+        self.assertEqual(mem[0]["rss_bytes_per_key"], "50.0")
+
+    def test_json_holds_medians_ratios_and_memory(self):
+        j = json.loads(self.read("suite.json"))
+        self.assertEqual(len(j["medians"]), 2 * 6)
+        self.assertEqual(len(j["ratios"]), 2 * 2 * 3)
+        self.assertEqual(j["meta"]["cores"], "8")
+        self.assertEqual(len(j["memory"]), 4)
+
+    def test_svg_charts_are_well_formed_with_a_bar_per_ratio(self):
+        ns = "{http://www.w3.org/2000/svg}"
+        for peer in ("redis", "valkey", "valkey-io2"):
+            root = ET.fromstring(self.read("suite_vs_%s.svg" % peer))
+            self.assertEqual(root.tag, ns + "svg")
+            bars = [r for r in root.iter(ns + "rect") if r.get("class") == "bar"]
+            self.assertEqual(len(bars), 2 * 2, peer)  # two cells × kvik-t1 and kvik-t2
+            self.assertTrue(all(float(b.get("width")) > 0 for b in bars))
+        root = ET.fromstring(self.read("suite_bytes_per_key.svg"))
+        bars = [r for r in root.iter(ns + "rect") if r.get("class") == "bar"]
+        self.assertEqual(len(bars), 4)
+
+    def test_bar_chart_escapes_text_and_scales_to_the_largest_value(self):
+        svg = suite_report.bar_chart("a < b & c", [("x<y", {"s&t": 2.0}), ("z", {"s&t": 4.0})],
+                                     ["s&t"], "unit", reference=1.0)
+        root = ET.fromstring(svg)
+        bars = [r for r in root.iter("{http://www.w3.org/2000/svg}rect") if r.get("class") == "bar"]
+        self.assertAlmostEqual(float(bars[1].get("width")), 2 * float(bars[0].get("width")), places=0)
+
+    def test_readme_section_states_date_machine_and_ratios(self):
+        with open(os.path.join(self.out, "suite.json")) as f:
+            section = suite_readme.render(json.load(f))
+        self.assertTrue(section.startswith(suite_readme.START))
+        self.assertTrue(section.rstrip().endswith(suite_readme.END))
+        self.assertIn("2026-01-02 03:04 UTC", section)
+        self.assertIn("Test CPU <&>", section)
+        # LPOS: kvik-t1 100 vs redis median 100 → 1.00×; SET 1.00×: the geometric mean 1.00×.
+        self.assertIn("| `-c 50 -P 16` | 1.00× |", section)
+        self.assertIn("| SET, 3-byte values | 50.0 | 100.0 | 80.0 |", section)
+
+    def test_readme_update_replaces_only_the_marked_part(self):
+        readme = os.path.join(self.out, "README.md")
+        with open(readme, "w") as f:
+            f.write("intro\n%s\nold text\n%s\noutro\n" % (suite_readme.START, suite_readme.END))
+        with open(os.path.join(self.out, "suite.json")) as f:
+            section = suite_readme.render(json.load(f))
+        self.assertTrue(suite_readme.update(readme, section))
+        with open(readme) as f:
+            text = f.read()
+        self.assertTrue(text.startswith("intro\n" + suite_readme.START))
+        self.assertTrue(text.endswith(suite_readme.END + "\noutro\n"))
+        self.assertNotIn("old text", text)
+        self.assertFalse(suite_readme.update(readme, section), "a second update changes nothing")
+
+    def test_readme_update_refuses_missing_or_misordered_markers(self):
+        readme = os.path.join(self.out, "README.md")
+        for text in ["no markers\n", "%s\n%s\n" % (suite_readme.END, suite_readme.START),
+                     "%s\n%s\n%s\n" % (suite_readme.START, suite_readme.START, suite_readme.END)]:
+            with open(readme, "w") as f:
+                f.write(text)
+            with self.assertRaises(SystemExit):
+                suite_readme.update(readme, "x")
+            with open(readme) as f:
+                self.assertEqual(f.read(), text)
+
+
+if __name__ == "__main__":
+    unittest.main()
