@@ -876,6 +876,9 @@ async fn serve_respb<S: ClientStream>(
                                     let (owned, size) = mux::owned(&req);
                                     channels.enqueue(mux, Queued::Command(owned), size);
                                 }
+                                Some(false) if state.pause.mode().is_none() => {
+                                    run_frame_now(state, &mut channels, mux, req, &mut output.out);
+                                }
                                 Some(false) => {
                                     if !run_frame(conn, &mut channels, mux, req, &mut output).await? {
                                         return Ok(());
@@ -961,7 +964,14 @@ async fn run_frame<S: ClientStream>(
             return Ok(false);
         }
     }
-    let out = &mut output.out;
+    run_frame_now(state, channels, mux, req, &mut output.out);
+    Ok(true)
+}
+
+/// Run one frame of an idle channel that no pause holds: the whole of
+/// [`run_frame`] on the common path, without making a future per frame.
+fn run_frame_now(state: &ServerState, channels: &mut Channels<'_>, mux: u16, req: Request<'_>, out: &mut Vec<u8>) {
+    let Some(ch) = channels.get(mux) else { return };
     // QUIT ends the logical client that sent it, not its neighbours.
     match execute(state, req, &mut ch.session, &mut RespbTarget::new(out, mux)) {
         Outcome::Close => channels.close(mux),
@@ -969,7 +979,6 @@ async fn run_frame<S: ClientStream>(
         Outcome::Continue => {}
     }
     channels.after_command(mux, out);
-    Ok(true)
 }
 
 /// Answer the channels whose blocked command ended and run the frames

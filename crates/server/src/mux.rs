@@ -26,6 +26,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
+use foldhash::fast::FixedState;
 use kvik_protocol::resp::writer::Protocol;
 use kvik_protocol::respb::RespbReplyWriter;
 use kvik_protocol::{CommandArgs, ReplySink};
@@ -118,7 +119,9 @@ impl Channel {
 /// The channels of one connection.
 pub struct Channels<'a> {
     state: &'a ServerState,
-    map: HashMap<u16, Channel>,
+    /// Keyed by mux id with foldhash: SipHash on a 2-byte id cost more
+    /// per frame than decoding the frame.
+    map: HashMap<u16, Channel, FixedState>,
     /// The client address the channels show (their connection's).
     peer: crate::connection::Peer,
     /// Notified when a channel of this connection is killed.
@@ -143,7 +146,15 @@ impl Drop for Channels<'_> {
 impl<'a> Channels<'a> {
     /// No channels yet; `wake` is notified when one of them is killed.
     pub fn new(state: &'a ServerState, peer: crate::connection::Peer, wake: Arc<Notify>) -> Self {
-        Channels { state, map: HashMap::new(), peer, wake, busy: Vec::new(), listening: Vec::new(), queued_bytes: 0 }
+        Channels {
+            state,
+            map: HashMap::with_hasher(FixedState::default()),
+            peer,
+            wake,
+            busy: Vec::new(),
+            listening: Vec::new(),
+            queued_bytes: 0,
+        }
     }
 
     /// Channel `mux`, opened with fresh state on first use; `None` when
