@@ -22,29 +22,7 @@ import os
 import statistics
 import sys
 
-
-def read_meta(work):
-    meta = {}
-    with open(os.path.join(work, "meta")) as f:
-        for line in f:
-            if "=" in line:
-                k, v = line.rstrip("\n").split("=", 1)
-                meta[k] = v
-    return meta
-
-
-def read_runs(work, columns):
-    path = os.path.join(work, "runs.tsv")
-    runs = []
-    if not os.path.exists(path):
-        return runs
-    with open(path) as f:
-        for line in f:
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) != len(columns):
-                raise ValueError("bad runs.tsv line: %r" % line)
-            runs.append(dict(zip(columns, parts)))
-    return runs
+from bench_io import read_meta, read_runs
 
 
 def parse_results(path, fmt):

@@ -20,6 +20,8 @@ import statistics
 import sys
 import time
 
+from bench_io import read_meta
+
 HOST = "127.0.0.1"
 
 
@@ -165,16 +167,6 @@ def measure_memory(name, pid, port, keys, size, out):
 # ---------------------------------------------------------------- report
 
 SETTINGS = [("c50_P1", "-c 50 -P 1"), ("c50_P16", "-c 50 -P 16"), ("c1_P1000", "-c 1 -P 1000")]
-
-
-def read_meta(work):
-    meta = {}
-    with open(os.path.join(work, "meta")) as f:
-        for line in f:
-            if "=" in line:
-                k, v = line.rstrip("\n").split("=", 1)
-                meta[k] = v
-    return meta
 
 
 def read_bench(work):

@@ -31,7 +31,8 @@ import time
 from xml.sax.saxutils import escape
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_report import Client, encode, read_meta, used_memory, vm_rss_bytes  # noqa: E402
+from bench_io import read_meta, read_runs  # noqa: E402
+from server_report import Client, encode, used_memory, vm_rss_bytes  # noqa: E402
 
 RUN_COLUMNS = ["section", "cell", "flags", "size", "test", "target", "repeat", "position",
                "format", "file", "n", "cpu_ticks"]
@@ -151,20 +152,6 @@ def blank(v):
 # ---------------------------------------------------------------- reading runs
 
 
-def read_runs(work):
-    path = os.path.join(work, "runs.tsv")
-    runs = []
-    if not os.path.exists(path):
-        return runs
-    with open(path) as f:
-        for line in f:
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) != len(RUN_COLUMNS):
-                raise ValueError("bad runs.tsv line: %r" % line)
-            runs.append(dict(zip(RUN_COLUMNS, parts)))
-    return runs
-
-
 def finite(x):
     """The rps as a float, None when not finite (a run too short to time reports `inf`)."""
     v = float(x)
@@ -197,7 +184,7 @@ def load_results(work, clk_tck):
     first fills the list) and its requests per server-CPU-second (all
     requests of the run over the server's CPU time)."""
     out = []
-    for r in read_runs(work):
+    for r in read_runs(work, RUN_COLUMNS):
         rows = parse_output(os.path.join(work, r["file"]), r["format"])
         r = dict(r)
         r["title"] = rows[-1][0] if rows else ""
