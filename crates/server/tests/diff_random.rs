@@ -19,12 +19,9 @@
 
 mod common;
 
-use std::io::Write;
-
-use common::diff::{mask_client_id, multibulk, MARKER, MARKER_REPLY};
 use common::rng::Rng;
-use common::{connect, read_until, start_kvik, start_redis_or_skip, Answer};
 use common::{elements_of, split_replies};
+use common::{start_kvik, start_redis_or_skip, Answer};
 
 /// Seeds run by default, and commands per seed.
 const SEEDS: u64 = 100;
@@ -653,20 +650,7 @@ fn sequence(seed: u64) -> Vec<Command> {
 
 /// Send every command pipelined on one connection, and the replies one by one.
 fn run(port: u16, commands: &[Command]) -> (Vec<Vec<u8>>, Answer) {
-    let mut batch = Vec::new();
-    for c in commands {
-        let args: Vec<&[u8]> = c.args.iter().map(Vec::as_slice).collect();
-        batch.extend(multibulk(&args));
-    }
-    batch.extend_from_slice(MARKER);
-    let mut stream = connect(port);
-    stream.write_all(&batch).expect("send the sequence");
-    let mut answer = read_until(&mut stream, |got| got.ends_with(MARKER_REPLY));
-    if !answer.closed {
-        answer.bytes.truncate(answer.bytes.len() - MARKER_REPLY.len());
-    }
-    let replies = split_replies(&answer.bytes).iter().map(|r| mask_client_id(r)).collect();
-    (replies, answer)
+    common::diff::run_sequence(port, commands.iter().map(|c| &c.args[..]))
 }
 
 /// The first difference between the servers' replies to `seed`'s sequence, described.

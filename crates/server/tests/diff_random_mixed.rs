@@ -36,12 +36,10 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::Write;
 
-use common::diff::{mask_client_id, multibulk, MARKER, MARKER_REPLY};
 use common::rng::Rng;
-use common::{connect, read_until, start_kvik, start_redis_with_or_skip};
 use common::{elements_of, split_replies};
+use common::{start_kvik, start_redis_with_or_skip};
 
 /// Seeds run by default, and commands per seed.
 const SEEDS: u64 = 100;
@@ -1063,19 +1061,8 @@ fn normalise(reply: &[u8], mask: Mask, previous: Option<&[u8]>) -> Vec<u8> {
 
 /// Send every command pipelined on one connection; the replies one by one, and whether the server closed.
 fn run(port: u16, commands: &[Command]) -> (Vec<Vec<u8>>, bool) {
-    let mut batch = Vec::new();
-    for c in commands {
-        let args: Vec<&[u8]> = c.args.iter().map(Vec::as_slice).collect();
-        batch.extend(multibulk(&args));
-    }
-    batch.extend_from_slice(MARKER);
-    let mut stream = connect(port);
-    stream.write_all(&batch).expect("send the sequence");
-    let mut answer = read_until(&mut stream, |got| got.ends_with(MARKER_REPLY));
-    if !answer.closed {
-        answer.bytes.truncate(answer.bytes.len() - MARKER_REPLY.len());
-    }
-    (split_replies(&answer.bytes).iter().map(|r| mask_client_id(r)).collect(), answer.closed)
+    let (replies, answer) = common::diff::run_sequence(port, commands.iter().map(|c| &c.args[..]));
+    (replies, answer.closed)
 }
 
 /// What a matching seed exercised.

@@ -259,3 +259,25 @@ pub fn compare_scripts(test: &str, options: &[&str], scripts: Vec<Script>) {
         mismatches.join("\n")
     );
 }
+
+/// Send `commands` pipelined on a new connection to `port`, followed by the
+/// end marker; each reply (client ids masked), and the raw answer (which
+/// says whether the server closed the connection). The random sequences of
+/// every suite run through this.
+pub fn run_sequence<'c>(port: u16, commands: impl IntoIterator<Item = &'c [Vec<u8>]>) -> (Vec<Vec<u8>>, super::Answer) {
+    use std::io::Write;
+    let mut batch = Vec::new();
+    for args in commands {
+        let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        batch.extend(multibulk(&args));
+    }
+    batch.extend_from_slice(MARKER);
+    let mut stream = super::connect(port);
+    stream.write_all(&batch).expect("send the sequence");
+    let mut answer = super::read_until(&mut stream, |got| got.ends_with(MARKER_REPLY));
+    if !answer.closed {
+        answer.bytes.truncate(answer.bytes.len() - MARKER_REPLY.len());
+    }
+    let replies = super::split_replies(&answer.bytes).iter().map(|r| mask_client_id(r)).collect();
+    (replies, answer)
+}
