@@ -34,6 +34,21 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
+def wait_for_ping(proc, port, name, output):
+    """Return once the server `proc` answers PING on `port`; fail the test if
+    it exits first (showing `output()`) or stays silent for 10 s."""
+    deadline = time.monotonic() + 10
+    while True:
+        if proc.poll() is not None:
+            pytest.fail(f"{name} exited early: {output()}")
+        try:
+            if redis.Redis(host="127.0.0.1", port=port, socket_timeout=1).ping():
+                return
+        except redis.ConnectionError:
+            if time.monotonic() > deadline:
+                pytest.fail(f"{name} did not answer PING within 10 s")
+            time.sleep(0.05)
+
 
 @pytest.fixture
 def kvik_port():
@@ -47,17 +62,7 @@ def kvik_port():
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"kvik-server exited early: {proc.stderr.read().decode(errors='replace')}")
-            try:
-                if redis.Redis(host="127.0.0.1", port=port, socket_timeout=1).ping():
-                    break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    pytest.fail("kvik-server did not answer PING within 10 s")
-                time.sleep(0.05)
+        wait_for_ping(proc, port, "kvik-server", lambda: proc.stderr.read().decode(errors="replace"))
         yield port
     finally:
         proc.kill()
@@ -84,17 +89,7 @@ def redis_port():
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            if proc.poll() is not None:
-                pytest.fail("redis-server exited early")
-            try:
-                if redis.Redis(host="127.0.0.1", port=port, socket_timeout=1).ping():
-                    break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    pytest.fail("redis-server did not answer PING within 10 s")
-                time.sleep(0.05)
+        wait_for_ping(proc, port, "redis-server", lambda: "")
         yield port
     finally:
         proc.kill()

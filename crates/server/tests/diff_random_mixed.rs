@@ -72,8 +72,7 @@ impl Command {
     }
 
     fn show(&self) -> String {
-        let parts: Vec<String> = self.args.iter().map(|a| format!("\"{}\"", a.escape_ascii())).collect();
-        parts.join(" ")
+        common::diff::show_args(&self.args)
     }
 }
 

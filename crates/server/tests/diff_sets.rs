@@ -470,20 +470,6 @@ fn set_pipelined_match_redis() {
     compare_pipelined("set_pipelined_match_redis", cases());
 }
 
-/// `keyspace_hits` and `keyspace_misses` after `command`, counted from zero.
-fn lookups(port: u16, setup: &[&[&str]], command: &[&str]) -> String {
-    let mut conn = common::connect(port);
-    let mut run = |args: &[&str]| common::call_text(&mut conn, args);
-    run(&["FLUSHALL"]);
-    for s in setup {
-        run(s);
-    }
-    run(&["CONFIG", "RESETSTAT"]);
-    run(command);
-    let info = String::from_utf8_lossy(&run(&["INFO", "stats"])).into_owned();
-    info.lines().filter(|l| l.starts_with("keyspace_")).collect::<Vec<_>>().join(" ")
-}
-
 #[test]
 fn reads_count_hits_and_misses_like_redis() {
     let Some(redis) = common::start_redis_or_skip("reads_count_hits_and_misses_like_redis") else { return };
@@ -519,7 +505,11 @@ fn reads_count_hits_and_misses_like_redis() {
         &["ZREMRANGEBYRANK", "z", "0", "0"],
     ];
     for command in commands {
-        assert_eq!(lookups(kvik.port, setup, command), lookups(redis.port, setup, command), "{command:?}");
+        assert_eq!(
+            common::lookups(kvik.port, setup, command),
+            common::lookups(redis.port, setup, command),
+            "{command:?}"
+        );
     }
 }
 

@@ -473,20 +473,6 @@ fn concurrent_sorts_with_patterns_see_whole_writes() {
     }
 }
 
-/// `keyspace_hits` and `keyspace_misses` after `command`, counted from zero.
-fn lookups(port: u16, setup: &[&[&str]], command: &[&str]) -> String {
-    let mut conn = common::connect(port);
-    let mut run = |args: &[&str]| common::call_text(&mut conn, args);
-    run(&["FLUSHALL"]);
-    for s in setup {
-        run(s);
-    }
-    run(&["CONFIG", "RESETSTAT"]);
-    run(command);
-    let info = String::from_utf8_lossy(&run(&["INFO", "stats"])).into_owned();
-    info.lines().filter(|l| l.starts_with("keyspace_")).collect::<Vec<_>>().join(" ")
-}
-
 /// The sorted key and every key a pattern names count as reads, found or not.
 #[test]
 fn sort_counts_hits_and_misses_like_redis() {
@@ -504,6 +490,10 @@ fn sort_counts_hits_and_misses_like_redis() {
         &["SORT", "l", "BY", "w_*", "LIMIT", "0", "1"],
     ];
     for command in commands {
-        assert_eq!(lookups(kvik.port, setup, command), lookups(redis.port, setup, command), "{command:?}");
+        assert_eq!(
+            common::lookups(kvik.port, setup, command),
+            common::lookups(redis.port, setup, command),
+            "{command:?}"
+        );
     }
 }

@@ -281,3 +281,10 @@ pub fn run_sequence<'c>(port: u16, commands: impl IntoIterator<Item = &'c [Vec<u
     let replies = super::split_replies(&answer.bytes).iter().map(|r| mask_client_id(r)).collect();
     (replies, answer)
 }
+
+/// A command's arguments as a failure message shows them: each quoted, with
+/// control bytes escaped.
+pub fn show_args(args: &[Vec<u8>]) -> String {
+    let parts: Vec<String> = args.iter().map(|a| format!("\"{}\"", a.escape_ascii())).collect();
+    parts.join(" ")
+}

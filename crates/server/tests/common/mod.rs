@@ -340,3 +340,18 @@ pub fn run_threads<R: Send + 'static>(
     }
     handles.into_iter().map(|h| h.join().unwrap_or_else(|_| panic!("a client thread failed"))).collect()
 }
+
+/// `keyspace_hits` and `keyspace_misses` after `command`, counted from zero
+/// (the keyspace emptied and `setup` run first).
+pub fn lookups(port: u16, setup: &[&[&str]], command: &[&str]) -> String {
+    let mut conn = connect(port);
+    let mut run = |args: &[&str]| call_text(&mut conn, args);
+    run(&["FLUSHALL"]);
+    for s in setup {
+        run(s);
+    }
+    run(&["CONFIG", "RESETSTAT"]);
+    run(command);
+    let info = String::from_utf8_lossy(&run(&["INFO", "stats"])).into_owned();
+    info.lines().filter(|l| l.starts_with("keyspace_")).collect::<Vec<_>>().join(" ")
+}

@@ -58,8 +58,7 @@ impl Command {
     }
 
     fn show(&self) -> String {
-        let parts: Vec<String> = self.args.iter().map(|a| format!("\"{}\"", a.escape_ascii())).collect();
-        parts.join(" ")
+        crate::common::diff::show_args(&self.args)
     }
 }
 
