@@ -340,3 +340,46 @@ fn a_client_that_takes_nothing_for_timeout_seconds_is_closed() {
     let mut fresh = connect(kvik.port);
     assert_eq!(call(&mut fresh, &[b"PING"]), b"+PONG\r\n");
 }
+
+/// Resident set size of process `pid`, in bytes, from `/proc`.
+fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read /proc status");
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .expect("VmRSS line");
+    kib * 1024
+}
+
+#[test]
+fn memory_purge_gives_flushed_memory_back() {
+    // Small blocks freed by FLUSHALL stay in the allocator's arenas until
+    // MEMORY PURGE returns them: without it most of the loaded memory would
+    // stay resident.
+    let server = start_kvik_with(&["--threads", "2"]);
+    let mut stream = connect(server.port);
+    let baseline = rss_bytes(server.pid());
+    const KEYS: usize = 200_000;
+    let value = vec![b'v'; 100];
+    let mut batch = Vec::new();
+    for chunk in 0..KEYS / 1000 {
+        batch.clear();
+        for i in chunk * 1000..(chunk + 1) * 1000 {
+            batch.extend_from_slice(&multibulk(&[b"SET", format!("purge:{i}").as_bytes(), &value]));
+        }
+        stream.write_all(&batch).expect("send a batch");
+        let answer = common::read_until(&mut stream, |got| got.len() >= 1000 * 5);
+        assert_eq!(answer.bytes.len(), 1000 * 5, "{}", answer.show());
+    }
+    assert_eq!(dbsize(&mut stream), KEYS);
+    let loaded = rss_bytes(server.pid());
+    assert!(loaded > baseline + 20 * 1024 * 1024, "loading {KEYS} keys took {baseline} -> {loaded} bytes");
+    assert_eq!(call(&mut stream, &[b"FLUSHALL"]), b"+OK\r\n");
+    assert_eq!(call(&mut stream, &[b"MEMORY", b"PURGE"]), b"+OK\r\n");
+    let residual = rss_bytes(server.pid());
+    assert!(
+        residual - baseline.min(residual) < (loaded - baseline) / 5,
+        "baseline {baseline}, loaded {loaded}, after FLUSHALL + MEMORY PURGE {residual}"
+    );
+}

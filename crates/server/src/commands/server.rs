@@ -35,7 +35,11 @@ handlers! {
     },
     MEMORY_USAGE(c) => memory_usage(c),
     MEMORY_STATS(c) => memory_stats(c),
-    MEMORY_PURGE(c) => c.ok(),
+    MEMORY_PURGE(c) => {
+        // Redis answers OK whether or not its allocator had pages to give back.
+        kvik_heap::release_free_memory();
+        c.ok()
+    },
     MEMORY_DOCTOR(c) => memory_doctor(c),
     MEMORY_HELP(c) => super::help(c, MEMORY_HELP),
     // What Redis answers when built without jemalloc, as kvik's allocator is the system one.
