@@ -19,7 +19,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use kvik_protocol::commands::{by_id, CommandId};
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::mpsc;
+
+use crate::signal::Signal;
 
 /// What `CLIENT LIST` shows about one client.
 #[derive(Debug, Clone)]
@@ -73,7 +75,7 @@ pub struct ClientHandle {
     /// so another client's `CLIENT KILL` ends it even while it waits for
     /// input. The channels of a RESPB connection share one, and their
     /// connection closes only the channels marked killed.
-    wake: Option<Arc<Notify>>,
+    wake: Option<Arc<Signal>>,
 }
 
 impl ClientHandle {
@@ -107,7 +109,7 @@ impl ClientHandle {
     pub fn kill(&self) {
         self.killed.store(true, Ordering::Release);
         if let Some(wake) = &self.wake {
-            wake.notify_one();
+            wake.raise();
         }
     }
 
@@ -188,7 +190,7 @@ impl ClientRegistry {
         addr: String,
         laddr: String,
         fd: i32,
-        wake: Option<Arc<Notify>>,
+        wake: Option<Arc<Signal>>,
     ) -> Registration {
         let now = Instant::now();
         let info = ClientInfo {

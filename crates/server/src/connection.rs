@@ -34,12 +34,11 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
-use tokio::sync::{watch, Notify};
 
 use kvik_protocol::commands::CommandSpec;
 use kvik_protocol::resp::request::{Progress, RequestError, RequestLimits, RequestParser};
@@ -53,6 +52,7 @@ use crate::commands::{execute, held_by_pause, Outcome, ReplyTarget, Request};
 use crate::mux::{self, Channels, Queued, RespbTarget};
 use crate::pubsub::{encode_message, Message};
 use crate::session::Session;
+use crate::signal::Signal;
 use crate::state::ServerState;
 
 /// Smallest free space offered to a read.
@@ -119,38 +119,32 @@ struct Conn<'a, S> {
     over_soft_since: Option<Instant>,
 }
 
-/// A one-time event, such as the server's shutdown or a client's kill, that
-/// the connection waits on again and again.
+/// A signal, such as the server's shutdown or a client's kill, that the
+/// connection waits on again and again.
 ///
 /// The waiting future is made once per connection and polled by reference
-/// in every wait, rather than made and dropped around each read and write:
-/// registering and unregistering with a watch channel or a `Notify` on
-/// every request costs more than the rest of a small command. Once it
-/// happened, the event stays ready.
+/// in every wait. Once it has been polled with this task's waker it is
+/// registered, and later polls with the same waker only read the flag:
+/// polling the `Notify` behind it again would take its lock on every
+/// request. Once it happened, the event stays ready.
 struct Event {
+    signal: Option<Arc<Signal>>,
     waiting: Option<Pin<Box<dyn Future<Output = ()>>>>,
+    /// The waker `waiting` was last polled with.
+    registered: Option<Waker>,
 }
 
 impl Event {
-    fn new(happens: impl Future<Output = ()> + 'static) -> Self {
-        Event { waiting: Some(Box::pin(happens)) }
-    }
-
-    /// The event of `shutdown` turning true.
-    fn shutdown(mut shutdown: watch::Receiver<bool>) -> Self {
-        Event::new(async move {
-            let _ = shutdown.wait_for(|stop| *stop).await;
-        })
-    }
-
-    /// The event of `wake` being notified.
-    fn notified(wake: Arc<Notify>) -> Self {
-        Event::new(async move { wake.notified().await })
+    /// The event of `signal` being raised.
+    fn raised(signal: Arc<Signal>) -> Self {
+        let waited = Arc::clone(&signal);
+        let waiting: Pin<Box<dyn Future<Output = ()>>> = Box::pin(async move { waited.raised().await });
+        Event { signal: Some(signal), waiting: Some(waiting), registered: None }
     }
 
     /// An event that never happens.
     fn never() -> Self {
-        Event::new(std::future::pending())
+        Event { signal: None, waiting: Some(Box::pin(std::future::pending())), registered: None }
     }
 }
 
@@ -158,13 +152,22 @@ impl Future for Event {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if let Some(waiting) = self.waiting.as_mut() {
-            if waiting.as_mut().poll(cx).is_pending() {
-                return Poll::Pending;
-            }
-            self.waiting = None;
+        let this = &mut *self;
+        let Some(waiting) = this.waiting.as_mut() else { return Poll::Ready(()) };
+        if this.signal.as_ref().is_some_and(|s| s.is_raised()) {
+            this.waiting = None;
+            return Poll::Ready(());
         }
-        Poll::Ready(())
+        if this.registered.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            // Registered with this task: a raise wakes it, and the flag says so.
+            return Poll::Pending;
+        }
+        if waiting.as_mut().poll(cx).is_ready() {
+            this.waiting = None;
+            return Poll::Ready(());
+        }
+        this.registered = Some(cx.waker().clone());
+        Poll::Pending
     }
 }
 
@@ -436,10 +439,10 @@ impl<S: ClientStream> Conn<'_, S> {
 }
 
 /// Serve `stream` until the client leaves, breaks the protocol, stays idle
-/// too long, the socket fails, or `shutdown` turns true. `shutdown` is the
+/// too long, the socket fails, or `shutdown` is raised. `shutdown` is the
 /// event loop's own signal, so waiting on it touches nothing other cores use.
-pub async fn serve<S: ClientStream>(stream: S, state: &ServerState, shutdown: watch::Receiver<bool>, peer: Peer) {
-    let mut conn = Conn { stream, state, shutdown: Event::shutdown(shutdown), peer, over_soft_since: None };
+pub async fn serve<S: ClientStream>(stream: S, state: &ServerState, shutdown: Arc<Signal>, peer: Peer) {
+    let mut conn = Conn { stream, state, shutdown: Event::raised(shutdown), peer, over_soft_since: None };
     // An I/O error only means the client is gone; there is nobody to tell.
     let _ = run(&mut conn).await;
     close_gracefully(&mut conn.stream).await;
@@ -602,7 +605,7 @@ fn protocol_error_text(e: &RequestError) -> Vec<u8> {
 /// A new logical client, registered in the client list; it starts
 /// authenticated when no password is required. `wake` is notified when the
 /// client is killed (only clients with a socket of their own have one).
-pub(crate) fn new_session(state: &ServerState, peer: &Peer, wake: Option<Arc<Notify>>) -> Session {
+pub(crate) fn new_session(state: &ServerState, peer: &Peer, wake: Option<Arc<Signal>>) -> Session {
     let mut session = Session::connected(state, peer.addr.clone(), peer.laddr.clone(), peer.fd, wake);
     session.local = peer.local;
     session
@@ -629,9 +632,9 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
     let state = conn.state;
     let mut parser = RequestParser::new(request_limits(state));
     let mut args = CommandArgs::new();
-    let wake = Arc::new(Notify::new());
+    let wake = Signal::new();
     let mut session = new_session(state, &conn.peer, Some(Arc::clone(&wake)));
-    let mut killed = Event::notified(Arc::clone(&wake));
+    let mut killed = Event::raised(Arc::clone(&wake));
     let mut out = Vec::new();
     loop {
         let mut want = 0;
@@ -824,7 +827,7 @@ impl Outgoing {
 async fn serve_respb<S: ClientStream>(
     conn: &mut Conn<'_, S>,
     buf: &mut ReadBuffer,
-    upgraded: Option<(Session, Arc<Notify>)>,
+    upgraded: Option<(Session, Arc<Signal>)>,
 ) -> io::Result<()> {
     let state = conn.state;
     let max_bulk_len = state.limits.proto_max_bulk_len();
@@ -833,7 +836,7 @@ async fn serve_respb<S: ClientStream>(
     let mut args = CommandArgs::new();
     let (wake, first) = match upgraded {
         Some((session, wake)) => (wake, Some(session)),
-        None => (Arc::new(Notify::new()), None),
+        None => (Signal::new(), None),
     };
     // Every mux id is its own logical client, created on first use; a RESP
     // client that switched to RESPB goes on as channel 0.
@@ -841,7 +844,7 @@ async fn serve_respb<S: ClientStream>(
     if let Some(session) = first {
         channels.adopt(0, session);
     }
-    let mut kill = Event::notified(Arc::clone(&wake));
+    let mut kill = Event::raised(Arc::clone(&wake));
     let mut output = Outgoing::default();
     // The client stopped sending: what it sent is still answered.
     let mut eof = false;
@@ -1085,7 +1088,7 @@ async fn wait_respb<S: ClientStream>(
     eof: bool,
     channels: &mut Channels<'_>,
     kill: &mut Event,
-    wake: &Arc<Notify>,
+    wake: &Arc<Signal>,
     output: &mut Outgoing,
 ) -> MuxWake {
     let state = conn.state;
@@ -1132,7 +1135,10 @@ async fn wait_respb<S: ClientStream>(
     };
     match why {
         MuxWake::Killed => {
-            *kill = Event::notified(Arc::clone(wake));
+            // A kill here means "look at the channels again": lowered
+            // before looking, so a kill meanwhile raises it anew.
+            wake.lower();
+            *kill = Event::raised(Arc::clone(wake));
             channels.close_killed();
         }
         MuxWake::Timeout => channels.expire(Instant::now()),

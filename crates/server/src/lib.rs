@@ -30,6 +30,7 @@ pub mod mux;
 pub mod pause;
 pub mod pubsub;
 pub mod session;
+pub mod signal;
 pub mod state;
 pub mod stats;
 pub mod tracking;

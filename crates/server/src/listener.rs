@@ -29,10 +29,11 @@ use std::time::Duration;
 use socket2::{Domain, SockRef, Socket, TcpKeepalive, Type};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 
 use crate::connection::{self, close_gracefully, ClientStream, Peer};
 use crate::keyspace::expire::ActiveExpiry;
+use crate::signal::Signal;
 use crate::state::ServerState;
 
 /// Backlog of the listening sockets, Redis's `tcp-backlog` default.
@@ -223,16 +224,17 @@ fn run_loop(mut rx: mpsc::UnboundedReceiver<Incoming>, state: Arc<ServerState>) 
     let local = tokio::task::LocalSet::new();
     // The loop's own copy of the shutdown signal: its connections wait on
     // it without touching the server-wide one, which every core would share.
-    let (stop_tx, stop_rx) = watch::channel(false);
+    let stop = Signal::new();
+    let raise = Arc::clone(&stop);
     let mut server_stop = state.shutdown_watch();
     local.spawn_local(async move {
         let _ = server_stop.wait_for(|stop| *stop).await;
-        stop_tx.send_replace(true);
+        raise.raise();
     });
     local.block_on(&runtime, async {
         while let Some(incoming) = rx.recv().await {
             let state = Arc::clone(&state);
-            let stop = stop_rx.clone();
+            let stop = Arc::clone(&stop);
             tokio::task::spawn_local(async move {
                 match incoming {
                     Incoming::Tcp(s) => match TcpStream::from_std(s) {

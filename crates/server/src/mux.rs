@@ -30,12 +30,12 @@ use foldhash::fast::FixedState;
 use kvik_protocol::resp::writer::Protocol;
 use kvik_protocol::respb::RespbReplyWriter;
 use kvik_protocol::{CommandArgs, ReplySink};
-use tokio::sync::Notify;
 
 use crate::blocking::{Cancel, Encoding, Ended, Waiter};
 use crate::commands::{ReplyTarget, Request};
 use crate::pubsub::write_message;
 use crate::session::Session;
+use crate::signal::Signal;
 use crate::state::ServerState;
 
 /// Most frames queued behind one channel's blocked command.
@@ -125,7 +125,7 @@ pub struct Channels<'a> {
     /// The client address the channels show (their connection's).
     peer: crate::connection::Peer,
     /// Notified when a channel of this connection is killed.
-    wake: Arc<Notify>,
+    wake: Arc<Signal>,
     /// Channels that are blocked or have queued frames.
     busy: Vec<u16>,
     /// Channels with an inbox.
@@ -145,7 +145,7 @@ impl Drop for Channels<'_> {
 
 impl<'a> Channels<'a> {
     /// No channels yet; `wake` is notified when one of them is killed.
-    pub fn new(state: &'a ServerState, peer: crate::connection::Peer, wake: Arc<Notify>) -> Self {
+    pub fn new(state: &'a ServerState, peer: crate::connection::Peer, wake: Arc<Signal>) -> Self {
         Channels {
             state,
             map: HashMap::with_hasher(FixedState::default()),
@@ -412,7 +412,7 @@ mod tests {
     use crate::connection::Peer;
 
     fn channels(state: &ServerState) -> Channels<'_> {
-        Channels::new(state, Peer::default(), Arc::new(Notify::new()))
+        Channels::new(state, Peer::default(), Signal::new())
     }
 
     fn args(words: &[&[u8]]) -> CommandArgs {

@@ -9,11 +9,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use kvik_protocol::resp::writer::Protocol;
-use tokio::sync::Notify;
 
 use crate::auth;
 use crate::clients::{ClientHandle, MonitorFeed, Registration};
 use crate::pubsub::Subscriptions;
+use crate::signal::Signal;
 use crate::state::ServerState;
 use crate::tracking::ClientTracking;
 use crate::transaction::Multi;
@@ -130,7 +130,7 @@ impl Session {
     /// A client of a server: listed in its client registry (`addr`, `laddr`
     /// and `fd` as `CLIENT LIST` shows them; `wake` notified when it is
     /// killed), and unauthenticated when the server requires a password.
-    pub fn connected(state: &ServerState, addr: String, laddr: String, fd: i32, wake: Option<Arc<Notify>>) -> Self {
+    pub fn connected(state: &ServerState, addr: String, laddr: String, fd: i32, wake: Option<Arc<Signal>>) -> Self {
         let id = state.ids.next_id();
         let mut session = Session::new(id);
         session.tracking = ClientTracking::attached(id, Arc::clone(&state.tracking), wake.is_some());
