@@ -287,11 +287,12 @@ impl<'a> Channels<'a> {
 
     /// [`Channels::drain`] for every listening channel.
     pub fn drain_all(&mut self, out: &mut Vec<u8>) {
-        if self.listening.is_empty() {
-            return;
-        }
-        for mux in self.listening.clone() {
-            self.drain(mux, out);
+        // By position: a drain that closes its channel takes it out of the list.
+        let mut i = 0;
+        while let Some(&mux) = self.listening.get(i) {
+            if self.drain(mux, out) {
+                i += 1;
+            }
         }
     }
 

@@ -21,6 +21,7 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::task::{Context, Poll, Waker};
 
 use indexmap::IndexSet;
 use kvik_protocol::resp::writer::{Protocol, RespWriter};
@@ -186,45 +187,73 @@ pub struct Subscriber {
     tx: mpsc::UnboundedSender<Message>,
     /// Bytes queued and not yet taken by the client's task.
     queued: AtomicUsize,
+    /// Messages queued and not yet taken: counted before a message is sent,
+    /// so the receiver can tell from one load that nothing is waiting.
+    messages: AtomicUsize,
     /// Set when the subscriber fell too far behind; its client is to be closed.
     overflowed: AtomicBool,
 }
 
 /// The receiving end, held by the subscriber's connection task.
+///
+/// Every RESP3 client and every RESPB channel has one (other clients may
+/// redirect tracking invalidations to it), and its connection polls it
+/// between requests. Polling the queue again takes more than a small
+/// command, so while nothing was sent and the queue holds this task's
+/// waker, a poll only reads the message count.
 #[derive(Debug)]
 pub struct Inbox {
     subscriber: Arc<Subscriber>,
     rx: mpsc::UnboundedReceiver<Message>,
+    /// The waker the queue holds from the last poll that found it empty.
+    registered: Option<Waker>,
 }
 
 impl Inbox {
     /// The next message; `None` never happens while the inbox's subscriber
     /// lives, since the inbox holds it.
     pub async fn recv(&mut self) -> Option<Message> {
-        let msg = self.rx.recv().await?;
-        self.subscriber
-            .queued
-            .fetch_sub(msg.size().min(self.subscriber.queued.load(Ordering::Relaxed)), Ordering::Relaxed);
-        Some(msg)
+        std::future::poll_fn(|cx| self.poll_recv(cx)).await
     }
 
     /// Poll for the next message (a connection waiting on many inboxes).
-    pub fn poll_recv(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Message>> {
-        let msg = std::task::ready!(self.rx.poll_recv(cx));
-        if let Some(msg) = &msg {
-            let queued = &self.subscriber.queued;
-            queued.fetch_sub(msg.size().min(queued.load(Ordering::Relaxed)), Ordering::Relaxed);
+    pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<Message>> {
+        let idle = self.subscriber.messages.load(Ordering::Acquire) == 0;
+        if idle && self.registered.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            // A send counts itself first and then wakes the registered waker.
+            return Poll::Pending;
         }
-        std::task::Poll::Ready(msg)
+        match self.rx.poll_recv(cx) {
+            Poll::Pending => {
+                self.registered = Some(cx.waker().clone());
+                Poll::Pending
+            }
+            Poll::Ready(msg) => {
+                if let Some(msg) = &msg {
+                    self.taken(msg);
+                }
+                Poll::Ready(msg)
+            }
+        }
     }
 
     /// A message if one is queued, without waiting.
     pub fn try_recv(&mut self) -> Option<Message> {
+        if self.subscriber.messages.load(Ordering::Acquire) == 0 {
+            return None;
+        }
         let msg = self.rx.try_recv().ok()?;
-        self.subscriber
-            .queued
-            .fetch_sub(msg.size().min(self.subscriber.queued.load(Ordering::Relaxed)), Ordering::Relaxed);
+        self.taken(&msg);
         Some(msg)
+    }
+
+    /// Account for `msg` leaving the queue. The send that queued it woke
+    /// (and so used up) the registered waker: the next poll registers again.
+    fn taken(&mut self, msg: &Message) {
+        self.registered = None;
+        let s = &self.subscriber;
+        s.messages.fetch_sub(1, Ordering::AcqRel);
+        s.queued.fetch_sub(msg.size().min(s.queued.load(Ordering::Relaxed)), Ordering::Relaxed);
     }
 
     /// True when the subscriber overflowed its output limit.
@@ -241,8 +270,14 @@ impl Inbox {
 /// A new subscriber for client `id` and its inbox.
 pub fn subscriber(id: u64) -> Inbox {
     let (tx, rx) = mpsc::unbounded_channel();
-    let subscriber = Arc::new(Subscriber { id, tx, queued: AtomicUsize::new(0), overflowed: AtomicBool::new(false) });
-    Inbox { subscriber, rx }
+    let subscriber = Arc::new(Subscriber {
+        id,
+        tx,
+        queued: AtomicUsize::new(0),
+        messages: AtomicUsize::new(0),
+        overflowed: AtomicBool::new(false),
+    });
+    Inbox { subscriber, rx, registered: None }
 }
 
 impl Subscriber {
@@ -259,9 +294,15 @@ impl Subscriber {
             return false;
         }
         // Counted before sending, so the receiver's subtraction never
-        // comes first.
+        // comes first and a receiver that sees no message has none coming
+        // without a wake.
         self.queued.fetch_add(size, Ordering::Relaxed);
-        self.tx.send(msg).is_ok()
+        self.messages.fetch_add(1, Ordering::AcqRel);
+        if self.tx.send(msg).is_ok() {
+            return true;
+        }
+        self.messages.fetch_sub(1, Ordering::AcqRel);
+        false
     }
 }
 
@@ -591,6 +632,48 @@ impl Drop for Subscriptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A waker that counts its wakes.
+    struct Counted(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Counted {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn message(payload: &[u8]) -> Message {
+        Message::Message { channel: Arc::from(&b"ch"[..]), payload: Arc::from(payload) }
+    }
+
+    #[test]
+    fn an_idle_inbox_is_polled_cheaply_and_still_woken() {
+        let counter = Arc::new(Counted(std::sync::atomic::AtomicUsize::new(0)));
+        let waker = Waker::from(Arc::clone(&counter));
+        let mut cx = Context::from_waker(&waker);
+        let mut inbox = subscriber(7);
+        let tx = Arc::clone(inbox.subscriber());
+        assert!(inbox.poll_recv(&mut cx).is_pending());
+        // Registered: further polls only read the count.
+        assert!(inbox.poll_recv(&mut cx).is_pending());
+        assert!(inbox.poll_recv(&mut cx).is_pending());
+        assert!(tx.deliver(message(b"one"), 0));
+        assert_eq!(counter.0.load(Ordering::SeqCst), 1, "a send wakes the registered task");
+        assert!(matches!(inbox.poll_recv(&mut cx), Poll::Ready(Some(_))));
+        assert!(inbox.poll_recv(&mut cx).is_pending());
+        assert!(tx.deliver(message(b"two"), 0));
+        assert_eq!(counter.0.load(Ordering::SeqCst), 2);
+        // Taken without polling: the next poll must register again, or
+        // the third message would never wake the task.
+        assert!(inbox.try_recv().is_some());
+        assert!(inbox.try_recv().is_none());
+        assert!(inbox.poll_recv(&mut cx).is_pending());
+        assert!(tx.deliver(message(b"three"), 0));
+        assert_eq!(counter.0.load(Ordering::SeqCst), 3);
+        assert!(matches!(inbox.poll_recv(&mut cx), Poll::Ready(Some(_))));
+        assert_eq!(tx.queued.load(Ordering::SeqCst), 0);
+        assert_eq!(tx.messages.load(Ordering::SeqCst), 0);
+    }
 
     #[test]
     fn channels_and_patterns_reach_their_listeners() {
