@@ -763,6 +763,9 @@ struct Outgoing {
     sent: usize,
     /// When `inflight` last made progress, for `timeout`.
     progress: Option<Instant>,
+    /// Whether `progress` is kept: only while a `timeout` is set, as reading
+    /// the clock on every write costs more than the rest of the write path.
+    stamp: bool,
 }
 
 impl Outgoing {
@@ -777,7 +780,7 @@ impl Outgoing {
             self.inflight.clear();
             self.sent = 0;
             std::mem::swap(&mut self.inflight, &mut self.out);
-            self.progress = Some(Instant::now());
+            self.progress = self.stamp.then(Instant::now);
         }
     }
 
@@ -852,6 +855,7 @@ async fn serve_respb<S: ClientStream>(
         let mut want = 0;
         let mut need_more = false;
         let mut close = false;
+        output.stamp = state.limits.idle_timeout() > 0;
         // Channels whose wait ended answer, then run the frames queued behind.
         if !settle(conn, &mut channels, &mut output).await? {
             return Ok(());
@@ -1047,7 +1051,7 @@ fn poll_respb<S: ClientStream>(
             Poll::Ready(Ok(0)) => return Poll::Ready(MuxWake::Closed),
             Poll::Ready(Ok(n)) => {
                 output.sent += n;
-                output.progress = Some(Instant::now());
+                output.progress = output.stamp.then(Instant::now);
             }
             Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
             Poll::Ready(Err(_)) => return Poll::Ready(MuxWake::Closed),
