@@ -21,6 +21,7 @@ pub mod auth;
 pub mod blocking;
 pub mod changes;
 pub mod clients;
+pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod connection;

@@ -19,7 +19,6 @@
 //! that is what lets `HELLO 3` answer in RESP3 after switching the session.
 
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 
 use kvik_protocol::commands::{id, lookup, lookup_subcommand, CommandFlags, CommandId, CommandSpec, COMMAND_COUNT};
 use kvik_protocol::resp::writer::{Protocol, RespWriter};
@@ -27,6 +26,7 @@ use kvik_protocol::{CommandArgs, ReplySink};
 
 use crate::auth;
 use crate::changes::{self, EventClass};
+use crate::clock::CommandStart;
 use crate::keyspace::CommandClock;
 use crate::session::{ReplyMode, Session};
 use crate::state::ServerState;
@@ -505,16 +505,17 @@ fn run_checked<T: ReplyTarget>(
     spec: &'static CommandSpec,
     how: Run,
 ) -> Outcome {
-    let started = Instant::now();
+    // One reading serves the client's idle time, the command time and the duration.
+    let started = CommandStart::now();
     if how == Run::Direct {
         if let Some(handle) = session.handle() {
-            handle.ran(spec.id, started);
+            handle.ran(spec.id, started.mono_us);
         }
     }
     if session.tracking.on() {
         tracking::before_command(state, session, spec, req);
     }
-    let clock = (how == Run::Direct).then(CommandClock::start);
+    let clock = (how == Run::Direct).then(|| CommandClock::at(started.wall_ms));
     let may_block = how == Run::Direct;
     let mut ctx = Ctx { state, req, session, target, failed: false, outcome: Outcome::Continue, may_block };
     let known = dispatch(spec.id, &mut ctx);
@@ -530,7 +531,7 @@ fn run_checked<T: ReplyTarget>(
     if session.tracking.on() {
         tracking::after_command(session, spec);
     }
-    let usec = started.elapsed().as_micros() as u64;
+    let usec = started.elapsed_us();
     after_command(state, req, session, spec, failed, usec);
     outcome
 }

@@ -442,7 +442,13 @@ pub struct CommandClock(());
 impl CommandClock {
     /// Fix the time for the command about to run on this thread.
     pub fn start() -> CommandClock {
-        COMMAND_TIME_MS.with(|t| t.set(Some(wall_clock_ms())));
+        CommandClock::at(wall_clock_ms())
+    }
+
+    /// Fix the time for the command about to run on this thread at `ms`
+    /// (Unix milliseconds), a time the caller read already.
+    pub fn at(ms: i64) -> CommandClock {
+        COMMAND_TIME_MS.with(|t| t.set(Some(ms)));
         CommandClock(())
     }
 }
