@@ -31,6 +31,7 @@ pub mod mux;
 pub mod pause;
 pub mod pubsub;
 pub mod session;
+pub mod stat_lanes;
 pub mod state;
 pub mod stats;
 pub mod tracking;

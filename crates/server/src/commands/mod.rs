@@ -566,13 +566,9 @@ fn after_command(
         let addr = session.handle().map(|h| h.info().addr.clone()).unwrap_or_default();
         state.clients.feed_monitors(&monitor_line(&req, spec, session.db, &addr));
     }
-    if !failed && spec.flags.contains(CommandFlags::WRITE) {
-        state.stats.dirty.fetch_add(1, Ordering::Relaxed);
-    }
-    state.stats.total_commands.fetch_add(1, Ordering::Relaxed);
-    if let Some(stat) = state.stats.command(spec.id) {
-        stat.record(usec);
-        if failed {
+    state.stats.record_call(spec.id, usec, !failed && spec.flags.contains(CommandFlags::WRITE));
+    if failed {
+        if let Some(stat) = state.stats.command(spec.id) {
             stat.failed.fetch_add(1, Ordering::Relaxed);
         }
     }
