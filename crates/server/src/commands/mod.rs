@@ -20,7 +20,7 @@
 
 use std::sync::atomic::Ordering;
 
-use kvik_protocol::commands::{id, lookup, lookup_subcommand, CommandFlags, CommandId, CommandSpec, COMMAND_COUNT};
+use kvik_protocol::commands::{by_id, id, lookup, lookup_subcommand, CommandFlags, CommandId, CommandSpec, COMMAND_COUNT};
 use kvik_protocol::resp::writer::{Protocol, RespWriter};
 use kvik_protocol::{CommandArgs, ReplySink};
 
@@ -229,6 +229,9 @@ impl<'a, T: ReplyTarget> Ctx<'a, T> {
 
     /// [`Ctx::notify`] for a key of database `db` (`MOVE`, `COPY ... DB`).
     pub fn notify_in(&mut self, db: usize, class: EventClass, event: &str, key: &[u8]) {
+        if !changes::anyone_interested(self.state, class) {
+            return;
+        }
         // What the lookups recorded (expired keys, new keys) comes first, as
         // Redis announces it when it happens.
         changes::flush_server_events(self.state);
@@ -298,6 +301,12 @@ impl<'a> Request<'a> {
     /// Number of arguments, the command name included.
     pub fn argc(&self) -> usize {
         self.args.len()
+    }
+
+    /// The command the decoder identified (a RESPB opcode's), without a
+    /// lookup by name; `None` when it did not.
+    pub fn known_command(&self) -> Option<&'static CommandSpec> {
+        self.args.command().and_then(by_id)
     }
 
     /// Argument `i` (empty when out of range, which the arity checks rule out).
@@ -425,7 +434,8 @@ fn execute_checked<T: ReplyTarget>(
         target.reply(session, |s| s.simple(b"OK"));
         return Outcome::Close;
     }
-    let Some(mut spec) = lookup(name) else {
+    // A RESPB frame's opcode named the command already.
+    let Some(mut spec) = req.known_command().or_else(|| lookup(name)) else {
         let msg = unknown_command(&req);
         transaction::refused_while_queuing(session);
         reject(state, session, target, &msg);
