@@ -54,6 +54,7 @@ use crate::mux::{self, Channels, Queued, RespbTarget};
 use crate::pubsub::{encode_message, Message};
 use crate::session::Session;
 use crate::state::ServerState;
+use crate::wake_gate::WakeGate;
 
 /// Smallest free space offered to a read.
 const MIN_READ: usize = 16 * 1024;
@@ -127,13 +128,16 @@ struct Conn<'a, S> {
 /// registering and unregistering with a watch channel or a `Notify` on
 /// every request costs more than the rest of a small command. Once it
 /// happened, the event stays ready.
+/// The future is polled through a [`WakeGate`], so a wait where it was not
+/// woken does not look at it at all.
 struct Event {
     waiting: Option<Pin<Box<dyn Future<Output = ()>>>>,
+    gate: WakeGate,
 }
 
 impl Event {
     fn new(happens: impl Future<Output = ()> + 'static) -> Self {
-        Event { waiting: Some(Box::pin(happens)) }
+        Event { waiting: Some(Box::pin(happens)), gate: WakeGate::new() }
     }
 
     /// The event of `shutdown` turning true.
@@ -158,11 +162,12 @@ impl Future for Event {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if let Some(waiting) = self.waiting.as_mut() {
-            if waiting.as_mut().poll(cx).is_pending() {
+        let this = &mut *self;
+        if let Some(waiting) = this.waiting.as_mut() {
+            if this.gate.poll(waiting.as_mut(), cx).is_pending() {
                 return Poll::Pending;
             }
-            self.waiting = None;
+            this.waiting = None;
         }
         Poll::Ready(())
     }

@@ -37,6 +37,7 @@ pub mod stats;
 pub mod tracking;
 pub mod transaction;
 pub mod types;
+pub mod wake_gate;
 pub mod watch;
 
 /// Version of kvik itself, as printed in the startup line.
