@@ -34,9 +34,10 @@ use tokio::sync::Notify;
 
 use crate::blocking::{Cancel, Encoding, Ended, Waiter};
 use crate::commands::{ReplyTarget, Request};
-use crate::pubsub::write_message;
+use crate::pubsub::{write_message, Inbox, Subscriber};
 use crate::session::Session;
 use crate::state::ServerState;
+use crate::wake_gate::WakeGate;
 
 /// Most frames queued behind one channel's blocked command.
 pub const QUEUE_FRAMES: usize = 1024;
@@ -106,6 +107,25 @@ pub struct Channel {
     queue: VecDeque<(Queued, usize)>,
     /// Whether the session has an inbox the connection polls.
     listening: bool,
+    /// Polls the inbox only when a message may have come (see [`WakeGate`]).
+    inbox_gate: WakeGate,
+    /// The inbox `inbox_gate` gates, by its subscriber (held, so the
+    /// comparison cannot meet a new inbox at a reused address).
+    gated: Option<Arc<Subscriber>>,
+}
+
+impl Channel {
+    /// The session's inbox and its gate, the gate made afresh when the
+    /// inbox is not the one it gated (RESET drops an inbox; a later
+    /// subscription or tracking makes another).
+    fn gated_inbox(&mut self) -> Option<(&mut Inbox, &mut WakeGate)> {
+        let inbox = self.session.subscriptions.inbox()?;
+        if !self.gated.as_ref().is_some_and(|g| Arc::ptr_eq(g, inbox.subscriber())) {
+            self.gated = Some(Arc::clone(inbox.subscriber()));
+            self.inbox_gate = WakeGate::new();
+        }
+        Some((inbox, &mut self.inbox_gate))
+    }
 }
 
 impl Channel {
@@ -182,7 +202,14 @@ impl<'a> Channels<'a> {
         if listening {
             self.listening.push(mux);
         }
-        self.map.insert(mux, Channel { session, blocked: None, queue: VecDeque::new(), listening });
+        self.map.insert(mux, Channel {
+            session,
+            blocked: None,
+            queue: VecDeque::new(),
+            listening,
+            inbox_gate: WakeGate::new(),
+            gated: None,
+        });
     }
 
     /// Channel `mux`, if open.
@@ -287,11 +314,17 @@ impl<'a> Channels<'a> {
 
     /// [`Channels::drain`] for every listening channel.
     pub fn drain_all(&mut self, out: &mut Vec<u8>) {
-        if self.listening.is_empty() {
-            return;
-        }
-        for mux in self.listening.clone() {
-            self.drain(mux, out);
+        let mut i = 0;
+        while let Some(&mux) = self.listening.get(i) {
+            // A quiet inbox is empty; a drain that closes the channel takes it off the list.
+            let quiet = self
+                .map
+                .get_mut(&mux)
+                .and_then(Channel::gated_inbox)
+                .is_some_and(|(inbox, gate)| gate.quiet() && !inbox.overflowed());
+            if quiet || self.drain(mux, out) {
+                i += 1;
+            }
         }
     }
 
@@ -331,9 +364,9 @@ impl<'a> Channels<'a> {
         for &mux in &self.listening {
             let Some(ch) = self.map.get_mut(&mux) else { continue };
             let listening = ch.session.subscriptions.active();
-            let Some(inbox) = ch.session.subscriptions.inbox() else { continue };
+            let Some((inbox, gate)) = ch.gated_inbox() else { continue };
             while taken < MESSAGES_PER_POLL {
-                match inbox.poll_recv(cx) {
+                match gate.poll_fn(cx, |cx| inbox.poll_recv(cx)) {
                     Poll::Ready(Some(msg)) => {
                         write_message(&mut RespbReplyWriter::new(out, mux), Protocol::Resp3, listening, &msg);
                         taken += 1;

@@ -57,6 +57,13 @@ impl WakeGate {
     /// Poll `fut` if it may have progressed since it was last polled through
     /// this gate; `Pending` otherwise. Always the same future per gate.
     pub fn poll<F: Future + ?Sized>(&mut self, fut: Pin<&mut F>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        self.poll_fn(cx, |cx| fut.poll(cx))
+    }
+
+    /// [`WakeGate::poll`] for a poll function (`poll_recv` of a channel).
+    /// After a `Ready` the function registered no waker, so the next call
+    /// polls it again.
+    pub fn poll_fn<T>(&mut self, cx: &mut Context<'_>, poll: impl FnOnce(&mut Context<'_>) -> Poll<T>) -> Poll<T> {
         let same_task = self.last.as_ref().is_some_and(|w| w.will_wake(cx.waker()));
         if same_task {
             if !self.flag.fired.swap(false, Ordering::AcqRel) {
@@ -68,7 +75,18 @@ impl WakeGate {
             self.flag.fired.store(false, Ordering::Release);
         }
         let waker = Waker::from(Arc::clone(&self.flag));
-        fut.poll(&mut Context::from_waker(&waker))
+        let result = poll(&mut Context::from_waker(&waker));
+        if result.is_ready() {
+            self.flag.fired.store(true, Ordering::Release);
+        }
+        result
+    }
+
+    /// True when the gated function returned `Pending` when last polled and
+    /// its waker has not fired since: it has nothing new (for a channel: its
+    /// queue is empty, as every send after that poll wakes the waker).
+    pub fn quiet(&self) -> bool {
+        self.last.is_some() && !self.flag.fired.load(Ordering::Acquire)
     }
 }
 
@@ -121,6 +139,33 @@ mod tests {
         assert_eq!(task.0.load(Ordering::SeqCst), 1, "the task is woken");
         assert!(gate.poll(door.as_mut(), &mut cx).is_ready());
         assert_eq!(polls.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_ready_poll_function_is_polled_again() {
+        let task = Arc::new(CountWakes(AtomicUsize::new(0)));
+        let task_waker = Waker::from(Arc::clone(&task));
+        let mut cx = Context::from_waker(&task_waker);
+        let mut gate = WakeGate::new();
+        assert!(!gate.quiet(), "never polled");
+        let mut queue = vec![1, 2];
+        let mut registered: Option<Waker> = None;
+        let mut take = |cx: &mut Context<'_>| match queue.pop() {
+            Some(x) => Poll::Ready(x),
+            None => {
+                registered = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        };
+        assert_eq!(gate.poll_fn(&mut cx, &mut take), Poll::Ready(2));
+        assert!(!gate.quiet());
+        assert_eq!(gate.poll_fn(&mut cx, &mut take), Poll::Ready(1));
+        assert_eq!(gate.poll_fn(&mut cx, &mut take), Poll::Pending);
+        assert!(gate.quiet());
+        assert_eq!(gate.poll_fn(&mut cx, |_| Poll::Ready(9)), Poll::Pending, "not woken: not polled");
+        registered.take().expect("registered").wake();
+        assert!(!gate.quiet());
+        assert_eq!(gate.poll_fn(&mut cx, |_| Poll::Ready(9)), Poll::Ready(9));
     }
 
     #[test]
