@@ -238,10 +238,7 @@ pub fn flush_server_events(state: &ServerState) {
 /// costs a few loads instead of a call into each consumer.
 #[inline]
 pub fn anyone_interested(state: &ServerState, class: EventClass) -> bool {
-    events::any_wanted()
-        || !state.watches.idle()
-        || !state.tracking.idle()
-        || state.changes.flags() & class.bit() != 0
+    events::any_wanted() || !state.watches.idle() || !state.tracking.idle() || state.changes.flags() & class.bit() != 0
 }
 
 /// `key` of database `db` was changed by client `by_client` (0 for the

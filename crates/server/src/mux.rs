@@ -202,14 +202,17 @@ impl<'a> Channels<'a> {
         if listening {
             self.listening.push(mux);
         }
-        self.map.insert(mux, Channel {
-            session,
-            blocked: None,
-            queue: VecDeque::new(),
-            listening,
-            inbox_gate: WakeGate::new(),
-            gated: None,
-        });
+        self.map.insert(
+            mux,
+            Channel {
+                session,
+                blocked: None,
+                queue: VecDeque::new(),
+                listening,
+                inbox_gate: WakeGate::new(),
+                gated: None,
+            },
+        );
     }
 
     /// Channel `mux`, if open.

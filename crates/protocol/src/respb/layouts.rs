@@ -744,26 +744,6 @@ pub fn core_command(opcode: u16) -> Option<crate::commands::CommandId> {
     ids.get(usize::from(opcode)).copied().flatten()
 }
 
-#[cfg(test)]
-mod command_id_tests {
-    use super::*;
-
-    #[test]
-    fn every_core_opcode_knows_the_command_its_name_finds() {
-        let mut known = 0;
-        for op in 0..CORE_OPCODES as u16 {
-            let Some(layout) = core_layout(op) else {
-                assert_eq!(core_command(op), None);
-                continue;
-            };
-            let by_name = crate::commands::lookup(layout.name.as_bytes()).map(|s| s.id);
-            assert_eq!(core_command(op), by_name, "{}", layout.name);
-            known += usize::from(by_name.is_some());
-        }
-        assert!(known > 100, "{known}");
-    }
-}
-
 /// The layout of a core opcode: one table lookup, since it runs for every frame.
 pub fn core_layout(opcode: u16) -> Option<&'static Layout> {
     static INDEX: std::sync::OnceLock<[u16; CORE_OPCODES]> = std::sync::OnceLock::new();
@@ -801,4 +781,24 @@ fn by_name_index() -> &'static [usize] {
         v.sort_by_key(|&i| LAYOUTS[i].name);
         v
     })
+}
+
+#[cfg(test)]
+mod command_id_tests {
+    use super::*;
+
+    #[test]
+    fn every_core_opcode_knows_the_command_its_name_finds() {
+        let mut known = 0;
+        for op in 0..CORE_OPCODES as u16 {
+            let Some(layout) = core_layout(op) else {
+                assert_eq!(core_command(op), None);
+                continue;
+            };
+            let by_name = crate::commands::lookup(layout.name.as_bytes()).map(|s| s.id);
+            assert_eq!(core_command(op), by_name, "{}", layout.name);
+            known += usize::from(by_name.is_some());
+        }
+        assert!(known > 100, "{known}");
+    }
 }

@@ -20,7 +20,9 @@
 
 use std::sync::atomic::Ordering;
 
-use kvik_protocol::commands::{by_id, id, lookup, lookup_subcommand, CommandFlags, CommandId, CommandSpec, COMMAND_COUNT};
+use kvik_protocol::commands::{
+    by_id, id, lookup, lookup_subcommand, CommandFlags, CommandId, CommandSpec, COMMAND_COUNT,
+};
 use kvik_protocol::resp::writer::{Protocol, RespWriter};
 use kvik_protocol::{CommandArgs, ReplySink};
 

@@ -10,7 +10,6 @@
 //! see a reserved shard until the last of them has run, so the transaction
 //! is atomic across shards and threads.
 
-
 use kvik_protocol::commands::{id, BeginSearch, CommandSpec, FindKeys, KeySpecFlags};
 
 use super::command::find_keys;
