@@ -9,6 +9,8 @@
 //! A [`CommandArgs`] is reused from command to command, so steady-state decoding
 //! allocates nothing.
 
+use crate::commands::CommandId;
+
 /// Which buffer an [`ArgRef`] points into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Source {
@@ -53,6 +55,9 @@ pub struct CommandArgs {
     scratch: Vec<u8>,
     /// The command name when a decoder knows it statically (RESPB opcodes).
     name: &'static [u8],
+    /// The command's table id when a decoder knows it (a RESPB opcode's),
+    /// so the server need not look the name up.
+    command: Option<CommandId>,
 }
 
 impl CommandArgs {
@@ -66,6 +71,20 @@ impl CommandArgs {
     pub fn clear(&mut self) {
         self.refs.clear();
         self.scratch.clear();
+        self.command = None;
+    }
+
+    /// Record the table id of the command, when the decoder knows it from
+    /// the frame; it must be what looking up argument 0 by name finds.
+    #[inline]
+    pub fn set_command(&mut self, id: Option<CommandId>) {
+        self.command = id;
+    }
+
+    /// The table id recorded by [`CommandArgs::set_command`] since the last clear.
+    #[inline]
+    pub fn command(&self) -> Option<CommandId> {
+        self.command
     }
 
     /// Number of arguments, the command name included.

@@ -231,6 +231,16 @@ pub fn flush_server_events(state: &ServerState) {
     }
 }
 
+/// Whether a change of `class` to a key has anyone to tell: recorded
+/// server events to announce, a `WATCH`, a tracking client, or a keyspace
+/// notification of that class. Each is one relaxed load of a counter or of
+/// flags kept up to date where they change, so the common case (nobody)
+/// costs a few loads instead of a call into each consumer.
+#[inline]
+pub fn anyone_interested(state: &ServerState, class: EventClass) -> bool {
+    events::any_wanted() || !state.watches.idle() || !state.tracking.idle() || state.changes.flags() & class.bit() != 0
+}
+
 /// `key` of database `db` was changed by client `by_client` (0 for the
 /// server itself: expiry, eviction).
 ///

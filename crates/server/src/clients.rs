@@ -68,7 +68,8 @@ pub struct ClientHandle {
     /// Id of the last command run, [`NO_COMMAND`] before the first; an
     /// atomic because it changes with every command.
     last_cmd: AtomicU16,
-    /// When the client last ran a command, in microseconds after `created`.
+    /// When the client last ran a command (or connected), in microseconds
+    /// after the process's clock origin ([`crate::clock::mono_us`]).
     last_active_us: AtomicU64,
     killed: AtomicBool,
     /// Wakes the connection task of a client that has a socket of its own,
@@ -84,11 +85,11 @@ impl ClientHandle {
         self.info.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Record that the client ran `cmd` at `now`; lock-free, as it runs for every command.
-    pub fn ran(&self, cmd: CommandId, now: Instant) {
+    /// Record that the client ran `cmd` at `now_us` ([`crate::clock::mono_us`]);
+    /// lock-free, as it runs for every command.
+    pub fn ran(&self, cmd: CommandId, now_us: u64) {
         self.last_cmd.store(cmd.0, Ordering::Relaxed);
-        let us = now.saturating_duration_since(self.created).as_micros();
-        self.last_active_us.store(u64::try_from(us).unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.last_active_us.store(now_us, Ordering::Relaxed);
     }
 
     /// Full name of the last command (`client|list`), `NULL` before the first, as Redis shows it.
@@ -102,7 +103,7 @@ impl ClientHandle {
 
     /// When the client last ran a command (when it connected, before the first).
     pub fn last_active(&self) -> Instant {
-        self.created + std::time::Duration::from_micros(self.last_active_us.load(Ordering::Relaxed))
+        crate::clock::instant_at(self.last_active_us.load(Ordering::Relaxed))
     }
 
     /// Mark the client for closing and wake its connection.
@@ -214,7 +215,7 @@ impl ClientRegistry {
             created: now,
             info: Mutex::new(info),
             last_cmd: AtomicU16::new(NO_COMMAND),
-            last_active_us: AtomicU64::new(0),
+            last_active_us: AtomicU64::new(crate::clock::mono_us(now)),
             killed: AtomicBool::new(false),
             wake,
         });

@@ -1,9 +1,11 @@
 //! Server-wide counters for `INFO`, `SLOWLOG` and `LASTSAVE`.
 //!
 //! Counters are atomics so that every connection thread updates them without
-//! a shared lock on the hot path; per-command counters live in a flat array
-//! with one slot per command and subcommand of the table, found by name once
-//! per call. Error counts and the slow log change rarely and use a mutex.
+//! a shared lock on the hot path; what every command adds to (commands run,
+//! writes, per-command calls and durations) is kept per thread
+//! ([`crate::stat_lanes`]) and summed when reported. Per-command counters
+//! are indexed by command id. Error counts and the slow log change rarely
+//! and use a mutex.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -21,50 +23,28 @@ const SLOWLOG_MAX_ARGC: usize = 32;
 /// Longest argument a slow log entry keeps, as Redis.
 const SLOWLOG_MAX_ARGLEN: usize = 128;
 
-/// Calls, time and failures of one command.
+/// Refused and failed calls of one command: rare, so shared atomics; the
+/// per-call counters (calls, time, durations) are per thread, in
+/// [`crate::stat_lanes`].
 #[derive(Debug, Default)]
 pub struct CommandStat {
-    /// Completed calls.
-    pub calls: AtomicU64,
-    /// Total microseconds spent in them.
-    pub usec: AtomicU64,
     /// Calls refused before running (arity, authentication).
     pub rejected: AtomicU64,
     /// Calls that ran and replied with an error.
     pub failed: AtomicU64,
-    /// Calls by duration: slot `k` counts calls of at most `2^k` microseconds
-    /// (and more than half that), for `LATENCY HISTOGRAM`.
-    pub histogram: [AtomicU64; HISTOGRAM_SLOTS],
 }
 
-/// Power-of-two duration slots per command: 1 µs up to about 18 minutes.
-pub const HISTOGRAM_SLOTS: usize = 31;
+pub use crate::stat_lanes::{CallTotals, HISTOGRAM_SLOTS};
 
-impl CommandStat {
-    /// Count one completed call that took `usec`.
-    pub fn record(&self, usec: u64) {
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        self.usec.fetch_add(usec, Ordering::Relaxed);
-        let slot = (usec.max(1).next_power_of_two().trailing_zeros() as usize).min(HISTOGRAM_SLOTS - 1);
-        if let Some(h) = self.histogram.get(slot) {
-            h.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    /// `(bucket upper bound in µs, calls up to it)` for every bucket where the
-    /// running total grows, as `LATENCY HISTOGRAM` lists them.
-    pub fn cumulative(&self) -> Vec<(u64, u64)> {
-        let mut total = 0;
-        let mut out = Vec::new();
-        for (k, h) in self.histogram.iter().enumerate() {
-            let n = h.load(Ordering::Relaxed);
-            if n > 0 {
-                total += n;
-                out.push((1u64 << k, total));
-            }
-        }
-        out
-    }
+/// One command's counters for the reports.
+#[derive(Debug, Clone, Copy)]
+pub struct CommandReport {
+    /// Calls, time and durations.
+    pub calls: CallTotals,
+    /// Calls refused before running.
+    pub rejected: u64,
+    /// Calls that ran and replied with an error.
+    pub failed: u64,
 }
 
 /// One slow log entry.
@@ -101,18 +81,16 @@ pub struct Stats {
     pub started_unix: i64,
     /// Clients connected since start (each RESPB channel counts as one, as it is a client).
     pub total_connections: AtomicU64,
-    /// Commands run.
-    pub total_commands: AtomicU64,
     /// Error replies sent.
     pub total_error_replies: AtomicU64,
-    /// Writes since the last save (kvik does not save yet, so since start).
-    pub dirty: AtomicU64,
     /// Unix time of the last save.
     pub lastsave: AtomicI64,
     /// Whether the active expiry cycle runs (`DEBUG SET-ACTIVE-EXPIRE`).
     pub active_expire: AtomicBool,
     /// Counters by command id.
     commands: Vec<(&'static str, CommandStat)>,
+    /// Commands run, writes, and per-command calls, time and durations, per thread.
+    lanes: crate::stat_lanes::Lanes,
     errors: Mutex<BTreeMap<Vec<u8>, u64>>,
     slowlog: Mutex<SlowLog>,
 }
@@ -140,12 +118,11 @@ impl Default for Stats {
             started: Instant::now(),
             started_unix,
             total_connections: AtomicU64::new(0),
-            total_commands: AtomicU64::new(0),
             total_error_replies: AtomicU64::new(0),
-            dirty: AtomicU64::new(0),
             lastsave: AtomicI64::new(started_unix),
             active_expire: AtomicBool::new(true),
             commands,
+            lanes: crate::stat_lanes::Lanes::default(),
             errors: Mutex::new(BTreeMap::new()),
             slowlog: Mutex::new(SlowLog::default()),
         }
@@ -159,8 +136,34 @@ impl Stats {
     }
 
     /// Every command's counters, in table order.
-    pub fn commands(&self) -> impl Iterator<Item = (&'static str, &CommandStat)> {
-        self.commands.iter().map(|(n, s)| (*n, s))
+    pub fn commands(&self) -> impl Iterator<Item = (&'static str, CommandReport)> + '_ {
+        let calls = self.lanes.all();
+        self.commands.iter().zip(calls).map(|((n, s), calls)| {
+            let rejected = s.rejected.load(Ordering::Relaxed);
+            (*n, CommandReport { calls, rejected, failed: s.failed.load(Ordering::Relaxed) })
+        })
+    }
+
+    /// Calls, time and durations of the command with this id.
+    pub fn calls(&self, id: CommandId) -> CallTotals {
+        self.lanes.command(id)
+    }
+
+    /// Count one completed call of `id` that took `usec` on this thread;
+    /// `write` when it changed data (`rdb_changes_since_last_save`).
+    #[inline]
+    pub fn record_call(&self, id: CommandId, usec: u64, write: bool) {
+        self.lanes.record(id, usec, write);
+    }
+
+    /// Commands run (`total_commands_processed`).
+    pub fn total_commands(&self) -> u64 {
+        self.lanes.total_commands()
+    }
+
+    /// Writes since the last save (kvik does not save yet, so since start).
+    pub fn dirty(&self) -> u64 {
+        self.lanes.dirty()
     }
 
     /// Count an error reply; its code is the text up to the first space.
@@ -183,15 +186,12 @@ impl Stats {
     /// Forget per-command and error counts (`CONFIG RESETSTAT`).
     pub fn reset(&self) {
         for (_, s) in &self.commands {
-            s.calls.store(0, Ordering::Relaxed);
-            s.usec.store(0, Ordering::Relaxed);
             s.rejected.store(0, Ordering::Relaxed);
             s.failed.store(0, Ordering::Relaxed);
-            s.histogram.iter().for_each(|h| h.store(0, Ordering::Relaxed));
         }
+        self.lanes.reset();
         self.errors.lock().unwrap_or_else(|e| e.into_inner()).clear();
         self.total_error_replies.store(0, Ordering::Relaxed);
-        self.total_commands.store(0, Ordering::Relaxed);
         self.total_connections.store(0, Ordering::Relaxed);
     }
 

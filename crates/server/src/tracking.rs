@@ -393,6 +393,13 @@ impl Tracking {
     }
 
     /// `key` changed, by client `by_client` (0: the server itself).
+    /// Whether no client has a tracked key or a `BCAST` prefix: then a
+    /// change to a key has no one to tell (two relaxed loads).
+    #[inline]
+    pub fn idle(&self) -> bool {
+        self.keys.load(Ordering::Relaxed) == 0 && self.prefix_count.load(Ordering::Relaxed) == 0
+    }
+
     pub fn key_changed(&self, clients: &ClientRegistry, limit: usize, key: &[u8], by_client: u64) {
         let tracked = self.keys.load(Ordering::Relaxed) > 0;
         let followed = self.prefix_count.load(Ordering::Relaxed) > 0;

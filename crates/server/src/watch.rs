@@ -69,7 +69,8 @@ impl WatchRegistry {
     }
 
     /// Whether anybody watches anything.
-    fn idle(&self) -> bool {
+    #[inline]
+    pub fn idle(&self) -> bool {
         self.count.load(Ordering::Relaxed) == 0
     }
 

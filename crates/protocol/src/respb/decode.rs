@@ -13,7 +13,7 @@
 
 use super::float_text::write_canonical_f64;
 use super::layout::{all_strings, Effect, Field, Layout, Opt};
-use super::layouts::{core_layout, module_layout};
+use super::layouts::{core_command, core_layout, module_layout};
 use super::{MODULE_PREFIX, MUX_CLOSE, MUX_CREATE, PASSTHROUGH};
 use crate::args::CommandArgs;
 use crate::number::{write_i64, write_u64};
@@ -251,7 +251,10 @@ impl RespbDecoder {
         let (op, mux) = (u16::from_be_bytes([o0, o1]), u16::from_be_bytes([m0, m1]));
         let mut rd = Reader { buf, pos: 4 };
         let result = match core_layout(op) {
-            Some(layout) => self.command(layout, &mut rd, out).map(|()| Frame::Command { mux }),
+            Some(layout) => self.command(layout, &mut rd, out).map(|()| {
+                out.set_command(core_command(op));
+                Frame::Command { mux }
+            }),
             None => self.other_frame(op, mux, &mut rd, out),
         };
         match result {

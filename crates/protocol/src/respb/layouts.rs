@@ -728,6 +728,22 @@ const DEBUG_SUBS: Field = subs(&[
 /// Highest core opcode plus one: core opcodes live in `0x0000..0x0400`.
 const CORE_OPCODES: usize = 0x0400;
 
+/// The table id of the command a core opcode names: what looking up its
+/// layout's name finds, computed once for every opcode, so a RESPB frame's
+/// command is known without a lookup by name.
+pub fn core_command(opcode: u16) -> Option<crate::commands::CommandId> {
+    static IDS: std::sync::OnceLock<Vec<Option<crate::commands::CommandId>>> = std::sync::OnceLock::new();
+    let ids = IDS.get_or_init(|| {
+        (0..CORE_OPCODES)
+            .map(|op| {
+                let layout = u16::try_from(op).ok().and_then(core_layout)?;
+                crate::commands::lookup(layout.name.as_bytes()).map(|spec| spec.id)
+            })
+            .collect()
+    });
+    ids.get(usize::from(opcode)).copied().flatten()
+}
+
 /// The layout of a core opcode: one table lookup, since it runs for every frame.
 pub fn core_layout(opcode: u16) -> Option<&'static Layout> {
     static INDEX: std::sync::OnceLock<[u16; CORE_OPCODES]> = std::sync::OnceLock::new();
@@ -765,4 +781,24 @@ fn by_name_index() -> &'static [usize] {
         v.sort_by_key(|&i| LAYOUTS[i].name);
         v
     })
+}
+
+#[cfg(test)]
+mod command_id_tests {
+    use super::*;
+
+    #[test]
+    fn every_core_opcode_knows_the_command_its_name_finds() {
+        let mut known = 0;
+        for op in 0..CORE_OPCODES as u16 {
+            let Some(layout) = core_layout(op) else {
+                assert_eq!(core_command(op), None);
+                continue;
+            };
+            let by_name = crate::commands::lookup(layout.name.as_bytes()).map(|s| s.id);
+            assert_eq!(core_command(op), by_name, "{}", layout.name);
+            known += usize::from(by_name.is_some());
+        }
+        assert!(known > 100, "{known}");
+    }
 }

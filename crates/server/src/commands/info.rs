@@ -308,7 +308,7 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             ] {
                 line(k, &v);
             }
-            line("rdb_changes_since_last_save", &stats.dirty.load(Ordering::Relaxed));
+            line("rdb_changes_since_last_save", &stats.dirty());
             line("rdb_bgsave_in_progress", &0);
             line("rdb_last_save_time", &stats.lastsave.load(Ordering::Relaxed));
             for (k, v) in [
@@ -340,7 +340,7 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             let expired: u64 =
                 (0..ks.shard_count()).map(|i| ks.lock(i).dbs().iter().map(|d| d.expired_count()).sum::<u64>()).sum();
             line("total_connections_received", &stats.total_connections.load(Ordering::Relaxed));
-            line("total_commands_processed", &stats.total_commands.load(Ordering::Relaxed));
+            line("total_commands_processed", &stats.total_commands());
             for k in ["instantaneous_ops_per_sec", "total_net_input_bytes", "total_net_output_bytes"] {
                 line(k, &0);
             }
@@ -432,13 +432,11 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
         "modules" => {}
         "commandstats" => {
             for (name, s) in stats.commands() {
-                let calls = s.calls.load(Ordering::Relaxed);
-                let rejected = s.rejected.load(Ordering::Relaxed);
-                let failed = s.failed.load(Ordering::Relaxed);
+                let (calls, rejected, failed) = (s.calls.calls, s.rejected, s.failed);
                 if calls == 0 && rejected == 0 && failed == 0 {
                     continue;
                 }
-                let usec = s.usec.load(Ordering::Relaxed);
+                let usec = s.calls.usec;
                 let per = if calls > 0 { usec as f64 / calls as f64 } else { 0.0 };
                 line(
                     &format!("cmdstat_{name}"),
@@ -455,12 +453,12 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
         }
         "latencystats" => {
             for (name, s) in stats.commands() {
-                let calls = s.calls.load(Ordering::Relaxed);
+                let calls = s.calls.calls;
                 if calls == 0 {
                     continue;
                 }
                 // Without per-call histograms the mean stands in for every percentile.
-                let per = s.usec.load(Ordering::Relaxed) as f64 / calls as f64;
+                let per = s.calls.usec as f64 / calls as f64;
                 line(
                     &format!("latency_percentiles_usec_{name}"),
                     &format_args!("p50={per:.3},p99={per:.3},p99.9={per:.3}"),

@@ -19,14 +19,16 @@
 //! that is what lets `HELLO 3` answer in RESP3 after switching the session.
 
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 
-use kvik_protocol::commands::{id, lookup, lookup_subcommand, CommandFlags, CommandId, CommandSpec, COMMAND_COUNT};
+use kvik_protocol::commands::{
+    by_id, id, lookup, lookup_subcommand, CommandFlags, CommandId, CommandSpec, COMMAND_COUNT,
+};
 use kvik_protocol::resp::writer::{Protocol, RespWriter};
 use kvik_protocol::{CommandArgs, ReplySink};
 
 use crate::auth;
 use crate::changes::{self, EventClass};
+use crate::clock::CommandStart;
 use crate::keyspace::CommandClock;
 use crate::session::{ReplyMode, Session};
 use crate::state::ServerState;
@@ -229,6 +231,9 @@ impl<'a, T: ReplyTarget> Ctx<'a, T> {
 
     /// [`Ctx::notify`] for a key of database `db` (`MOVE`, `COPY ... DB`).
     pub fn notify_in(&mut self, db: usize, class: EventClass, event: &str, key: &[u8]) {
+        if !changes::anyone_interested(self.state, class) {
+            return;
+        }
         // What the lookups recorded (expired keys, new keys) comes first, as
         // Redis announces it when it happens.
         changes::flush_server_events(self.state);
@@ -298,6 +303,12 @@ impl<'a> Request<'a> {
     /// Number of arguments, the command name included.
     pub fn argc(&self) -> usize {
         self.args.len()
+    }
+
+    /// The command the decoder identified (a RESPB opcode's), without a
+    /// lookup by name; `None` when it did not.
+    pub fn known_command(&self) -> Option<&'static CommandSpec> {
+        self.args.command().and_then(by_id)
     }
 
     /// Argument `i` (empty when out of range, which the arity checks rule out).
@@ -425,7 +436,8 @@ fn execute_checked<T: ReplyTarget>(
         target.reply(session, |s| s.simple(b"OK"));
         return Outcome::Close;
     }
-    let Some(mut spec) = lookup(name) else {
+    // A RESPB frame's opcode named the command already.
+    let Some(mut spec) = req.known_command().or_else(|| lookup(name)) else {
         let msg = unknown_command(&req);
         transaction::refused_while_queuing(session);
         reject(state, session, target, &msg);
@@ -505,16 +517,17 @@ fn run_checked<T: ReplyTarget>(
     spec: &'static CommandSpec,
     how: Run,
 ) -> Outcome {
-    let started = Instant::now();
+    // One reading serves the client's idle time, the command time and the duration.
+    let started = CommandStart::now();
     if how == Run::Direct {
         if let Some(handle) = session.handle() {
-            handle.ran(spec.id, started);
+            handle.ran(spec.id, started.mono_us);
         }
     }
     if session.tracking.on() {
         tracking::before_command(state, session, spec, req);
     }
-    let clock = (how == Run::Direct).then(CommandClock::start);
+    let clock = (how == Run::Direct).then(|| CommandClock::at(started.wall_ms));
     let may_block = how == Run::Direct;
     let mut ctx = Ctx { state, req, session, target, failed: false, outcome: Outcome::Continue, may_block };
     let known = dispatch(spec.id, &mut ctx);
@@ -530,7 +543,7 @@ fn run_checked<T: ReplyTarget>(
     if session.tracking.on() {
         tracking::after_command(session, spec);
     }
-    let usec = started.elapsed().as_micros() as u64;
+    let usec = started.elapsed_us();
     after_command(state, req, session, spec, failed, usec);
     outcome
 }
@@ -565,13 +578,9 @@ fn after_command(
         let addr = session.handle().map(|h| h.info().addr.clone()).unwrap_or_default();
         state.clients.feed_monitors(&monitor_line(&req, spec, session.db, &addr));
     }
-    if !failed && spec.flags.contains(CommandFlags::WRITE) {
-        state.stats.dirty.fetch_add(1, Ordering::Relaxed);
-    }
-    state.stats.total_commands.fetch_add(1, Ordering::Relaxed);
-    if let Some(stat) = state.stats.command(spec.id) {
-        stat.record(usec);
-        if failed {
+    state.stats.record_call(spec.id, usec, !failed && spec.flags.contains(CommandFlags::WRITE));
+    if failed {
+        if let Some(stat) = state.stats.command(spec.id) {
             stat.failed.fetch_add(1, Ordering::Relaxed);
         }
     }

@@ -10,8 +10,6 @@
 //! see a reserved shard until the last of them has run, so the transaction
 //! is atomic across shards and threads.
 
-use std::time::Instant;
-
 use kvik_protocol::commands::{id, BeginSearch, CommandSpec, FindKeys, KeySpecFlags};
 
 use super::command::find_keys;
@@ -82,7 +80,7 @@ pub(super) fn queue<T: ReplyTarget>(
 ) {
     // CLIENT LIST's `cmd=` shows the last command queued, as in Redis.
     if let Some(handle) = session.handle() {
-        handle.ran(spec.id, Instant::now());
+        handle.ran(spec.id, crate::clock::mono_us(std::time::Instant::now()));
     }
     if !runs(spec.id) {
         refused_while_queuing(session);

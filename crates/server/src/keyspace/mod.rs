@@ -157,8 +157,12 @@ impl DerefMut for ShardGuard<'_> {
 impl Drop for ShardGuard<'_> {
     fn drop(&mut self) {
         let now = self.guard.used_memory();
-        let before = self.published.swap(now, Ordering::Relaxed);
+        // Only a holder of this shard's lock writes its published figure, so
+        // a plain load and store suffice, and a read-only command (most of
+        // them) writes nothing.
+        let before = self.published.load(Ordering::Relaxed);
         if now != before {
+            self.published.store(now, Ordering::Relaxed);
             // Wrapping arithmetic adds a negative change correctly.
             self.total.fetch_add(now.wrapping_sub(before), Ordering::Relaxed);
         }
@@ -442,7 +446,13 @@ pub struct CommandClock(());
 impl CommandClock {
     /// Fix the time for the command about to run on this thread.
     pub fn start() -> CommandClock {
-        COMMAND_TIME_MS.with(|t| t.set(Some(wall_clock_ms())));
+        CommandClock::at(wall_clock_ms())
+    }
+
+    /// Fix the time for the command about to run on this thread at `ms`
+    /// (Unix milliseconds), a time the caller read already.
+    pub fn at(ms: i64) -> CommandClock {
+        COMMAND_TIME_MS.with(|t| t.set(Some(ms)));
         CommandClock(())
     }
 }

@@ -1,0 +1,351 @@
+//! Per-thread command counters: what every command adds to `INFO`'s
+//! `total_commands_processed`, `rdb_changes_since_last_save`, commandstats
+//! and `LATENCY HISTOGRAM`, kept apart for each thread that runs commands.
+//!
+//! With one set of counters for the whole server, each command made about
+//! five atomic read-modify-writes on cache lines that every event-loop thread
+//! writes, so the lines moved between cores with every command. Here each
+//! thread adds to its own [`Lane`] with plain loads and stores (it is the
+//! lane's only writer), and readers sum the lanes when they report. Lanes
+//! live as long as the [`Lanes`] that made them, so the counts of a thread
+//! that ended stay counted. A thread past [`MAX_LANES`] shares one last lane
+//! through atomic additions, which bounds the memory whatever runs commands.
+//!
+//! Lanes only grow; `CONFIG RESETSTAT` records the sums at that moment as a
+//! baseline that later reports subtract, so a reset never races a thread's
+//! own updates.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::thread::ThreadId;
+
+use kvik_protocol::commands::{CommandId, COMMAND_COUNT};
+
+/// Power-of-two duration slots per command: 1 µs up to about 18 minutes.
+pub const HISTOGRAM_SLOTS: usize = 31;
+
+/// Most lanes of one's own; further threads share the last one.
+pub const MAX_LANES: usize = 64;
+
+/// One command's counters in one lane.
+#[derive(Debug)]
+struct LaneStat {
+    calls: AtomicU64,
+    usec: AtomicU64,
+    histogram: [AtomicU64; HISTOGRAM_SLOTS],
+}
+
+impl Default for LaneStat {
+    fn default() -> Self {
+        LaneStat { calls: AtomicU64::new(0), usec: AtomicU64::new(0), histogram: Default::default() }
+    }
+}
+
+/// The counters one thread adds to.
+#[derive(Debug)]
+struct Lane {
+    /// Whether several threads add to this lane (then with atomic additions).
+    shared: bool,
+    total_commands: AtomicU64,
+    dirty: AtomicU64,
+    commands: Box<[LaneStat]>,
+}
+
+impl Lane {
+    fn new(shared: bool) -> Lane {
+        Lane {
+            shared,
+            total_commands: AtomicU64::new(0),
+            dirty: AtomicU64::new(0),
+            commands: (0..COMMAND_COUNT).map(|_| LaneStat::default()).collect(),
+        }
+    }
+
+    /// Add `n` to `counter`: a plain load and store when this thread is
+    /// the lane's only writer.
+    #[inline]
+    fn add(&self, counter: &AtomicU64, n: u64) {
+        if self.shared {
+            counter.fetch_add(n, Ordering::Relaxed);
+        } else {
+            counter.store(counter.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+        }
+    }
+}
+
+/// One command's counts, summed over the lanes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallTotals {
+    /// Completed calls.
+    pub calls: u64,
+    /// Total microseconds spent in them.
+    pub usec: u64,
+    /// Calls by duration: slot `k` counts calls of at most `2^k` microseconds
+    /// (and more than half that), for `LATENCY HISTOGRAM`.
+    pub histogram: [u64; HISTOGRAM_SLOTS],
+}
+
+impl Default for CallTotals {
+    fn default() -> Self {
+        CallTotals { calls: 0, usec: 0, histogram: [0; HISTOGRAM_SLOTS] }
+    }
+}
+
+impl CallTotals {
+    /// `(bucket upper bound in µs, calls up to it)` for every bucket where the
+    /// running total grows, as `LATENCY HISTOGRAM` lists them.
+    pub fn cumulative(&self) -> Vec<(u64, u64)> {
+        let mut total = 0;
+        let mut out = Vec::new();
+        for (k, &n) in self.histogram.iter().enumerate() {
+            if n > 0 {
+                total += n;
+                out.push((1u64 << k, total));
+            }
+        }
+        out
+    }
+
+    fn minus(mut self, base: &CallTotals) -> CallTotals {
+        self.calls = self.calls.saturating_sub(base.calls);
+        self.usec = self.usec.saturating_sub(base.usec);
+        for (h, b) in self.histogram.iter_mut().zip(base.histogram.iter()) {
+            *h = h.saturating_sub(*b);
+        }
+        self
+    }
+}
+
+/// What `CONFIG RESETSTAT` saw, subtracted from later reports.
+#[derive(Debug)]
+struct Baseline {
+    total_commands: u64,
+    commands: Box<[CallTotals]>,
+}
+
+static NEXT_LANES_ID: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// `(id of a Lanes, index of this thread's lane in it)`, for the one this
+    /// thread last used; plain numbers, so reading it costs no lazy setup.
+    static MINE: Cell<(u64, usize)> = const { Cell::new((0, 0)) };
+}
+
+/// Every lane of one server.
+#[derive(Debug)]
+pub struct Lanes {
+    id: u64,
+    /// [`MAX_LANES`] places, filled as threads first count; the last is shared.
+    lanes: Box<[OnceLock<Lane>]>,
+    /// The thread owning each filled place but the shared one.
+    owners: Mutex<Vec<ThreadId>>,
+    baseline: Mutex<Baseline>,
+}
+
+impl Default for Lanes {
+    fn default() -> Self {
+        Lanes {
+            id: NEXT_LANES_ID.fetch_add(1, Ordering::Relaxed),
+            lanes: (0..MAX_LANES).map(|_| OnceLock::new()).collect(),
+            owners: Mutex::new(Vec::new()),
+            baseline: Mutex::new(Baseline {
+                total_commands: 0,
+                commands: vec![CallTotals::default(); COMMAND_COUNT].into_boxed_slice(),
+            }),
+        }
+    }
+}
+
+impl Lanes {
+    /// Run `f` on this thread's lane, registering it on first use.
+    #[inline]
+    fn with_mine<R>(&self, f: impl FnOnce(&Lane) -> R) -> R {
+        let (id, index) = MINE.with(Cell::get);
+        if id == self.id {
+            if let Some(lane) = self.lanes.get(index).and_then(OnceLock::get) {
+                return f(lane);
+            }
+        }
+        let index = self.register();
+        MINE.with(|m| m.set((self.id, index)));
+        match self.lanes.get(index).and_then(OnceLock::get) {
+            Some(lane) => f(lane),
+            None => f(&Lane::new(true)),
+        }
+    }
+
+    /// The place of this thread's lane: found again, made, or the shared
+    /// one past [`MAX_LANES`].
+    fn register(&self) -> usize {
+        let me = std::thread::current().id();
+        let mut owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
+        let index = match owners.iter().position(|t| *t == me) {
+            Some(i) => i,
+            None if owners.len() + 1 < MAX_LANES => {
+                owners.push(me);
+                owners.len() - 1
+            }
+            None => MAX_LANES - 1,
+        };
+        if let Some(place) = self.lanes.get(index) {
+            place.get_or_init(|| Lane::new(index == MAX_LANES - 1));
+        }
+        index
+    }
+
+    /// Every lane made so far.
+    fn made(&self) -> impl Iterator<Item = &Lane> {
+        self.lanes.iter().filter_map(OnceLock::get)
+    }
+
+    /// Count one completed call of `cmd` that took `usec`; `write` when it
+    /// counts as a change (`rdb_changes_since_last_save`).
+    #[inline]
+    pub fn record(&self, cmd: CommandId, usec: u64, write: bool) {
+        self.with_mine(|lane| {
+            lane.add(&lane.total_commands, 1);
+            if write {
+                lane.add(&lane.dirty, 1);
+            }
+            if let Some(stat) = lane.commands.get(cmd.index()) {
+                lane.add(&stat.calls, 1);
+                lane.add(&stat.usec, usec);
+                let slot = (usec.max(1).next_power_of_two().trailing_zeros() as usize).min(HISTOGRAM_SLOTS - 1);
+                if let Some(h) = stat.histogram.get(slot) {
+                    lane.add(h, 1);
+                }
+            }
+        });
+    }
+
+    /// Sum `f` over every lane.
+    fn sum(&self, f: impl Fn(&Lane) -> u64) -> u64 {
+        self.made().map(f).fold(0, u64::wrapping_add)
+    }
+
+    /// Commands run since start or the last reset.
+    pub fn total_commands(&self) -> u64 {
+        let now = self.sum(|l| l.total_commands.load(Ordering::Relaxed));
+        let base = self.baseline.lock().unwrap_or_else(|e| e.into_inner()).total_commands;
+        now.saturating_sub(base)
+    }
+
+    /// Writes since start (a reset leaves them).
+    pub fn dirty(&self) -> u64 {
+        self.sum(|l| l.dirty.load(Ordering::Relaxed))
+    }
+
+    /// The counts of `cmd` since start, not minding resets.
+    fn raw(&self, cmd: usize) -> CallTotals {
+        let mut t = CallTotals::default();
+        for lane in self.made() {
+            let Some(s) = lane.commands.get(cmd) else { continue };
+            t.calls = t.calls.wrapping_add(s.calls.load(Ordering::Relaxed));
+            t.usec = t.usec.wrapping_add(s.usec.load(Ordering::Relaxed));
+            for (sum, h) in t.histogram.iter_mut().zip(s.histogram.iter()) {
+                *sum = sum.wrapping_add(h.load(Ordering::Relaxed));
+            }
+        }
+        t
+    }
+
+    /// The counts of `cmd` since start or the last reset.
+    pub fn command(&self, cmd: CommandId) -> CallTotals {
+        let raw = self.raw(cmd.index());
+        let baseline = self.baseline.lock().unwrap_or_else(|e| e.into_inner());
+        baseline.commands.get(cmd.index()).map_or(raw, |b| raw.minus(b))
+    }
+
+    /// Every command's counts since start or the last reset, by command index.
+    pub fn all(&self) -> Vec<CallTotals> {
+        let baseline = self.baseline.lock().unwrap_or_else(|e| e.into_inner());
+        (0..COMMAND_COUNT)
+            .map(|i| {
+                let raw = self.raw(i);
+                baseline.commands.get(i).map_or(raw, |b| raw.minus(b))
+            })
+            .collect()
+    }
+
+    /// Start the command counts and `total_commands` from zero (`CONFIG RESETSTAT`).
+    pub fn reset(&self) {
+        let commands: Box<[CallTotals]> = (0..COMMAND_COUNT).map(|i| self.raw(i)).collect();
+        let total_commands = self.sum(|l| l.total_commands.load(Ordering::Relaxed));
+        *self.baseline.lock().unwrap_or_else(|e| e.into_inner()) = Baseline { total_commands, commands };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kvik_protocol::commands::id;
+    use std::sync::Arc;
+
+    #[test]
+    fn threads_add_to_their_own_lanes_and_reports_sum_them() {
+        let lanes = Arc::new(Lanes::default());
+        lanes.record(id::GET, 3, false);
+        let workers: Vec<_> = (0..3)
+            .map(|_| {
+                let lanes = Arc::clone(&lanes);
+                std::thread::spawn(move || {
+                    for _ in 0..1000 {
+                        lanes.record(id::SET, 1, true);
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().expect("worker");
+        }
+        assert_eq!(lanes.total_commands(), 3001);
+        assert_eq!(lanes.dirty(), 3000);
+        let set = lanes.command(id::SET);
+        assert_eq!((set.calls, set.usec), (3000, 3000));
+        assert_eq!(set.cumulative(), vec![(1, 3000)]);
+        let get = lanes.command(id::GET);
+        assert_eq!((get.calls, get.usec, get.cumulative()), (1, 3, vec![(4, 1)]));
+        assert_eq!(lanes.made().count(), 4, "one lane per thread");
+    }
+
+    #[test]
+    fn reset_starts_counts_from_zero_but_keeps_dirty() {
+        let lanes = Lanes::default();
+        lanes.record(id::SET, 5, true);
+        lanes.reset();
+        assert_eq!(lanes.total_commands(), 0);
+        assert_eq!(lanes.command(id::SET), CallTotals::default());
+        assert_eq!(lanes.dirty(), 1);
+        lanes.record(id::SET, 1000, true);
+        let set = lanes.command(id::SET);
+        assert_eq!((set.calls, set.usec, set.cumulative()), (1, 1000, vec![(1024, 1)]));
+        assert_eq!(lanes.total_commands(), 1);
+        assert_eq!(lanes.all()[id::SET.index()], set);
+    }
+
+    #[test]
+    fn threads_past_the_limit_share_one_lane() {
+        let lanes = Arc::new(Lanes::default());
+        let workers: Vec<_> = (0..MAX_LANES + 5)
+            .map(|_| {
+                let lanes = Arc::clone(&lanes);
+                std::thread::spawn(move || lanes.record(id::PING, 1, false))
+            })
+            .collect();
+        for w in workers {
+            w.join().expect("worker");
+        }
+        assert_eq!(lanes.total_commands(), (MAX_LANES + 5) as u64);
+        assert_eq!(lanes.made().count(), MAX_LANES);
+    }
+
+    #[test]
+    fn two_servers_on_one_thread_keep_their_own_counts() {
+        let (a, b) = (Lanes::default(), Lanes::default());
+        a.record(id::GET, 1, false);
+        b.record(id::GET, 1, false);
+        a.record(id::GET, 1, false);
+        assert_eq!((a.total_commands(), b.total_commands()), (2, 1));
+    }
+}
