@@ -14,7 +14,7 @@ pub(super) struct WrongType;
 
 /// The value of type `V` at `key` for a read command (counted as a keyspace
 /// hit or miss): `Ok(None)` when missing.
-pub(super) fn read_at<'d, V: Boxed>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<&'d V>, WrongType> {
+pub(super) fn read_at<'d, V: Boxed>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<V::Ref<'d>>, WrongType> {
     match db.get(key, now) {
         None => Ok(None),
         Some(entry) => V::of(entry.value()).map(Some).ok_or(WrongType),
@@ -23,7 +23,7 @@ pub(super) fn read_at<'d, V: Boxed>(db: &'d mut Db, key: &[u8], now: i64) -> Res
 
 /// The value of type `V` at `key` for a write command that only reads it
 /// (not counted).
-pub(super) fn read_for_write<'d, V: Boxed>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<&'d V>, WrongType> {
+pub(super) fn read_for_write<'d, V: Boxed>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<V::Ref<'d>>, WrongType> {
     match db.lookup_write(key, now) {
         None => Ok(None),
         Some(entry) => V::of(entry.value()).map(Some).ok_or(WrongType),
@@ -63,7 +63,7 @@ fn typed_mut<V: Boxed>(entry: &mut crate::keyspace::Entry) -> Result<&mut V, Wro
 /// Delete `key` when it holds a `V` that `is_empty` finds empty: an empty
 /// collection is no key. Neither counted nor marked accessed. True when the
 /// key was deleted (the command then announces `del` after its own event).
-pub(super) fn remove_if_empty<V: Boxed>(db: &mut Db, key: &[u8], now: i64, is_empty: impl FnOnce(&V) -> bool) -> bool {
+pub(super) fn remove_if_empty<V: Boxed>(db: &mut Db, key: &[u8], now: i64, is_empty: impl FnOnce(V::Ref<'_>) -> bool) -> bool {
     if db.inspect(key, now).and_then(|e| V::of(e.value())).is_some_and(is_empty) {
         return db.remove(key).is_some();
     }
@@ -117,10 +117,10 @@ pub(super) fn notify_store<T: ReplyTarget>(
 pub(super) fn read_with<T: ReplyTarget, V: Boxed, R>(
     c: &Ctx<'_, T>,
     key: &[u8],
-    read: impl FnOnce(Option<&V>) -> R,
+    read: impl FnOnce(Option<V::Ref<'_>>) -> R,
 ) -> Result<R, WrongType> {
     let mut shard = c.state.keyspace.lock_key(key);
-    read_at(shard.db(c.session.db), key, now_ms()).map(read)
+    read_at::<V>(shard.db(c.session.db), key, now_ms()).map(read)
 }
 
 /// Reply straight from the `V` at `key` (`None` when missing) while its
@@ -129,11 +129,11 @@ pub(super) fn read_with<T: ReplyTarget, V: Boxed, R>(
 pub(super) fn reply_from<T: ReplyTarget, V: Boxed>(
     c: &mut Ctx<'_, T>,
     key: &[u8],
-    write: impl FnOnce(&mut dyn ReplySink, Option<&V>),
+    write: impl FnOnce(&mut dyn ReplySink, Option<V::Ref<'_>>),
 ) {
     let state = c.state;
     let mut shard = state.keyspace.lock_key(key);
-    match read_at(shard.db(c.session.db), key, now_ms()) {
+    match read_at::<V>(shard.db(c.session.db), key, now_ms()) {
         Ok(v) => c.reply(|s| write(s, v)),
         Err(WrongType) => {
             drop(shard);
@@ -151,7 +151,7 @@ pub(super) fn change_with<T: ReplyTarget, V: Boxed, R>(
     c: &mut Ctx<'_, T>,
     key: &[u8],
     class: EventClass,
-    is_empty: impl FnOnce(&V) -> bool,
+    is_empty: impl FnOnce(V::Ref<'_>) -> bool,
     change: impl FnOnce(Option<&mut V>) -> R,
     event: impl FnOnce(&R) -> Option<&'static str>,
 ) -> Result<R, WrongType> {

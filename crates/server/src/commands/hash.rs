@@ -19,7 +19,7 @@ use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
 use crate::changes::EventClass;
 use crate::keyspace::{glob, now_ms};
 use crate::types::float80::F80;
-use crate::types::hash::HashValue;
+use crate::types::hash::{HashRef, HashValue};
 
 handlers! {
     HSET(c) => hset(c, false),
@@ -44,18 +44,18 @@ handlers! {
 fn read_hash<T: ReplyTarget, R>(
     c: &Ctx<'_, T>,
     key: &[u8],
-    read: impl FnOnce(Option<&HashValue>) -> R,
+    read: impl FnOnce(Option<HashRef<'_>>) -> R,
 ) -> Result<R, WrongType> {
-    access::read_with(c, key, read)
+    access::read_with::<_, HashValue, _>(c, key, read)
 }
 
 /// Reply straight from the hash at `key` (`None` when missing).
 fn reply_from_hash<T: ReplyTarget>(
     c: &mut Ctx<'_, T>,
     key: &[u8],
-    write: impl FnOnce(&mut dyn ReplySink, Option<&HashValue>),
+    write: impl FnOnce(&mut dyn ReplySink, Option<HashRef<'_>>),
 ) {
-    access::reply_from(c, key, write);
+    access::reply_from::<_, HashValue>(c, key, write);
 }
 
 /// Run `write` on the hash at `key` under its shard lock: a missing key
@@ -74,7 +74,7 @@ fn write_hash<T: ReplyTarget, R>(
     let d = shard.db(c.session.db);
     let now = now_ms();
     let result = write(access::write_or_create(d, key, now, HashValue::new)?);
-    let deleted = access::remove_if_empty(d, key, now, HashValue::is_empty);
+    let deleted = access::remove_if_empty::<HashValue>(d, key, now, |h| h.is_empty());
     if let Some(name) = event(&result) {
         c.notify(EventClass::Hash, name, key);
     }
@@ -97,7 +97,7 @@ fn change_hash<T: ReplyTarget, R>(
         c,
         key,
         EventClass::Hash,
-        HashValue::is_empty,
+        |h: HashRef<'_>| h.is_empty(),
         |h| h.map(change),
         |r| r.as_ref().and_then(event),
     )
@@ -172,13 +172,13 @@ fn hmget<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// `HVALS key`, in the hash's order.
 fn hgetall<T: ReplyTarget>(c: &mut Ctx<'_, T>, fields: bool, values: bool) {
     reply_from_hash(c, c.arg(1), |s, h| {
-        let len = h.map_or(0, HashValue::len);
+        let len = h.map_or(0, |h| h.len());
         if fields && values {
             s.map(len);
         } else {
             s.array(len);
         }
-        for (f, v) in h.into_iter().flat_map(HashValue::iter) {
+        for (f, v) in h.into_iter().flat_map(|h| h.iter()) {
             if fields {
                 s.bulk(f);
             }
@@ -206,7 +206,7 @@ fn hexists<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 
 /// `HLEN key`: the number of fields, 0 for a missing key.
 fn hlen<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
-    let len = read_hash(c, c.arg(1), |h| h.map_or(0, HashValue::len));
+    let len = read_hash(c, c.arg(1), |h| h.map_or(0, |h| h.len()));
     reply_or_wrongtype(c, len, |s, n| s.integer(count_reply(n)));
 }
 
@@ -365,7 +365,7 @@ fn hrandfield<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     if c.argc() == 2 {
         let mut rng = Picker::new();
         let pick =
-            |h: Option<&HashValue>| h.and_then(|h| h.get_index(rng.below(h.len().max(1)))).map(|(f, _)| f.to_vec());
+            |h: Option<HashRef<'_>>| h.and_then(|h| h.get_index(rng.below(h.len().max(1)))).map(|(f, _)| f.to_vec());
         let field = read_hash(c, c.arg(1), pick);
         return reply_or_wrongtype(c, field, |s, f| reply_value(s, f.as_deref()));
     }
@@ -443,7 +443,7 @@ fn scan_options<'a, T: ReplyTarget>(c: &Ctx<'a, T>) -> Result<(Option<&'a [u8]>,
 }
 
 /// One HSCAN step over `h`: the next cursor, and fields and values flat.
-fn scan_hash(h: &HashValue, cursor: u64, pattern: Option<&[u8]>, count: usize) -> (u64, Vec<Vec<u8>>) {
+fn scan_hash(h: HashRef<'_>, cursor: u64, pattern: Option<&[u8]>, count: usize) -> (u64, Vec<Vec<u8>>) {
     let mut items = Vec::new();
     let next = h.scan(cursor, count, |f, v| {
         if pattern.is_none_or(|p| glob::matches(p, f, false)) {

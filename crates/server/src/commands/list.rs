@@ -14,7 +14,7 @@ use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
 use crate::blocking::{self, Empty, Wait};
 use crate::changes::EventClass;
 use crate::keyspace::now_ms;
-use crate::types::list::{rank_range, ListValue};
+use crate::types::list::{rank_range, ListRef, ListValue};
 
 handlers! {
     LPUSH(c) => push(c, Head, false),
@@ -79,18 +79,18 @@ fn end_named(word: &[u8]) -> Option<End> {
 fn read_list<T: ReplyTarget, R>(
     c: &Ctx<'_, T>,
     key: &[u8],
-    read: impl FnOnce(Option<&ListValue>) -> R,
+    read: impl FnOnce(Option<ListRef<'_>>) -> R,
 ) -> Result<R, WrongType> {
-    access::read_with(c, key, read)
+    access::read_with::<_, ListValue, _>(c, key, read)
 }
 
 /// Reply straight from the list at `key` (`None` when missing).
 fn reply_from_list<T: ReplyTarget>(
     c: &mut Ctx<'_, T>,
     key: &[u8],
-    write: impl FnOnce(&mut dyn ReplySink, Option<&ListValue>),
+    write: impl FnOnce(&mut dyn ReplySink, Option<ListRef<'_>>),
 ) {
-    access::reply_from(c, key, write);
+    access::reply_from::<_, ListValue>(c, key, write);
 }
 
 /// Run `write` on the list at `key` (`None` when missing), deleting the key
@@ -102,7 +102,7 @@ fn write_list<T: ReplyTarget, R>(
     write: impl FnOnce(Option<&mut ListValue>) -> R,
     event: impl FnOnce(&R) -> Option<&'static str>,
 ) -> Result<R, WrongType> {
-    access::change_with(c, key, EventClass::List, ListValue::is_empty, write, event)
+    access::change_with(c, key, EventClass::List, |l: ListRef<'_>| l.is_empty(), write, event)
 }
 
 /// The event name of a pop from `end`.
@@ -212,7 +212,7 @@ fn pop<T: ReplyTarget>(c: &mut Ctx<'_, T>, end: End) {
 
 /// `LLEN key`: 0 for a missing key.
 fn llen<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
-    let len = read_list(c, c.arg(1), |l| l.map_or(0, ListValue::len));
+    let len = read_list(c, c.arg(1), |l| l.map_or(0, |l| l.len()));
     reply_or_wrongtype(c, len, |s, n| s.integer(count_reply(n)));
 }
 
@@ -419,7 +419,7 @@ fn move_locked<T: ReplyTarget>(
         let item = access::write::<ListValue>(d, src, now)?.and_then(|l| l.pop(from.is_head())).map(|b| b.to_vec());
         let Some(item) = item else { return Ok(None) };
         access::write_or_create(lock.shard_for(ks, dst).db(db), dst, now, ListValue::new)?.push(to.is_head(), &item);
-        let emptied = access::remove_if_empty(lock.shard_for(ks, src).db(db), src, now, ListValue::is_empty);
+        let emptied = access::remove_if_empty::<ListValue>(lock.shard_for(ks, src).db(db), src, now, |l| l.is_empty());
         Ok(Some((item, emptied)))
     })();
     if let Ok(Some((_, emptied))) = &moved {
@@ -515,7 +515,7 @@ fn pop_first<'k, T: ReplyTarget>(
         match access::write::<ListValue>(d, key, now) {
             Ok(Some(l)) => {
                 let items = pop_many(l, end, count);
-                let emptied = access::remove_if_empty(d, key, now, ListValue::is_empty);
+                let emptied = access::remove_if_empty::<ListValue>(d, key, now, |l| l.is_empty());
                 notify_popped(c, key, end, emptied);
                 return Ok(Some((key, items)));
             }

@@ -12,19 +12,30 @@
 //! [1B key length] or [0xFF][4B key length]  (lengths from 255 on)
 //! [key]
 //! [8B integer] or [string bytes]          the integer with the INTEGER flag
+//!   or [packed list] / [packed hash]      with the LIST / HASH flag
 //! ```
+//!
+//! Small lists and small hashes in the `listpack` encoding are packed too,
+//! in the encoding of [`crate::types::packed`]: a key made by one RPUSH or
+//! HSET then costs one allocation instead of four (node, name, value box,
+//! elements). Reads borrow them in place through [`ListRef`] / [`HashRef`].
 //!
 //! Every other value is stored *boxed*, in a [`Node`] with the owned
 //! [`Value`]: strings changed in place (APPEND, SETRANGE, SETBIT grow them
-//! and need spare capacity, and Redis reports them as `raw`) and the
-//! collection types. [`Entry::value_mut`] turns a packed key into a boxed
-//! one the first time a command changes its string in place; a value stored
-//! whole again ([`Entry::set_value`]) is packed again.
+//! and need spare capacity, and Redis reports them as `raw`), larger lists
+//! and hashes, and the other collection types. [`Entry::value_mut`] turns a
+//! packed key into a boxed one when a command changes its value in place; a
+//! value stored whole again ([`Entry::set_value`]) is packed again, and so
+//! is a list or hash small again after a change ([`Entry::repack`], which
+//! the keyspace calls once the change is done).
 //!
 //! Integers stay packed through INCR and friends: [`Entry::set_int`]
 //! rewrites the 8 bytes in place.
 
 use super::lfu;
+use crate::types::hash::{HashRef, HashValue};
+use crate::types::list::{ListRef, ListValue};
+use crate::types::packed::PackedSeq;
 use crate::types::string::{stored_int, StrRef, StrValue};
 use crate::types::{Value, ValueRef};
 
@@ -73,6 +84,12 @@ const DEADLINE: u8 = 1;
 const PRIVATE: u8 = 2;
 /// Flag: the value is an 8-byte integer rather than string bytes.
 const INTEGER: u8 = 4;
+/// Flag: the value is a packed list.
+const LIST: u8 = 8;
+/// Flag: the value is a packed hash.
+const HASH: u8 = 16;
+/// The flags naming the kind of the packed value.
+const KIND: u8 = INTEGER | LIST | HASH;
 /// Key-length byte announcing a 4-byte length.
 const LONG_KEY: u8 = u8::MAX;
 
@@ -95,19 +112,26 @@ enum Repr {
     Boxed(Box<Node>),
 }
 
-/// A string value in the form a packed entry can hold.
+/// A value in the form a packed entry can hold.
 #[derive(Clone, Copy)]
 enum Packable<'a> {
     Int(i64),
     Bytes(&'a [u8]),
+    List(&'a ListValue),
+    Hash(&'a HashValue),
+    /// Value bytes of another packed entry, with their kind flag.
+    Copy(u8, &'a [u8]),
 }
 
 impl<'a> Packable<'a> {
-    /// The packed form of `value`, if it has one (integers and strings written whole).
+    /// The packed form of `value`, if it has one (integers, strings written
+    /// whole, small lists and hashes).
     fn of(value: &'a Value) -> Option<Packable<'a>> {
         match value {
             Value::Str(StrValue::Int(n)) => Some(Packable::Int(*n)),
             Value::Str(StrValue::Bytes(b)) => Some(Packable::Bytes(b)),
+            Value::List(l) if l.packable() => Some(Packable::List(l)),
+            Value::Hash(h) if h.packable() => Some(Packable::Hash(h)),
             Value::Str(StrValue::Raw(_))
             | Value::Set(_)
             | Value::ZSet(_)
@@ -125,6 +149,37 @@ impl<'a> Packable<'a> {
             None => Packable::Bytes(bytes),
         }
     }
+
+    /// The kind flag of the packed value.
+    fn flag(self) -> u8 {
+        match self {
+            Packable::Int(_) => INTEGER,
+            Packable::Bytes(_) => 0,
+            Packable::List(_) => LIST,
+            Packable::Hash(_) => HASH,
+            Packable::Copy(flag, _) => flag,
+        }
+    }
+
+    /// Bytes of the packed value.
+    fn len(self) -> usize {
+        match self {
+            Packable::Int(_) => 8,
+            Packable::Bytes(b) | Packable::Copy(_, b) => b.len(),
+            Packable::List(l) => l.encoded_len(),
+            Packable::Hash(h) => h.encoded_len(),
+        }
+    }
+
+    /// Append the packed value to `out`.
+    fn write(self, out: &mut Vec<u8>) {
+        match self {
+            Packable::Int(n) => out.extend_from_slice(&n.to_le_bytes()),
+            Packable::Bytes(b) | Packable::Copy(_, b) => out.extend_from_slice(b),
+            Packable::List(l) => l.encode(out),
+            Packable::Hash(h) => h.encode(out),
+        }
+    }
 }
 
 /// Whether a key's length fits the packed layout's 4-byte length (keys
@@ -137,10 +192,7 @@ fn packable_key(key: &[u8]) -> bool {
 /// Build the packed bytes of a key, whose length [`packable_key`] accepted.
 fn pack(meta: Meta, deadline: Option<i64>, key: &[u8], value: Packable<'_>) -> Box<[u8]> {
     let key_len_bytes = if key.len() < usize::from(LONG_KEY) { 1 } else { 5 };
-    let value_len = match value {
-        Packable::Int(_) => 8,
-        Packable::Bytes(b) => b.len(),
-    };
+    let value_len = value.len();
     let len = HEADER + if deadline.is_some() { 8 } else { 0 } + key_len_bytes + key.len() + value_len;
     let mut out = Vec::with_capacity(len);
     let mut flags = 0;
@@ -150,9 +202,7 @@ fn pack(meta: Meta, deadline: Option<i64>, key: &[u8], value: Packable<'_>) -> B
     if meta.private_copy {
         flags |= PRIVATE;
     }
-    if matches!(value, Packable::Int(_)) {
-        flags |= INTEGER;
-    }
+    flags |= value.flag();
     out.extend_from_slice(&meta.touched_s.to_le_bytes());
     out.push(meta.lfu_count);
     out.extend_from_slice(&meta.lfu_minutes.to_le_bytes());
@@ -168,10 +218,8 @@ fn pack(meta: Meta, deadline: Option<i64>, key: &[u8], value: Packable<'_>) -> B
         }
     }
     out.extend_from_slice(key);
-    match value {
-        Packable::Int(n) => out.extend_from_slice(&n.to_le_bytes()),
-        Packable::Bytes(b) => out.extend_from_slice(b),
-    }
+    value.write(&mut out);
+    debug_assert_eq!(out.len(), len);
     out.into_boxed_slice()
 }
 
@@ -206,13 +254,24 @@ fn packed_meta(bytes: &[u8]) -> Meta {
     }
 }
 
-/// The value of packed bytes.
+/// The value bytes of packed bytes, with their kind flag, to pack again.
 fn packed_value(bytes: &[u8]) -> Packable<'_> {
     let (_, end) = key_span(bytes);
-    if bytes[FLAGS_AT] & INTEGER != 0 {
-        Packable::Int(read_i64(bytes, end))
+    Packable::Copy(bytes[FLAGS_AT] & KIND, &bytes[end..])
+}
+
+/// The value of packed bytes, borrowed.
+fn packed_view(bytes: &[u8]) -> ValueRef<'_> {
+    let (_, end) = key_span(bytes);
+    let flags = bytes[FLAGS_AT];
+    if flags & INTEGER != 0 {
+        ValueRef::Str(StrRef::Int(read_i64(bytes, end)))
+    } else if flags & LIST != 0 {
+        ValueRef::List(ListRef::Packed(PackedSeq::new(&bytes[end..])))
+    } else if flags & HASH != 0 {
+        ValueRef::Hash(HashRef::Packed(PackedSeq::new(&bytes[end..])))
     } else {
-        Packable::Bytes(&bytes[end..])
+        ValueRef::Str(StrRef::Bytes(&bytes[end..]))
     }
 }
 
@@ -248,10 +307,7 @@ impl Entry {
     /// The value, borrowed.
     pub fn value(&self) -> ValueRef<'_> {
         match &self.0 {
-            Repr::Packed(b) => match packed_value(b) {
-                Packable::Int(n) => ValueRef::Str(StrRef::Int(n)),
-                Packable::Bytes(s) => ValueRef::Str(StrRef::Bytes(s)),
-            },
+            Repr::Packed(b) => packed_view(b),
             Repr::Boxed(n) => n.value.view(),
         }
     }
@@ -282,6 +338,26 @@ impl Entry {
             Repr::Boxed(n) if !packable => n.value = value,
             _ => *self = Entry::new(self.key(), value, self.deadline(), self.meta()),
         }
+    }
+
+    /// Pack a boxed value that has a packed form again: a list or hash a
+    /// change left small (the keyspace calls this once a change is done).
+    /// True when the entry is packed afterwards.
+    pub fn repack(&mut self) -> bool {
+        let packed = match &self.0 {
+            Repr::Packed(_) => return true,
+            Repr::Boxed(n) => match Packable::of(&n.value).filter(|_| packable_key(&n.key)) {
+                Some(p) => pack(n.meta, n.deadline, &n.key, p),
+                None => return false,
+            },
+        };
+        self.0 = Repr::Packed(packed);
+        true
+    }
+
+    /// True when the entry is stored packed.
+    pub fn is_packed(&self) -> bool {
+        matches!(self.0, Repr::Packed(_))
     }
 
     /// Replace the value with the integer `n` (INCR and friends): in place

@@ -12,6 +12,7 @@
 use indexmap::IndexMap;
 
 use super::compact::CompactBytes;
+use super::packed::{self, PackedIter, PackedSeq};
 
 /// When a small hash becomes a table: `hash-max-listpack-entries` and
 /// `hash-max-listpack-value`, as in force when the hash is written.
@@ -210,6 +211,134 @@ impl HashValue {
                     visit(f, v);
                 }
             }),
+        }
+    }
+}
+
+impl HashValue {
+    /// True when the hash is small enough to be stored packed: in the
+    /// `listpack` encoding and within [`packed::fits`].
+    pub fn packable(&self) -> bool {
+        match self {
+            HashValue::Listpack(pairs) => {
+                pairs.len() <= packed::MAX_ELEMENTS / 2
+                    && packed::fits(pairs.len() * 2, pairs.iter().map(|(f, v)| f.len() + v.len()).sum())
+            }
+            HashValue::Table(_) => false,
+        }
+    }
+
+    /// Append the packed encoding of the hash (fields and values
+    /// alternating) to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        packed::encode(out, self.len() * 2, self.iter().flat_map(|(f, v)| [f, v]));
+    }
+
+    /// Bytes of the packed encoding.
+    pub fn encoded_len(&self) -> usize {
+        packed::encoded_len(self.len() * 2, self.iter().flat_map(|(f, v)| [f, v]))
+    }
+}
+
+/// A hash, borrowed from wherever the keyspace keeps it: boxed, or packed
+/// in the key's entry (see [`packed`]; always the `listpack` encoding).
+/// Read commands take this view.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum HashRef<'a> {
+    /// A hash stored as a [`HashValue`].
+    Boxed(&'a HashValue),
+    /// A small hash packed in its key's entry.
+    Packed(PackedSeq<'a>),
+}
+
+/// Pairs of a packed hash, in order.
+struct Pairs<'a>(PackedIter<'a>);
+
+impl<'a> Iterator for Pairs<'a> {
+    type Item = (&'a [u8], &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        Some((self.0.next()?, self.0.next()?))
+    }
+}
+
+impl<'a> HashRef<'a> {
+    /// Number of fields.
+    pub fn len(self) -> usize {
+        match self {
+            HashRef::Boxed(h) => h.len(),
+            HashRef::Packed(p) => p.len() / 2,
+        }
+    }
+
+    /// True when the hash has no fields.
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+
+    /// The name `OBJECT ENCODING` reports.
+    pub fn encoding(self) -> &'static str {
+        match self {
+            HashRef::Boxed(h) => h.encoding(),
+            HashRef::Packed(_) => "listpack",
+        }
+    }
+
+    /// True when the hash is stored packed.
+    pub fn is_packed(self) -> bool {
+        matches!(self, HashRef::Packed(_))
+    }
+
+    /// The value of `field`.
+    pub fn get(self, field: &[u8]) -> Option<&'a [u8]> {
+        match self {
+            HashRef::Boxed(h) => h.get(field),
+            HashRef::Packed(p) => Pairs(p.iter()).find(|(f, _)| *f == field).map(|(_, v)| v),
+        }
+    }
+
+    /// True when `field` exists.
+    pub fn contains(self, field: &[u8]) -> bool {
+        self.get(field).is_some()
+    }
+
+    /// Field and value at position `i` of the hash's order.
+    pub fn get_index(self, i: usize) -> Option<(&'a [u8], &'a [u8])> {
+        match self {
+            HashRef::Boxed(h) => h.get_index(i),
+            HashRef::Packed(p) => Pairs(p.iter()).nth(i),
+        }
+    }
+
+    /// Fields and values in the hash's order.
+    pub fn iter(self) -> Box<dyn Iterator<Item = (&'a [u8], &'a [u8])> + 'a> {
+        match self {
+            HashRef::Boxed(h) => h.iter(),
+            HashRef::Packed(p) => Box::new(Pairs(p.iter())),
+        }
+    }
+
+    /// One `HSCAN` step; see [`HashValue::scan`]. A packed hash is small
+    /// and returned whole.
+    pub fn scan(self, cursor: u64, count: usize, mut visit: impl FnMut(&[u8], &[u8])) -> u64 {
+        match self {
+            HashRef::Boxed(h) => h.scan(cursor, count, visit),
+            HashRef::Packed(p) => {
+                Pairs(p.iter()).for_each(|(f, v)| visit(f, v));
+                0
+            }
+        }
+    }
+
+    /// An owned copy, in the same encoding.
+    pub fn to_owned(self) -> HashValue {
+        match self {
+            HashRef::Boxed(h) => h.clone(),
+            HashRef::Packed(p) => {
+                let mut pairs = Vec::with_capacity(p.len() / 2);
+                pairs.extend(Pairs(p.iter()).map(|(f, v)| (CompactBytes::new(f), CompactBytes::new(v))));
+                HashValue::Listpack(pairs)
+            }
         }
     }
 }

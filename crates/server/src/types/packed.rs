@@ -1,0 +1,195 @@
+//! The packed encoding of small lists and hashes: a count and then each
+//! element as its length and bytes, all in one byte string that a packed
+//! keyspace entry stores after its key (see [`crate::keyspace::Entry`]).
+//!
+//! ```text
+//! [varint count] ([varint length][bytes])*count
+//! ```
+//!
+//! A list's elements are its items in order; a hash's are its fields and
+//! values alternating, in the hash's order. Lengths are LEB128 varints, so
+//! an element shorter than 128 bytes costs one byte beyond its bytes.
+//!
+//! Packing is for *small* values only ([`fits`]): a write to a packed value
+//! rebuilds it, which costs in proportion to its size, and the memory it
+//! saves (the boxed form's three or four allocations) is a fixed amount per
+//! key that matters less the bigger the value.
+
+/// Most elements a packed value holds (items of a list, fields and values
+/// of a hash, each counted).
+pub const MAX_ELEMENTS: usize = 64;
+
+/// Most bytes the encoding of a packed value takes.
+pub const MAX_BYTES: usize = 1024;
+
+/// True when `count` elements of `bytes` bytes in all (without their length
+/// prefixes) are small enough to pack.
+pub fn fits(count: usize, bytes: usize) -> bool {
+    count <= MAX_ELEMENTS && bytes.saturating_add(count * 2 + 2) <= MAX_BYTES
+}
+
+/// Bytes of the varint encoding of `n`.
+fn varint_len(n: usize) -> usize {
+    let mut len = 1;
+    let mut n = n >> 7;
+    while n != 0 {
+        len += 1;
+        n >>= 7;
+    }
+    len
+}
+
+/// Append the varint encoding of `n` to `out`.
+fn put_varint(out: &mut Vec<u8>, mut n: usize) {
+    while n >= 0x80 {
+        out.push((n as u8 & 0x7f) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+/// The varint at the start of `bytes` and the bytes after it, if well formed.
+fn get_varint(bytes: &[u8]) -> Option<(usize, &[u8])> {
+    let mut n: usize = 0;
+    for (i, &b) in bytes.iter().enumerate().take(10) {
+        n |= usize::from(b & 0x7f).checked_shl(7 * i as u32)?;
+        if b & 0x80 == 0 {
+            return Some((n, &bytes[i + 1..]));
+        }
+    }
+    None
+}
+
+/// Bytes the encoding of `count` elements takes.
+pub fn encoded_len<'e>(count: usize, elements: impl Iterator<Item = &'e [u8]>) -> usize {
+    varint_len(count) + elements.map(|e| varint_len(e.len()) + e.len()).sum::<usize>()
+}
+
+/// Append the encoding of `count` elements to `out`.
+pub fn encode<'e>(out: &mut Vec<u8>, count: usize, elements: impl Iterator<Item = &'e [u8]>) {
+    put_varint(out, count);
+    for e in elements {
+        put_varint(out, e.len());
+        out.extend_from_slice(e);
+    }
+}
+
+/// A packed value, borrowed: reads its elements in place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PackedSeq<'a> {
+    count: usize,
+    /// The elements, after the count.
+    body: &'a [u8],
+}
+
+impl<'a> PackedSeq<'a> {
+    /// A view of bytes written by [`encode`]. Bytes that are not such an
+    /// encoding (which the keyspace never stores) read as no elements.
+    pub fn new(bytes: &'a [u8]) -> PackedSeq<'a> {
+        match get_varint(bytes) {
+            Some((count, body)) => PackedSeq { count, body },
+            None => PackedSeq { count: 0, body: &[] },
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(self) -> usize {
+        self.count
+    }
+
+    /// True when there are no elements.
+    pub fn is_empty(self) -> bool {
+        self.count == 0
+    }
+
+    /// The elements in order.
+    pub fn iter(self) -> PackedIter<'a> {
+        PackedIter { left: self.count, rest: self.body }
+    }
+
+    /// The element at position `i`.
+    pub fn nth(self, i: usize) -> Option<&'a [u8]> {
+        self.iter().nth(i)
+    }
+}
+
+/// The elements of a [`PackedSeq`], front to back.
+#[derive(Debug, Clone)]
+pub struct PackedIter<'a> {
+    left: usize,
+    rest: &'a [u8],
+}
+
+impl<'a> Iterator for PackedIter<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.left == 0 {
+            return None;
+        }
+        let (len, after) = get_varint(self.rest)?;
+        let Some(item) = after.get(..len) else {
+            self.left = 0;
+            return None;
+        };
+        self.rest = &after[len..];
+        self.left -= 1;
+        Some(item)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(items: &[&[u8]]) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        encode(&mut out, items.len(), items.iter().copied());
+        assert_eq!(out.len(), encoded_len(items.len(), items.iter().copied()));
+        let seq = PackedSeq::new(&out);
+        assert_eq!(seq.len(), items.len());
+        seq.iter().map(<[u8]>::to_vec).collect()
+    }
+
+    #[test]
+    fn elements_read_back_whatever_their_length() {
+        let long = vec![b'x'; 300];
+        let longer = vec![b'y'; 70_000];
+        let items: Vec<&[u8]> = vec![b"", b"a", &[0u8; 127], &[1u8; 128], &long, &longer];
+        assert_eq!(round_trip(&items), items);
+        assert!(round_trip(&[]).is_empty());
+    }
+
+    #[test]
+    fn varints_cross_their_byte_boundaries() {
+        for n in [0, 1, 127, 128, 16_383, 16_384, usize::MAX >> 1, usize::MAX] {
+            let mut out = Vec::new();
+            put_varint(&mut out, n);
+            assert_eq!(out.len(), varint_len(n));
+            assert_eq!(get_varint(&out), Some((n, &[][..])));
+        }
+    }
+
+    #[test]
+    fn the_limits_bound_count_and_bytes() {
+        assert!(fits(MAX_ELEMENTS, 0));
+        assert!(!fits(MAX_ELEMENTS + 1, 0));
+        assert!(fits(1, MAX_BYTES - 4));
+        assert!(!fits(1, MAX_BYTES));
+        assert!(!fits(1, usize::MAX));
+    }
+
+    #[test]
+    fn damaged_bytes_read_as_fewer_elements() {
+        let mut out = Vec::new();
+        encode(&mut out, 2, [&b"abc"[..], b"de"].into_iter());
+        out.truncate(out.len() - 1);
+        assert_eq!(PackedSeq::new(&out).iter().count(), 1);
+        assert_eq!(PackedSeq::new(&[0x80]).len(), 0);
+        assert_eq!(PackedSeq::new(&out).nth(1), None);
+    }
+}
