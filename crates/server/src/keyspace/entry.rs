@@ -526,7 +526,7 @@ mod tests {
     }
 
     #[test]
-    fn collections_are_boxed_and_read_in_place() {
+    fn collections_change_boxed_and_read_in_place() {
         let mut list = crate::types::list::ListValue::new();
         list.push(false, b"a");
         let mut e = Entry::new(b"l", Value::List(Box::new(list)), Some(9), meta());
@@ -539,6 +539,129 @@ mod tests {
         assert!(e.heap_size() >= before);
         let renamed = e.renamed(b"m");
         assert_eq!((renamed.key(), renamed.value().type_name()), (&b"m"[..], "list"));
+    }
+
+    fn list_of(items: &[&[u8]]) -> Value {
+        let mut list = ListValue::new();
+        items.iter().for_each(|it| list.push(false, it));
+        Value::List(Box::new(list))
+    }
+
+    fn hash_of(pairs: &[(&[u8], &[u8])]) -> Value {
+        let mut hash = HashValue::new();
+        pairs.iter().for_each(|(f, v)| {
+            hash.insert(f, v);
+        });
+        Value::Hash(Box::new(hash))
+    }
+
+    fn items(e: &Entry) -> Vec<Vec<u8>> {
+        match e.value() {
+            ValueRef::List(l) => l.iter().map(<[u8]>::to_vec).collect(),
+            other => panic!("not a list: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn small_lists_are_packed_and_read_in_place() {
+        let long = vec![b'z'; 300];
+        let items_in: [&[u8]; 4] = [b"a", b"", &long, b"element"];
+        for deadline in [None, Some(77)] {
+            let e = Entry::new(b"list:1", list_of(&items_in), deadline, meta());
+            assert!(e.is_packed());
+            assert_eq!((e.key(), e.deadline(), e.meta()), (&b"list:1"[..], deadline, meta()));
+            assert_eq!(items(&e), items_in.map(<[u8]>::to_vec));
+            let ValueRef::List(l) = e.value() else { panic!("not a list") };
+            assert!(l.is_packed());
+            assert_eq!((l.len(), l.get(-1), l.get(2).map(<[u8]>::len), l.get(4)), (4, Some(&b"element"[..]), Some(300), None));
+            assert_eq!(l.range(1, 2).count(), 2);
+            assert_eq!(l.iter().rev().next(), Some(&b"element"[..]));
+            assert_eq!(l.positions(b"a", -1, 0, 0), [0]);
+            assert_eq!(e.value().encoding(), "quicklist");
+            assert_eq!(e.value().to_owned(), list_of(&items_in));
+            // One allocation: header, key, count, and each element with its length.
+            assert_eq!(e.heap_size(), HEADER + deadline.map_or(0, |_| 8) + 1 + 6 + 1 + (1 + 1) + 1 + (2 + 300) + (1 + 7));
+        }
+    }
+
+    #[test]
+    fn small_hashes_are_packed_in_listpack_order() {
+        let pairs: [(&[u8], &[u8]); 3] = [(b"name", b"kvik"), (b"age", b"7"), (b"city", b"Oslo")];
+        let e = Entry::new(b"hash:1", hash_of(&pairs), None, meta());
+        assert!(e.is_packed());
+        let ValueRef::Hash(h) = e.value() else { panic!("not a hash") };
+        assert!(h.is_packed());
+        assert_eq!((h.len(), h.get(b"age"), h.get(b"nope"), h.encoding()), (3, Some(&b"7"[..]), None, "listpack"));
+        assert_eq!(h.get_index(2), Some((&b"city"[..], &b"Oslo"[..])));
+        assert_eq!(h.iter().collect::<Vec<_>>(), pairs);
+        let mut seen = Vec::new();
+        assert_eq!(h.scan(0, 1, |f, v| seen.push((f.to_vec(), v.to_vec()))), 0);
+        assert_eq!(seen.len(), 3);
+        assert_eq!(e.value().to_owned(), hash_of(&pairs));
+        assert!(e.heap_size() <= 64, "{}", e.heap_size());
+    }
+
+    #[test]
+    fn packing_stops_and_starts_at_the_limits() {
+        use crate::types::packed::{MAX_BYTES, MAX_ELEMENTS};
+        let many: Vec<Vec<u8>> = (0..=MAX_ELEMENTS).map(|i| i.to_string().into_bytes()).collect();
+        let refs: Vec<&[u8]> = many.iter().map(Vec::as_slice).collect();
+        assert!(Entry::new(b"l", list_of(&refs[..MAX_ELEMENTS]), None, meta()).is_packed());
+        assert!(!Entry::new(b"l", list_of(&refs), None, meta()).is_packed());
+        let big = vec![b'x'; MAX_BYTES];
+        assert!(!Entry::new(b"l", list_of(&[&big]), None, meta()).is_packed());
+        assert!(Entry::new(b"l", list_of(&[&big[..MAX_BYTES - 4]]), None, meta()).is_packed());
+        assert!(!Entry::new(b"l", list_of(&[]), None, meta()).is_packed(), "an empty list is never packed");
+        // A hash in the table encoding stays boxed however small.
+        let mut table = HashValue::new();
+        table.insert(b"f", b"v");
+        table.grow_if_needed(0, 64, 0);
+        assert!(!Entry::new(b"h", Value::Hash(Box::new(table)), None, meta()).is_packed());
+        let fields: Vec<(&[u8], &[u8])> = refs.iter().map(|f| (*f, &b"v"[..])).collect();
+        assert!(Entry::new(b"h", hash_of(&fields[..MAX_ELEMENTS / 2]), None, meta()).is_packed());
+        assert!(!Entry::new(b"h", hash_of(&fields[..MAX_ELEMENTS / 2 + 1]), None, meta()).is_packed());
+    }
+
+    #[test]
+    fn a_changed_collection_is_packed_again_while_small() {
+        let mut e = Entry::new(b"l", list_of(&[b"a"]), Some(5), meta());
+        let Value::List(l) = e.value_mut() else { panic!("not a list") };
+        l.push(true, b"b");
+        assert!(!e.is_packed());
+        assert!(e.repack());
+        assert_eq!((items(&e), e.deadline(), e.meta()), (vec![b"b".to_vec(), b"a".to_vec()], Some(5), meta()));
+        // Grown past the limit: boxed for good, until it shrinks.
+        let Value::List(l) = e.value_mut() else { panic!("not a list") };
+        (0..crate::types::packed::MAX_ELEMENTS).for_each(|_| l.push(false, b"x"));
+        assert!(!e.repack());
+        let Value::List(l) = e.value_mut() else { panic!("not a list") };
+        l.keep(Some((0, 2)));
+        assert!(e.repack());
+        assert_eq!(items(&e), [b"b".to_vec(), b"a".to_vec(), b"x".to_vec()]);
+    }
+
+    #[test]
+    fn packed_collections_keep_deadline_and_meta_through_changes() {
+        let mut e = Entry::new(b"h", hash_of(&[(b"f", b"v")]), None, meta());
+        e.set_deadline(Some(1_000));
+        assert!(e.is_packed());
+        assert_eq!(e.deadline(), Some(1_000));
+        let lfu = Meta { lfu_count: 200, lfu_minutes: 3, touched_s: 42, private_copy: true };
+        e.set_meta(lfu);
+        e.set_deadline(Some(2_000));
+        e.set_deadline(None);
+        assert_eq!((e.meta(), e.deadline()), (lfu, None));
+        let renamed = e.renamed(b"other");
+        assert!(renamed.is_packed());
+        assert_eq!((renamed.key(), renamed.meta()), (&b"other"[..], lfu));
+        assert!(matches!(renamed.value(), ValueRef::Hash(h) if h.get(b"f") == Some(b"v")));
+        let mut boxed = renamed.clone();
+        let Value::Hash(h) = boxed.value_mut() else { panic!("not a hash") };
+        h.insert(b"g", b"w");
+        assert_eq!(boxed.meta(), lfu);
+        assert!(boxed.repack());
+        assert_eq!((boxed.meta(), boxed.key()), (lfu, &b"other"[..]));
+        assert!(matches!(boxed.value(), ValueRef::Hash(h) if h.len() == 2));
     }
 
     #[test]

@@ -217,11 +217,13 @@ impl HashValue {
 
 impl HashValue {
     /// True when the hash is small enough to be stored packed: in the
-    /// `listpack` encoding and within [`packed::fits`].
+    /// `listpack` encoding, within [`packed::fits`] and not empty (an empty
+    /// hash is about to be deleted with its key).
     pub fn packable(&self) -> bool {
         match self {
             HashValue::Listpack(pairs) => {
-                pairs.len() <= packed::MAX_ELEMENTS / 2
+                !pairs.is_empty()
+                    && pairs.len() <= packed::MAX_ELEMENTS / 2
                     && packed::fits(pairs.len() * 2, pairs.iter().map(|(f, v)| f.len() + v.len()).sum())
             }
             HashValue::Table(_) => false,

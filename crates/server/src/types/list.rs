@@ -173,9 +173,11 @@ impl ListValue {
         positions(self.iter(), value, rank, count, maxlen)
     }
 
-    /// True when the list is small enough to be stored packed.
+    /// True when the list is small enough to be stored packed (and not
+    /// empty: an empty list is about to be deleted with its key).
     pub fn packable(&self) -> bool {
-        self.len() <= packed::MAX_ELEMENTS && packed::fits(self.len(), self.iter().map(<[u8]>::len).sum())
+        !self.is_empty()
+            && self.len() <= packed::MAX_ELEMENTS && packed::fits(self.len(), self.iter().map(<[u8]>::len).sum())
     }
 
     /// Append the packed encoding of the list to `out`.
