@@ -6,7 +6,7 @@ use kvik_protocol::ReplySink;
 
 use super::{Ctx, ReplyTarget, WRONGTYPE};
 use crate::changes::EventClass;
-use crate::keyspace::{now_ms, Db};
+use crate::keyspace::{now_ms, Db, Entry};
 use crate::types::Boxed;
 
 /// The key holds a value of another type.
@@ -50,10 +50,33 @@ pub(super) fn write_or_create<'d, V: Boxed>(
     typed_mut(entry)
 }
 
+/// [`write`], or with `make` [`write_or_create`], that first offers the
+/// entry to `packed`, which may change a packed value without boxing it
+/// (see [`Entry::rewrite_packed`]); when it declines, `boxed` gets the value
+/// as `V` as [`write`] gives it. One lookup either way.
+pub(super) fn change_packed_or<V: Boxed, R>(
+    db: &mut Db,
+    key: &[u8],
+    now: i64,
+    make: Option<impl FnOnce() -> V>,
+    packed: impl FnOnce(&mut Entry) -> Option<R>,
+    boxed: impl FnOnce(Option<&mut V>) -> R,
+) -> Result<R, WrongType> {
+    let entry = match make {
+        Some(make) => Some(db.get_mut_or_insert(key, now, || Box::new(make()).into_value()).ok_or(WrongType)?),
+        None => db.get_mut(key, now),
+    };
+    let Some(entry) = entry else { return Ok(boxed(None)) };
+    match packed(entry) {
+        Some(result) => Ok(result),
+        None => typed_mut(entry).map(|v| boxed(Some(v))),
+    }
+}
+
 /// The entry's value as `V`. The type is checked on the borrowed view
 /// first: [`crate::keyspace::Entry::value_mut`] stores a packed string
 /// boxed, which would change its encoding for a command that then fails.
-fn typed_mut<V: Boxed>(entry: &mut crate::keyspace::Entry) -> Result<&mut V, WrongType> {
+fn typed_mut<V: Boxed>(entry: &mut Entry) -> Result<&mut V, WrongType> {
     if V::of(entry.value()).is_none() {
         return Err(WrongType);
     }

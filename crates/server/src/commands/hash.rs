@@ -19,7 +19,9 @@ use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
 use crate::changes::EventClass;
 use crate::keyspace::{glob, now_ms};
 use crate::types::float80::F80;
-use crate::types::hash::{HashRef, HashValue};
+use crate::keyspace::Entry;
+use crate::types::hash::{self, HashLimits, HashRef, HashValue};
+use crate::types::packed::Kind;
 
 handlers! {
     HSET(c) => hset(c, false),
@@ -60,12 +62,15 @@ fn reply_from_hash<T: ReplyTarget>(
 
 /// Run `write` on the hash at `key` under its shard lock: a missing key
 /// gets a new empty hash, and the key is deleted if the hash is left empty.
+/// A packed hash is offered to `packed` first, which may change it in place
+/// (`None`: it declines and `write` runs on the hash boxed).
 ///
 /// `event` names the change's keyspace event from the result (`None`:
 /// nothing changed).
 fn write_hash<T: ReplyTarget, R>(
     c: &mut Ctx<'_, T>,
     key: &[u8],
+    packed: impl FnOnce(&mut Entry) -> Option<R>,
     write: impl FnOnce(&mut HashValue) -> R,
     event: impl FnOnce(&R) -> Option<&'static str>,
 ) -> Result<R, WrongType> {
@@ -73,7 +78,9 @@ fn write_hash<T: ReplyTarget, R>(
     let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(c.session.db);
     let now = now_ms();
-    let result = write(access::write_or_create(d, key, now, HashValue::new)?);
+    let make = Some(HashValue::new);
+    // The key is created when missing, so `write` always gets a hash.
+    let result = access::change_packed_or(d, key, now, make, |e| packed(e).map(Some), |h| h.map(write))?.ok_or(WrongType)?;
     let deleted = access::remove_if_empty::<HashValue>(d, key, now, |h| h.is_empty());
     if let Some(name) = event(&result) {
         c.notify(EventClass::Hash, name, key);
@@ -133,17 +140,30 @@ fn hset<T: ReplyTarget>(c: &mut Ctx<'_, T>, ok_reply: bool) {
     }
     let pairs: Vec<(&[u8], &[u8])> = (2..c.argc()).step_by(2).map(|i| (c.arg(i), c.arg(i + 1))).collect();
     let limits = c.state.limits.hash_limits();
-    let added =
-        write_hash(c, c.arg(1), |h| pairs.iter().filter(|(f, v)| h.set(f, v, limits)).count(), |_| Some("hset"));
+    let packed = |e: &mut Entry| set_packed(e, &pairs, limits);
+    let added = write_hash(c, c.arg(1), packed, |h| pairs.iter().filter(|(f, v)| h.set(f, v, limits)).count(), |_| {
+        Some("hset")
+    });
     reply_or_wrongtype(c, added, |s, n| if ok_reply { s.simple(b"OK") } else { s.integer(count_reply(n)) });
+}
+
+/// `HSET`'s pairs set on a packed hash without boxing it: in place when
+/// every value keeps its length, else rewritten; `None` when the hash is
+/// not packed or would not stay packed. How many fields are new.
+fn set_packed(entry: &mut Entry, pairs: &[(&[u8], &[u8])], limits: HashLimits) -> Option<usize> {
+    if entry.packed_mut(Kind::Hash).is_some_and(|bytes| hash::overwrite_packed(bytes, pairs, limits)) {
+        return Some(0);
+    }
+    entry.rewrite_packed(Kind::Hash, |h, out| hash::set_packed(h, pairs, limits, out))
 }
 
 /// `HSETNX key field value`: 1 when set, 0 when the field existed.
 fn hsetnx<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (field, value) = (c.arg(2), c.arg(3));
     let limits = c.state.limits.hash_limits();
-    let set =
-        write_hash(c, c.arg(1), |h| !h.contains(field) && h.set(field, value, limits), |set| set.then_some("hset"));
+    let set = write_hash(c, c.arg(1), |_| None, |h| !h.contains(field) && h.set(field, value, limits), |set| {
+        set.then_some("hset")
+    });
     reply_or_wrongtype(c, set, |s, set| s.integer(i64::from(set)));
 }
 
@@ -225,6 +245,7 @@ fn hincrby<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let result = write_hash(
         c,
         c.arg(1),
+        |_| None,
         |h| -> Result<i64, &'static [u8]> {
             let old = match h.get(field) {
                 None => 0,
@@ -252,6 +273,7 @@ fn hincrbyfloat<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let result = write_hash(
         c,
         c.arg(1),
+        |_| None,
         |h| -> Result<Vec<u8>, &'static [u8]> {
             let old = match h.get(field) {
                 None => F80::from_i64(0),

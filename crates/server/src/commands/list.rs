@@ -14,7 +14,8 @@ use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
 use crate::blocking::{self, Empty, Wait};
 use crate::changes::EventClass;
 use crate::keyspace::now_ms;
-use crate::types::list::{rank_range, ListRef, ListValue};
+use crate::types::list::{push_packed, rank_range, ListRef, ListValue};
+use crate::types::packed::Kind;
 
 handlers! {
     LPUSH(c) => push(c, Head, false),
@@ -162,19 +163,22 @@ fn push<T: ReplyTarget>(c: &mut Ctx<'_, T>, end: End, only_existing: bool) {
     let state = c.state;
     let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(c.session.db);
-    let list = if only_existing {
-        access::write::<ListValue>(d, key, now)
-    } else {
-        access::write_or_create(d, key, now, ListValue::new).map(Some)
-    };
-    let len = list.map(|found| {
-        found.map_or(0, |l| {
-            for e in &elements {
-                l.push(end.is_head(), e);
-            }
-            l.len()
-        })
-    });
+    let make = (!only_existing).then_some(ListValue::new);
+    let len = access::change_packed_or(
+        d,
+        key,
+        now,
+        make,
+        |entry| entry.rewrite_packed(Kind::List, |l, out| push_packed(l, end.is_head(), &elements, out)),
+        |found| {
+            found.map_or(0, |l| {
+                for e in &elements {
+                    l.push(end.is_head(), e);
+                }
+                l.len()
+            })
+        },
+    );
     if len.as_ref().is_ok_and(|n| *n > 0) {
         c.notify(EventClass::List, push_event(end), key);
     }

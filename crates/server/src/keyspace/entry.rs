@@ -35,7 +35,7 @@
 use super::lfu;
 use crate::types::hash::{HashRef, HashValue};
 use crate::types::list::{ListRef, ListValue};
-use crate::types::packed::PackedSeq;
+use crate::types::packed::{Kind, PackedSeq};
 use crate::types::string::{stored_int, StrRef, StrValue};
 use crate::types::{Value, ValueRef};
 
@@ -360,6 +360,35 @@ impl Entry {
         matches!(self.0, Repr::Packed(_))
     }
 
+    /// The encoding of a packed list or hash of `kind`, for a change that
+    /// keeps its length (the type's module keeps it well formed).
+    pub fn packed_mut(&mut self, kind: Kind) -> Option<&mut [u8]> {
+        match &mut self.0 {
+            Repr::Packed(b) if b[FLAGS_AT] & kind_flag(kind) != 0 => {
+                let (_, end) = key_span(b);
+                Some(&mut b[end..])
+            }
+            _ => None,
+        }
+    }
+
+    /// Change a packed list or hash of `kind` without boxing it: `edit`
+    /// reads the current encoding and appends the new one to the buffer it
+    /// is given, or declines with `None` (nothing changes; the caller then
+    /// changes the value through [`Entry::value_mut`]).
+    pub fn rewrite_packed<R>(&mut self, kind: Kind, edit: impl FnOnce(PackedSeq<'_>, &mut Vec<u8>) -> Option<R>) -> Option<R> {
+        let Repr::Packed(b) = &mut self.0 else { return None };
+        if b[FLAGS_AT] & kind_flag(kind) == 0 {
+            return None;
+        }
+        let (_, end) = key_span(b);
+        let mut out = Vec::with_capacity(b.len() + 64);
+        out.extend_from_slice(&b[..end]);
+        let result = edit(PackedSeq::new(&b[end..]), &mut out)?;
+        *b = out.into_boxed_slice();
+        Some(result)
+    }
+
     /// Replace the value with the integer `n` (INCR and friends): in place
     /// when the key already holds a packed integer.
     pub fn set_int(&mut self, n: i64) {
@@ -447,6 +476,14 @@ impl Entry {
             Repr::Packed(b) => b.len(),
             Repr::Boxed(n) => std::mem::size_of::<Node>() + n.key.len() + n.value.heap_size(),
         }
+    }
+}
+
+/// The flag of a packed value of `kind`.
+fn kind_flag(kind: Kind) -> u8 {
+    match kind {
+        Kind::List => LIST,
+        Kind::Hash => HASH,
     }
 }
 

@@ -253,6 +253,85 @@ pub enum HashRef<'a> {
     Packed(PackedSeq<'a>),
 }
 
+/// True when `pairs` may go into a `listpack` hash under `limits` as far
+/// as their lengths go (a longer field or value makes a table).
+fn short_enough(pairs: &[(&[u8], &[u8])], limits: HashLimits) -> bool {
+    pairs.iter().all(|(f, v)| f.len().max(v.len()) <= limits.max_value)
+}
+
+/// `HSET` of `pairs` on the packed hash `encoding` when every field exists
+/// and keeps its value's length: the values are overwritten in place. False
+/// (and nothing changed) otherwise.
+pub fn overwrite_packed(encoding: &mut [u8], pairs: &[(&[u8], &[u8])], limits: HashLimits) -> bool {
+    const MOST: usize = 8;
+    if pairs.len() > MOST || !short_enough(pairs, limits) {
+        return false;
+    }
+    let mut spans = [(0, 0); MOST];
+    {
+        let seq = PackedSeq::new(encoding);
+        // A hash with more fields than the limit now allows becomes a table
+        // on any HSET (the limit may have been lowered since it was made).
+        if seq.len() / 2 > limits.max_entries {
+            return false;
+        }
+        let mut elements = seq.iter().zip(seq.spans(encoding));
+        let mut found = 0;
+        while let (Some((field, _)), Some((_, span))) = (elements.next(), elements.next()) {
+            for (i, (f, v)) in pairs.iter().enumerate() {
+                if *f == field && v.len() == span.1 - span.0 {
+                    spans[i] = span;
+                    found += 1;
+                }
+            }
+        }
+        if found != pairs.len() {
+            return false;
+        }
+    }
+    for ((_, v), (from, to)) in pairs.iter().zip(spans) {
+        encoding[from..to].copy_from_slice(v);
+    }
+    true
+}
+
+/// `HSET` of `pairs` on the packed hash `current` under `limits`: appends
+/// the new encoding to `out` and returns how many fields are new, or `None`
+/// when the result would not be a packed `listpack` hash (the caller then
+/// sets the pairs on the hash boxed, where it may become a table).
+///
+/// Existing fields keep their place, new ones follow in the order they are
+/// first given, and a field given twice takes its last value, as a run of
+/// [`HashValue::set`] leaves them.
+pub fn set_packed(current: PackedSeq<'_>, pairs: &[(&[u8], &[u8])], limits: HashLimits, out: &mut Vec<u8>) -> Option<usize> {
+    if !short_enough(pairs, limits) {
+        return None;
+    }
+    let view = HashRef::Packed(current);
+    let value_of = |field: &[u8]| pairs.iter().rev().find(|(f, _)| *f == field).map(|(_, v)| *v);
+    let is_new = |i: usize| {
+        let field = pairs[i].0;
+        !pairs[..i].iter().any(|(f, _)| *f == field) && !view.contains(field)
+    };
+    let added = (0..pairs.len()).filter(|&i| is_new(i)).count();
+    let len = view.len() + added;
+    let old: usize = Pairs(current.iter()).map(|(f, v)| f.len() + value_of(f).unwrap_or(v).len()).sum();
+    let new: usize = (0..pairs.len()).filter(|&i| is_new(i)).map(|i| pairs[i].0.len() + value_of(pairs[i].0).map_or(0, <[u8]>::len)).sum();
+    if len > limits.max_entries || len > packed::MAX_ELEMENTS / 2 || !packed::fits(len * 2, old + new) {
+        return None;
+    }
+    packed::put_count(out, len * 2);
+    for (f, v) in Pairs(current.iter()) {
+        packed::put_element(out, f);
+        packed::put_element(out, value_of(f).unwrap_or(v));
+    }
+    for i in (0..pairs.len()).filter(|&i| is_new(i)) {
+        packed::put_element(out, pairs[i].0);
+        packed::put_element(out, value_of(pairs[i].0).unwrap_or(pairs[i].1));
+    }
+    Some(added)
+}
+
 /// Pairs of a packed hash, in order.
 struct Pairs<'a>(PackedIter<'a>);
 
@@ -372,6 +451,58 @@ mod tests {
         assert!(!h.remove(b"b"));
         assert_eq!(h.get(b"a"), Some(&b"2"[..]));
         assert_eq!(h.encoding(), "listpack");
+    }
+
+    fn packed(h: &HashValue) -> Vec<u8> {
+        let mut out = Vec::new();
+        h.encode(&mut out);
+        out
+    }
+
+    /// A packed HSET leaves what the boxed one leaves, or declines.
+    fn check_set(start: &HashValue, pairs: &[(&[u8], &[u8])], limits: HashLimits) -> Option<usize> {
+        let mut boxed = start.clone();
+        let added = pairs.iter().filter(|(f, v)| boxed.set(f, v, limits)).count();
+        let mut encoding = packed(start);
+        let mut out = Vec::new();
+        let result = set_packed(PackedSeq::new(&encoding), pairs, limits, &mut out);
+        match result {
+            Some(n) => {
+                assert_eq!((n, HashRef::Packed(PackedSeq::new(&out)).to_owned()), (added, boxed.clone()), "{pairs:?}");
+                assert!(boxed.packable());
+            }
+            None => assert!(!boxed.packable() || boxed.encoding() == "hashtable", "{pairs:?} declined"),
+        }
+        if overwrite_packed(&mut encoding, pairs, limits) {
+            assert_eq!((added, HashRef::Packed(PackedSeq::new(&encoding)).to_owned()), (0, boxed), "{pairs:?} in place");
+        }
+        result
+    }
+
+    #[test]
+    fn packed_hset_matches_the_boxed_one() {
+        let mut h = HashValue::new();
+        h.insert(b"name", b"kvik");
+        h.insert(b"age", b"7");
+        let limits = HashLimits::default();
+        assert_eq!(check_set(&h, &[(b"age", b"8")], limits), Some(0));
+        assert_eq!(check_set(&h, &[(b"age", b"10"), (b"city", b"Oslo"), (b"city", b"Bergen")], limits), Some(1));
+        assert_eq!(check_set(&h, &[(b"new", b"1"), (b"new2", b"2"), (b"new", b"3")], limits), Some(2));
+        assert_eq!(check_set(&h, &[(b"age", &[b'x'; 65])], limits), None, "too long: a table");
+        let tight = HashLimits { max_entries: 2, max_value: 64 };
+        assert_eq!(check_set(&h, &[(b"age", b"9")], tight), Some(0));
+        assert_eq!(check_set(&h, &[(b"more", b"9")], tight), None, "too many: a table");
+        let lowered = HashLimits { max_entries: 1, max_value: 64 };
+        assert_eq!(check_set(&h, &[(b"age", b"9")], lowered), None, "over a lowered limit: a table");
+        let fields: Vec<Vec<u8>> = (0..40).map(|i| format!("f{i}").into_bytes()).collect();
+        let pairs: Vec<(&[u8], &[u8])> = fields.iter().map(|f| (f.as_slice(), &b"v"[..])).collect();
+        assert_eq!(check_set(&h, &pairs, limits), None, "past the packed bound");
+        // In place only when every field exists with a value of the same length.
+        let mut encoding = packed(&h);
+        assert!(!overwrite_packed(&mut encoding, &[(b"age", b"77")], limits));
+        assert!(!overwrite_packed(&mut encoding, &[(b"nope", b"7")], limits));
+        assert!(overwrite_packed(&mut encoding, &[(b"name", b"KVIK"), (b"age", b"9")], limits));
+        assert_eq!(HashRef::Packed(PackedSeq::new(&encoding)).get(b"name"), Some(&b"KVIK"[..]));
     }
 
     #[test]

@@ -191,6 +191,28 @@ impl ListValue {
     }
 }
 
+/// `LPUSH` / `RPUSH` of `elements` onto the packed list `current`: appends
+/// the new encoding to `out` and returns the new length, or `None` when the
+/// result would be too big to pack (the caller then pushes onto the list
+/// boxed).
+pub fn push_packed(current: PackedSeq<'_>, front: bool, elements: &[&[u8]], out: &mut Vec<u8>) -> Option<usize> {
+    let len = current.len().checked_add(elements.len())?;
+    let bytes = current.iter().chain(elements.iter().copied()).map(<[u8]>::len).sum();
+    if !packed::fits(len, bytes) {
+        return None;
+    }
+    packed::put_count(out, len);
+    if front {
+        // Each element goes in front of the ones pushed before it.
+        elements.iter().rev().for_each(|e| packed::put_element(out, e));
+        out.extend_from_slice(current.body());
+    } else {
+        out.extend_from_slice(current.body());
+        elements.iter().for_each(|e| packed::put_element(out, e));
+    }
+    Some(len)
+}
+
 /// Positions of `items` equal to `value` for `LPOS`: skipping the first
 /// `rank - 1` matches (from the tail when `rank` is negative), at most
 /// `count` of them (0: all), looking at no more than `maxlen` elements
@@ -373,6 +395,29 @@ mod tests {
         assert_eq!(rank_range(0, 0, -1), None);
         assert_eq!(rank_range(5, i64::MIN, i64::MAX), Some((0, 4)));
         assert_eq!(rank_range(5, 0, i64::MIN), None);
+    }
+
+    #[test]
+    fn packed_pushes_match_boxed_ones() {
+        let start = list(&["a", "b"]);
+        let long = [b'x'; 200];
+        for front in [true, false] {
+            for elements in [&[&b"c"[..], b"d"][..], &[&long[..]], &[]] {
+                let mut boxed = start.clone();
+                elements.iter().for_each(|e| boxed.push(front, e));
+                let mut encoding = Vec::new();
+                start.encode(&mut encoding);
+                let mut out = Vec::new();
+                let len = push_packed(PackedSeq::new(&encoding), front, elements, &mut out);
+                assert_eq!(len, Some(boxed.len()));
+                assert_eq!(ListRef::Packed(PackedSeq::new(&out)).to_owned(), boxed);
+            }
+        }
+        let many: Vec<&[u8]> = vec![b"e"; packed::MAX_ELEMENTS - 1];
+        let mut encoding = Vec::new();
+        start.encode(&mut encoding);
+        assert_eq!(push_packed(PackedSeq::new(&encoding), false, &many, &mut Vec::new()), None);
+        assert_eq!(push_packed(PackedSeq::new(&encoding), false, &many[1..], &mut Vec::new()), Some(packed::MAX_ELEMENTS));
     }
 
     #[test]

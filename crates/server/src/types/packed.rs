@@ -68,10 +68,28 @@ pub fn encoded_len<'e>(count: usize, elements: impl Iterator<Item = &'e [u8]>) -
 /// Append the encoding of `count` elements to `out`.
 pub fn encode<'e>(out: &mut Vec<u8>, count: usize, elements: impl Iterator<Item = &'e [u8]>) {
     put_varint(out, count);
-    for e in elements {
-        put_varint(out, e.len());
-        out.extend_from_slice(e);
-    }
+    elements.for_each(|e| put_element(out, e));
+}
+
+/// Append one element (its length and bytes) to `out`, for writers that
+/// put the count first themselves.
+pub fn put_element(out: &mut Vec<u8>, element: &[u8]) {
+    put_varint(out, element.len());
+    out.extend_from_slice(element);
+}
+
+/// Append the element count to `out` (before the elements).
+pub fn put_count(out: &mut Vec<u8>, count: usize) {
+    put_varint(out, count);
+}
+
+/// Which collection a packed value holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A list: its items.
+    List,
+    /// A hash: fields and values alternating.
+    Hash,
 }
 
 /// A packed value, borrowed: reads its elements in place.
@@ -102,6 +120,11 @@ impl<'a> PackedSeq<'a> {
         self.count == 0
     }
 
+    /// The encoded elements after the count, to copy them whole.
+    pub fn body(self) -> &'a [u8] {
+        self.body
+    }
+
     /// The elements in order.
     pub fn iter(self) -> PackedIter<'a> {
         PackedIter { left: self.count, rest: self.body }
@@ -110,6 +133,18 @@ impl<'a> PackedSeq<'a> {
     /// The element at position `i`.
     pub fn nth(self, i: usize) -> Option<&'a [u8]> {
         self.iter().nth(i)
+    }
+
+    /// Where each element's bytes start and end in the encoding this view
+    /// was made from (for same-length changes in place), in order.
+    pub fn spans(self, encoding: &'a [u8]) -> impl Iterator<Item = (usize, usize)> + 'a {
+        let mut at = encoding.len() - self.body.len();
+        self.iter().map(move |item| {
+            // Each element is its length's varint and then its bytes.
+            let from = at + varint_len(item.len());
+            at = from + item.len();
+            (from, at)
+        })
     }
 }
 
