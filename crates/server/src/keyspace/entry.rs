@@ -373,10 +373,11 @@ impl Entry {
     }
 
     /// Change a packed list or hash of `kind` without boxing it: `edit`
-    /// reads the current encoding and appends the new one to the buffer it
-    /// is given, or declines with `None` (nothing changes; the caller then
-    /// changes the value through [`Entry::value_mut`]).
-    pub fn rewrite_packed<R>(&mut self, kind: Kind, edit: impl FnOnce(PackedSeq<'_>, &mut Vec<u8>) -> Option<R>) -> Option<R> {
+    /// reads the current encoding (see [`crate::types::packed`]) and
+    /// appends the new one to the buffer it is given, or declines with
+    /// `None` (nothing changes; the caller then changes the value through
+    /// [`Entry::value_mut`]).
+    pub fn rewrite_packed<R>(&mut self, kind: Kind, edit: impl FnOnce(&[u8], &mut Vec<u8>) -> Option<R>) -> Option<R> {
         let Repr::Packed(b) = &mut self.0 else { return None };
         if b[FLAGS_AT] & kind_flag(kind) == 0 {
             return None;
@@ -384,7 +385,7 @@ impl Entry {
         let (_, end) = key_span(b);
         let mut out = Vec::with_capacity(b.len() + 64);
         out.extend_from_slice(&b[..end]);
-        let result = edit(PackedSeq::new(&b[end..]), &mut out)?;
+        let result = edit(&b[end..], &mut out)?;
         *b = out.into_boxed_slice();
         Some(result)
     }
@@ -648,7 +649,7 @@ mod tests {
         let big = vec![b'x'; MAX_BYTES];
         assert!(!Entry::new(b"l", list_of(&[&big]), None, meta()).is_packed());
         assert!(Entry::new(b"l", list_of(&[&big[..MAX_BYTES - 4]]), None, meta()).is_packed());
-        assert!(!Entry::new(b"l", list_of(&[]), None, meta()).is_packed(), "an empty list is never packed");
+        assert!(Entry::new(b"l", list_of(&[]), None, meta()).is_packed(), "a key made for a push starts packed");
         // A hash in the table encoding stays boxed however small.
         let mut table = HashValue::new();
         table.insert(b"f", b"v");

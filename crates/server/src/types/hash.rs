@@ -217,14 +217,14 @@ impl HashValue {
 
 impl HashValue {
     /// True when the hash is small enough to be stored packed: in the
-    /// `listpack` encoding, within [`packed::fits`] and not empty (an empty
-    /// hash is about to be deleted with its key).
+    /// `listpack` encoding and within [`packed::fits`]. An empty hash is
+    /// too, so a key created for a write starts packed (a command leaves
+    /// no empty hash behind).
     pub fn packable(&self) -> bool {
         match self {
             HashValue::Listpack(pairs) => {
-                !pairs.is_empty()
-                    && pairs.len() <= packed::MAX_ELEMENTS / 2
-                    && packed::fits(pairs.len() * 2, pairs.iter().map(|(f, v)| f.len() + v.len()).sum())
+                pairs.len() <= packed::MAX_ELEMENTS / 2
+                    && packed::fits(pairs.len() * 2, self.encoded_len())
             }
             HashValue::Table(_) => false,
         }
@@ -259,37 +259,40 @@ fn short_enough(pairs: &[(&[u8], &[u8])], limits: HashLimits) -> bool {
     pairs.iter().all(|(f, v)| f.len().max(v.len()) <= limits.max_value)
 }
 
+/// Most pairs of one `HSET` the packed paths take (more go the boxed way).
+const MOST_PAIRS: usize = packed::MAX_ELEMENTS / 2;
+
 /// `HSET` of `pairs` on the packed hash `encoding` when every field exists
 /// and keeps its value's length: the values are overwritten in place. False
 /// (and nothing changed) otherwise.
 pub fn overwrite_packed(encoding: &mut [u8], pairs: &[(&[u8], &[u8])], limits: HashLimits) -> bool {
-    const MOST: usize = 8;
-    if pairs.len() > MOST || !short_enough(pairs, limits) {
+    if pairs.len() > MOST_PAIRS || !short_enough(pairs, limits) {
         return false;
     }
-    let mut spans = [(0, 0); MOST];
-    {
-        let seq = PackedSeq::new(encoding);
-        // A hash with more fields than the limit now allows becomes a table
-        // on any HSET (the limit may have been lowered since it was made).
-        if seq.len() / 2 > limits.max_entries {
-            return false;
-        }
-        let mut elements = seq.iter().zip(seq.spans(encoding));
-        let mut found = 0;
-        while let (Some((field, _)), Some((_, span))) = (elements.next(), elements.next()) {
-            for (i, (f, v)) in pairs.iter().enumerate() {
-                if *f == field && v.len() == span.1 - span.0 {
-                    spans[i] = span;
-                    found += 1;
-                }
+    let Some((count, mut at)) = packed::count_at(encoding) else { return false };
+    // A hash with more fields than the limit now allows becomes a table on
+    // any HSET (the limit may have been lowered since it was made).
+    if count / 2 > limits.max_entries {
+        return false;
+    }
+    let mut targets = [(0, 0); MOST_PAIRS];
+    let mut found = 0;
+    for _ in 0..count / 2 {
+        let Some((fs, fe)) = packed::element_at(encoding, at) else { return false };
+        let Some((vs, ve)) = packed::element_at(encoding, fe) else { return false };
+        at = ve;
+        let field = &encoding[fs..fe];
+        for (target, (f, v)) in targets.iter_mut().zip(pairs) {
+            if *f == field && v.len() == ve - vs {
+                *target = (vs, ve);
+                found += 1;
             }
         }
-        if found != pairs.len() {
-            return false;
-        }
     }
-    for ((_, v), (from, to)) in pairs.iter().zip(spans) {
+    if found != pairs.len() {
+        return false;
+    }
+    for ((_, v), (from, to)) in pairs.iter().zip(targets) {
         encoding[from..to].copy_from_slice(v);
     }
     true
@@ -303,32 +306,51 @@ pub fn overwrite_packed(encoding: &mut [u8], pairs: &[(&[u8], &[u8])], limits: H
 /// Existing fields keep their place, new ones follow in the order they are
 /// first given, and a field given twice takes its last value, as a run of
 /// [`HashValue::set`] leaves them.
-pub fn set_packed(current: PackedSeq<'_>, pairs: &[(&[u8], &[u8])], limits: HashLimits, out: &mut Vec<u8>) -> Option<usize> {
-    if !short_enough(pairs, limits) {
+pub fn set_packed(current: &[u8], pairs: &[(&[u8], &[u8])], limits: HashLimits, out: &mut Vec<u8>) -> Option<usize> {
+    if pairs.len() > MOST_PAIRS || !short_enough(pairs, limits) {
         return None;
     }
-    let view = HashRef::Packed(current);
-    let value_of = |field: &[u8]| pairs.iter().rev().find(|(f, _)| *f == field).map(|(_, v)| *v);
-    let is_new = |i: usize| {
-        let field = pairs[i].0;
-        !pairs[..i].iter().any(|(f, _)| *f == field) && !view.contains(field)
-    };
-    let added = (0..pairs.len()).filter(|&i| is_new(i)).count();
-    let len = view.len() + added;
-    let old: usize = Pairs(current.iter()).map(|(f, v)| f.len() + value_of(f).unwrap_or(v).len()).sum();
-    let new: usize = (0..pairs.len()).filter(|&i| is_new(i)).map(|i| pairs[i].0.len() + value_of(pairs[i].0).map_or(0, <[u8]>::len)).sum();
-    if len > limits.max_entries || len > packed::MAX_ELEMENTS / 2 || !packed::fits(len * 2, old + new) {
+    let (count, mut at) = packed::count_at(current)?;
+    // The count fits one byte (see `packed::MAX_ELEMENTS`): set at the end.
+    let start = out.len();
+    out.push(0);
+    let mut exists = [false; MOST_PAIRS];
+    for _ in 0..count / 2 {
+        let (fs, fe) = packed::element_at(current, at)?;
+        let (_, ve) = packed::element_at(current, fe)?;
+        let field = &current[fs..fe];
+        let mut value = None;
+        for (seen, (f, v)) in exists.iter_mut().zip(pairs) {
+            if *f == field {
+                *seen = true;
+                value = Some(*v);
+            }
+        }
+        match value {
+            // Unchanged: the field and its value as they are.
+            None => out.extend_from_slice(&current[at..ve]),
+            Some(v) => {
+                out.extend_from_slice(&current[at..fe]);
+                packed::put_element(out, v);
+            }
+        }
+        at = ve;
+    }
+    let mut added = 0;
+    for (i, &(field, first)) in pairs.iter().enumerate() {
+        if exists[i] || pairs[..i].iter().any(|(f, _)| *f == field) {
+            continue;
+        }
+        let value = pairs[i + 1..].iter().rev().find(|(f, _)| *f == field).map_or(first, |(_, v)| *v);
+        packed::put_element(out, field);
+        packed::put_element(out, value);
+        added += 1;
+    }
+    let len = count / 2 + added;
+    if len > limits.max_entries || len > MOST_PAIRS || !packed::fits(len * 2, out.len() - start) {
         return None;
     }
-    packed::put_count(out, len * 2);
-    for (f, v) in Pairs(current.iter()) {
-        packed::put_element(out, f);
-        packed::put_element(out, value_of(f).unwrap_or(v));
-    }
-    for i in (0..pairs.len()).filter(|&i| is_new(i)) {
-        packed::put_element(out, pairs[i].0);
-        packed::put_element(out, value_of(pairs[i].0).unwrap_or(pairs[i].1));
-    }
+    out[start] = u8::try_from(len * 2).ok()?;
     Some(added)
 }
 
@@ -465,7 +487,7 @@ mod tests {
         let added = pairs.iter().filter(|(f, v)| boxed.set(f, v, limits)).count();
         let mut encoding = packed(start);
         let mut out = Vec::new();
-        let result = set_packed(PackedSeq::new(&encoding), pairs, limits, &mut out);
+        let result = set_packed(&encoding, pairs, limits, &mut out);
         match result {
             Some(n) => {
                 assert_eq!((n, HashRef::Packed(PackedSeq::new(&out)).to_owned()), (added, boxed.clone()), "{pairs:?}");

@@ -173,11 +173,11 @@ impl ListValue {
         positions(self.iter(), value, rank, count, maxlen)
     }
 
-    /// True when the list is small enough to be stored packed (and not
-    /// empty: an empty list is about to be deleted with its key).
+    /// True when the list is small enough to be stored packed. An empty
+    /// list is too, so a key created for a push starts packed (a command
+    /// leaves no empty list behind).
     pub fn packable(&self) -> bool {
-        !self.is_empty()
-            && self.len() <= packed::MAX_ELEMENTS && packed::fits(self.len(), self.iter().map(<[u8]>::len).sum())
+        self.len() <= packed::MAX_ELEMENTS && packed::fits(self.len(), self.encoded_len())
     }
 
     /// Append the packed encoding of the list to `out`.
@@ -195,10 +195,14 @@ impl ListValue {
 /// the new encoding to `out` and returns the new length, or `None` when the
 /// result would be too big to pack (the caller then pushes onto the list
 /// boxed).
-pub fn push_packed(current: PackedSeq<'_>, front: bool, elements: &[&[u8]], out: &mut Vec<u8>) -> Option<usize> {
+pub fn push_packed(current: &[u8], front: bool, elements: &[&[u8]], out: &mut Vec<u8>) -> Option<usize> {
+    let current = PackedSeq::new(current);
     let len = current.len().checked_add(elements.len())?;
-    let bytes = current.iter().chain(elements.iter().copied()).map(<[u8]>::len).sum();
-    if !packed::fits(len, bytes) {
+    if len > packed::MAX_ELEMENTS {
+        return None;
+    }
+    let added: usize = elements.iter().map(|e| packed::element_len(e)).sum();
+    if !packed::fits(len, 1 + current.body().len() + added) {
         return None;
     }
     packed::put_count(out, len);
@@ -408,7 +412,7 @@ mod tests {
                 let mut encoding = Vec::new();
                 start.encode(&mut encoding);
                 let mut out = Vec::new();
-                let len = push_packed(PackedSeq::new(&encoding), front, elements, &mut out);
+                let len = push_packed(&encoding, front, elements, &mut out);
                 assert_eq!(len, Some(boxed.len()));
                 assert_eq!(ListRef::Packed(PackedSeq::new(&out)).to_owned(), boxed);
             }
@@ -416,8 +420,8 @@ mod tests {
         let many: Vec<&[u8]> = vec![b"e"; packed::MAX_ELEMENTS - 1];
         let mut encoding = Vec::new();
         start.encode(&mut encoding);
-        assert_eq!(push_packed(PackedSeq::new(&encoding), false, &many, &mut Vec::new()), None);
-        assert_eq!(push_packed(PackedSeq::new(&encoding), false, &many[1..], &mut Vec::new()), Some(packed::MAX_ELEMENTS));
+        assert_eq!(push_packed(&encoding, false, &many, &mut Vec::new()), None);
+        assert_eq!(push_packed(&encoding, false, &many[1..], &mut Vec::new()), Some(packed::MAX_ELEMENTS));
     }
 
     #[test]

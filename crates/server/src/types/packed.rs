@@ -16,16 +16,18 @@
 //! key that matters less the bigger the value.
 
 /// Most elements a packed value holds (items of a list, fields and values
-/// of a hash, each counted).
+/// of a hash, each counted). Below 128, so the count is always one byte.
 pub const MAX_ELEMENTS: usize = 64;
 
 /// Most bytes the encoding of a packed value takes.
 pub const MAX_BYTES: usize = 1024;
 
-/// True when `count` elements of `bytes` bytes in all (without their length
-/// prefixes) are small enough to pack.
-pub fn fits(count: usize, bytes: usize) -> bool {
-    count <= MAX_ELEMENTS && bytes.saturating_add(count * 2 + 2) <= MAX_BYTES
+const _: () = assert!(MAX_ELEMENTS < 0x80);
+
+/// True when `count` elements whose encoding takes `encoded` bytes are
+/// small enough to pack.
+pub fn fits(count: usize, encoded: usize) -> bool {
+    count <= MAX_ELEMENTS && encoded <= MAX_BYTES
 }
 
 /// Bytes of the varint encoding of `n`.
@@ -49,7 +51,16 @@ fn put_varint(out: &mut Vec<u8>, mut n: usize) {
 }
 
 /// The varint at the start of `bytes` and the bytes after it, if well formed.
+#[inline]
 fn get_varint(bytes: &[u8]) -> Option<(usize, &[u8])> {
+    match bytes.split_first() {
+        Some((&b, rest)) if b < 0x80 => Some((usize::from(b), rest)),
+        _ => get_long_varint(bytes),
+    }
+}
+
+/// [`get_varint`] of a varint longer than one byte.
+fn get_long_varint(bytes: &[u8]) -> Option<(usize, &[u8])> {
     let mut n: usize = 0;
     for (i, &b) in bytes.iter().enumerate().take(10) {
         n |= usize::from(b & 0x7f).checked_shl(7 * i as u32)?;
@@ -81,6 +92,33 @@ pub fn put_element(out: &mut Vec<u8>, element: &[u8]) {
 /// Append the element count to `out` (before the elements).
 pub fn put_count(out: &mut Vec<u8>, count: usize) {
     put_varint(out, count);
+}
+
+/// Bytes one element takes in the encoding.
+pub fn element_len(element: &[u8]) -> usize {
+    varint_len(element.len()) + element.len()
+}
+
+/// Where the bytes of the element whose length starts at `at` in
+/// `encoding` start and end (the next element's length starts at the end):
+/// for walking an encoding by position, to change it in place.
+#[inline]
+pub fn element_at(encoding: &[u8], at: usize) -> Option<(usize, usize)> {
+    let (len, from) = match encoding.get(at) {
+        Some(&b) if b < 0x80 => (usize::from(b), at + 1),
+        Some(_) => {
+            let (len, rest) = get_long_varint(&encoding[at..])?;
+            (len, encoding.len() - rest.len())
+        }
+        None => return None,
+    };
+    let to = from.checked_add(len).filter(|&to| to <= encoding.len())?;
+    Some((from, to))
+}
+
+/// The element count of `encoding` and where its first element starts.
+pub fn count_at(encoding: &[u8]) -> Option<(usize, usize)> {
+    get_varint(encoding).map(|(count, body)| (count, encoding.len() - body.len()))
 }
 
 /// Which collection a packed value holds.
@@ -133,18 +171,6 @@ impl<'a> PackedSeq<'a> {
     /// The element at position `i`.
     pub fn nth(self, i: usize) -> Option<&'a [u8]> {
         self.iter().nth(i)
-    }
-
-    /// Where each element's bytes start and end in the encoding this view
-    /// was made from (for same-length changes in place), in order.
-    pub fn spans(self, encoding: &'a [u8]) -> impl Iterator<Item = (usize, usize)> + 'a {
-        let mut at = encoding.len() - self.body.len();
-        self.iter().map(move |item| {
-            // Each element is its length's varint and then its bytes.
-            let from = at + varint_len(item.len());
-            at = from + item.len();
-            (from, at)
-        })
     }
 }
 
@@ -213,9 +239,28 @@ mod tests {
     fn the_limits_bound_count_and_bytes() {
         assert!(fits(MAX_ELEMENTS, 0));
         assert!(!fits(MAX_ELEMENTS + 1, 0));
-        assert!(fits(1, MAX_BYTES - 4));
-        assert!(!fits(1, MAX_BYTES));
+        assert!(fits(1, MAX_BYTES));
+        assert!(!fits(1, MAX_BYTES + 1));
         assert!(!fits(1, usize::MAX));
+    }
+
+    #[test]
+    fn spans_point_at_each_element() {
+        let long = [b'q'; 200];
+        let items: [&[u8]; 3] = [b"ab", &long, b""];
+        let mut out = Vec::new();
+        encode(&mut out, 3, items.iter().copied());
+        let (count, mut at) = count_at(&out).unwrap();
+        let mut found: Vec<&[u8]> = Vec::new();
+        for _ in 0..count {
+            let (from, to) = element_at(&out, at).unwrap();
+            found.push(&out[from..to]);
+            at = to;
+        }
+        assert_eq!(found, items);
+        assert_eq!((at, element_at(&out, at)), (out.len(), None));
+        assert_eq!(element_at(&[5, b'a'], 0), None, "a length past the end");
+        assert_eq!(items.iter().map(|i| element_len(i)).sum::<usize>() + 1, out.len());
     }
 
     #[test]
