@@ -151,10 +151,12 @@ fn hset<T: ReplyTarget>(c: &mut Ctx<'_, T>, ok_reply: bool) {
 /// every value keeps its length, else rewritten; `None` when the hash is
 /// not packed or would not stay packed. How many fields are new.
 fn set_packed(entry: &mut Entry, pairs: &[(&[u8], &[u8])], limits: HashLimits) -> Option<usize> {
-    if entry.packed_mut(Kind::Hash).is_some_and(|bytes| hash::overwrite_packed(bytes, pairs, limits)) {
+    let bytes = entry.packed_mut(Kind::Hash)?;
+    let plan = hash::plan_set(bytes, pairs, limits)?;
+    if hash::overwrite_packed(bytes, pairs, &plan) {
         return Some(0);
     }
-    entry.rewrite_packed(Kind::Hash, |h, out| hash::set_packed(h, pairs, limits, out))
+    entry.rewrite_packed(Kind::Hash, |h, out| hash::set_packed(h, pairs, limits, &plan, out))
 }
 
 /// `HSETNX key field value`: 1 when set, 0 when the field existed.

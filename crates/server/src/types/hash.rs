@@ -259,95 +259,114 @@ fn short_enough(pairs: &[(&[u8], &[u8])], limits: HashLimits) -> bool {
     pairs.iter().all(|(f, v)| f.len().max(v.len()) <= limits.max_value)
 }
 
-/// Most pairs of one `HSET` the packed paths take (more go the boxed way).
-const MOST_PAIRS: usize = packed::MAX_ELEMENTS / 2;
+/// Most pairs of one `HSET` the packed path takes (more go the boxed way).
+const MOST_PAIRS: usize = 8;
 
-/// `HSET` of `pairs` on the packed hash `encoding` when every field exists
-/// and keeps its value's length: the values are overwritten in place. False
-/// (and nothing changed) otherwise.
-pub fn overwrite_packed(encoding: &mut [u8], pairs: &[(&[u8], &[u8])], limits: HashLimits) -> bool {
+/// Where an `HSET` finds its fields in a packed hash, from one walk over
+/// it (see [`plan_set`]): how to change the hash in place or rewrite it.
+#[derive(Debug, Clone, Copy)]
+pub struct SetPlan {
+    /// Fields in the hash now.
+    len: usize,
+    /// For each pair, where the current value of its field is in the
+    /// encoding: the start of its length and of its bytes, and its end.
+    found: [Option<(usize, usize, usize)>; MOST_PAIRS],
+}
+
+/// Find the fields of `pairs` in the packed hash `encoding`, or `None` when
+/// `HSET` cannot leave it a packed `listpack` hash under `limits` as far as
+/// the pairs alone tell (too many, too long, or a hash already over a
+/// lowered field limit, which any HSET turns into a table).
+pub fn plan_set(encoding: &[u8], pairs: &[(&[u8], &[u8])], limits: HashLimits) -> Option<SetPlan> {
     if pairs.len() > MOST_PAIRS || !short_enough(pairs, limits) {
-        return false;
+        return None;
     }
-    let Some((count, mut at)) = packed::count_at(encoding) else { return false };
-    // A hash with more fields than the limit now allows becomes a table on
-    // any HSET (the limit may have been lowered since it was made).
+    let (count, mut at) = packed::count_at(encoding)?;
     if count / 2 > limits.max_entries {
-        return false;
+        return None;
     }
-    let mut targets = [(0, 0); MOST_PAIRS];
-    let mut found = 0;
+    let mut found = [None; MOST_PAIRS];
     for _ in 0..count / 2 {
-        let Some((fs, fe)) = packed::element_at(encoding, at) else { return false };
-        let Some((vs, ve)) = packed::element_at(encoding, fe) else { return false };
-        at = ve;
+        let (fs, fe) = packed::element_at(encoding, at)?;
+        let (vs, ve) = packed::element_at(encoding, fe)?;
         let field = &encoding[fs..fe];
-        for (target, (f, v)) in targets.iter_mut().zip(pairs) {
-            if *f == field && v.len() == ve - vs {
-                *target = (vs, ve);
-                found += 1;
+        for (slot, (f, _)) in found.iter_mut().zip(pairs) {
+            if *f == field {
+                *slot = Some((fe, vs, ve));
             }
         }
+        at = ve;
     }
-    if found != pairs.len() {
+    Some(SetPlan { len: count / 2, found })
+}
+
+/// Apply `plan` in place when every field exists and keeps its value's
+/// length; false (nothing changed) otherwise.
+pub fn overwrite_packed(encoding: &mut [u8], pairs: &[(&[u8], &[u8])], plan: &SetPlan) -> bool {
+    let same = pairs.iter().zip(&plan.found).all(|((_, v), slot)| slot.is_some_and(|(_, vs, ve)| ve - vs == v.len()));
+    if !same {
         return false;
     }
-    for ((_, v), (from, to)) in pairs.iter().zip(targets) {
-        encoding[from..to].copy_from_slice(v);
+    for ((_, v), slot) in pairs.iter().zip(&plan.found) {
+        if let Some((_, from, to)) = *slot {
+            encoding[from..to].copy_from_slice(v);
+        }
     }
     true
 }
 
-/// `HSET` of `pairs` on the packed hash `current` under `limits`: appends
-/// the new encoding to `out` and returns how many fields are new, or `None`
-/// when the result would not be a packed `listpack` hash (the caller then
-/// sets the pairs on the hash boxed, where it may become a table).
+/// `HSET` of `pairs` on the packed hash `current` as `plan` (made from it)
+/// found them: appends the new encoding to `out` and returns how many
+/// fields are new, or `None` when the result is too big to stay packed.
 ///
 /// Existing fields keep their place, new ones follow in the order they are
 /// first given, and a field given twice takes its last value, as a run of
-/// [`HashValue::set`] leaves them.
-pub fn set_packed(current: &[u8], pairs: &[(&[u8], &[u8])], limits: HashLimits, out: &mut Vec<u8>) -> Option<usize> {
-    if pairs.len() > MOST_PAIRS || !short_enough(pairs, limits) {
-        return None;
+/// [`HashValue::set`] leaves them. Unchanged stretches are copied whole.
+pub fn set_packed(
+    current: &[u8],
+    pairs: &[(&[u8], &[u8])],
+    limits: HashLimits,
+    plan: &SetPlan,
+    out: &mut Vec<u8>,
+) -> Option<usize> {
+    let value_of = |i: usize| {
+        let field = pairs[i].0;
+        pairs[i + 1..].iter().rev().find(|(f, _)| *f == field).map_or(pairs[i].1, |(_, v)| *v)
+    };
+    let first = |i: usize| !pairs[..i].iter().any(|(f, _)| *f == pairs[i].0);
+    // Values to replace, in the order they sit in the encoding (a field
+    // given twice is replaced once, by its first pair, with the last value).
+    let mut changes = [(usize::MAX, 0, 0); MOST_PAIRS];
+    let mut n = 0;
+    for (i, slot) in plan.found.iter().enumerate().take(pairs.len()) {
+        if let Some((start, _, end)) = *slot {
+            if first(i) {
+                changes[n] = (start, end, i);
+                n += 1;
+            }
+        }
     }
-    let (count, mut at) = packed::count_at(current)?;
+    changes[..n].sort_unstable();
     // The count fits one byte (see `packed::MAX_ELEMENTS`): set at the end.
     let start = out.len();
     out.push(0);
-    let mut exists = [false; MOST_PAIRS];
-    for _ in 0..count / 2 {
-        let (fs, fe) = packed::element_at(current, at)?;
-        let (_, ve) = packed::element_at(current, fe)?;
-        let field = &current[fs..fe];
-        let mut value = None;
-        for (seen, (f, v)) in exists.iter_mut().zip(pairs) {
-            if *f == field {
-                *seen = true;
-                value = Some(*v);
-            }
-        }
-        match value {
-            // Unchanged: the field and its value as they are.
-            None => out.extend_from_slice(&current[at..ve]),
-            Some(v) => {
-                out.extend_from_slice(&current[at..fe]);
-                packed::put_element(out, v);
-            }
-        }
-        at = ve;
+    let (_, mut copied) = packed::count_at(current)?;
+    for &(from, to, i) in &changes[..n] {
+        out.extend_from_slice(&current[copied..from]);
+        packed::put_element(out, value_of(i));
+        copied = to;
     }
+    out.extend_from_slice(&current[copied..]);
     let mut added = 0;
-    for (i, &(field, first)) in pairs.iter().enumerate() {
-        if exists[i] || pairs[..i].iter().any(|(f, _)| *f == field) {
-            continue;
+    for (i, &(field, _)) in pairs.iter().enumerate() {
+        if plan.found[i].is_none() && first(i) {
+            packed::put_element(out, field);
+            packed::put_element(out, value_of(i));
+            added += 1;
         }
-        let value = pairs[i + 1..].iter().rev().find(|(f, _)| *f == field).map_or(first, |(_, v)| *v);
-        packed::put_element(out, field);
-        packed::put_element(out, value);
-        added += 1;
     }
-    let len = count / 2 + added;
-    if len > limits.max_entries || len > MOST_PAIRS || !packed::fits(len * 2, out.len() - start) {
+    let len = plan.len + added;
+    if len > limits.max_entries || len > packed::MAX_ELEMENTS / 2 || !packed::fits(len * 2, out.len() - start) {
         return None;
     }
     out[start] = u8::try_from(len * 2).ok()?;
@@ -487,7 +506,8 @@ mod tests {
         let added = pairs.iter().filter(|(f, v)| boxed.set(f, v, limits)).count();
         let mut encoding = packed(start);
         let mut out = Vec::new();
-        let result = set_packed(&encoding, pairs, limits, &mut out);
+        let plan = plan_set(&encoding, pairs, limits);
+        let result = plan.and_then(|plan| set_packed(&encoding, pairs, limits, &plan, &mut out));
         match result {
             Some(n) => {
                 assert_eq!((n, HashRef::Packed(PackedSeq::new(&out)).to_owned()), (added, boxed.clone()), "{pairs:?}");
@@ -495,7 +515,7 @@ mod tests {
             }
             None => assert!(!boxed.packable() || boxed.encoding() == "hashtable", "{pairs:?} declined"),
         }
-        if overwrite_packed(&mut encoding, pairs, limits) {
+        if plan.is_some_and(|plan| overwrite_packed(&mut encoding, pairs, &plan)) {
             assert_eq!((added, HashRef::Packed(PackedSeq::new(&encoding)).to_owned()), (0, boxed), "{pairs:?} in place");
         }
         result
@@ -510,6 +530,8 @@ mod tests {
         assert_eq!(check_set(&h, &[(b"age", b"8")], limits), Some(0));
         assert_eq!(check_set(&h, &[(b"age", b"10"), (b"city", b"Oslo"), (b"city", b"Bergen")], limits), Some(1));
         assert_eq!(check_set(&h, &[(b"new", b"1"), (b"new2", b"2"), (b"new", b"3")], limits), Some(2));
+        assert_eq!(check_set(&h, &[(b"age", b"100"), (b"name", b"k")], limits), Some(0), "changes out of order");
+        assert_eq!(check_set(&h, &[(b"name", b"x"), (b"age", b"123"), (b"name", b"yy"), (b"z", b"")], limits), Some(1));
         assert_eq!(check_set(&h, &[(b"age", &[b'x'; 65])], limits), None, "too long: a table");
         let tight = HashLimits { max_entries: 2, max_value: 64 };
         assert_eq!(check_set(&h, &[(b"age", b"9")], tight), Some(0));
@@ -521,10 +543,16 @@ mod tests {
         assert_eq!(check_set(&h, &pairs, limits), None, "past the packed bound");
         // In place only when every field exists with a value of the same length.
         let mut encoding = packed(&h);
-        assert!(!overwrite_packed(&mut encoding, &[(b"age", b"77")], limits));
-        assert!(!overwrite_packed(&mut encoding, &[(b"nope", b"7")], limits));
-        assert!(overwrite_packed(&mut encoding, &[(b"name", b"KVIK"), (b"age", b"9")], limits));
+        let mut in_place = |pairs: &[(&[u8], &[u8])]| {
+            let plan = plan_set(&encoding, pairs, limits).unwrap();
+            overwrite_packed(&mut encoding, pairs, &plan)
+        };
+        assert!(!in_place(&[(b"age", b"77")]));
+        assert!(!in_place(&[(b"nope", b"7")]));
+        assert!(in_place(&[(b"name", b"KVIK"), (b"age", b"9")]));
+        assert!(in_place(&[(b"age", b"1"), (b"age", b"2")]));
         assert_eq!(HashRef::Packed(PackedSeq::new(&encoding)).get(b"name"), Some(&b"KVIK"[..]));
+        assert_eq!(HashRef::Packed(PackedSeq::new(&encoding)).get(b"age"), Some(&b"2"[..]));
     }
 
     #[test]
