@@ -148,14 +148,19 @@ fn hset<T: ReplyTarget>(c: &mut Ctx<'_, T>, ok_reply: bool) {
 }
 
 /// `HSET`'s pairs set on a packed hash without boxing it: in place when
-/// every value keeps its length, else rewritten; `None` when the hash is
+/// every value changed keeps its length (new fields appended), else
+/// rewritten; `None` when the hash is
 /// not packed or would not stay packed. How many fields are new.
 fn set_packed(entry: &mut Entry, pairs: &[(&[u8], &[u8])], limits: HashLimits) -> Option<usize> {
-    let bytes = entry.packed_mut(Kind::Hash)?;
-    let plan = hash::plan_set(bytes, pairs, limits)?;
-    if hash::overwrite_packed(bytes, pairs, &plan) {
-        return Some(0);
+    let mut plan = None;
+    let in_place = entry.extend_packed(Kind::Hash, |bytes, at| {
+        let found = plan.insert(hash::plan_set(&bytes[at..], pairs, limits)?);
+        hash::set_in_place(bytes, at, pairs, limits, found)
+    });
+    if in_place.is_some() {
+        return in_place;
     }
+    let plan = plan?;
     entry.rewrite_packed(Kind::Hash, |h, out| hash::set_packed(h, pairs, limits, &plan, out))
 }
 

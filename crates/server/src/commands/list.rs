@@ -169,7 +169,7 @@ fn push<T: ReplyTarget>(c: &mut Ctx<'_, T>, end: End, only_existing: bool) {
         key,
         now,
         make,
-        |entry| entry.rewrite_packed(Kind::List, |l, out| push_packed(l, end.is_head(), &elements, out)),
+        |entry| entry.extend_packed(Kind::List, |bytes, at| push_packed(bytes, at, end.is_head(), &elements)),
         |found| {
             found.map_or(0, |l| {
                 for e in &elements {

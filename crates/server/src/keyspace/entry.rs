@@ -360,16 +360,21 @@ impl Entry {
         matches!(self.0, Repr::Packed(_))
     }
 
-    /// The encoding of a packed list or hash of `kind`, for a change that
-    /// keeps its length (the type's module keeps it well formed).
-    pub fn packed_mut(&mut self, kind: Kind) -> Option<&mut [u8]> {
-        match &mut self.0 {
-            Repr::Packed(b) if b[FLAGS_AT] & kind_flag(kind) != 0 => {
-                let (_, end) = key_span(b);
-                Some(&mut b[end..])
-            }
-            _ => None,
+    /// Change a packed list or hash of `kind` in its own allocation,
+    /// which may grow (a realloc, often in place): `edit` gets the entry's
+    /// bytes and where the value's encoding starts in them (see
+    /// [`crate::types::packed`]), and changes or extends the encoding; when
+    /// it declines with `None` it must leave the bytes as they were.
+    pub fn extend_packed<R>(&mut self, kind: Kind, edit: impl FnOnce(&mut Vec<u8>, usize) -> Option<R>) -> Option<R> {
+        let Repr::Packed(b) = &mut self.0 else { return None };
+        if b[FLAGS_AT] & kind_flag(kind) == 0 {
+            return None;
         }
+        let (_, end) = key_span(b);
+        let mut bytes = std::mem::take(b).into_vec();
+        let result = edit(&mut bytes, end);
+        *b = bytes.into_boxed_slice();
+        result
     }
 
     /// Change a packed list or hash of `kind` without boxing it: `edit`

@@ -300,19 +300,51 @@ pub fn plan_set(encoding: &[u8], pairs: &[(&[u8], &[u8])], limits: HashLimits) -
     Some(SetPlan { len: count / 2, found })
 }
 
-/// Apply `plan` in place when every field exists and keeps its value's
-/// length; false (nothing changed) otherwise.
-pub fn overwrite_packed(encoding: &mut [u8], pairs: &[(&[u8], &[u8])], plan: &SetPlan) -> bool {
-    let same = pairs.iter().zip(&plan.found).all(|((_, v), slot)| slot.is_some_and(|(_, vs, ve)| ve - vs == v.len()));
+/// Apply `plan` to the packed hash whose encoding starts at `at` of
+/// `bytes` without moving anything: when every field found keeps its
+/// value's length, those values are overwritten and new fields appended
+/// (growing `bytes`). How many fields are new; `None` (nothing changed)
+/// when that cannot be done or the result would not stay packed.
+pub fn set_in_place(
+    bytes: &mut Vec<u8>,
+    at: usize,
+    pairs: &[(&[u8], &[u8])],
+    limits: HashLimits,
+    plan: &SetPlan,
+) -> Option<usize> {
+    let same = pairs.iter().zip(&plan.found).all(|((_, v), slot)| slot.is_none_or(|(_, vs, ve)| ve - vs == v.len()));
     if !same {
-        return false;
+        return None;
     }
+    let first = |i: usize| !pairs[..i].iter().any(|(f, _)| *f == pairs[i].0);
+    let new = |i: usize| plan.found[i].is_none() && first(i);
+    let value_of = |i: usize| {
+        let field = pairs[i].0;
+        pairs[i + 1..].iter().rev().find(|(f, _)| *f == field).map_or(pairs[i].1, |(_, v)| *v)
+    };
+    let (added, grow) = (0..pairs.len())
+        .filter(|&i| new(i))
+        .fold((0, 0), |(n, b), i| (n + 1, b + packed::element_len(pairs[i].0) + packed::element_len(value_of(i))));
+    let len = plan.len + added;
+    if len > limits.max_entries || len > packed::MAX_ELEMENTS / 2 || !packed::fits(len * 2, bytes.len() - at + grow) {
+        return None;
+    }
+    // In pair order, so a field given twice ends with its last value.
     for ((_, v), slot) in pairs.iter().zip(&plan.found) {
         if let Some((_, from, to)) = *slot {
-            encoding[from..to].copy_from_slice(v);
+            bytes[at + from..at + to].copy_from_slice(v);
         }
     }
-    true
+    if added > 0 {
+        bytes.reserve_exact(grow);
+        for i in (0..pairs.len()).filter(|&i| new(i)) {
+            packed::put_element(bytes, pairs[i].0);
+            packed::put_element(bytes, value_of(i));
+        }
+        // One byte, as the count was (`packed::MAX_ELEMENTS` is below 128).
+        bytes[at] = u8::try_from(len * 2).ok()?;
+    }
+    Some(added)
 }
 
 /// `HSET` of `pairs` on the packed hash `current` as `plan` (made from it)
@@ -515,8 +547,8 @@ mod tests {
             }
             None => assert!(!boxed.packable() || boxed.encoding() == "hashtable", "{pairs:?} declined"),
         }
-        if plan.is_some_and(|plan| overwrite_packed(&mut encoding, pairs, &plan)) {
-            assert_eq!((added, HashRef::Packed(PackedSeq::new(&encoding)).to_owned()), (0, boxed), "{pairs:?} in place");
+        if let Some(n) = plan.and_then(|plan| set_in_place(&mut encoding, 0, pairs, limits, &plan)) {
+            assert_eq!((n, HashRef::Packed(PackedSeq::new(&encoding)).to_owned()), (added, boxed), "{pairs:?} in place");
         }
         result
     }
@@ -545,12 +577,12 @@ mod tests {
         let mut encoding = packed(&h);
         let mut in_place = |pairs: &[(&[u8], &[u8])]| {
             let plan = plan_set(&encoding, pairs, limits).unwrap();
-            overwrite_packed(&mut encoding, pairs, &plan)
+            set_in_place(&mut encoding, 0, pairs, limits, &plan)
         };
-        assert!(!in_place(&[(b"age", b"77")]));
-        assert!(!in_place(&[(b"nope", b"7")]));
-        assert!(in_place(&[(b"name", b"KVIK"), (b"age", b"9")]));
-        assert!(in_place(&[(b"age", b"1"), (b"age", b"2")]));
+        assert_eq!(in_place(&[(b"age", b"77")]), None);
+        assert_eq!(in_place(&[(b"nope", b"7")]), Some(1));
+        assert_eq!(in_place(&[(b"name", b"KVIK"), (b"age", b"9")]), Some(0));
+        assert_eq!(in_place(&[(b"age", b"1"), (b"age", b"2")]), Some(0));
         assert_eq!(HashRef::Packed(PackedSeq::new(&encoding)).get(b"name"), Some(&b"KVIK"[..]));
         assert_eq!(HashRef::Packed(PackedSeq::new(&encoding)).get(b"age"), Some(&b"2"[..]));
     }

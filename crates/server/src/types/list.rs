@@ -191,29 +191,35 @@ impl ListValue {
     }
 }
 
-/// `LPUSH` / `RPUSH` of `elements` onto the packed list `current`: appends
-/// the new encoding to `out` and returns the new length, or `None` when the
-/// result would be too big to pack (the caller then pushes onto the list
-/// boxed).
-pub fn push_packed(current: &[u8], front: bool, elements: &[&[u8]], out: &mut Vec<u8>) -> Option<usize> {
-    let current = PackedSeq::new(current);
-    let len = current.len().checked_add(elements.len())?;
+/// `LPUSH` / `RPUSH` of `elements` onto the packed list whose encoding
+/// starts at `at` of `bytes` (and runs to their end): the new length, or
+/// `None` (nothing changed) when the result would be too big to pack (the
+/// caller then pushes onto the list boxed).
+pub fn push_packed(bytes: &mut Vec<u8>, at: usize, front: bool, elements: &[&[u8]]) -> Option<usize> {
+    let (count, body) = packed::count_at(&bytes[at..])?;
+    let len = count.checked_add(elements.len())?;
     if len > packed::MAX_ELEMENTS {
         return None;
     }
     let added: usize = elements.iter().map(|e| packed::element_len(e)).sum();
-    if !packed::fits(len, 1 + current.body().len() + added) {
+    if body != 1 || !packed::fits(len, bytes.len() - at + added) {
         return None;
     }
-    packed::put_count(out, len);
+    let old_end = bytes.len();
+    bytes.reserve_exact(added);
     if front {
         // Each element goes in front of the ones pushed before it.
-        elements.iter().rev().for_each(|e| packed::put_element(out, e));
-        out.extend_from_slice(current.body());
+        bytes.resize(old_end + added, 0);
+        bytes.copy_within(at + 1..old_end, at + 1 + added);
+        let mut to = at + 1;
+        for e in elements.iter().rev() {
+            to += packed::write_element(&mut bytes[to..], e);
+        }
     } else {
-        out.extend_from_slice(current.body());
-        elements.iter().for_each(|e| packed::put_element(out, e));
+        elements.iter().for_each(|e| packed::put_element(bytes, e));
     }
+    // One byte, as the count was (`packed::MAX_ELEMENTS` is below 128).
+    bytes[at] = u8::try_from(len).ok()?;
     Some(len)
 }
 
@@ -409,19 +415,21 @@ mod tests {
             for elements in [&[&b"c"[..], b"d"][..], &[&long[..]], &[]] {
                 let mut boxed = start.clone();
                 elements.iter().for_each(|e| boxed.push(front, e));
-                let mut encoding = Vec::new();
-                start.encode(&mut encoding);
-                let mut out = Vec::new();
-                let len = push_packed(&encoding, front, elements, &mut out);
+                let mut bytes = b"head".to_vec();
+                start.encode(&mut bytes);
+                let len = push_packed(&mut bytes, 4, front, elements);
                 assert_eq!(len, Some(boxed.len()));
-                assert_eq!(ListRef::Packed(PackedSeq::new(&out)).to_owned(), boxed);
+                assert_eq!(ListRef::Packed(PackedSeq::new(&bytes[4..])).to_owned(), boxed);
+                assert_eq!(&bytes[..4], b"head");
             }
         }
         let many: Vec<&[u8]> = vec![b"e"; packed::MAX_ELEMENTS - 1];
         let mut encoding = Vec::new();
         start.encode(&mut encoding);
-        assert_eq!(push_packed(&encoding, false, &many, &mut Vec::new()), None);
-        assert_eq!(push_packed(&encoding, false, &many[1..], &mut Vec::new()), Some(packed::MAX_ELEMENTS));
+        let before = encoding.clone();
+        assert_eq!(push_packed(&mut encoding, 0, false, &many), None);
+        assert_eq!(encoding, before, "declined: unchanged");
+        assert_eq!(push_packed(&mut encoding, 0, false, &many[1..]), Some(packed::MAX_ELEMENTS));
     }
 
     #[test]

@@ -94,6 +94,21 @@ pub fn put_count(out: &mut Vec<u8>, count: usize) {
     put_varint(out, count);
 }
 
+/// Write one element (its length and bytes) at the start of `dst`, which
+/// must have room for [`element_len`] bytes; how many were written.
+pub fn write_element(dst: &mut [u8], element: &[u8]) -> usize {
+    let mut n = element.len();
+    let mut at = 0;
+    while n >= 0x80 {
+        dst[at] = (n as u8 & 0x7f) | 0x80;
+        n >>= 7;
+        at += 1;
+    }
+    dst[at] = n as u8;
+    dst[at + 1..at + 1 + element.len()].copy_from_slice(element);
+    at + 1 + element.len()
+}
+
 /// Bytes one element takes in the encoding.
 pub fn element_len(element: &[u8]) -> usize {
     varint_len(element.len()) + element.len()
@@ -261,6 +276,13 @@ mod tests {
         assert_eq!((at, element_at(&out, at)), (out.len(), None));
         assert_eq!(element_at(&[5, b'a'], 0), None, "a length past the end");
         assert_eq!(items.iter().map(|i| element_len(i)).sum::<usize>() + 1, out.len());
+        let mut written = vec![0u8; out.len()];
+        written[0] = 3;
+        let mut at = 1;
+        for item in items {
+            at += write_element(&mut written[at..], item);
+        }
+        assert_eq!((written, at), (out.clone(), out.len()));
     }
 
     #[test]
