@@ -63,7 +63,8 @@ fn reply_from_hash<T: ReplyTarget>(
 /// Run `write` on the hash at `key` under its shard lock: a missing key
 /// gets a new empty hash, and the key is deleted if the hash is left empty.
 /// A packed hash is offered to `packed` first, which may change it in place
-/// (`None`: it declines and `write` runs on the hash boxed).
+/// but must not leave it empty (`None`: it declines and `write` runs on the
+/// hash boxed).
 ///
 /// `event` names the change's keyspace event from the result (`None`:
 /// nothing changed).
@@ -79,9 +80,17 @@ fn write_hash<T: ReplyTarget, R>(
     let d = shard.db(c.session.db);
     let now = now_ms();
     let make = Some(HashValue::new);
+    // A change made packed only sets fields, so it never leaves the hash
+    // empty and the second lookup for that is saved.
+    let mut was_packed = false;
+    let packed = |e: &mut Entry| {
+        let done = packed(e).map(Some);
+        was_packed = done.is_some();
+        done
+    };
     // The key is created when missing, so `write` always gets a hash.
-    let result = access::change_packed_or(d, key, now, make, |e| packed(e).map(Some), |h| h.map(write))?.ok_or(WrongType)?;
-    let deleted = access::remove_if_empty::<HashValue>(d, key, now, |h| h.is_empty());
+    let result = access::change_packed_or(d, key, now, make, packed, |h| h.map(write))?.ok_or(WrongType)?;
+    let deleted = !was_packed && access::remove_if_empty::<HashValue>(d, key, now, |h| h.is_empty());
     if let Some(name) = event(&result) {
         c.notify(EventClass::Hash, name, key);
     }

@@ -259,8 +259,9 @@ fn short_enough(pairs: &[(&[u8], &[u8])], limits: HashLimits) -> bool {
     pairs.iter().all(|(f, v)| f.len().max(v.len()) <= limits.max_value)
 }
 
-/// Most pairs of one `HSET` the packed path takes (more go the boxed way).
-const MOST_PAIRS: usize = 8;
+/// Most pairs of one `HSET` the packed path takes (more go the boxed way,
+/// which packs the hash again after).
+const MOST_PAIRS: usize = 4;
 
 /// Where an `HSET` finds its fields in a packed hash, from one walk over
 /// it (see [`plan_set`]): how to change the hash in place or rewrite it.
@@ -269,8 +270,9 @@ pub struct SetPlan {
     /// Fields in the hash now.
     len: usize,
     /// For each pair, where the current value of its field is in the
-    /// encoding: the start of its length and of its bytes, and its end.
-    found: [Option<(usize, usize, usize)>; MOST_PAIRS],
+    /// encoding: the start of its length and of its bytes, and its end
+    /// (a packed encoding is at most `packed::MAX_BYTES` long).
+    found: [Option<(u32, u32, u32)>; MOST_PAIRS],
 }
 
 /// Find the fields of `pairs` in the packed hash `encoding`, or `None` when
@@ -292,7 +294,7 @@ pub fn plan_set(encoding: &[u8], pairs: &[(&[u8], &[u8])], limits: HashLimits) -
         let field = &encoding[fs..fe];
         for (slot, (f, _)) in found.iter_mut().zip(pairs) {
             if *f == field {
-                *slot = Some((fe, vs, ve));
+                *slot = Some((u32::try_from(fe).ok()?, u32::try_from(vs).ok()?, u32::try_from(ve).ok()?));
             }
         }
         at = ve;
@@ -312,7 +314,7 @@ pub fn set_in_place(
     limits: HashLimits,
     plan: &SetPlan,
 ) -> Option<usize> {
-    let same = pairs.iter().zip(&plan.found).all(|((_, v), slot)| slot.is_none_or(|(_, vs, ve)| ve - vs == v.len()));
+    let same = pairs.iter().zip(&plan.found).all(|((_, v), slot)| slot.is_none_or(|(_, vs, ve)| (ve - vs) as usize == v.len()));
     if !same {
         return None;
     }
@@ -332,7 +334,7 @@ pub fn set_in_place(
     // In pair order, so a field given twice ends with its last value.
     for ((_, v), slot) in pairs.iter().zip(&plan.found) {
         if let Some((_, from, to)) = *slot {
-            bytes[at + from..at + to].copy_from_slice(v);
+            bytes[at + from as usize..at + to as usize].copy_from_slice(v);
         }
     }
     if added > 0 {
@@ -373,7 +375,7 @@ pub fn set_packed(
     for (i, slot) in plan.found.iter().enumerate().take(pairs.len()) {
         if let Some((start, _, end)) = *slot {
             if first(i) {
-                changes[n] = (start, end, i);
+                changes[n] = (start as usize, end as usize, i);
                 n += 1;
             }
         }
