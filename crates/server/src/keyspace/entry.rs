@@ -343,7 +343,19 @@ impl Entry {
     /// Pack a boxed value that has a packed form again: a list or hash a
     /// change left small (the keyspace calls this once a change is done).
     /// True when the entry is packed afterwards.
+    #[inline]
     pub fn repack(&mut self) -> bool {
+        match &self.0 {
+            Repr::Packed(_) => true,
+            // Most boxed values have no packed form (a large list, a set):
+            // answered without a call.
+            Repr::Boxed(n) if !may_pack(&n.value) => false,
+            Repr::Boxed(_) => self.pack_boxed(),
+        }
+    }
+
+    /// [`Entry::repack`] of a boxed value that may have a packed form.
+    fn pack_boxed(&mut self) -> bool {
         let packed = match &self.0 {
             Repr::Packed(_) => return true,
             Repr::Boxed(n) => match Packable::of(&n.value).filter(|_| packable_key(&n.key)) {
@@ -365,6 +377,7 @@ impl Entry {
     /// bytes and where the value's encoding starts in them (see
     /// [`crate::types::packed`]), and changes or extends the encoding; when
     /// it declines with `None` it must leave the bytes as they were.
+    #[inline]
     pub fn extend_packed<R>(&mut self, kind: Kind, edit: impl FnOnce(&mut Vec<u8>, usize) -> Option<R>) -> Option<R> {
         let Repr::Packed(b) = &mut self.0 else { return None };
         if b[FLAGS_AT] & kind_flag(kind) == 0 {
@@ -482,6 +495,19 @@ impl Entry {
             Repr::Packed(b) => b.len(),
             Repr::Boxed(n) => std::mem::size_of::<Node>() + n.key.len() + n.value.heap_size(),
         }
+    }
+}
+
+/// A cheap first look for [`Entry::repack`]: false when `value` surely has
+/// no packed form (a boxed string or a big collection is common there).
+#[inline]
+fn may_pack(value: &Value) -> bool {
+    use crate::types::packed::MAX_ELEMENTS;
+    match value {
+        Value::List(l) => l.len() <= MAX_ELEMENTS,
+        Value::Hash(h) => h.len() <= MAX_ELEMENTS / 2,
+        Value::Str(StrValue::Int(_) | StrValue::Bytes(_)) => true,
+        Value::Str(StrValue::Raw(_)) | Value::Set(_) | Value::ZSet(_) | Value::Stream(_) => false,
     }
 }
 
