@@ -23,7 +23,11 @@ pub(super) fn read_at<'d, V: Boxed>(db: &'d mut Db, key: &[u8], now: i64) -> Res
 
 /// The value of type `V` at `key` for a write command that only reads it
 /// (not counted).
-pub(super) fn read_for_write<'d, V: Boxed>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<V::Ref<'d>>, WrongType> {
+pub(super) fn read_for_write<'d, V: Boxed>(
+    db: &'d mut Db,
+    key: &[u8],
+    now: i64,
+) -> Result<Option<V::Ref<'d>>, WrongType> {
     match db.lookup_write(key, now) {
         None => Ok(None),
         Some(entry) => V::of(entry.value()).map(Some).ok_or(WrongType),
@@ -86,7 +90,12 @@ fn typed_mut<V: Boxed>(entry: &mut Entry) -> Result<&mut V, WrongType> {
 /// Delete `key` when it holds a `V` that `is_empty` finds empty: an empty
 /// collection is no key. Neither counted nor marked accessed. True when the
 /// key was deleted (the command then announces `del` after its own event).
-pub(super) fn remove_if_empty<V: Boxed>(db: &mut Db, key: &[u8], now: i64, is_empty: impl FnOnce(V::Ref<'_>) -> bool) -> bool {
+pub(super) fn remove_if_empty<V: Boxed>(
+    db: &mut Db,
+    key: &[u8],
+    now: i64,
+    is_empty: impl FnOnce(V::Ref<'_>) -> bool,
+) -> bool {
     if db.inspect(key, now).and_then(|e| V::of(e.value())).is_some_and(is_empty) {
         return db.remove(key).is_some();
     }

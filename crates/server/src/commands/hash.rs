@@ -17,9 +17,9 @@ use super::access::{self, count_reply, reply_or_wrongtype, WrongType};
 use super::keys::parse_cursor;
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
 use crate::changes::EventClass;
+use crate::keyspace::Entry;
 use crate::keyspace::{glob, now_ms};
 use crate::types::float80::F80;
-use crate::keyspace::Entry;
 use crate::types::hash::{self, HashLimits, HashRef, HashValue};
 use crate::types::packed::Kind;
 
@@ -150,9 +150,13 @@ fn hset<T: ReplyTarget>(c: &mut Ctx<'_, T>, ok_reply: bool) {
     let pairs: Vec<(&[u8], &[u8])> = (2..c.argc()).step_by(2).map(|i| (c.arg(i), c.arg(i + 1))).collect();
     let limits = c.state.limits.hash_limits();
     let packed = |e: &mut Entry| set_packed(e, &pairs, limits);
-    let added = write_hash(c, c.arg(1), packed, |h| pairs.iter().filter(|(f, v)| h.set(f, v, limits)).count(), |_| {
-        Some("hset")
-    });
+    let added = write_hash(
+        c,
+        c.arg(1),
+        packed,
+        |h| pairs.iter().filter(|(f, v)| h.set(f, v, limits)).count(),
+        |_| Some("hset"),
+    );
     reply_or_wrongtype(c, added, |s, n| if ok_reply { s.simple(b"OK") } else { s.integer(count_reply(n)) });
 }
 
@@ -177,9 +181,13 @@ fn set_packed(entry: &mut Entry, pairs: &[(&[u8], &[u8])], limits: HashLimits) -
 fn hsetnx<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (field, value) = (c.arg(2), c.arg(3));
     let limits = c.state.limits.hash_limits();
-    let set = write_hash(c, c.arg(1), |_| None, |h| !h.contains(field) && h.set(field, value, limits), |set| {
-        set.then_some("hset")
-    });
+    let set = write_hash(
+        c,
+        c.arg(1),
+        |_| None,
+        |h| !h.contains(field) && h.set(field, value, limits),
+        |set| set.then_some("hset"),
+    );
     reply_or_wrongtype(c, set, |s, set| s.integer(i64::from(set)));
 }
 

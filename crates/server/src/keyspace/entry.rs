@@ -642,14 +642,20 @@ mod tests {
             assert_eq!(items(&e), items_in.map(<[u8]>::to_vec));
             let ValueRef::List(l) = e.value() else { panic!("not a list") };
             assert!(l.is_packed());
-            assert_eq!((l.len(), l.get(-1), l.get(2).map(<[u8]>::len), l.get(4)), (4, Some(&b"element"[..]), Some(300), None));
+            assert_eq!(
+                (l.len(), l.get(-1), l.get(2).map(<[u8]>::len), l.get(4)),
+                (4, Some(&b"element"[..]), Some(300), None)
+            );
             assert_eq!(l.range(1, 2).count(), 2);
-            assert_eq!(l.iter().rev().next(), Some(&b"element"[..]));
+            assert_eq!(l.iter().next_back(), Some(&b"element"[..]));
             assert_eq!(l.positions(b"a", -1, 0, 0), [0]);
             assert_eq!(e.value().encoding(), "quicklist");
             assert_eq!(e.value().to_owned(), list_of(&items_in));
             // One allocation: header, key, count, and each element with its length.
-            assert_eq!(e.heap_size(), HEADER + deadline.map_or(0, |_| 8) + 1 + 6 + 1 + (1 + 1) + 1 + (2 + 300) + (1 + 7));
+            assert_eq!(
+                e.heap_size(),
+                HEADER + deadline.map_or(0, |_| 8) + 1 + 6 + 1 + (1 + 1) + 1 + (2 + 300) + (1 + 7)
+            );
         }
     }
 

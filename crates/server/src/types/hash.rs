@@ -223,8 +223,7 @@ impl HashValue {
     pub fn packable(&self) -> bool {
         match self {
             HashValue::Listpack(pairs) => {
-                pairs.len() <= packed::MAX_ELEMENTS / 2
-                    && packed::fits(pairs.len() * 2, self.encoded_len())
+                pairs.len() <= packed::MAX_ELEMENTS / 2 && packed::fits(pairs.len() * 2, self.encoded_len())
             }
             HashValue::Table(_) => false,
         }
@@ -314,7 +313,10 @@ pub fn set_in_place(
     limits: HashLimits,
     plan: &SetPlan,
 ) -> Option<usize> {
-    let same = pairs.iter().zip(&plan.found).all(|((_, v), slot)| slot.is_none_or(|(_, vs, ve)| (ve - vs) as usize == v.len()));
+    let same = pairs
+        .iter()
+        .zip(&plan.found)
+        .all(|((_, v), slot)| slot.is_none_or(|(_, vs, ve)| (ve - vs) as usize == v.len()));
     if !same {
         return None;
     }
@@ -550,7 +552,11 @@ mod tests {
             None => assert!(!boxed.packable() || boxed.encoding() == "hashtable", "{pairs:?} declined"),
         }
         if let Some(n) = plan.and_then(|plan| set_in_place(&mut encoding, 0, pairs, limits, &plan)) {
-            assert_eq!((n, HashRef::Packed(PackedSeq::new(&encoding)).to_owned()), (added, boxed), "{pairs:?} in place");
+            assert_eq!(
+                (n, HashRef::Packed(PackedSeq::new(&encoding)).to_owned()),
+                (added, boxed),
+                "{pairs:?} in place"
+            );
         }
         result
     }
