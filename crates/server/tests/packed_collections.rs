@@ -65,6 +65,12 @@ fn small_lists_stay_packed_through_writes_and_key_commands() {
     assert_eq!(call(&mut s, &[b"RESTORE", b"list:4", b"0", payload]), b"+OK\r\n");
     assert!(usage(&mut s, "list:4") <= one, "restored: {}", usage(&mut s, "list:4"));
     ok(&mut s, &["LINDEX", "list:4", "-1"], b"$7\r\nelement\r\n");
+
+    // A packed key with a deadline expires like any other.
+    ok(&mut s, &["PEXPIRE", "list:4", "30"], b":1\r\n");
+    ok(&mut s, &["RPUSH", "list:4", "more"], b":2\r\n");
+    std::thread::sleep(std::time::Duration::from_millis(60));
+    ok(&mut s, &["EXISTS", "list:4"], b":0\r\n");
 }
 
 #[test]

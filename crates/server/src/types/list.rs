@@ -368,15 +368,6 @@ impl<'a> ListRef<'a> {
             }
         }
     }
-
-    /// Bytes held on the heap for the memory estimate: the boxed list's,
-    /// or nothing beyond its entry for a packed one.
-    pub fn heap_size(self) -> usize {
-        match self {
-            ListRef::Boxed(l) => std::mem::size_of::<ListValue>() + l.heap_size(),
-            ListRef::Packed(_) => 0,
-        }
-    }
 }
 
 #[cfg(test)]

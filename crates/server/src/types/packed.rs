@@ -89,11 +89,6 @@ pub fn put_element(out: &mut Vec<u8>, element: &[u8]) {
     out.extend_from_slice(element);
 }
 
-/// Append the element count to `out` (before the elements).
-pub fn put_count(out: &mut Vec<u8>, count: usize) {
-    put_varint(out, count);
-}
-
 /// Write one element (its length and bytes) at the start of `dst`, which
 /// must have room for [`element_len`] bytes; how many were written.
 pub fn write_element(dst: &mut [u8], element: &[u8]) -> usize {
@@ -171,11 +166,6 @@ impl<'a> PackedSeq<'a> {
     /// True when there are no elements.
     pub fn is_empty(self) -> bool {
         self.count == 0
-    }
-
-    /// The encoded elements after the count, to copy them whole.
-    pub fn body(self) -> &'a [u8] {
-        self.body
     }
 
     /// The elements in order.
