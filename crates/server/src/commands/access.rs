@@ -6,7 +6,7 @@ use kvik_protocol::ReplySink;
 
 use super::{Ctx, ReplyTarget, WRONGTYPE};
 use crate::changes::EventClass;
-use crate::keyspace::{now_ms, Db};
+use crate::keyspace::{now_ms, Db, Entry};
 use crate::types::Boxed;
 
 /// The key holds a value of another type.
@@ -14,7 +14,7 @@ pub(super) struct WrongType;
 
 /// The value of type `V` at `key` for a read command (counted as a keyspace
 /// hit or miss): `Ok(None)` when missing.
-pub(super) fn read_at<'d, V: Boxed>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<&'d V>, WrongType> {
+pub(super) fn read_at<'d, V: Boxed>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<V::Ref<'d>>, WrongType> {
     match db.get(key, now) {
         None => Ok(None),
         Some(entry) => V::of(entry.value()).map(Some).ok_or(WrongType),
@@ -23,7 +23,11 @@ pub(super) fn read_at<'d, V: Boxed>(db: &'d mut Db, key: &[u8], now: i64) -> Res
 
 /// The value of type `V` at `key` for a write command that only reads it
 /// (not counted).
-pub(super) fn read_for_write<'d, V: Boxed>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<&'d V>, WrongType> {
+pub(super) fn read_for_write<'d, V: Boxed>(
+    db: &'d mut Db,
+    key: &[u8],
+    now: i64,
+) -> Result<Option<V::Ref<'d>>, WrongType> {
     match db.lookup_write(key, now) {
         None => Ok(None),
         Some(entry) => V::of(entry.value()).map(Some).ok_or(WrongType),
@@ -50,10 +54,33 @@ pub(super) fn write_or_create<'d, V: Boxed>(
     typed_mut(entry)
 }
 
+/// [`write`], or with `make` [`write_or_create`], that first offers the
+/// entry to `packed`, which may change a packed value without boxing it
+/// (see [`Entry::rewrite_packed`]); when it declines, `boxed` gets the value
+/// as `V` as [`write`] gives it. One lookup either way.
+pub(super) fn change_packed_or<V: Boxed, R>(
+    db: &mut Db,
+    key: &[u8],
+    now: i64,
+    make: Option<impl FnOnce() -> V>,
+    packed: impl FnOnce(&mut Entry) -> Option<R>,
+    boxed: impl FnOnce(Option<&mut V>) -> R,
+) -> Result<R, WrongType> {
+    let entry = match make {
+        Some(make) => Some(db.get_mut_or_insert(key, now, || Box::new(make()).into_value()).ok_or(WrongType)?),
+        None => db.get_mut(key, now),
+    };
+    let Some(entry) = entry else { return Ok(boxed(None)) };
+    match packed(entry) {
+        Some(result) => Ok(result),
+        None => typed_mut(entry).map(|v| boxed(Some(v))),
+    }
+}
+
 /// The entry's value as `V`. The type is checked on the borrowed view
 /// first: [`crate::keyspace::Entry::value_mut`] stores a packed string
 /// boxed, which would change its encoding for a command that then fails.
-fn typed_mut<V: Boxed>(entry: &mut crate::keyspace::Entry) -> Result<&mut V, WrongType> {
+fn typed_mut<V: Boxed>(entry: &mut Entry) -> Result<&mut V, WrongType> {
     if V::of(entry.value()).is_none() {
         return Err(WrongType);
     }
@@ -63,7 +90,12 @@ fn typed_mut<V: Boxed>(entry: &mut crate::keyspace::Entry) -> Result<&mut V, Wro
 /// Delete `key` when it holds a `V` that `is_empty` finds empty: an empty
 /// collection is no key. Neither counted nor marked accessed. True when the
 /// key was deleted (the command then announces `del` after its own event).
-pub(super) fn remove_if_empty<V: Boxed>(db: &mut Db, key: &[u8], now: i64, is_empty: impl FnOnce(&V) -> bool) -> bool {
+pub(super) fn remove_if_empty<V: Boxed>(
+    db: &mut Db,
+    key: &[u8],
+    now: i64,
+    is_empty: impl FnOnce(V::Ref<'_>) -> bool,
+) -> bool {
     if db.inspect(key, now).and_then(|e| V::of(e.value())).is_some_and(is_empty) {
         return db.remove(key).is_some();
     }
@@ -117,10 +149,10 @@ pub(super) fn notify_store<T: ReplyTarget>(
 pub(super) fn read_with<T: ReplyTarget, V: Boxed, R>(
     c: &Ctx<'_, T>,
     key: &[u8],
-    read: impl FnOnce(Option<&V>) -> R,
+    read: impl FnOnce(Option<V::Ref<'_>>) -> R,
 ) -> Result<R, WrongType> {
     let mut shard = c.state.keyspace.lock_key(key);
-    read_at(shard.db(c.session.db), key, now_ms()).map(read)
+    read_at::<V>(shard.db(c.session.db), key, now_ms()).map(read)
 }
 
 /// Reply straight from the `V` at `key` (`None` when missing) while its
@@ -129,11 +161,11 @@ pub(super) fn read_with<T: ReplyTarget, V: Boxed, R>(
 pub(super) fn reply_from<T: ReplyTarget, V: Boxed>(
     c: &mut Ctx<'_, T>,
     key: &[u8],
-    write: impl FnOnce(&mut dyn ReplySink, Option<&V>),
+    write: impl FnOnce(&mut dyn ReplySink, Option<V::Ref<'_>>),
 ) {
     let state = c.state;
     let mut shard = state.keyspace.lock_key(key);
-    match read_at(shard.db(c.session.db), key, now_ms()) {
+    match read_at::<V>(shard.db(c.session.db), key, now_ms()) {
         Ok(v) => c.reply(|s| write(s, v)),
         Err(WrongType) => {
             drop(shard);
@@ -151,7 +183,7 @@ pub(super) fn change_with<T: ReplyTarget, V: Boxed, R>(
     c: &mut Ctx<'_, T>,
     key: &[u8],
     class: EventClass,
-    is_empty: impl FnOnce(&V) -> bool,
+    is_empty: impl FnOnce(V::Ref<'_>) -> bool,
     change: impl FnOnce(Option<&mut V>) -> R,
     event: impl FnOnce(&R) -> Option<&'static str>,
 ) -> Result<R, WrongType> {

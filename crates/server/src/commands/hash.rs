@@ -17,9 +17,11 @@ use super::access::{self, count_reply, reply_or_wrongtype, WrongType};
 use super::keys::parse_cursor;
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
 use crate::changes::EventClass;
+use crate::keyspace::Entry;
 use crate::keyspace::{glob, now_ms};
 use crate::types::float80::F80;
-use crate::types::hash::HashValue;
+use crate::types::hash::{self, HashLimits, HashRef, HashValue};
+use crate::types::packed::Kind;
 
 handlers! {
     HSET(c) => hset(c, false),
@@ -44,28 +46,32 @@ handlers! {
 fn read_hash<T: ReplyTarget, R>(
     c: &Ctx<'_, T>,
     key: &[u8],
-    read: impl FnOnce(Option<&HashValue>) -> R,
+    read: impl FnOnce(Option<HashRef<'_>>) -> R,
 ) -> Result<R, WrongType> {
-    access::read_with(c, key, read)
+    access::read_with::<_, HashValue, _>(c, key, read)
 }
 
 /// Reply straight from the hash at `key` (`None` when missing).
 fn reply_from_hash<T: ReplyTarget>(
     c: &mut Ctx<'_, T>,
     key: &[u8],
-    write: impl FnOnce(&mut dyn ReplySink, Option<&HashValue>),
+    write: impl FnOnce(&mut dyn ReplySink, Option<HashRef<'_>>),
 ) {
-    access::reply_from(c, key, write);
+    access::reply_from::<_, HashValue>(c, key, write);
 }
 
 /// Run `write` on the hash at `key` under its shard lock: a missing key
 /// gets a new empty hash, and the key is deleted if the hash is left empty.
+/// A packed hash is offered to `packed` first, which may change it in place
+/// but must not leave it empty (`None`: it declines and `write` runs on the
+/// hash boxed).
 ///
 /// `event` names the change's keyspace event from the result (`None`:
 /// nothing changed).
 fn write_hash<T: ReplyTarget, R>(
     c: &mut Ctx<'_, T>,
     key: &[u8],
+    packed: impl FnOnce(&mut Entry) -> Option<R>,
     write: impl FnOnce(&mut HashValue) -> R,
     event: impl FnOnce(&R) -> Option<&'static str>,
 ) -> Result<R, WrongType> {
@@ -73,8 +79,18 @@ fn write_hash<T: ReplyTarget, R>(
     let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(c.session.db);
     let now = now_ms();
-    let result = write(access::write_or_create(d, key, now, HashValue::new)?);
-    let deleted = access::remove_if_empty(d, key, now, HashValue::is_empty);
+    let make = Some(HashValue::new);
+    // A change made packed only sets fields, so it never leaves the hash
+    // empty and the second lookup for that is saved.
+    let mut was_packed = false;
+    let packed = |e: &mut Entry| {
+        let done = packed(e).map(Some);
+        was_packed = done.is_some();
+        done
+    };
+    // The key is created when missing, so `write` always gets a hash.
+    let result = access::change_packed_or(d, key, now, make, packed, |h| h.map(write))?.ok_or(WrongType)?;
+    let deleted = !was_packed && access::remove_if_empty::<HashValue>(d, key, now, |h| h.is_empty());
     if let Some(name) = event(&result) {
         c.notify(EventClass::Hash, name, key);
     }
@@ -97,7 +113,7 @@ fn change_hash<T: ReplyTarget, R>(
         c,
         key,
         EventClass::Hash,
-        HashValue::is_empty,
+        |h: HashRef<'_>| h.is_empty(),
         |h| h.map(change),
         |r| r.as_ref().and_then(event),
     )
@@ -133,17 +149,45 @@ fn hset<T: ReplyTarget>(c: &mut Ctx<'_, T>, ok_reply: bool) {
     }
     let pairs: Vec<(&[u8], &[u8])> = (2..c.argc()).step_by(2).map(|i| (c.arg(i), c.arg(i + 1))).collect();
     let limits = c.state.limits.hash_limits();
-    let added =
-        write_hash(c, c.arg(1), |h| pairs.iter().filter(|(f, v)| h.set(f, v, limits)).count(), |_| Some("hset"));
+    let packed = |e: &mut Entry| set_packed(e, &pairs, limits);
+    let added = write_hash(
+        c,
+        c.arg(1),
+        packed,
+        |h| pairs.iter().filter(|(f, v)| h.set(f, v, limits)).count(),
+        |_| Some("hset"),
+    );
     reply_or_wrongtype(c, added, |s, n| if ok_reply { s.simple(b"OK") } else { s.integer(count_reply(n)) });
+}
+
+/// `HSET`'s pairs set on a packed hash without boxing it: in place when
+/// every value changed keeps its length (new fields appended), else
+/// rewritten; `None` when the hash is
+/// not packed or would not stay packed. How many fields are new.
+fn set_packed(entry: &mut Entry, pairs: &[(&[u8], &[u8])], limits: HashLimits) -> Option<usize> {
+    let mut plan = None;
+    let in_place = entry.extend_packed(Kind::Hash, |bytes, at| {
+        let found = plan.insert(hash::plan_set(&bytes[at..], pairs, limits)?);
+        hash::set_in_place(bytes, at, pairs, limits, found)
+    });
+    if in_place.is_some() {
+        return in_place;
+    }
+    let plan = plan?;
+    entry.rewrite_packed(Kind::Hash, |h, out| hash::set_packed(h, pairs, limits, &plan, out))
 }
 
 /// `HSETNX key field value`: 1 when set, 0 when the field existed.
 fn hsetnx<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (field, value) = (c.arg(2), c.arg(3));
     let limits = c.state.limits.hash_limits();
-    let set =
-        write_hash(c, c.arg(1), |h| !h.contains(field) && h.set(field, value, limits), |set| set.then_some("hset"));
+    let set = write_hash(
+        c,
+        c.arg(1),
+        |_| None,
+        |h| !h.contains(field) && h.set(field, value, limits),
+        |set| set.then_some("hset"),
+    );
     reply_or_wrongtype(c, set, |s, set| s.integer(i64::from(set)));
 }
 
@@ -172,13 +216,13 @@ fn hmget<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// `HVALS key`, in the hash's order.
 fn hgetall<T: ReplyTarget>(c: &mut Ctx<'_, T>, fields: bool, values: bool) {
     reply_from_hash(c, c.arg(1), |s, h| {
-        let len = h.map_or(0, HashValue::len);
+        let len = h.map_or(0, |h| h.len());
         if fields && values {
             s.map(len);
         } else {
             s.array(len);
         }
-        for (f, v) in h.into_iter().flat_map(HashValue::iter) {
+        for (f, v) in h.into_iter().flat_map(|h| h.iter()) {
             if fields {
                 s.bulk(f);
             }
@@ -206,7 +250,7 @@ fn hexists<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 
 /// `HLEN key`: the number of fields, 0 for a missing key.
 fn hlen<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
-    let len = read_hash(c, c.arg(1), |h| h.map_or(0, HashValue::len));
+    let len = read_hash(c, c.arg(1), |h| h.map_or(0, |h| h.len()));
     reply_or_wrongtype(c, len, |s, n| s.integer(count_reply(n)));
 }
 
@@ -225,6 +269,7 @@ fn hincrby<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let result = write_hash(
         c,
         c.arg(1),
+        |_| None,
         |h| -> Result<i64, &'static [u8]> {
             let old = match h.get(field) {
                 None => 0,
@@ -252,6 +297,7 @@ fn hincrbyfloat<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let result = write_hash(
         c,
         c.arg(1),
+        |_| None,
         |h| -> Result<Vec<u8>, &'static [u8]> {
             let old = match h.get(field) {
                 None => F80::from_i64(0),
@@ -365,7 +411,7 @@ fn hrandfield<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     if c.argc() == 2 {
         let mut rng = Picker::new();
         let pick =
-            |h: Option<&HashValue>| h.and_then(|h| h.get_index(rng.below(h.len().max(1)))).map(|(f, _)| f.to_vec());
+            |h: Option<HashRef<'_>>| h.and_then(|h| h.get_index(rng.below(h.len().max(1)))).map(|(f, _)| f.to_vec());
         let field = read_hash(c, c.arg(1), pick);
         return reply_or_wrongtype(c, field, |s, f| reply_value(s, f.as_deref()));
     }
@@ -443,7 +489,7 @@ fn scan_options<'a, T: ReplyTarget>(c: &Ctx<'a, T>) -> Result<(Option<&'a [u8]>,
 }
 
 /// One HSCAN step over `h`: the next cursor, and fields and values flat.
-fn scan_hash(h: &HashValue, cursor: u64, pattern: Option<&[u8]>, count: usize) -> (u64, Vec<Vec<u8>>) {
+fn scan_hash(h: HashRef<'_>, cursor: u64, pattern: Option<&[u8]>, count: usize) -> (u64, Vec<Vec<u8>>) {
     let mut items = Vec::new();
     let next = h.scan(cursor, count, |f, v| {
         if pattern.is_none_or(|p| glob::matches(p, f, false)) {

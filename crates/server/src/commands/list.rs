@@ -14,7 +14,8 @@ use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
 use crate::blocking::{self, Empty, Wait};
 use crate::changes::EventClass;
 use crate::keyspace::now_ms;
-use crate::types::list::{rank_range, ListValue};
+use crate::types::list::{push_packed, rank_range, ListRef, ListValue};
+use crate::types::packed::Kind;
 
 handlers! {
     LPUSH(c) => push(c, Head, false),
@@ -79,18 +80,18 @@ fn end_named(word: &[u8]) -> Option<End> {
 fn read_list<T: ReplyTarget, R>(
     c: &Ctx<'_, T>,
     key: &[u8],
-    read: impl FnOnce(Option<&ListValue>) -> R,
+    read: impl FnOnce(Option<ListRef<'_>>) -> R,
 ) -> Result<R, WrongType> {
-    access::read_with(c, key, read)
+    access::read_with::<_, ListValue, _>(c, key, read)
 }
 
 /// Reply straight from the list at `key` (`None` when missing).
 fn reply_from_list<T: ReplyTarget>(
     c: &mut Ctx<'_, T>,
     key: &[u8],
-    write: impl FnOnce(&mut dyn ReplySink, Option<&ListValue>),
+    write: impl FnOnce(&mut dyn ReplySink, Option<ListRef<'_>>),
 ) {
-    access::reply_from(c, key, write);
+    access::reply_from::<_, ListValue>(c, key, write);
 }
 
 /// Run `write` on the list at `key` (`None` when missing), deleting the key
@@ -102,7 +103,7 @@ fn write_list<T: ReplyTarget, R>(
     write: impl FnOnce(Option<&mut ListValue>) -> R,
     event: impl FnOnce(&R) -> Option<&'static str>,
 ) -> Result<R, WrongType> {
-    access::change_with(c, key, EventClass::List, ListValue::is_empty, write, event)
+    access::change_with(c, key, EventClass::List, |l: ListRef<'_>| l.is_empty(), write, event)
 }
 
 /// The event name of a pop from `end`.
@@ -162,19 +163,22 @@ fn push<T: ReplyTarget>(c: &mut Ctx<'_, T>, end: End, only_existing: bool) {
     let state = c.state;
     let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(c.session.db);
-    let list = if only_existing {
-        access::write::<ListValue>(d, key, now)
-    } else {
-        access::write_or_create(d, key, now, ListValue::new).map(Some)
-    };
-    let len = list.map(|found| {
-        found.map_or(0, |l| {
-            for e in &elements {
-                l.push(end.is_head(), e);
-            }
-            l.len()
-        })
-    });
+    let make = (!only_existing).then_some(ListValue::new);
+    let len = access::change_packed_or(
+        d,
+        key,
+        now,
+        make,
+        |entry| entry.extend_packed(Kind::List, |bytes, at| push_packed(bytes, at, end.is_head(), &elements)),
+        |found| {
+            found.map_or(0, |l| {
+                for e in &elements {
+                    l.push(end.is_head(), e);
+                }
+                l.len()
+            })
+        },
+    );
     if len.as_ref().is_ok_and(|n| *n > 0) {
         c.notify(EventClass::List, push_event(end), key);
     }
@@ -212,7 +216,7 @@ fn pop<T: ReplyTarget>(c: &mut Ctx<'_, T>, end: End) {
 
 /// `LLEN key`: 0 for a missing key.
 fn llen<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
-    let len = read_list(c, c.arg(1), |l| l.map_or(0, ListValue::len));
+    let len = read_list(c, c.arg(1), |l| l.map_or(0, |l| l.len()));
     reply_or_wrongtype(c, len, |s, n| s.integer(count_reply(n)));
 }
 
@@ -419,7 +423,7 @@ fn move_locked<T: ReplyTarget>(
         let item = access::write::<ListValue>(d, src, now)?.and_then(|l| l.pop(from.is_head())).map(|b| b.to_vec());
         let Some(item) = item else { return Ok(None) };
         access::write_or_create(lock.shard_for(ks, dst).db(db), dst, now, ListValue::new)?.push(to.is_head(), &item);
-        let emptied = access::remove_if_empty(lock.shard_for(ks, src).db(db), src, now, ListValue::is_empty);
+        let emptied = access::remove_if_empty::<ListValue>(lock.shard_for(ks, src).db(db), src, now, |l| l.is_empty());
         Ok(Some((item, emptied)))
     })();
     if let Ok(Some((_, emptied))) = &moved {
@@ -515,7 +519,7 @@ fn pop_first<'k, T: ReplyTarget>(
         match access::write::<ListValue>(d, key, now) {
             Ok(Some(l)) => {
                 let items = pop_many(l, end, count);
-                let emptied = access::remove_if_empty(d, key, now, ListValue::is_empty);
+                let emptied = access::remove_if_empty::<ListValue>(d, key, now, |l| l.is_empty());
                 notify_popped(c, key, end, emptied);
                 return Ok(Some((key, items)));
             }

@@ -101,7 +101,7 @@ fn sadd<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// `SREM key member [member ...]`: how many were there.
 fn srem<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let members: Vec<&[u8]> = (2..c.argc()).map(|i| c.arg(i)).collect();
-    let removed = access::change_with(
+    let removed = access::change_with::<_, SetValue, _>(
         c,
         c.arg(1),
         EventClass::Set,
@@ -174,7 +174,7 @@ fn spop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(db);
     let popped = access::write::<SetValue>(d, key, now).map(|set| set.map(|s| pop_members(s, count.unwrap_or(1))));
-    let deleted = access::remove_if_empty(d, key, now, SetValue::is_empty);
+    let deleted = access::remove_if_empty::<SetValue>(d, key, now, SetValue::is_empty);
     if popped.as_ref().is_ok_and(|p| p.as_ref().is_some_and(|p| !p.is_empty())) {
         c.notify(EventClass::Set, "spop", key);
     }
@@ -433,7 +433,7 @@ fn move_member<T: ReplyTarget>(
     if let Ok(Some(s)) = access::write::<SetValue>(d, src, now) {
         s.remove(member);
     }
-    let emptied = access::remove_if_empty(d, src, now, SetValue::is_empty);
+    let emptied = access::remove_if_empty::<SetValue>(d, src, now, SetValue::is_empty);
     c.notify(EventClass::Set, "srem", src);
     if emptied {
         c.notify(EventClass::Generic, "del", src);

@@ -52,12 +52,12 @@ const NO_SUCH_KEY: &[u8] = b"ERR no such key";
 /// The stream at `key` for a read command: `Ok(None)` when missing, `Err`
 /// for another type.
 fn stream_at<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<&'d StreamValue>, ()> {
-    access::read_at(db, key, now).map_err(|WrongType| ())
+    access::read_at::<StreamValue>(db, key, now).map_err(|WrongType| ())
 }
 
 /// The stream at `key` for a write command that reads it first.
 fn stream_for_write<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<&'d StreamValue>, ()> {
-    access::read_for_write(db, key, now).map_err(|WrongType| ())
+    access::read_for_write::<StreamValue>(db, key, now).map_err(|WrongType| ())
 }
 
 /// The stream at `key` for changing.

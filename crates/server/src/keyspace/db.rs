@@ -136,11 +136,14 @@ impl Db {
         self.hasher.hash_one(key)
     }
 
-    /// Put the open key's charge back into `used` (see `open`).
+    /// Put the open key's charge back into `used` (see `open`), packing
+    /// its value first if the change left a small list or hash (see
+    /// [`Entry::repack`]).
     fn settle(&mut self) {
         if std::mem::take(&mut self.open) {
             let hash = self.hash(&self.open_key);
-            if let Some(entry) = self.table.find(hash, |e| e.key() == self.open_key) {
+            if let Some(entry) = self.table.find_mut(hash, |e| e.key() == self.open_key) {
+                entry.repack();
                 self.used += charge(entry);
             }
         }

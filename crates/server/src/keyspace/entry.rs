@@ -12,19 +12,30 @@
 //! [1B key length] or [0xFF][4B key length]  (lengths from 255 on)
 //! [key]
 //! [8B integer] or [string bytes]          the integer with the INTEGER flag
+//!   or [packed list] / [packed hash]      with the LIST / HASH flag
 //! ```
+//!
+//! Small lists and small hashes in the `listpack` encoding are packed too,
+//! in the encoding of [`crate::types::packed`]: a key made by one RPUSH or
+//! HSET then costs one allocation instead of four (node, name, value box,
+//! elements). Reads borrow them in place through [`ListRef`] / [`HashRef`].
 //!
 //! Every other value is stored *boxed*, in a [`Node`] with the owned
 //! [`Value`]: strings changed in place (APPEND, SETRANGE, SETBIT grow them
-//! and need spare capacity, and Redis reports them as `raw`) and the
-//! collection types. [`Entry::value_mut`] turns a packed key into a boxed
-//! one the first time a command changes its string in place; a value stored
-//! whole again ([`Entry::set_value`]) is packed again.
+//! and need spare capacity, and Redis reports them as `raw`), larger lists
+//! and hashes, and the other collection types. [`Entry::value_mut`] turns a
+//! packed key into a boxed one when a command changes its value in place; a
+//! value stored whole again ([`Entry::set_value`]) is packed again, and so
+//! is a list or hash small again after a change ([`Entry::repack`], which
+//! the keyspace calls once the change is done).
 //!
 //! Integers stay packed through INCR and friends: [`Entry::set_int`]
 //! rewrites the 8 bytes in place.
 
 use super::lfu;
+use crate::types::hash::{HashRef, HashValue};
+use crate::types::list::{ListRef, ListValue};
+use crate::types::packed::{Kind, PackedSeq};
 use crate::types::string::{stored_int, StrRef, StrValue};
 use crate::types::{Value, ValueRef};
 
@@ -73,6 +84,12 @@ const DEADLINE: u8 = 1;
 const PRIVATE: u8 = 2;
 /// Flag: the value is an 8-byte integer rather than string bytes.
 const INTEGER: u8 = 4;
+/// Flag: the value is a packed list.
+const LIST: u8 = 8;
+/// Flag: the value is a packed hash.
+const HASH: u8 = 16;
+/// The flags naming the kind of the packed value.
+const KIND: u8 = INTEGER | LIST | HASH;
 /// Key-length byte announcing a 4-byte length.
 const LONG_KEY: u8 = u8::MAX;
 
@@ -95,19 +112,26 @@ enum Repr {
     Boxed(Box<Node>),
 }
 
-/// A string value in the form a packed entry can hold.
+/// A value in the form a packed entry can hold.
 #[derive(Clone, Copy)]
 enum Packable<'a> {
     Int(i64),
     Bytes(&'a [u8]),
+    List(&'a ListValue),
+    Hash(&'a HashValue),
+    /// Value bytes of another packed entry, with their kind flag.
+    Copy(u8, &'a [u8]),
 }
 
 impl<'a> Packable<'a> {
-    /// The packed form of `value`, if it has one (integers and strings written whole).
+    /// The packed form of `value`, if it has one (integers, strings written
+    /// whole, small lists and hashes).
     fn of(value: &'a Value) -> Option<Packable<'a>> {
         match value {
             Value::Str(StrValue::Int(n)) => Some(Packable::Int(*n)),
             Value::Str(StrValue::Bytes(b)) => Some(Packable::Bytes(b)),
+            Value::List(l) if l.packable() => Some(Packable::List(l)),
+            Value::Hash(h) if h.packable() => Some(Packable::Hash(h)),
             Value::Str(StrValue::Raw(_))
             | Value::Set(_)
             | Value::ZSet(_)
@@ -125,6 +149,37 @@ impl<'a> Packable<'a> {
             None => Packable::Bytes(bytes),
         }
     }
+
+    /// The kind flag of the packed value.
+    fn flag(self) -> u8 {
+        match self {
+            Packable::Int(_) => INTEGER,
+            Packable::Bytes(_) => 0,
+            Packable::List(_) => LIST,
+            Packable::Hash(_) => HASH,
+            Packable::Copy(flag, _) => flag,
+        }
+    }
+
+    /// Bytes of the packed value.
+    fn len(self) -> usize {
+        match self {
+            Packable::Int(_) => 8,
+            Packable::Bytes(b) | Packable::Copy(_, b) => b.len(),
+            Packable::List(l) => l.encoded_len(),
+            Packable::Hash(h) => h.encoded_len(),
+        }
+    }
+
+    /// Append the packed value to `out`.
+    fn write(self, out: &mut Vec<u8>) {
+        match self {
+            Packable::Int(n) => out.extend_from_slice(&n.to_le_bytes()),
+            Packable::Bytes(b) | Packable::Copy(_, b) => out.extend_from_slice(b),
+            Packable::List(l) => l.encode(out),
+            Packable::Hash(h) => h.encode(out),
+        }
+    }
 }
 
 /// Whether a key's length fits the packed layout's 4-byte length (keys
@@ -137,10 +192,7 @@ fn packable_key(key: &[u8]) -> bool {
 /// Build the packed bytes of a key, whose length [`packable_key`] accepted.
 fn pack(meta: Meta, deadline: Option<i64>, key: &[u8], value: Packable<'_>) -> Box<[u8]> {
     let key_len_bytes = if key.len() < usize::from(LONG_KEY) { 1 } else { 5 };
-    let value_len = match value {
-        Packable::Int(_) => 8,
-        Packable::Bytes(b) => b.len(),
-    };
+    let value_len = value.len();
     let len = HEADER + if deadline.is_some() { 8 } else { 0 } + key_len_bytes + key.len() + value_len;
     let mut out = Vec::with_capacity(len);
     let mut flags = 0;
@@ -150,9 +202,7 @@ fn pack(meta: Meta, deadline: Option<i64>, key: &[u8], value: Packable<'_>) -> B
     if meta.private_copy {
         flags |= PRIVATE;
     }
-    if matches!(value, Packable::Int(_)) {
-        flags |= INTEGER;
-    }
+    flags |= value.flag();
     out.extend_from_slice(&meta.touched_s.to_le_bytes());
     out.push(meta.lfu_count);
     out.extend_from_slice(&meta.lfu_minutes.to_le_bytes());
@@ -168,10 +218,8 @@ fn pack(meta: Meta, deadline: Option<i64>, key: &[u8], value: Packable<'_>) -> B
         }
     }
     out.extend_from_slice(key);
-    match value {
-        Packable::Int(n) => out.extend_from_slice(&n.to_le_bytes()),
-        Packable::Bytes(b) => out.extend_from_slice(b),
-    }
+    value.write(&mut out);
+    debug_assert_eq!(out.len(), len);
     out.into_boxed_slice()
 }
 
@@ -206,13 +254,24 @@ fn packed_meta(bytes: &[u8]) -> Meta {
     }
 }
 
-/// The value of packed bytes.
+/// The value bytes of packed bytes, with their kind flag, to pack again.
 fn packed_value(bytes: &[u8]) -> Packable<'_> {
     let (_, end) = key_span(bytes);
-    if bytes[FLAGS_AT] & INTEGER != 0 {
-        Packable::Int(read_i64(bytes, end))
+    Packable::Copy(bytes[FLAGS_AT] & KIND, &bytes[end..])
+}
+
+/// The value of packed bytes, borrowed.
+fn packed_view(bytes: &[u8]) -> ValueRef<'_> {
+    let (_, end) = key_span(bytes);
+    let flags = bytes[FLAGS_AT];
+    if flags & INTEGER != 0 {
+        ValueRef::Str(StrRef::Int(read_i64(bytes, end)))
+    } else if flags & LIST != 0 {
+        ValueRef::List(ListRef::Packed(PackedSeq::new(&bytes[end..])))
+    } else if flags & HASH != 0 {
+        ValueRef::Hash(HashRef::Packed(PackedSeq::new(&bytes[end..])))
     } else {
-        Packable::Bytes(&bytes[end..])
+        ValueRef::Str(StrRef::Bytes(&bytes[end..]))
     }
 }
 
@@ -248,10 +307,7 @@ impl Entry {
     /// The value, borrowed.
     pub fn value(&self) -> ValueRef<'_> {
         match &self.0 {
-            Repr::Packed(b) => match packed_value(b) {
-                Packable::Int(n) => ValueRef::Str(StrRef::Int(n)),
-                Packable::Bytes(s) => ValueRef::Str(StrRef::Bytes(s)),
-            },
+            Repr::Packed(b) => packed_view(b),
             Repr::Boxed(n) => n.value.view(),
         }
     }
@@ -282,6 +338,74 @@ impl Entry {
             Repr::Boxed(n) if !packable => n.value = value,
             _ => *self = Entry::new(self.key(), value, self.deadline(), self.meta()),
         }
+    }
+
+    /// Pack a boxed value that has a packed form again: a list or hash a
+    /// change left small (the keyspace calls this once a change is done).
+    /// True when the entry is packed afterwards.
+    #[inline]
+    pub fn repack(&mut self) -> bool {
+        match &self.0 {
+            Repr::Packed(_) => true,
+            // Most boxed values have no packed form (a large list, a set):
+            // answered without a call.
+            Repr::Boxed(n) if !may_pack(&n.value) => false,
+            Repr::Boxed(_) => self.pack_boxed(),
+        }
+    }
+
+    /// [`Entry::repack`] of a boxed value that may have a packed form.
+    fn pack_boxed(&mut self) -> bool {
+        let packed = match &self.0 {
+            Repr::Packed(_) => return true,
+            Repr::Boxed(n) => match Packable::of(&n.value).filter(|_| packable_key(&n.key)) {
+                Some(p) => pack(n.meta, n.deadline, &n.key, p),
+                None => return false,
+            },
+        };
+        self.0 = Repr::Packed(packed);
+        true
+    }
+
+    /// True when the entry is stored packed.
+    pub fn is_packed(&self) -> bool {
+        matches!(self.0, Repr::Packed(_))
+    }
+
+    /// Change a packed list or hash of `kind` in its own allocation,
+    /// which may grow (a realloc, often in place): `edit` gets the entry's
+    /// bytes and where the value's encoding starts in them (see
+    /// [`crate::types::packed`]), and changes or extends the encoding; when
+    /// it declines with `None` it must leave the bytes as they were.
+    #[inline]
+    pub fn extend_packed<R>(&mut self, kind: Kind, edit: impl FnOnce(&mut Vec<u8>, usize) -> Option<R>) -> Option<R> {
+        let Repr::Packed(b) = &mut self.0 else { return None };
+        if b[FLAGS_AT] & kind_flag(kind) == 0 {
+            return None;
+        }
+        let (_, end) = key_span(b);
+        let mut bytes = std::mem::take(b).into_vec();
+        let result = edit(&mut bytes, end);
+        *b = bytes.into_boxed_slice();
+        result
+    }
+
+    /// Change a packed list or hash of `kind` without boxing it: `edit`
+    /// reads the current encoding (see [`crate::types::packed`]) and
+    /// appends the new one to the buffer it is given, or declines with
+    /// `None` (nothing changes; the caller then changes the value through
+    /// [`Entry::value_mut`]).
+    pub fn rewrite_packed<R>(&mut self, kind: Kind, edit: impl FnOnce(&[u8], &mut Vec<u8>) -> Option<R>) -> Option<R> {
+        let Repr::Packed(b) = &mut self.0 else { return None };
+        if b[FLAGS_AT] & kind_flag(kind) == 0 {
+            return None;
+        }
+        let (_, end) = key_span(b);
+        let mut out = Vec::with_capacity(b.len() + 64);
+        out.extend_from_slice(&b[..end]);
+        let result = edit(&b[end..], &mut out)?;
+        *b = out.into_boxed_slice();
+        Some(result)
     }
 
     /// Replace the value with the integer `n` (INCR and friends): in place
@@ -374,6 +498,27 @@ impl Entry {
     }
 }
 
+/// A cheap first look for [`Entry::repack`]: false when `value` surely has
+/// no packed form (a boxed string or a big collection is common there).
+#[inline]
+fn may_pack(value: &Value) -> bool {
+    use crate::types::packed::MAX_ELEMENTS;
+    match value {
+        Value::List(l) => l.len() <= MAX_ELEMENTS,
+        Value::Hash(h) => h.len() <= MAX_ELEMENTS / 2,
+        Value::Str(StrValue::Int(_) | StrValue::Bytes(_)) => true,
+        Value::Str(StrValue::Raw(_)) | Value::Set(_) | Value::ZSet(_) | Value::Stream(_) => false,
+    }
+}
+
+/// The flag of a packed value of `kind`.
+fn kind_flag(kind: Kind) -> u8 {
+    match kind {
+        Kind::List => LIST,
+        Kind::Hash => HASH,
+    }
+}
+
 /// The deadline in packed bytes.
 fn deadline_of(bytes: &[u8]) -> Option<i64> {
     (bytes[FLAGS_AT] & DEADLINE != 0).then(|| read_i64(bytes, HEADER))
@@ -450,7 +595,7 @@ mod tests {
     }
 
     #[test]
-    fn collections_are_boxed_and_read_in_place() {
+    fn collections_change_boxed_and_read_in_place() {
         let mut list = crate::types::list::ListValue::new();
         list.push(false, b"a");
         let mut e = Entry::new(b"l", Value::List(Box::new(list)), Some(9), meta());
@@ -463,6 +608,135 @@ mod tests {
         assert!(e.heap_size() >= before);
         let renamed = e.renamed(b"m");
         assert_eq!((renamed.key(), renamed.value().type_name()), (&b"m"[..], "list"));
+    }
+
+    fn list_of(items: &[&[u8]]) -> Value {
+        let mut list = ListValue::new();
+        items.iter().for_each(|it| list.push(false, it));
+        Value::List(Box::new(list))
+    }
+
+    fn hash_of(pairs: &[(&[u8], &[u8])]) -> Value {
+        let mut hash = HashValue::new();
+        pairs.iter().for_each(|(f, v)| {
+            hash.insert(f, v);
+        });
+        Value::Hash(Box::new(hash))
+    }
+
+    fn items(e: &Entry) -> Vec<Vec<u8>> {
+        match e.value() {
+            ValueRef::List(l) => l.iter().map(<[u8]>::to_vec).collect(),
+            other => panic!("not a list: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn small_lists_are_packed_and_read_in_place() {
+        let long = vec![b'z'; 300];
+        let items_in: [&[u8]; 4] = [b"a", b"", &long, b"element"];
+        for deadline in [None, Some(77)] {
+            let e = Entry::new(b"list:1", list_of(&items_in), deadline, meta());
+            assert!(e.is_packed());
+            assert_eq!((e.key(), e.deadline(), e.meta()), (&b"list:1"[..], deadline, meta()));
+            assert_eq!(items(&e), items_in.map(<[u8]>::to_vec));
+            let ValueRef::List(l) = e.value() else { panic!("not a list") };
+            assert!(l.is_packed());
+            assert_eq!(
+                (l.len(), l.get(-1), l.get(2).map(<[u8]>::len), l.get(4)),
+                (4, Some(&b"element"[..]), Some(300), None)
+            );
+            assert_eq!(l.range(1, 2).count(), 2);
+            assert_eq!(l.iter().next_back(), Some(&b"element"[..]));
+            assert_eq!(l.positions(b"a", -1, 0, 0), [0]);
+            assert_eq!(e.value().encoding(), "quicklist");
+            assert_eq!(e.value().to_owned(), list_of(&items_in));
+            // One allocation: header, key, count, and each element with its length.
+            assert_eq!(
+                e.heap_size(),
+                HEADER + deadline.map_or(0, |_| 8) + 1 + 6 + 1 + (1 + 1) + 1 + (2 + 300) + (1 + 7)
+            );
+        }
+    }
+
+    #[test]
+    fn small_hashes_are_packed_in_listpack_order() {
+        let pairs: [(&[u8], &[u8]); 3] = [(b"name", b"kvik"), (b"age", b"7"), (b"city", b"Oslo")];
+        let e = Entry::new(b"hash:1", hash_of(&pairs), None, meta());
+        assert!(e.is_packed());
+        let ValueRef::Hash(h) = e.value() else { panic!("not a hash") };
+        assert!(h.is_packed());
+        assert_eq!((h.len(), h.get(b"age"), h.get(b"nope"), h.encoding()), (3, Some(&b"7"[..]), None, "listpack"));
+        assert_eq!(h.get_index(2), Some((&b"city"[..], &b"Oslo"[..])));
+        assert_eq!(h.iter().collect::<Vec<_>>(), pairs);
+        let mut seen = Vec::new();
+        assert_eq!(h.scan(0, 1, |f, v| seen.push((f.to_vec(), v.to_vec()))), 0);
+        assert_eq!(seen.len(), 3);
+        assert_eq!(e.value().to_owned(), hash_of(&pairs));
+        assert!(e.heap_size() <= 64, "{}", e.heap_size());
+    }
+
+    #[test]
+    fn packing_stops_and_starts_at_the_limits() {
+        use crate::types::packed::{MAX_BYTES, MAX_ELEMENTS};
+        let many: Vec<Vec<u8>> = (0..=MAX_ELEMENTS).map(|i| i.to_string().into_bytes()).collect();
+        let refs: Vec<&[u8]> = many.iter().map(Vec::as_slice).collect();
+        assert!(Entry::new(b"l", list_of(&refs[..MAX_ELEMENTS]), None, meta()).is_packed());
+        assert!(!Entry::new(b"l", list_of(&refs), None, meta()).is_packed());
+        let big = vec![b'x'; MAX_BYTES];
+        assert!(!Entry::new(b"l", list_of(&[&big]), None, meta()).is_packed());
+        assert!(Entry::new(b"l", list_of(&[&big[..MAX_BYTES - 4]]), None, meta()).is_packed());
+        assert!(Entry::new(b"l", list_of(&[]), None, meta()).is_packed(), "a key made for a push starts packed");
+        // A hash in the table encoding stays boxed however small.
+        let mut table = HashValue::new();
+        table.insert(b"f", b"v");
+        table.grow_if_needed(0, 64, 0);
+        assert!(!Entry::new(b"h", Value::Hash(Box::new(table)), None, meta()).is_packed());
+        let fields: Vec<(&[u8], &[u8])> = refs.iter().map(|f| (*f, &b"v"[..])).collect();
+        assert!(Entry::new(b"h", hash_of(&fields[..MAX_ELEMENTS / 2]), None, meta()).is_packed());
+        assert!(!Entry::new(b"h", hash_of(&fields[..MAX_ELEMENTS / 2 + 1]), None, meta()).is_packed());
+    }
+
+    #[test]
+    fn a_changed_collection_is_packed_again_while_small() {
+        let mut e = Entry::new(b"l", list_of(&[b"a"]), Some(5), meta());
+        let Value::List(l) = e.value_mut() else { panic!("not a list") };
+        l.push(true, b"b");
+        assert!(!e.is_packed());
+        assert!(e.repack());
+        assert_eq!((items(&e), e.deadline(), e.meta()), (vec![b"b".to_vec(), b"a".to_vec()], Some(5), meta()));
+        // Grown past the limit: boxed for good, until it shrinks.
+        let Value::List(l) = e.value_mut() else { panic!("not a list") };
+        (0..crate::types::packed::MAX_ELEMENTS).for_each(|_| l.push(false, b"x"));
+        assert!(!e.repack());
+        let Value::List(l) = e.value_mut() else { panic!("not a list") };
+        l.keep(Some((0, 2)));
+        assert!(e.repack());
+        assert_eq!(items(&e), [b"b".to_vec(), b"a".to_vec(), b"x".to_vec()]);
+    }
+
+    #[test]
+    fn packed_collections_keep_deadline_and_meta_through_changes() {
+        let mut e = Entry::new(b"h", hash_of(&[(b"f", b"v")]), None, meta());
+        e.set_deadline(Some(1_000));
+        assert!(e.is_packed());
+        assert_eq!(e.deadline(), Some(1_000));
+        let lfu = Meta { lfu_count: 200, lfu_minutes: 3, touched_s: 42, private_copy: true };
+        e.set_meta(lfu);
+        e.set_deadline(Some(2_000));
+        e.set_deadline(None);
+        assert_eq!((e.meta(), e.deadline()), (lfu, None));
+        let renamed = e.renamed(b"other");
+        assert!(renamed.is_packed());
+        assert_eq!((renamed.key(), renamed.meta()), (&b"other"[..], lfu));
+        assert!(matches!(renamed.value(), ValueRef::Hash(h) if h.get(b"f") == Some(b"v")));
+        let mut boxed = renamed.clone();
+        let Value::Hash(h) = boxed.value_mut() else { panic!("not a hash") };
+        h.insert(b"g", b"w");
+        assert_eq!(boxed.meta(), lfu);
+        assert!(boxed.repack());
+        assert_eq!((boxed.meta(), boxed.key()), (lfu, &b"other"[..]));
+        assert!(matches!(boxed.value(), ValueRef::Hash(h) if h.len() == 2));
     }
 
     #[test]

@@ -11,6 +11,7 @@
 use std::collections::VecDeque;
 
 use super::compact::CompactBytes;
+use super::packed::{self, PackedSeq};
 
 /// The inclusive index range `start..=end` of a sequence of `len` items, with
 /// Redis's rules for `LRANGE`, `LTRIM` and `ZRANGE` by rank: negative indexes
@@ -167,23 +168,205 @@ impl ListValue {
         doomed.len()
     }
 
-    /// Positions of elements equal to `value` for `LPOS`: skipping the first
-    /// `rank - 1` matches (from the tail when `rank` is negative), at most
-    /// `count` of them (0: all), looking at no more than `maxlen` elements
-    /// (0: all). `rank` must not be 0.
+    /// Positions of elements equal to `value` for `LPOS`; see [`positions`].
     pub fn positions(&self, value: &[u8], rank: i64, count: usize, maxlen: usize) -> Vec<usize> {
-        debug_assert!(rank != 0);
-        let skip = usize::try_from(rank.unsigned_abs() - 1).unwrap_or(usize::MAX);
-        let count = if count == 0 { usize::MAX } else { count };
-        let maxlen = if maxlen == 0 { usize::MAX } else { maxlen };
-        let hits = |(i, it): (usize, &CompactBytes)| (it.as_slice() == value).then_some(i);
-        let mut out = Vec::new();
-        if rank > 0 {
-            out.extend(self.items.iter().enumerate().take(maxlen).filter_map(hits).skip(skip).take(count));
-        } else {
-            out.extend(self.items.iter().enumerate().rev().take(maxlen).filter_map(hits).skip(skip).take(count));
+        positions(self.iter(), value, rank, count, maxlen)
+    }
+
+    /// True when the list is small enough to be stored packed. An empty
+    /// list is too, so a key created for a push starts packed (a command
+    /// leaves no empty list behind).
+    pub fn packable(&self) -> bool {
+        self.len() <= packed::MAX_ELEMENTS && packed::fits(self.len(), self.encoded_len())
+    }
+
+    /// Append the packed encoding of the list to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        packed::encode(out, self.len(), self.iter());
+    }
+
+    /// Bytes of the packed encoding.
+    pub fn encoded_len(&self) -> usize {
+        packed::encoded_len(self.len(), self.iter())
+    }
+}
+
+/// `LPUSH` / `RPUSH` of `elements` onto the packed list whose encoding
+/// starts at `at` of `bytes` (and runs to their end): the new length, or
+/// `None` (nothing changed) when the result would be too big to pack (the
+/// caller then pushes onto the list boxed).
+pub fn push_packed(bytes: &mut Vec<u8>, at: usize, front: bool, elements: &[&[u8]]) -> Option<usize> {
+    let (count, body) = packed::count_at(&bytes[at..])?;
+    let len = count.checked_add(elements.len())?;
+    if len > packed::MAX_ELEMENTS {
+        return None;
+    }
+    let added: usize = elements.iter().map(|e| packed::element_len(e)).sum();
+    if body != 1 || !packed::fits(len, bytes.len() - at + added) {
+        return None;
+    }
+    let old_end = bytes.len();
+    bytes.reserve_exact(added);
+    if front {
+        // Each element goes in front of the ones pushed before it.
+        bytes.resize(old_end + added, 0);
+        bytes.copy_within(at + 1..old_end, at + 1 + added);
+        let mut to = at + 1;
+        for e in elements.iter().rev() {
+            to += packed::write_element(&mut bytes[to..], e);
         }
-        out
+    } else {
+        elements.iter().for_each(|e| packed::put_element(bytes, e));
+    }
+    // One byte, as the count was (`packed::MAX_ELEMENTS` is below 128).
+    bytes[at] = u8::try_from(len).ok()?;
+    Some(len)
+}
+
+/// Positions of `items` equal to `value` for `LPOS`: skipping the first
+/// `rank - 1` matches (from the tail when `rank` is negative), at most
+/// `count` of them (0: all), looking at no more than `maxlen` elements
+/// (0: all). `rank` must not be 0.
+fn positions<'i>(
+    items: impl DoubleEndedIterator<Item = &'i [u8]> + ExactSizeIterator,
+    value: &[u8],
+    rank: i64,
+    count: usize,
+    maxlen: usize,
+) -> Vec<usize> {
+    debug_assert!(rank != 0);
+    let skip = usize::try_from(rank.unsigned_abs() - 1).unwrap_or(usize::MAX);
+    let count = if count == 0 { usize::MAX } else { count };
+    let maxlen = if maxlen == 0 { usize::MAX } else { maxlen };
+    let hits = |(i, it): (usize, &[u8])| (it == value).then_some(i);
+    let mut out = Vec::new();
+    if rank > 0 {
+        out.extend(items.enumerate().take(maxlen).filter_map(hits).skip(skip).take(count));
+    } else {
+        out.extend(items.enumerate().rev().take(maxlen).filter_map(hits).skip(skip).take(count));
+    }
+    out
+}
+
+/// A list, borrowed from wherever the keyspace keeps it: boxed, or packed
+/// in the key's entry (see [`packed`]). Read commands take this view.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ListRef<'a> {
+    /// A list stored as a [`ListValue`].
+    Boxed(&'a ListValue),
+    /// A small list packed in its key's entry.
+    Packed(PackedSeq<'a>),
+}
+
+/// The elements of a [`ListRef`] in order, from either end.
+pub enum ListIter<'a> {
+    /// Over a boxed list.
+    Boxed(std::collections::vec_deque::Iter<'a, CompactBytes>),
+    /// Over a packed list, whose elements are found first.
+    Packed(std::vec::IntoIter<&'a [u8]>),
+}
+
+impl<'a> Iterator for ListIter<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        match self {
+            ListIter::Boxed(it) => it.next().map(CompactBytes::as_slice),
+            ListIter::Packed(it) => it.next(),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self {
+            ListIter::Boxed(it) => it.size_hint(),
+            ListIter::Packed(it) => it.size_hint(),
+        }
+    }
+}
+
+impl DoubleEndedIterator for ListIter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        match self {
+            ListIter::Boxed(it) => it.next_back().map(CompactBytes::as_slice),
+            ListIter::Packed(it) => it.next_back(),
+        }
+    }
+}
+
+impl ExactSizeIterator for ListIter<'_> {}
+
+impl<'a> ListRef<'a> {
+    /// Number of elements.
+    pub fn len(self) -> usize {
+        match self {
+            ListRef::Boxed(l) => l.len(),
+            ListRef::Packed(p) => p.len(),
+        }
+    }
+
+    /// True when the list has no elements.
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+
+    /// The name `OBJECT ENCODING` reports: Redis 7.0 says `quicklist` for
+    /// every list, packed or not.
+    pub fn encoding(self) -> &'static str {
+        "quicklist"
+    }
+
+    /// True when the list is stored packed.
+    pub fn is_packed(self) -> bool {
+        matches!(self, ListRef::Packed(_))
+    }
+
+    /// The element at `index` (negative from the tail).
+    pub fn get(self, index: i64) -> Option<&'a [u8]> {
+        match self {
+            ListRef::Boxed(l) => l.get(index),
+            ListRef::Packed(p) => {
+                let len = i64::try_from(p.len()).ok()?;
+                let i = if index < 0 { index.checked_add(len)? } else { index };
+                (0..len).contains(&i).then(|| p.nth(usize::try_from(i).ok()?)).flatten()
+            }
+        }
+    }
+
+    /// Elements in order.
+    pub fn iter(self) -> ListIter<'a> {
+        match self {
+            ListRef::Boxed(l) => ListIter::Boxed(l.items.iter()),
+            ListRef::Packed(p) => ListIter::Packed(p.iter().collect::<Vec<_>>().into_iter()),
+        }
+    }
+
+    /// Elements `start..=end` (positions from [`rank_range`]).
+    pub fn range(self, start: usize, end: usize) -> ListIter<'a> {
+        match self {
+            ListRef::Boxed(l) => ListIter::Boxed(l.items.range(start..=end.min(l.len().saturating_sub(1)))),
+            ListRef::Packed(p) => {
+                let take = (end.saturating_add(1)).saturating_sub(start);
+                ListIter::Packed(p.iter().skip(start).take(take).collect::<Vec<_>>().into_iter())
+            }
+        }
+    }
+
+    /// Positions of elements equal to `value` for `LPOS`; see [`positions`].
+    pub fn positions(self, value: &[u8], rank: i64, count: usize, maxlen: usize) -> Vec<usize> {
+        positions(self.iter(), value, rank, count, maxlen)
+    }
+
+    /// An owned copy.
+    pub fn to_owned(self) -> ListValue {
+        match self {
+            ListRef::Boxed(l) => l.clone(),
+            ListRef::Packed(p) => {
+                let mut list = ListValue::new();
+                list.items.reserve_exact(p.len());
+                p.iter().for_each(|item| list.push(false, item));
+                list
+            }
+        }
     }
 }
 
@@ -213,6 +396,31 @@ mod tests {
         assert_eq!(rank_range(0, 0, -1), None);
         assert_eq!(rank_range(5, i64::MIN, i64::MAX), Some((0, 4)));
         assert_eq!(rank_range(5, 0, i64::MIN), None);
+    }
+
+    #[test]
+    fn packed_pushes_match_boxed_ones() {
+        let start = list(&["a", "b"]);
+        let long = [b'x'; 200];
+        for front in [true, false] {
+            for elements in [&[&b"c"[..], b"d"][..], &[&long[..]], &[]] {
+                let mut boxed = start.clone();
+                elements.iter().for_each(|e| boxed.push(front, e));
+                let mut bytes = b"head".to_vec();
+                start.encode(&mut bytes);
+                let len = push_packed(&mut bytes, 4, front, elements);
+                assert_eq!(len, Some(boxed.len()));
+                assert_eq!(ListRef::Packed(PackedSeq::new(&bytes[4..])).to_owned(), boxed);
+                assert_eq!(&bytes[..4], b"head");
+            }
+        }
+        let many: Vec<&[u8]> = vec![b"e"; packed::MAX_ELEMENTS - 1];
+        let mut encoding = Vec::new();
+        start.encode(&mut encoding);
+        let before = encoding.clone();
+        assert_eq!(push_packed(&mut encoding, 0, false, &many), None);
+        assert_eq!(encoding, before, "declined: unchanged");
+        assert_eq!(push_packed(&mut encoding, 0, false, &many[1..]), Some(packed::MAX_ELEMENTS));
     }
 
     #[test]

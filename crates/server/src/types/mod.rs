@@ -9,13 +9,14 @@ pub mod geo;
 pub mod hash;
 pub mod hll;
 pub mod list;
+pub mod packed;
 pub mod set;
 pub mod stream;
 pub mod string;
 pub mod zset;
 
-use hash::HashValue;
-use list::ListValue;
+use hash::{HashRef, HashValue};
+use list::{ListRef, ListValue};
 use set::SetValue;
 use stream::StreamValue;
 use string::{StrRef, StrValue};
@@ -70,8 +71,8 @@ impl Value {
             Value::Set(s) => ValueRef::Set(s),
             Value::ZSet(z) => ValueRef::ZSet(z),
             Value::Stream(s) => ValueRef::Stream(s),
-            Value::List(l) => ValueRef::List(l),
-            Value::Hash(h) => ValueRef::Hash(h),
+            Value::List(l) => ValueRef::List(ListRef::Boxed(l)),
+            Value::Hash(h) => ValueRef::Hash(HashRef::Boxed(h)),
         }
     }
 }
@@ -89,10 +90,10 @@ pub enum ValueRef<'a> {
     ZSet(&'a ZSetValue),
     /// A stream.
     Stream(&'a StreamValue),
-    /// A list.
-    List(&'a ListValue),
-    /// A hash.
-    Hash(&'a HashValue),
+    /// A list, boxed or packed.
+    List(ListRef<'a>),
+    /// A hash, boxed or packed.
+    Hash(HashRef<'a>),
 }
 
 impl ValueRef<'_> {
@@ -127,8 +128,8 @@ impl ValueRef<'_> {
             ValueRef::Set(s) => Value::Set(Box::new(s.clone())),
             ValueRef::ZSet(z) => Value::ZSet(Box::new(z.clone())),
             ValueRef::Stream(s) => Value::Stream(Box::new(s.clone())),
-            ValueRef::List(l) => Value::List(Box::new(l.clone())),
-            ValueRef::Hash(h) => Value::Hash(Box::new(h.clone())),
+            ValueRef::List(l) => Value::List(Box::new(l.to_owned())),
+            ValueRef::Hash(h) => Value::Hash(Box::new(h.to_owned())),
         }
     }
 }
@@ -137,8 +138,13 @@ impl ValueRef<'_> {
 /// commands find it in a stored value and store a new one, so one set of
 /// keyspace accessors serves every such type.
 pub trait Boxed: Sized {
+    /// How reads borrow the type: `&Self` for types always stored boxed, a
+    /// view such as [`ListRef`] for those that may also be stored packed.
+    type Ref<'a>: Copy
+    where
+        Self: 'a;
     /// The value as this type, if it is one.
-    fn of(value: ValueRef<'_>) -> Option<&Self>;
+    fn of(value: ValueRef<'_>) -> Option<Self::Ref<'_>>;
     /// The value as this type, mutable, if it is one.
     fn of_mut(value: &mut Value) -> Option<&mut Self>;
     /// The stored form of `self`.
@@ -146,11 +152,13 @@ pub trait Boxed: Sized {
 }
 
 /// Implement [`Boxed`] for the type each variant of [`Value`] and
-/// [`ValueRef`] named `$variant` holds.
+/// [`ValueRef`] named `$variant` holds, reads borrowing it as `$ref`.
 macro_rules! boxed {
-    ($($ty:ty => $variant:ident),* $(,)?) => {$(
+    ($($ty:ty => $variant:ident as $ref:ty),* $(,)?) => {$(
         impl Boxed for $ty {
-            fn of(value: ValueRef<'_>) -> Option<&Self> {
+            type Ref<'a> = $ref;
+
+            fn of(value: ValueRef<'_>) -> Option<Self::Ref<'_>> {
                 match value {
                     ValueRef::$variant(v) => Some(v),
                     _ => None,
@@ -171,4 +179,10 @@ macro_rules! boxed {
     )*};
 }
 
-boxed!(SetValue => Set, ZSetValue => ZSet, StreamValue => Stream, ListValue => List, HashValue => Hash);
+boxed!(
+    SetValue => Set as &'a SetValue,
+    ZSetValue => ZSet as &'a ZSetValue,
+    StreamValue => Stream as &'a StreamValue,
+    ListValue => List as ListRef<'a>,
+    HashValue => Hash as HashRef<'a>,
+);

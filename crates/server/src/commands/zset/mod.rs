@@ -79,7 +79,7 @@ const MUST_BE_POSITIVE: &[u8] = b"ERR value is out of range, must be positive";
 
 /// The sorted set at `key`, if any, for a read command.
 pub(super) fn zset_at<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option<&'d ZSetValue>, WrongType> {
-    access::read_at(db, key, now)
+    access::read_at::<ZSetValue>(db, key, now)
 }
 
 /// The sorted set at `key`, created empty (small encoding) when missing.
@@ -90,7 +90,7 @@ fn zset_or_create<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<&'d mut ZS
 /// Delete `key` if it holds an empty sorted set: an empty set is no key.
 /// True when it was deleted.
 fn drop_if_empty(db: &mut Db, key: &[u8], now: i64) -> bool {
-    access::remove_if_empty(db, key, now, ZSetValue::is_empty)
+    access::remove_if_empty::<ZSetValue>(db, key, now, ZSetValue::is_empty)
 }
 
 /// Store `z` at `key` (replacing whatever was there), or delete the key
@@ -330,7 +330,7 @@ fn apply_zadd(
 /// `ZREM key member [member ...]`: how many were there.
 fn zrem<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let members: Vec<&[u8]> = (2..c.argc()).map(|i| c.arg(i)).collect();
-    let removed = access::change_with(
+    let removed = access::change_with::<_, ZSetValue, _>(
         c,
         c.arg(1),
         EventClass::ZSet,
@@ -344,7 +344,7 @@ fn zrem<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// Run `read` on the sorted set at argument 1 (`None` when missing) under
 /// its shard's lock.
 fn read_zset<T: ReplyTarget, R>(c: &Ctx<'_, T>, read: impl FnOnce(Option<&ZSetValue>) -> R) -> Result<R, WrongType> {
-    access::read_with(c, c.arg(1), read)
+    access::read_with::<_, ZSetValue, _>(c, c.arg(1), read)
 }
 
 /// `ZCARD key`.

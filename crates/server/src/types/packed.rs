@@ -1,0 +1,287 @@
+//! The packed encoding of small lists and hashes: a count and then each
+//! element as its length and bytes, all in one byte string that a packed
+//! keyspace entry stores after its key (see [`crate::keyspace::Entry`]).
+//!
+//! ```text
+//! [varint count] ([varint length][bytes])*count
+//! ```
+//!
+//! A list's elements are its items in order; a hash's are its fields and
+//! values alternating, in the hash's order. Lengths are LEB128 varints, so
+//! an element shorter than 128 bytes costs one byte beyond its bytes.
+//!
+//! Packing is for *small* values only ([`fits`]): a write to a packed value
+//! rebuilds it, which costs in proportion to its size, and the memory it
+//! saves (the boxed form's three or four allocations) is a fixed amount per
+//! key that matters less the bigger the value.
+
+/// Most elements a packed value holds (items of a list, fields and values
+/// of a hash, each counted). Below 128, so the count is always one byte.
+pub const MAX_ELEMENTS: usize = 64;
+
+/// Most bytes the encoding of a packed value takes.
+pub const MAX_BYTES: usize = 1024;
+
+const _: () = assert!(MAX_ELEMENTS < 0x80);
+
+/// True when `count` elements whose encoding takes `encoded` bytes are
+/// small enough to pack.
+pub fn fits(count: usize, encoded: usize) -> bool {
+    count <= MAX_ELEMENTS && encoded <= MAX_BYTES
+}
+
+/// Bytes of the varint encoding of `n`.
+fn varint_len(n: usize) -> usize {
+    let mut len = 1;
+    let mut n = n >> 7;
+    while n != 0 {
+        len += 1;
+        n >>= 7;
+    }
+    len
+}
+
+/// Append the varint encoding of `n` to `out`.
+fn put_varint(out: &mut Vec<u8>, mut n: usize) {
+    while n >= 0x80 {
+        out.push((n as u8 & 0x7f) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+/// The varint at the start of `bytes` and the bytes after it, if well formed.
+#[inline]
+fn get_varint(bytes: &[u8]) -> Option<(usize, &[u8])> {
+    match bytes.split_first() {
+        Some((&b, rest)) if b < 0x80 => Some((usize::from(b), rest)),
+        _ => get_long_varint(bytes),
+    }
+}
+
+/// [`get_varint`] of a varint longer than one byte.
+fn get_long_varint(bytes: &[u8]) -> Option<(usize, &[u8])> {
+    let mut n: usize = 0;
+    for (i, &b) in bytes.iter().enumerate().take(10) {
+        n |= usize::from(b & 0x7f).checked_shl(7 * i as u32)?;
+        if b & 0x80 == 0 {
+            return Some((n, &bytes[i + 1..]));
+        }
+    }
+    None
+}
+
+/// Bytes the encoding of `count` elements takes.
+pub fn encoded_len<'e>(count: usize, elements: impl Iterator<Item = &'e [u8]>) -> usize {
+    varint_len(count) + elements.map(|e| varint_len(e.len()) + e.len()).sum::<usize>()
+}
+
+/// Append the encoding of `count` elements to `out`.
+pub fn encode<'e>(out: &mut Vec<u8>, count: usize, elements: impl Iterator<Item = &'e [u8]>) {
+    put_varint(out, count);
+    elements.for_each(|e| put_element(out, e));
+}
+
+/// Append one element (its length and bytes) to `out`, for writers that
+/// put the count first themselves.
+pub fn put_element(out: &mut Vec<u8>, element: &[u8]) {
+    put_varint(out, element.len());
+    out.extend_from_slice(element);
+}
+
+/// Write one element (its length and bytes) at the start of `dst`, which
+/// must have room for [`element_len`] bytes; how many were written.
+pub fn write_element(dst: &mut [u8], element: &[u8]) -> usize {
+    let mut n = element.len();
+    let mut at = 0;
+    while n >= 0x80 {
+        dst[at] = (n as u8 & 0x7f) | 0x80;
+        n >>= 7;
+        at += 1;
+    }
+    dst[at] = n as u8;
+    dst[at + 1..at + 1 + element.len()].copy_from_slice(element);
+    at + 1 + element.len()
+}
+
+/// Bytes one element takes in the encoding.
+pub fn element_len(element: &[u8]) -> usize {
+    varint_len(element.len()) + element.len()
+}
+
+/// Where the bytes of the element whose length starts at `at` in
+/// `encoding` start and end (the next element's length starts at the end):
+/// for walking an encoding by position, to change it in place.
+#[inline]
+pub fn element_at(encoding: &[u8], at: usize) -> Option<(usize, usize)> {
+    let (len, from) = match encoding.get(at) {
+        Some(&b) if b < 0x80 => (usize::from(b), at + 1),
+        Some(_) => {
+            let (len, rest) = get_long_varint(&encoding[at..])?;
+            (len, encoding.len() - rest.len())
+        }
+        None => return None,
+    };
+    let to = from.checked_add(len).filter(|&to| to <= encoding.len())?;
+    Some((from, to))
+}
+
+/// The element count of `encoding` and where its first element starts.
+pub fn count_at(encoding: &[u8]) -> Option<(usize, usize)> {
+    get_varint(encoding).map(|(count, body)| (count, encoding.len() - body.len()))
+}
+
+/// Which collection a packed value holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A list: its items.
+    List,
+    /// A hash: fields and values alternating.
+    Hash,
+}
+
+/// A packed value, borrowed: reads its elements in place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PackedSeq<'a> {
+    count: usize,
+    /// The elements, after the count.
+    body: &'a [u8],
+}
+
+impl<'a> PackedSeq<'a> {
+    /// A view of bytes written by [`encode`]. Bytes that are not such an
+    /// encoding (which the keyspace never stores) read as no elements.
+    pub fn new(bytes: &'a [u8]) -> PackedSeq<'a> {
+        match get_varint(bytes) {
+            Some((count, body)) => PackedSeq { count, body },
+            None => PackedSeq { count: 0, body: &[] },
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(self) -> usize {
+        self.count
+    }
+
+    /// True when there are no elements.
+    pub fn is_empty(self) -> bool {
+        self.count == 0
+    }
+
+    /// The elements in order.
+    pub fn iter(self) -> PackedIter<'a> {
+        PackedIter { left: self.count, rest: self.body }
+    }
+
+    /// The element at position `i`.
+    pub fn nth(self, i: usize) -> Option<&'a [u8]> {
+        self.iter().nth(i)
+    }
+}
+
+/// The elements of a [`PackedSeq`], front to back.
+#[derive(Debug, Clone)]
+pub struct PackedIter<'a> {
+    left: usize,
+    rest: &'a [u8],
+}
+
+impl<'a> Iterator for PackedIter<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.left == 0 {
+            return None;
+        }
+        let (len, after) = get_varint(self.rest)?;
+        let Some(item) = after.get(..len) else {
+            self.left = 0;
+            return None;
+        };
+        self.rest = &after[len..];
+        self.left -= 1;
+        Some(item)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(items: &[&[u8]]) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        encode(&mut out, items.len(), items.iter().copied());
+        assert_eq!(out.len(), encoded_len(items.len(), items.iter().copied()));
+        let seq = PackedSeq::new(&out);
+        assert_eq!(seq.len(), items.len());
+        seq.iter().map(<[u8]>::to_vec).collect()
+    }
+
+    #[test]
+    fn elements_read_back_whatever_their_length() {
+        let long = vec![b'x'; 300];
+        let longer = vec![b'y'; 70_000];
+        let items: Vec<&[u8]> = vec![b"", b"a", &[0u8; 127], &[1u8; 128], &long, &longer];
+        assert_eq!(round_trip(&items), items);
+        assert!(round_trip(&[]).is_empty());
+    }
+
+    #[test]
+    fn varints_cross_their_byte_boundaries() {
+        for n in [0, 1, 127, 128, 16_383, 16_384, usize::MAX >> 1, usize::MAX] {
+            let mut out = Vec::new();
+            put_varint(&mut out, n);
+            assert_eq!(out.len(), varint_len(n));
+            assert_eq!(get_varint(&out), Some((n, &[][..])));
+        }
+    }
+
+    #[test]
+    fn the_limits_bound_count_and_bytes() {
+        assert!(fits(MAX_ELEMENTS, 0));
+        assert!(!fits(MAX_ELEMENTS + 1, 0));
+        assert!(fits(1, MAX_BYTES));
+        assert!(!fits(1, MAX_BYTES + 1));
+        assert!(!fits(1, usize::MAX));
+    }
+
+    #[test]
+    fn spans_point_at_each_element() {
+        let long = [b'q'; 200];
+        let items: [&[u8]; 3] = [b"ab", &long, b""];
+        let mut out = Vec::new();
+        encode(&mut out, 3, items.iter().copied());
+        let (count, mut at) = count_at(&out).unwrap();
+        let mut found: Vec<&[u8]> = Vec::new();
+        for _ in 0..count {
+            let (from, to) = element_at(&out, at).unwrap();
+            found.push(&out[from..to]);
+            at = to;
+        }
+        assert_eq!(found, items);
+        assert_eq!((at, element_at(&out, at)), (out.len(), None));
+        assert_eq!(element_at(&[5, b'a'], 0), None, "a length past the end");
+        assert_eq!(items.iter().map(|i| element_len(i)).sum::<usize>() + 1, out.len());
+        let mut written = vec![0u8; out.len()];
+        written[0] = 3;
+        let mut at = 1;
+        for item in items {
+            at += write_element(&mut written[at..], item);
+        }
+        assert_eq!((written, at), (out.clone(), out.len()));
+    }
+
+    #[test]
+    fn damaged_bytes_read_as_fewer_elements() {
+        let mut out = Vec::new();
+        encode(&mut out, 2, [&b"abc"[..], b"de"].into_iter());
+        out.truncate(out.len() - 1);
+        assert_eq!(PackedSeq::new(&out).iter().count(), 1);
+        assert_eq!(PackedSeq::new(&[0x80]).len(), 0);
+        assert_eq!(PackedSeq::new(&out).nth(1), None);
+    }
+}
