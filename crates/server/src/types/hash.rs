@@ -11,7 +11,7 @@
 
 use indexmap::IndexMap;
 
-use super::compact::CompactBytes;
+use super::compact::{sampled_heap_size, CompactBytes};
 use super::packed::{self, PackedIter, PackedSeq};
 
 /// When a small hash becomes a table: `hash-max-listpack-entries` and
@@ -78,10 +78,12 @@ impl HashValue {
         let pair = std::mem::size_of::<(CompactBytes, CompactBytes)>();
         match self {
             HashValue::Listpack(pairs) => {
-                pairs.capacity() * pair + pairs.iter().map(|(f, v)| f.heap_size() + v.heap_size()).sum::<usize>()
+                pairs.capacity() * pair
+                    + sampled_heap_size(pairs.len(), pairs.iter().map(|(f, v)| f.heap_size() + v.heap_size()))
             }
             HashValue::Table(map) => {
-                map.capacity() * (pair + 8 + 1) + map.iter().map(|(f, v)| f.heap_size() + v.heap_size()).sum::<usize>()
+                map.capacity() * (pair + 8 + 1)
+                    + sampled_heap_size(map.len(), map.iter().map(|(f, v)| f.heap_size() + v.heap_size()))
             }
         }
     }

@@ -11,7 +11,7 @@
 use indexmap::IndexSet;
 use kvik_protocol::number::{parse_i64, write_i64};
 
-use super::compact::CompactBytes;
+use super::compact::{sampled_heap_size, CompactBytes};
 use super::hash::scan_dense;
 
 /// A set.
@@ -95,7 +95,7 @@ impl SetValue {
             SetValue::Ints(v) => v.capacity() * 8,
             SetValue::Table(s) => {
                 s.capacity() * (std::mem::size_of::<CompactBytes>() + 8 + 1)
-                    + s.iter().map(CompactBytes::heap_size).sum::<usize>()
+                    + sampled_heap_size(s.len(), s.iter().map(CompactBytes::heap_size))
             }
         }
     }
