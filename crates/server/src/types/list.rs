@@ -322,10 +322,11 @@ impl<'a> ListRef<'a> {
     pub fn get(self, index: i64) -> Option<&'a [u8]> {
         match self {
             ListRef::Boxed(l) => l.get(index),
+            // The length (a walk, see `packed`) only for an index from the tail.
+            ListRef::Packed(p) if index >= 0 => p.nth(usize::try_from(index).ok()?),
             ListRef::Packed(p) => {
-                let len = i64::try_from(p.len()).ok()?;
-                let i = if index < 0 { index.checked_add(len)? } else { index };
-                (0..len).contains(&i).then(|| p.nth(usize::try_from(i).ok()?)).flatten()
+                let i = index.checked_add(i64::try_from(p.len()).ok()?)?;
+                p.nth(usize::try_from(i).ok()?)
             }
         }
     }

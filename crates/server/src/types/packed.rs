@@ -156,7 +156,24 @@ impl<'a> PackedSeq<'a> {
     /// Number of elements: a walk over their lengths (at most
     /// [`MAX_ELEMENTS`] of them in what the keyspace stores).
     pub fn len(self) -> usize {
-        self.iter().count()
+        let bytes = self.body;
+        let (mut at, mut n) = (0, 0);
+        // The common one-byte length inline; longer ones through `element_at`.
+        while let Some(&b) = bytes.get(at) {
+            let next = if b < 0x80 {
+                at + 1 + usize::from(b)
+            } else {
+                match element_at(bytes, at) {
+                    Some((_, to)) => to,
+                    None => break,
+                }
+            };
+            if next > bytes.len() {
+                break;
+            }
+            (at, n) = (next, n + 1);
+        }
+        n
     }
 
     /// True when there are no elements.
@@ -275,6 +292,7 @@ mod tests {
         out.truncate(out.len() - 1);
         assert_eq!(PackedSeq::new(&out).iter().count(), 1);
         assert_eq!(PackedSeq::new(&out).len(), 1);
+        assert_eq!(PackedSeq::new(&[1, b'a', 0x81, 0x01]).len(), 1, "a long length past the end");
         assert_eq!(PackedSeq::new(&[0x80]).len(), 0);
         assert_eq!(PackedSeq::new(&out).nth(1), None);
         assert!(PackedSeq::new(&[]).is_empty());
