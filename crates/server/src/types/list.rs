@@ -335,7 +335,7 @@ impl<'a> ListRef<'a> {
     pub fn iter(self) -> ListIter<'a> {
         match self {
             ListRef::Boxed(l) => ListIter::Boxed(l.items.iter()),
-            ListRef::Packed(p) => ListIter::Packed(p.iter().collect::<Vec<_>>().into_iter()),
+            ListRef::Packed(p) => ListIter::Packed(p.elements(usize::MAX).into_iter()),
         }
     }
 
@@ -345,7 +345,9 @@ impl<'a> ListRef<'a> {
             ListRef::Boxed(l) => ListIter::Boxed(l.items.range(start..=end.min(l.len().saturating_sub(1)))),
             ListRef::Packed(p) => {
                 let take = (end.saturating_add(1)).saturating_sub(start);
-                ListIter::Packed(p.iter().skip(start).take(take).collect::<Vec<_>>().into_iter())
+                let mut items = Vec::with_capacity(take.min(packed::MAX_ELEMENTS));
+                items.extend(p.iter().skip(start).take(take));
+                ListIter::Packed(items.into_iter())
             }
         }
     }

@@ -186,6 +186,14 @@ impl<'a> PackedSeq<'a> {
         PackedIter { at: 0, bytes: self.body }
     }
 
+    /// The first `most` elements, gathered (in one allocation: each element
+    /// takes at least a byte, and a stored value at most [`MAX_ELEMENTS`]).
+    pub fn elements(self, most: usize) -> Vec<&'a [u8]> {
+        let mut out = Vec::with_capacity(self.body.len().min(MAX_ELEMENTS).min(most));
+        out.extend(self.iter().take(most));
+        out
+    }
+
     /// The element at position `i`.
     pub fn nth(self, i: usize) -> Option<&'a [u8]> {
         self.iter().nth(i)
@@ -296,5 +304,9 @@ mod tests {
         assert_eq!(PackedSeq::new(&[0x80]).len(), 0);
         assert_eq!(PackedSeq::new(&out).nth(1), None);
         assert!(PackedSeq::new(&[]).is_empty());
+        let mut three = Vec::new();
+        encode(&mut three, [&b"a"[..], b"", b"bc"].into_iter());
+        assert_eq!(PackedSeq::new(&three).elements(2), [&b"a"[..], b""]);
+        assert_eq!(PackedSeq::new(&three).elements(usize::MAX).len(), 3);
     }
 }
