@@ -157,23 +157,26 @@ impl<'a> PackedSeq<'a> {
     /// [`MAX_ELEMENTS`] of them in what the keyspace stores).
     pub fn len(self) -> usize {
         let bytes = self.body;
-        let (mut at, mut n) = (0, 0);
+        let (end, mut at, mut n) = (bytes.len(), 0, 0);
         // The common one-byte length inline; longer ones through `element_at`.
-        while let Some(&b) = bytes.get(at) {
-            let next = if b < 0x80 {
+        while at < end {
+            let b = bytes[at];
+            at = if b < 0x80 {
                 at + 1 + usize::from(b)
             } else {
                 match element_at(bytes, at) {
                     Some((_, to)) => to,
-                    None => break,
+                    None => return n,
                 }
             };
-            if next > bytes.len() {
-                break;
-            }
-            (at, n) = (next, n + 1);
+            n += 1;
         }
-        n
+        // The last element counted runs past the end: not an element.
+        if at > end {
+            n - 1
+        } else {
+            n
+        }
     }
 
     /// True when there are no elements.
