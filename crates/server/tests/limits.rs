@@ -302,7 +302,10 @@ fn policy_switches_reinterpret_the_access_clock_as_redis_does() {
     // IDLETIME reads minutes and counter as seconds, which moves with the
     // clock; far from a wrap the two agree within the seconds between runs.
     let idle_gap = (kvik_read.1 - redis_read.1).abs();
-    assert!(idle_gap <= 3 || idle_gap >= (1 << 24) - 4, "IDLETIME of LFU bits: kvik {kvik_read:?}, redis {redis_read:?}");
+    assert!(
+        idle_gap <= 3 || idle_gap >= (1 << 24) - 4,
+        "IDLETIME of LFU bits: kvik {kvik_read:?}, redis {redis_read:?}"
+    );
 }
 
 /// Resident memory of `server` in KiB (Linux).

@@ -271,10 +271,7 @@ fn key_span(bytes: &[u8]) -> (usize, usize) {
 
 /// The metadata in the header of packed bytes.
 fn packed_meta(bytes: &[u8]) -> Meta {
-    Meta {
-        clock: u32::from_le_bytes([bytes[0], bytes[1], bytes[2], 0]),
-        private_copy: bytes[FLAGS_AT] & PRIVATE != 0,
-    }
+    Meta { clock: u32::from_le_bytes([bytes[0], bytes[1], bytes[2], 0]), private_copy: bytes[FLAGS_AT] & PRIVATE != 0 }
 }
 
 /// The value bytes of packed bytes, with their kind flag, to pack again.
@@ -677,10 +674,7 @@ mod tests {
             assert_eq!(e.value().encoding(), "quicklist");
             assert_eq!(e.value().to_owned(), list_of(&items_in));
             // One allocation: header, key, and each element with its length.
-            assert_eq!(
-                e.heap_size(),
-                HEADER + deadline.map_or(0, |_| 8) + 1 + 6 + (1 + 1) + 1 + (2 + 300) + (1 + 7)
-            );
+            assert_eq!(e.heap_size(), HEADER + deadline.map_or(0, |_| 8) + 1 + 6 + (1 + 1) + 1 + (2 + 300) + (1 + 7));
         }
     }
 
