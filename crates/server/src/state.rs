@@ -179,10 +179,12 @@ fn load_pubsub_limit(pubsub: &PubSub, config: &Config) {
     pubsub.set_hard_limit(usize::try_from(limit.hard).unwrap_or(usize::MAX));
 }
 
-/// Copy `lfu-log-factor` and `lfu-decay-time` to where the keyspace reads them.
+/// Copy `lfu-log-factor`, `lfu-decay-time` and whether the policy is an LFU
+/// one to where the keyspace reads them.
 fn load_lfu_tuning(keyspace: &Keyspace, config: &Config) {
     let read = |name: &str| u32::try_from(config.int(name)).unwrap_or(0);
     keyspace.lfu_tuning().set(read("lfu-log-factor"), read("lfu-decay-time"));
+    keyspace.lfu_tuning().set_lfu_policy(Policy::from_name(config.get("maxmemory-policy")).lfu());
 }
 
 impl Default for ServerState {

@@ -9,7 +9,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::diff::{compare_each, multibulk, open};
-use common::{call, connect, start_kvik_with, ServerProcess};
+use common::{call, connect, start_kvik_with, start_redis_with_or_skip, ServerProcess};
 
 fn set(stream: &mut TcpStream, key: &str, value: &[u8]) -> Vec<u8> {
     call(stream, &[b"SET", key.as_bytes(), value])
@@ -48,6 +48,19 @@ fn oom_and_lfu_replies_match_redis() {
                  SET f hello\r\nSET f world\r\nOBJECT FREQ f\r\nSET e hello\r\nCOPY e f REPLACE\r\nOBJECT FREQ f\r\n\
                  CONFIG SET maxmemory-policy volatile-lfu\r\nOBJECT FREQ d\r\n\
                  CONFIG SET maxmemory-policy allkeys-lru\r\nOBJECT FREQ d\r\n\
+                 CONFIG SET maxmemory-policy noeviction\r\n",
+            ),
+            open(
+                "each policy refuses the reading it does not keep",
+                "FLUSHALL\r\n\
+                 CONFIG SET maxmemory-policy volatile-lru\r\nSET k0 v\r\nOBJECT IDLETIME k0\r\nOBJECT FREQ k0\r\n\
+                 CONFIG SET maxmemory-policy volatile-lfu\r\nSET k1 v\r\nOBJECT IDLETIME k1\r\nOBJECT FREQ k1\r\n\
+                 CONFIG SET maxmemory-policy volatile-random\r\nSET k2 v\r\nOBJECT IDLETIME k2\r\nOBJECT FREQ k2\r\n\
+                 CONFIG SET maxmemory-policy volatile-ttl\r\nSET k3 v\r\nOBJECT IDLETIME k3\r\nOBJECT FREQ k3\r\n\
+                 CONFIG SET maxmemory-policy allkeys-lru\r\nSET k4 v\r\nOBJECT IDLETIME k4\r\nOBJECT FREQ k4\r\n\
+                 CONFIG SET maxmemory-policy allkeys-lfu\r\nSET k5 v\r\nOBJECT IDLETIME k5\r\nOBJECT FREQ k5\r\n\
+                 CONFIG SET maxmemory-policy allkeys-random\r\nSET k6 v\r\nOBJECT IDLETIME k6\r\nOBJECT FREQ k6\r\n\
+                 CONFIG SET maxmemory-policy noeviction\r\nSET k7 v\r\nOBJECT IDLETIME k7\r\nOBJECT FREQ k7\r\n\
                  CONFIG SET maxmemory-policy noeviction\r\n",
             ),
             open(
@@ -237,6 +250,62 @@ fn restore_applies_freq_under_lfu_and_idletime_otherwise() {
     config_set(&mut c, "maxmemory-policy", "allkeys-lru");
     assert_eq!(restore(&mut c, b"j", b"IDLETIME", b"1000"), b"+OK\r\n");
     assert_eq!(call(&mut c, &[b"OBJECT", b"IDLETIME", b"j"]), b":1000\r\n");
+}
+
+/// The integer of a `:n` reply.
+fn integer(reply: &[u8]) -> i64 {
+    let text = String::from_utf8_lossy(reply);
+    text.trim().strip_prefix(':').and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("not an integer: {text}"))
+}
+
+/// The readings of one key's access clock after policy switches: FREQ of
+/// bits written as the LRU time, IDLETIME of bits written as LFU data.
+fn switched_readings(port: u16, payload: &[u8]) -> (i64, i64) {
+    let mut c = connect(port);
+    call(&mut c, &[b"FLUSHALL"]);
+    config_set(&mut c, "lfu-decay-time", "0");
+    config_set(&mut c, "maxmemory-policy", "allkeys-lru");
+    assert_eq!(set(&mut c, "lru", b"v"), b"+OK\r\n");
+    config_set(&mut c, "maxmemory-policy", "allkeys-lfu");
+    let freq = integer(&call(&mut c, &[b"OBJECT", b"FREQ", b"lru"]));
+    assert_eq!(call(&mut c, &[b"RESTORE", b"lfu", b"0", payload, b"FREQ", b"100"]), b"+OK\r\n");
+    config_set(&mut c, "maxmemory-policy", "allkeys-lru");
+    let idle = integer(&call(&mut c, &[b"OBJECT", b"IDLETIME", b"lfu"]));
+    config_set(&mut c, "maxmemory-policy", "noeviction");
+    (freq, idle)
+}
+
+/// After a policy switch, kvik reads the bits written under the old policy
+/// the new way, as Redis does: compared with Redis within the seconds the
+/// two runs may lie apart (the readings depend on the clock).
+#[test]
+fn policy_switches_reinterpret_the_access_clock_as_redis_does() {
+    let Some(redis) = start_redis_with_or_skip("policy_switches_reinterpret_the_access_clock_as_redis_does", &[])
+    else {
+        return;
+    };
+    let kvik = start_kvik_with(&[]);
+    // A DUMP payload of each server's own format for the same string.
+    let payload = |port: u16| {
+        let mut c = connect(port);
+        set(&mut c, "src", b"hello");
+        let dump = call(&mut c, &[b"DUMP", b"src"]);
+        let header = dump.windows(2).position(|w| w == b"\r\n").expect("bulk header") + 2;
+        dump[header..dump.len() - 2].to_vec()
+    };
+    let (kvik_payload, redis_payload) = (payload(kvik.port), payload(redis.port));
+    let kvik_read = switched_readings(kvik.port, &kvik_payload);
+    let redis_read = switched_readings(redis.port, &redis_payload);
+    // FREQ is the low 8 bits of the seconds clock at the SET.
+    let freq_gap = (kvik_read.0 - redis_read.0).rem_euclid(256).min((redis_read.0 - kvik_read.0).rem_euclid(256));
+    assert!(freq_gap <= 3, "FREQ of LRU bits: kvik {kvik_read:?}, redis {redis_read:?}");
+    // IDLETIME reads minutes and counter as seconds, which moves with the
+    // clock; far from a wrap the two agree within the seconds between runs.
+    let idle_gap = (kvik_read.1 - redis_read.1).abs();
+    assert!(
+        idle_gap <= 3 || idle_gap >= (1 << 24) - 4,
+        "IDLETIME of LFU bits: kvik {kvik_read:?}, redis {redis_read:?}"
+    );
 }
 
 /// Resident memory of `server` in KiB (Linux).

@@ -9,8 +9,7 @@ use kvik_protocol::number::parse_i64;
 
 use super::{until_nul, Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR};
 use crate::changes::{self, EventClass};
-use crate::keyspace::db::seconds;
-use crate::keyspace::{glob, lfu, now_ms, Entry, Meta};
+use crate::keyspace::{glob, lfu, lru, now_ms, Entry, Meta};
 use crate::types::dump::{self, PayloadError};
 use crate::types::string::StrRef;
 use crate::types::{Value, ValueRef};
@@ -499,7 +498,8 @@ fn copy<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
                 false
             } else {
                 // The copy is a new key, with a new key's access frequency.
-                let meta = Meta { private_copy: true, ..Meta::new(now) };
+                let lfu_policy = state.keyspace.lfu_tuning().lfu_policy();
+                let meta = Meta { private_copy: true, ..Meta::new(now, lfu_policy) };
                 d.remove(dst);
                 d.insert(Entry::new(dst, value, deadline, meta));
                 c.notify_in(dst_db, EventClass::Generic, "copy_to", dst);
@@ -583,16 +583,17 @@ fn object<T: ReplyTarget>(c: &mut Ctx<'_, T>, name: &str) {
     };
     let (value, meta) = (entry.value(), entry.meta());
     let encoding = value.encoding();
-    let idle = i64::from(seconds(now).saturating_sub(meta.touched_s));
+    let idle = i64::from(meta.idle_seconds(now));
     let freq = i64::from(lfu::decayed(&meta, now, c.state.keyspace.lfu_tuning()));
     let refcount = match value {
         ValueRef::Str(StrRef::Int(n)) if (0..SHARED_INTEGERS).contains(&n) && !meta.private_copy => SHARED_REFCOUNT,
         _ => 1,
     };
     drop(shard);
-    // Redis keeps either the access time or the frequency, by policy, and
-    // refuses to report the one it does not keep; kvik keeps both but
-    // answers the same way.
+    // As in Redis, one field holds either the access time or the frequency,
+    // by policy, and the one not kept is refused (after a policy change the
+    // bits written under the old one are read the new way until the key's
+    // next access, which is what Redis reports too).
     let lfu_policy = c.state.limits.maxmemory_policy().lfu();
     match name {
         "object|encoding" => c.reply(|s| s.bulk(encoding.as_bytes())),
@@ -693,14 +694,14 @@ fn restore<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             }
             return Ok(());
         }
-        let mut meta = Meta::new(now);
         // As in Redis, the option for the policy in force is applied and the other ignored.
-        let lfu_policy = c.state.limits.maxmemory_policy().lfu();
+        let lfu_policy = c.state.keyspace.lfu_tuning().lfu_policy();
+        let mut meta = Meta::new(now, lfu_policy);
         if let Some(idle) = idle.filter(|_| !lfu_policy) {
-            meta.touched_s = seconds(now).saturating_sub(u32::try_from(idle).unwrap_or(u32::MAX));
+            meta.clock = lru::clock_idle_for(u64::try_from(idle).unwrap_or(0), now);
         }
         if let Some(freq) = freq.filter(|_| lfu_policy) {
-            meta.lfu_count = u8::try_from(freq).unwrap_or(u8::MAX);
+            meta.clock = lfu::clock(lfu::minutes(now), u8::try_from(freq).unwrap_or(u8::MAX));
         }
         d.insert(Entry::new(key, value, (ttl != 0).then_some(ttl), meta));
         c.notify(EventClass::Generic, "restore", key);

@@ -310,22 +310,24 @@ fn debug<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         }
         b"object" if c.argc() == 3 => {
             let (db, key) = (c.session.db, c.arg(2));
+            let now = now_ms();
             let found = {
                 let mut shard = c.state.keyspace.lock_key(key);
-                shard.db(db).inspect(key, now_ms()).map(|e| {
+                shard.db(db).inspect(key, now).map(|e| {
                     let value = e.value();
                     let serialized = match value {
                         ValueRef::Str(s) => s.len() + 1,
                         other => crate::types::dump::dump(other).len(),
                     };
-                    (value.encoding(), serialized)
+                    (value.encoding(), serialized, e.meta())
                 })
             };
             match found {
-                Some((encoding, len)) => {
-                    let lru = (unix_micros() / 1_000_000) & ((1 << 24) - 1);
+                Some((encoding, len, meta)) => {
+                    // The raw 24-bit access clock and its LRU reading, whatever the policy.
+                    let (lru, idle) = (meta.clock, meta.idle_seconds(now));
                     let text = format!(
-                        "Value at:0x0 refcount:1 encoding:{encoding} serializedlength:{len} lru:{lru} lru_seconds_idle:0",
+                        "Value at:0x0 refcount:1 encoding:{encoding} serializedlength:{len} lru:{lru} lru_seconds_idle:{idle}",
                     );
                     c.reply(|s| s.simple(text.as_bytes()));
                 }

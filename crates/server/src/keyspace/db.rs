@@ -20,10 +20,12 @@ use foldhash::fast::FixedState;
 use hashbrown::hash_table::Entry as Slot;
 use hashbrown::HashTable;
 
-pub use super::entry::{seconds, Entry, Meta};
+pub use super::entry::{Entry, Meta};
 use super::events::{self, ServerEvent};
 use super::evict::Policy;
 use super::lfu::{self, Tuning};
+#[cfg(test)]
+use super::lru;
 use crate::types::Value;
 
 /// Bytes charged for every key beyond what its entry holds on the heap:
@@ -115,6 +117,11 @@ enum Lookup {
 }
 
 impl Db {
+    /// The access record of a key created at `now_ms`, for the policy now.
+    fn fresh_meta(&self, now_ms: i64) -> Meta {
+        Meta::new(now_ms, self.tuning.lfu_policy())
+    }
+
     /// An empty database reading its LFU parameters from `tuning`.
     pub fn with_tuning(tuning: Arc<Tuning>, seed: u64) -> Db {
         Db { tuning, rng: seed | 1, hasher: key_hasher(), ..Db::default() }
@@ -228,8 +235,7 @@ impl Db {
         let entry = found?;
         if touch {
             let mut meta = entry.meta();
-            meta.touched_s = seconds(now_ms);
-            lfu::record_access(&mut meta, now_ms, &self.tuning, random);
+            meta.touch(now_ms, &self.tuning, random);
             entry.set_meta(meta);
         }
         if matches!(how, Lookup::Change | Lookup::Open) {
@@ -292,7 +298,7 @@ impl Db {
     /// only if the key could not be found after creating it.
     pub fn get_mut_or_insert(&mut self, key: &[u8], now_ms: i64, make: impl FnOnce() -> Value) -> Option<&mut Entry> {
         if self.lookup(key, now_ms, Lookup::Inspect).is_none() {
-            self.insert(Entry::new(key, make(), None, Meta::new(now_ms)));
+            self.insert(Entry::new(key, make(), None, self.fresh_meta(now_ms)));
             return self.lookup(key, now_ms, Lookup::Open);
         }
         self.lookup(key, now_ms, Lookup::Change)
@@ -331,12 +337,12 @@ impl Db {
     /// Store the string `bytes` under `key` as SET does, replacing any
     /// previous value: packed, without building an owned value first.
     pub fn set_string(&mut self, key: &[u8], bytes: &[u8], deadline: Option<i64>) {
-        self.insert(Entry::string(key, bytes, deadline, Meta::new(super::now_ms())));
+        self.insert(Entry::string(key, bytes, deadline, self.fresh_meta(super::now_ms())));
     }
 
     /// Store `value` under `key`, a new key's access record, replacing any previous value.
     pub fn set(&mut self, key: &[u8], value: Value, deadline: Option<i64>) {
-        self.insert(Entry::new(key, value, deadline, Meta::new(super::now_ms())));
+        self.insert(Entry::new(key, value, deadline, self.fresh_meta(super::now_ms())));
     }
 
     /// Store `entry` under its key, replacing any previous value; returns the old entry.
@@ -355,7 +361,7 @@ impl Db {
     /// a live key was replaced.
     pub fn replace(&mut self, key: &[u8], value: Value) -> bool {
         let existed = self.take(key, super::now_ms()).is_some();
-        self.insert_announced(Entry::new(key, value, None, Meta::new(super::now_ms())), !existed);
+        self.insert_announced(Entry::new(key, value, None, self.fresh_meta(super::now_ms())), !existed);
         existed
     }
 
@@ -381,12 +387,14 @@ impl Db {
                     events::record(ServerEvent::New, self.index, kept.key());
                 } else {
                     // The write is an access to the old key, as Redis's
-                    // lookup before an overwrite is, and its frequency stays.
-                    let mut kept = kept.meta();
-                    lfu::record_access(&mut kept, now, &self.tuning, random);
-                    let mut meta = entry.meta();
-                    (meta.lfu_count, meta.lfu_minutes) = (kept.lfu_count, kept.lfu_minutes);
-                    entry.set_meta(meta);
+                    // lookup before an overwrite is, and under an LFU
+                    // policy its frequency stays (under another the new
+                    // value keeps its own access time).
+                    if self.tuning.lfu_policy() {
+                        let mut kept = kept.meta();
+                        lfu::record_access(&mut kept, now, &self.tuning, random);
+                        entry.set_meta(Meta { clock: kept.clock, ..entry.meta() });
+                    }
                 }
                 Some(std::mem::replace(slot.get_mut(), entry))
             }
@@ -498,7 +506,6 @@ impl Db {
             return;
         }
         let skip = usize::try_from(self.next_random() % pool as u64).unwrap_or(0);
-        let now_s = seconds(now_ms);
         let picked: Vec<&Entry> = if policy.volatile() {
             self.deadlines
                 .iter()
@@ -513,7 +520,7 @@ impl Db {
         for entry in picked {
             let meta = entry.meta();
             let score = match policy {
-                Policy::AllkeysLru | Policy::VolatileLru => u64::from(now_s.saturating_sub(meta.touched_s)),
+                Policy::AllkeysLru | Policy::VolatileLru => u64::from(meta.idle_seconds(now_ms)),
                 Policy::AllkeysLfu | Policy::VolatileLfu => {
                     u64::from(u8::MAX - lfu::decayed(&meta, now_ms, &self.tuning))
                 }
@@ -650,7 +657,45 @@ mod tests {
         db.peek(b"a", 3_600_000);
         assert_eq!(db.inspect(b"a", 3_600_000).map(Entry::meta), before);
         db.get(b"a", 3_600_000);
-        assert_eq!(db.inspect(b"a", 3_600_000).map(|e| e.meta().touched_s), Some(3600));
+        assert_eq!(db.inspect(b"a", 3_600_000).map(|e| e.meta().clock), Some(3600));
+        assert_eq!(db.inspect(b"a", 3_605_000).map(|e| e.meta().idle_seconds(3_605_000)), Some(5));
+    }
+
+    #[test]
+    fn accesses_are_recorded_as_the_policy_in_force_reads_them() {
+        let tuning = Arc::new(Tuning::default());
+        let mut db = Db::with_tuning(Arc::clone(&tuning), 7);
+        let minute = 60_000;
+        db.set(b"a", val("1"), None);
+        // Under an LRU policy the clock is the access time in seconds.
+        db.get(b"a", 100 * minute);
+        let lru = db.inspect(b"a", 0).map(Entry::meta).map(|m| m.clock);
+        assert_eq!(lru, Some(6000));
+        // Under an LFU policy the same bits become minutes and a counter;
+        // they are read that way at once and written that way at the next access.
+        tuning.set_lfu_policy(true);
+        let read = db.inspect(b"a", 0).map(Entry::meta).map(|m| (m.lfu_minutes(), m.lfu_counter()));
+        assert_eq!(read, Some((6000 >> 8, (6000 & 0xff) as u8)));
+        db.get(b"a", 200 * minute);
+        let meta = db.inspect(b"a", 0).map(Entry::meta).expect("key");
+        assert_eq!(meta.lfu_minutes(), 200);
+        assert!(meta.lfu_counter() <= 1, "the old bits decayed as idle minutes: {}", meta.lfu_counter());
+        // A key written under LFU starts at the initial counter; an
+        // overwrite keeps the old key's frequency.
+        db.set(b"b", val("1"), None);
+        let counter = |db: &mut Db, k: &[u8]| db.inspect(k, 0).map(|e| e.meta().lfu_counter());
+        assert_eq!(counter(&mut db, b"b"), Some(lfu::INIT_VAL));
+        let hot = Meta { clock: lfu::clock(lfu::minutes(super::super::now_ms()), 200), private_copy: false };
+        if let Some(e) = db.get_mut(b"b", 0) {
+            e.set_meta(hot);
+        }
+        db.set(b"b", val("2"), None);
+        assert!(counter(&mut db, b"b").is_some_and(|c| c >= 200), "{:?}", counter(&mut db, b"b"));
+        // Back under LRU the overwrite keeps the new value's own time.
+        tuning.set_lfu_policy(false);
+        db.set(b"b", val("3"), None);
+        let now_s = lru::clock(super::super::now_ms());
+        assert!(db.inspect(b"b", 0).is_some_and(|e| e.meta().clock.abs_diff(now_s) <= 1));
     }
 
     #[test]

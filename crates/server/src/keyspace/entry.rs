@@ -7,7 +7,7 @@
 //! instead of three (entry, name, value). The packed bytes are:
 //!
 //! ```text
-//! [4B access time, s][1B LFU counter][2B LFU minutes][1B flags]
+//! [3B access clock][1B flags]
 //! [8B deadline, ms]                       only with the DEADLINE flag
 //! [1B key length] or [0xFF][4B key length]  (lengths from 255 on)
 //! [key]
@@ -31,8 +31,15 @@
 //!
 //! Integers stay packed through INCR and friends: [`Entry::set_int`]
 //! rewrites the 8 bytes in place.
+//!
+//! The header is four bytes because glibc malloc hands out chunks in
+//! 16-byte steps (up to 24 bytes of data in a 32-byte chunk, up to 40 in
+//! a 48-byte one, ...): a one-element list `list:123456` holding `element`
+//! takes 4 + 1 + 11 + 8 = 24 bytes, one chunk size below what an 8-byte
+//! header gave it. The access clock is Redis's single 24-bit field, read
+//! by the `maxmemory-policy` (see [`Meta`]).
 
-use super::lfu;
+use super::{lfu, lru};
 use crate::types::hash::{HashRef, HashValue};
 use crate::types::list::{ListRef, ListValue};
 use crate::types::packed::{Kind, PackedSeq};
@@ -42,15 +49,14 @@ use crate::types::{Value, ValueRef};
 /// What the keyspace records about a key's use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Meta {
-    /// Unix time in seconds of the last access (for `OBJECT IDLETIME`);
-    /// seconds are all Redis keeps, and four bytes keep the entry small.
-    pub touched_s: u32,
-    /// Logarithmic access counter for the LFU eviction policies and
-    /// `OBJECT FREQ` (Redis's 8-bit counter).
-    pub lfu_count: u8,
-    /// Minutes clock (mod 2^16) when `lfu_count` was last decayed or
-    /// incremented, so idle keys lose frequency over time.
-    pub lfu_minutes: u16,
+    /// Redis's 24-bit access clock, whose meaning depends on the
+    /// `maxmemory-policy` in force: under an LFU policy the LFU minutes
+    /// clock (16 bits) and counter (8 bits, see [`super::lfu`]), under any
+    /// other the time of the last access in seconds (see [`super::lru`]).
+    /// A policy change does not rewrite it: each key is written the new
+    /// way at its next access, and read the new way meanwhile, as in Redis.
+    /// Only the low 24 bits are kept.
+    pub clock: u32,
     /// The value was made by `COPY` and not replaced since. Redis gives a
     /// copy its own object even for the small integers it otherwise shares
     /// between keys, which `OBJECT REFCOUNT` shows.
@@ -58,26 +64,47 @@ pub struct Meta {
 }
 
 impl Meta {
-    /// The record of a key created at `now_ms`.
-    pub fn new(now_ms: i64) -> Meta {
-        Meta {
-            touched_s: seconds(now_ms),
-            lfu_count: lfu::INIT_VAL,
-            lfu_minutes: lfu::minutes(now_ms),
-            private_copy: false,
+    /// The record of a key created at `now_ms`, written for an LFU
+    /// `maxmemory-policy` when `lfu`, else for any other.
+    pub fn new(now_ms: i64, lfu: bool) -> Meta {
+        let clock = if lfu { lfu::fresh(now_ms) } else { lru::clock(now_ms) };
+        Meta { clock, private_copy: false }
+    }
+
+    /// The LFU counter, reading the clock as LFU data.
+    pub fn lfu_counter(&self) -> u8 {
+        (self.clock & 0xff) as u8
+    }
+
+    /// The LFU minutes clock, reading the clock as LFU data.
+    pub fn lfu_minutes(&self) -> u16 {
+        ((self.clock >> 8) & 0xffff) as u16
+    }
+
+    /// Seconds since the last access at `now_ms`, reading the clock as the
+    /// LRU time (`OBJECT IDLETIME`, eviction under an LRU policy).
+    pub fn idle_seconds(&self, now_ms: i64) -> u32 {
+        lru::idle_seconds(self.clock, now_ms)
+    }
+
+    /// Record an access at `now_ms` the way `tuning`'s policy keeps them:
+    /// the LFU counter's decay and increment (`random` is a uniform 64-bit
+    /// number) or the LRU time.
+    pub fn touch(&mut self, now_ms: i64, tuning: &lfu::Tuning, random: u64) {
+        if tuning.lfu_policy() {
+            lfu::record_access(self, now_ms, tuning, random);
+        } else {
+            self.clock = lru::clock(now_ms);
         }
     }
 }
 
-/// A Unix time in milliseconds as the seconds an entry's access time keeps.
-pub fn seconds(ms: i64) -> u32 {
-    u32::try_from(ms.max(0) / 1000).unwrap_or(u32::MAX)
-}
-
 /// Bytes of the fixed header of a packed entry.
-const HEADER: usize = 8;
+const HEADER: usize = 4;
+/// Bytes of the access clock at the start of the header.
+const CLOCK_BYTES: usize = 3;
 /// Position of the flag byte in the header.
-const FLAGS_AT: usize = 7;
+const FLAGS_AT: usize = 3;
 /// Flag: an 8-byte deadline follows the header.
 const DEADLINE: u8 = 1;
 /// Flag: [`Meta::private_copy`].
@@ -203,9 +230,7 @@ fn pack(meta: Meta, deadline: Option<i64>, key: &[u8], value: Packable<'_>) -> B
         flags |= PRIVATE;
     }
     flags |= value.flag();
-    out.extend_from_slice(&meta.touched_s.to_le_bytes());
-    out.push(meta.lfu_count);
-    out.extend_from_slice(&meta.lfu_minutes.to_le_bytes());
+    out.extend_from_slice(&meta.clock.to_le_bytes()[..CLOCK_BYTES]);
     out.push(flags);
     if let Some(at) = deadline {
         out.extend_from_slice(&at.to_le_bytes());
@@ -246,12 +271,7 @@ fn key_span(bytes: &[u8]) -> (usize, usize) {
 
 /// The metadata in the header of packed bytes.
 fn packed_meta(bytes: &[u8]) -> Meta {
-    Meta {
-        touched_s: u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]),
-        lfu_count: bytes[4],
-        lfu_minutes: u16::from_le_bytes([bytes[5], bytes[6]]),
-        private_copy: bytes[FLAGS_AT] & PRIVATE != 0,
-    }
+    Meta { clock: u32::from_le_bytes([bytes[0], bytes[1], bytes[2], 0]), private_copy: bytes[FLAGS_AT] & PRIVATE != 0 }
 }
 
 /// The value bytes of packed bytes, with their kind flag, to pack again.
@@ -280,7 +300,11 @@ impl Entry {
     pub fn new(key: &[u8], value: Value, deadline: Option<i64>, meta: Meta) -> Entry {
         match Packable::of(&value).filter(|_| packable_key(key)) {
             Some(p) => Entry(Repr::Packed(pack(meta, deadline, key, p))),
-            None => Entry(Repr::Boxed(Box::new(Node { meta, deadline, key: key.into(), value }))),
+            None => {
+                // 24 bits, as a packed key keeps them.
+                let meta = Meta { clock: meta.clock & lru::CLOCK_MAX, ..meta };
+                Entry(Repr::Boxed(Box::new(Node { meta, deadline, key: key.into(), value })))
+            }
         }
     }
 
@@ -450,12 +474,10 @@ impl Entry {
     pub fn set_meta(&mut self, meta: Meta) {
         match &mut self.0 {
             Repr::Packed(b) => {
-                b[0..4].copy_from_slice(&meta.touched_s.to_le_bytes());
-                b[4] = meta.lfu_count;
-                b[5..7].copy_from_slice(&meta.lfu_minutes.to_le_bytes());
+                b[..CLOCK_BYTES].copy_from_slice(&meta.clock.to_le_bytes()[..CLOCK_BYTES]);
                 b[FLAGS_AT] = if meta.private_copy { b[FLAGS_AT] | PRIVATE } else { b[FLAGS_AT] & !PRIVATE };
             }
-            Repr::Boxed(n) => n.meta = meta,
+            Repr::Boxed(n) => n.meta = Meta { clock: meta.clock & lru::CLOCK_MAX, ..meta },
         }
     }
 
@@ -529,7 +551,7 @@ mod tests {
     use super::*;
 
     fn meta() -> Meta {
-        Meta { touched_s: 1_700_000_000, lfu_count: 7, lfu_minutes: 65_000, private_copy: false }
+        Meta { clock: lfu::clock(65_000, 7), private_copy: false }
     }
 
     fn text(e: &Entry) -> Vec<u8> {
@@ -651,11 +673,8 @@ mod tests {
             assert_eq!(l.positions(b"a", -1, 0, 0), [0]);
             assert_eq!(e.value().encoding(), "quicklist");
             assert_eq!(e.value().to_owned(), list_of(&items_in));
-            // One allocation: header, key, count, and each element with its length.
-            assert_eq!(
-                e.heap_size(),
-                HEADER + deadline.map_or(0, |_| 8) + 1 + 6 + 1 + (1 + 1) + 1 + (2 + 300) + (1 + 7)
-            );
+            // One allocation: header, key, and each element with its length.
+            assert_eq!(e.heap_size(), HEADER + deadline.map_or(0, |_| 8) + 1 + 6 + (1 + 1) + 1 + (2 + 300) + (1 + 7));
         }
     }
 
@@ -721,7 +740,7 @@ mod tests {
         e.set_deadline(Some(1_000));
         assert!(e.is_packed());
         assert_eq!(e.deadline(), Some(1_000));
-        let lfu = Meta { lfu_count: 200, lfu_minutes: 3, touched_s: 42, private_copy: true };
+        let lfu = Meta { clock: lfu::clock(3, 200), private_copy: true };
         e.set_meta(lfu);
         e.set_deadline(Some(2_000));
         e.set_deadline(None);
@@ -737,6 +756,67 @@ mod tests {
         assert!(boxed.repack());
         assert_eq!((boxed.meta(), boxed.key()), (lfu, &b"other"[..]));
         assert!(matches!(boxed.value(), ValueRef::Hash(h) if h.len() == 2));
+    }
+
+    #[test]
+    fn the_header_is_four_bytes_and_a_small_list_key_fits_a_32_byte_chunk() {
+        let e = Entry::new(b"list:123456", list_of(&[b"element"]), None, meta());
+        assert!(e.is_packed());
+        assert_eq!(e.heap_size(), 24, "glibc serves up to 24 bytes from a 32-byte chunk");
+        assert_eq!(Entry::string(b"key:123456", b"abc", None, meta()).heap_size(), HEADER + 1 + 10 + 3);
+        let hash = Entry::new(b"h", hash_of(&[(b"f", b"v")]), None, meta());
+        assert_eq!(hash.heap_size(), HEADER + 1 + 1 + 2 + 2);
+    }
+
+    #[test]
+    fn the_clock_keeps_24_bits_whatever_the_policy_wrote() {
+        let now = 1_700_000_000_123;
+        let lru = Meta::new(now, false);
+        assert_eq!((lru.clock, lru.idle_seconds(now + 4_000)), (lru::clock(now), 4));
+        let lfu_meta = Meta::new(now, true);
+        assert_eq!((lfu_meta.lfu_counter(), lfu_meta.lfu_minutes()), (lfu::INIT_VAL, lfu::minutes(now)));
+        for m in [lru, lfu_meta, Meta { clock: lru::CLOCK_MAX, private_copy: true }] {
+            for deadline in [None, Some(now + 10)] {
+                let packed = Entry::string(b"k", b"v", deadline, m);
+                let boxed = Entry::new(b"k", Value::Set(Default::default()), deadline, m);
+                let list = Entry::new(b"k", list_of(&[b"a", b"b"]), deadline, m);
+                for e in [&packed, &boxed, &list] {
+                    assert_eq!((e.meta(), e.deadline()), (m, deadline));
+                }
+                let mut repacked = list.clone();
+                let Value::List(l) = repacked.value_mut() else { panic!("not a list") };
+                l.push(false, b"c");
+                assert!(!repacked.is_packed());
+                assert_eq!(repacked.meta(), m);
+                assert!(repacked.repack());
+                assert_eq!((repacked.meta(), repacked.deadline(), items(&repacked).len()), (m, deadline, 3));
+            }
+        }
+        // Bits above the 24 are not kept, packed or boxed.
+        let wide = Meta { clock: 0x0123_4567, private_copy: false };
+        let narrow = Meta { clock: 0x23_4567, ..wide };
+        assert_eq!(Entry::string(b"k", b"v", None, wide).meta(), narrow);
+        assert_eq!(Entry::new(b"k", Value::Set(Default::default()), None, wide).meta(), narrow);
+        let mut e = Entry::string(b"k", b"v", Some(5), meta());
+        e.set_meta(wide);
+        assert_eq!((e.meta(), e.deadline(), text(&e)), (narrow, Some(5), b"v".to_vec()));
+    }
+
+    #[test]
+    fn touches_follow_the_policy() {
+        let tuning = lfu::Tuning::default();
+        let mut m = Meta::new(0, false);
+        m.touch(90_000, &tuning, 0);
+        assert_eq!(m.clock, 90);
+        tuning.set_lfu_policy(true);
+        m.touch(120_000, &tuning, 0);
+        assert_eq!(m.lfu_minutes(), 2);
+        let mut e = Entry::string(b"k", b"v", None, Meta::new(0, true));
+        let mut meta = e.meta();
+        meta.touch(60_000, &tuning, 0);
+        e.set_meta(meta);
+        // One minute idle takes one off, the access puts it back.
+        assert_eq!((e.meta().lfu_minutes(), e.meta().lfu_counter()), (1, lfu::INIT_VAL));
     }
 
     #[test]

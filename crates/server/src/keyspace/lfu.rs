@@ -9,8 +9,13 @@
 //! take one off. New keys start at 5 so they are not evicted before they had
 //! a chance to be used. kvik keeps the same numbers so `OBJECT FREQ` and
 //! `RESTORE ... FREQ` mean what they mean in Redis.
+//!
+//! The counter and the minutes clock of its last change share a key's
+//! 24-bit access clock ([`Meta::clock`]: minutes in the top 16 bits, the
+//! counter in the low 8) while an LFU policy is in force; under any other
+//! policy the same bits hold the LRU time (see [`super::lru`]).
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use super::entry::Meta;
 
@@ -24,11 +29,14 @@ pub struct Tuning {
     log_factor: AtomicU32,
     /// `lfu-decay-time`, in minutes (0: never decay).
     decay_minutes: AtomicU32,
+    /// Whether the `maxmemory-policy` is an LFU one, which decides how
+    /// every key's access clock is written and read.
+    lfu_policy: AtomicBool,
 }
 
 impl Default for Tuning {
     fn default() -> Self {
-        Tuning { log_factor: AtomicU32::new(10), decay_minutes: AtomicU32::new(1) }
+        Tuning { log_factor: AtomicU32::new(10), decay_minutes: AtomicU32::new(1), lfu_policy: AtomicBool::new(false) }
     }
 }
 
@@ -37,6 +45,16 @@ impl Tuning {
     pub fn set(&self, log_factor: u32, decay_minutes: u32) {
         self.log_factor.store(log_factor, Ordering::Relaxed);
         self.decay_minutes.store(decay_minutes, Ordering::Relaxed);
+    }
+
+    /// Record whether the `maxmemory-policy` now is an LFU one.
+    pub fn set_lfu_policy(&self, lfu: bool) {
+        self.lfu_policy.store(lfu, Ordering::Relaxed);
+    }
+
+    /// Whether keys' access clocks hold LFU data now.
+    pub fn lfu_policy(&self) -> bool {
+        self.lfu_policy.load(Ordering::Relaxed)
     }
 
     fn log_factor(&self) -> u32 {
@@ -53,9 +71,24 @@ pub fn minutes(now_ms: i64) -> u16 {
     ((now_ms.max(0) / 60_000) & 0xffff) as u16
 }
 
-/// Minutes from `then` to `now` on the wrapping 16-bit clock.
+/// Minutes from `then` to `now` on the wrapping 16-bit clock, counted
+/// over the wrap as Redis counts them (one short of a full cycle).
 fn elapsed(then: u16, now: u16) -> u16 {
-    now.wrapping_sub(then)
+    if now >= then {
+        now - then
+    } else {
+        u16::MAX - then + now
+    }
+}
+
+/// The 24-bit access clock holding `counter` changed at `minutes`.
+pub fn clock(minutes: u16, counter: u8) -> u32 {
+    u32::from(minutes) << 8 | u32::from(counter)
+}
+
+/// The access clock of a key created at `now_ms` under an LFU policy.
+pub fn fresh(now_ms: i64) -> u32 {
+    clock(minutes(now_ms), INIT_VAL)
 }
 
 /// The counter of `meta` after the decay due at `now_ms`, without storing it
@@ -63,10 +96,10 @@ fn elapsed(then: u16, now: u16) -> u16 {
 pub fn decayed(meta: &Meta, now_ms: i64, tuning: &Tuning) -> u8 {
     let period = tuning.decay_minutes();
     if period == 0 {
-        return meta.lfu_count;
+        return meta.lfu_counter();
     }
-    let periods = u32::from(elapsed(meta.lfu_minutes, minutes(now_ms))) / period;
-    u8::try_from(u32::from(meta.lfu_count).saturating_sub(periods)).unwrap_or(0)
+    let periods = u32::from(elapsed(meta.lfu_minutes(), minutes(now_ms))) / period;
+    u8::try_from(u32::from(meta.lfu_counter()).saturating_sub(periods)).unwrap_or(0)
 }
 
 /// One logarithmic increment of `counter`; `random` is a uniform 64-bit number.
@@ -87,8 +120,7 @@ pub fn log_incr(counter: u8, log_factor: u32, random: u64) -> u8 {
 /// Record one access in `meta` at `now_ms`: decay, then increment.
 pub fn record_access(meta: &mut Meta, now_ms: i64, tuning: &Tuning, random: u64) {
     let counter = decayed(meta, now_ms, tuning);
-    meta.lfu_count = log_incr(counter, tuning.log_factor(), random);
-    meta.lfu_minutes = minutes(now_ms);
+    meta.clock = clock(minutes(now_ms), log_incr(counter, tuning.log_factor(), random));
 }
 
 #[cfg(test)]
@@ -96,17 +128,17 @@ mod tests {
     use super::*;
 
     fn entry() -> Meta {
-        Meta::new(0)
+        Meta::new(0, true)
     }
 
     #[test]
     fn new_keys_start_at_five_and_grow_logarithmically() {
         let tuning = Tuning::default();
         let mut e = entry();
-        assert_eq!(e.lfu_count, INIT_VAL);
+        assert_eq!(e.lfu_counter(), INIT_VAL);
         let mut x: u64 = 0x1234_5678;
         let now = 1_000_000_000_000;
-        e.lfu_minutes = minutes(now);
+        e.clock = clock(minutes(now), INIT_VAL);
         let mut step = |e: &mut Meta, n: usize| {
             for _ in 0..n {
                 x ^= x << 13;
@@ -118,9 +150,10 @@ mod tests {
         step(&mut e, 100);
         // Redis's table for factor 10: about 10 after 100 hits, 18 after 1000
         // (the second varies between about 15 and 25 from run to run).
-        assert!((8..=14).contains(&e.lfu_count), "{}", e.lfu_count);
+        assert!((8..=14).contains(&e.lfu_counter()), "{}", e.lfu_counter());
         step(&mut e, 900);
-        assert!((15..=25).contains(&e.lfu_count), "{}", e.lfu_count);
+        assert!((15..=25).contains(&e.lfu_counter()), "{}", e.lfu_counter());
+        assert_eq!(e.lfu_minutes(), minutes(now));
         assert_eq!(log_incr(255, 10, 0), 255);
         assert_eq!(log_incr(5, 10, u64::MAX), 6, "p is 1 at the initial value");
     }
@@ -129,8 +162,7 @@ mod tests {
     fn counters_decay_one_per_period_idle() {
         let tuning = Tuning::default();
         let mut e = entry();
-        e.lfu_count = 20;
-        e.lfu_minutes = minutes(0);
+        e.clock = clock(minutes(0), 20);
         assert_eq!(decayed(&e, 0, &tuning), 20);
         assert_eq!(decayed(&e, 3 * 60_000, &tuning), 17);
         assert_eq!(decayed(&e, 100 * 60_000, &tuning), 0);
@@ -138,9 +170,24 @@ mod tests {
         assert_eq!(decayed(&e, 4 * 60_000, &tuning), 18);
         tuning.set(10, 0);
         assert_eq!(decayed(&e, 400 * 60_000, &tuning), 20);
-        // The clock wraps at 2^16 minutes without losing the distance.
-        e.lfu_minutes = u16::MAX;
+        // The clock wraps at 2^16 minutes; as in Redis, the distance over
+        // the wrap is counted one short.
+        e.clock = clock(u16::MAX - 1, 20);
         tuning.set(10, 1);
-        assert_eq!(decayed(&e, 65_536 * 60_000, &tuning), 19);
+        assert_eq!(decayed(&e, 65_537 * 60_000, &tuning), 18);
+    }
+
+    #[test]
+    fn the_counter_and_minutes_share_24_bits() {
+        let c = clock(0xabcd, 0x12);
+        assert_eq!(c, 0xab_cd12);
+        let m = Meta { clock: c, private_copy: false };
+        assert_eq!((m.lfu_minutes(), m.lfu_counter()), (0xabcd, 0x12));
+        assert_eq!(fresh(120_000) & 0xff, u32::from(INIT_VAL));
+        assert_eq!(fresh(120_000) >> 8, 2);
+        let tuning = Tuning::default();
+        assert!(!tuning.lfu_policy());
+        tuning.set_lfu_policy(true);
+        assert!(tuning.lfu_policy());
     }
 }

@@ -234,12 +234,12 @@ impl HashValue {
     /// Append the packed encoding of the hash (fields and values
     /// alternating) to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
-        packed::encode(out, self.len() * 2, self.iter().flat_map(|(f, v)| [f, v]));
+        packed::encode(out, self.iter().flat_map(|(f, v)| [f, v]));
     }
 
     /// Bytes of the packed encoding.
     pub fn encoded_len(&self) -> usize {
-        packed::encoded_len(self.len() * 2, self.iter().flat_map(|(f, v)| [f, v]))
+        packed::encoded_len(self.iter().flat_map(|(f, v)| [f, v]))
     }
 }
 
@@ -284,12 +284,15 @@ pub fn plan_set(encoding: &[u8], pairs: &[(&[u8], &[u8])], limits: HashLimits) -
     if pairs.len() > MOST_PAIRS || !short_enough(pairs, limits) {
         return None;
     }
-    let (count, mut at) = packed::count_at(encoding)?;
-    if count / 2 > limits.max_entries {
-        return None;
-    }
+    let mut at = 0;
+    let mut len = 0;
     let mut found = [None; MOST_PAIRS];
-    for _ in 0..count / 2 {
+    // Bounded: each pair takes at least two bytes of the encoding.
+    while at < encoding.len() {
+        len += 1;
+        if len > limits.max_entries {
+            return None;
+        }
         let (fs, fe) = packed::element_at(encoding, at)?;
         let (vs, ve) = packed::element_at(encoding, fe)?;
         let field = &encoding[fs..fe];
@@ -300,7 +303,7 @@ pub fn plan_set(encoding: &[u8], pairs: &[(&[u8], &[u8])], limits: HashLimits) -
         }
         at = ve;
     }
-    Some(SetPlan { len: count / 2, found })
+    Some(SetPlan { len, found })
 }
 
 /// Apply `plan` to the packed hash whose encoding starts at `at` of
@@ -347,8 +350,6 @@ pub fn set_in_place(
             packed::put_element(bytes, pairs[i].0);
             packed::put_element(bytes, value_of(i));
         }
-        // One byte, as the count was (`packed::MAX_ELEMENTS` is below 128).
-        bytes[at] = u8::try_from(len * 2).ok()?;
     }
     Some(added)
 }
@@ -385,10 +386,8 @@ pub fn set_packed(
         }
     }
     changes[..n].sort_unstable();
-    // The count fits one byte (see `packed::MAX_ELEMENTS`): set at the end.
     let start = out.len();
-    out.push(0);
-    let (_, mut copied) = packed::count_at(current)?;
+    let mut copied = 0;
     for &(from, to, i) in &changes[..n] {
         out.extend_from_slice(&current[copied..from]);
         packed::put_element(out, value_of(i));
@@ -407,7 +406,6 @@ pub fn set_packed(
     if len > limits.max_entries || len > packed::MAX_ELEMENTS / 2 || !packed::fits(len * 2, out.len() - start) {
         return None;
     }
-    out[start] = u8::try_from(len * 2).ok()?;
     Some(added)
 }
 

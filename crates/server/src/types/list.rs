@@ -182,12 +182,12 @@ impl ListValue {
 
     /// Append the packed encoding of the list to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
-        packed::encode(out, self.len(), self.iter());
+        packed::encode(out, self.iter());
     }
 
     /// Bytes of the packed encoding.
     pub fn encoded_len(&self) -> usize {
-        packed::encoded_len(self.len(), self.iter())
+        packed::encoded_len(self.iter())
     }
 }
 
@@ -196,13 +196,13 @@ impl ListValue {
 /// `None` (nothing changed) when the result would be too big to pack (the
 /// caller then pushes onto the list boxed).
 pub fn push_packed(bytes: &mut Vec<u8>, at: usize, front: bool, elements: &[&[u8]]) -> Option<usize> {
-    let (count, body) = packed::count_at(&bytes[at..])?;
+    let count = PackedSeq::new(&bytes[at..]).len();
     let len = count.checked_add(elements.len())?;
     if len > packed::MAX_ELEMENTS {
         return None;
     }
     let added: usize = elements.iter().map(|e| packed::element_len(e)).sum();
-    if body != 1 || !packed::fits(len, bytes.len() - at + added) {
+    if !packed::fits(len, bytes.len() - at + added) {
         return None;
     }
     let old_end = bytes.len();
@@ -210,16 +210,14 @@ pub fn push_packed(bytes: &mut Vec<u8>, at: usize, front: bool, elements: &[&[u8
     if front {
         // Each element goes in front of the ones pushed before it.
         bytes.resize(old_end + added, 0);
-        bytes.copy_within(at + 1..old_end, at + 1 + added);
-        let mut to = at + 1;
+        bytes.copy_within(at..old_end, at + added);
+        let mut to = at;
         for e in elements.iter().rev() {
             to += packed::write_element(&mut bytes[to..], e);
         }
     } else {
         elements.iter().for_each(|e| packed::put_element(bytes, e));
     }
-    // One byte, as the count was (`packed::MAX_ELEMENTS` is below 128).
-    bytes[at] = u8::try_from(len).ok()?;
     Some(len)
 }
 
@@ -324,10 +322,11 @@ impl<'a> ListRef<'a> {
     pub fn get(self, index: i64) -> Option<&'a [u8]> {
         match self {
             ListRef::Boxed(l) => l.get(index),
+            // The length (a walk, see `packed`) only for an index from the tail.
+            ListRef::Packed(p) if index >= 0 => p.nth(usize::try_from(index).ok()?),
             ListRef::Packed(p) => {
-                let len = i64::try_from(p.len()).ok()?;
-                let i = if index < 0 { index.checked_add(len)? } else { index };
-                (0..len).contains(&i).then(|| p.nth(usize::try_from(i).ok()?)).flatten()
+                let i = index.checked_add(i64::try_from(p.len()).ok()?)?;
+                p.nth(usize::try_from(i).ok()?)
             }
         }
     }
@@ -336,7 +335,7 @@ impl<'a> ListRef<'a> {
     pub fn iter(self) -> ListIter<'a> {
         match self {
             ListRef::Boxed(l) => ListIter::Boxed(l.items.iter()),
-            ListRef::Packed(p) => ListIter::Packed(p.iter().collect::<Vec<_>>().into_iter()),
+            ListRef::Packed(p) => ListIter::Packed(p.elements(usize::MAX).into_iter()),
         }
     }
 
@@ -346,7 +345,9 @@ impl<'a> ListRef<'a> {
             ListRef::Boxed(l) => ListIter::Boxed(l.items.range(start..=end.min(l.len().saturating_sub(1)))),
             ListRef::Packed(p) => {
                 let take = (end.saturating_add(1)).saturating_sub(start);
-                ListIter::Packed(p.iter().skip(start).take(take).collect::<Vec<_>>().into_iter())
+                let mut items = Vec::with_capacity(take.min(packed::MAX_ELEMENTS));
+                items.extend(p.iter().skip(start).take(take));
+                ListIter::Packed(items.into_iter())
             }
         }
     }

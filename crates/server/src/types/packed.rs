@@ -1,14 +1,21 @@
-//! The packed encoding of small lists and hashes: a count and then each
-//! element as its length and bytes, all in one byte string that a packed
-//! keyspace entry stores after its key (see [`crate::keyspace::Entry`]).
+//! The packed encoding of small lists and hashes: each element as its
+//! length and bytes, all in one byte string that a packed keyspace entry
+//! stores after its key, up to the end of the entry's allocation (see
+//! [`crate::keyspace::Entry`]).
 //!
 //! ```text
-//! [varint count] ([varint length][bytes])*count
+//! ([varint length][bytes])*
 //! ```
 //!
 //! A list's elements are its items in order; a hash's are its fields and
 //! values alternating, in the hash's order. Lengths are LEB128 varints, so
 //! an element shorter than 128 bytes costs one byte beyond its bytes.
+//!
+//! There is no element count: the encoding ends where the allocation ends,
+//! and the count is found by walking the lengths ([`PackedSeq::len`]). That
+//! walk is bounded by [`MAX_ELEMENTS`] (and [`MAX_BYTES`]), costs about as
+//! much as reading one element by position, and saves the byte that would
+//! put a one-element list key past a malloc size class (see the entry docs).
 //!
 //! Packing is for *small* values only ([`fits`]): a write to a packed value
 //! rebuilds it, which costs in proportion to its size, and the memory it
@@ -16,13 +23,11 @@
 //! key that matters less the bigger the value.
 
 /// Most elements a packed value holds (items of a list, fields and values
-/// of a hash, each counted). Below 128, so the count is always one byte.
+/// of a hash, each counted): bounds the walk that counts them.
 pub const MAX_ELEMENTS: usize = 64;
 
 /// Most bytes the encoding of a packed value takes.
 pub const MAX_BYTES: usize = 1024;
-
-const _: () = assert!(MAX_ELEMENTS < 0x80);
 
 /// True when `count` elements whose encoding takes `encoded` bytes are
 /// small enough to pack.
@@ -51,7 +56,7 @@ fn put_varint(out: &mut Vec<u8>, mut n: usize) {
 }
 
 /// The varint at the start of `bytes` and the bytes after it, if well formed.
-#[inline]
+#[cfg(test)]
 fn get_varint(bytes: &[u8]) -> Option<(usize, &[u8])> {
     match bytes.split_first() {
         Some((&b, rest)) if b < 0x80 => Some((usize::from(b), rest)),
@@ -71,19 +76,17 @@ fn get_long_varint(bytes: &[u8]) -> Option<(usize, &[u8])> {
     None
 }
 
-/// Bytes the encoding of `count` elements takes.
-pub fn encoded_len<'e>(count: usize, elements: impl Iterator<Item = &'e [u8]>) -> usize {
-    varint_len(count) + elements.map(|e| varint_len(e.len()) + e.len()).sum::<usize>()
+/// Bytes the encoding of `elements` takes.
+pub fn encoded_len<'e>(elements: impl Iterator<Item = &'e [u8]>) -> usize {
+    elements.map(element_len).sum::<usize>()
 }
 
-/// Append the encoding of `count` elements to `out`.
-pub fn encode<'e>(out: &mut Vec<u8>, count: usize, elements: impl Iterator<Item = &'e [u8]>) {
-    put_varint(out, count);
+/// Append the encoding of `elements` to `out`.
+pub fn encode<'e>(out: &mut Vec<u8>, elements: impl Iterator<Item = &'e [u8]>) {
     elements.for_each(|e| put_element(out, e));
 }
 
-/// Append one element (its length and bytes) to `out`, for writers that
-/// put the count first themselves.
+/// Append one element (its length and bytes) to `out`.
 pub fn put_element(out: &mut Vec<u8>, element: &[u8]) {
     put_varint(out, element.len());
     out.extend_from_slice(element);
@@ -126,11 +129,6 @@ pub fn element_at(encoding: &[u8], at: usize) -> Option<(usize, usize)> {
     Some((from, to))
 }
 
-/// The element count of `encoding` and where its first element starts.
-pub fn count_at(encoding: &[u8]) -> Option<(usize, usize)> {
-    get_varint(encoding).map(|(count, body)| (count, encoding.len() - body.len()))
-}
-
 /// Which collection a packed value holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -143,34 +141,60 @@ pub enum Kind {
 /// A packed value, borrowed: reads its elements in place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PackedSeq<'a> {
-    count: usize,
-    /// The elements, after the count.
+    /// The elements, to the end.
     body: &'a [u8],
 }
 
 impl<'a> PackedSeq<'a> {
     /// A view of bytes written by [`encode`]. Bytes that are not such an
-    /// encoding (which the keyspace never stores) read as no elements.
+    /// encoding (which the keyspace never stores) read as the elements
+    /// before the first damaged one.
     pub fn new(bytes: &'a [u8]) -> PackedSeq<'a> {
-        match get_varint(bytes) {
-            Some((count, body)) => PackedSeq { count, body },
-            None => PackedSeq { count: 0, body: &[] },
-        }
+        PackedSeq { body: bytes }
     }
 
-    /// Number of elements.
+    /// Number of elements: a walk over their lengths (at most
+    /// [`MAX_ELEMENTS`] of them in what the keyspace stores).
     pub fn len(self) -> usize {
-        self.count
+        let bytes = self.body;
+        let (end, mut at, mut n) = (bytes.len(), 0, 0);
+        // The common one-byte length inline; longer ones through `element_at`.
+        while at < end {
+            let b = bytes[at];
+            at = if b < 0x80 {
+                at + 1 + usize::from(b)
+            } else {
+                match element_at(bytes, at) {
+                    Some((_, to)) => to,
+                    None => return n,
+                }
+            };
+            n += 1;
+        }
+        // The last element counted runs past the end: not an element.
+        if at > end {
+            n - 1
+        } else {
+            n
+        }
     }
 
     /// True when there are no elements.
     pub fn is_empty(self) -> bool {
-        self.count == 0
+        self.body.is_empty()
     }
 
     /// The elements in order.
     pub fn iter(self) -> PackedIter<'a> {
-        PackedIter { left: self.count, rest: self.body }
+        PackedIter { at: 0, bytes: self.body }
+    }
+
+    /// The first `most` elements, gathered (in one allocation: each element
+    /// takes at least a byte, and a stored value at most [`MAX_ELEMENTS`]).
+    pub fn elements(self, most: usize) -> Vec<&'a [u8]> {
+        let mut out = Vec::with_capacity(self.body.len().min(MAX_ELEMENTS).min(most));
+        out.extend(self.iter().take(most));
+        out
     }
 
     /// The element at position `i`.
@@ -182,29 +206,26 @@ impl<'a> PackedSeq<'a> {
 /// The elements of a [`PackedSeq`], front to back.
 #[derive(Debug, Clone)]
 pub struct PackedIter<'a> {
-    left: usize,
-    rest: &'a [u8],
+    /// Where the next element's length starts.
+    at: usize,
+    bytes: &'a [u8],
 }
 
 impl<'a> Iterator for PackedIter<'a> {
     type Item = &'a [u8];
 
+    #[inline]
     fn next(&mut self) -> Option<&'a [u8]> {
-        if self.left == 0 {
-            return None;
+        match element_at(self.bytes, self.at) {
+            Some((from, to)) => {
+                self.at = to;
+                Some(&self.bytes[from..to])
+            }
+            None => {
+                self.at = self.bytes.len();
+                None
+            }
         }
-        let (len, after) = get_varint(self.rest)?;
-        let Some(item) = after.get(..len) else {
-            self.left = 0;
-            return None;
-        };
-        self.rest = &after[len..];
-        self.left -= 1;
-        Some(item)
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.left, Some(self.left))
     }
 }
 
@@ -214,8 +235,8 @@ mod tests {
 
     fn round_trip(items: &[&[u8]]) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
-        encode(&mut out, items.len(), items.iter().copied());
-        assert_eq!(out.len(), encoded_len(items.len(), items.iter().copied()));
+        encode(&mut out, items.iter().copied());
+        assert_eq!(out.len(), encoded_len(items.iter().copied()));
         let seq = PackedSeq::new(&out);
         assert_eq!(seq.len(), items.len());
         seq.iter().map(<[u8]>::to_vec).collect()
@@ -254,10 +275,11 @@ mod tests {
         let long = [b'q'; 200];
         let items: [&[u8]; 3] = [b"ab", &long, b""];
         let mut out = Vec::new();
-        encode(&mut out, 3, items.iter().copied());
-        let (count, mut at) = count_at(&out).unwrap();
+        encode(&mut out, items.iter().copied());
+        assert_eq!(PackedSeq::new(&out).len(), 3);
+        let mut at = 0;
         let mut found: Vec<&[u8]> = Vec::new();
-        for _ in 0..count {
+        for _ in 0..3 {
             let (from, to) = element_at(&out, at).unwrap();
             found.push(&out[from..to]);
             at = to;
@@ -265,10 +287,9 @@ mod tests {
         assert_eq!(found, items);
         assert_eq!((at, element_at(&out, at)), (out.len(), None));
         assert_eq!(element_at(&[5, b'a'], 0), None, "a length past the end");
-        assert_eq!(items.iter().map(|i| element_len(i)).sum::<usize>() + 1, out.len());
+        assert_eq!(items.iter().map(|i| element_len(i)).sum::<usize>(), out.len());
         let mut written = vec![0u8; out.len()];
-        written[0] = 3;
-        let mut at = 1;
+        let mut at = 0;
         for item in items {
             at += write_element(&mut written[at..], item);
         }
@@ -278,10 +299,17 @@ mod tests {
     #[test]
     fn damaged_bytes_read_as_fewer_elements() {
         let mut out = Vec::new();
-        encode(&mut out, 2, [&b"abc"[..], b"de"].into_iter());
+        encode(&mut out, [&b"abc"[..], b"de"].into_iter());
         out.truncate(out.len() - 1);
         assert_eq!(PackedSeq::new(&out).iter().count(), 1);
+        assert_eq!(PackedSeq::new(&out).len(), 1);
+        assert_eq!(PackedSeq::new(&[1, b'a', 0x81, 0x01]).len(), 1, "a long length past the end");
         assert_eq!(PackedSeq::new(&[0x80]).len(), 0);
         assert_eq!(PackedSeq::new(&out).nth(1), None);
+        assert!(PackedSeq::new(&[]).is_empty());
+        let mut three = Vec::new();
+        encode(&mut three, [&b"a"[..], b"", b"bc"].into_iter());
+        assert_eq!(PackedSeq::new(&three).elements(2), [&b"a"[..], b""]);
+        assert_eq!(PackedSeq::new(&three).elements(usize::MAX).len(), 3);
     }
 }
