@@ -303,8 +303,11 @@ impl Gen {
                     }
                     a.push(b"COUNT".to_vec());
                     a.push(b"1000".to_vec());
-                    mask = Mask::SortedIfTable { pairs: true, scan: true };
                 }
+                // Sorted if a table in every case: " 0" reads as cursor 0 in
+                // Redis (strtoul skips blanks), so a "refused" scan may answer
+                // in full; an error reply is left as it is.
+                mask = Mask::SortedIfTable { pairs: true, scan: true };
             }
             _ => {
                 // CONFIG SET of the small-hash limits; new writes follow them.
