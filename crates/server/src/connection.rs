@@ -553,15 +553,7 @@ impl ReadBuffer {
     /// One read from `stream`, making room for at least `want` bytes (within
     /// [`MAX_GROWTH`]). Returns the bytes read; 0 means the client closed.
     async fn fill<S: ClientStream>(&mut self, stream: &mut S, want: usize) -> io::Result<usize> {
-        if self.start > 0 {
-            self.data.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
-        }
-        let room = want.clamp(MIN_READ, MAX_GROWTH);
-        if self.data.len() - self.end < room {
-            self.data.resize(self.end + room, 0);
-        }
+        self.make_room(want);
         loop {
             match stream.read(&mut self.data[self.end..]).await {
                 Ok(n) => {
