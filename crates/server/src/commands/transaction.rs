@@ -80,7 +80,7 @@ pub(super) fn queue<T: ReplyTarget>(
 ) {
     // CLIENT LIST's `cmd=` shows the last command queued, as in Redis.
     if let Some(handle) = session.handle() {
-        handle.ran(spec.id, crate::clock::mono_us(std::time::Instant::now()));
+        handle.ran(spec.id, crate::clock::now_mono_us());
     }
     if !runs(spec.id) {
         refused_while_queuing(session);

@@ -146,13 +146,22 @@ impl Db {
     /// Put the open key's charge back into `used` (see `open`), packing
     /// its value first if the change left a small list or hash (see
     /// [`Entry::repack`]).
+    #[inline]
     fn settle(&mut self) {
-        if std::mem::take(&mut self.open) {
-            let hash = self.hash(&self.open_key);
-            if let Some(entry) = self.table.find_mut(hash, |e| e.key() == self.open_key) {
-                entry.repack();
-                self.used += charge(entry);
-            }
+        if self.open {
+            self.settle_open();
+        }
+    }
+
+    /// [`Db::settle`] with a key open: kept out of line so that the check
+    /// every lookup makes stays a single test of a flag.
+    #[inline(never)]
+    fn settle_open(&mut self) {
+        self.open = false;
+        let hash = self.hash(&self.open_key);
+        if let Some(entry) = self.table.find_mut(hash, |e| e.key() == self.open_key) {
+            entry.repack();
+            self.used += charge(entry);
         }
     }
 
