@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
 use indexmap::IndexSet;
 use kvik_protocol::resp::writer::{Protocol, RespWriter};
@@ -198,15 +198,17 @@ pub struct Subscriber {
 ///
 /// Every RESP3 client and every RESPB channel has one (other clients may
 /// redirect tracking invalidations to it), and its connection polls it
-/// between requests. Polling the queue again takes more than a small
-/// command, so while nothing was sent and the queue holds this task's
-/// waker, a poll only reads the message count.
+/// between requests.
+///
+/// Every poll goes to the queue. Skipping the queue while the message count
+/// read zero and the queue was thought to hold this task's waker lost
+/// wake-ups under load: the queue can let go of a waker without a message
+/// (tokio's cooperative budget answers Pending without registering it, and
+/// a receive that finds a send half-done parks on a waker of its own).
 #[derive(Debug)]
 pub struct Inbox {
     subscriber: Arc<Subscriber>,
     rx: mpsc::UnboundedReceiver<Message>,
-    /// The waker the queue holds from the last poll that found it empty.
-    registered: Option<Waker>,
 }
 
 impl Inbox {
@@ -218,16 +220,8 @@ impl Inbox {
 
     /// Poll for the next message (a connection waiting on many inboxes).
     pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<Message>> {
-        let idle = self.subscriber.messages.load(Ordering::Acquire) == 0;
-        if idle && self.registered.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-            // A send counts itself first and then wakes the registered waker.
-            return Poll::Pending;
-        }
         match self.rx.poll_recv(cx) {
-            Poll::Pending => {
-                self.registered = Some(cx.waker().clone());
-                Poll::Pending
-            }
+            Poll::Pending => Poll::Pending,
             Poll::Ready(msg) => {
                 if let Some(msg) = &msg {
                     self.taken(msg);
@@ -247,10 +241,8 @@ impl Inbox {
         Some(msg)
     }
 
-    /// Account for `msg` leaving the queue. The send that queued it woke
-    /// (and so used up) the registered waker: the next poll registers again.
+    /// Account for `msg` leaving the queue.
     fn taken(&mut self, msg: &Message) {
-        self.registered = None;
         let s = &self.subscriber;
         s.messages.fetch_sub(1, Ordering::AcqRel);
         s.queued.fetch_sub(msg.size().min(s.queued.load(Ordering::Relaxed)), Ordering::Relaxed);
@@ -277,7 +269,7 @@ pub fn subscriber(id: u64) -> Inbox {
         messages: AtomicUsize::new(0),
         overflowed: AtomicBool::new(false),
     });
-    Inbox { subscriber, rx, registered: None }
+    Inbox { subscriber, rx }
 }
 
 impl Subscriber {
@@ -632,6 +624,7 @@ impl Drop for Subscriptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::task::Waker;
 
     /// A waker that counts its wakes.
     struct Counted(std::sync::atomic::AtomicUsize);
@@ -647,14 +640,13 @@ mod tests {
     }
 
     #[test]
-    fn an_idle_inbox_is_polled_cheaply_and_still_woken() {
+    fn an_inbox_is_woken_by_every_message_however_taken() {
         let counter = Arc::new(Counted(std::sync::atomic::AtomicUsize::new(0)));
         let waker = Waker::from(Arc::clone(&counter));
         let mut cx = Context::from_waker(&waker);
         let mut inbox = subscriber(7);
         let tx = Arc::clone(inbox.subscriber());
         assert!(inbox.poll_recv(&mut cx).is_pending());
-        // Registered: further polls only read the count.
         assert!(inbox.poll_recv(&mut cx).is_pending());
         assert!(inbox.poll_recv(&mut cx).is_pending());
         assert!(tx.deliver(message(b"one"), 0));
@@ -663,8 +655,7 @@ mod tests {
         assert!(inbox.poll_recv(&mut cx).is_pending());
         assert!(tx.deliver(message(b"two"), 0));
         assert_eq!(counter.0.load(Ordering::SeqCst), 2);
-        // Taken without polling: the next poll must register again, or
-        // the third message would never wake the task.
+        // Taken without polling: the next poll registers again.
         assert!(inbox.try_recv().is_some());
         assert!(inbox.try_recv().is_none());
         assert!(inbox.poll_recv(&mut cx).is_pending());
@@ -673,6 +664,34 @@ mod tests {
         assert!(matches!(inbox.poll_recv(&mut cx), Poll::Ready(Some(_))));
         assert_eq!(tx.queued.load(Ordering::SeqCst), 0);
         assert_eq!(tx.messages.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn an_inbox_polled_out_of_budget_is_still_woken() {
+        let rt = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+        let counter = Arc::new(Counted(std::sync::atomic::AtomicUsize::new(0)));
+        let waker = Waker::from(Arc::clone(&counter));
+        let mut inbox = subscriber(9);
+        let tx = Arc::clone(inbox.subscriber());
+        let (filler, mut busy) = mpsc::unbounded_channel::<u8>();
+        for _ in 0..1000 {
+            let _ = filler.send(0);
+        }
+        // A task poll that spends its whole budget on another queue before
+        // it polls the inbox, as a connection does that wrote many
+        // messages in one go.
+        rt.block_on(std::future::poll_fn(|cx| {
+            while busy.poll_recv(cx).is_ready() {}
+            assert!(inbox.poll_recv(&mut Context::from_waker(&waker)).is_pending());
+            Poll::Ready(())
+        }));
+        // The next poll, with budget again, must leave the waker with the queue.
+        rt.block_on(std::future::poll_fn(|_| {
+            assert!(inbox.poll_recv(&mut Context::from_waker(&waker)).is_pending());
+            Poll::Ready(())
+        }));
+        assert!(tx.deliver(message(b"late"), 0));
+        assert_eq!(counter.0.load(Ordering::SeqCst), 1, "the message never woke the task");
     }
 
     #[test]
