@@ -184,13 +184,7 @@ impl<'a> RespWriter<'a> {
     fn line(&mut self, kind: u8, text: &[u8]) {
         self.out.reserve(text.len() + 3);
         self.out.push(kind);
-        let start = self.out.len();
-        self.out.extend_from_slice(text);
-        for b in &mut self.out[start..] {
-            if *b == b'\r' || *b == b'\n' {
-                *b = b' ';
-            }
-        }
+        self.out.extend(text.iter().map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
         self.out.extend_from_slice(b"\r\n");
     }
 
@@ -218,6 +212,12 @@ impl ReplySink for RespWriter<'_> {
     #[inline]
     fn simple(&mut self, s: &[u8]) {
         if self.drop_scalar() {
+            return;
+        }
+        // Every successful SET, MSET, SELECT, ... answers OK: one copy of
+        // the whole reply instead of the line's scan for line breaks.
+        if s == b"OK" {
+            self.out.extend_from_slice(OK);
             return;
         }
         self.line(b'+', s);
