@@ -2,17 +2,22 @@
 //! access bookkeeping, laid out to take as little memory as possible.
 //!
 //! Most keys hold a string written whole (SET, MSET, INCR). Such a key is
-//! stored *packed*: one heap allocation holding everything, so the hash
-//! table's element is a 16-byte fat pointer and a key costs one allocation
-//! instead of three (entry, name, value). The packed bytes are:
+//! stored *packed*: one heap allocation holding everything, so a key costs
+//! one allocation instead of three (entry, name, value). The hash table's
+//! element is a one-word [`Thin`] pointer (8 bytes, against 16 for a
+//! `Box<[u8]>`; at the table's usual load of about one half that is some
+//! 17 bytes less per key): the packed bytes' length lives in front of
+//! them in their allocation, one byte for lengths below 255, else five
+//! (see `kvik-thin`). The packed bytes are:
 //!
 //! ```text
 //! [3B access clock][1B flags]
 //! [8B deadline, ms]                       only with the DEADLINE flag
-//! [1B key length] or [0xFF][4B key length]  (lengths from 255 on)
+//! nothing: keys below 15 bytes have their length in the flags' top 4 bits
+//!   or [1B key length] or [0xFF][4B key length]  (lengths from 255 on)
 //! [key]
-//! [8B integer] or [string bytes]          the integer with the INTEGER flag
-//!   or [packed list] / [packed hash]      with the LIST / HASH flag
+//! [8B integer] or [string bytes]          the integer with the INTEGER kind
+//!   or [packed list] / [packed hash]      with the LIST / HASH kind
 //! ```
 //!
 //! Small lists and small hashes in the `listpack` encoding are packed too,
@@ -35,9 +40,12 @@
 //! The header is four bytes because glibc malloc hands out chunks in
 //! 16-byte steps (up to 24 bytes of data in a 32-byte chunk, up to 40 in
 //! a 48-byte one, ...): a one-element list `list:123456` holding `element`
-//! takes 4 + 1 + 11 + 8 = 24 bytes, one chunk size below what an 8-byte
-//! header gave it. The access clock is Redis's single 24-bit field, read
-//! by the `maxmemory-policy` (see [`Meta`]).
+//! takes 1 + 4 + 11 + 8 = 24 bytes (length, header, key, element), one
+//! chunk size below what an 8-byte header gave it. The flags byte uses
+//! its four spare bits for a short key's length so that the thin
+//! pointer's length byte costs nothing for such keys. The access clock is
+//! Redis's single 24-bit field, read by the `maxmemory-policy` (see
+//! [`Meta`]).
 
 use super::{lfu, lru};
 use crate::types::hash::{HashRef, HashValue};
@@ -110,14 +118,20 @@ const FLAGS_AT: usize = 3;
 const DEADLINE: u8 = 1;
 /// Flag: [`Meta::private_copy`].
 const PRIVATE: u8 = 2;
-/// Flag: the value is an 8-byte integer rather than string bytes.
+/// The two flag bits naming the kind of the packed value: string bytes
+/// (both clear) or one of the three below.
+const KIND: u8 = 4 | 8;
+/// Kind: the value is an 8-byte integer rather than string bytes.
 const INTEGER: u8 = 4;
-/// Flag: the value is a packed list.
+/// Kind: the value is a packed list.
 const LIST: u8 = 8;
-/// Flag: the value is a packed hash.
-const HASH: u8 = 16;
-/// The flags naming the kind of the packed value.
-const KIND: u8 = INTEGER | LIST | HASH;
+/// Kind: the value is a packed hash.
+const HASH: u8 = 4 | 8;
+/// The top four flag bits hold a short key's length plus one; zero when
+/// a key-length field follows instead.
+const SHORT_KEY_SHIFT: u32 = 4;
+/// Keys shorter than this have their length in the flags.
+const SHORT_KEY: usize = 15;
 /// Key-length byte announcing a 4-byte length.
 const LONG_KEY: u8 = u8::MAX;
 
@@ -209,7 +223,11 @@ impl<'a> Packable<'a> {
 /// than a [`Thin`] holds (4 GiB, which only a raised `proto-max-bulk-len`
 /// allows): such a key is stored boxed.
 fn pack(meta: Meta, deadline: Option<i64>, key: &[u8], value: Packable<'_>) -> Option<Thin<Node>> {
-    let key_len_bytes = if key.len() < usize::from(LONG_KEY) { 1 } else { 5 };
+    let key_len_bytes = match key.len() {
+        n if n < SHORT_KEY => 0,
+        n if n < usize::from(LONG_KEY) => 1,
+        _ => 5,
+    };
     let len = (HEADER + if deadline.is_some() { 8 } else { 0 } + key_len_bytes)
         .saturating_add(key.len())
         .saturating_add(value.len());
@@ -229,12 +247,17 @@ fn write_packed(out: &mut Vec<u8>, meta: Meta, deadline: Option<i64>, key: &[u8]
         flags |= PRIVATE;
     }
     flags |= value.flag();
+    let short = key.len() < SHORT_KEY;
+    if let Some(n) = u8::try_from(key.len() + 1).ok().filter(|_| short) {
+        flags |= n << SHORT_KEY_SHIFT;
+    }
     out.extend_from_slice(&meta.clock.to_le_bytes()[..CLOCK_BYTES]);
     out.push(flags);
     if let Some(at) = deadline {
         out.extend_from_slice(&at.to_le_bytes());
     }
     match u8::try_from(key.len()) {
+        _ if short => {}
         Ok(n) if n < LONG_KEY => out.push(n),
         _ => {
             out.push(LONG_KEY);
@@ -254,7 +277,12 @@ fn read_i64(bytes: &[u8], at: usize) -> i64 {
 
 /// Where the key of packed bytes starts and ends (the value follows it).
 fn key_span(bytes: &[u8]) -> (usize, usize) {
-    let at = if bytes[FLAGS_AT] & DEADLINE != 0 { HEADER + 8 } else { HEADER };
+    let flags = bytes[FLAGS_AT];
+    let at = if flags & DEADLINE != 0 { HEADER + 8 } else { HEADER };
+    let short = usize::from(flags >> SHORT_KEY_SHIFT);
+    if short != 0 {
+        return (at, at + short - 1);
+    }
     if bytes[at] == LONG_KEY {
         let mut len = [0u8; 4];
         len.copy_from_slice(&bytes[at + 1..at + 5]);
@@ -281,14 +309,11 @@ fn packed_value(bytes: &[u8]) -> Packable<'_> {
 fn packed_view(bytes: &[u8]) -> ValueRef<'_> {
     let (_, end) = key_span(bytes);
     let flags = bytes[FLAGS_AT];
-    if flags & INTEGER != 0 {
-        ValueRef::Str(StrRef::Int(read_i64(bytes, end)))
-    } else if flags & LIST != 0 {
-        ValueRef::List(ListRef::Packed(PackedSeq::new(&bytes[end..])))
-    } else if flags & HASH != 0 {
-        ValueRef::Hash(HashRef::Packed(PackedSeq::new(&bytes[end..])))
-    } else {
-        ValueRef::Str(StrRef::Bytes(&bytes[end..]))
+    match flags & KIND {
+        INTEGER => ValueRef::Str(StrRef::Int(read_i64(bytes, end))),
+        LIST => ValueRef::List(ListRef::Packed(PackedSeq::new(&bytes[end..]))),
+        HASH => ValueRef::Hash(HashRef::Packed(PackedSeq::new(&bytes[end..]))),
+        _ => ValueRef::Str(StrRef::Bytes(&bytes[end..])),
     }
 }
 
@@ -400,7 +425,7 @@ impl Entry {
     #[inline]
     pub fn extend_packed<R>(&mut self, kind: Kind, edit: impl FnOnce(&mut Vec<u8>, usize) -> Option<R>) -> Option<R> {
         let View::Bytes(b) = self.0.view() else { return None };
-        if b[FLAGS_AT] & kind_flag(kind) == 0 {
+        if b[FLAGS_AT] & KIND != kind_flag(kind) {
             return None;
         }
         let (_, end) = key_span(b);
@@ -416,7 +441,7 @@ impl Entry {
     /// [`Entry::value_mut`]).
     pub fn rewrite_packed<R>(&mut self, kind: Kind, edit: impl FnOnce(&[u8], &mut Vec<u8>) -> Option<R>) -> Option<R> {
         let View::Bytes(b) = self.0.view() else { return None };
-        if b[FLAGS_AT] & kind_flag(kind) == 0 {
+        if b[FLAGS_AT] & KIND != kind_flag(kind) {
             return None;
         }
         let (_, end) = key_span(b);
@@ -434,7 +459,7 @@ impl Entry {
     /// when the key already holds a packed integer.
     pub fn set_int(&mut self, n: i64) {
         if let ViewMut::Bytes(b) = self.0.view_mut() {
-            if b[FLAGS_AT] & INTEGER != 0 {
+            if b[FLAGS_AT] & KIND == INTEGER {
                 let (_, end) = key_span(b);
                 b[end..end + 8].copy_from_slice(&n.to_le_bytes());
                 return;
@@ -456,7 +481,9 @@ impl Entry {
                     View::Bytes(b) => pack(packed_meta(b), deadline_of(b), key, packed_value(b)),
                     View::Boxed(_) => None,
                 };
-                renamed.map(Entry).unwrap_or_else(|| Entry::new(key, old.value().to_owned(), old.deadline(), old.meta()))
+                renamed
+                    .map(Entry)
+                    .unwrap_or_else(|| Entry::new(key, old.value().to_owned(), old.deadline(), old.meta()))
             }
         }
     }
@@ -682,7 +709,8 @@ mod tests {
             assert_eq!(e.value().to_owned(), list_of(&items_in));
             // One allocation: header, key, and each element with its length,
             // after the 5-byte length the thin pointer gives strings of 255 on.
-            let body = HEADER + deadline.map_or(0, |_| 8) + 1 + 6 + (1 + 1) + 1 + (2 + 300) + (1 + 7);
+            // The 6-byte key's length is in the flags.
+            let body = HEADER + deadline.map_or(0, |_| 8) + 6 + (1 + 1) + 1 + (2 + 300) + (1 + 7);
             assert_eq!(e.heap_size(), 5 + body);
         }
     }
@@ -768,13 +796,38 @@ mod tests {
     }
 
     #[test]
-    fn the_header_is_four_bytes_after_a_one_byte_length() {
+    fn a_small_list_key_fits_a_32_byte_chunk() {
+        // Length 1, header 4 (the 11-byte key's length in its flags), key,
+        // element with its length.
         let e = Entry::new(b"list:123456", list_of(&[b"element"]), None, meta());
         assert!(e.is_packed());
-        assert_eq!(e.heap_size(), 1 + HEADER + 1 + 11 + 8);
-        assert_eq!(Entry::string(b"key:123456", b"abc", None, meta()).heap_size(), 1 + HEADER + 1 + 10 + 3);
+        assert_eq!(e.heap_size(), 24, "glibc serves up to 24 bytes from a 32-byte chunk");
+        assert_eq!(Entry::string(b"key:123456", b"abc", None, meta()).heap_size(), 1 + HEADER + 10 + 3);
         let hash = Entry::new(b"h", hash_of(&[(b"f", b"v")]), None, meta());
-        assert_eq!(hash.heap_size(), 1 + HEADER + 1 + 1 + 2 + 2);
+        assert_eq!(hash.heap_size(), 1 + HEADER + 1 + 2 + 2);
+    }
+
+    #[test]
+    fn key_lengths_move_from_the_flags_to_a_byte_to_five_bytes() {
+        for (len, length_bytes) in [(0, 0), (1, 0), (14, 0), (15, 1), (16, 1), (254, 1), (255, 5), (300, 5)] {
+            let key = vec![b'k'; len];
+            for deadline in [None, Some(42)] {
+                let mut e = Entry::string(&key, b"value", deadline, meta());
+                let body = HEADER + deadline.map_or(0, |_| 8) + length_bytes + len + 5;
+                assert_eq!(e.heap_size(), body + if body < 255 { 1 } else { 5 }, "key of {len}");
+                assert_eq!(
+                    (e.key(), text(&e), e.deadline(), e.meta()),
+                    (&key[..], b"value".to_vec(), deadline, meta())
+                );
+                e.set_meta(Meta { private_copy: true, ..meta() });
+                e.set_deadline(Some(7));
+                e.set_int(-5);
+                assert_eq!((e.key(), e.value(), e.deadline()), (&key[..], ValueRef::Str(StrRef::Int(-5)), Some(7)));
+                assert!(e.meta().private_copy);
+                let list = Entry::new(&key, list_of(&[b"x"]), deadline, meta());
+                assert_eq!((list.key(), items(&list)), (&key[..], vec![b"x".to_vec()]));
+            }
+        }
     }
 
     #[test]
