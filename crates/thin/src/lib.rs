@@ -140,6 +140,19 @@ fn prefix_len(len: usize) -> usize {
     }
 }
 
+/// Append the prefix for a payload of `len` bytes (the 4-byte form with
+/// `u32::MAX` for a longer one, which [`Thin::seal`] then refuses).
+#[inline]
+fn push_prefix(out: &mut Vec<u8>, len: usize) {
+    match u8::try_from(len) {
+        Ok(n) if n < LONG => out.push(n),
+        _ => {
+            out.push(LONG);
+            out.extend_from_slice(&u32::try_from(len).unwrap_or(u32::MAX).to_le_bytes());
+        }
+    }
+}
+
 impl<T> Thin<T> {
     /// Holds `value` in a box of its own.
     pub fn new_boxed(value: T) -> Thin<T> {
@@ -173,7 +186,8 @@ impl<T> Thin<T> {
     pub fn try_build(capacity: usize, fill: impl FnOnce(&mut Vec<u8>)) -> Result<Thin<T>, TooLong> {
         let start = prefix_len(capacity);
         let mut out = Vec::with_capacity(start.saturating_add(capacity));
-        out.resize(start, 0);
+        // The prefix for the announced length, usually the final one.
+        push_prefix(&mut out, capacity);
         fill(&mut out);
         Thin::seal(out, start)
     }
@@ -185,17 +199,19 @@ impl<T> Thin<T> {
             out.resize(start, 0);
         }
         let len = out.len() - start;
-        let long = u32::try_from(len).map_err(|_| TooLong(len))?;
-        let mut prefix = [LONG; 5];
-        let need = prefix_len(len);
-        match u8::try_from(len) {
-            Ok(n) if need == 1 => prefix[0] = n,
-            _ => prefix[1..].copy_from_slice(&long.to_le_bytes()),
-        }
-        if need == start {
-            out[..start].copy_from_slice(&prefix[..need]);
-        } else {
-            out.splice(..start, prefix[..need].iter().copied());
+        let long = u32::try_from(len).map_err(|_| TooLong(len))?.to_le_bytes();
+        // Fixed-size stores (no call to memcpy): this runs for every SET.
+        match (start, prefix_len(len)) {
+            (1, 1) => out[0] = long[0],
+            (5, 5) => {
+                out[0] = LONG;
+                out[1..5].copy_from_slice(&long);
+            }
+            _ => {
+                let mut prefix = Vec::with_capacity(5);
+                push_prefix(&mut prefix, len);
+                out.splice(..start, prefix);
+            }
         }
         Ok(Thin::adopt(out.into_boxed_slice()))
     }
