@@ -194,13 +194,25 @@ impl<T> Thin<T> {
 
     /// A byte string from `out`, whose payload starts at `start` (the bytes
     /// before it are replaced by the prefix; missing ones are added).
+    #[inline]
     fn seal(mut out: Vec<u8>, start: usize) -> Result<Thin<T>, TooLong> {
+        // The common case, every SET of a short string: a one-byte prefix
+        // that stays one byte.
+        match out.len().checked_sub(start).and_then(|len| u8::try_from(len).ok()) {
+            Some(n) if start == 1 && n < LONG => out[0] = n,
+            _ => return Thin::seal_slow(out, start),
+        }
+        Ok(Thin::adopt(out.into_boxed_slice()))
+    }
+
+    /// [`Thin::seal`] of the other cases.
+    #[cold]
+    fn seal_slow(mut out: Vec<u8>, start: usize) -> Result<Thin<T>, TooLong> {
         if out.len() < start {
             out.resize(start, 0);
         }
         let len = out.len() - start;
         let long = u32::try_from(len).map_err(|_| TooLong(len))?.to_le_bytes();
-        // Fixed-size stores (no call to memcpy): this runs for every SET.
         match (start, prefix_len(len)) {
             (1, 1) => out[0] = long[0],
             (5, 5) => {
@@ -217,6 +229,7 @@ impl<T> Thin<T> {
     }
 
     /// Take ownership of `whole`, a prefix and its payload.
+    #[inline]
     fn adopt(whole: Box<[u8]>) -> Thin<T> {
         if whole.as_ptr().addr() & BOXED != 0 {
             // Never seen with a real allocator (see the crate docs). An
