@@ -29,7 +29,7 @@ use super::lru;
 use crate::types::Value;
 
 /// Bytes charged for every key beyond what its entry holds on the heap:
-/// the table's 16-byte slot and control byte, with a share of the spare
+/// the table's 8-byte slot and control byte, with a share of the spare
 /// capacity the table keeps to stay fast.
 pub const ENTRY_OVERHEAD: usize = std::mem::size_of::<Entry>() + 1 + 8;
 

@@ -2,17 +2,22 @@
 //! access bookkeeping, laid out to take as little memory as possible.
 //!
 //! Most keys hold a string written whole (SET, MSET, INCR). Such a key is
-//! stored *packed*: one heap allocation holding everything, so the hash
-//! table's element is a 16-byte fat pointer and a key costs one allocation
-//! instead of three (entry, name, value). The packed bytes are:
+//! stored *packed*: one heap allocation holding everything, so a key costs
+//! one allocation instead of three (entry, name, value). The hash table's
+//! element is a one-word [`Thin`] pointer (8 bytes, against 16 for a
+//! `Box<[u8]>`; at the table's usual load of about one half that is some
+//! 17 bytes less per key): the packed bytes' length lives in front of
+//! them in their allocation, one byte for lengths below 255, else five
+//! (see `kvik-thin`). The packed bytes are:
 //!
 //! ```text
 //! [3B access clock][1B flags]
 //! [8B deadline, ms]                       only with the DEADLINE flag
-//! [1B key length] or [0xFF][4B key length]  (lengths from 255 on)
+//! nothing: keys below 15 bytes have their length in the flags' top 4 bits
+//!   or [1B key length] or [0xFF][4B key length]  (lengths from 255 on)
 //! [key]
-//! [8B integer] or [string bytes]          the integer with the INTEGER flag
-//!   or [packed list] / [packed hash]      with the LIST / HASH flag
+//! [8B integer] or [string bytes]          the integer with the INTEGER kind
+//!   or [packed list] / [packed hash]      with the LIST / HASH kind
 //! ```
 //!
 //! Small lists and small hashes in the `listpack` encoding are packed too,
@@ -35,9 +40,12 @@
 //! The header is four bytes because glibc malloc hands out chunks in
 //! 16-byte steps (up to 24 bytes of data in a 32-byte chunk, up to 40 in
 //! a 48-byte one, ...): a one-element list `list:123456` holding `element`
-//! takes 4 + 1 + 11 + 8 = 24 bytes, one chunk size below what an 8-byte
-//! header gave it. The access clock is Redis's single 24-bit field, read
-//! by the `maxmemory-policy` (see [`Meta`]).
+//! takes 1 + 4 + 11 + 8 = 24 bytes (length, header, key, element), one
+//! chunk size below what an 8-byte header gave it. The flags byte uses
+//! its four spare bits for a short key's length so that the thin
+//! pointer's length byte costs nothing for such keys. The access clock is
+//! Redis's single 24-bit field, read by the `maxmemory-policy` (see
+//! [`Meta`]).
 
 use super::{lfu, lru};
 use crate::types::hash::{HashRef, HashValue};
@@ -45,6 +53,7 @@ use crate::types::list::{ListRef, ListValue};
 use crate::types::packed::{Kind, PackedSeq};
 use crate::types::string::{stored_int, StrRef, StrValue};
 use crate::types::{Value, ValueRef};
+use kvik_thin::{Thin, View, ViewMut};
 
 /// What the keyspace records about a key's use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,14 +118,20 @@ const FLAGS_AT: usize = 3;
 const DEADLINE: u8 = 1;
 /// Flag: [`Meta::private_copy`].
 const PRIVATE: u8 = 2;
-/// Flag: the value is an 8-byte integer rather than string bytes.
+/// The two flag bits naming the kind of the packed value: string bytes
+/// (both clear) or one of the three below.
+const KIND: u8 = 4 | 8;
+/// Kind: the value is an 8-byte integer rather than string bytes.
 const INTEGER: u8 = 4;
-/// Flag: the value is a packed list.
+/// Kind: the value is a packed list.
 const LIST: u8 = 8;
-/// Flag: the value is a packed hash.
-const HASH: u8 = 16;
-/// The flags naming the kind of the packed value.
-const KIND: u8 = INTEGER | LIST | HASH;
+/// Kind: the value is a packed hash.
+const HASH: u8 = 4 | 8;
+/// The top four flag bits hold a short key's length plus one; zero when
+/// a key-length field follows instead.
+const SHORT_KEY_SHIFT: u32 = 4;
+/// Keys shorter than this have their length in the flags.
+const SHORT_KEY: usize = 15;
 /// Key-length byte announcing a 4-byte length.
 const LONG_KEY: u8 = u8::MAX;
 
@@ -129,15 +144,10 @@ pub struct Node {
     value: Value,
 }
 
-/// One key as the hash table stores it (16 bytes; see the module docs).
+/// One key as the hash table stores it: one word, pointing at the packed
+/// bytes or at the boxed [`Node`] (see the module docs).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Entry(Repr);
-
-#[derive(Debug, Clone, PartialEq)]
-enum Repr {
-    Packed(Box<[u8]>),
-    Boxed(Box<Node>),
-}
+pub struct Entry(Thin<Node>);
 
 /// A value in the form a packed entry can hold.
 #[derive(Clone, Copy)]
@@ -209,19 +219,26 @@ impl<'a> Packable<'a> {
     }
 }
 
-/// Whether a key's length fits the packed layout's 4-byte length (keys
-/// longer than 4 GiB, which only a raised `proto-max-bulk-len` allows, are
-/// stored boxed).
-fn packable_key(key: &[u8]) -> bool {
-    u32::try_from(key.len()).is_ok()
+/// Build the packed bytes of a key, or `None` when they would be longer
+/// than a [`Thin`] holds (4 GiB, which only a raised `proto-max-bulk-len`
+/// allows): such a key is stored boxed.
+fn pack(meta: Meta, deadline: Option<i64>, key: &[u8], value: Packable<'_>) -> Option<Thin<Node>> {
+    let key_len_bytes = match key.len() {
+        n if n < SHORT_KEY => 0,
+        n if n < usize::from(LONG_KEY) => 1,
+        _ => 5,
+    };
+    let len = (HEADER + if deadline.is_some() { 8 } else { 0 } + key_len_bytes)
+        .saturating_add(key.len())
+        .saturating_add(value.len());
+    if len > kvik_thin::MAX_LEN {
+        return None;
+    }
+    Thin::try_build(len, |out| write_packed(out, meta, deadline, key, value)).ok()
 }
 
-/// Build the packed bytes of a key, whose length [`packable_key`] accepted.
-fn pack(meta: Meta, deadline: Option<i64>, key: &[u8], value: Packable<'_>) -> Box<[u8]> {
-    let key_len_bytes = if key.len() < usize::from(LONG_KEY) { 1 } else { 5 };
-    let value_len = value.len();
-    let len = HEADER + if deadline.is_some() { 8 } else { 0 } + key_len_bytes + key.len() + value_len;
-    let mut out = Vec::with_capacity(len);
+/// Append the packed bytes of a key to `out` (see the module docs).
+fn write_packed(out: &mut Vec<u8>, meta: Meta, deadline: Option<i64>, key: &[u8], value: Packable<'_>) {
     let mut flags = 0;
     if deadline.is_some() {
         flags |= DEADLINE;
@@ -230,12 +247,17 @@ fn pack(meta: Meta, deadline: Option<i64>, key: &[u8], value: Packable<'_>) -> B
         flags |= PRIVATE;
     }
     flags |= value.flag();
+    let short = key.len() < SHORT_KEY;
+    if let Some(n) = u8::try_from(key.len() + 1).ok().filter(|_| short) {
+        flags |= n << SHORT_KEY_SHIFT;
+    }
     out.extend_from_slice(&meta.clock.to_le_bytes()[..CLOCK_BYTES]);
     out.push(flags);
     if let Some(at) = deadline {
         out.extend_from_slice(&at.to_le_bytes());
     }
     match u8::try_from(key.len()) {
+        _ if short => {}
         Ok(n) if n < LONG_KEY => out.push(n),
         _ => {
             out.push(LONG_KEY);
@@ -243,9 +265,7 @@ fn pack(meta: Meta, deadline: Option<i64>, key: &[u8], value: Packable<'_>) -> B
         }
     }
     out.extend_from_slice(key);
-    value.write(&mut out);
-    debug_assert_eq!(out.len(), len);
-    out.into_boxed_slice()
+    value.write(out);
 }
 
 /// Read 8 little-endian bytes at `at` of packed bytes built by [`pack`].
@@ -257,7 +277,12 @@ fn read_i64(bytes: &[u8], at: usize) -> i64 {
 
 /// Where the key of packed bytes starts and ends (the value follows it).
 fn key_span(bytes: &[u8]) -> (usize, usize) {
-    let at = if bytes[FLAGS_AT] & DEADLINE != 0 { HEADER + 8 } else { HEADER };
+    let flags = bytes[FLAGS_AT];
+    let at = if flags & DEADLINE != 0 { HEADER + 8 } else { HEADER };
+    let short = usize::from(flags >> SHORT_KEY_SHIFT);
+    if short != 0 {
+        return (at, at + short - 1);
+    }
     if bytes[at] == LONG_KEY {
         let mut len = [0u8; 4];
         len.copy_from_slice(&bytes[at + 1..at + 5]);
@@ -284,26 +309,23 @@ fn packed_value(bytes: &[u8]) -> Packable<'_> {
 fn packed_view(bytes: &[u8]) -> ValueRef<'_> {
     let (_, end) = key_span(bytes);
     let flags = bytes[FLAGS_AT];
-    if flags & INTEGER != 0 {
-        ValueRef::Str(StrRef::Int(read_i64(bytes, end)))
-    } else if flags & LIST != 0 {
-        ValueRef::List(ListRef::Packed(PackedSeq::new(&bytes[end..])))
-    } else if flags & HASH != 0 {
-        ValueRef::Hash(HashRef::Packed(PackedSeq::new(&bytes[end..])))
-    } else {
-        ValueRef::Str(StrRef::Bytes(&bytes[end..]))
+    match flags & KIND {
+        INTEGER => ValueRef::Str(StrRef::Int(read_i64(bytes, end))),
+        LIST => ValueRef::List(ListRef::Packed(PackedSeq::new(&bytes[end..]))),
+        HASH => ValueRef::Hash(HashRef::Packed(PackedSeq::new(&bytes[end..]))),
+        _ => ValueRef::Str(StrRef::Bytes(&bytes[end..])),
     }
 }
 
 impl Entry {
     /// `key` holding `value`, expiring at `deadline` (never when `None`).
     pub fn new(key: &[u8], value: Value, deadline: Option<i64>, meta: Meta) -> Entry {
-        match Packable::of(&value).filter(|_| packable_key(key)) {
-            Some(p) => Entry(Repr::Packed(pack(meta, deadline, key, p))),
+        match Packable::of(&value).and_then(|p| pack(meta, deadline, key, p)) {
+            Some(packed) => Entry(packed),
             None => {
                 // 24 bits, as a packed key keeps them.
                 let meta = Meta { clock: meta.clock & lru::CLOCK_MAX, ..meta };
-                Entry(Repr::Boxed(Box::new(Node { meta, deadline, key: key.into(), value })))
+                Entry(Thin::new_boxed(Node { meta, deadline, key: key.into(), value }))
             }
         }
     }
@@ -311,55 +333,54 @@ impl Entry {
     /// `key` holding the string `bytes` written whole, as SET stores it:
     /// packed, as an integer when the bytes are one's canonical text.
     pub fn string(key: &[u8], bytes: &[u8], deadline: Option<i64>, meta: Meta) -> Entry {
-        if !packable_key(key) {
-            return Entry::new(key, Value::Str(StrValue::from_bytes(bytes)), deadline, meta);
+        match pack(meta, deadline, key, Packable::text(bytes)) {
+            Some(packed) => Entry(packed),
+            None => Entry::new(key, Value::Str(StrValue::from_bytes(bytes)), deadline, meta),
         }
-        Entry(Repr::Packed(pack(meta, deadline, key, Packable::text(bytes))))
     }
 
     /// The key's name.
     pub fn key(&self) -> &[u8] {
-        match &self.0 {
-            Repr::Packed(b) => {
+        match self.0.view() {
+            View::Bytes(b) => {
                 let (start, end) = key_span(b);
                 &b[start..end]
             }
-            Repr::Boxed(n) => &n.key,
+            View::Boxed(n) => &n.key,
         }
     }
 
     /// The value, borrowed.
     pub fn value(&self) -> ValueRef<'_> {
-        match &self.0 {
-            Repr::Packed(b) => packed_view(b),
-            Repr::Boxed(n) => n.value.view(),
+        match self.0.view() {
+            View::Bytes(b) => packed_view(b),
+            View::Boxed(n) => n.value.view(),
         }
     }
 
     /// The value, for a change in place; a packed key is boxed first (once).
     pub fn value_mut(&mut self) -> &mut Value {
-        if let Repr::Packed(b) = &self.0 {
-            let node = Node {
-                meta: packed_meta(b),
-                deadline: self.deadline(),
-                key: self.key().into(),
-                value: self.value().to_owned(),
-            };
-            self.0 = Repr::Boxed(Box::new(node));
+        if !self.0.is_boxed() {
+            self.0 = Thin::new_boxed(self.node());
         }
-        match &mut self.0 {
-            Repr::Boxed(n) => &mut n.value,
+        match self.0.view_mut() {
+            ViewMut::Boxed(n) => &mut n.value,
             // Boxed just above.
-            Repr::Packed(_) => unreachable!("entry was boxed"),
+            ViewMut::Bytes(_) => unreachable!("entry was boxed"),
         }
+    }
+
+    /// The [`Node`] holding what this entry holds.
+    fn node(&self) -> Node {
+        Node { meta: self.meta(), deadline: self.deadline(), key: self.key().into(), value: self.value().to_owned() }
     }
 
     /// Replace the value, keeping deadline and access record; a value with
     /// a packed form is packed.
     pub fn set_value(&mut self, value: Value) {
         let packable = Packable::of(&value).is_some();
-        match &mut self.0 {
-            Repr::Boxed(n) if !packable => n.value = value,
+        match self.0.view_mut() {
+            ViewMut::Boxed(n) if !packable => n.value = value,
             _ => *self = Entry::new(self.key(), value, self.deadline(), self.meta()),
         }
     }
@@ -369,31 +390,31 @@ impl Entry {
     /// True when the entry is packed afterwards.
     #[inline]
     pub fn repack(&mut self) -> bool {
-        match &self.0 {
-            Repr::Packed(_) => true,
+        match self.0.view() {
+            View::Bytes(_) => true,
             // Most boxed values have no packed form (a large list, a set):
             // answered without a call.
-            Repr::Boxed(n) if !may_pack(&n.value) => false,
-            Repr::Boxed(_) => self.pack_boxed(),
+            View::Boxed(n) if !may_pack(&n.value) => false,
+            View::Boxed(_) => self.pack_boxed(),
         }
     }
 
     /// [`Entry::repack`] of a boxed value that may have a packed form.
     fn pack_boxed(&mut self) -> bool {
-        let packed = match &self.0 {
-            Repr::Packed(_) => return true,
-            Repr::Boxed(n) => match Packable::of(&n.value).filter(|_| packable_key(&n.key)) {
-                Some(p) => pack(n.meta, n.deadline, &n.key, p),
+        let packed = match self.0.view() {
+            View::Bytes(_) => return true,
+            View::Boxed(n) => match Packable::of(&n.value).and_then(|p| pack(n.meta, n.deadline, &n.key, p)) {
+                Some(packed) => packed,
                 None => return false,
             },
         };
-        self.0 = Repr::Packed(packed);
+        self.0 = packed;
         true
     }
 
     /// True when the entry is stored packed.
     pub fn is_packed(&self) -> bool {
-        matches!(self.0, Repr::Packed(_))
+        !self.0.is_boxed()
     }
 
     /// Change a packed list or hash of `kind` in its own allocation,
@@ -403,15 +424,14 @@ impl Entry {
     /// it declines with `None` it must leave the bytes as they were.
     #[inline]
     pub fn extend_packed<R>(&mut self, kind: Kind, edit: impl FnOnce(&mut Vec<u8>, usize) -> Option<R>) -> Option<R> {
-        let Repr::Packed(b) = &mut self.0 else { return None };
-        if b[FLAGS_AT] & kind_flag(kind) == 0 {
+        let View::Bytes(b) = self.0.view() else { return None };
+        if b[FLAGS_AT] & KIND != kind_flag(kind) {
             return None;
         }
         let (_, end) = key_span(b);
-        let mut bytes = std::mem::take(b).into_vec();
-        let result = edit(&mut bytes, end);
-        *b = bytes.into_boxed_slice();
-        result
+        // The vector holds the thin pointer's length prefix before the
+        // entry's bytes: `at` counts from the vector's start.
+        self.0.edit_vec(|bytes, at| edit(bytes, at + end)).flatten()
     }
 
     /// Change a packed list or hash of `kind` without boxing it: `edit`
@@ -420,23 +440,26 @@ impl Entry {
     /// `None` (nothing changes; the caller then changes the value through
     /// [`Entry::value_mut`]).
     pub fn rewrite_packed<R>(&mut self, kind: Kind, edit: impl FnOnce(&[u8], &mut Vec<u8>) -> Option<R>) -> Option<R> {
-        let Repr::Packed(b) = &mut self.0 else { return None };
-        if b[FLAGS_AT] & kind_flag(kind) == 0 {
+        let View::Bytes(b) = self.0.view() else { return None };
+        if b[FLAGS_AT] & KIND != kind_flag(kind) {
             return None;
         }
         let (_, end) = key_span(b);
-        let mut out = Vec::with_capacity(b.len() + 64);
-        out.extend_from_slice(&b[..end]);
-        let result = edit(&b[end..], &mut out)?;
-        *b = out.into_boxed_slice();
+        let mut result = None;
+        let rewritten = Thin::try_build(b.len() + 64, |out| {
+            out.extend_from_slice(&b[..end]);
+            result = edit(&b[end..], out);
+        });
+        let result = result?;
+        self.0 = rewritten.ok()?;
         Some(result)
     }
 
     /// Replace the value with the integer `n` (INCR and friends): in place
     /// when the key already holds a packed integer.
     pub fn set_int(&mut self, n: i64) {
-        if let Repr::Packed(b) = &mut self.0 {
-            if b[FLAGS_AT] & INTEGER != 0 {
+        if let ViewMut::Bytes(b) = self.0.view_mut() {
+            if b[FLAGS_AT] & KIND == INTEGER {
                 let (_, end) = key_span(b);
                 b[end..end + 8].copy_from_slice(&n.to_le_bytes());
                 return;
@@ -447,62 +470,72 @@ impl Entry {
 
     /// The same entry under another name (RENAME).
     pub fn renamed(self, key: &[u8]) -> Entry {
-        match self.0 {
-            Repr::Boxed(mut n) => {
+        match self.0.into_box() {
+            Ok(mut n) => {
                 n.key = key.into();
-                Entry(Repr::Boxed(n))
+                Entry(Thin::from_box(n))
             }
-            Repr::Packed(b) if packable_key(key) => {
-                Entry(Repr::Packed(pack(packed_meta(&b), deadline_of(&b), key, packed_value(&b))))
-            }
-            packed => {
+            Err(packed) => {
                 let old = Entry(packed);
-                Entry::new(key, old.value().to_owned(), old.deadline(), old.meta())
+                let renamed = match old.0.view() {
+                    View::Bytes(b) => pack(packed_meta(b), deadline_of(b), key, packed_value(b)),
+                    View::Boxed(_) => None,
+                };
+                renamed
+                    .map(Entry)
+                    .unwrap_or_else(|| Entry::new(key, old.value().to_owned(), old.deadline(), old.meta()))
             }
         }
     }
 
     /// The access record.
     pub fn meta(&self) -> Meta {
-        match &self.0 {
-            Repr::Packed(b) => packed_meta(b),
-            Repr::Boxed(n) => n.meta,
+        match self.0.view() {
+            View::Bytes(b) => packed_meta(b),
+            View::Boxed(n) => n.meta,
         }
     }
 
     /// Replace the access record.
     pub fn set_meta(&mut self, meta: Meta) {
-        match &mut self.0 {
-            Repr::Packed(b) => {
+        match self.0.view_mut() {
+            ViewMut::Bytes(b) => {
                 b[..CLOCK_BYTES].copy_from_slice(&meta.clock.to_le_bytes()[..CLOCK_BYTES]);
                 b[FLAGS_AT] = if meta.private_copy { b[FLAGS_AT] | PRIVATE } else { b[FLAGS_AT] & !PRIVATE };
             }
-            Repr::Boxed(n) => n.meta = Meta { clock: meta.clock & lru::CLOCK_MAX, ..meta },
+            ViewMut::Boxed(n) => n.meta = Meta { clock: meta.clock & lru::CLOCK_MAX, ..meta },
         }
     }
 
     /// Unix time in milliseconds at which the key expires.
     pub fn deadline(&self) -> Option<i64> {
-        match &self.0 {
-            Repr::Packed(b) => deadline_of(b),
-            Repr::Boxed(n) => n.deadline,
+        match self.0.view() {
+            View::Bytes(b) => deadline_of(b),
+            View::Boxed(n) => n.deadline,
         }
     }
 
     /// Set or clear the deadline. The keyspace's deadline index must follow,
     /// so only [`super::Db`] calls this.
     pub(super) fn set_deadline(&mut self, at: Option<i64>) {
-        match &mut self.0 {
-            Repr::Boxed(n) => n.deadline = at,
-            Repr::Packed(b) => match (b[FLAGS_AT] & DEADLINE != 0, at) {
-                (true, Some(at)) => b[HEADER..HEADER + 8].copy_from_slice(&at.to_le_bytes()),
-                (false, None) => {}
+        let repacked = match self.0.view_mut() {
+            ViewMut::Boxed(n) => {
+                n.deadline = at;
+                return;
+            }
+            ViewMut::Bytes(b) => match (b[FLAGS_AT] & DEADLINE != 0, at) {
+                (true, Some(at)) => {
+                    b[HEADER..HEADER + 8].copy_from_slice(&at.to_le_bytes());
+                    return;
+                }
+                (false, None) => return,
                 _ => {
                     let (start, end) = key_span(b);
-                    *b = pack(packed_meta(b), at, &b[start..end], packed_value(b));
+                    pack(packed_meta(b), at, &b[start..end], packed_value(b))
                 }
             },
-        }
+        };
+        self.0 = repacked.unwrap_or_else(|| Thin::new_boxed(Node { deadline: at, ..self.node() }));
     }
 
     /// True when the deadline has passed at `now_ms`.
@@ -513,9 +546,9 @@ impl Entry {
     /// Bytes this entry holds on the heap (name, value, bookkeeping), not
     /// counting its place in the table.
     pub fn heap_size(&self) -> usize {
-        match &self.0 {
-            Repr::Packed(b) => b.len(),
-            Repr::Boxed(n) => std::mem::size_of::<Node>() + n.key.len() + n.value.heap_size(),
+        match self.0.view() {
+            View::Bytes(_) => self.0.heap_size(),
+            View::Boxed(n) => std::mem::size_of::<Node>() + n.key.len() + n.value.heap_size(),
         }
     }
 }
@@ -562,8 +595,8 @@ mod tests {
     }
 
     #[test]
-    fn an_entry_is_two_words() {
-        assert_eq!(std::mem::size_of::<Entry>(), 16);
+    fn an_entry_is_one_word() {
+        assert_eq!(std::mem::size_of::<Entry>(), 8);
     }
 
     #[test]
@@ -577,7 +610,8 @@ mod tests {
                     assert_eq!(text(&e), value);
                     assert_eq!(e.deadline(), deadline);
                     assert_eq!(e.meta(), meta());
-                    assert!(e.heap_size() <= HEADER + 8 + 5 + key.len() + value.len().max(8));
+                    // The thin pointer's length prefix is 1 or 5 bytes.
+                    assert!(e.heap_size() <= 5 + HEADER + 8 + 5 + key.len() + value.len().max(8));
                 }
             }
         }
@@ -673,8 +707,11 @@ mod tests {
             assert_eq!(l.positions(b"a", -1, 0, 0), [0]);
             assert_eq!(e.value().encoding(), "quicklist");
             assert_eq!(e.value().to_owned(), list_of(&items_in));
-            // One allocation: header, key, and each element with its length.
-            assert_eq!(e.heap_size(), HEADER + deadline.map_or(0, |_| 8) + 1 + 6 + (1 + 1) + 1 + (2 + 300) + (1 + 7));
+            // One allocation: header, key, and each element with its length,
+            // after the 5-byte length the thin pointer gives strings of 255 on.
+            // The 6-byte key's length is in the flags.
+            let body = HEADER + deadline.map_or(0, |_| 8) + 6 + (1 + 1) + 1 + (2 + 300) + (1 + 7);
+            assert_eq!(e.heap_size(), 5 + body);
         }
     }
 
@@ -759,13 +796,38 @@ mod tests {
     }
 
     #[test]
-    fn the_header_is_four_bytes_and_a_small_list_key_fits_a_32_byte_chunk() {
+    fn a_small_list_key_fits_a_32_byte_chunk() {
+        // Length 1, header 4 (the 11-byte key's length in its flags), key,
+        // element with its length.
         let e = Entry::new(b"list:123456", list_of(&[b"element"]), None, meta());
         assert!(e.is_packed());
         assert_eq!(e.heap_size(), 24, "glibc serves up to 24 bytes from a 32-byte chunk");
-        assert_eq!(Entry::string(b"key:123456", b"abc", None, meta()).heap_size(), HEADER + 1 + 10 + 3);
+        assert_eq!(Entry::string(b"key:123456", b"abc", None, meta()).heap_size(), 1 + HEADER + 10 + 3);
         let hash = Entry::new(b"h", hash_of(&[(b"f", b"v")]), None, meta());
-        assert_eq!(hash.heap_size(), HEADER + 1 + 1 + 2 + 2);
+        assert_eq!(hash.heap_size(), 1 + HEADER + 1 + 2 + 2);
+    }
+
+    #[test]
+    fn key_lengths_move_from_the_flags_to_a_byte_to_five_bytes() {
+        for (len, length_bytes) in [(0, 0), (1, 0), (14, 0), (15, 1), (16, 1), (254, 1), (255, 5), (300, 5)] {
+            let key = vec![b'k'; len];
+            for deadline in [None, Some(42)] {
+                let mut e = Entry::string(&key, b"value", deadline, meta());
+                let body = HEADER + deadline.map_or(0, |_| 8) + length_bytes + len + 5;
+                assert_eq!(e.heap_size(), body + if body < 255 { 1 } else { 5 }, "key of {len}");
+                assert_eq!(
+                    (e.key(), text(&e), e.deadline(), e.meta()),
+                    (&key[..], b"value".to_vec(), deadline, meta())
+                );
+                e.set_meta(Meta { private_copy: true, ..meta() });
+                e.set_deadline(Some(7));
+                e.set_int(-5);
+                assert_eq!((e.key(), e.value(), e.deadline()), (&key[..], ValueRef::Str(StrRef::Int(-5)), Some(7)));
+                assert!(e.meta().private_copy);
+                let list = Entry::new(&key, list_of(&[b"x"]), deadline, meta());
+                assert_eq!((list.key(), items(&list)), (&key[..], vec![b"x".to_vec()]));
+            }
+        }
     }
 
     #[test]

@@ -549,7 +549,8 @@ mod tests {
         assert_eq!(ks.used_memory(), with_ttl - db::DEADLINE_OVERHEAD - 1);
         ks.lock_key(b"b").db(1).set_string(b"b", b"1", None);
         ks.lock_key(b"a").db(0).remove(b"a");
-        // Header 4, key length 1, key 1, the integer 8: one allocation.
+        // Length 1, header 4 (with the key's length), key 1, the integer 8:
+        // one allocation.
         assert_eq!(ks.used_memory(), db::ENTRY_OVERHEAD + 14, "an integer costs its packed entry");
         ks.lock_key(b"b").db(1).clear();
         assert_eq!(ks.used_memory(), 0);
