@@ -379,13 +379,15 @@ impl Db {
         self.settle();
         self.used += charge(&entry);
         let new_deadline = entry.deadline();
-        let hash = self.hash(entry.key());
         let random = self.next_random();
+        // Decoded once: finding the name in a packed entry's header is not free.
+        let key = entry.key();
+        let hash = self.hasher.hash_one(key);
         let hasher = &self.hasher;
         // A new key, or a key replaced by another value, may serve clients
         // blocked on it (or end an XREADGROUP's wait).
-        report(&self.blocked, self.index, entry.key());
-        let old = match self.table.entry(hash, |e| e.key() == entry.key(), |e| hasher.hash_one(e.key())) {
+        report(&self.blocked, self.index, key);
+        let old = match self.table.entry(hash, |e| e.key() == key, |e| hasher.hash_one(e.key())) {
             Slot::Occupied(mut slot) => {
                 let kept = slot.get();
                 let now = super::now_ms();
