@@ -814,7 +814,7 @@ impl Outgoing {
         self.out.len() >= FLUSH_AT
     }
 
-    /// Write everything, waiting for the socket (before a pause or a close).
+    /// Write everything, waiting for the socket (before a close).
     async fn flush_all<S: ClientStream>(&mut self, conn: &mut Conn<'_, S>) -> io::Result<()> {
         if !self.idle() {
             conn.send(&self.inflight[self.sent..]).await?;
@@ -908,9 +908,6 @@ async fn serve_respb<S: ClientStream>(
                                     let (owned, size) = mux::owned(&req);
                                     channels.enqueue(mux, Queued::Command(owned), size);
                                 }
-                                Some(false) if state.pause.mode().is_none() => {
-                                    run_frame_now(state, &mut channels, mux, req, &mut output.out);
-                                }
                                 Some(false) => run_frame(state, &mut channels, mux, req, &mut output.out),
                             }
                         }
@@ -978,7 +975,7 @@ fn answer_ok(channels: &mut Channels<'_>, mux: u16, target: u16, out: &mut Vec<u
 /// Run `req` on free channel `mux`, or, when a `CLIENT PAUSE` holds it
 /// back, keep a copy for the channel to wait with: the pause holds up that
 /// channel only, as it would one RESP client, and the connection goes on
-/// with the others.
+/// with the others. While no pause is set the check costs one atomic load.
 fn run_frame(state: &ServerState, channels: &mut Channels<'_>, mux: u16, req: Request<'_>, out: &mut Vec<u8>) {
     let Some(ch) = channels.get(mux) else { return };
     if held_by_pause(state, req, &ch.session).is_some() {
@@ -989,8 +986,7 @@ fn run_frame(state: &ServerState, channels: &mut Channels<'_>, mux: u16, req: Re
     run_frame_now(state, channels, mux, req, out);
 }
 
-/// Run one frame of an idle channel that no pause holds: the whole of
-/// [`run_frame`] on the common path, without making a future per frame.
+/// Run one frame of channel `mux` that no pause holds.
 fn run_frame_now(state: &ServerState, channels: &mut Channels<'_>, mux: u16, req: Request<'_>, out: &mut Vec<u8>) {
     let Some(ch) = channels.get(mux) else { return };
     // QUIT ends the logical client that sent it, not its neighbours.

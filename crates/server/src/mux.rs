@@ -417,8 +417,7 @@ impl<'a> Channels<'a> {
     /// The next queued frame of channel `mux`: none while the channel is
     /// blocked, or while a pause holds back the command at the head of its
     /// queue (the channel then waits for the pause; the pause's state is
-    /// read again at every call, so a pause that ended or was weakened lets
-    /// the command go).
+    /// read again at every call, so once the pause ended the command goes).
     pub fn next_queued(&mut self, mux: u16) -> Option<Queued> {
         let ch = self.map.get_mut(&mux)?;
         if ch.blocked.is_some() {
