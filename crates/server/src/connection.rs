@@ -1088,9 +1088,9 @@ fn poll_respb<S: ClientStream>(
 
 /// Wait for input, the socket taking replies, a blocked channel's answer
 /// or timeout, the end or change of a pause that holds a channel, a push
-/// for a channel, or a channel's kill. Reading stops
-/// while the channel queues or the replies waiting for the socket are full
-/// (backpressure), and after the end of input.
+/// for a channel, or a channel's kill. Reading stops while the channel
+/// queues or the replies waiting for the socket are full (backpressure),
+/// and after the end of input.
 #[allow(clippy::too_many_arguments)]
 async fn wait_respb<S: ClientStream>(
     conn: &mut Conn<'_, S>,

@@ -9,9 +9,10 @@
 //! channel's queue, and the channel waits for the pause while the others go
 //! on. Frames that arrive for a channel that is blocked, waits for a pause,
 //! or still has frames waiting, are copied into that channel's queue and run
-//! in order once it is free, so replies on one channel keep request order. Queues are bounded per channel and per connection; past
-//! a bound the connection stops decoding and reading (backpressure) until
-//! queued frames have run.
+//! in order once it is free, so replies on one channel keep request order.
+//! Queues are bounded per channel and per connection; past a bound the
+//! connection stops decoding and reading (backpressure) until queued frames
+//! have run.
 //!
 //! While no channel is blocked nothing here allocates per command: a frame
 //! for a free channel runs straight from the read buffer.
