@@ -141,11 +141,6 @@ impl Event {
         let waiting: Pin<Box<dyn Future<Output = ()>>> = Box::pin(async move { waited.raised().await });
         Event { signal: Some(signal), waiting: Some(waiting), registered: None }
     }
-
-    /// An event that never happens.
-    fn never() -> Self {
-        Event { signal: None, waiting: Some(Box::pin(std::future::pending())), registered: None }
-    }
 }
 
 impl Future for Event {
@@ -819,7 +814,7 @@ impl Outgoing {
         self.out.len() >= FLUSH_AT
     }
 
-    /// Write everything, waiting for the socket (before a pause or a close).
+    /// Write everything, waiting for the socket (before a close).
     async fn flush_all<S: ClientStream>(&mut self, conn: &mut Conn<'_, S>) -> io::Result<()> {
         if !self.idle() {
             conn.send(&self.inflight[self.sent..]).await?;
@@ -887,7 +882,7 @@ async fn serve_respb<S: ClientStream>(
         let mut close = false;
         output.stamp = state.limits.idle_timeout() > 0;
         // Channels whose wait ended answer, then run the frames queued behind.
-        if !settle(conn, &mut channels, &mut output).await? {
+        if !settle(conn, &mut channels, &mut output) {
             return Ok(());
         }
         loop {
@@ -913,14 +908,7 @@ async fn serve_respb<S: ClientStream>(
                                     let (owned, size) = mux::owned(&req);
                                     channels.enqueue(mux, Queued::Command(owned), size);
                                 }
-                                Some(false) if state.pause.mode().is_none() => {
-                                    run_frame_now(state, &mut channels, mux, req, &mut output.out);
-                                }
-                                Some(false) => {
-                                    if !run_frame(conn, &mut channels, mux, req, &mut output).await? {
-                                        return Ok(());
-                                    }
-                                }
+                                Some(false) => run_frame(state, &mut channels, mux, req, &mut output.out),
                             }
                         }
                         Frame::MuxCreate { mux, target } => {
@@ -984,29 +972,21 @@ fn answer_ok(channels: &mut Channels<'_>, mux: u16, target: u16, out: &mut Vec<u
     }
 }
 
-/// Run `req` on free channel `mux`. False when the connection is to end.
-async fn run_frame<S: ClientStream>(
-    conn: &mut Conn<'_, S>,
-    channels: &mut Channels<'_>,
-    mux: u16,
-    req: Request<'_>,
-    output: &mut Outgoing,
-) -> io::Result<bool> {
-    let state = conn.state;
-    let Some(ch) = channels.get(mux) else { return Ok(true) };
-    // A held command holds up the whole connection, as a RESP client's would.
-    if let Some(spec) = held_by_pause(state, req, &ch.session) {
-        output.flush_all(conn).await?;
-        if !conn.wait_for_pause(spec, &mut Event::never()).await {
-            return Ok(false);
-        }
+/// Run `req` on free channel `mux`, or, when a `CLIENT PAUSE` holds it
+/// back, keep a copy for the channel to wait with: the pause holds up that
+/// channel only, as it would one RESP client, and the connection goes on
+/// with the others. While no pause is set the check costs one atomic load.
+fn run_frame(state: &ServerState, channels: &mut Channels<'_>, mux: u16, req: Request<'_>, out: &mut Vec<u8>) {
+    let Some(ch) = channels.get(mux) else { return };
+    if held_by_pause(state, req, &ch.session).is_some() {
+        let (owned, size) = mux::owned(&req);
+        channels.hold(mux, Queued::Command(owned), size);
+        return;
     }
-    run_frame_now(state, channels, mux, req, &mut output.out);
-    Ok(true)
+    run_frame_now(state, channels, mux, req, out);
 }
 
-/// Run one frame of an idle channel that no pause holds: the whole of
-/// [`run_frame`] on the common path, without making a future per frame.
+/// Run one frame of channel `mux` that no pause holds.
 fn run_frame_now(state: &ServerState, channels: &mut Channels<'_>, mux: u16, req: Request<'_>, out: &mut Vec<u8>) {
     let Some(ch) = channels.get(mux) else { return };
     // QUIT ends the logical client that sent it, not its neighbours.
@@ -1019,15 +999,12 @@ fn run_frame_now(state: &ServerState, channels: &mut Channels<'_>, mux: u16, req
 }
 
 /// Answer the channels whose blocked command ended and run the frames
-/// queued behind them, in order, until each is free or blocked again.
-/// False when the connection is to end.
-async fn settle<S: ClientStream>(
-    conn: &mut Conn<'_, S>,
-    channels: &mut Channels<'_>,
-    output: &mut Outgoing,
-) -> io::Result<bool> {
+/// queued behind them and behind commands a pause no longer holds, in
+/// order, until each is free, blocked again or held again. False when the
+/// connection is to end.
+fn settle<S: ClientStream>(conn: &Conn<'_, S>, channels: &mut Channels<'_>, output: &mut Outgoing) -> bool {
     if !channels.any_busy() {
-        return Ok(true);
+        return true;
     }
     for mux in channels.busy_channels() {
         if !channels.settle_wait(mux, &mut output.out) {
@@ -1036,21 +1013,20 @@ async fn settle<S: ClientStream>(
         while let Some(item) = channels.next_queued(mux) {
             match item {
                 Queued::Ok => RespbReplyWriter::new(&mut output.out, mux).simple(b"OK"),
+                // Not held: `next_queued` gives no command a pause holds.
                 Queued::Command(args) => {
-                    if !run_frame(conn, channels, mux, Request::new(&args, &[]), output).await? {
-                        return Ok(false);
-                    }
+                    run_frame_now(conn.state, channels, mux, Request::new(&args, &[]), &mut output.out)
                 }
             }
             if conn.over_hard_limit(output.out.len()) {
-                return Ok(false);
+                return false;
             }
             if output.full() {
                 output.hand_over();
             }
         }
     }
-    Ok(true)
+    true
 }
 
 /// What ended a RESPB connection's wait.
@@ -1111,9 +1087,10 @@ fn poll_respb<S: ClientStream>(
 }
 
 /// Wait for input, the socket taking replies, a blocked channel's answer
-/// or timeout, a push for a channel, or a channel's kill. Reading stops
-/// while the channel queues or the replies waiting for the socket are full
-/// (backpressure), and after the end of input.
+/// or timeout, the end or change of a pause that holds a channel, a push
+/// for a channel, or a channel's kill. Reading stops while the channel
+/// queues or the replies waiting for the socket are full (backpressure),
+/// and after the end of input.
 #[allow(clippy::too_many_arguments)]
 async fn wait_respb<S: ClientStream>(
     conn: &mut Conn<'_, S>,
@@ -1136,6 +1113,7 @@ async fn wait_respb<S: ClientStream>(
         if channels.any_busy() || channels.any_listening() || !output.idle() { 0 } else { state.limits.idle_timeout() };
     let deadline = channels.next_deadline();
     let write_deadline = output.write_deadline(conn);
+    let held = channels.any_held();
     let Conn { stream, shutdown, .. } = conn;
     let read_want = may_read.then_some(want);
     let io = std::future::poll_fn(|cx| poll_respb(cx, stream, buf, read_want, channels, output));
@@ -1151,6 +1129,13 @@ async fn wait_respb<S: ClientStream>(
             None => std::future::pending().await,
         }
     };
+    let pause = async {
+        if held {
+            state.pause.next_change().await
+        } else {
+            std::future::pending().await
+        }
+    };
     let idle_timer = async {
         if idle > 0 {
             tokio::time::sleep(Duration::from_secs(idle)).await
@@ -1164,6 +1149,8 @@ async fn wait_respb<S: ClientStream>(
         () = &mut *kill => MuxWake::Killed,
         why = io => why,
         () = sleep => MuxWake::Timeout,
+        // Settled at the top of the loop: held channels look again.
+        () = pause => MuxWake::Progress,
         () = stalled_writer => MuxWake::Closed,
         () = idle_timer => MuxWake::Closed,
     };

@@ -4,12 +4,15 @@
 //! (see `spec/respb.md`, section 6). The connection task owns the table and
 //! serves all channels: a channel blocked in BLPOP & co. keeps its
 //! [`Waiter`] here while the connection goes on decoding and running the
-//! frames of the other channels. Frames that arrive for a channel that is
-//! blocked, or still has frames waiting, are copied into that channel's
-//! queue and run in order once it is free, so replies on one channel keep
-//! request order. Queues are bounded per channel and per connection; past
-//! a bound the connection stops decoding and reading (backpressure) until
-//! queued frames have run.
+//! frames of the other channels. A command a `CLIENT PAUSE` holds back
+//! holds back its channel the same way: it stays, copied, at the head of the
+//! channel's queue, and the channel waits for the pause while the others go
+//! on. Frames that arrive for a channel that is blocked, waits for a pause,
+//! or still has frames waiting, are copied into that channel's queue and run
+//! in order once it is free, so replies on one channel keep request order.
+//! Queues are bounded per channel and per connection; past a bound the
+//! connection stops decoding and reading (backpressure) until queued frames
+//! have run.
 //!
 //! While no channel is blocked nothing here allocates per command: a frame
 //! for a free channel runs straight from the read buffer.
@@ -32,13 +35,13 @@ use kvik_protocol::respb::RespbReplyWriter;
 use kvik_protocol::{CommandArgs, ReplySink};
 
 use crate::blocking::{Cancel, Encoding, Ended, Waiter};
-use crate::commands::{ReplyTarget, Request};
+use crate::commands::{held_by_pause, ReplyTarget, Request};
 use crate::pubsub::write_message;
 use crate::session::Session;
 use crate::signal::Signal;
 use crate::state::ServerState;
 
-/// Most frames queued behind one channel's blocked command.
+/// Most frames queued behind one channel's blocked or held command.
 pub const QUEUE_FRAMES: usize = 1024;
 /// Most bytes of frames queued on one connection, all channels together.
 pub const QUEUE_BYTES: usize = 16 * 1024 * 1024;
@@ -103,6 +106,8 @@ pub struct Channel {
     /// The channel's client state.
     pub session: Session,
     blocked: Option<Blocked>,
+    /// The command at the head of `queue` waits for a `CLIENT PAUSE` to end.
+    held: bool,
     queue: VecDeque<(Queued, usize)>,
     /// Whether the session has an inbox the connection polls.
     listening: bool,
@@ -110,7 +115,7 @@ pub struct Channel {
 
 impl Channel {
     /// Whether frames for this channel must queue (it is blocked, or
-    /// frames before them still wait).
+    /// frames before them still wait, a command held by a pause among them).
     pub fn busy(&self) -> bool {
         self.blocked.is_some() || !self.queue.is_empty()
     }
@@ -128,6 +133,8 @@ pub struct Channels<'a> {
     wake: Arc<Signal>,
     /// Channels that are blocked or have queued frames.
     busy: Vec<u16>,
+    /// How many channels wait for a pause to end.
+    held: usize,
     /// Channels with an inbox.
     listening: Vec<u16>,
     queued_bytes: usize,
@@ -152,6 +159,7 @@ impl<'a> Channels<'a> {
             peer,
             wake,
             busy: Vec::new(),
+            held: 0,
             listening: Vec::new(),
             queued_bytes: 0,
         }
@@ -182,7 +190,7 @@ impl<'a> Channels<'a> {
         if listening {
             self.listening.push(mux);
         }
-        self.map.insert(mux, Channel { session, blocked: None, queue: VecDeque::new(), listening });
+        self.map.insert(mux, Channel { session, blocked: None, held: false, queue: VecDeque::new(), listening });
     }
 
     /// Channel `mux`, if open.
@@ -191,12 +199,15 @@ impl<'a> Channels<'a> {
     }
 
     /// Close channel `mux`: its wait is cancelled without a reply, its
-    /// queued frames dropped, and its MULTI, watches, subscriptions and
-    /// tracking go with its session.
+    /// queued frames (a command held by a pause among them) dropped, and its
+    /// MULTI, watches, subscriptions and tracking go with its session.
     pub fn close(&mut self, mux: u16) {
         let Some(ch) = self.map.remove(&mux) else { return };
         if ch.blocked.is_some() {
             self.state.blocking.abandon(ch.session.id);
+        }
+        if ch.held {
+            self.held -= 1;
         }
         self.queued_bytes -= ch.queue.iter().map(|(_, n)| n).sum::<usize>();
         self.busy.retain(|&m| m != mux);
@@ -224,6 +235,25 @@ impl<'a> Channels<'a> {
         }
         ch.queue.push_back((item, size));
         self.queued_bytes += size;
+    }
+
+    /// Channel `mux`'s command, which a pause holds back and of which `item`
+    /// is a copy, waits at the head of its queue (the channel is free, so
+    /// its queue is empty) until the pause lets it run.
+    pub fn hold(&mut self, mux: u16, item: Queued, size: usize) {
+        self.enqueue(mux, item, size);
+        if let Some(ch) = self.map.get_mut(&mux) {
+            if !ch.held {
+                ch.held = true;
+                self.held += 1;
+            }
+        }
+    }
+
+    /// Whether any channel waits for a pause to end, so the connection is
+    /// to wake when it ends or changes ([`crate::pause::Pause::next_change`]).
+    pub fn any_held(&self) -> bool {
+        self.held > 0
     }
 
     /// Whether the queues are full: decoding and reading stop until frames ran.
@@ -385,10 +415,30 @@ impl<'a> Channels<'a> {
         }
     }
 
-    /// The next queued frame of free channel `mux`.
+    /// The next queued frame of channel `mux`: none while the channel is
+    /// blocked, or while a pause holds back the command at the head of its
+    /// queue (the channel then waits for the pause; the pause's state is
+    /// read again at every call, so once the pause ended the command goes).
     pub fn next_queued(&mut self, mux: u16) -> Option<Queued> {
         let ch = self.map.get_mut(&mux)?;
         if ch.blocked.is_some() {
+            return None;
+        }
+        let held = match ch.queue.front() {
+            Some((Queued::Command(args), _)) => {
+                held_by_pause(self.state, Request::new(args, &[]), &ch.session).is_some()
+            }
+            _ => false,
+        };
+        if held != ch.held {
+            ch.held = held;
+            if held {
+                self.held += 1;
+            } else {
+                self.held -= 1;
+            }
+        }
+        if held {
             return None;
         }
         let (item, size) = ch.queue.pop_front()?;
@@ -463,5 +513,32 @@ mod tests {
         ch.open(2);
         ch.enqueue(2, Queued::Ok, QUEUE_BYTES);
         assert!(ch.stalled(), "the connection's byte bound");
+    }
+
+    #[test]
+    fn a_held_command_waits_at_the_head_of_its_queue_until_the_pause_lets_it_go() {
+        let state = ServerState::default();
+        let mut ch = channels(&state);
+        ch.open(1);
+        ch.open(2);
+        state.pause.start(crate::keyspace::now_ms() + 60_000, crate::pause::PauseMode::Write);
+        ch.hold(1, Queued::Command(args(&[b"SET", b"k", b"v"])), 40);
+        ch.enqueue(1, Queued::Command(args(&[b"GET", b"k"])), 30);
+        assert!(ch.any_held() && ch.get(1).is_some_and(|c| c.busy()));
+        assert!(ch.next_queued(1).is_none(), "the SET stays held, and the GET behind it");
+        assert!(ch.any_held());
+        state.pause.end();
+        assert!(matches!(ch.next_queued(1), Some(Queued::Command(a)) if a.len() == 3));
+        assert!(!ch.any_held(), "released once the pause ended");
+        assert!(matches!(ch.next_queued(1), Some(Queued::Command(a)) if a.len() == 2));
+        assert!(!ch.any_busy());
+        // A command queued behind a free one is held when it comes to the head.
+        state.pause.start(crate::keyspace::now_ms() + 60_000, crate::pause::PauseMode::All);
+        ch.enqueue(2, Queued::Ok, 16);
+        ch.enqueue(2, Queued::Command(args(&[b"GET", b"k"])), 30);
+        assert!(matches!(ch.next_queued(2), Some(Queued::Ok)), "an OK is never held");
+        assert!(ch.next_queued(2).is_none() && ch.any_held());
+        ch.close(2);
+        assert!(!ch.any_held() && !ch.any_busy() && !ch.stalled(), "closing drops the held command");
     }
 }

@@ -3,10 +3,14 @@
 //!
 //! A paused command waits in its connection's task before it runs, so its
 //! event loop keeps serving other connections and no keyspace lock is held
-//! while it waits. Commands a pause holds back: every command in `ALL` mode;
-//! in `WRITE` mode the ones that may write or be propagated (write commands,
-//! and those Redis marks as possibly replicated, such as EVAL and PUBLISH).
-//! Redis never pauses replicas; kvik has none.
+//! while it waits; on a RESPB connection only the command's channel waits
+//! (see `crate::mux`), and the connection goes on with the others, waking
+//! when the pause ends or changes ([`Pause::next_change`]).
+//!
+//! Commands a pause holds back: every command in `ALL` mode; in `WRITE` mode
+//! the ones that may write or be propagated (write commands, and those Redis
+//! marks as possibly replicated, such as EVAL and PUBLISH). Redis never
+//! pauses replicas; kvik has none.
 
 use std::sync::atomic::{AtomicI64, AtomicU8, Ordering};
 use std::sync::Mutex;
@@ -80,21 +84,28 @@ impl Pause {
 
     /// Wait until no pause holds `spec` back (at once when none does).
     pub async fn wait_for(&self, spec: &CommandSpec) {
-        loop {
-            let changed = self.changed.notified();
-            tokio::pin!(changed);
-            // Registered before the state is read, so an `end` between the
-            // read and the wait still wakes this waiter.
-            changed.as_mut().enable();
-            let Some(mode) = self.mode() else { return };
-            if !holds(mode, spec) {
-                return;
-            }
-            let left = self.until_ms.load(Ordering::Acquire).saturating_sub(now_ms()).max(1);
-            tokio::select! {
-                () = changed => {}
-                () = tokio::time::sleep(Duration::from_millis(left.unsigned_abs())) => {}
-            }
+        while self.mode().is_some_and(|mode| holds(mode, spec)) {
+            self.next_change().await;
+        }
+    }
+
+    /// Wait until the pause in force ends (`CLIENT UNPAUSE` or its deadline)
+    /// or changes (a new `CLIENT PAUSE`); at once when none is in force. A
+    /// caller holding commands back looks again at what the pause holds.
+    pub async fn next_change(&self) {
+        let changed = self.changed.notified();
+        tokio::pin!(changed);
+        // Registered before the state is read, so an `end` or `start`
+        // after a caller's last look still wakes this waiter.
+        changed.as_mut().enable();
+        let until = self.until_ms.load(Ordering::Acquire);
+        let left = until.saturating_sub(now_ms());
+        if until == 0 || left <= 0 {
+            return;
+        }
+        tokio::select! {
+            () = changed => {}
+            () = tokio::time::sleep(Duration::from_millis(left.unsigned_abs())) => {}
         }
     }
 }
@@ -141,5 +152,26 @@ mod tests {
         assert_eq!(pause.mode(), Some(PauseMode::Write), "an ended pause leaves no mode behind");
         pause.start(now_ms() - 1, PauseMode::All);
         assert_eq!(pause.mode(), Some(PauseMode::All), "a stronger mode applies to the pause in force");
+    }
+
+    #[test]
+    fn next_change_wakes_on_unpause_on_a_new_pause_and_at_the_deadline() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let pause = Pause::default();
+        let within = |secs| tokio::time::timeout(Duration::from_secs(secs), pause.next_change());
+        runtime.block_on(async {
+            within(1).await.expect("no pause: at once");
+            pause.start(now_ms() + 60_000, PauseMode::Write);
+            let (waited, ()) = tokio::join!(within(10), async { pause.end() });
+            waited.expect("CLIENT UNPAUSE wakes the wait");
+            pause.start(now_ms() + 60_000, PauseMode::Write);
+            let (waited, ()) = tokio::join!(within(10), async { pause.start(now_ms() + 60_000, PauseMode::All) });
+            waited.expect("a new pause wakes the wait");
+            assert!(within(0).await.is_err(), "an unchanged pause keeps it waiting");
+            pause.end();
+            pause.start(now_ms() + 50, PauseMode::Write);
+            within(10).await.expect("the deadline ends the wait");
+            assert_eq!(pause.mode(), None);
+        });
     }
 }
