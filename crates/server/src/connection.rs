@@ -977,8 +977,10 @@ fn answer_ok(channels: &mut Channels<'_>, mux: u16, target: u16, out: &mut Vec<u
 /// channel only, as it would one RESP client, and the connection goes on
 /// with the others. While no pause is set the check costs one atomic load.
 fn run_frame(state: &ServerState, channels: &mut Channels<'_>, mux: u16, req: Request<'_>, out: &mut Vec<u8>) {
-    let Some(ch) = channels.get(mux) else { return };
-    if held_by_pause(state, req, &ch.session).is_some() {
+    // No pause (one load) needs no look at the channel's session.
+    if state.pause.mode().is_some()
+        && channels.get(mux).is_some_and(|ch| held_by_pause(state, req, &ch.session).is_some())
+    {
         let (owned, size) = mux::owned(&req);
         channels.hold(mux, Queued::Command(owned), size);
         return;
@@ -988,14 +990,8 @@ fn run_frame(state: &ServerState, channels: &mut Channels<'_>, mux: u16, req: Re
 
 /// Run one frame of channel `mux` that no pause holds.
 fn run_frame_now(state: &ServerState, channels: &mut Channels<'_>, mux: u16, req: Request<'_>, out: &mut Vec<u8>) {
-    let Some(ch) = channels.get(mux) else { return };
     // QUIT ends the logical client that sent it, not its neighbours.
-    match execute(state, req, &mut ch.session, &mut RespbTarget::new(out, mux)) {
-        Outcome::Close => channels.close(mux),
-        Outcome::Block => channels.block(mux),
-        Outcome::Continue => {}
-    }
-    channels.after_command(mux, out);
+    channels.run(mux, out, |session, out| execute(state, req, session, &mut RespbTarget::new(out, mux)));
 }
 
 /// Answer the channels whose blocked command ended and run the frames
