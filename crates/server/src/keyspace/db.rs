@@ -316,6 +316,42 @@ impl Db {
         Some(result)
     }
 
+    /// Run `f` on the live entry for `key` (`None` when missing), marking it
+    /// accessed, then pack it again if the change left a small list or hash
+    /// and settle its memory charge at once. One probe of the table, where
+    /// [`Db::get_mut`] costs a second one when its charge is settled later.
+    pub fn change<R>(&mut self, key: &[u8], now_ms: i64, f: impl FnOnce(Option<&mut Entry>) -> R) -> R {
+        let Some(entry) = self.lookup(key, now_ms, Lookup::Write) else { return f(None) };
+        let before = charge(entry);
+        let result = f(Some(&mut *entry));
+        entry.repack();
+        let after = charge(entry);
+        self.used = (self.used + after).saturating_sub(before);
+        result
+    }
+
+    /// [`Db::change`] of the entry for `key`, created holding `make()` when
+    /// missing as [`Db::get_mut_or_insert`] creates it. An existing key
+    /// costs one probe of the table; `None` only if a created key could not
+    /// be found again.
+    pub fn change_or_insert<R>(
+        &mut self,
+        key: &[u8],
+        now_ms: i64,
+        make: impl FnOnce() -> Value,
+        f: impl FnOnce(&mut Entry) -> R,
+    ) -> Option<R> {
+        if let Some(entry) = self.lookup(key, now_ms, Lookup::Write) {
+            let before = charge(entry);
+            let result = f(entry);
+            entry.repack();
+            let after = charge(entry);
+            self.used = (self.used + after).saturating_sub(before);
+            return Some(result);
+        }
+        self.get_mut_or_insert(key, now_ms, make).map(f)
+    }
+
     /// The live entry for `key` for a write command that reads it first
     /// (marks it accessed, not counted as a hit or miss).
     pub fn lookup_write(&mut self, key: &[u8], now_ms: i64) -> Option<&Entry> {
