@@ -7,6 +7,8 @@
 //! several keys lock all their shards at once and read copies of the sets
 //! they combine, so the result is one atomic snapshot.
 
+use std::sync::atomic::Ordering;
+
 use kvik_protocol::number::{parse_i64, write_i64};
 use kvik_protocol::ReplySink;
 
@@ -65,7 +67,7 @@ fn read_sets(
 
 /// `set-max-intset-entries` now.
 fn max_intset<T: ReplyTarget>(c: &Ctx<'_, T>) -> usize {
-    c.state.config().usize("set-max-intset-entries")
+    c.state.limits.set_max_intset_entries.load(Ordering::Relaxed)
 }
 
 /// Write one member as a bulk string.

@@ -11,6 +11,8 @@
 mod algebra;
 mod range;
 
+use std::sync::atomic::Ordering;
+
 use kvik_protocol::number::{parse_i64, write_double_g17};
 use kvik_protocol::resp::writer::Protocol;
 use kvik_protocol::ReplySink;
@@ -121,8 +123,11 @@ pub(super) struct Limits {
 }
 
 pub(super) fn limits<T: ReplyTarget>(c: &Ctx<'_, T>) -> Limits {
-    let config = c.state.config();
-    Limits { entries: config.usize("zset-max-listpack-entries"), value: config.usize("zset-max-listpack-value") }
+    let limits = &c.state.limits;
+    Limits {
+        entries: limits.zset_max_listpack_entries.load(Ordering::Relaxed),
+        value: limits.zset_max_listpack_value.load(Ordering::Relaxed),
+    }
 }
 
 /// A new sorted set of `items` added one by one as ZADD adds them, starting
