@@ -269,7 +269,8 @@ pub(super) fn zadd_at<T: ReplyTarget>(
     // A missing key is created unless XX is given; a set a failed ZADD
     // left empty is deleted again.
     let make = (!opts.xx).then_some(ZSetValue::new);
-    let apply = |z: Option<&mut ZSetValue>| z.map_or(Ok(ZaddOutcome::default()), |z| apply_zadd(z, opts, pairs, limits));
+    let apply =
+        |z: Option<&mut ZSetValue>| z.map_or(Ok(ZaddOutcome::default()), |z| apply_zadd(z, opts, pairs, limits));
     let (outcome, emptied) = match access::change_packed_or(d, key, now, make, |_| None, apply, ZSetValue::is_empty) {
         Ok(done) => done,
         Err(WrongType) => (Err(WRONGTYPE), false),
