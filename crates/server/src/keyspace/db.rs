@@ -669,6 +669,28 @@ mod tests {
     }
 
     #[test]
+    fn changes_settle_their_charge_at_once() {
+        let mut db = Db::default();
+        let raw = || Value::Str(StrValue::Raw(Vec::new()));
+        let grow = |e: &mut Entry| {
+            if let Value::Str(s) = e.value_mut() {
+                s.make_raw().reserve_exact(4096);
+            }
+        };
+        assert_eq!(db.change_or_insert(b"k", 0, raw, grow), Some(()));
+        let grown = db.used_memory();
+        assert!(grown >= 4096, "the new key's growth is charged");
+        // An existing key keeps its value and is changed in place.
+        db.change_or_insert(b"k", 0, || val("other"), |e| assert_eq!(e.value().encoding(), "raw"));
+        assert_eq!(db.change(b"missing", 0, |e| e.is_none()), true);
+        db.change(b"k", 0, |e| e.map(|e| e.set_value(val("x"))));
+        assert!(db.used_memory() < grown, "shrinking is charged too");
+        assert_eq!((db.len(), db.lookup_counts()), (1, (0, 0)));
+        db.remove(b"k");
+        assert_eq!(db.used_memory(), 0);
+    }
+
+    #[test]
     fn only_read_lookups_count_hits_and_misses() {
         let mut db = Db::default();
         db.set(b"a", val("1"), None);
