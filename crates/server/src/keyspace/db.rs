@@ -682,7 +682,7 @@ mod tests {
         assert!(grown >= 4096, "the new key's growth is charged");
         // An existing key keeps its value and is changed in place.
         db.change_or_insert(b"k", 0, || val("other"), |e| assert_eq!(e.value().encoding(), "raw"));
-        assert_eq!(db.change(b"missing", 0, |e| e.is_none()), true);
+        assert!(db.change(b"missing", 0, |e| e.is_none()));
         db.change(b"k", 0, |e| e.map(|e| e.set_value(val("x"))));
         assert!(db.used_memory() < grown, "shrinking is charged too");
         assert_eq!((db.len(), db.lookup_counts()), (1, (0, 0)));
