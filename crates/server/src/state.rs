@@ -94,6 +94,12 @@ pub struct ConnectionLimits {
     pub hash_max_listpack_entries: AtomicUsize,
     /// `hash-max-listpack-value`.
     pub hash_max_listpack_value: AtomicUsize,
+    /// `zset-max-listpack-entries`, read by every sorted-set write.
+    pub zset_max_listpack_entries: AtomicUsize,
+    /// `zset-max-listpack-value`.
+    pub zset_max_listpack_value: AtomicUsize,
+    /// `set-max-intset-entries`, read by every SADD.
+    pub set_max_intset_entries: AtomicUsize,
 }
 
 impl ConnectionLimits {
@@ -112,6 +118,9 @@ impl ConnectionLimits {
         self.output_soft_seconds.store(normal.soft_seconds, Ordering::Relaxed);
         self.hash_max_listpack_entries.store(config.usize("hash-max-listpack-entries"), Ordering::Relaxed);
         self.hash_max_listpack_value.store(config.usize("hash-max-listpack-value"), Ordering::Relaxed);
+        self.zset_max_listpack_entries.store(config.usize("zset-max-listpack-entries"), Ordering::Relaxed);
+        self.zset_max_listpack_value.store(config.usize("zset-max-listpack-value"), Ordering::Relaxed);
+        self.set_max_intset_entries.store(config.usize("set-max-intset-entries"), Ordering::Relaxed);
     }
 
     /// When hashes written now leave the small encoding.

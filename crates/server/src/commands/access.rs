@@ -57,7 +57,10 @@ pub(super) fn write_or_create<'d, V: Boxed>(
 /// [`write`], or with `make` [`write_or_create`], that first offers the
 /// entry to `packed`, which may change a packed value without boxing it
 /// (see [`Entry::rewrite_packed`]); when it declines, `boxed` gets the value
-/// as `V` as [`write`] gives it. One lookup either way.
+/// as `V` as [`write`] gives it. With the result comes whether `is_empty`
+/// found the value `boxed` changed empty (the caller then deletes the key).
+/// One probe of the table for an existing key, its memory charge settled
+/// at once.
 pub(super) fn change_packed_or<V: Boxed, R>(
     db: &mut Db,
     key: &[u8],
@@ -65,15 +68,22 @@ pub(super) fn change_packed_or<V: Boxed, R>(
     make: Option<impl FnOnce() -> V>,
     packed: impl FnOnce(&mut Entry) -> Option<R>,
     boxed: impl FnOnce(Option<&mut V>) -> R,
-) -> Result<R, WrongType> {
-    let entry = match make {
-        Some(make) => Some(db.get_mut_or_insert(key, now, || Box::new(make()).into_value()).ok_or(WrongType)?),
-        None => db.get_mut(key, now),
+    is_empty: impl FnOnce(V::Ref<'_>) -> bool,
+) -> Result<(R, bool), WrongType> {
+    let change = |entry: Option<&mut Entry>| {
+        let Some(entry) = entry else { return Ok((boxed(None), false)) };
+        if let Some(result) = packed(entry) {
+            return Ok((result, false));
+        }
+        let v = typed_mut::<V>(entry)?;
+        let result = boxed(Some(&mut *v));
+        Ok((result, is_empty(v.view())))
     };
-    let Some(entry) = entry else { return Ok(boxed(None)) };
-    match packed(entry) {
-        Some(result) => Ok(result),
-        None => typed_mut(entry).map(|v| boxed(Some(v))),
+    match make {
+        Some(make) => {
+            db.change_or_insert(key, now, || Box::new(make()).into_value(), |e| change(Some(e))).ok_or(WrongType)?
+        }
+        None => db.change(key, now, change),
     }
 }
 
@@ -191,8 +201,17 @@ pub(super) fn change_with<T: ReplyTarget, V: Boxed, R>(
     let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(c.session.db);
     let now = now_ms();
-    let result = change(write(d, key, now)?);
-    let deleted = remove_if_empty(d, key, now, is_empty);
+    let (result, emptied) = d.change(key, now, |entry| match entry {
+        None => Ok((change(None), false)),
+        Some(entry) => {
+            let v = typed_mut::<V>(entry)?;
+            let result = change(Some(&mut *v));
+            Ok((result, is_empty(v.view())))
+        }
+    })?;
+    // An empty collection is no key: deleted without another lookup when
+    // the change left something.
+    let deleted = emptied && d.remove(key).is_some();
     if let Some(name) = event(&result) {
         c.notify(class, name, key);
     }

@@ -81,16 +81,13 @@ fn write_hash<T: ReplyTarget, R>(
     let now = now_ms();
     let make = Some(HashValue::new);
     // A change made packed only sets fields, so it never leaves the hash
-    // empty and the second lookup for that is saved.
-    let mut was_packed = false;
-    let packed = |e: &mut Entry| {
-        let done = packed(e).map(Some);
-        was_packed = done.is_some();
-        done
-    };
+    // empty; one boxed is looked at while it is at hand.
+    let packed = |e: &mut Entry| packed(e).map(Some);
     // The key is created when missing, so `write` always gets a hash.
-    let result = access::change_packed_or(d, key, now, make, packed, |h| h.map(write))?.ok_or(WrongType)?;
-    let deleted = !was_packed && access::remove_if_empty::<HashValue>(d, key, now, |h| h.is_empty());
+    let (result, emptied) =
+        access::change_packed_or(d, key, now, make, packed, |h| h.map(write), |h: HashRef<'_>| h.is_empty())?;
+    let result = result.ok_or(WrongType)?;
+    let deleted = emptied && d.remove(key).is_some();
     if let Some(name) = event(&result) {
         c.notify(EventClass::Hash, name, key);
     }

@@ -14,6 +14,7 @@ use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
 use crate::blocking::{self, Empty, Wait};
 use crate::changes::EventClass;
 use crate::keyspace::now_ms;
+use crate::types::compact::CompactBytes;
 use crate::types::list::{push_packed, rank_range, ListRef, ListValue};
 use crate::types::packed::Kind;
 
@@ -141,16 +142,17 @@ fn positive_arg<T: ReplyTarget>(c: &Ctx<'_, T>, i: usize) -> Result<usize, &'sta
 }
 
 /// Reply with elements as an array.
-fn reply_elements(s: &mut dyn ReplySink, items: &[Vec<u8>]) {
+fn reply_elements(s: &mut dyn ReplySink, items: &[CompactBytes]) {
     s.array(items.len());
     for item in items {
         s.bulk(item);
     }
 }
 
-/// Remove up to `count` elements from `end` of `list`, in the order popped.
-fn pop_many(list: &mut ListValue, end: End, count: usize) -> Vec<Vec<u8>> {
-    (0..count.min(list.len())).filter_map(|_| list.pop(end.is_head())).map(|b| b.to_vec()).collect()
+/// Remove up to `count` elements from `end` of `list`, in the order popped:
+/// the elements themselves, not copies (a long one moves its allocation).
+fn pop_many(list: &mut ListValue, end: End, count: usize) -> Vec<CompactBytes> {
+    (0..count.min(list.len())).filter_map(|_| list.pop(end.is_head())).collect()
 }
 
 /// `LPUSH` / `RPUSH key element [element ...]`, and with `only_existing`
@@ -178,7 +180,10 @@ fn push<T: ReplyTarget>(c: &mut Ctx<'_, T>, end: End, only_existing: bool) {
                 l.len()
             })
         },
-    );
+        // Pushes never leave a list empty.
+        |_| false,
+    )
+    .map(|(len, _)| len);
     if len.as_ref().is_ok_and(|n| *n > 0) {
         c.notify(EventClass::List, push_event(end), key);
     }
@@ -458,7 +463,7 @@ struct LmpopArgs<'a> {
 }
 
 /// Elements popped from a list, with its key.
-type Popped<'k> = Option<(&'k [u8], Vec<Vec<u8>>)>;
+type Popped<'k> = Option<(&'k [u8], Vec<CompactBytes>)>;
 
 /// Parse LMPOP's arguments with Redis's checks, in its order; `at` is
 /// where numkeys is (1, or 2 for BLMPOP).

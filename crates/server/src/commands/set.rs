@@ -7,6 +7,8 @@
 //! several keys lock all their shards at once and read copies of the sets
 //! they combine, so the result is one atomic snapshot.
 
+use std::sync::atomic::Ordering;
+
 use kvik_protocol::number::{parse_i64, write_i64};
 use kvik_protocol::ReplySink;
 
@@ -65,7 +67,7 @@ fn read_sets(
 
 /// `set-max-intset-entries` now.
 fn max_intset<T: ReplyTarget>(c: &Ctx<'_, T>) -> usize {
-    c.state.config().usize("set-max-intset-entries")
+    c.state.limits.set_max_intset_entries.load(Ordering::Relaxed)
 }
 
 /// Write one member as a bulk string.
@@ -86,8 +88,10 @@ fn sadd<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let members: Vec<&[u8]> = (2..c.argc()).map(|i| c.arg(i)).collect();
     let state = c.state;
     let mut shard = state.keyspace.lock_key(key);
-    let added = set_or_create(shard.db(db), key, now_ms(), members[0])
-        .map(|set| members.iter().filter(|m| set.insert(m, max)).count());
+    let make = Some(|| SetValue::for_first_member(members[0]));
+    let add = |set: Option<&mut SetValue>| set.map_or(0, |set| members.iter().filter(|m| set.insert(m, max)).count());
+    // SADD never leaves a set empty.
+    let added = access::change_packed_or(shard.db(db), key, now_ms(), make, |_| None, add, |_| false).map(|(n, _)| n);
     if added.as_ref().is_ok_and(|n| *n > 0) {
         c.notify(EventClass::Set, "sadd", key);
     }

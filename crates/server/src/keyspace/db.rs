@@ -325,6 +325,42 @@ impl Db {
         Some(result)
     }
 
+    /// Run `f` on the live entry for `key` (`None` when missing), marking it
+    /// accessed, then pack it again if the change left a small list or hash
+    /// and settle its memory charge at once. One probe of the table, where
+    /// [`Db::get_mut`] costs a second one when its charge is settled later.
+    pub fn change<R>(&mut self, key: &[u8], now_ms: i64, f: impl FnOnce(Option<&mut Entry>) -> R) -> R {
+        let Some(entry) = self.lookup(key, now_ms, Lookup::Write) else { return f(None) };
+        let before = charge(entry);
+        let result = f(Some(&mut *entry));
+        entry.repack();
+        let after = charge(entry);
+        self.used = (self.used + after).saturating_sub(before);
+        result
+    }
+
+    /// [`Db::change`] of the entry for `key`, created holding `make()` when
+    /// missing as [`Db::get_mut_or_insert`] creates it. An existing key
+    /// costs one probe of the table; `None` only if a created key could not
+    /// be found again.
+    pub fn change_or_insert<R>(
+        &mut self,
+        key: &[u8],
+        now_ms: i64,
+        make: impl FnOnce() -> Value,
+        f: impl FnOnce(&mut Entry) -> R,
+    ) -> Option<R> {
+        if let Some(entry) = self.lookup(key, now_ms, Lookup::Write) {
+            let before = charge(entry);
+            let result = f(entry);
+            entry.repack();
+            let after = charge(entry);
+            self.used = (self.used + after).saturating_sub(before);
+            return Some(result);
+        }
+        self.get_mut_or_insert(key, now_ms, make).map(f)
+    }
+
     /// The live entry for `key` for a write command that reads it first
     /// (marks it accessed, not counted as a hit or miss).
     pub fn lookup_write(&mut self, key: &[u8], now_ms: i64) -> Option<&Entry> {
@@ -641,6 +677,28 @@ mod tests {
         assert!(db.used_memory() >= 4096, "the new key's growth is charged");
         assert_eq!(db.get_mut_or_insert(b"k", 0, || val("other")).map(|e| e.value().encoding()), Some("raw"));
         assert_eq!((db.len(), db.lookup_counts()), (1, (0, 0)));
+    }
+
+    #[test]
+    fn changes_settle_their_charge_at_once() {
+        let mut db = Db::default();
+        let raw = || Value::Str(StrValue::Raw(Vec::new()));
+        let grow = |e: &mut Entry| {
+            if let Value::Str(s) = e.value_mut() {
+                s.make_raw().reserve_exact(4096);
+            }
+        };
+        assert_eq!(db.change_or_insert(b"k", 0, raw, grow), Some(()));
+        let grown = db.used_memory();
+        assert!(grown >= 4096, "the new key's growth is charged");
+        // An existing key keeps its value and is changed in place.
+        db.change_or_insert(b"k", 0, || val("other"), |e| assert_eq!(e.value().encoding(), "raw"));
+        assert!(db.change(b"missing", 0, |e| e.is_none()));
+        db.change(b"k", 0, |e| e.map(|e| e.set_value(val("x"))));
+        assert!(db.used_memory() < grown, "shrinking is charged too");
+        assert_eq!((db.len(), db.lookup_counts()), (1, (0, 0)));
+        db.remove(b"k");
+        assert_eq!(db.used_memory(), 0);
     }
 
     #[test]

@@ -8,7 +8,10 @@
 
 use std::borrow::Borrow;
 use std::fmt;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::sync::OnceLock;
+
+use foldhash::fast::{FixedState, FoldHasher};
 
 /// Longest byte string stored without an allocation.
 pub const INLINE_MAX: usize = 22;
@@ -53,6 +56,33 @@ impl CompactBytes {
             CompactBytes::Inline { .. } => 0,
             CompactBytes::Heap(b) => b.len(),
         }
+    }
+}
+
+/// The hasher of the tables inside sets, hashes and sorted sets: foldhash
+/// seeded at random once per process, as the keyspace's own table is, so
+/// clients cannot choose members that collide. Hashing a short member costs
+/// a fraction of what the standard library's SipHash costs, and every
+/// SADD, HSET or ZADD hashes its member at least once. Iteration order of
+/// these tables is their insertion order, whatever the hasher.
+#[derive(Clone, Debug)]
+pub struct MemberHasher(FixedState);
+
+impl Default for MemberHasher {
+    fn default() -> Self {
+        static SEED: OnceLock<u64> = OnceLock::new();
+        // The standard library seeds its hashers from the operating system.
+        MemberHasher(FixedState::with_seed(
+            *SEED.get_or_init(|| std::hash::RandomState::new().hash_one(0x6d65_6d62_u64)),
+        ))
+    }
+}
+
+impl BuildHasher for MemberHasher {
+    type Hasher = FoldHasher<'static>;
+
+    fn build_hasher(&self) -> Self::Hasher {
+        self.0.build_hasher()
     }
 }
 

@@ -276,7 +276,7 @@ fn restore_set(r: &mut Reader<'_>) -> Result<SetValue, PayloadError> {
         }
         1 => {
             let n = r.count(1)?;
-            let mut members = IndexSet::with_capacity(n);
+            let mut members = IndexSet::with_capacity_and_hasher(n, Default::default());
             for _ in 0..n {
                 if !members.insert(CompactBytes::new(r.bytes()?)) {
                     return Err(PayloadError::BadFormat);

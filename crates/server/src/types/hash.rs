@@ -11,7 +11,7 @@
 
 use indexmap::IndexMap;
 
-use super::compact::{sampled_heap_size, CompactBytes};
+use super::compact::{sampled_heap_size, CompactBytes, MemberHasher};
 use super::packed::{self, PackedIter, PackedSeq};
 
 /// When a small hash becomes a table: `hash-max-listpack-entries` and
@@ -37,7 +37,7 @@ pub enum HashValue {
     /// Pairs in insertion order.
     Listpack(Vec<(CompactBytes, CompactBytes)>),
     /// A hash table over a dense array of pairs.
-    Table(IndexMap<CompactBytes, CompactBytes>),
+    Table(IndexMap<CompactBytes, CompactBytes, MemberHasher>),
 }
 
 impl Default for HashValue {

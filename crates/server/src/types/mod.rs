@@ -147,6 +147,8 @@ pub trait Boxed: Sized {
     fn of(value: ValueRef<'_>) -> Option<Self::Ref<'_>>;
     /// The value as this type, mutable, if it is one.
     fn of_mut(value: &mut Value) -> Option<&mut Self>;
+    /// A read view of the boxed value itself.
+    fn view(&self) -> Self::Ref<'_>;
     /// The stored form of `self`.
     fn into_value(self: Box<Self>) -> Value;
 }
@@ -154,7 +156,7 @@ pub trait Boxed: Sized {
 /// Implement [`Boxed`] for the type each variant of [`Value`] and
 /// [`ValueRef`] named `$variant` holds, reads borrowing it as `$ref`.
 macro_rules! boxed {
-    ($($ty:ty => $variant:ident as $ref:ty),* $(,)?) => {$(
+    ($($ty:ty => $variant:ident as $ref:ty, viewed by $view:expr),* $(,)?) => {$(
         impl Boxed for $ty {
             type Ref<'a> = $ref;
 
@@ -172,6 +174,10 @@ macro_rules! boxed {
                 }
             }
 
+            fn view(&self) -> Self::Ref<'_> {
+                $view(self)
+            }
+
             fn into_value(self: Box<Self>) -> Value {
                 Value::$variant(self)
             }
@@ -180,9 +186,9 @@ macro_rules! boxed {
 }
 
 boxed!(
-    SetValue => Set as &'a SetValue,
-    ZSetValue => ZSet as &'a ZSetValue,
-    StreamValue => Stream as &'a StreamValue,
-    ListValue => List as ListRef<'a>,
-    HashValue => Hash as HashRef<'a>,
+    SetValue => Set as &'a SetValue, viewed by std::convert::identity,
+    ZSetValue => ZSet as &'a ZSetValue, viewed by std::convert::identity,
+    StreamValue => Stream as &'a StreamValue, viewed by std::convert::identity,
+    ListValue => List as ListRef<'a>, viewed by ListRef::Boxed,
+    HashValue => Hash as HashRef<'a>, viewed by HashRef::Boxed,
 );

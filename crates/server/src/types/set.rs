@@ -11,7 +11,7 @@
 use indexmap::IndexSet;
 use kvik_protocol::number::{parse_i64, write_i64};
 
-use super::compact::{sampled_heap_size, CompactBytes};
+use super::compact::{sampled_heap_size, CompactBytes, MemberHasher};
 use super::hash::scan_dense;
 
 /// A set.
@@ -20,7 +20,7 @@ pub enum SetValue {
     /// Integers, ascending, distinct.
     Ints(Vec<i64>),
     /// Anything else.
-    Table(IndexSet<CompactBytes>),
+    Table(IndexSet<CompactBytes, MemberHasher>),
 }
 
 /// One member as stored: an integer of an `intset` or bytes.
@@ -64,7 +64,7 @@ impl SetValue {
         if as_int(first).is_some() {
             SetValue::Ints(Vec::new())
         } else {
-            SetValue::Table(IndexSet::new())
+            SetValue::Table(IndexSet::default())
         }
     }
 

@@ -16,6 +16,8 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::compact::MemberHasher;
+
 /// Most members in one block; a full block splits in two.
 const BLOCK_MAX: usize = 256;
 
@@ -146,7 +148,7 @@ pub struct ZSetValue {
     /// Number of members.
     len: usize,
     /// Member → score; present in the large (`skiplist`) encoding.
-    index: Option<HashMap<Arc<[u8]>, f64>>,
+    index: Option<HashMap<Arc<[u8]>, f64, MemberHasher>>,
     /// Bytes held by member names, for the memory estimate.
     member_bytes: usize,
 }
@@ -167,7 +169,7 @@ impl ZSetValue {
     /// An empty set in the large encoding (Redis creates one directly when
     /// the first member is already over the limits).
     pub fn new_large() -> ZSetValue {
-        ZSetValue { index: Some(HashMap::new()), ..ZSetValue::default() }
+        ZSetValue { index: Some(HashMap::default()), ..ZSetValue::default() }
     }
 
     /// Number of members.

@@ -11,6 +11,8 @@
 mod algebra;
 mod range;
 
+use std::sync::atomic::Ordering;
+
 use kvik_protocol::number::{parse_i64, write_double_g17};
 use kvik_protocol::resp::writer::Protocol;
 use kvik_protocol::ReplySink;
@@ -82,11 +84,6 @@ pub(super) fn zset_at<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<Option
     access::read_at::<ZSetValue>(db, key, now)
 }
 
-/// The sorted set at `key`, created empty (small encoding) when missing.
-fn zset_or_create<'d>(db: &'d mut Db, key: &[u8], now: i64) -> Result<&'d mut ZSetValue, WrongType> {
-    access::write_or_create(db, key, now, ZSetValue::new)
-}
-
 /// Delete `key` if it holds an empty sorted set: an empty set is no key.
 /// True when it was deleted.
 fn drop_if_empty(db: &mut Db, key: &[u8], now: i64) -> bool {
@@ -126,8 +123,11 @@ pub(super) struct Limits {
 }
 
 pub(super) fn limits<T: ReplyTarget>(c: &Ctx<'_, T>) -> Limits {
-    let config = c.state.config();
-    Limits { entries: config.usize("zset-max-listpack-entries"), value: config.usize("zset-max-listpack-value") }
+    let limits = &c.state.limits;
+    Limits {
+        entries: limits.zset_max_listpack_entries.load(Ordering::Relaxed),
+        value: limits.zset_max_listpack_value.load(Ordering::Relaxed),
+    }
 }
 
 /// A new sorted set of `items` added one by one as ZADD adds them, starting
@@ -266,16 +266,16 @@ pub(super) fn zadd_at<T: ReplyTarget>(
     let state = c.state;
     let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(c.session.db);
-    let outcome = match access::write::<ZSetValue>(d, key, now) {
-        Err(WrongType) => Err(WRONGTYPE),
-        Ok(Some(z)) => apply_zadd(z, opts, pairs, limits),
-        Ok(None) if opts.xx => Ok(ZaddOutcome::default()),
-        Ok(None) => match zset_or_create(d, key, now) {
-            Ok(z) => apply_zadd(z, opts, pairs, limits),
-            Err(WrongType) => Err(WRONGTYPE),
-        },
+    // A missing key is created unless XX is given; a set a failed ZADD
+    // left empty is deleted again.
+    let make = (!opts.xx).then_some(ZSetValue::new);
+    let apply =
+        |z: Option<&mut ZSetValue>| z.map_or(Ok(ZaddOutcome::default()), |z| apply_zadd(z, opts, pairs, limits));
+    let (outcome, emptied) = match access::change_packed_or(d, key, now, make, |_| None, apply, ZSetValue::is_empty) {
+        Ok(done) => done,
+        Err(WrongType) => (Err(WRONGTYPE), false),
     };
-    let deleted = drop_if_empty(d, key, now);
+    let deleted = emptied && d.remove(key).is_some();
     if outcome.as_ref().is_ok_and(|o| o.added + o.updated > 0) {
         c.notify(EventClass::ZSet, if opts.incr { "zincr" } else { "zadd" }, key);
     }
