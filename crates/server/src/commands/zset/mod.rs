@@ -160,6 +160,16 @@ fn resp3<T: ReplyTarget>(c: &Ctx<'_, T>) -> bool {
 /// Members with or without their scores: flat in RESP2, pairs in RESP3
 /// (`nested`), as Redis replies to ZRANGE and friends.
 fn write_items(s: &mut dyn ReplySink, items: &[(Vec<u8>, f64)], withscores: bool, nested: bool) {
+    write_members(s, items.iter().map(|(m, score)| (m.as_slice(), *score)), withscores, nested);
+}
+
+/// [`write_items`] for members borrowed from the set itself.
+fn write_members<'a>(
+    s: &mut dyn ReplySink,
+    items: impl ExactSizeIterator<Item = (&'a [u8], f64)>,
+    withscores: bool,
+    nested: bool,
+) {
     s.array(if withscores && !nested { items.len() * 2 } else { items.len() });
     for (m, score) in items {
         if withscores && nested {
@@ -167,7 +177,7 @@ fn write_items(s: &mut dyn ReplySink, items: &[(Vec<u8>, f64)], withscores: bool
         }
         s.bulk(m);
         if withscores {
-            s.double(*score);
+            s.double(score);
         }
     }
 }

@@ -11,7 +11,7 @@ use std::cmp::Ordering;
 use kvik_protocol::number::parse_i64;
 
 use super::{
-    build_incrementally, limits, read_zset, resp3, store_zset, write_items, zset_at, Items, BAD_LEX_RANGE,
+    build_incrementally, limits, read_zset, resp3, store_zset, write_members, zset_at, Items, BAD_LEX_RANGE,
     BAD_SCORE_RANGE,
 };
 use crate::changes::EventClass;
@@ -122,18 +122,22 @@ fn lex_span(z: &ZSetValue, min: &LexBound, max: &LexBound, rev: bool) -> (usize,
 /// The members of ranks `lo..hi`, walked upwards (or downwards with `rev`),
 /// skipping `offset` and taking at most `limit` (negative: no limit). A
 /// negative offset selects nothing, as in Redis.
-fn select(z: &ZSetValue, (lo, hi): (usize, usize), rev: bool, offset: i64, limit: i64) -> Items {
+fn select(z: &ZSetValue, span: (usize, usize), rev: bool, offset: i64, limit: i64) -> Items {
+    select_in_place(z, span, rev, offset, limit).into_iter().map(|(m, s)| (m.to_vec(), s)).collect()
+}
+
+/// [`select`] borrowing the members from the set.
+fn select_in_place(z: &ZSetValue, (lo, hi): (usize, usize), rev: bool, offset: i64, limit: i64) -> Vec<(&[u8], f64)> {
     let Ok(offset) = usize::try_from(offset) else { return Vec::new() };
     let available = (hi - lo).saturating_sub(offset);
     let take = usize::try_from(limit).map_or(available, |l| l.min(available));
     if take == 0 {
         return Vec::new();
     }
-    let own = |(m, s): (&[u8], f64)| (m.to_vec(), s);
     if rev {
-        z.iter_rev_from(hi - 1 - offset).take(take).map(own).collect()
+        z.iter_rev_from(hi - 1 - offset).take(take).collect()
     } else {
-        z.iter_from(lo + offset).take(take).map(own).collect()
+        z.iter_from(lo + offset).take(take).collect()
     }
 }
 
@@ -217,25 +221,35 @@ pub(super) fn zrange<T: ReplyTarget>(c: &mut Ctx<'_, T>, form: Form) {
     let mut lock = ks.lock_keys([src].into_iter().chain(dst));
     // Rank ranges take no LIMIT (one of `0 -1` is accepted and ignored).
     let (offset, limit) = if o.by == By::Rank { (0, -1) } else { (o.offset, o.limit) };
+    if dst.is_none() {
+        // ZRANGE and friends: the reply is written from the members in place, under the lock,
+        // as GET writes its value: copying each member out first cost more
+        // than the range search.
+        let nested = resp3(c);
+        match zset_at(lock.shard_for(ks, src).db(db), src, now) {
+            Err(WrongType) => c.error(WRONGTYPE),
+            Ok(z) => {
+                let items =
+                    z.map_or_else(Vec::new, |z| select_in_place(z, span(z, &range, o.rev), o.rev, offset, limit));
+                c.reply(|s| write_members(s, items.iter().copied(), o.withscores, nested));
+            }
+        }
+        return;
+    }
+    let Some(dst) = dst else { return };
+    // ZRANGESTORE: the selection is copied out, since storing it may replace the source.
     let found = zset_at(lock.shard_for(ks, src).db(db), src, now)
         .map(|z| z.map_or_else(Vec::new, |z| select(z, span(z, &range, o.rev), o.rev, offset, limit)));
-    let stored = match (&found, dst) {
-        (Ok(items), Some(dst)) => {
-            let large = o.by == By::Rank && items.len() > limits.entries;
-            let z = build_incrementally(items.clone(), large, limits);
-            let (len, stored) = store_zset(lock.shard_for(ks, dst).db(db), dst, z);
-            access::notify_store(c, stored, EventClass::ZSet, "zrangestore", dst);
-            Some(len)
-        }
-        _ => None,
+    let Ok(items) = found else {
+        drop(lock);
+        return c.error(WRONGTYPE);
     };
+    let large = o.by == By::Rank && items.len() > limits.entries;
+    let z = build_incrementally(items, large, limits);
+    let (len, stored) = store_zset(lock.shard_for(ks, dst).db(db), dst, z);
+    access::notify_store(c, stored, EventClass::ZSet, "zrangestore", dst);
     drop(lock);
-    let nested = resp3(c);
-    match (found, stored) {
-        (Err(WrongType), _) => c.error(WRONGTYPE),
-        (Ok(_), Some(n)) => c.reply(|s| s.integer(count_reply(n))),
-        (Ok(items), None) => c.reply(|s| write_items(s, &items, o.withscores, nested)),
-    }
+    c.reply(|s| s.integer(count_reply(len)));
 }
 
 /// `ZREMRANGEBYRANK`, `ZREMRANGEBYSCORE`, `ZREMRANGEBYLEX key min max`:
