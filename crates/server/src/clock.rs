@@ -31,15 +31,10 @@ thread_local! {
     static ANCHOR: Cell<Option<(u64, i64)>> = const { Cell::new(None) };
 }
 
-/// The monotonic clock (`CLOCK_MONOTONIC`, the clock behind [`Instant`] on
-/// Linux) in microseconds since an unspecified start, read directly rather
-/// than through [`Instant`] (see [`kvik_clock`]).
-fn raw_mono_us() -> u64 {
-    kvik_clock::monotonic_us()
-}
-
+/// [`ORIGIN`]. The raw clock is `CLOCK_MONOTONIC`, the clock behind
+/// [`Instant`] on Linux, read directly (see [`kvik_clock`]).
 fn origin_pair() -> (Instant, u64) {
-    *ORIGIN.get_or_init(|| (Instant::now(), raw_mono_us()))
+    *ORIGIN.get_or_init(|| (Instant::now(), kvik_clock::monotonic_us()))
 }
 
 /// The monotonic origin every [`mono_us`] value counts from.
@@ -55,7 +50,7 @@ pub fn mono_us(at: Instant) -> u64 {
 
 /// Microseconds from the origin to now.
 pub fn now_mono_us() -> u64 {
-    raw_mono_us().saturating_sub(origin_pair().1)
+    kvik_clock::monotonic_us().saturating_sub(origin_pair().1)
 }
 
 /// The instant `us` microseconds after the origin.

@@ -221,10 +221,10 @@ pub(super) fn zrange<T: ReplyTarget>(c: &mut Ctx<'_, T>, form: Form) {
     let mut lock = ks.lock_keys([src].into_iter().chain(dst));
     // Rank ranges take no LIMIT (one of `0 -1` is accepted and ignored).
     let (offset, limit) = if o.by == By::Rank { (0, -1) } else { (o.offset, o.limit) };
-    if dst.is_none() {
-        // ZRANGE and friends: the reply is written from the members in place, under the lock,
-        // as GET writes its value: copying each member out first cost more
-        // than the range search.
+    let Some(dst) = dst else {
+        // ZRANGE and friends: the reply is written from the members in
+        // place, under the lock, as GET writes its value: copying each
+        // member out first cost more than the range search.
         let nested = resp3(c);
         match zset_at(lock.shard_for(ks, src).db(db), src, now) {
             Err(WrongType) => c.error(WRONGTYPE),
@@ -235,8 +235,7 @@ pub(super) fn zrange<T: ReplyTarget>(c: &mut Ctx<'_, T>, form: Form) {
             }
         }
         return;
-    }
-    let Some(dst) = dst else { return };
+    };
     // ZRANGESTORE: the selection is copied out, since storing it may replace the source.
     let found = zset_at(lock.shard_for(ks, src).db(db), src, now)
         .map(|z| z.map_or_else(Vec::new, |z| select(z, span(z, &range, o.rev), o.rev, offset, limit)));
