@@ -7,6 +7,8 @@ import time
 
 import redis
 
+from clients import confirmed
+
 
 def client(port: int, **kwargs) -> redis.Redis:
     return redis.Redis(host="127.0.0.1", port=port, socket_timeout=5, **kwargs)
@@ -29,6 +31,7 @@ def drain(p, until: bytes, timeout=5.0):
 def listener(r: redis.Redis, pattern: str):
     p = r.pubsub()
     p.psubscribe(pattern)
+    confirmed(p, 1)
     assert r.pubsub_numpat() == 1
     return p
 

@@ -6,6 +6,8 @@ import time
 
 import redis
 
+from clients import confirmed
+
 
 def client(port: int, **kwargs) -> redis.Redis:
     return redis.Redis(host="127.0.0.1", port=port, socket_timeout=5, **kwargs)
@@ -26,6 +28,7 @@ def test_channel_and_pattern_messages(kvik_port):
     p.subscribe("orders")
     p.psubscribe("user:*")
     # Wait until both confirmations arrived, so the publishes below count them.
+    confirmed(p, 2)
     assert r.pubsub_numsub("orders") == [(b"orders", 1)]
     assert r.pubsub_numpat() == 1
     assert r.publish("orders", "o-1") == 1

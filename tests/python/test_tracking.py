@@ -10,6 +10,8 @@ import time
 
 import redis
 
+from clients import confirmed
+
 
 def client(port: int, **kwargs) -> redis.Redis:
     return redis.Redis(host="127.0.0.1", port=port, socket_timeout=5, **kwargs)
@@ -106,6 +108,7 @@ def test_resp2_redirect_to_a_pubsub_connection(kvik_port):
     r = client(kvik_port, protocol=2)
     p = r.pubsub()
     p.subscribe("__redis__:invalidate")
+    confirmed(p, 1)
     assert r.pubsub_numsub("__redis__:invalidate") == [(b"__redis__:invalidate", 1)]
     listener = next(c for c in r.client_list() if c["sub"] == "1")
     tracker = client(kvik_port, single_connection_client=True, protocol=2)
