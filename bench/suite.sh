@@ -30,8 +30,11 @@
 # README's comparison section.
 #
 # Environment (defaults in brackets):
-#   BENCH_N      [1000000]  requests per run
+#   BENCH_N      [1000000]  requests per run at -c 50 -P 1
 #   BENCH_N_SLOW [BENCH_N/10] requests per run at -c 1 -P 1 and for the collections
+#   BENCH_N_PIPE [BENCH_N]  requests per run at -P 16 and -P 1000, which go 5-30×
+#                           faster than -P 1: more requests keep those runs long
+#                           enough to measure
 #   REPEATS      [3]
 #   SERVERS      ["kvik-t1 kvik-t2 redis valkey valkey-io2"]
 #   SECTIONS     ["throughput collections ping"]
@@ -87,8 +90,10 @@ source bench/common.sh
 
 check_whole BENCH_N
 BENCH_N_SLOW="${BENCH_N_SLOW:-$((BENCH_N / 10 > 0 ? BENCH_N / 10 : 1))}"
-check_whole BENCH_N_SLOW REPEATS COLLECTIONS COLL_SIZE MEM_KEYS BENCH_TIMEOUT
-[ "$BENCH_N" -ge 1 ] && [ "$BENCH_N_SLOW" -ge 1 ] || { echo "BENCH_N and BENCH_N_SLOW must be ≥ 1" >&2; exit 2; }
+BENCH_N_PIPE="${BENCH_N_PIPE:-$BENCH_N}"
+check_whole BENCH_N_SLOW BENCH_N_PIPE REPEATS COLLECTIONS COLL_SIZE MEM_KEYS BENCH_TIMEOUT
+[ "$BENCH_N" -ge 1 ] && [ "$BENCH_N_SLOW" -ge 1 ] && [ "$BENCH_N_PIPE" -ge 1 ] ||
+    { echo "BENCH_N, BENCH_N_SLOW and BENCH_N_PIPE must be ≥ 1" >&2; exit 2; }
 [ "$REPEATS" -ge 1 ] && [ "$REPEATS" -le 100 ] || { echo "REPEATS must be 1..100" >&2; exit 2; }
 [ "$COLLECTIONS" -ge 1 ] && [ "$COLL_SIZE" -ge 1 ] && [ "$COLL_SIZE" -le 1000000 ] ||
     { echo "COLLECTIONS must be ≥ 1 and COLL_SIZE 1..1000000" >&2; exit 2; }
@@ -119,11 +124,12 @@ command -v redis-benchmark >/dev/null 2>&1 || need_redis
 find_binaries
 raise_fd_limit 1024
 
-command_line="BENCH_N=$BENCH_N BENCH_N_SLOW=$BENCH_N_SLOW REPEATS=$REPEATS SERVERS=\"$SERVERS\" SECTIONS=\"$SECTIONS\" SETTINGS=\"$SETTINGS\" TESTS=$TESTS SIZES=\"$SIZES\" RESPB=$RESPB COLLECTIONS=$COLLECTIONS COLL_SIZE=$COLL_SIZE MEM_KEYS=$MEM_KEYS${BENCH_THREADS:+ BENCH_THREADS=$BENCH_THREADS} bench/suite.sh"
+command_line="BENCH_N=$BENCH_N BENCH_N_SLOW=$BENCH_N_SLOW BENCH_N_PIPE=$BENCH_N_PIPE REPEATS=$REPEATS SERVERS=\"$SERVERS\" SECTIONS=\"$SECTIONS\" SETTINGS=\"$SETTINGS\" TESTS=$TESTS SIZES=\"$SIZES\" RESPB=$RESPB COLLECTIONS=$COLLECTIONS COLL_SIZE=$COLL_SIZE MEM_KEYS=$MEM_KEYS${BENCH_THREADS:+ BENCH_THREADS=$BENCH_THREADS} bench/suite.sh"
 THREADS="per server (kvik-tN: --threads N)" write_meta "$command_line"
 {
     echo "n=$BENCH_N"
     echo "n_slow=$BENCH_N_SLOW"
+    echo "n_pipe=$BENCH_N_PIPE"
     echo "repeats=$REPEATS"
     echo "servers=$SERVERS"
     echo "collections=$COLLECTIONS"
@@ -155,8 +161,11 @@ for section in $SECTIONS; do
     case "$section" in
         throughput)
             for setting in $SETTINGS; do
-                n=$BENCH_N
-                [ "$setting" = c1_P1 ] && n=$BENCH_N_SLOW
+                case "$setting" in
+                    c1_P1) n=$BENCH_N_SLOW ;;
+                    c50_P1) n=$BENCH_N ;;
+                    *) n=$BENCH_N_PIPE ;;
+                esac
                 for size in $SIZES; do
                     for t in ${TESTS//,/ }; do
                         [ "$setting" = c1_P1000 ] && [[ " ping_mbulk set get " != *" $t "* ]] && continue
@@ -173,7 +182,7 @@ for section in $SECTIONS; do
             ;;
         ping)
             for fl in "-c 1 -P 1" "-c 1 -P 1000" "-c 10 -P 1000"; do
-                n=$BENCH_N
+                n=$BENCH_N_PIPE
                 [ "$fl" = "-c 1 -P 1" ] && n=$BENCH_N_SLOW
                 cells+=("ping|ping ${fl//[ -]/}|$fl|-|ping_mbulk|$(whole_pipelines "$n" "$fl")|")
             done
