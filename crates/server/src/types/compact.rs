@@ -86,30 +86,39 @@ impl BuildHasher for MemberHasher {
     }
 }
 
-/// Elements read by [`sampled_heap_size`] to estimate a large collection.
-pub const HEAP_SAMPLES: usize = 32;
-
-/// Heap bytes outside the elements' inline storage, estimated for the
-/// memory accounting of one collection: exact up to [`HEAP_SAMPLES`]
-/// elements, and above that the first ones in iteration order scaled to
-/// `len` (Redis's `MEMORY USAGE` samples as well).
+/// The heap bytes a collection's members hold beyond their inline storage
+/// (the sum of [`CompactBytes::heap_size`]), kept exact as members come
+/// and go.
 ///
-/// Every write to a key takes the key's estimate out of the used-memory
-/// total and puts the new one back, so the estimate is read twice per
-/// write: summing every element made each write to a large set or hash
-/// cost time in proportion to its size. The estimate of an unchanged value
-/// is always the same, so what is taken out is what was put in.
-pub fn sampled_heap_size<'a>(len: usize, elements: impl Iterator<Item = usize> + 'a) -> usize {
-    let mut seen = 0;
-    let mut bytes = 0;
-    for b in elements.take(HEAP_SAMPLES) {
-        seen += 1;
-        bytes += b;
+/// Every write to a key takes the key's memory estimate out of the
+/// used-memory total and puts the new one back, so the estimate is read
+/// twice per write. Kept as a running sum, it costs the same for a
+/// collection of any size; summing the members on each read would make
+/// every write to a large set or hash cost time in proportion to its size.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemberBytes(usize);
+
+impl MemberBytes {
+    /// The sum over `members`.
+    pub fn of<'a>(members: impl IntoIterator<Item = &'a CompactBytes>) -> MemberBytes {
+        MemberBytes(members.into_iter().map(CompactBytes::heap_size).sum())
     }
-    if seen == 0 || len <= seen {
-        return bytes;
+
+    /// Count a member that joined.
+    pub fn add(&mut self, member: &CompactBytes) {
+        self.0 += member.heap_size();
     }
-    bytes / seen * len
+
+    /// Stop counting a member that left; it must have been counted.
+    pub fn sub(&mut self, member: &CompactBytes) {
+        debug_assert!(self.0 >= member.heap_size(), "a member left that was never counted");
+        self.0 = self.0.saturating_sub(member.heap_size());
+    }
+
+    /// The sum.
+    pub fn get(self) -> usize {
+        self.0
+    }
 }
 
 impl std::ops::Deref for CompactBytes {
@@ -168,21 +177,21 @@ impl fmt::Debug for CompactBytes {
 
 #[cfg(test)]
 mod tests {
-
-    #[test]
-    fn heap_estimate_is_exact_when_small_and_scaled_when_large() {
-        assert_eq!(sampled_heap_size(0, std::iter::empty()), 0);
-        assert_eq!(sampled_heap_size(3, [10, 0, 30].into_iter()), 40);
-        // 100 elements of 50 bytes: the first HEAP_SAMPLES are read, the
-        // rest are never asked for.
-        let mut asked = 0;
-        let est = sampled_heap_size(100, std::iter::repeat(50).inspect(|_| asked += 1).take(100));
-        assert_eq!(est, 5000);
-        assert_eq!(asked, HEAP_SAMPLES);
-    }
-
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn member_bytes_count_only_heap_members() {
+        let short = CompactBytes::new(b"abc");
+        let long = CompactBytes::new(&[7u8; 100]);
+        let mut sum = MemberBytes::of([&short, &long]);
+        assert_eq!(sum.get(), 100);
+        sum.add(&long);
+        assert_eq!(sum.get(), 200);
+        sum.sub(&long);
+        sum.sub(&short);
+        assert_eq!(sum, MemberBytes::of([&long]));
+    }
 
     #[test]
     fn fits_in_three_words() {

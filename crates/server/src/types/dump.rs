@@ -154,7 +154,7 @@ fn dump_set(out: &mut Vec<u8>, set: &SetValue) {
                 out.extend_from_slice(&n.to_le_bytes());
             }
         }
-        SetValue::Table(members) => {
+        SetValue::Table(members, _) => {
             out.push(1);
             put_varint(out, members.len() as u64);
             for m in members {
@@ -282,7 +282,7 @@ fn restore_set(r: &mut Reader<'_>) -> Result<SetValue, PayloadError> {
                     return Err(PayloadError::BadFormat);
                 }
             }
-            SetValue::Table(members)
+            SetValue::table(members)
         }
         _ => return Err(PayloadError::BadFormat),
     };

@@ -11,7 +11,7 @@
 
 use indexmap::IndexMap;
 
-use super::compact::{sampled_heap_size, CompactBytes, MemberHasher};
+use super::compact::{CompactBytes, MemberBytes, MemberHasher};
 use super::packed::{self, PackedIter, PackedSeq};
 
 /// When a small hash becomes a table: `hash-max-listpack-entries` and
@@ -34,15 +34,16 @@ impl Default for HashLimits {
 /// A hash.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HashValue {
-    /// Pairs in insertion order.
-    Listpack(Vec<(CompactBytes, CompactBytes)>),
-    /// A hash table over a dense array of pairs.
-    Table(IndexMap<CompactBytes, CompactBytes, MemberHasher>),
+    /// Pairs in insertion order, and the heap bytes of their fields and values.
+    Listpack(Vec<(CompactBytes, CompactBytes)>, MemberBytes),
+    /// A hash table over a dense array of pairs, and the heap bytes of
+    /// their fields and values.
+    Table(IndexMap<CompactBytes, CompactBytes, MemberHasher>, MemberBytes),
 }
 
 impl Default for HashValue {
     fn default() -> Self {
-        HashValue::Listpack(Vec::new())
+        HashValue::Listpack(Vec::new(), MemberBytes::default())
     }
 }
 
@@ -55,8 +56,8 @@ impl HashValue {
     /// Number of fields.
     pub fn len(&self) -> usize {
         match self {
-            HashValue::Listpack(pairs) => pairs.len(),
-            HashValue::Table(map) => map.len(),
+            HashValue::Listpack(pairs, _) => pairs.len(),
+            HashValue::Table(map, _) => map.len(),
         }
     }
 
@@ -68,8 +69,8 @@ impl HashValue {
     /// The name `OBJECT ENCODING` reports.
     pub fn encoding(&self) -> &'static str {
         match self {
-            HashValue::Listpack(_) => "listpack",
-            HashValue::Table(_) => "hashtable",
+            HashValue::Listpack(..) => "listpack",
+            HashValue::Table(..) => "hashtable",
         }
     }
 
@@ -77,14 +78,8 @@ impl HashValue {
     pub fn heap_size(&self) -> usize {
         let pair = std::mem::size_of::<(CompactBytes, CompactBytes)>();
         match self {
-            HashValue::Listpack(pairs) => {
-                pairs.capacity() * pair
-                    + sampled_heap_size(pairs.len(), pairs.iter().map(|(f, v)| f.heap_size() + v.heap_size()))
-            }
-            HashValue::Table(map) => {
-                map.capacity() * (pair + 8 + 1)
-                    + sampled_heap_size(map.len(), map.iter().map(|(f, v)| f.heap_size() + v.heap_size()))
-            }
+            HashValue::Listpack(pairs, bytes) => pairs.capacity() * pair + bytes.get(),
+            HashValue::Table(map, bytes) => map.capacity() * (pair + 8 + 1) + bytes.get(),
         }
     }
 
@@ -92,10 +87,10 @@ impl HashValue {
     /// fields or `longest` (the longest field or value just written or about
     /// to be) exceeds `max_value` bytes.
     pub fn grow_if_needed(&mut self, max_entries: usize, max_value: usize, longest: usize) {
-        if let HashValue::Listpack(pairs) = self {
+        if let HashValue::Listpack(pairs, bytes) = self {
             if pairs.len() > max_entries || longest > max_value {
                 let map = std::mem::take(pairs).into_iter().collect();
-                *self = HashValue::Table(map);
+                *self = HashValue::Table(map, *bytes);
             }
         }
     }
@@ -113,10 +108,10 @@ impl HashValue {
     /// Pick the encoding `limits` give a hash built whole (`RESTORE`), which
     /// may be the small one even for a hash dumped as a table.
     pub fn conform(&mut self, limits: HashLimits) {
-        if let HashValue::Table(map) = self {
+        if let HashValue::Table(map, bytes) = self {
             let longest = map.iter().map(|(f, v)| f.len().max(v.len())).max().unwrap_or(0);
             if map.len() <= limits.max_entries && longest <= limits.max_value {
-                *self = HashValue::Listpack(std::mem::take(map).into_iter().collect());
+                *self = HashValue::Listpack(std::mem::take(map).into_iter().collect(), *bytes);
             }
         }
         let longest = self.iter().map(|(f, v)| f.len().max(v.len())).max().unwrap_or(0);
@@ -126,8 +121,8 @@ impl HashValue {
     /// The value of `field`.
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
         match self {
-            HashValue::Listpack(pairs) => pairs.iter().find(|(f, _)| &**f == field).map(|(_, v)| v.as_slice()),
-            HashValue::Table(map) => map.get(field).map(CompactBytes::as_slice),
+            HashValue::Listpack(pairs, _) => pairs.iter().find(|(f, _)| &**f == field).map(|(_, v)| v.as_slice()),
+            HashValue::Table(map, _) => map.get(field).map(CompactBytes::as_slice),
         }
     }
 
@@ -140,23 +135,33 @@ impl HashValue {
     pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
         let value = CompactBytes::new(value);
         match self {
-            HashValue::Listpack(pairs) => match pairs.iter_mut().find(|(f, _)| &**f == field) {
+            HashValue::Listpack(pairs, bytes) => match pairs.iter_mut().find(|(f, _)| &**f == field) {
                 Some((_, v)) => {
+                    bytes.sub(v);
+                    bytes.add(&value);
                     *v = value;
                     false
                 }
                 None => {
-                    pairs.push((CompactBytes::new(field), value));
+                    let field = CompactBytes::new(field);
+                    bytes.add(&field);
+                    bytes.add(&value);
+                    pairs.push((field, value));
                     true
                 }
             },
-            HashValue::Table(map) => match map.get_mut(field) {
+            HashValue::Table(map, bytes) => match map.get_mut(field) {
                 Some(v) => {
+                    bytes.sub(v);
+                    bytes.add(&value);
                     *v = value;
                     false
                 }
                 None => {
-                    map.insert(CompactBytes::new(field), value);
+                    let field = CompactBytes::new(field);
+                    bytes.add(&field);
+                    bytes.add(&value);
+                    map.insert(field, value);
                     true
                 }
             },
@@ -166,31 +171,40 @@ impl HashValue {
     /// Remove `field`; true when it existed.
     pub fn remove(&mut self, field: &[u8]) -> bool {
         match self {
-            HashValue::Listpack(pairs) => match pairs.iter().position(|(f, _)| &**f == field) {
+            HashValue::Listpack(pairs, bytes) => match pairs.iter().position(|(f, _)| &**f == field) {
                 Some(i) => {
-                    pairs.remove(i);
+                    let (f, v) = pairs.remove(i);
+                    bytes.sub(&f);
+                    bytes.sub(&v);
                     true
                 }
                 None => false,
             },
             // Order means nothing in a table, so the last pair fills the gap.
-            HashValue::Table(map) => map.swap_remove(field).is_some(),
+            HashValue::Table(map, bytes) => match map.swap_remove_entry(field) {
+                Some((f, v)) => {
+                    bytes.sub(&f);
+                    bytes.sub(&v);
+                    true
+                }
+                None => false,
+            },
         }
     }
 
     /// Field and value at position `i` of the hash's order (for random picks).
     pub fn get_index(&self, i: usize) -> Option<(&[u8], &[u8])> {
         match self {
-            HashValue::Listpack(pairs) => pairs.get(i).map(|(f, v)| (f.as_slice(), v.as_slice())),
-            HashValue::Table(map) => map.get_index(i).map(|(f, v)| (f.as_slice(), v.as_slice())),
+            HashValue::Listpack(pairs, _) => pairs.get(i).map(|(f, v)| (f.as_slice(), v.as_slice())),
+            HashValue::Table(map, _) => map.get_index(i).map(|(f, v)| (f.as_slice(), v.as_slice())),
         }
     }
 
     /// Fields and values in the hash's order.
     pub fn iter(&self) -> Box<dyn Iterator<Item = (&[u8], &[u8])> + '_> {
         match self {
-            HashValue::Listpack(pairs) => Box::new(pairs.iter().map(|(f, v)| (f.as_slice(), v.as_slice()))),
-            HashValue::Table(map) => Box::new(map.iter().map(|(f, v)| (f.as_slice(), v.as_slice()))),
+            HashValue::Listpack(pairs, _) => Box::new(pairs.iter().map(|(f, v)| (f.as_slice(), v.as_slice()))),
+            HashValue::Table(map, _) => Box::new(map.iter().map(|(f, v)| (f.as_slice(), v.as_slice()))),
         }
     }
 
@@ -204,11 +218,11 @@ impl HashValue {
     /// returned; the cursor is one more than the next position to visit.
     pub fn scan(&self, cursor: u64, count: usize, mut visit: impl FnMut(&[u8], &[u8])) -> u64 {
         match self {
-            HashValue::Listpack(_) => {
+            HashValue::Listpack(..) => {
                 self.iter().for_each(|(f, v)| visit(f, v));
                 0
             }
-            HashValue::Table(map) => scan_dense(map.len(), cursor, count, |i| {
+            HashValue::Table(map, _) => scan_dense(map.len(), cursor, count, |i| {
                 if let Some((f, v)) = map.get_index(i) {
                     visit(f, v);
                 }
@@ -224,10 +238,10 @@ impl HashValue {
     /// no empty hash behind).
     pub fn packable(&self) -> bool {
         match self {
-            HashValue::Listpack(pairs) => {
+            HashValue::Listpack(pairs, _) => {
                 pairs.len() <= packed::MAX_ELEMENTS / 2 && packed::fits(pairs.len() * 2, self.encoded_len())
             }
-            HashValue::Table(_) => false,
+            HashValue::Table(..) => false,
         }
     }
 
@@ -495,7 +509,8 @@ impl<'a> HashRef<'a> {
             HashRef::Packed(p) => {
                 let mut pairs = Vec::with_capacity(p.len() / 2);
                 pairs.extend(Pairs(p.iter()).map(|(f, v)| (CompactBytes::new(f), CompactBytes::new(v))));
-                HashValue::Listpack(pairs)
+                let bytes = MemberBytes::of(pairs.iter().flat_map(|(f, v)| [f, v]));
+                HashValue::Listpack(pairs, bytes)
             }
         }
     }
@@ -515,6 +530,47 @@ pub fn scan_dense(len: usize, cursor: u64, count: usize, mut visit: impl FnMut(u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The heap bytes a hash keeps count of, and the same sum counted afresh.
+    fn member_bytes(h: &HashValue) -> (usize, usize) {
+        let (counted, pairs): (_, Box<dyn Iterator<Item = (&CompactBytes, &CompactBytes)>>) = match h {
+            HashValue::Listpack(pairs, bytes) => (bytes.get(), Box::new(pairs.iter().map(|(f, v)| (f, v)))),
+            HashValue::Table(map, bytes) => (bytes.get(), Box::new(map.iter())),
+        };
+        (counted, MemberBytes::of(pairs.flat_map(|(f, v)| [f, v])).get())
+    }
+
+    #[test]
+    fn the_member_byte_count_follows_every_change() {
+        // Fields and values of 1 to 59 bytes, so some live inline and some
+        // on the heap; a small field pool, so writes replace and removes hit.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let limits = HashLimits { max_entries: 16, max_value: 40 };
+        let mut h = HashValue::new();
+        for step in 0..4000 {
+            let r = next();
+            let field = vec![b'f'; 1 + (r % 59) as usize];
+            let value = vec![b'v'; 1 + ((r >> 8) % 59) as usize];
+            match (r >> 16) % 4 {
+                0 | 1 => {
+                    h.set(&field, &value, limits);
+                }
+                2 => {
+                    h.remove(&field);
+                }
+                _ => h.conform(limits),
+            }
+            let (counted, actual) = member_bytes(&h);
+            assert_eq!(counted, actual, "step {step}, {} fields, {}", h.len(), h.encoding());
+        }
+        assert_eq!(member_bytes(&HashRef::Boxed(&h).to_owned()), member_bytes(&h));
+    }
 
     #[test]
     fn small_hashes_keep_insertion_order_and_replace_in_place() {

@@ -11,7 +11,7 @@
 use indexmap::IndexSet;
 use kvik_protocol::number::{parse_i64, write_i64};
 
-use super::compact::{sampled_heap_size, CompactBytes, MemberHasher};
+use super::compact::{CompactBytes, MemberBytes, MemberHasher};
 use super::hash::scan_dense;
 
 /// A set.
@@ -20,7 +20,7 @@ pub enum SetValue {
     /// Integers, ascending, distinct.
     Ints(Vec<i64>),
     /// Anything else.
-    Table(IndexSet<CompactBytes, MemberHasher>),
+    Table(IndexSet<CompactBytes, MemberHasher>, MemberBytes),
 }
 
 /// One member as stored: an integer of an `intset` or bytes.
@@ -58,13 +58,19 @@ fn as_int(member: &[u8]) -> Option<i64> {
 }
 
 impl SetValue {
+    /// A `hashtable` set of `members`.
+    pub fn table(members: IndexSet<CompactBytes, MemberHasher>) -> SetValue {
+        let bytes = MemberBytes::of(&members);
+        SetValue::Table(members, bytes)
+    }
+
     /// An empty set in the encoding Redis picks for a set whose first member
     /// is `first`: `intset` for an integer, `hashtable` otherwise.
     pub fn for_first_member(first: &[u8]) -> SetValue {
         if as_int(first).is_some() {
             SetValue::Ints(Vec::new())
         } else {
-            SetValue::Table(IndexSet::default())
+            SetValue::Table(IndexSet::default(), MemberBytes::default())
         }
     }
 
@@ -72,7 +78,7 @@ impl SetValue {
     pub fn len(&self) -> usize {
         match self {
             SetValue::Ints(v) => v.len(),
-            SetValue::Table(s) => s.len(),
+            SetValue::Table(s, _) => s.len(),
         }
     }
 
@@ -85,7 +91,7 @@ impl SetValue {
     pub fn encoding(&self) -> &'static str {
         match self {
             SetValue::Ints(_) => "intset",
-            SetValue::Table(_) => "hashtable",
+            SetValue::Table(..) => "hashtable",
         }
     }
 
@@ -93,10 +99,7 @@ impl SetValue {
     pub fn heap_size(&self) -> usize {
         match self {
             SetValue::Ints(v) => v.capacity() * 8,
-            SetValue::Table(s) => {
-                s.capacity() * (std::mem::size_of::<CompactBytes>() + 8 + 1)
-                    + sampled_heap_size(s.len(), s.iter().map(CompactBytes::heap_size))
-            }
+            SetValue::Table(s, bytes) => s.capacity() * (std::mem::size_of::<CompactBytes>() + 8 + 1) + bytes.get(),
         }
     }
 
@@ -104,7 +107,7 @@ impl SetValue {
     pub fn contains(&self, member: &[u8]) -> bool {
         match self {
             SetValue::Ints(v) => as_int(member).is_some_and(|n| v.binary_search(&n).is_ok()),
-            SetValue::Table(s) => s.contains(member),
+            SetValue::Table(s, _) => s.contains(member),
         }
     }
 
@@ -122,7 +125,13 @@ impl SetValue {
             self.convert_to_table();
         }
         match self {
-            SetValue::Table(s) => s.insert(CompactBytes::new(member)),
+            SetValue::Table(s, bytes) => {
+                let (at, added) = s.insert_full(CompactBytes::new(member));
+                if let Some(new) = s.get_index(at).filter(|_| added) {
+                    bytes.add(new);
+                }
+                added
+            }
             SetValue::Ints(_) => false,
         }
     }
@@ -137,7 +146,13 @@ impl SetValue {
                 }
                 _ => false,
             },
-            SetValue::Table(s) => s.swap_remove(member),
+            SetValue::Table(s, bytes) => match s.swap_take(member) {
+                Some(m) => {
+                    bytes.sub(&m);
+                    true
+                }
+                None => false,
+            },
         }
     }
 
@@ -145,7 +160,7 @@ impl SetValue {
     pub fn get_index(&self, i: usize) -> Option<Member<'_>> {
         match self {
             SetValue::Ints(v) => v.get(i).map(|&n| Member::Int(n)),
-            SetValue::Table(s) => s.get_index(i).map(|m| Member::Bytes(m)),
+            SetValue::Table(s, _) => s.get_index(i).map(|m| Member::Bytes(m)),
         }
     }
 
@@ -153,7 +168,11 @@ impl SetValue {
     pub fn remove_index(&mut self, i: usize) -> Option<CompactBytes> {
         match self {
             SetValue::Ints(v) => (i < v.len()).then(|| Member::Int(v.remove(i)).to_compact()),
-            SetValue::Table(s) => s.swap_remove_index(i),
+            SetValue::Table(s, bytes) => {
+                let m = s.swap_remove_index(i)?;
+                bytes.sub(&m);
+                Some(m)
+            }
         }
     }
 
@@ -161,7 +180,7 @@ impl SetValue {
     pub fn iter(&self) -> Box<dyn Iterator<Item = Member<'_>> + '_> {
         match self {
             SetValue::Ints(v) => Box::new(v.iter().map(|&n| Member::Int(n))),
-            SetValue::Table(s) => Box::new(s.iter().map(|m| Member::Bytes(m))),
+            SetValue::Table(s, _) => Box::new(s.iter().map(|m| Member::Bytes(m))),
         }
     }
 
@@ -172,7 +191,7 @@ impl SetValue {
                 self.iter().for_each(visit);
                 0
             }
-            SetValue::Table(s) => scan_dense(s.len(), cursor, count, |i| {
+            SetValue::Table(s, _) => scan_dense(s.len(), cursor, count, |i| {
                 if let Some(m) = s.get_index(i) {
                     visit(Member::Bytes(m));
                 }
@@ -183,7 +202,7 @@ impl SetValue {
     fn convert_to_table(&mut self) {
         if let SetValue::Ints(v) = self {
             let table = v.iter().map(|&n| Member::Int(n).to_compact()).collect();
-            *self = SetValue::Table(table);
+            *self = SetValue::table(table);
         }
     }
 }
@@ -191,6 +210,37 @@ impl SetValue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_member_byte_count_follows_every_change() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut s = SetValue::for_first_member(b"a");
+        for step in 0..4000 {
+            let r = next();
+            let member = vec![b'm'; 1 + (r % 59) as usize];
+            match (r >> 16) % 3 {
+                0 => {
+                    s.insert(&member, 512);
+                }
+                1 => {
+                    s.remove(&member);
+                }
+                _ => {
+                    s.remove_index((r >> 24) as usize % (s.len() + 1));
+                }
+            }
+            let SetValue::Table(members, bytes) = &s else { panic!("a set of text stays a table") };
+            assert_eq!(bytes.get(), MemberBytes::of(members).get(), "step {step}");
+        }
+        let SetValue::Table(members, bytes) = &s else { unreachable!() };
+        assert_eq!(SetValue::table(members.clone()), SetValue::Table(members.clone(), *bytes));
+    }
 
     fn texts(s: &SetValue) -> Vec<String> {
         s.iter().map(|m| String::from_utf8_lossy(&m.to_compact()).into_owned()).collect()
