@@ -339,6 +339,12 @@ def table(head, rows, align=None):
     return lines + [""]
 
 
+def count(meta, key):
+    """A whole number from the run's metadata with thousands separators, or ?."""
+    value = meta.get(key, "")
+    return "{:,}".format(int(value)) if value.isdigit() else "?"
+
+
 def md_header(meta):
     L = ["# kvik vs redis-server vs valkey-server: benchmark suite", ""]
     if meta.get("label"):
@@ -368,8 +374,11 @@ def md_header(meta):
         "flags; all other figures come from redis-benchmark over RESP. Requests per "
         "server-CPU-second = all requests of a run (including the list fill `-t lrange_100` "
         "sends first) over the server process's utime+stime during the run "
-        "(`/proc/<pid>/stat`). Ratios are kvik's median over the peer's median."
-        % (meta.get("repeats", "?"), NOISY),
+        "(`/proc/<pid>/stat`). Ratios are kvik's median over the peer's median. Requests per "
+        "run: %s at `-c 1 -P 1` and for the collections, %s at `-c 50 -P 1`, %s at `-P 16` and "
+        "`-P 1000`; LRANGE_100 and MSET, which move far more bytes per request, a tenth of those."
+        % (meta.get("repeats", "?"), NOISY, count(meta, "n_slow"), count(meta, "n"),
+           count(meta, "n_pipe" if "n_pipe" in meta else "n")),
         "",
     ]
     return L
