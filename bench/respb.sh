@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# RESP vs RESPB on kvik-server, with redis-server as a reference, in the same run.
+# RESP vs RESPB on kvik-server, with redis-server and valkey-server as
+# references, in the same run.
 #
 # For each pipeline depth P in PIPELINES and each repeat:
 #   kvik-benchmark -t set,get -n BENCH_N -r 100000 -c CLIENTS -P P --json          (RESP)
 #   kvik-benchmark ... --respb                                                      (RESPB)
 # against kvik-server, the two protocols back to back and their order swapped
-# every repeat; then redis-benchmark with the same -t -n -r -c -P --csv against
-# redis-server (RESP; the reference). Reports the median requests/s of each
-# cell and the ratios RESPB/RESP and kvik/redis, then appends the wire-size
-# tables of `kvik-benchmark --wire-sizes` (bytes computed by the codecs).
+# every repeat; then the same RESP command against each server of PEERS. One
+# client for every cell, so the ratios compare servers and protocols, not
+# benchmark tools. Reports the median requests/s of each cell and the ratios
+# RESPB/RESP and kvik/peer, then appends the wire-size tables of
+# `kvik-benchmark --wire-sizes` (bytes computed by the codecs).
+#
+# kvik RESPB over valkey RESP is the comparison the RESPB proposal makes for
+# its Valkey fork (RESPB on the fork over Valkey's own RESP path).
 #
 # Writes bench/results/respb.md and bench/results/respb.json (all runs and
 # medians), or into OUT_DIR.
@@ -19,7 +24,8 @@
 #   PIPELINES  ["1 10 50 100 200"]   -P values
 #   CLIENTS    [50]                  -c
 #   TESTS      [set,get]             -t
-#   REDIS      [1]                   0 skips the redis-server reference
+#   PEERS      ["redis valkey"]      reference servers (RESP, persistence off)
+#   REDIS      [1]                   0 leaves redis out of PEERS
 #   QUICK      [0]                   1: BENCH_N=2000 REPEATS=1 PIPELINES="1 10"
 #                                    unless given (a check that the script works)
 #   THREADS, BENCH_THREADS, KVIK_SERVER_BIN, KVIK_BENCHMARK_BIN, BENCH_TIMEOUT: see bench/common.sh
@@ -43,6 +49,7 @@ PIPELINES="${PIPELINES:-1 10 50 100 200}"
 CLIENTS="${CLIENTS:-50}"
 TESTS="${TESTS:-set,get}"
 REDIS="${REDIS:-1}"
+PEERS="${PEERS-redis valkey}"
 OUT_DIR="${OUT_DIR:-bench/results}"
 
 # shellcheck source=bench/common.sh
@@ -56,12 +63,20 @@ done
 [ "$REPEATS" -ge 1 ] && [ "$REPEATS" -le 100 ] || { echo "REPEATS must be 1..100" >&2; exit 2; }
 [[ "$TESTS" =~ ^[a-z_,]+$ ]] || { echo "TESTS must be a -t list such as set,get" >&2; exit 2; }
 case "$REDIS" in 0 | 1) ;; *) echo "REDIS must be 0 or 1" >&2; exit 2 ;; esac
-
-[ "$REDIS" = 1 ] && need_redis
+[ "$REDIS" = 1 ] || PEERS=$(tr ' ' '\n' <<<"$PEERS" | grep -vx redis | tr '\n' ' ')
+peers=()
+for peer in $PEERS; do
+    case "$peer" in
+        redis) need_redis ;;
+        valkey) need_valkey ;;
+        *) echo "PEERS may hold redis and valkey, got '$peer'" >&2; exit 2 ;;
+    esac
+    peers+=("$peer")
+done
 find_binaries
 raise_fd_limit $((CLIENTS * 2 + 256))
 
-command_line="BENCH_N=$BENCH_N REPEATS=$REPEATS PIPELINES=\"$PIPELINES\" CLIENTS=$CLIENTS TESTS=$TESTS THREADS=$THREADS${BENCH_THREADS:+ BENCH_THREADS=$BENCH_THREADS} REDIS=$REDIS bench/respb.sh"
+command_line="BENCH_N=$BENCH_N REPEATS=$REPEATS PIPELINES=\"$PIPELINES\" CLIENTS=$CLIENTS TESTS=$TESTS THREADS=$THREADS${BENCH_THREADS:+ BENCH_THREADS=$BENCH_THREADS} PEERS=\"${peers[*]}\" bench/respb.sh"
 write_meta "$command_line"
 {
     echo "n=$BENCH_N"
@@ -69,10 +84,10 @@ write_meta "$command_line"
     echo "pipelines=$PIPELINES"
     echo "clients=$CLIENTS"
     echo "tests=$TESTS"
-    if [ "$REDIS" = 1 ]; then
-        echo "redis_version=$(redis-server --version | head -1)"
-        echo "bench_version=$(redis-benchmark --version 2>&1 | head -1)"
-    fi
+    echo "peers=${peers[*]}"
+    for peer in "${peers[@]}"; do
+        echo "${peer}_version=$("$peer-server" --version | head -1)"
+    done
 } >>"$work/meta"
 
 "$BENCH_BIN" --wire-sizes >"$work/wire_sizes.md"
@@ -81,55 +96,41 @@ failures=()
 notes=()
 : >"$work/runs.tsv"
 
-# bench_kvik PROTO P REP: one kvik-benchmark run against kvik-server.
-bench_kvik() {
-    local proto=$1 p=$2 rep=$3 file extra=()
-    file="kvik-$proto-P$p-$rep.json"
+# bench_one SERVER PROTO P REP: one kvik-benchmark run against SERVER.
+bench_one() {
+    local server=$1 proto=$2 p=$3 rep=$4 file extra=()
+    file="$server-$proto-P$p-$rep.json"
     [ "$proto" = respb ] && extra=(--respb)
-    echo "round $rep/$REPEATS  -P $p  kvik $proto" >&2
-    if run_bounded "$work/$file" "$work/$file.err" "$BENCH_BIN" -h 127.0.0.1 -p "${port[kvik]}" \
+    echo "round $rep/$REPEATS  -P $p  $server $proto" >&2
+    if run_bounded "$work/$file" "$work/$file.err" "$BENCH_BIN" -h 127.0.0.1 -p "${port[$server]}" \
         -t "$TESTS" -n "$BENCH_N" -r 100000 -c "$CLIENTS" -P "$p" --json "${bench_threads[@]}" "${extra[@]}" &&
-        python3 "$HELPER" wait "${port[kvik]}" 5; then
-        printf 'kvik\t%s\t%s\t%s\tjson\t%s\n' "$proto" "$p" "$rep" "$file" >>"$work/runs.tsv"
+        python3 "$HELPER" wait "${port[$server]}" 5; then
+        printf '%s\t%s\t%s\t%s\tjson\t%s\n' "$server" "$proto" "$p" "$rep" "$file" >>"$work/runs.tsv"
     else
-        failures+=("kvik $proto -P $p round $rep")
+        failures+=("$server $proto -P $p round $rep")
         echo "  failed: $(tail -3 "$work/$file.err" | tr '\n' ' ')" >&2
-        python3 "$HELPER" wait "${port[kvik]}" 5 || { stop_server kvik; start_server kvik; }
-    fi
-}
-
-# bench_redis P REP: one redis-benchmark run against redis-server.
-bench_redis() {
-    local p=$1 rep=$2 file
-    file="redis-resp-P$p-$rep.csv"
-    echo "round $rep/$REPEATS  -P $p  redis resp" >&2
-    if run_bounded "$work/$file" "$work/$file.err" redis-benchmark -h 127.0.0.1 -p "${port[redis]}" \
-        -t "$TESTS" -n "$BENCH_N" -r 100000 -c "$CLIENTS" -P "$p" -q --csv "${bench_threads[@]}" &&
-        python3 "$HELPER" wait "${port[redis]}" 5; then
-        printf 'redis\tresp\t%s\t%s\tcsv\t%s\n' "$p" "$rep" "$file" >>"$work/runs.tsv"
-    else
-        failures+=("redis -P $p round $rep")
-        echo "  failed: $(tail -3 "$work/$file.err" | tr '\n' ' ')" >&2
-        python3 "$HELPER" wait "${port[redis]}" 5 || { stop_server redis; start_server redis; }
+        python3 "$HELPER" wait "${port[$server]}" 5 || { stop_server "$server"; start_server "$server"; }
     fi
 }
 
 start_server kvik
-[ "$REDIS" = 1 ] && start_server redis
+for peer in "${peers[@]}"; do start_server "$peer"; done
 for rep in $(seq 1 "$REPEATS"); do
     if [ $((rep % 2)) = 1 ]; then order=(resp respb); else order=(respb resp); fi
     for p in $PIPELINES; do
         for proto in "${order[@]}"; do
-            bench_kvik "$proto" "$p" "$rep"
+            bench_one kvik "$proto" "$p" "$rep"
         done
-        [ "$REDIS" = 1 ] && bench_redis "$p" "$rep"
+        for peer in "${peers[@]}"; do
+            bench_one "$peer" resp "$p" "$rep"
+        done
     done
 done
 
 if grep -q '"errors":[1-9]' "$work"/*.json 2>/dev/null; then
     notes+=("some kvik-benchmark runs counted error replies: $(grep -l '"errors":[1-9]' "$work"/*.json | xargs -n1 basename | tr '\n' ' ')")
 fi
-[ "$REDIS" = 1 ] || notes+=("redis-server reference skipped (REDIS=0).")
+[ ${#peers[@]} -gt 0 ] || notes+=("no reference servers (PEERS is empty).")
 finish_meta
 
 mkdir -p "$OUT_DIR"
