@@ -544,13 +544,7 @@ mod tests {
     fn the_member_byte_count_follows_every_change() {
         // Fields and values of 1 to 59 bytes, so some live inline and some
         // on the heap; a small field pool, so writes replace and removes hit.
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::types::test_rng::xorshift(0x9e37_79b9_7f4a_7c15);
         let limits = HashLimits { max_entries: 16, max_value: 40 };
         let mut h = HashValue::new();
         for step in 0..4000 {

@@ -15,6 +15,9 @@ pub mod stream;
 pub mod string;
 pub mod zset;
 
+#[cfg(test)]
+pub(crate) mod test_rng;
+
 use hash::{HashRef, HashValue};
 use list::{ListRef, ListValue};
 use set::SetValue;

@@ -213,13 +213,7 @@ mod tests {
 
     #[test]
     fn the_member_byte_count_follows_every_change() {
-        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::types::test_rng::xorshift(0x2545_f491_4f6c_dd1d);
         let mut s = SetValue::for_first_member(b"a");
         for step in 0..4000 {
             let r = next();

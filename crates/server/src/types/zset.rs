@@ -587,13 +587,8 @@ mod tests {
     /// across block splits and merges and both encodings.
     #[test]
     fn matches_a_model_under_random_operations() {
-        let mut x: u64 = 0x1234_5678;
-        let mut next = move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut random = crate::types::test_rng::xorshift(0x1234_5678);
+        let mut next = move |n: u64| random() % n;
         for large in [false, true] {
             let mut z = if large { ZSetValue::new_large() } else { ZSetValue::new() };
             let mut model: BTreeMap<Vec<u8>, f64> = BTreeMap::new();
