@@ -111,13 +111,15 @@ fn positive(cell: &str) -> bool {
 
 #[test]
 fn respb_script_writes_a_report_with_every_cell_and_the_wire_sizes() {
-    let redis = on_path("redis-server") && on_path("redis-benchmark");
+    // The reference servers that are installed; kvik-benchmark drives them all.
+    let peers: Vec<&str> = [("redis", "redis-server"), ("valkey", "valkey-server")]
+        .into_iter()
+        .filter(|(_, binary)| on_path(binary))
+        .map(|(name, _)| name)
+        .collect();
     let out = OutDir::new("respb");
-    run_script(
-        "respb.sh",
-        &out.0,
-        &[("PIPELINES", "1 10"), ("CLIENTS", "4"), ("REDIS", if redis { "1" } else { "0" })],
-    );
+    let peer_list = peers.join(" ");
+    run_script("respb.sh", &out.0, &[("PIPELINES", "1 10"), ("CLIENTS", "4"), ("PEERS", &peer_list)]);
 
     let md = read(&out.0.join("respb.md"));
     assert!(md.starts_with("# RESP vs RESPB"), "{md}");
@@ -126,7 +128,8 @@ fn respb_script_writes_a_report_with_every_cell_and_the_wire_sizes() {
         let section = md.split(&format!("## {test} (")).nth(1).unwrap_or_else(|| panic!("no {test} section"));
         for p in ["1", "10"] {
             let cells = row(section, p);
-            let want = if redis { 7 } else { 4 };
+            // kvik RESP, RESPB and their ratio, then each peer and kvik's two ratios to it.
+            let want = 4 + 3 * peers.len();
             assert_eq!(cells.len(), want, "{cells:?}");
             assert!(cells[1..].iter().all(|c| positive(c)), "{test} -P {p}: {cells:?}");
         }
@@ -136,8 +139,8 @@ fn respb_script_writes_a_report_with_every_cell_and_the_wire_sizes() {
 
     let j = json(&out.0.join("respb.json"));
     let medians = j["medians"].as_array().expect("medians");
-    let servers = if redis { 3 } else { 2 };
-    assert_eq!(medians.len(), servers * 2 * 2, "{medians:?}");
+    // kvik over RESP and over RESPB, then the peers; two tests at two depths each.
+    assert_eq!(medians.len(), (2 + peers.len()) * 2 * 2, "{medians:?}");
     assert!(medians.iter().all(|m| m["rps"].as_f64().is_some_and(|r| r > 0.0)), "{medians:?}");
     let runs = j["runs"].as_array().expect("runs");
     assert_eq!(runs.len(), medians.len(), "one repeat: a run per cell");
