@@ -74,7 +74,7 @@ bench-protocol:
 bench-server: cargo redis-server
 	bench/server.sh
 
-## RESP vs RESPB on kvik (and redis-server for reference): bench/results/respb.md.
+## RESP vs RESPB on kvik (redis-server and valkey-server for reference): bench/results/respb.md.
 ## QUICK=1 for a check that it works; see the script's header for the settings.
 bench-respb: cargo redis-server
 	bench/respb.sh
