@@ -63,9 +63,9 @@ done
 [ "$REPEATS" -ge 1 ] && [ "$REPEATS" -le 100 ] || { echo "REPEATS must be 1..100" >&2; exit 2; }
 [[ "$TESTS" =~ ^[a-z_,]+$ ]] || { echo "TESTS must be a -t list such as set,get" >&2; exit 2; }
 case "$REDIS" in 0 | 1) ;; *) echo "REDIS must be 0 or 1" >&2; exit 2 ;; esac
-[ "$REDIS" = 1 ] || PEERS=$(tr ' ' '\n' <<<"$PEERS" | grep -vx redis | tr '\n' ' ')
 peers=()
 for peer in $PEERS; do
+    [ "$peer" = redis ] && [ "$REDIS" = 0 ] && continue
     case "$peer" in
         redis) need_redis ;;
         valkey) need_valkey ;;

@@ -127,8 +127,8 @@ impl SetValue {
         match self {
             SetValue::Table(s, bytes) => {
                 let (at, added) = s.insert_full(CompactBytes::new(member));
-                if let Some(new) = s.get_index(at).filter(|_| added) {
-                    bytes.add(new);
+                if added {
+                    bytes.add(&s[at]);
                 }
                 added
             }
