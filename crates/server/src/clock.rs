@@ -12,6 +12,14 @@
 //! [`REANCHOR_US`]. The derived time is the wall time to within the clock's
 //! drift over that interval, and a step of the wall clock (NTP, an operator)
 //! is picked up within the same interval.
+//!
+//! Commands run back to back from one read of a connection (a pipeline)
+//! share readings: inside a [`Batch`], the reading that ends one command is
+//! the start of the next, since nothing runs between them on the thread.
+//! On a VM the vDSO clock costs tens of nanoseconds per read, a tenth of a
+//! pipelined GET, so this halves the clock's share. A reading never crosses
+//! an await: a `Batch` is opened only around code that runs without
+//! yielding, and closing it drops the reading.
 
 use std::cell::Cell;
 use std::sync::OnceLock;
@@ -29,6 +37,47 @@ static ORIGIN: OnceLock<(Instant, u64)> = OnceLock::new();
 thread_local! {
     /// This thread's `(monotonic µs, wall-clock Unix µs)` read together.
     static ANCHOR: Cell<Option<(u64, i64)>> = const { Cell::new(None) };
+    /// What the next [`CommandStart::now`] on this thread may reuse.
+    static HANDOFF: Cell<Handoff> = const { Cell::new(Handoff::Closed) };
+}
+
+/// The state of this thread's [`Batch`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Handoff {
+    /// No batch is open: every start reads the clock.
+    Closed,
+    /// A batch is open, and no command has ended in it since the last start.
+    Open,
+    /// A batch is open, and a command just ended at this monotonic time.
+    Ended(u64),
+}
+
+/// Commands that run one after another on this thread with no await in
+/// between: each starts at the reading that ended the one before.
+///
+/// Open it only around code that does not yield (the loop that runs what
+/// one read brought), and drop it before any await; a reading kept across
+/// an await would give the next command a stale time. Batches do not nest.
+#[derive(Debug)]
+#[must_use = "the batch ends when this is dropped"]
+pub struct Batch {
+    /// Tied to this thread.
+    _thread: std::marker::PhantomData<*const ()>,
+}
+
+impl Batch {
+    /// Open this thread's batch.
+    pub fn open() -> Batch {
+        debug_assert_eq!(HANDOFF.get(), Handoff::Closed, "batches do not nest");
+        HANDOFF.set(Handoff::Open);
+        Batch { _thread: std::marker::PhantomData }
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        HANDOFF.set(Handoff::Closed);
+    }
 }
 
 /// [`ORIGIN`]. The raw clock is `CLOCK_MONOTONIC`, the clock behind
@@ -86,15 +135,27 @@ pub struct CommandStart {
 }
 
 impl CommandStart {
-    /// Read the clock for a command about to run.
+    /// Read the clock for a command about to run, or, in a [`Batch`], take
+    /// the reading that ended the command before it.
     pub fn now() -> CommandStart {
-        let mono_us = now_mono_us();
+        let mono_us = match HANDOFF.get() {
+            Handoff::Ended(at) => {
+                HANDOFF.set(Handoff::Open);
+                at
+            }
+            Handoff::Open | Handoff::Closed => now_mono_us(),
+        };
         CommandStart { mono_us, wall_ms: wall_us_at(mono_us).div_euclid(1000) }
     }
 
-    /// Microseconds since the start (the command's duration, read at its end).
+    /// Microseconds since the start (the command's duration, read at its
+    /// end). In a [`Batch`] the reading is kept for the next command.
     pub fn elapsed_us(&self) -> u64 {
-        now_mono_us().saturating_sub(self.mono_us)
+        let end = now_mono_us();
+        if HANDOFF.get() != Handoff::Closed {
+            HANDOFF.set(Handoff::Ended(end));
+        }
+        end.saturating_sub(self.mono_us)
     }
 }
 
@@ -126,5 +187,30 @@ mod tests {
         std::thread::sleep(Duration::from_millis(1));
         assert!(start.elapsed_us() >= 1000);
         assert!(CommandStart::now().mono_us > start.mono_us);
+    }
+
+    #[test]
+    fn a_batch_hands_each_end_to_the_next_start() {
+        let batch = Batch::open();
+        let first = CommandStart::now();
+        std::thread::sleep(Duration::from_millis(2));
+        let took = first.elapsed_us();
+        assert!(took >= 2000, "{took}");
+        let second = CommandStart::now();
+        assert_eq!(second.mono_us, first.mono_us + took, "the second command starts where the first ended");
+        // A start takes the reading once; without an end between, the clock is read.
+        std::thread::sleep(Duration::from_millis(2));
+        let third = CommandStart::now();
+        assert!(third.mono_us >= second.mono_us + 2000);
+        let _ = third.elapsed_us();
+        drop(batch);
+        // Closing the batch drops the reading: a start after it is fresh.
+        std::thread::sleep(Duration::from_millis(2));
+        let after = CommandStart::now();
+        assert!(after.mono_us >= third.mono_us + 2000, "{} {}", after.mono_us, third.mono_us);
+        // Outside a batch an end keeps nothing.
+        let _ = after.elapsed_us();
+        std::thread::sleep(Duration::from_millis(2));
+        assert!(CommandStart::now().mono_us >= after.mono_us + 2000);
     }
 }

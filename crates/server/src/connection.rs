@@ -48,6 +48,7 @@ use kvik_protocol::respb::{detect, Decoded, Detected, Frame, RespbDecoder, Respb
 use kvik_protocol::{CommandArgs, ReplySink};
 
 use crate::blocking::{Cancel, Ended, Waiter};
+use crate::clock;
 use crate::commands::{execute, held_by_pause, Outcome, ReplyTarget, Request};
 use crate::mux::{self, Channels, Queued, RespbTarget};
 use crate::pubsub::{encode_message, Message};
@@ -670,68 +671,38 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
             return Ok(());
         }
         loop {
-            let pending = buf.pending();
-            if pending.is_empty() {
-                break;
-            }
-            // `CONFIG SET proto-max-bulk-len` applies to the very next command, as in Redis.
-            parser.set_limits(request_limits(state));
-            // Until it authenticates, a client may only send small requests.
-            parser.set_auth_required(!session.authenticated && state.limits.auth_required());
-            match parser.parse(pending, &mut args) {
-                Ok(Progress::Done(n)) => {
-                    let req = Request::new(&args, pending);
-                    if let Some(spec) = held_by_pause(state, req, &session) {
-                        // Replies already due go out before the wait, as Redis sends them.
-                        if !out.is_empty() {
-                            conn.send(&out).await?;
-                            out.clear();
-                        }
-                        if !conn.wait_for_pause(spec, &mut killed).await {
-                            return Ok(());
-                        }
-                    }
-                    let outcome = if args.is_empty() {
-                        Outcome::Continue
-                    } else {
-                        let mut target = RespTarget { out: &mut out };
-                        execute(state, req, &mut session, &mut target)
-                    };
-                    // A tracking client gets invalidations right after the
-                    // reply of the command that caused them, as in Redis.
-                    if session.tracking.on() && !drain_messages(&mut session, &mut out) {
-                        return Ok(());
-                    }
-                    buf.consume(n);
-                    if conn.over_hard_limit(out.len()) {
-                        return Ok(());
-                    }
-                    if outcome == Outcome::Close {
-                        close = true;
-                        break;
-                    }
-                    if outcome == Outcome::Block {
-                        // Replies already due go out first; requests behind
-                        // the blocked one stay in the buffer until it ends.
-                        match conn.wait_blocked(buf, &mut out, session.id, &mut killed).await? {
-                            Some(reply) => out.extend_from_slice(&reply),
-                            None => return Ok(()),
-                        }
-                    }
-                    if out.len() >= FLUSH_AT {
-                        conn.send(&out).await?;
-                        out.clear();
-                    }
-                }
-                Ok(Progress::NeedMore { hint }) => {
+            match run_buffered(conn, &mut parser, &mut args, buf, &mut session, &mut out) {
+                Stop::NeedMore(hint) => {
                     want = hint;
                     break;
                 }
-                Err(e) => {
-                    RespWriter::new(&mut out, session.protocol).error(&protocol_error_text(&e));
+                Stop::Paused(spec) => {
+                    // Replies already due go out before the wait, as Redis sends them.
+                    if !out.is_empty() {
+                        conn.send(&out).await?;
+                        out.clear();
+                    }
+                    if !conn.wait_for_pause(spec, &mut killed).await {
+                        return Ok(());
+                    }
+                }
+                Stop::Blocked => {
+                    // Replies already due go out first; requests behind
+                    // the blocked one stay in the buffer until it ends.
+                    match conn.wait_blocked(buf, &mut out, session.id, &mut killed).await? {
+                        Some(reply) => out.extend_from_slice(&reply),
+                        None => return Ok(()),
+                    }
+                }
+                Stop::Flush => {
+                    conn.send(&out).await?;
+                    out.clear();
+                }
+                Stop::Close => {
                     close = true;
                     break;
                 }
+                Stop::End => return Ok(()),
             }
         }
         // BCAST invalidations go out once per batch, gathered, as Redis
@@ -751,6 +722,83 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
         }
         if close || conn.fill_for(buf, want, &mut session, &mut killed).await? == 0 {
             return Ok(());
+        }
+    }
+}
+
+/// Why [`run_buffered`] stopped running commands.
+enum Stop {
+    /// Every whole command buffered ran; at least this many more bytes
+    /// are needed for the next one (0 when unknown).
+    NeedMore(usize),
+    /// A `CLIENT PAUSE` holds the next command, which stays in the buffer.
+    Paused(&'static CommandSpec),
+    /// The command that just ran blocked.
+    Blocked,
+    /// Replies passed [`FLUSH_AT`] and should go out before more run.
+    Flush,
+    /// Send what is due, then close (QUIT, a protocol error).
+    Close,
+    /// Close at once (output over its hard limit, a dropped subscriber).
+    End,
+}
+
+/// Run the commands already in `buf`, in order, until one needs the
+/// connection to wait (for input, a pause, a blocked command, a send).
+/// Nothing here awaits, so the commands share clock readings
+/// ([`clock::Batch`]).
+fn run_buffered<S: ClientStream>(
+    conn: &Conn<'_, S>,
+    parser: &mut RequestParser,
+    args: &mut CommandArgs,
+    buf: &mut ReadBuffer,
+    session: &mut Session,
+    out: &mut Vec<u8>,
+) -> Stop {
+    let state = conn.state;
+    let _batch = clock::Batch::open();
+    loop {
+        let pending = buf.pending();
+        if pending.is_empty() {
+            return Stop::NeedMore(0);
+        }
+        // `CONFIG SET proto-max-bulk-len` applies to the very next command, as in Redis.
+        parser.set_limits(request_limits(state));
+        // Until it authenticates, a client may only send small requests.
+        parser.set_auth_required(!session.authenticated && state.limits.auth_required());
+        let n = match parser.parse(pending, args) {
+            Ok(Progress::Done(n)) => n,
+            Ok(Progress::NeedMore { hint }) => return Stop::NeedMore(hint),
+            Err(e) => {
+                RespWriter::new(out, session.protocol).error(&protocol_error_text(&e));
+                return Stop::Close;
+            }
+        };
+        let req = Request::new(args, pending);
+        if let Some(spec) = held_by_pause(state, req, session) {
+            // Parsed again once the pause lets it through.
+            return Stop::Paused(spec);
+        }
+        let outcome = if args.is_empty() {
+            Outcome::Continue
+        } else {
+            let mut target = RespTarget { out: &mut *out };
+            execute(state, req, session, &mut target)
+        };
+        // A tracking client gets invalidations right after the
+        // reply of the command that caused them, as in Redis.
+        if session.tracking.on() && !drain_messages(session, out) {
+            return Stop::End;
+        }
+        buf.consume(n);
+        if conn.over_hard_limit(out.len()) {
+            return Stop::End;
+        }
+        match outcome {
+            Outcome::Close => return Stop::Close,
+            Outcome::Block => return Stop::Blocked,
+            Outcome::Continue if out.len() >= FLUSH_AT => return Stop::Flush,
+            Outcome::Continue => {}
         }
     }
 }
@@ -881,6 +929,8 @@ async fn serve_respb<S: ClientStream>(
         let mut need_more = false;
         let mut close = false;
         output.stamp = state.limits.idle_timeout() > 0;
+        // Nothing up to the next await yields: the frames share clock readings.
+        let batch = clock::Batch::open();
         // Channels whose wait ended answer, then run the frames queued behind.
         if !settle(conn, &mut channels, &mut output) {
             return Ok(());
@@ -949,6 +999,7 @@ async fn serve_respb<S: ClientStream>(
         }
         state.tracking.flush_broadcasts(&state.clients, state.pubsub.hard_limit());
         channels.drain_all(&mut output.out);
+        drop(batch);
         // After the client's end of input, the frames it sent run (a blocked
         // channel is dropped, as Redis drops a blocked client that left).
         if close || (eof && (need_more || buf.pending().is_empty() || channels.stalled())) {
