@@ -262,7 +262,7 @@ pub fn db_flushed(state: &ServerState, db: Option<usize>) {
 
 /// Databases `a` and `b` are about to trade contents (`SWAPDB`); `lock`
 /// holds every shard, so what each database holds can still be looked at.
-pub fn dbs_swapped(state: &ServerState, a: usize, b: usize, lock: &mut MultiLock<'_>) {
+pub fn dbs_swapped(state: &ServerState, a: usize, b: usize, lock: &mut MultiLock<'_, '_>) {
     state.watches.swapping(a, b, lock, &state.keyspace);
 }
 

@@ -104,7 +104,7 @@ impl WatchRegistry {
     /// Databases `a` and `b` are about to trade contents; `lock` holds
     /// every shard. A watched key is touched when it existed in its
     /// database, or exists (unexpired) in the one taking its place.
-    pub fn swapping(&self, a: usize, b: usize, lock: &mut MultiLock<'_>, keyspace: &crate::keyspace::Keyspace) {
+    pub fn swapping(&self, a: usize, b: usize, lock: &mut MultiLock<'_, '_>, keyspace: &crate::keyspace::Keyspace) {
         if self.idle() || a == b {
             return;
         }

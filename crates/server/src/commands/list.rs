@@ -412,7 +412,7 @@ fn move_element<T: ReplyTarget>(c: &mut Ctx<'_, T>, from: End, to: End) {
 /// had one, announced as Redis announces it.
 fn move_locked<T: ReplyTarget>(
     c: &mut Ctx<'_, T>,
-    lock: &mut crate::keyspace::MultiLock<'_>,
+    lock: &mut crate::keyspace::MultiLock<'_, '_>,
     src: &[u8],
     dst: &[u8],
     from: End,
@@ -513,7 +513,7 @@ fn lmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// serve mode, where it only means the waiter cannot be served from it.
 fn pop_first<'k, T: ReplyTarget>(
     c: &mut Ctx<'_, T>,
-    lock: &mut crate::keyspace::MultiLock<'_>,
+    lock: &mut crate::keyspace::MultiLock<'_, '_>,
     keys: &[&'k [u8]],
     end: End,
     count: usize,

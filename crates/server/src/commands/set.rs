@@ -56,7 +56,7 @@ fn store_set(db: &mut Db, key: &[u8], set: SetValue) -> (usize, access::Stored) 
 /// Copies of the sets at `keys` (`None` for a missing key), read under
 /// `lock` (counted as reads, by the STORE forms too, as in Redis).
 fn read_sets(
-    lock: &mut MultiLock<'_>,
+    lock: &mut MultiLock<'_, '_>,
     ks: &Keyspace,
     db: usize,
     keys: &[&[u8]],
@@ -417,7 +417,7 @@ fn smove<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 #[allow(clippy::too_many_arguments)]
 fn move_member<T: ReplyTarget>(
     c: &mut Ctx<'_, T>,
-    lock: &mut MultiLock<'_>,
+    lock: &mut MultiLock<'_, '_>,
     ks: &Keyspace,
     db: usize,
     now: i64,

@@ -129,7 +129,7 @@ impl Item {
 }
 
 /// The database `db` of the locked shard holding `key`.
-fn db_for<'l>(lock: &'l mut MultiLock<'_>, ks: &Keyspace, db: usize, key: &[u8]) -> &'l mut Db {
+fn db_for<'l>(lock: &'l mut MultiLock<'_, '_>, ks: &Keyspace, db: usize, key: &[u8]) -> &'l mut Db {
     lock.shard_for(ks, key).db(db)
 }
 
@@ -189,7 +189,7 @@ fn shape(db: &mut Db, key: &[u8], now: i64) -> Option<(Kind, usize)> {
 /// replaced by the element, or with `key->field` that hash field. `None`
 /// when the key is missing or of another type, or the pattern has no `*`.
 fn lookup(
-    lock: &mut MultiLock<'_>,
+    lock: &mut MultiLock<'_, '_>,
     ks: &Keyspace,
     db: usize,
     now: i64,
@@ -327,7 +327,7 @@ fn sort<T: ReplyTarget>(c: &mut Ctx<'_, T>, readonly: bool) {
 }
 
 /// The work of [`sort`] under its locks.
-fn run(lock: &mut MultiLock<'_>, ks: &Keyspace, db: usize, now: i64, key: &[u8], o: &mut Options<'_>) -> Outcome {
+fn run(lock: &mut MultiLock<'_, '_>, ks: &Keyspace, db: usize, now: i64, key: &[u8], o: &mut Options<'_>) -> Outcome {
     let Some((kind, len)) = shape(db_for(lock, ks, db, key), key, now) else {
         // Counted as a read, as Redis's lookup of the key is.
         let _ = db_for(lock, ks, db, key).get(key, now);

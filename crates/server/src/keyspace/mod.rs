@@ -25,6 +25,7 @@ pub mod lru;
 pub mod scan;
 pub mod slot;
 
+use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -303,17 +304,20 @@ impl Keyspace {
 
     /// Lock every shard holding one of `keys`, in ascending order.
     ///
-    /// Returns the guards and, for each key, the position of its shard's
-    /// guard in that list.
-    pub fn lock_keys<'k>(&self, keys: impl IntoIterator<Item = &'k [u8]>) -> MultiLock<'_> {
-        let mut order: Vec<usize> = keys.into_iter().map(|k| self.shard_of(k)).collect();
+    /// The lock remembers each key's shard, so [`MultiLock::shard_for`]
+    /// asked for the same keys in the same order hashes none of them again.
+    pub fn lock_keys<'k>(&self, keys: impl IntoIterator<Item = &'k [u8]>) -> MultiLock<'_, 'k> {
+        let keys: Vec<KnownKey> = keys.into_iter().map(|k| KnownKey::of(k, self.shard_of(k))).collect();
+        let mut order: Vec<usize> = keys.iter().map(|k| k.shard).collect();
         order.sort_unstable();
         order.dedup();
-        self.lock_shards(&order)
+        let mut lock = self.lock_shards(&order);
+        lock.keys = keys;
+        lock
     }
 
     /// Lock every shard, in ascending order (FLUSHALL, KEYS, DBSIZE, …).
-    pub fn lock_all(&self) -> MultiLock<'_> {
+    pub fn lock_all(&self) -> MultiLock<'_, 'static> {
         let all: Vec<usize> = (0..self.shards.len()).collect();
         self.lock_shards(&all)
     }
@@ -321,7 +325,7 @@ impl Keyspace {
     /// Lock the shards of `order` (ascending). A shard reserved by another
     /// transaction is waited for with no lock held: everything taken so far
     /// is let go, and the whole set is tried again once it is free.
-    fn lock_shards(&self, order: &[usize]) -> MultiLock<'_> {
+    fn lock_shards<'k>(&self, order: &[usize]) -> MultiLock<'_, 'k> {
         loop {
             let mut guards = Vec::with_capacity(order.len());
             let mut blocked = None;
@@ -335,7 +339,7 @@ impl Keyspace {
                 }
             }
             let Some(i) = blocked else {
-                return MultiLock { guards };
+                return MultiLock { guards, keys: Vec::new(), next: 0, _keys: PhantomData };
             };
             drop(guards);
             drop(self.lock(i));
@@ -400,14 +404,51 @@ pub fn in_transaction() -> bool {
 }
 
 /// Locks on several shards, taken in ascending order.
-pub struct MultiLock<'a> {
+pub struct MultiLock<'a, 'k> {
     guards: Vec<(usize, ShardGuard<'a>)>,
+    /// The keys [`Keyspace::lock_keys`] was given, in its order.
+    keys: Vec<KnownKey>,
+    /// Which of `keys` the next [`MultiLock::shard_for`] is likely asked about.
+    next: usize,
+    /// The keys stay borrowed while the lock lives, so a slice at a
+    /// remembered place still holds the bytes it had.
+    _keys: PhantomData<&'k [u8]>,
 }
 
-impl<'a> MultiLock<'a> {
+/// A key whose shard is known: the slice is recognised by where it lies,
+/// so nothing is copied or compared byte by byte.
+#[derive(Debug, Clone, Copy)]
+struct KnownKey {
+    addr: usize,
+    len: usize,
+    shard: usize,
+}
+
+impl KnownKey {
+    fn of(key: &[u8], shard: usize) -> KnownKey {
+        KnownKey { addr: key.as_ptr() as usize, len: key.len(), shard }
+    }
+
+    /// Whether `key` is this very slice (then it has these bytes, and this shard).
+    fn is(&self, key: &[u8]) -> bool {
+        self.addr == key.as_ptr() as usize && self.len == key.len()
+    }
+}
+
+impl MultiLock<'_, '_> {
     /// The locked shard holding `key` (which must be among the keys locked).
+    ///
+    /// Commands ask for their keys in the order they locked them, so the
+    /// next remembered key is checked first; any other key is hashed.
     pub fn shard_for(&mut self, keyspace: &Keyspace, key: &[u8]) -> &mut Shard {
-        let want = keyspace.shard_of(key);
+        let want = match self.keys.get(self.next) {
+            Some(known) if known.is(key) => {
+                self.next += 1;
+                known.shard
+            }
+            _ => keyspace.shard_of(key),
+        };
+        debug_assert_eq!(want, keyspace.shard_of(key));
         let at = self.guards.partition_point(|(i, _)| *i < want).min(self.guards.len() - 1);
         debug_assert_eq!(self.guards[at].0, want, "key's shard was not locked");
         &mut self.guards[at].1
@@ -490,6 +531,30 @@ mod tests {
         }
         let total: usize = ks.lock_all().shards().into_iter().map(|s| s.db(0).len()).sum();
         assert_eq!(total, 3);
+    }
+
+    #[test]
+    fn a_multi_lock_finds_shards_in_any_order_and_for_equal_copies() {
+        let ks = Keyspace::new(16, 1);
+        let names: Vec<Vec<u8>> = (0..40).map(|i| format!("key:{i}").into_bytes()).collect();
+        let keys: Vec<&[u8]> = names.iter().map(Vec::as_slice).collect();
+        let mut lock = ks.lock_keys(keys.iter().copied());
+        // In order (remembered), backwards (hashed), then by equal copies
+        // that lie elsewhere (hashed): each key lands in its own shard.
+        for (i, k) in keys.iter().enumerate() {
+            lock.shard_for(&ks, k).db(0).set_string(k, b"1", None);
+            let copy = k.to_vec();
+            let back = keys[keys.len() - 1 - i];
+            lock.shard_for(&ks, back).db(0).set_string(back, b"2", None);
+            lock.shard_for(&ks, &copy).db(0).set_string(&copy, b"3", None);
+        }
+        drop(lock);
+        for k in &keys {
+            let mut shard = ks.lock_key(k);
+            assert!(shard.db(0).get_mut(k, 0).is_some(), "{:?} is not in its shard", String::from_utf8_lossy(k));
+        }
+        let total: usize = ks.lock_all().shards().into_iter().map(|s| s.db(0).len()).sum();
+        assert_eq!(total, keys.len());
     }
 
     #[test]

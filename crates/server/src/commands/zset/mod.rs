@@ -568,7 +568,7 @@ fn bzmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// ZMPOP's work: the first key holding a sorted set gives up to `count`
 /// members; a key of another type met before it is an error.
 fn pop_first_nonempty<'k>(
-    lock: &mut MultiLock<'_>,
+    lock: &mut MultiLock<'_, '_>,
     ks: &Keyspace,
     db: usize,
     now: i64,
