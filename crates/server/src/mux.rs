@@ -22,6 +22,7 @@
 //! the inboxes of the channels that have one and writes their messages as
 //! Push frames on the channel's mux id.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
@@ -114,6 +115,18 @@ pub struct Channel {
 }
 
 impl Channel {
+    /// `session` as channel `mux`: a RESP3 client listed with its mux id.
+    fn adopting(mux: u16, mut session: Session) -> Channel {
+        session.protocol = Protocol::Resp3;
+        if let Some(handle) = session.handle() {
+            handle.info().mux = Some(mux);
+        }
+        session.publish();
+        // A RESP client that switched keeps its subscriptions and their inbox.
+        let listening = session.subscriptions.inbox().is_some();
+        Channel { session, blocked: None, held: false, queue: VecDeque::new(), listening }
+    }
+
     /// Whether frames for this channel must queue (it is blocked, or
     /// frames before them still wait, a command held by a pause among them).
     pub fn busy(&self) -> bool {
@@ -166,17 +179,23 @@ impl<'a> Channels<'a> {
     }
 
     /// Channel `mux`, opened with fresh state on first use; `None` when
-    /// opening it would pass `respb-max-channels`.
+    /// opening it would pass `respb-max-channels`. One lookup of the map.
     pub fn open(&mut self, mux: u16) -> Option<&mut Channel> {
-        // Once for a channel in use (nearly every frame), twice for a new one.
-        if !self.map.contains_key(&mux) {
-            if self.map.len() >= self.state.limits.respb_max_channels() {
-                return None;
+        let open = self.map.len();
+        match self.map.entry(mux) {
+            Entry::Occupied(found) => Some(found.into_mut()),
+            Entry::Vacant(place) => {
+                if open >= self.state.limits.respb_max_channels() {
+                    return None;
+                }
+                let session = crate::connection::new_session(self.state, &self.peer, Some(Arc::clone(&self.wake)));
+                let channel = Channel::adopting(mux, session);
+                if channel.listening {
+                    self.listening.push(mux);
+                }
+                Some(place.insert(channel))
             }
-            let session = crate::connection::new_session(self.state, &self.peer, Some(Arc::clone(&self.wake)));
-            self.adopt(mux, session);
         }
-        self.map.get_mut(&mux)
     }
 
     /// Run a command on channel `mux` with `run` (given the channel's
@@ -210,18 +229,12 @@ impl<'a> Channels<'a> {
     }
 
     /// Make `session` channel `mux` (a RESP client that switched to RESPB).
-    pub fn adopt(&mut self, mux: u16, mut session: Session) {
-        session.protocol = Protocol::Resp3;
-        if let Some(handle) = session.handle() {
-            handle.info().mux = Some(mux);
-        }
-        session.publish();
-        // A RESP client that switched keeps its subscriptions and their inbox.
-        let listening = session.subscriptions.inbox().is_some();
-        if listening {
+    pub fn adopt(&mut self, mux: u16, session: Session) {
+        let channel = Channel::adopting(mux, session);
+        if channel.listening {
             self.listening.push(mux);
         }
-        self.map.insert(mux, Channel { session, blocked: None, held: false, queue: VecDeque::new(), listening });
+        self.map.insert(mux, channel);
     }
 
     /// Channel `mux`, if open.
