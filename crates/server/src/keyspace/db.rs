@@ -382,7 +382,37 @@ impl Db {
     /// Store the string `bytes` under `key` as SET does, replacing any
     /// previous value: packed, without building an owned value first.
     pub fn set_string(&mut self, key: &[u8], bytes: &[u8], deadline: Option<i64>) {
-        self.insert(Entry::string(key, bytes, deadline, self.fresh_meta(super::now_ms())));
+        self.settle();
+        let hash = self.hasher.hash_one(key);
+        if deadline.is_none() && self.rewrite_string(hash, key, bytes) {
+            return;
+        }
+        self.insert_hashed(Entry::string(key, bytes, deadline, self.fresh_meta(super::now_ms())), true, hash);
+    }
+
+    /// [`Db::set_string`] with no deadline over a live string key whose
+    /// packed value keeps its length: the bytes are rewritten where they
+    /// lie, with what [`Db::insert_hashed`] does to a replaced key (a new
+    /// access record, or under LFU the old one accessed; blocked clients
+    /// told). Its charge and the deadline index stay as they are. False
+    /// when the key needs the general path.
+    fn rewrite_string(&mut self, hash: u64, key: &[u8], bytes: &[u8]) -> bool {
+        let now = super::now_ms();
+        let lfu = self.tuning.lfu_policy();
+        let random = if lfu { self.next_random() } else { 0 };
+        let Some(entry) = self.table.find_mut(hash, |e| e.key() == key) else { return false };
+        // A key rewritten here has no deadline, so it is live.
+        let mut meta = Meta::new(now, lfu);
+        if lfu {
+            let mut kept = entry.meta();
+            lfu::record_access(&mut kept, now, &self.tuning, random);
+            meta.clock = kept.clock;
+        }
+        if !entry.rewrite_string(bytes, meta) {
+            return false;
+        }
+        report(&self.blocked, self.index, key);
+        true
     }
 
     /// Store `value` under `key`, a new key's access record, replacing any previous value.
@@ -411,14 +441,20 @@ impl Db {
     }
 
     /// [`Db::insert`], recording a created key only when `announce_new`.
-    fn insert_announced(&mut self, mut entry: Entry, announce_new: bool) -> Option<Entry> {
+    fn insert_announced(&mut self, entry: Entry, announce_new: bool) -> Option<Entry> {
         self.settle();
+        let hash = self.hasher.hash_one(entry.key());
+        self.insert_hashed(entry, announce_new, hash)
+    }
+
+    /// [`Db::insert_announced`] of an entry whose key hashes to `hash`,
+    /// after [`Db::settle`].
+    fn insert_hashed(&mut self, mut entry: Entry, announce_new: bool, hash: u64) -> Option<Entry> {
         self.used += charge(&entry);
         let new_deadline = entry.deadline();
         let random = self.next_random();
         // Decoded once: finding the name in a packed entry's header is not free.
         let key = entry.key();
-        let hash = self.hasher.hash_one(key);
         let hasher = &self.hasher;
         // A new key, or a key replaced by another value, may serve clients
         // blocked on it (or end an XREADGROUP's wait).

@@ -468,6 +468,31 @@ impl Entry {
         self.set_value(Value::Str(StrValue::Int(n)));
     }
 
+    /// Write `bytes` over the value of a packed string key without a
+    /// deadline, as SET stores them, with access record `meta`, when they
+    /// take exactly the room of the old value (a counter or a fixed-size
+    /// value written again): no allocation, and the same bytes
+    /// [`Entry::string`] would build. False, with nothing changed, otherwise.
+    pub fn rewrite_string(&mut self, bytes: &[u8], meta: Meta) -> bool {
+        let ViewMut::Bytes(b) = self.0.view_mut() else { return false };
+        let flags = b[FLAGS_AT];
+        if flags & DEADLINE != 0 || !matches!(flags & KIND, 0 | INTEGER) {
+            return false;
+        }
+        let (_, end) = key_span(b);
+        let value = Packable::text(bytes);
+        let place = &mut b[end..];
+        match value {
+            Packable::Int(n) if place.len() == 8 => place.copy_from_slice(&n.to_le_bytes()),
+            Packable::Bytes(v) if place.len() == v.len() => place.copy_from_slice(v),
+            _ => return false,
+        }
+        b[..CLOCK_BYTES].copy_from_slice(&meta.clock.to_le_bytes()[..CLOCK_BYTES]);
+        let private = if meta.private_copy { PRIVATE } else { 0 };
+        b[FLAGS_AT] = (flags & !(KIND | PRIVATE)) | value.flag() | private;
+        true
+    }
+
     /// The same entry under another name (RENAME).
     pub fn renamed(self, key: &[u8]) -> Entry {
         match self.0.into_box() {
@@ -585,6 +610,55 @@ mod tests {
 
     fn meta() -> Meta {
         Meta { clock: lfu::clock(65_000, 7), private_copy: false }
+    }
+
+    /// The packed bytes of `e` (which must be packed).
+    fn packed(e: &Entry) -> Vec<u8> {
+        match e.0.view() {
+            View::Bytes(b) => b.to_vec(),
+            View::Boxed(_) => panic!("not packed"),
+        }
+    }
+
+    #[test]
+    fn a_rewritten_string_is_what_packing_it_afresh_builds() {
+        let mut next = crate::types::test_rng::xorshift(0x5eed_1234);
+        let values: [&[u8]; 10] =
+            [b"", b"a", b"ab", b"12", b"-7", b"012", b"hello", b"world", b"9223372036854775807", b"12345678"];
+        let mut rewritten = 0;
+        for round in 0..2_000 {
+            let key = format!("key:{}", next() % (if round % 2 == 0 { 30 } else { 300 })).repeat(1 + round % 3);
+            let old = values[(next() % 10) as usize];
+            let new = values[(next() % 10) as usize];
+            let m0 = Meta { clock: (next() & 0xff_ffff) as u32, private_copy: next() % 2 == 0 };
+            let m1 = Meta { clock: (next() & 0xff_ffff) as u32, private_copy: next() % 4 == 0 };
+            let deadline = (next() % 4 == 0).then_some(1_700_000_000_000);
+            let mut e = Entry::string(key.as_bytes(), old, deadline, m0);
+            let before = packed(&e);
+            if e.rewrite_string(new, m1) {
+                rewritten += 1;
+                assert!(deadline.is_none(), "a key with a deadline was rewritten");
+                assert_eq!(
+                    packed(&e),
+                    packed(&Entry::string(key.as_bytes(), new, None, m1)),
+                    "{key} {old:?} -> {new:?}"
+                );
+                assert_eq!(text(&e), new);
+                assert_eq!(e.meta(), m1);
+                assert_eq!(e.key(), key.as_bytes());
+            } else {
+                assert_eq!(packed(&e), before, "a refused rewrite changed the entry");
+                let fresh = Entry::string(key.as_bytes(), new, None, m1);
+                assert!(
+                    deadline.is_some() || packed(&fresh).len() != before.len(),
+                    "{old:?} -> {new:?} fits but was refused"
+                );
+            }
+        }
+        assert!(rewritten > 200, "only {rewritten} rewrites");
+        // Boxed values and packed lists are left to the general path.
+        let mut boxed = Entry::new(b"k", Value::Str(StrValue::Raw(b"abc".to_vec())), None, meta());
+        assert!(!boxed.rewrite_string(b"xyz", meta()));
     }
 
     fn text(e: &Entry) -> Vec<u8> {
