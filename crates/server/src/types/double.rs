@@ -98,6 +98,12 @@ fn is_nan(body: &[u8]) -> bool {
 /// The grammar is checked here; the value comes from Rust's parser, which is
 /// correctly rounded like glibc's for any number of digits.
 fn parse_decimal(body: &[u8]) -> Option<(f64, bool)> {
+    // A plain integer below 10^15 (the common ZADD score) is exact in a
+    // double, so its value needs no general parse.
+    if (1..=15).contains(&body.len()) && body.iter().all(u8::is_ascii_digit) {
+        let n = body.iter().fold(0u64, |acc, &d| acc * 10 + u64::from(d - b'0'));
+        return Some((n as f64, false));
+    }
     let int_digits = body.iter().take_while(|b| b.is_ascii_digit()).count();
     let mut i = int_digits;
     let mut frac_digits = 0;
@@ -244,6 +250,25 @@ fn pow2(e: i64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_integers_read_as_the_general_parse_reads_them() {
+        let mut next = crate::types::test_rng::xorshift(0x0dd_ba11);
+        let mut texts: Vec<String> = vec!["0".into(), "00".into(), "999999999999999".into(), "1000000000000000".into()];
+        for _ in 0..3_000 {
+            let digits = 1 + (next() % 17) as usize;
+            texts.push((0..digits).map(|_| char::from(b'0' + (next() % 10) as u8)).collect());
+        }
+        for text in &texts {
+            for signed in [text.clone(), format!("-{text}"), format!("+{text}")] {
+                let p = strtod(signed.as_bytes()).expect("a number");
+                let expected: f64 = signed.parse().expect("a number");
+                assert_eq!(p.value.to_bits(), expected.to_bits(), "{signed}");
+                assert!(!p.range_error, "{signed}");
+                assert_eq!(parse_score(signed.as_bytes()), Some(expected));
+            }
+        }
+    }
 
     fn value(text: &str) -> Option<f64> {
         strtod(text.as_bytes()).map(|p| p.value)
