@@ -6,6 +6,7 @@
 //! hash left empty by a command is deleted with its key, as in Redis; a
 //! write picks the encoding from `hash-max-listpack-*` as they are then.
 
+use super::inline_list::InlineList;
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 
@@ -144,7 +145,7 @@ fn hset<T: ReplyTarget>(c: &mut Ctx<'_, T>, ok_reply: bool) {
         let name = if ok_reply { "hmset" } else { "hset" };
         return c.error(format!("ERR wrong number of arguments for '{name}' command").as_bytes());
     }
-    let pairs: Vec<(&[u8], &[u8])> = (2..c.argc()).step_by(2).map(|i| (c.arg(i), c.arg(i + 1))).collect();
+    let pairs: InlineList<(&[u8], &[u8]), 4> = (2..c.argc()).step_by(2).map(|i| (c.arg(i), c.arg(i + 1))).collect();
     let limits = c.state.limits.hash_limits();
     let packed = |e: &mut Entry| set_packed(e, &pairs, limits);
     let added = write_hash(

@@ -6,6 +6,7 @@
 //! the way entries are stored can change without touching the commands. A
 //! list left empty by a command is deleted with its key, as in Redis.
 
+use super::inline_list::InlineList;
 use kvik_protocol::number::parse_i64;
 use kvik_protocol::ReplySink;
 
@@ -160,7 +161,7 @@ fn pop_many(list: &mut ListValue, end: End, count: usize) -> Vec<CompactBytes> {
 /// with the X forms).
 fn push<T: ReplyTarget>(c: &mut Ctx<'_, T>, end: End, only_existing: bool) {
     let key = c.arg(1);
-    let elements: Vec<&[u8]> = (2..c.argc()).map(|i| c.arg(i)).collect();
+    let elements: InlineList<&[u8], 8> = (2..c.argc()).map(|i| c.arg(i)).collect();
     let now = now_ms();
     let state = c.state;
     let mut shard = state.keyspace.lock_key(key);

@@ -70,6 +70,7 @@ mod geo;
 mod hash;
 mod hll;
 mod info;
+mod inline_list;
 mod keys;
 mod list;
 mod pubsub;

@@ -7,6 +7,7 @@
 //! several keys lock all their shards at once and read copies of the sets
 //! they combine, so the result is one atomic snapshot.
 
+use super::inline_list::InlineList;
 use std::sync::atomic::Ordering;
 
 use kvik_protocol::number::{parse_i64, write_i64};
@@ -85,7 +86,7 @@ fn bulk_member(s: &mut dyn ReplySink, m: Member<'_>) {
 /// `SADD key member [member ...]`: how many were new.
 fn sadd<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (key, db, max) = (c.arg(1), c.session.db, max_intset(c));
-    let members: Vec<&[u8]> = (2..c.argc()).map(|i| c.arg(i)).collect();
+    let members: InlineList<&[u8], 8> = (2..c.argc()).map(|i| c.arg(i)).collect();
     let state = c.state;
     let mut shard = state.keyspace.lock_key(key);
     let make = Some(|| SetValue::for_first_member(members[0]));

@@ -3,6 +3,7 @@
 //! Each command is a thin function: take the shard lock(s) for its keys,
 //! read or change the entry, reply. Helpers at the top are shared by them.
 
+use super::inline_list::InlineList;
 use kvik_protocol::number::parse_i64;
 
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
@@ -285,7 +286,7 @@ fn mset<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let db = c.session.db;
     let state = c.state;
     let ks = &state.keyspace;
-    let pairs: Vec<(&[u8], &[u8])> = (1..c.argc()).step_by(2).map(|i| (c.arg(i), c.arg(i + 1))).collect();
+    let pairs: InlineList<(&[u8], &[u8]), 4> = (1..c.argc()).step_by(2).map(|i| (c.arg(i), c.arg(i + 1))).collect();
     let mut lock = ks.lock_keys(pairs.iter().map(|(k, _)| *k));
     for (k, v) in &pairs {
         lock.shard_for(ks, k).db(db).set_string(k, v, None);

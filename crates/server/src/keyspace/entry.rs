@@ -630,9 +630,9 @@ mod tests {
             let key = format!("key:{}", next() % (if round % 2 == 0 { 30 } else { 300 })).repeat(1 + round % 3);
             let old = values[(next() % 10) as usize];
             let new = values[(next() % 10) as usize];
-            let m0 = Meta { clock: (next() & 0xff_ffff) as u32, private_copy: next() % 2 == 0 };
-            let m1 = Meta { clock: (next() & 0xff_ffff) as u32, private_copy: next() % 4 == 0 };
-            let deadline = (next() % 4 == 0).then_some(1_700_000_000_000);
+            let m0 = Meta { clock: (next() & 0xff_ffff) as u32, private_copy: next().is_multiple_of(2) };
+            let m1 = Meta { clock: (next() & 0xff_ffff) as u32, private_copy: next().is_multiple_of(4) };
+            let deadline = next().is_multiple_of(4).then_some(1_700_000_000_000);
             let mut e = Entry::string(key.as_bytes(), old, deadline, m0);
             let before = packed(&e);
             if e.rewrite_string(new, m1) {
