@@ -387,7 +387,7 @@ impl Db {
         if deadline.is_none() && self.rewrite_string(hash, key, bytes) {
             return;
         }
-        self.insert_hashed(Entry::string(key, bytes, deadline, self.fresh_meta(super::now_ms())), true, hash);
+        self.insert_hashed(Entry::string(key, bytes, deadline, self.fresh_meta(super::now_ms())), true, Some(hash));
     }
 
     /// [`Db::set_string`] with no deadline over a live string key whose
@@ -400,9 +400,9 @@ impl Db {
         let now = super::now_ms();
         let lfu = self.tuning.lfu_policy();
         let random = if lfu { self.next_random() } else { 0 };
+        let mut meta = self.fresh_meta(now);
         let Some(entry) = self.table.find_mut(hash, |e| e.key() == key) else { return false };
         // A key rewritten here has no deadline, so it is live.
-        let mut meta = Meta::new(now, lfu);
         if lfu {
             let mut kept = entry.meta();
             lfu::record_access(&mut kept, now, &self.tuning, random);
@@ -443,19 +443,19 @@ impl Db {
     /// [`Db::insert`], recording a created key only when `announce_new`.
     fn insert_announced(&mut self, entry: Entry, announce_new: bool) -> Option<Entry> {
         self.settle();
-        let hash = self.hasher.hash_one(entry.key());
-        self.insert_hashed(entry, announce_new, hash)
+        self.insert_hashed(entry, announce_new, None)
     }
 
-    /// [`Db::insert_announced`] of an entry whose key hashes to `hash`,
-    /// after [`Db::settle`].
-    fn insert_hashed(&mut self, mut entry: Entry, announce_new: bool, hash: u64) -> Option<Entry> {
+    /// [`Db::insert_announced`] after [`Db::settle`], given the key's hash
+    /// when the caller has it.
+    fn insert_hashed(&mut self, mut entry: Entry, announce_new: bool, hash: Option<u64>) -> Option<Entry> {
         self.used += charge(&entry);
         let new_deadline = entry.deadline();
         let random = self.next_random();
         // Decoded once: finding the name in a packed entry's header is not free.
         let key = entry.key();
         let hasher = &self.hasher;
+        let hash = hash.unwrap_or_else(|| hasher.hash_one(key));
         // A new key, or a key replaced by another value, may serve clients
         // blocked on it (or end an XREADGROUP's wait).
         report(&self.blocked, self.index, key);
