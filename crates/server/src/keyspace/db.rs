@@ -383,24 +383,25 @@ impl Db {
     /// previous value: packed, without building an owned value first.
     pub fn set_string(&mut self, key: &[u8], bytes: &[u8], deadline: Option<i64>) {
         self.settle();
+        let now = super::now_ms();
         let hash = self.hasher.hash_one(key);
-        if deadline.is_none() && self.rewrite_string(hash, key, bytes) {
+        let meta = self.fresh_meta(now);
+        if deadline.is_none() && self.rewrite_string(hash, key, bytes, meta, now) {
             return;
         }
-        self.insert_hashed(Entry::string(key, bytes, deadline, self.fresh_meta(super::now_ms())), true, Some(hash));
+        self.insert_hashed(Entry::string(key, bytes, deadline, meta), true, Some(hash));
     }
 
     /// [`Db::set_string`] with no deadline over a live string key whose
     /// packed value keeps its length: the bytes are rewritten where they
     /// lie, with what [`Db::insert_hashed`] does to a replaced key (a new
     /// access record, or under LFU the old one accessed; blocked clients
-    /// told). Its charge and the deadline index stay as they are. False
-    /// when the key needs the general path.
-    fn rewrite_string(&mut self, hash: u64, key: &[u8], bytes: &[u8]) -> bool {
-        let now = super::now_ms();
+    /// told). `meta` is the new key's access record at `now`. Its charge
+    /// and the deadline index stay as they are. False when the key needs
+    /// the general path.
+    fn rewrite_string(&mut self, hash: u64, key: &[u8], bytes: &[u8], mut meta: Meta, now: i64) -> bool {
         let lfu = self.tuning.lfu_policy();
         let random = if lfu { self.next_random() } else { 0 };
-        let mut meta = self.fresh_meta(now);
         let Some(entry) = self.table.find_mut(hash, |e| e.key() == key) else { return false };
         // A key rewritten here has no deadline, so it is live.
         if lfu {
