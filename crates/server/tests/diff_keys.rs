@@ -13,7 +13,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::diff::{compare_each, compare_pipelined, multibulk, open, Case};
-use common::{connect, read_until, start_kvik};
+use common::{clear_of_second_boundary, connect, read_until, start_kvik};
 
 /// Each key alone in the database, then `KEYS pattern`: at most one key per
 /// reply, so Redis's hash-table order cannot show.
@@ -124,7 +124,7 @@ fn cases() -> Vec<Case> {
         open("append to a missing key encodes like set", "FLUSHALL\r\nAPPEND q x\r\nOBJECT ENCODING q\r\nAPPEND n 123\r\nOBJECT ENCODING n\r\nAPPEND q y\r\nOBJECT ENCODING q\r\n"),
         open("object refcount of copies", "FLUSHALL\r\nSET a 1\r\nCOPY a b\r\nOBJECT REFCOUNT b\r\nOBJECT REFCOUNT a\r\nEXPIRE b 100\r\nRENAME b c\r\nOBJECT REFCOUNT c\r\nMOVE c 1\r\nCOPY a d DB 1\r\nSELECT 1\r\nOBJECT REFCOUNT c\r\nOBJECT REFCOUNT d\r\nINCR c\r\nOBJECT REFCOUNT c\r\nSET e 20000\r\nCOPY e f\r\nOBJECT REFCOUNT f\r\nINCRBY f -19990\r\nOBJECT REFCOUNT f\r\nCOPY d g\r\nOBJECT REFCOUNT g\r\n"),
         open("object refcount", "FLUSHALL\r\nSET a 1\r\nSET b 9999\r\nSET c 10000\r\nSET d -1\r\nSET e abc\r\nOBJECT REFCOUNT a\r\nOBJECT REFCOUNT b\r\nOBJECT REFCOUNT c\r\nOBJECT REFCOUNT d\r\nOBJECT REFCOUNT e\r\nOBJECT REFCOUNT missing\r\nINCR a\r\nOBJECT REFCOUNT a\r\nSET f 9998\r\nINCR f\r\nOBJECT REFCOUNT f\r\nINCR f\r\nOBJECT REFCOUNT f\r\n"),
-        open("object idletime and freq", "FLUSHALL\r\nSET k v\r\nOBJECT IDLETIME k\r\nOBJECT FREQ k\r\nOBJECT IDLETIME missing\r\nOBJECT FREQ missing\r\n"),
+        open("object idletime and freq", "FLUSHALL\r\nSET k v\r\nOBJECT IDLETIME k\r\nOBJECT FREQ k\r\nOBJECT IDLETIME missing\r\nOBJECT FREQ missing\r\n").in_one_second(),
         open("object help and errors", "OBJECT HELP\r\nobject help\r\nOBJECT\r\nOBJECT bogus\r\nOBJECT ENCODING\r\nOBJECT ENCODING a b\r\nOBJECT HELP x\r\n"),
         open("object in resp3", "HELLO 3\r\nFLUSHALL\r\nOBJECT ENCODING missing\r\nSET k 5\r\nOBJECT ENCODING k\r\nOBJECT HELP\r\nSCAN 0\r\nKEYS *\r\nRANDOMKEY\r\nDEL k\r\nRANDOMKEY\r\nDUMP k\r\n"),
         // DUMP / RESTORE: payloads are kvik's own, so only what does not show one is compared.
@@ -434,6 +434,7 @@ fn dump_and_restore_round_trip() {
     let mut damaged = payload.clone();
     damaged[1] ^= 0x20;
     req.extend(multibulk(&[b"RESTORE", b"k4", b"0", &damaged]));
+    clear_of_second_boundary();
     let got = send(kvik.port, &req);
     assert_eq!(
         got.escape_ascii().to_string(),
@@ -508,6 +509,7 @@ fn idle_time_counts_from_the_last_access() {
     let kvik = start_kvik();
     send(kvik.port, b"FLUSHALL\r\nSET k v\r\nSET j v\r\n");
     thread::sleep(Duration::from_millis(2100));
+    clear_of_second_boundary();
     let got = send(kvik.port, b"OBJECT IDLETIME k\r\nTTL k\r\nOBJECT IDLETIME k\r\nGET k\r\nOBJECT IDLETIME k\r\nTOUCH j\r\nOBJECT IDLETIME j\r\n");
     let text = String::from_utf8_lossy(&got).into_owned();
     let replies: Vec<&str> = text.split("\r\n").collect();

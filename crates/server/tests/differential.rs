@@ -148,7 +148,7 @@ fn pipelined_cases_match_redis() {
 fn kvik_answers_core_requests() {
     let kvik = start_kvik();
     let ask = |bytes: &[u8], end: End| {
-        let case = Case { name: "", bytes: bytes.to_vec(), end };
+        let case = Case { name: "", bytes: bytes.to_vec(), end, one_second: false };
         run_case(kvik.port, &case)
     };
     let open_answer = |bytes: &[u8]| Answer { bytes: bytes.to_vec(), closed: false };

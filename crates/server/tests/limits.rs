@@ -49,7 +49,8 @@ fn oom_and_lfu_replies_match_redis() {
                  CONFIG SET maxmemory-policy volatile-lfu\r\nOBJECT FREQ d\r\n\
                  CONFIG SET maxmemory-policy allkeys-lru\r\nOBJECT FREQ d\r\n\
                  CONFIG SET maxmemory-policy noeviction\r\n",
-            ),
+            )
+            .in_one_second(),
             open(
                 "each policy refuses the reading it does not keep",
                 "FLUSHALL\r\n\
@@ -62,7 +63,8 @@ fn oom_and_lfu_replies_match_redis() {
                  CONFIG SET maxmemory-policy allkeys-random\r\nSET k6 v\r\nOBJECT IDLETIME k6\r\nOBJECT FREQ k6\r\n\
                  CONFIG SET maxmemory-policy noeviction\r\nSET k7 v\r\nOBJECT IDLETIME k7\r\nOBJECT FREQ k7\r\n\
                  CONFIG SET maxmemory-policy noeviction\r\n",
-            ),
+            )
+            .in_one_second(),
             open(
                 "client-output-buffer-limit takes Redis's syntax and errors",
                 "CONFIG GET client-output-buffer-limit\r\n\

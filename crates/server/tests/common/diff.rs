@@ -9,7 +9,7 @@
 
 #![allow(dead_code)]
 
-use super::{exchange, start_kvik_with, start_redis_with_or_skip, Answer};
+use super::{clear_of_second_boundary, exchange, start_kvik_with, start_redis_with_or_skip, Answer};
 
 /// Sent after a case that leaves the connection open, to mark the end of its replies.
 pub const MARKER: &[u8] = b"*2\r\n$4\r\nECHO\r\n$11\r\nend-of-case\r\n";
@@ -32,14 +32,24 @@ pub struct Case {
     pub bytes: Vec<u8>,
     /// How the case ends.
     pub end: End,
+    /// Its replies read whole seconds of the clock (OBJECT IDLETIME): send it
+    /// only well inside a second (see [`clear_of_second_boundary`]).
+    pub one_second: bool,
+}
+
+impl Case {
+    /// The case, sent to each server only well inside one wall-clock second.
+    pub fn in_one_second(self) -> Case {
+        Case { one_second: true, ..self }
+    }
 }
 
 pub fn open(name: &'static str, bytes: impl Into<Vec<u8>>) -> Case {
-    Case { name, bytes: bytes.into(), end: End::Open }
+    Case { name, bytes: bytes.into(), end: End::Open, one_second: false }
 }
 
 pub fn closed(name: &'static str, bytes: impl Into<Vec<u8>>) -> Case {
-    Case { name, bytes: bytes.into(), end: End::Closed }
+    Case { name, bytes: bytes.into(), end: End::Closed, one_second: false }
 }
 
 /// A case made of inline commands, starting from an empty keyspace.
@@ -90,6 +100,9 @@ pub fn mask_client_id(bytes: &[u8]) -> Vec<u8> {
 }
 
 pub fn run_case(port: u16, case: &Case) -> Answer {
+    if case.one_second {
+        clear_of_second_boundary();
+    }
     let mut answer = match case.end {
         End::Open => {
             let mut request = case.bytes.clone();

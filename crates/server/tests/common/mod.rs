@@ -204,6 +204,25 @@ impl Answer {
     }
 }
 
+/// Wait, if need be, until at least 200 ms remain before the wall clock's
+/// next whole second.
+///
+/// OBJECT IDLETIME counts whole seconds of the clock, so a command sequence
+/// that reads it straight after an access answers 0 only if it does not
+/// straddle a second boundary. Redis hides this by caching its LRU clock in
+/// the cron; a test that sends such a sequence calls this first, so that
+/// both servers run it within one second.
+pub fn clear_of_second_boundary() {
+    const MARGIN_MS: u128 = 200;
+    let into_second_ms =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() % 1000);
+    if into_second_ms + MARGIN_MS >= 1000 {
+        // Sleep into the next second, a little past its start.
+        let left = u64::try_from(1000 - into_second_ms).unwrap_or(0) + 5;
+        thread::sleep(Duration::from_millis(left));
+    }
+}
+
 /// Send `request`, then read until `done` says the reply is complete or the
 /// server closes the connection.
 pub fn exchange(port: u16, request: &[u8], done: impl Fn(&[u8]) -> bool) -> Answer {
