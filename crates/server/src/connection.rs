@@ -29,6 +29,7 @@
 //! find where the next one starts), so, as Redis does, the connection gets
 //! the error text after the replies already due and is then closed.
 
+use crate::read_ahead::{RespReadAhead, RespbReadAhead};
 use std::future::Future;
 use std::io;
 use std::os::fd::AsRawFd;
@@ -658,6 +659,7 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
     let state = conn.state;
     let mut parser = RequestParser::new(request_limits(state));
     let mut args = CommandArgs::new();
+    let mut ahead = RespReadAhead::default();
     let wake = Signal::new();
     let mut session = new_session(state, &conn.peer, Some(Arc::clone(&wake)));
     let mut killed = Event::raised(Arc::clone(&wake));
@@ -671,7 +673,7 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
             return Ok(());
         }
         loop {
-            match run_buffered(conn, &mut parser, &mut args, buf, &mut session, &mut out) {
+            match run_buffered(conn, (&mut parser, &mut ahead), &mut args, buf, &mut session, &mut out) {
                 Stop::NeedMore(hint) => {
                     want = hint;
                     break;
@@ -749,7 +751,7 @@ enum Stop {
 /// ([`clock::Batch`]).
 fn run_buffered<S: ClientStream>(
     conn: &Conn<'_, S>,
-    parser: &mut RequestParser,
+    (parser, ahead): (&mut RequestParser, &mut RespReadAhead),
     args: &mut CommandArgs,
     buf: &mut ReadBuffer,
     session: &mut Session,
@@ -757,6 +759,7 @@ fn run_buffered<S: ClientStream>(
 ) -> Stop {
     let state = conn.state;
     let _batch = clock::Batch::open();
+    let mut ahead_started = false;
     loop {
         let pending = buf.pending();
         if pending.is_empty() {
@@ -779,6 +782,12 @@ fn run_buffered<S: ClientStream>(
             // Parsed again once the pause lets it through.
             return Stop::Paused(spec);
         }
+        // Started after the first command parsed, with the limits it was parsed under.
+        if !ahead_started {
+            ahead.start(&state.keyspace, parser);
+            ahead_started = true;
+        }
+        ahead.before(&state.keyspace, session.db, pending);
         let outcome = if args.is_empty() {
             Outcome::Continue
         } else {
@@ -791,6 +800,7 @@ fn run_buffered<S: ClientStream>(
             return Stop::End;
         }
         buf.consume(n);
+        ahead.after(n);
         if conn.over_hard_limit(out.len()) {
             return Stop::End;
         }
@@ -910,6 +920,7 @@ async fn serve_respb<S: ClientStream>(
     let limits = RespbLimits { max_bulk_len, max_passthrough_len: max_bulk_len.saturating_add(64 * 1024) };
     let mut decoder = RespbDecoder::new(limits);
     let mut args = CommandArgs::new();
+    let mut ahead = RespbReadAhead::new(&decoder);
     let (wake, first) = match upgraded {
         Some((session, wake)) => (wake, Some(session)),
         None => (Signal::new(), None),
@@ -935,6 +946,7 @@ async fn serve_respb<S: ClientStream>(
         if !settle(conn, &mut channels, &mut output) {
             return Ok(());
         }
+        ahead.start(&state.keyspace);
         loop {
             if channels.stalled() || output.full() {
                 break;
@@ -949,16 +961,19 @@ async fn serve_respb<S: ClientStream>(
                     match frame {
                         Frame::Command { mux } => {
                             let req = Request::new(&args, pending);
-                            match channels.open(mux).map(|ch| ch.busy()) {
+                            match channels.open(mux).map(|ch| (ch.busy(), ch.session.db)) {
                                 None => {
                                     state.stats.error_reply(mux::TOO_MANY);
                                     RespbReplyWriter::new(out, mux).error(mux::TOO_MANY);
                                 }
-                                Some(true) => {
+                                Some((true, _)) => {
                                     let (owned, size) = mux::owned(&req);
                                     channels.enqueue(mux, Queued::Command(owned), size);
                                 }
-                                Some(false) => run_frame(state, &mut channels, mux, req, &mut output.out),
+                                Some((false, db)) => {
+                                    ahead.before(&state.keyspace, db, pending);
+                                    run_frame(state, &mut channels, mux, req, &mut output.out);
+                                }
                             }
                         }
                         Frame::MuxCreate { mux, target } => {
@@ -977,6 +992,7 @@ async fn serve_respb<S: ClientStream>(
                         }
                     }
                     buf.consume(consumed);
+                    ahead.after(consumed);
                     if conn.over_hard_limit(output.out.len()) {
                         return Ok(());
                     }

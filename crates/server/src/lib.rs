@@ -30,6 +30,7 @@ pub mod listener;
 pub mod mux;
 pub mod pause;
 pub mod pubsub;
+pub mod read_ahead;
 pub mod session;
 pub mod signal;
 pub mod stat_lanes;

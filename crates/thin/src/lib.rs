@@ -242,6 +242,13 @@ impl<T> Thin<T> {
         Thin { ptr: NonNull::from(Box::leak(whole)).cast::<u8>(), _owns: PhantomData }
     }
 
+    /// The address of the allocation this pointer owns, for a prefetch
+    /// hint: a number, never turned back into a pointer.
+    #[inline]
+    pub fn addr(&self) -> usize {
+        self.ptr.as_ptr().addr() & !BOXED
+    }
+
     /// True when this holds a boxed value rather than bytes.
     #[inline]
     pub fn is_boxed(&self) -> bool {

@@ -24,6 +24,7 @@ pub use super::entry::{Entry, Meta};
 use super::events::{self, ServerEvent};
 use super::evict::Policy;
 use super::lfu::{self, Tuning};
+use super::lookahead::HintSlot;
 #[cfg(test)]
 use super::lru;
 use crate::types::Value;
@@ -50,7 +51,7 @@ pub fn charge(entry: &Entry) -> usize {
 
 /// The hasher of every database's table: fast, and seeded at random once
 /// per process, so clients cannot choose keys that collide.
-fn key_hasher() -> FixedState {
+pub(super) fn key_hasher() -> FixedState {
     static SEED: OnceLock<u64> = OnceLock::new();
     // The standard library seeds its hashers from the operating system.
     FixedState::with_seed(*SEED.get_or_init(|| std::hash::RandomState::new().hash_one(0x6b76_696b_u64)))
@@ -92,6 +93,11 @@ pub struct Db {
     /// Number of blocked clients; while non-zero, keys created and deleted
     /// are reported to [`crate::blocking::push_ready`].
     blocked: Option<Arc<AtomicUsize>>,
+    /// Where this database publishes its table's address for the
+    /// lookahead (see [`super::lookahead`]), and the bucket count it last
+    /// published.
+    hint: Option<HintSlot>,
+    hint_buckets: usize,
 }
 
 /// How a lookup treats the key it finds, as Redis's lookup flags do.
@@ -132,6 +138,63 @@ impl Db {
     pub fn report_to_waiters(&mut self, index: usize, blocked: Arc<AtomicUsize>) {
         self.index = index;
         self.blocked = Some(blocked);
+    }
+
+    /// Publish this table's address into `slot` for the lookahead.
+    pub(super) fn publish_hints_to(&mut self, slot: HintSlot) {
+        self.hint = Some(slot);
+        self.hint_buckets = 0;
+        self.refresh_hint();
+    }
+
+    /// Trade hint slots with `other`, which traded contents with this
+    /// database (SWAPDB): each slot belongs to a database number.
+    pub(super) fn swap_hint_slots(&mut self, other: &mut Db) {
+        std::mem::swap(&mut self.hint, &mut other.hint);
+        self.hint_buckets = 0;
+        other.hint_buckets = 0;
+        self.refresh_hint();
+        other.refresh_hint();
+    }
+
+    /// Publish the table's address again if it may have moved (its bucket
+    /// count changed). The address is found from any key's bucket: the
+    /// table's API gives no other way to it.
+    fn refresh_hint(&mut self) {
+        let buckets = self.table.num_buckets();
+        if buckets == self.hint_buckets {
+            return;
+        }
+        self.hint_buckets = buckets;
+        let Some(hint) = self.hint.as_ref().and_then(HintSlot::get) else { return };
+        let Some(any) = self.table.iter().next() else {
+            hint.clear();
+            return;
+        };
+        let key = any.key();
+        let found = self.table.find_bucket_index(self.hasher.hash_one(key), |e| e.key() == key);
+        match found.and_then(|i| Some((i, self.table.get_bucket(i)?))) {
+            Some((i, entry)) => {
+                let ctrl = std::ptr::from_ref(entry).addr() + size_of::<Entry>() * (i + 1);
+                hint.publish(ctrl, buckets);
+            }
+            None => hint.clear(),
+        }
+    }
+
+    /// The address of `key`'s bucket in the table, for the tests of the
+    /// published hint.
+    #[cfg(test)]
+    pub(super) fn bucket_addr(&self, key: &[u8]) -> Option<usize> {
+        let i = self.table.find_bucket_index(self.hash(key), |e| e.key() == key)?;
+        Some(std::ptr::from_ref(self.table.get_bucket(i)?).addr())
+    }
+
+    /// Start loading the entry a lookup of `hash` would compare first.
+    pub(super) fn prefetch_entry(&self, hash: u64) {
+        if let Some(entry) = self.table.iter_hash(hash).next() {
+            kvik_prefetch::prefetch(entry.addr());
+        }
     }
 
     /// This database now sits at `index` (SWAPDB).
@@ -489,6 +552,7 @@ impl Db {
                     events::record(ServerEvent::New, self.index, key);
                 }
                 reindex(&mut self.deadlines, key, None, new_deadline);
+                self.refresh_hint();
                 return None;
             }
         };
@@ -530,6 +594,7 @@ impl Db {
         // A new table rather than `clear`, which would keep the old one's memory.
         self.table = HashTable::new();
         self.deadlines.clear();
+        self.refresh_hint();
     }
 
     /// Every key (live or not yet removed), for KEYS, SCAN and RANDOMKEY.

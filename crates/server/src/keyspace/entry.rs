@@ -339,6 +339,11 @@ impl Entry {
         }
     }
 
+    /// Where the entry's allocation is, for a prefetch hint.
+    pub fn addr(&self) -> usize {
+        self.0.addr()
+    }
+
     /// The key's name.
     pub fn key(&self) -> &[u8] {
         match self.0.view() {

@@ -21,6 +21,7 @@ pub mod evict;
 pub mod expire;
 pub mod glob;
 pub mod lfu;
+pub mod lookahead;
 pub mod lru;
 pub mod scan;
 pub mod slot;
@@ -33,6 +34,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use db::{Db, Entry, Meta};
 pub use evict::Policy;
+use lookahead::HintSlot;
 pub use slot::key_slot;
 
 /// The keys of every database that fall in one shard's slots.
@@ -53,12 +55,15 @@ pub struct Shard {
 }
 
 impl Shard {
-    fn new(databases: usize, tuning: &Arc<lfu::Tuning>, seed: u64, blocked: &Arc<AtomicUsize>) -> Shard {
+    /// Shard `index` of the keyspace, publishing its tables into `hints`.
+    fn new(index: usize, databases: usize, ks: &KeyspaceShared<'_>) -> Shard {
+        let seed = ks.seed ^ ((index as u64) << 32);
         Shard {
             dbs: (0..databases)
                 .map(|i| {
-                    let mut db = Db::with_tuning(Arc::clone(tuning), seed.wrapping_mul(31).wrapping_add(i as u64));
-                    db.report_to_waiters(i, Arc::clone(blocked));
+                    let mut db = Db::with_tuning(Arc::clone(ks.tuning), seed.wrapping_mul(31).wrapping_add(i as u64));
+                    db.report_to_waiters(i, Arc::clone(ks.blocked));
+                    db.publish_hints_to(HintSlot::new(ks.hints, i * ks.shards + index));
                     db
                 })
                 .collect(),
@@ -110,6 +115,9 @@ impl Shard {
             self.dbs.swap(a, b);
             self.dbs[a].set_index(a);
             self.dbs[b].set_index(b);
+            if let Some((x, y)) = self.two_dbs(a, b) {
+                x.swap_hint_slots(y);
+            }
         }
     }
 
@@ -175,6 +183,10 @@ impl Drop for ShardGuard<'_> {
 #[derive(Debug)]
 pub struct Keyspace {
     shards: Box<[Mutex<Shard>]>,
+    /// Each database's table address in each shard (`db * shards + shard`:
+    /// database 0's, the busiest, are adjacent), for the lookahead's
+    /// lock-free prefetches.
+    hints: Arc<[lookahead::TableHint]>,
     /// Signalled when a shard's reservation ends.
     released: Box<[Condvar]>,
     /// Each shard's memory estimate as last published by its guard.
@@ -195,6 +207,15 @@ pub struct Keyspace {
     databases: usize,
 }
 
+/// What every shard of a new keyspace is built from.
+struct KeyspaceShared<'a> {
+    shards: usize,
+    tuning: &'a Arc<lfu::Tuning>,
+    seed: u64,
+    blocked: &'a Arc<AtomicUsize>,
+    hints: &'a Arc<[lookahead::TableHint]>,
+}
+
 impl Keyspace {
     /// A keyspace of `databases` databases split into `shards` shards.
     ///
@@ -206,10 +227,11 @@ impl Keyspace {
         let tuning = Arc::new(lfu::Tuning::default());
         let seed = now_ms().unsigned_abs();
         let blocked = Arc::new(AtomicUsize::new(0));
+        let hints: Arc<[lookahead::TableHint]> = (0..n * databases).map(|_| lookahead::TableHint::default()).collect();
+        let shared = KeyspaceShared { shards: n, tuning: &tuning, seed, blocked: &blocked, hints: &hints };
         Keyspace {
-            shards: (0..n)
-                .map(|i| Mutex::new(Shard::new(databases, &tuning, seed ^ ((i as u64) << 32), &blocked)))
-                .collect(),
+            shards: (0..n).map(|i| Mutex::new(Shard::new(i, databases, &shared))).collect(),
+            hints: Arc::clone(&hints),
             blocked,
             released: (0..n).map(|_| Condvar::new()).collect(),
             published: (0..n).map(|_| AtomicUsize::new(0)).collect(),

@@ -1,0 +1,245 @@
+//! Prefetching the keys a batch of commands is about to look up.
+//!
+//! A lookup in a keyspace larger than the caches waits on three loads in a
+//! row: the table's control bytes, the slot they point to, and the entry
+//! the slot points to. Each is a miss of some hundred nanoseconds, several
+//! times the rest of a pipelined GET. A connection that holds many
+//! commands in its buffer knows their keys in advance, so it starts those
+//! loads a few commands ahead ([`crate::connection`]'s frame loops), in two
+//! steps, each far enough ahead for its loads to arrive:
+//!
+//! 1. [`Keyspace::prefetch_table`] starts loading the key's shard lock and
+//!    the first control group and slot of its probe sequence. It takes no
+//!    lock: the table's address comes from its [`TableHint`].
+//! 2. [`Keyspace::prefetch_entry`], a few commands later, when those lines
+//!    have arrived, takes the shard's lock if it is free, reads the slot
+//!    whose tag matches and starts loading the entry it points to.
+//!
+//! Everything here is a hint. A hint that is stale (the table grew since,
+//! or a SWAPDB moved it) or wrong (a command whose first argument is not
+//! a key) only costs the few instructions that issued it.
+
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use kvik_prefetch::prefetch;
+
+use super::{db::key_hasher, key_slot, Entry, Keyspace};
+
+/// A shift that puts a table's bucket count (as a power of two) above any
+/// user-space address.
+const BUCKETS_SHIFT: u32 = 56;
+
+/// Where one database's table in one shard keeps its control bytes, and
+/// how many buckets it has, published for threads that hold no lock.
+///
+/// The table is `hashbrown`'s: buckets sit just below the control bytes,
+/// bucket `i` at `ctrl - (i + 1) * size_of::<Entry>()`, and a probe for
+/// hash `h` starts at group `h & (buckets - 1)`. A layout that ever
+/// differed would make the hints useless, never wrong; the unit test below
+/// checks it for the version in use.
+#[derive(Debug, Default)]
+pub struct TableHint(AtomicU64);
+
+impl TableHint {
+    /// The table's control bytes are at `ctrl`, and it has `buckets`
+    /// buckets (a power of two).
+    pub fn publish(&self, ctrl: usize, buckets: usize) {
+        debug_assert!(buckets.is_power_of_two());
+        let addr = ctrl as u64;
+        let packed =
+            if addr >> BUCKETS_SHIFT == 0 { addr | u64::from(buckets.trailing_zeros()) << BUCKETS_SHIFT } else { 0 };
+        self.0.store(packed, Ordering::Relaxed);
+    }
+
+    /// The table has no storage (or none worth a hint).
+    pub fn clear(&self) {
+        self.0.store(0, Ordering::Relaxed);
+    }
+
+    /// The control bytes' address and the bucket mask, if published.
+    fn read(&self) -> Option<(usize, usize)> {
+        let packed = self.0.load(Ordering::Relaxed);
+        if packed == 0 {
+            return None;
+        }
+        let ctrl = (packed & ((1 << BUCKETS_SHIFT) - 1)) as usize;
+        let mask = (1usize << (packed >> BUCKETS_SHIFT)) - 1;
+        Some((ctrl, mask))
+    }
+
+    /// Start loading the control group and the slot where a probe for
+    /// `hash` begins.
+    fn prefetch(&self, hash: u64) {
+        if let Some((ctrl, mask)) = self.read() {
+            let pos = (hash as usize) & mask;
+            prefetch(ctrl.wrapping_add(pos));
+            prefetch(ctrl.wrapping_sub(size_of::<Entry>().wrapping_mul(pos + 1)));
+        }
+    }
+}
+
+/// Where a database publishes its [`TableHint`]: its slot in the
+/// keyspace's array.
+#[derive(Debug, Clone)]
+pub struct HintSlot {
+    all: Arc<[TableHint]>,
+    at: usize,
+}
+
+impl HintSlot {
+    pub(super) fn new(all: &Arc<[TableHint]>, at: usize) -> HintSlot {
+        HintSlot { all: Arc::clone(all), at }
+    }
+
+    pub(super) fn get(&self) -> Option<&TableHint> {
+        self.all.get(self.at)
+    }
+}
+
+/// A key a command is about to use, located: its shard and its hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ahead {
+    shard: usize,
+    db: usize,
+    hash: u64,
+}
+
+impl Keyspace {
+    /// Step 1 for `key` in database `db`: start loading its shard's lock and
+    /// the table lines its lookup reads first. Returns where the key is,
+    /// for step 2.
+    pub fn prefetch_table(&self, db: usize, key: &[u8]) -> Option<Ahead> {
+        if db >= self.databases {
+            return None;
+        }
+        let shard = usize::from(key_slot(key)) & (self.shards.len() - 1);
+        let hash = key_hasher().hash_one(key);
+        prefetch(std::ptr::from_ref(&self.shards[shard]).addr());
+        self.hints.get(db * self.shards.len() + shard)?.prefetch(hash);
+        Some(Ahead { shard, db, hash })
+    }
+
+    /// Step 2: start loading the entry a lookup of `at` will compare. Skips
+    /// a shard whose lock another thread holds rather than wait for it.
+    pub fn prefetch_entry(&self, at: Ahead) {
+        if let Ok(shard) = self.shards[at.shard].try_lock() {
+            if let Some(db) = shard.dbs.get(at.db) {
+                db.prefetch_entry(at.hash);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keyspace::Meta;
+    use hashbrown::HashTable;
+
+    /// The layout the hints assume, for the `hashbrown` in use: bucket `i`
+    /// sits `i + 1` elements below the control bytes, and a lookup's first
+    /// probe group holds most keys.
+    #[test]
+    fn buckets_sit_below_the_control_bytes() {
+        let hasher = key_hasher();
+        let mut table: HashTable<Entry> = HashTable::new();
+        let keys: Vec<Vec<u8>> = (0..5000).map(|i| format!("key:{i}").into_bytes()).collect();
+        for key in &keys {
+            let entry = Entry::string(key, b"v", None, crate::keyspace::Meta::new(0, false));
+            table.insert_unique(hasher.hash_one(key), entry, |e| hasher.hash_one(e.key()));
+        }
+        let buckets = table.num_buckets();
+        assert!(buckets.is_power_of_two());
+        let first = table.iter().next().expect("a key");
+        let at = table.find_bucket_index(hasher.hash_one(first.key()), |e| e.key() == first.key()).expect("found");
+        let ctrl = std::ptr::from_ref(table.get_bucket(at).expect("full")).addr() + size_of::<Entry>() * (at + 1);
+        let mut in_first_group = 0;
+        for key in &keys {
+            let hash = hasher.hash_one(key);
+            let i = table.find_bucket_index(hash, |e| e.key() == &key[..]).expect("found");
+            let addr = std::ptr::from_ref(table.get_bucket(i).expect("full")).addr();
+            assert_eq!(addr, ctrl - size_of::<Entry>() * (i + 1), "bucket {i}");
+            let start = (hash as usize) & (buckets - 1);
+            if (i.wrapping_sub(start) & (buckets - 1)) < 16 {
+                in_first_group += 1;
+            }
+        }
+        assert!(in_first_group * 10 >= keys.len() * 9, "{in_first_group} of {} in the first group", keys.len());
+    }
+
+    #[test]
+    fn a_hint_round_trips_and_refuses_what_it_cannot_pack() {
+        let hint = TableHint::default();
+        assert_eq!(hint.read(), None);
+        hint.publish(0x7f12_3456_7890, 1 << 20);
+        assert_eq!(hint.read(), Some((0x7f12_3456_7890, (1 << 20) - 1)));
+        hint.publish(usize::MAX - 5, 16);
+        assert_eq!(hint.read(), None);
+        hint.publish(0x1000, 1);
+        assert_eq!(hint.read(), Some((0x1000, 0)));
+        hint.clear();
+        assert_eq!(hint.read(), None);
+    }
+
+    /// Checks every key of `keys` in database `db` against the published
+    /// hint: its bucket lies in the table the hint describes, and for most
+    /// keys in the group a probe starts at.
+    fn hints_match(ks: &Keyspace, db: usize, keys: &[String]) {
+        let mut near = 0;
+        for key in keys {
+            let at = ks.prefetch_table(db, key.as_bytes()).expect("a database");
+            let (ctrl, mask) = ks.hints[db * ks.shard_count() + at.shard].read().expect("published");
+            let addr = ks.lock(at.shard).db(db).bucket_addr(key.as_bytes()).expect("the key");
+            assert!(addr < ctrl && ctrl - addr <= size_of::<Entry>() * (mask + 1), "{key} outside its table");
+            let bucket = (ctrl - addr) / size_of::<Entry>() - 1;
+            if bucket.wrapping_sub(at.hash as usize & mask) & mask < 16 {
+                near += 1;
+            }
+        }
+        assert!(near * 10 >= keys.len() * 9, "{near} of {} keys in their first group", keys.len());
+    }
+
+    #[test]
+    fn prefetching_finds_the_tables_each_database_publishes() {
+        let ks = Keyspace::new(4, 2);
+        for i in 0..2000 {
+            let key = format!("k{i}");
+            let mut shard = ks.lock_key(key.as_bytes());
+            let meta = crate::keyspace::Meta::new(0, false);
+            shard.db(i % 2).insert(Entry::string(key.as_bytes(), b"v", None, meta));
+        }
+        for i in 0..2000 {
+            let key = format!("k{i}");
+            let at = ks.prefetch_table(i % 2, key.as_bytes()).expect("a database");
+            assert_eq!(at.shard, ks.shard_of(key.as_bytes()));
+            let hint = ks.hints[at.db * ks.shard_count() + at.shard].read();
+            assert!(hint.is_some(), "database {} of shard {} published its table", at.db, at.shard);
+            ks.prefetch_entry(at);
+        }
+        assert_eq!(ks.prefetch_table(2, b"k1"), None, "no such database");
+        let keys: Vec<String> = (0..2000).map(|i| format!("k{i}")).collect();
+        let (even, odd): (Vec<_>, Vec<_>) =
+            keys.iter().cloned().partition(|k| k[1..].parse::<usize>().unwrap_or(0) % 2 == 0);
+        hints_match(&ks, 0, &even);
+        hints_match(&ks, 1, &odd);
+        // SWAPDB trades the tables, and each database number's hint follows.
+        for shard in 0..ks.shard_count() {
+            ks.lock(shard).swap_dbs(0, 1);
+        }
+        hints_match(&ks, 1, &even);
+        hints_match(&ks, 0, &odd);
+        // An emptied database takes its hint back until it holds keys again.
+        for shard in 0..ks.shard_count() {
+            ks.lock(shard).db(0).clear();
+        }
+        for shard in 0..ks.shard_count() {
+            assert_eq!(ks.hints[shard].read(), None);
+        }
+        for key in &odd {
+            ks.lock_key(key.as_bytes()).db(0).insert(Entry::string(key.as_bytes(), b"w", None, Meta::new(0, false)));
+        }
+        hints_match(&ks, 0, &odd);
+    }
+}
