@@ -12,7 +12,7 @@ SERVER_BIN = $${CARGO_TARGET_DIR:-target}/debug/kvik-server
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: run test deps cargo redis-server fmt lint bench bench-protocol bench-server bench-respb bench-mux fuzz
+.PHONY: run test deps cargo redis-server fmt lint bench bench-protocol bench-server bench-respb bench-mux bench-keyspace fuzz
 
 ## Build in release mode and serve on 127.0.0.1:6379.
 run: cargo
@@ -78,6 +78,11 @@ bench-server: cargo redis-server
 ## QUICK=1 for a check that it works; see the script's header for the settings.
 bench-respb: cargo redis-server
 	bench/respb.sh
+
+## GET over 1,000,000 keys, kvik against redis-server and valkey-server:
+## bench/results/keyspace.md. QUICK=1 for a check that it works.
+bench-keyspace: cargo redis-server
+	bench/keyspace.sh
 
 ## 1,000 clients over RESPB mux vs a connection each: bench/results/mux.md.
 bench-mux: cargo

@@ -1,5 +1,5 @@
-//! Smoke tests of the benchmark scripts `bench/respb.sh`, `bench/mux.sh` and
-//! `bench/suite.sh`, and the Python unit tests of the suite's report code
+//! Smoke tests of the benchmark scripts `bench/respb.sh`, `bench/mux.sh`,
+//! `bench/keyspace.sh` and `bench/suite.sh`, and the Python unit tests of the suite's report code
 //! (`bench/tests/`):
 //! each runs in QUICK mode (a few thousand requests, one repeat) against the
 //! debug kvik-server and this crate's kvik-benchmark, and must write a
@@ -74,6 +74,8 @@ fn run_script(script: &str, out: &Path, env: &[(&str, &str)]) {
         "MEM_SERVERS",
         "MEM_SETS",
         "BENCH_N_SLOW",
+        "KEYS",
+        "FILL",
     ] {
         cmd.env_remove(var);
     }
@@ -177,6 +179,26 @@ fn mux_script_reports_throughput_latency_and_memory_per_configuration() {
         assert_eq!(r["errors"], 0, "{r}");
         assert!(r["p99"].as_f64().is_some_and(|v| v >= 0.0), "{r}");
         assert!(r["vm_hwm"].as_u64().is_some_and(|v| v >= r["rss_idle"].as_u64().unwrap_or(u64::MAX)), "{r}");
+    }
+}
+
+#[test]
+fn keyspace_script_reports_kvik_against_both_references() {
+    if !(on_path("redis-server") && on_path("valkey-server")) {
+        eprintln!("redis-server or valkey-server is not installed: the keyspace smoke test is skipped");
+        return;
+    }
+    let out = OutDir::new("keyspace");
+    run_script("keyspace.sh", &out.0, &[("KEYS", "2000"), ("FILL", "4000")]);
+    let md = read(&out.0.join("keyspace.md"));
+    assert!(md.starts_with("# Pipelined GET over a large keyspace"), "{md}");
+    assert!(md.contains("KEYS=2000 FILL=4000 BENCH_N=1000 REPEATS=1"), "{md}");
+    for cell in ["RESP `-P 16`", "kvik RESPB `-P 100` vs RESP `-P 100`"] {
+        let cells = row(&md, cell);
+        assert_eq!(cells.len(), 11, "{cells:?}");
+        // Throughputs and ratios; CPU figures of a short run may round to zero.
+        assert!(cells[1..6].iter().all(|c| positive(c)), "{cell}: {cells:?}");
+        assert!(cells[6..9].iter().all(|c| c.parse::<f64>().is_ok()), "{cell}: {cells:?}");
     }
 }
 
