@@ -787,13 +787,14 @@ fn run_buffered<S: ClientStream>(
             ahead.start(&state.keyspace, parser);
             ahead_started = true;
         }
-        ahead.before(&state.keyspace, session.db, pending);
+        let memo = ahead.before(&state.keyspace, session.db, pending);
         let outcome = if args.is_empty() {
             Outcome::Continue
         } else {
             let mut target = RespTarget { out: &mut *out };
             execute(state, req, session, &mut target)
         };
+        drop(memo);
         // A tracking client gets invalidations right after the
         // reply of the command that caused them, as in Redis.
         if session.tracking.on() && !drain_messages(session, out) {
@@ -971,7 +972,7 @@ async fn serve_respb<S: ClientStream>(
                                     channels.enqueue(mux, Queued::Command(owned), size);
                                 }
                                 Some((false, db)) => {
-                                    ahead.before(&state.keyspace, db, pending);
+                                    let _memo = ahead.before(&state.keyspace, db, pending);
                                     run_frame(state, &mut channels, mux, req, &mut output.out);
                                 }
                             }

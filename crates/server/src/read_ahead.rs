@@ -19,7 +19,7 @@ use kvik_protocol::resp::request::{Progress, RequestParser};
 use kvik_protocol::respb::decode::{Decoded, RespbDecoder};
 use kvik_protocol::CommandArgs;
 
-use crate::keyspace::lookahead::Ahead;
+use crate::keyspace::lookahead::{Ahead, KeyMemo};
 use crate::keyspace::Keyspace;
 
 /// How many commands ahead of the running one the table lines are loaded.
@@ -36,6 +36,21 @@ pub const ENTRY_AHEAD: usize = 3;
 /// 63,000 keys (a 2.7 MB estimate) took as much server time with the scan
 /// as without, while over 632,000 keys (27 MB) it took a quarter less.
 pub const MIN_KEYSPACE_BYTES: usize = 8 << 20;
+
+/// Room for the frames a scan keeps: the running one and [`TABLE_AHEAD`] more.
+const RING: usize = 16;
+const _: () = assert!(TABLE_AHEAD < RING);
+
+/// A frame scanned ahead.
+#[derive(Debug, Clone, Copy, Default)]
+struct Waiting {
+    /// Its number (see [`ReadAhead::start`]).
+    frame: usize,
+    /// Its first key, located by step 1.
+    at: Option<Ahead>,
+    /// Step 2 has started loading its entry.
+    loaded: bool,
+}
 
 /// One frame decoded ahead: how many bytes it takes, with its arguments
 /// in the list handed to the decoder; `None` when no whole frame is there.
@@ -57,9 +72,9 @@ pub struct ReadAhead {
     stopped: bool,
     /// The keyspace is large enough for the scan to pay (see [`ReadAhead::start`]).
     active: bool,
-    /// Keys located by step 1 and waiting for step 2, oldest first, with
-    /// the number of the frame that names them.
-    waiting: [(usize, Option<Ahead>); TABLE_AHEAD],
+    /// Frames scanned and not yet run, oldest first: the key step 1
+    /// located (if any), and whether step 2 loaded its entry.
+    waiting: [Waiting; RING],
     waiting_head: usize,
     waiting_len: usize,
     /// What the scan did, for the tests: frames located by step 1, and
@@ -90,17 +105,29 @@ impl ReadAhead {
     /// Before the frame at the start of `pending` runs (its session in
     /// database `db`): scan up to [`TABLE_AHEAD`] frames past it and start
     /// the loads that are due.
+    ///
+    /// The key of the frame about to run, located when it was scanned, is
+    /// remembered until the returned memo is dropped, so that the command
+    /// does not hash it again (see [`KeyMemo`]): drop it once the command
+    /// ran, before anything awaits.
     #[inline]
-    pub fn before(&mut self, ks: &Keyspace, db: usize, pending: &[u8], peek: Peek<'_>) {
+    pub fn before(&mut self, ks: &Keyspace, db: usize, pending: &[u8], peek: Peek<'_>) -> KeyMemo {
         if self.active {
-            self.scan(ks, db, pending, peek);
+            self.scan(ks, db, pending, peek)
+        } else {
+            KeyMemo::none()
         }
     }
 
     /// [`ReadAhead::before`] on a keyspace large enough.
     #[inline(never)]
-    fn scan(&mut self, ks: &Keyspace, db: usize, pending: &[u8], peek: Peek<'_>) {
-        while !self.stopped && self.scanned <= self.running + TABLE_AHEAD && self.waiting_len < TABLE_AHEAD {
+    fn scan(&mut self, ks: &Keyspace, db: usize, pending: &[u8], peek: Peek<'_>) -> KeyMemo {
+        // Frames already run leave the ring (a frame the loop consumed
+        // without asking first, a busy channel's, among them).
+        while self.waiting_len > 0 && self.waiting[self.waiting_head].frame < self.running {
+            self.pop();
+        }
+        while !self.stopped && self.scanned <= self.running + TABLE_AHEAD {
             let Some(rest) = pending.get(self.scan_off..) else {
                 self.stopped = true;
                 break;
@@ -109,27 +136,29 @@ impl ReadAhead {
                 self.stopped = true;
                 break;
             };
-            // The command about to run needs no prefetch: its lookup is next.
-            if self.scanned > self.running {
-                let at = first_key(&self.args, rest).and_then(|key| ks.prefetch_table(db, key));
-                self.push(self.scanned, at);
-            }
+            let at = first_key(&self.args, rest).and_then(|key| ks.prefetch_table(db, key));
+            self.push(Waiting { frame: self.scanned, at, loaded: false });
             self.scan_off += len;
             self.scanned += 1;
         }
-        while self.waiting_len > 0 {
-            let (frame, at) = self.waiting[self.waiting_head];
-            if frame > self.running + ENTRY_AHEAD {
+        let mut memo = KeyMemo::none();
+        for i in 0..self.waiting_len {
+            let w = &mut self.waiting[(self.waiting_head + i) % RING];
+            if w.frame > self.running + ENTRY_AHEAD {
                 break;
             }
-            self.waiting_head = (self.waiting_head + 1) % TABLE_AHEAD;
-            self.waiting_len -= 1;
-            if let (true, Some(at)) = (frame > self.running, at) {
-                ks.prefetch_entry(at);
-                #[cfg(test)]
-                self.loaded.push(frame);
+            match w.at {
+                Some(at) if w.frame == self.running => memo = KeyMemo::remember(&at),
+                Some(at) if !w.loaded => {
+                    ks.prefetch_entry(at);
+                    w.loaded = true;
+                    #[cfg(test)]
+                    self.loaded.push(w.frame);
+                }
+                _ => {}
             }
         }
+        memo
     }
 
     /// The frame that was about to run took `consumed` bytes.
@@ -148,13 +177,18 @@ impl ReadAhead {
         }
     }
 
-    fn push(&mut self, frame: usize, at: Option<Ahead>) {
-        debug_assert!(self.waiting_len < TABLE_AHEAD);
+    fn push(&mut self, w: Waiting) {
+        // Frames `running..=running + TABLE_AHEAD` at most are waiting.
+        assert!(self.waiting_len < RING, "the ring holds every frame scanned ahead");
         #[cfg(test)]
-        self.located.push((frame, at));
-        let slot = (self.waiting_head + self.waiting_len) % TABLE_AHEAD;
-        self.waiting[slot] = (frame, at);
+        self.located.push((w.frame, w.at));
+        self.waiting[(self.waiting_head + self.waiting_len) % RING] = w;
         self.waiting_len += 1;
+    }
+
+    fn pop(&mut self) {
+        self.waiting_head = (self.waiting_head + 1) % RING;
+        self.waiting_len -= 1;
     }
 }
 
@@ -175,9 +209,9 @@ impl RespReadAhead {
 
     /// See [`ReadAhead::before`].
     #[inline]
-    pub fn before(&mut self, ks: &Keyspace, db: usize, pending: &[u8]) {
+    pub fn before(&mut self, ks: &Keyspace, db: usize, pending: &[u8]) -> KeyMemo {
         if !self.scan.active {
-            return;
+            return KeyMemo::none();
         }
         let parser = &mut self.parser;
         let mut peek = |bytes: &[u8], args: &mut CommandArgs| match parser.parse(bytes, args) {
@@ -187,7 +221,7 @@ impl RespReadAhead {
                 None
             }
         };
-        self.scan.before(ks, db, pending, &mut peek);
+        self.scan.before(ks, db, pending, &mut peek)
     }
 
     /// See [`ReadAhead::after`].
@@ -217,16 +251,16 @@ impl RespbReadAhead {
 
     /// See [`ReadAhead::before`].
     #[inline]
-    pub fn before(&mut self, ks: &Keyspace, db: usize, pending: &[u8]) {
+    pub fn before(&mut self, ks: &Keyspace, db: usize, pending: &[u8]) -> KeyMemo {
         if !self.scan.active {
-            return;
+            return KeyMemo::none();
         }
         let decoder = &mut self.decoder;
         let mut peek = |bytes: &[u8], args: &mut CommandArgs| match decoder.decode(bytes, args) {
             Ok(Decoded::Frame { consumed, .. }) => Some(consumed),
             _ => None,
         };
-        self.scan.before(ks, db, pending, &mut peek);
+        self.scan.before(ks, db, pending, &mut peek)
     }
 
     /// See [`ReadAhead::after`].
@@ -249,9 +283,12 @@ fn first_key<'a>(args: &'a CommandArgs, input: &'a [u8]) -> Option<&'a [u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::keyspace::{Entry, Meta};
+    use crate::keyspace::db::key_hasher;
+    use crate::keyspace::lookahead::{remembered_hash, remembered_slot};
+    use crate::keyspace::{key_slot, Entry, Meta};
     use kvik_protocol::respb::encode_request;
     use kvik_protocol::respb::RespbLimits;
+    use std::hash::BuildHasher;
 
     fn resp(args: &[&[u8]]) -> Vec<u8> {
         let mut out = format!("*{}\r\n", args.len()).into_bytes();
@@ -282,7 +319,15 @@ mod tests {
         let mut at = 0;
         let mut frames = 0;
         while let Ok(Progress::Done(n)) = parser.parse(&input[at..], &mut args) {
-            scan.before(ks, 0, &input[at..]);
+            let memo = scan.before(ks, 0, &input[at..]);
+            // While the command runs, its key's slot and hash are remembered.
+            if let (Some(b"GET"), Some(key)) = (args.get(&input[at..], 0), args.get(&input[at..], 1)) {
+                let copy = key.to_vec();
+                assert_eq!(remembered_slot(key), Some(key_slot(&copy)), "frame {frames}");
+                assert_eq!(remembered_hash(key), Some(key_hasher().hash_one(&copy)), "frame {frames}");
+                drop(memo);
+                assert_eq!(remembered_slot(key), None);
+            }
             at += n;
             scan.after(n);
             frames += 1;
@@ -290,8 +335,19 @@ mod tests {
         frames
     }
 
+    type Place = (usize, Option<(usize, usize, u16, u64)>);
+
+    /// What the scan located, without the keys' addresses (each of which
+    /// must lie in `input`).
+    fn places(scan: &ReadAhead, input: &[u8]) -> Vec<Place> {
+        for (_, at) in &scan.located {
+            assert!(at.is_none_or(|a| a.within(input)), "a key outside the input");
+        }
+        scan.located.iter().map(|(i, at)| (*i, at.map(|a| a.place()))).collect()
+    }
+
     #[test]
-    fn every_frame_after_the_first_is_located_once_and_loaded_once() {
+    fn every_frame_is_located_once_and_every_later_one_loaded_once() {
         let ks = keyspace_with(100);
         let mut input = Vec::new();
         let mut keys = Vec::new();
@@ -307,13 +363,12 @@ mod tests {
         }
         let mut scan = RespReadAhead::default();
         assert_eq!(drive(&ks, &input, &mut scan), 40);
-        let expected: Vec<(usize, Option<Ahead>)> = keys
+        let expected: Vec<Place> = keys
             .iter()
             .enumerate()
-            .skip(1)
-            .map(|(i, k)| (i, k.as_ref().and_then(|k| ks.prefetch_table(0, k.as_bytes()))))
+            .map(|(i, k)| (i, k.as_ref().and_then(|k| ks.prefetch_table(0, k.as_bytes())).map(|a| a.place())))
             .collect();
-        assert_eq!(scan.scan.located, expected);
+        assert_eq!(places(&scan.scan, &input), expected);
         let loaded: Vec<usize> = (1..40).filter(|&i| keys[i].is_some()).collect();
         assert_eq!(scan.scan.loaded, loaded);
     }
@@ -324,9 +379,9 @@ mod tests {
         let input = [resp(&[b"GET", b"k1"]), resp(&[b"GET", b"k2"])].concat();
         let mut scan = RespReadAhead::default();
         scan.start(&ks, &RequestParser::default());
-        scan.before(&ks, 0, &input);
+        let _memo = scan.before(&ks, 0, &input);
         scan.after(input.len() / 2);
-        scan.before(&ks, 0, &input[input.len() / 2..]);
+        let _memo = scan.before(&ks, 0, &input[input.len() / 2..]);
         assert!(scan.scan.located.is_empty());
     }
 
@@ -342,7 +397,7 @@ mod tests {
             let mut scan = RespReadAhead::default();
             assert_eq!(drive(&ks, &input, &mut scan), 4);
             let located: Vec<usize> = scan.scan.located.iter().map(|&(i, _)| i).collect();
-            assert_eq!(located, [1, 2, 3], "tail {:?}", tail.escape_ascii().to_string());
+            assert_eq!(located, [0, 1, 2, 3], "tail {:?}", tail.escape_ascii().to_string());
         }
     }
 
@@ -361,14 +416,14 @@ mod tests {
         let mut args = CommandArgs::new();
         let mut at = 0;
         while let Ok(Decoded::Frame { consumed, .. }) = main.decode(&input[at..], &mut args) {
-            scan.before(&ks, 0, &input[at..]);
+            let _memo = scan.before(&ks, 0, &input[at..]);
             at += consumed;
             scan.after(consumed);
         }
         assert_eq!(at, input.len());
-        let expected: Vec<(usize, Option<Ahead>)> =
-            (1..12).map(|i| (i, ks.prefetch_table(0, format!("k{i}").as_bytes()))).collect();
-        assert_eq!(scan.scan.located, expected);
+        let expected: Vec<Place> =
+            (0..12).map(|i| (i, ks.prefetch_table(0, format!("k{i}").as_bytes()).map(|a| a.place()))).collect();
+        assert_eq!(places(&scan.scan, &input), expected);
     }
 
     /// Arbitrary bytes, and frames the loop consumes without asking the
@@ -400,7 +455,7 @@ mod tests {
             let mut at = 0;
             while let Ok(Progress::Done(n)) = parser.parse(&input[at..], &mut args) {
                 if next() % 3 != 0 {
-                    scan.before(&ks, (next() % 3) as usize, &input[at..]);
+                    let _memo = scan.before(&ks, (next() % 3) as usize, &input[at..]);
                 }
                 at += n;
                 scan.after(n);

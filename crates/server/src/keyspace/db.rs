@@ -51,7 +51,7 @@ pub fn charge(entry: &Entry) -> usize {
 
 /// The hasher of every database's table: fast, and seeded at random once
 /// per process, so clients cannot choose keys that collide.
-pub(super) fn key_hasher() -> FixedState {
+pub(crate) fn key_hasher() -> FixedState {
     static SEED: OnceLock<u64> = OnceLock::new();
     // The standard library seeds its hashers from the operating system.
     FixedState::with_seed(*SEED.get_or_init(|| std::hash::RandomState::new().hash_one(0x6b76_696b_u64)))
@@ -203,7 +203,7 @@ impl Db {
     }
 
     fn hash(&self, key: &[u8]) -> u64 {
-        self.hasher.hash_one(key)
+        super::lookahead::remembered_hash(key).unwrap_or_else(|| self.hasher.hash_one(key))
     }
 
     /// Put the open key's charge back into `used` (see `open`), packing

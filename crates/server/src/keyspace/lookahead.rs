@@ -19,6 +19,7 @@
 //! or a SWAPDB moved it) or wrong (a command whose first argument is not
 //! a key) only costs the few instructions that issued it.
 
+use std::cell::Cell;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -98,12 +99,93 @@ impl HintSlot {
     }
 }
 
-/// A key a command is about to use, located: its shard and its hash.
+/// A key a command is about to use, located: where its bytes are, its
+/// slot, shard and hash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ahead {
+    addr: usize,
+    len: usize,
+    slot: u16,
     shard: usize,
     db: usize,
     hash: u64,
+}
+
+thread_local! {
+    /// The located key of the command running on this thread (see [`KeyMemo`]).
+    static MEMO: Cell<Option<Ahead>> = const { Cell::new(None) };
+}
+
+/// Remembers, while it lives, the slot and hash of the key of the command
+/// about to run on this thread, which the scan computed when it located
+/// the key: [`remembered_slot`] and [`remembered_hash`] answer for those
+/// bytes, so the command does not compute them a second time.
+///
+/// The memo is keyed by the key's address and length in the connection's
+/// buffer. That identifies the bytes only while the buffer is neither
+/// changed nor freed, which holds while the frame loop runs without
+/// yielding: keep a memo only around the one command, never across an
+/// await (a clippy lint enforces it).
+#[derive(Debug)]
+#[must_use = "the key is remembered until this is dropped"]
+pub struct KeyMemo {
+    set: bool,
+    /// Tied to this thread.
+    _thread: std::marker::PhantomData<*const ()>,
+}
+
+impl KeyMemo {
+    /// A memo that remembers nothing.
+    pub fn none() -> KeyMemo {
+        KeyMemo { set: false, _thread: std::marker::PhantomData }
+    }
+
+    /// Remember `at` for this thread until the memo is dropped.
+    pub fn remember(at: &Ahead) -> KeyMemo {
+        MEMO.set(Some(*at));
+        KeyMemo { set: true, _thread: std::marker::PhantomData }
+    }
+}
+
+impl Drop for KeyMemo {
+    fn drop(&mut self) {
+        if self.set {
+            MEMO.set(None);
+        }
+    }
+}
+
+/// The remembered key, if `key` is those very bytes.
+#[inline]
+fn remembered(key: &[u8]) -> Option<Ahead> {
+    MEMO.get().filter(|m| m.addr == key.as_ptr().addr() && m.len == key.len())
+}
+
+/// The hash slot of `key`, if it is the remembered key (see [`KeyMemo`]).
+#[inline]
+pub fn remembered_slot(key: &[u8]) -> Option<u16> {
+    remembered(key).map(|m| m.slot)
+}
+
+/// The table hash of `key`, if it is the remembered key (see [`KeyMemo`]).
+#[inline]
+pub fn remembered_hash(key: &[u8]) -> Option<u64> {
+    remembered(key).map(|m| m.hash)
+}
+
+impl Ahead {
+    /// Where the key lives, leaving out where its bytes were.
+    #[cfg(test)]
+    pub fn place(&self) -> (usize, usize, u16, u64) {
+        (self.shard, self.db, self.slot, self.hash)
+    }
+
+    /// Whether the key's bytes lie within `buf`.
+    #[cfg(test)]
+    pub fn within(&self, buf: &[u8]) -> bool {
+        let start = buf.as_ptr().addr();
+        start <= self.addr && self.addr + self.len <= start + buf.len()
+    }
 }
 
 impl Keyspace {
@@ -114,11 +196,12 @@ impl Keyspace {
         if db >= self.databases {
             return None;
         }
-        let shard = usize::from(key_slot(key)) & (self.shards.len() - 1);
+        let slot = key_slot(key);
+        let shard = usize::from(slot) & (self.shards.len() - 1);
         let hash = key_hasher().hash_one(key);
         prefetch(std::ptr::from_ref(&self.shards[shard]).addr());
         self.hints.get(db * self.shards.len() + shard)?.prefetch(hash);
-        Some(Ahead { shard, db, hash })
+        Some(Ahead { addr: key.as_ptr().addr(), len: key.len(), slot, shard, db, hash })
     }
 
     /// Step 2: start loading the entry a lookup of `at` will compare. Skips
@@ -167,6 +250,34 @@ mod tests {
             }
         }
         assert!(in_first_group * 10 >= keys.len() * 9, "{in_first_group} of {} in the first group", keys.len());
+    }
+
+    /// A memo answers for the very bytes it was made for, and only while
+    /// it lives. (A memo with a wrong slot and hash shows which answer came
+    /// from it.)
+    #[test]
+    fn a_memo_answers_for_the_same_bytes_only_while_it_lives() {
+        let ks = Keyspace::new(16, 1);
+        let buf = b"GET user:1000 user:1000".to_vec();
+        let (key, twin) = (&buf[4..13], &buf[14..]);
+        assert_eq!(key, twin);
+        let (slot, hash) = (key_slot(key), key_hasher().hash_one(key));
+        let at = ks.prefetch_table(0, key).expect("a database");
+        assert_eq!((at.slot, at.hash), (slot, hash));
+        let fake = Ahead { slot: slot ^ 1, hash: hash ^ 1, ..at };
+        {
+            let _memo = KeyMemo::remember(&fake);
+            assert_eq!((remembered_slot(key), remembered_hash(key)), (Some(slot ^ 1), Some(hash ^ 1)));
+            assert_eq!(key_slot(key), slot ^ 1, "the memo answers for its bytes");
+            assert_eq!(key_slot(twin), slot, "equal bytes elsewhere are computed");
+            assert_eq!(key_slot(&buf[4..12]), key_slot(b"user:100"), "a prefix is another key");
+            let none = KeyMemo::none();
+            drop(none);
+            assert_eq!(key_slot(key), slot ^ 1, "dropping an empty memo forgets nothing");
+        }
+        assert_eq!(key_slot(key), slot, "forgotten once dropped");
+        assert_eq!(remembered_hash(key), None);
+        std::thread::spawn(move || assert_eq!(remembered_slot(&buf[4..13]), None)).join().expect("thread");
     }
 
     #[test]

@@ -93,9 +93,11 @@ pub fn hash_tag(key: &[u8]) -> &[u8] {
     key
 }
 
-/// The hash slot of `key` (0..16384).
+/// The hash slot of `key` (0..16384): remembered when the key is the one
+/// the running command's frame was scanned for (see
+/// [`super::lookahead::KeyMemo`]), computed otherwise.
 pub fn key_slot(key: &[u8]) -> u16 {
-    crc16(hash_tag(key)) & (SLOTS - 1)
+    super::lookahead::remembered_slot(key).unwrap_or_else(|| crc16(hash_tag(key)) & (SLOTS - 1))
 }
 
 #[cfg(test)]
