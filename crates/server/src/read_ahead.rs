@@ -52,10 +52,6 @@ struct Waiting {
     loaded: bool,
 }
 
-/// One frame decoded ahead: how many bytes it takes, with its arguments
-/// in the list handed to the decoder; `None` when no whole frame is there.
-pub type Peek<'a> = &'a mut dyn FnMut(&[u8], &mut CommandArgs) -> Option<usize>;
-
 /// The scan of one connection (see the module docs).
 #[derive(Debug, Default)]
 pub struct ReadAhead {
@@ -111,7 +107,7 @@ impl ReadAhead {
     /// does not hash it again (see [`KeyMemo`]): drop it once the command
     /// ran, before anything awaits.
     #[inline]
-    pub fn before(&mut self, ks: &Keyspace, db: usize, pending: &[u8], peek: Peek<'_>) -> KeyMemo {
+    pub fn before(&mut self, ks: &Keyspace, db: usize, pending: &[u8], peek: &mut impl FramePeek) -> KeyMemo {
         if self.active {
             self.scan(ks, db, pending, peek)
         } else {
@@ -121,7 +117,7 @@ impl ReadAhead {
 
     /// [`ReadAhead::before`] on a keyspace large enough.
     #[inline(never)]
-    fn scan(&mut self, ks: &Keyspace, db: usize, pending: &[u8], peek: Peek<'_>) -> KeyMemo {
+    fn scan(&mut self, ks: &Keyspace, db: usize, pending: &[u8], peek: &mut impl FramePeek) -> KeyMemo {
         // Frames already run leave the ring (a frame the loop consumed
         // without asking first, a busy channel's, among them).
         while self.waiting_len > 0 && self.waiting[self.waiting_head].frame < self.running {
@@ -132,7 +128,7 @@ impl ReadAhead {
                 self.stopped = true;
                 break;
             };
-            let Some(len) = peek(rest, &mut self.args) else {
+            let Some(len) = peek.peek(rest, &mut self.args) else {
                 self.stopped = true;
                 break;
             };
@@ -192,81 +188,80 @@ impl ReadAhead {
     }
 }
 
-/// [`ReadAhead`] over RESP requests, with a parser of its own.
+/// Finds where the next whole frame of a buffer ends, decoding it into an
+/// argument list: a protocol's own decoder, used for looking ahead.
+pub trait FramePeek {
+    /// The length of the whole frame at the start of `bytes`, its
+    /// arguments in `args`; `None` when no whole, well-formed frame is there.
+    fn peek(&mut self, bytes: &[u8], args: &mut CommandArgs) -> Option<usize>;
+}
+
+impl FramePeek for RequestParser {
+    fn peek(&mut self, bytes: &[u8], args: &mut CommandArgs) -> Option<usize> {
+        match self.parse(bytes, args) {
+            Ok(Progress::Done(n)) => Some(n),
+            _ => {
+                // A partial frame leaves progress behind; the next scan starts afresh.
+                self.reset();
+                None
+            }
+        }
+    }
+}
+
+impl FramePeek for RespbDecoder {
+    fn peek(&mut self, bytes: &[u8], args: &mut CommandArgs) -> Option<usize> {
+        match self.decode(bytes, args) {
+            Ok(Decoded::Frame { consumed, .. }) => Some(consumed),
+            _ => None,
+        }
+    }
+}
+
+/// [`ReadAhead`] with a decoder of its own.
 #[derive(Debug, Default)]
-pub struct RespReadAhead {
+pub struct FrameScan<P> {
     scan: ReadAhead,
-    parser: RequestParser,
+    peek: P,
+}
+
+/// The scan of a RESP connection.
+pub type RespReadAhead = FrameScan<RequestParser>;
+/// The scan of a RESPB connection.
+pub type RespbReadAhead = FrameScan<RespbDecoder>;
+
+impl<P: FramePeek> FrameScan<P> {
+    /// See [`ReadAhead::before`].
+    #[inline]
+    pub fn before(&mut self, ks: &Keyspace, db: usize, pending: &[u8]) -> KeyMemo {
+        self.scan.before(ks, db, pending, &mut self.peek)
+    }
+
+    /// See [`ReadAhead::after`].
+    #[inline]
+    pub fn after(&mut self, consumed: usize) {
+        self.scan.after(consumed);
+    }
 }
 
 impl RespReadAhead {
     /// See [`ReadAhead::start`]; frames are parsed within `parser`'s limits.
     pub fn start(&mut self, ks: &Keyspace, parser: &RequestParser) {
         self.scan.start(ks);
-        self.parser.clone_from(parser);
-        self.parser.reset();
+        self.peek.clone_from(parser);
+        self.peek.reset();
     }
-
-    /// See [`ReadAhead::before`].
-    #[inline]
-    pub fn before(&mut self, ks: &Keyspace, db: usize, pending: &[u8]) -> KeyMemo {
-        if !self.scan.active {
-            return KeyMemo::none();
-        }
-        let parser = &mut self.parser;
-        let mut peek = |bytes: &[u8], args: &mut CommandArgs| match parser.parse(bytes, args) {
-            Ok(Progress::Done(n)) => Some(n),
-            _ => {
-                parser.reset();
-                None
-            }
-        };
-        self.scan.before(ks, db, pending, &mut peek)
-    }
-
-    /// See [`ReadAhead::after`].
-    #[inline]
-    pub fn after(&mut self, consumed: usize) {
-        self.scan.after(consumed);
-    }
-}
-
-/// [`ReadAhead`] over RESPB frames, with a decoder of its own.
-#[derive(Debug)]
-pub struct RespbReadAhead {
-    scan: ReadAhead,
-    decoder: RespbDecoder,
 }
 
 impl RespbReadAhead {
     /// A scan decoding frames as `decoder` does.
     pub fn new(decoder: &RespbDecoder) -> RespbReadAhead {
-        RespbReadAhead { scan: ReadAhead::default(), decoder: RespbDecoder::new(decoder.limits()) }
+        FrameScan { scan: ReadAhead::default(), peek: RespbDecoder::new(decoder.limits()) }
     }
 
     /// See [`ReadAhead::start`].
     pub fn start(&mut self, ks: &Keyspace) {
         self.scan.start(ks);
-    }
-
-    /// See [`ReadAhead::before`].
-    #[inline]
-    pub fn before(&mut self, ks: &Keyspace, db: usize, pending: &[u8]) -> KeyMemo {
-        if !self.scan.active {
-            return KeyMemo::none();
-        }
-        let decoder = &mut self.decoder;
-        let mut peek = |bytes: &[u8], args: &mut CommandArgs| match decoder.decode(bytes, args) {
-            Ok(Decoded::Frame { consumed, .. }) => Some(consumed),
-            _ => None,
-        };
-        self.scan.before(ks, db, pending, &mut peek)
-    }
-
-    /// See [`ReadAhead::after`].
-    #[inline]
-    pub fn after(&mut self, consumed: usize) {
-        self.scan.after(consumed);
     }
 }
 
@@ -286,17 +281,14 @@ mod tests {
     use crate::keyspace::db::key_hasher;
     use crate::keyspace::lookahead::{remembered_hash, remembered_slot};
     use crate::keyspace::{key_slot, Entry, Meta};
+    use kvik_protocol::resp::command::write_command;
     use kvik_protocol::respb::encode_request;
     use kvik_protocol::respb::RespbLimits;
     use std::hash::BuildHasher;
 
     fn resp(args: &[&[u8]]) -> Vec<u8> {
-        let mut out = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            out.extend_from_slice(a);
-            out.extend_from_slice(b"\r\n");
-        }
+        let mut out = Vec::new();
+        write_command(args, &mut out);
         out
     }
 
