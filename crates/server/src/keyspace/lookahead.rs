@@ -112,8 +112,12 @@ pub struct Ahead {
 }
 
 thread_local! {
-    /// The located key of the command running on this thread (see [`KeyMemo`]).
-    static MEMO: Cell<Option<Ahead>> = const { Cell::new(None) };
+    /// The located key of the command running on this thread (see
+    /// [`KeyMemo`]): its address and length (0, 0 when none), then its slot
+    /// and hash. Kept apart so that the check every lookup makes reads two
+    /// words, not the whole record.
+    static MEMO_KEY: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
+    static MEMO_PLACE: Cell<(u16, u64)> = const { Cell::new((0, 0)) };
 }
 
 /// Remembers, while it lives, the slot and hash of the key of the command
@@ -142,7 +146,8 @@ impl KeyMemo {
 
     /// Remember `at` for this thread until the memo is dropped.
     pub fn remember(at: &Ahead) -> KeyMemo {
-        MEMO.set(Some(*at));
+        MEMO_PLACE.set((at.slot, at.hash));
+        MEMO_KEY.set((at.addr, at.len));
         KeyMemo { set: true, _thread: std::marker::PhantomData }
     }
 }
@@ -150,27 +155,28 @@ impl KeyMemo {
 impl Drop for KeyMemo {
     fn drop(&mut self) {
         if self.set {
-            MEMO.set(None);
+            MEMO_KEY.set((0, 0));
         }
     }
 }
 
-/// The remembered key, if `key` is those very bytes.
+/// The remembered slot and hash, if `key` is those very bytes. (No key
+/// lives at address 0, so the empty memo matches nothing.)
 #[inline]
-fn remembered(key: &[u8]) -> Option<Ahead> {
-    MEMO.get().filter(|m| m.addr == key.as_ptr().addr() && m.len == key.len())
+fn remembered(key: &[u8]) -> Option<(u16, u64)> {
+    (MEMO_KEY.get() == (key.as_ptr().addr(), key.len())).then(|| MEMO_PLACE.get())
 }
 
 /// The hash slot of `key`, if it is the remembered key (see [`KeyMemo`]).
 #[inline]
 pub fn remembered_slot(key: &[u8]) -> Option<u16> {
-    remembered(key).map(|m| m.slot)
+    remembered(key).map(|(slot, _)| slot)
 }
 
 /// The table hash of `key`, if it is the remembered key (see [`KeyMemo`]).
 #[inline]
 pub fn remembered_hash(key: &[u8]) -> Option<u64> {
-    remembered(key).map(|m| m.hash)
+    remembered(key).map(|(_, hash)| hash)
 }
 
 impl Ahead {
