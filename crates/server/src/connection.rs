@@ -759,7 +759,7 @@ fn run_buffered<S: ClientStream>(
 ) -> Stop {
     let state = conn.state;
     let _batch = clock::Batch::open();
-    let mut ahead_started = false;
+    ahead.start(&state.keyspace);
     loop {
         let pending = buf.pending();
         if pending.is_empty() {
@@ -769,7 +769,11 @@ fn run_buffered<S: ClientStream>(
         parser.set_limits(request_limits(state));
         // Until it authenticates, a client may only send small requests.
         parser.set_auth_required(!session.authenticated && state.limits.auth_required());
-        let n = match parser.parse(pending, args) {
+        let parsed = match ahead.take(parser, args) {
+            Some(n) => Ok(Progress::Done(n)),
+            None => parser.parse(pending, args),
+        };
+        let n = match parsed {
             Ok(Progress::Done(n)) => n,
             Ok(Progress::NeedMore { hint }) => return Stop::NeedMore(hint),
             Err(e) => {
@@ -781,11 +785,6 @@ fn run_buffered<S: ClientStream>(
         if let Some(spec) = held_by_pause(state, req, session) {
             // Parsed again once the pause lets it through.
             return Stop::Paused(spec);
-        }
-        // Started after the first command parsed, with the limits it was parsed under.
-        if !ahead_started {
-            ahead.start(&state.keyspace, parser);
-            ahead_started = true;
         }
         let memo = ahead.before(&state.keyspace, session.db, pending);
         let outcome = if args.is_empty() {
@@ -957,7 +956,11 @@ async fn serve_respb<S: ClientStream>(
                 break;
             }
             let out = &mut output.out;
-            match decoder.decode(pending, &mut args) {
+            let decoded = match ahead.take(&mut args) {
+                Some((consumed, frame)) => Ok(Decoded::Frame { frame, consumed }),
+                None => decoder.decode(pending, &mut args),
+            };
+            match decoded {
                 Ok(Decoded::Frame { frame, consumed }) => {
                     match frame {
                         Frame::Command { mux } => {

@@ -1,22 +1,24 @@
 //! Looking at the commands a connection has buffered before they run, to
 //! prefetch the keys they will look up (see [`crate::keyspace::lookahead`]).
 //!
-//! A connection's frame loop calls [`ReadAhead::before`] before each
-//! command it runs and [`ReadAhead::after`] once its bytes are consumed.
-//! `before` keeps a scan [`TABLE_AHEAD`] commands in front of the one about
-//! to run, decoding each with the protocol's own decoder into a spare
-//! argument list and starting step 1 for its first key; commands that
-//! come within [`ENTRY_AHEAD`] get step 2. The scan stops at the first
-//! frame that is incomplete or malformed: the frame loop meets it later
-//! and answers it as it always does.
+//! A connection's frame loop asks [`FrameScan::take`] for the frame at the
+//! start of its buffer, calls [`FrameScan::before`] before running it and
+//! [`FrameScan::after`] once its bytes are consumed. `before` keeps a scan
+//! [`TABLE_AHEAD`] frames in front of the running one, decoding each with
+//! the protocol's own decoder ([`FramePeek`]) into an argument list of its
+//! own and starting step 1 for its first key; frames that come within
+//! [`ENTRY_AHEAD`] get step 2. When a frame's turn comes, `take` hands the
+//! loop the arguments the scan decoded, so no frame is decoded twice.
 //!
-//! A scan lives within one run of the frame loop over one buffer (see
-//! [`ReadAhead::start`]), so the offsets it keeps never outlive the bytes
-//! they point into.
+//! The scan stops at the first frame that is incomplete or malformed: the
+//! loop decodes that one itself and answers it as it always does. A scan
+//! lives within one pass of the loop over one buffer (see
+//! [`FrameScan::start`]), so the offsets and arguments it keeps never
+//! outlive the bytes they point into.
 
 use kvik_protocol::commands::{by_id, lookup};
 use kvik_protocol::resp::request::{Progress, RequestParser};
-use kvik_protocol::respb::decode::{Decoded, RespbDecoder};
+use kvik_protocol::respb::decode::{Decoded, Frame, RespbDecoder};
 use kvik_protocol::CommandArgs;
 
 use crate::keyspace::lookahead::{Ahead, KeyMemo};
@@ -30,49 +32,97 @@ pub const ENTRY_AHEAD: usize = 3;
 
 /// The keyspace size (its memory estimate) from which the scan runs.
 ///
-/// Below it most of the keyspace stays in the CPU's caches, and decoding
-/// and hashing every key twice costs about what the prefetches save. On
-/// the machine the figures in `bench/` come from, a pipelined GET over
-/// 63,000 keys (a 2.7 MB estimate) took as much server time with the scan
-/// as without, while over 632,000 keys (27 MB) it took a quarter less.
+/// Below it most of the keyspace stays in the CPU's caches, and the scan's
+/// own work (hashing every key ahead, a lock tried per key) costs about
+/// what the prefetches save. On the machine the figures in `bench/` come
+/// from, a pipelined GET over 63,000 keys (a 2.7 MB estimate) took as much
+/// server time with the scan as without, or a little more, while over
+/// 632,000 keys (27 MB) it took a quarter less.
 pub const MIN_KEYSPACE_BYTES: usize = 8 << 20;
 
 /// Room for the frames a scan keeps: the running one and [`TABLE_AHEAD`] more.
 const RING: usize = 16;
 const _: () = assert!(TABLE_AHEAD < RING);
 
+/// Finds where the next whole frame of a buffer ends, decoding it into an
+/// argument list: a protocol's own decoder, used for looking ahead.
+pub trait FramePeek {
+    /// What else the loop needs to know of a frame (a RESPB frame's kind).
+    type Kind: Copy + Default + std::fmt::Debug;
+
+    /// The length of the whole frame at the start of `bytes`, and its kind,
+    /// with its arguments in `args`; `None` when no whole, well-formed
+    /// frame is there.
+    fn peek(&mut self, bytes: &[u8], args: &mut CommandArgs) -> Option<(usize, Self::Kind)>;
+}
+
+impl FramePeek for RequestParser {
+    type Kind = ();
+
+    fn peek(&mut self, bytes: &[u8], args: &mut CommandArgs) -> Option<(usize, ())> {
+        match self.parse(bytes, args) {
+            Ok(Progress::Done(n)) => {
+                // Found once here, the command is not looked up again when it runs.
+                if let Some(spec) = args.get(bytes, 0).and_then(lookup) {
+                    args.set_command(Some(spec.id));
+                }
+                Some((n, ()))
+            }
+            _ => {
+                // A partial frame leaves progress behind; the next scan starts afresh.
+                self.reset();
+                None
+            }
+        }
+    }
+}
+
+impl FramePeek for RespbDecoder {
+    type Kind = Option<Frame>;
+
+    fn peek(&mut self, bytes: &[u8], args: &mut CommandArgs) -> Option<(usize, Option<Frame>)> {
+        match self.decode(bytes, args) {
+            Ok(Decoded::Frame { frame, consumed }) => Some((consumed, Some(frame))),
+            _ => None,
+        }
+    }
+}
+
 /// A frame scanned ahead.
 #[derive(Debug, Clone, Copy, Default)]
-struct Waiting {
-    /// Its number (see [`ReadAhead::start`]).
+struct Waiting<K> {
+    /// Its number (see [`FrameScan::start`]).
     frame: usize,
+    /// Its length in bytes, and its kind.
+    len: usize,
+    kind: K,
     /// Its first key, located by step 1.
     at: Option<Ahead>,
     /// Step 2 has started loading its entry.
     loaded: bool,
 }
 
-/// The scan of one connection (see the module docs).
+/// The scan of one connection (see the module docs), decoding with `P`.
 #[derive(Debug, Default)]
-pub struct ReadAhead {
-    /// The spare argument list frames are decoded into.
-    args: CommandArgs,
-    /// Bytes from the start of the command about to run to the first frame
+pub struct FrameScan<P: FramePeek> {
+    peek: P,
+    /// The frames scanned and not yet run, oldest first, each with the
+    /// arguments it was decoded into at the same index of `args`.
+    waiting: [Waiting<P::Kind>; RING],
+    args: Vec<CommandArgs>,
+    waiting_head: usize,
+    waiting_len: usize,
+    /// Bytes from the start of the frame about to run to the first frame
     /// not yet scanned.
     scan_off: usize,
     /// Number of the first frame not yet scanned, and of the frame about to
-    /// run, counted from [`ReadAhead::start`].
+    /// run, counted from [`FrameScan::start`].
     scanned: usize,
     running: usize,
     /// The scan met an incomplete or malformed frame.
     stopped: bool,
-    /// The keyspace is large enough for the scan to pay (see [`ReadAhead::start`]).
+    /// The keyspace is large enough for the scan to pay (see [`FrameScan::start`]).
     active: bool,
-    /// Frames scanned and not yet run, oldest first: the key step 1
-    /// located (if any), and whether step 2 loaded its entry.
-    waiting: [Waiting; RING],
-    waiting_head: usize,
-    waiting_len: usize,
     /// What the scan did, for the tests: frames located by step 1, and
     /// frames whose entry step 2 loaded.
     #[cfg(test)]
@@ -81,21 +131,46 @@ pub struct ReadAhead {
     loaded: Vec<usize>,
 }
 
-impl ReadAhead {
-    /// A scan over a buffer, starting with the frame at its beginning; it
-    /// does nothing unless the keyspace holds [`MIN_KEYSPACE_BYTES`].
-    pub fn start(&mut self, ks: &Keyspace) {
-        self.start_from(ks, MIN_KEYSPACE_BYTES);
-    }
+/// The scan of a RESP connection.
+pub type RespReadAhead = FrameScan<RequestParser>;
+/// The scan of a RESPB connection.
+pub type RespbReadAhead = FrameScan<RespbDecoder>;
 
-    /// [`ReadAhead::start`] with the keyspace size it takes given.
+impl<P: FramePeek> FrameScan<P> {
+    /// A pass over a buffer, starting with the frame at its beginning; the
+    /// scan does nothing unless the keyspace holds [`MIN_KEYSPACE_BYTES`].
     fn start_from(&mut self, ks: &Keyspace, min_keyspace_bytes: usize) {
         self.active = ks.used_memory() >= min_keyspace_bytes;
+        if self.active && self.args.is_empty() {
+            self.args = (0..RING).map(|_| CommandArgs::new()).collect();
+        }
+        self.reset_at(0);
+    }
+
+    /// Forget every frame scanned: the next scan starts at the frame
+    /// numbered `running`, at the start of the pending bytes.
+    fn reset_at(&mut self, running: usize) {
         self.scan_off = 0;
-        self.scanned = 0;
-        self.running = 0;
+        self.scanned = running;
+        self.running = running;
         self.stopped = false;
         self.waiting_len = 0;
+    }
+
+    /// The frame at the start of the pending bytes, if the scan decoded it:
+    /// its length and kind, with its arguments swapped into `args`.
+    #[inline]
+    fn take_decoded(&mut self, args: &mut CommandArgs) -> Option<(usize, P::Kind)> {
+        if !self.active {
+            return None;
+        }
+        self.drop_run();
+        let w = self.waiting_len.checked_sub(1).map(|_| self.waiting[self.waiting_head])?;
+        if w.frame != self.running {
+            return None;
+        }
+        std::mem::swap(args, &mut self.args[self.waiting_head]);
+        Some((w.len, w.kind))
     }
 
     /// Before the frame at the start of `pending` runs (its session in
@@ -107,33 +182,36 @@ impl ReadAhead {
     /// does not hash it again (see [`KeyMemo`]): drop it once the command
     /// ran, before anything awaits.
     #[inline]
-    pub fn before(&mut self, ks: &Keyspace, db: usize, pending: &[u8], peek: &mut impl FramePeek) -> KeyMemo {
+    pub fn before(&mut self, ks: &Keyspace, db: usize, pending: &[u8]) -> KeyMemo {
         if self.active {
-            self.scan(ks, db, pending, peek)
+            self.scan(ks, db, pending)
         } else {
             KeyMemo::none()
         }
     }
 
-    /// [`ReadAhead::before`] on a keyspace large enough.
+    /// [`FrameScan::before`] on a keyspace large enough.
     #[inline(never)]
-    fn scan(&mut self, ks: &Keyspace, db: usize, pending: &[u8], peek: &mut impl FramePeek) -> KeyMemo {
-        // Frames already run leave the ring (a frame the loop consumed
-        // without asking first, a busy channel's, among them).
-        while self.waiting_len > 0 && self.waiting[self.waiting_head].frame < self.running {
-            self.pop();
-        }
+    fn scan(&mut self, ks: &Keyspace, db: usize, pending: &[u8]) -> KeyMemo {
+        self.drop_run();
         while !self.stopped && self.scanned <= self.running + TABLE_AHEAD {
             let Some(rest) = pending.get(self.scan_off..) else {
                 self.stopped = true;
                 break;
             };
-            let Some(len) = peek.peek(rest, &mut self.args) else {
+            // Frames `running..=running + TABLE_AHEAD` at most are waiting.
+            assert!(self.waiting_len < RING, "the ring holds every frame scanned ahead");
+            let slot = (self.waiting_head + self.waiting_len) % RING;
+            let args = &mut self.args[slot];
+            let Some((len, kind)) = self.peek.peek(rest, args) else {
                 self.stopped = true;
                 break;
             };
-            let at = first_key(&self.args, rest).and_then(|key| ks.prefetch_table(db, key));
-            self.push(Waiting { frame: self.scanned, at, loaded: false });
+            let at = first_key(args, rest).and_then(|key| ks.prefetch_table(db, key));
+            #[cfg(test)]
+            self.located.push((self.scanned, at));
+            self.waiting[slot] = Waiting { frame: self.scanned, len, kind, at, loaded: false };
+            self.waiting_len += 1;
             self.scan_off += len;
             self.scanned += 1;
         }
@@ -163,105 +241,90 @@ impl ReadAhead {
         if !self.active {
             return;
         }
+        let scanned_as = (self.waiting_len > 0 && self.waiting[self.waiting_head].frame == self.running)
+            .then(|| self.waiting[self.waiting_head].len);
         self.running += 1;
-        if self.scan_off >= consumed && self.scanned >= self.running {
-            self.scan_off -= consumed;
-        } else {
-            // The scan had not got past this frame: it goes on from the next.
-            self.scan_off = 0;
-            self.scanned = self.running;
+        match scanned_as {
+            Some(len) if len == consumed => self.scan_off -= consumed,
+            // The scan had not got past this frame, or saw it otherwise
+            // than the loop did (the loop's limits changed): it starts
+            // afresh at the next frame.
+            _ => self.reset_at(self.running),
         }
     }
 
-    fn push(&mut self, w: Waiting) {
-        // Frames `running..=running + TABLE_AHEAD` at most are waiting.
-        assert!(self.waiting_len < RING, "the ring holds every frame scanned ahead");
-        #[cfg(test)]
-        self.located.push((w.frame, w.at));
-        self.waiting[(self.waiting_head + self.waiting_len) % RING] = w;
-        self.waiting_len += 1;
-    }
-
-    fn pop(&mut self) {
-        self.waiting_head = (self.waiting_head + 1) % RING;
-        self.waiting_len -= 1;
-    }
-}
-
-/// Finds where the next whole frame of a buffer ends, decoding it into an
-/// argument list: a protocol's own decoder, used for looking ahead.
-pub trait FramePeek {
-    /// The length of the whole frame at the start of `bytes`, its
-    /// arguments in `args`; `None` when no whole, well-formed frame is there.
-    fn peek(&mut self, bytes: &[u8], args: &mut CommandArgs) -> Option<usize>;
-}
-
-impl FramePeek for RequestParser {
-    fn peek(&mut self, bytes: &[u8], args: &mut CommandArgs) -> Option<usize> {
-        match self.parse(bytes, args) {
-            Ok(Progress::Done(n)) => Some(n),
-            _ => {
-                // A partial frame leaves progress behind; the next scan starts afresh.
-                self.reset();
-                None
-            }
+    /// Let go of the frames already run (a frame the loop consumed without
+    /// asking first, a busy channel's, among them).
+    fn drop_run(&mut self) {
+        while self.waiting_len > 0 && self.waiting[self.waiting_head].frame < self.running {
+            self.waiting_head = (self.waiting_head + 1) % RING;
+            self.waiting_len -= 1;
         }
-    }
-}
-
-impl FramePeek for RespbDecoder {
-    fn peek(&mut self, bytes: &[u8], args: &mut CommandArgs) -> Option<usize> {
-        match self.decode(bytes, args) {
-            Ok(Decoded::Frame { consumed, .. }) => Some(consumed),
-            _ => None,
-        }
-    }
-}
-
-/// [`ReadAhead`] with a decoder of its own.
-#[derive(Debug, Default)]
-pub struct FrameScan<P> {
-    scan: ReadAhead,
-    peek: P,
-}
-
-/// The scan of a RESP connection.
-pub type RespReadAhead = FrameScan<RequestParser>;
-/// The scan of a RESPB connection.
-pub type RespbReadAhead = FrameScan<RespbDecoder>;
-
-impl<P: FramePeek> FrameScan<P> {
-    /// See [`ReadAhead::before`].
-    #[inline]
-    pub fn before(&mut self, ks: &Keyspace, db: usize, pending: &[u8]) -> KeyMemo {
-        self.scan.before(ks, db, pending, &mut self.peek)
-    }
-
-    /// See [`ReadAhead::after`].
-    #[inline]
-    pub fn after(&mut self, consumed: usize) {
-        self.scan.after(consumed);
     }
 }
 
 impl RespReadAhead {
-    /// See [`ReadAhead::start`]; frames are parsed within `parser`'s limits.
-    pub fn start(&mut self, ks: &Keyspace, parser: &RequestParser) {
-        self.scan.start(ks);
-        self.peek.clone_from(parser);
-        self.peek.reset();
+    /// A pass over a buffer (see [`FrameScan::start_from`]).
+    pub fn start(&mut self, ks: &Keyspace) {
+        self.start_from(ks, MIN_KEYSPACE_BYTES);
+    }
+
+    /// The command at the start of the pending bytes, if the scan parsed it
+    /// under the limits `parser` has now: its length, its arguments
+    /// swapped into `args`. `parser` is left between commands, as parsing
+    /// it would have.
+    #[inline]
+    pub fn take(&mut self, parser: &mut RequestParser, args: &mut CommandArgs) -> Option<usize> {
+        if !self.active {
+            return None;
+        }
+        if self.peek.limits() != parser.limits() || self.peek.auth_required() != parser.auth_required() {
+            // Frames scanned under other limits are scanned again.
+            self.peek.clone_from(parser);
+            self.peek.reset();
+            self.reset_at(self.running);
+            return None;
+        }
+        let (n, ()) = self.take_decoded(args)?;
+        parser.reset();
+        Some(n)
     }
 }
 
 impl RespbReadAhead {
     /// A scan decoding frames as `decoder` does.
     pub fn new(decoder: &RespbDecoder) -> RespbReadAhead {
-        FrameScan { scan: ReadAhead::default(), peek: RespbDecoder::new(decoder.limits()) }
+        FrameScan {
+            peek: RespbDecoder::new(decoder.limits()),
+            waiting: [Waiting::default(); RING],
+            args: Vec::new(),
+            waiting_head: 0,
+            waiting_len: 0,
+            scan_off: 0,
+            scanned: 0,
+            running: 0,
+            stopped: false,
+            active: false,
+            #[cfg(test)]
+            located: Vec::new(),
+            #[cfg(test)]
+            loaded: Vec::new(),
+        }
     }
 
-    /// See [`ReadAhead::start`].
+    /// A pass over a buffer (see [`FrameScan::start_from`]).
     pub fn start(&mut self, ks: &Keyspace) {
-        self.scan.start(ks);
+        self.start_from(ks, MIN_KEYSPACE_BYTES);
+    }
+
+    /// The frame at the start of the pending bytes, if the scan decoded it:
+    /// its length and kind, its arguments swapped into `args`.
+    #[inline]
+    pub fn take(&mut self, args: &mut CommandArgs) -> Option<(usize, Frame)> {
+        match self.take_decoded(args)? {
+            (n, Some(frame)) => Some((n, frame)),
+            (_, None) => None,
+        }
     }
 }
 
@@ -282,6 +345,7 @@ mod tests {
     use crate::keyspace::lookahead::{remembered_hash, remembered_slot};
     use crate::keyspace::{key_slot, Entry, Meta};
     use kvik_protocol::resp::command::write_command;
+    use kvik_protocol::resp::request::RequestLimits;
     use kvik_protocol::respb::encode_request;
     use kvik_protocol::respb::RespbLimits;
     use std::hash::BuildHasher;
@@ -301,16 +365,34 @@ mod tests {
         ks
     }
 
-    /// Run the scan as a frame loop does over `input`, frame by frame, with
-    /// `parse` finding each frame's length the way the loop's own decoder
-    /// would; returns the scan and the number of frames run.
-    fn drive(ks: &Keyspace, input: &[u8], scan: &mut RespReadAhead) -> usize {
+    /// Every argument of `args`, read from `input`.
+    fn all_args(args: &CommandArgs, input: &[u8]) -> Vec<Vec<u8>> {
+        (0..args.len()).map(|i| args.get(input, i).unwrap_or_default().to_vec()).collect()
+    }
+
+    /// Run the scan as the RESP frame loop does over `input`, frame by
+    /// frame: each command taken from the scan when it parsed it (and then
+    /// checked against a parse of its own), parsed otherwise. Returns the
+    /// number of frames run and how many came from the scan.
+    fn drive(ks: &Keyspace, input: &[u8], scan: &mut RespReadAhead) -> (usize, usize) {
         let mut parser = RequestParser::default();
         let mut args = CommandArgs::new();
-        scan.scan.start_from(ks, 0);
-        let mut at = 0;
-        let mut frames = 0;
-        while let Ok(Progress::Done(n)) = parser.parse(&input[at..], &mut args) {
+        let (mut check, mut check_args) = (RequestParser::default(), CommandArgs::new());
+        scan.start_from(ks, 0);
+        let (mut at, mut frames, mut taken) = (0, 0, 0);
+        loop {
+            let n = match scan.take(&mut parser, &mut args) {
+                Some(n) => {
+                    taken += 1;
+                    assert_eq!(check.parse(&input[at..], &mut check_args), Ok(Progress::Done(n)), "frame {frames}");
+                    assert_eq!(all_args(&args, &input[at..]), all_args(&check_args, &input[at..]), "frame {frames}");
+                    n
+                }
+                None => match parser.parse(&input[at..], &mut args) {
+                    Ok(Progress::Done(n)) => n,
+                    _ => break,
+                },
+            };
             let memo = scan.before(ks, 0, &input[at..]);
             // While the command runs, its key's slot and hash are remembered.
             if let (Some(b"GET"), Some(key)) = (args.get(&input[at..], 0), args.get(&input[at..], 1)) {
@@ -324,14 +406,14 @@ mod tests {
             scan.after(n);
             frames += 1;
         }
-        frames
+        (frames, taken)
     }
 
     type Place = (usize, Option<(usize, usize, u16, u64)>);
 
     /// What the scan located, without the keys' addresses (each of which
     /// must lie in `input`).
-    fn places(scan: &ReadAhead, input: &[u8]) -> Vec<Place> {
+    fn places<P: FramePeek>(scan: &FrameScan<P>, input: &[u8]) -> Vec<Place> {
         for (_, at) in &scan.located {
             assert!(at.is_none_or(|a| a.within(input)), "a key outside the input");
         }
@@ -354,15 +436,16 @@ mod tests {
             }
         }
         let mut scan = RespReadAhead::default();
-        assert_eq!(drive(&ks, &input, &mut scan), 40);
+        // All but the first command come parsed from the scan.
+        assert_eq!(drive(&ks, &input, &mut scan), (40, 39));
         let expected: Vec<Place> = keys
             .iter()
             .enumerate()
             .map(|(i, k)| (i, k.as_ref().and_then(|k| ks.prefetch_table(0, k.as_bytes())).map(|a| a.place())))
             .collect();
-        assert_eq!(places(&scan.scan, &input), expected);
+        assert_eq!(places(&scan, &input), expected);
         let loaded: Vec<usize> = (1..40).filter(|&i| keys[i].is_some()).collect();
-        assert_eq!(scan.scan.loaded, loaded);
+        assert_eq!(scan.loaded, loaded);
     }
 
     #[test]
@@ -370,11 +453,14 @@ mod tests {
         let ks = keyspace_with(10);
         let input = [resp(&[b"GET", b"k1"]), resp(&[b"GET", b"k2"])].concat();
         let mut scan = RespReadAhead::default();
-        scan.start(&ks, &RequestParser::default());
+        scan.start(&ks);
+        let (mut parser, mut args) = (RequestParser::default(), CommandArgs::new());
+        assert_eq!(scan.take(&mut parser, &mut args), None);
         let _memo = scan.before(&ks, 0, &input);
         scan.after(input.len() / 2);
+        assert_eq!(scan.take(&mut parser, &mut args), None);
         let _memo = scan.before(&ks, 0, &input[input.len() / 2..]);
-        assert!(scan.scan.located.is_empty());
+        assert!(scan.located.is_empty());
     }
 
     #[test]
@@ -387,10 +473,35 @@ mod tests {
             }
             input.extend_from_slice(tail);
             let mut scan = RespReadAhead::default();
-            assert_eq!(drive(&ks, &input, &mut scan), 4);
-            let located: Vec<usize> = scan.scan.located.iter().map(|&(i, _)| i).collect();
+            assert_eq!(drive(&ks, &input, &mut scan), (4, 3));
+            let located: Vec<usize> = scan.located.iter().map(|&(i, _)| i).collect();
             assert_eq!(located, [0, 1, 2, 3], "tail {:?}", tail.escape_ascii().to_string());
         }
+    }
+
+    /// A command is taken from the scan only if the scan parsed it under
+    /// the limits the connection's parser has when its turn comes.
+    #[test]
+    fn frames_scanned_under_other_limits_are_parsed_again() {
+        let ks = keyspace_with(10);
+        let big = vec![b'x'; 100];
+        let input = [resp(&[b"GET", b"k1"]), resp(&[b"SET", b"k2", &big]), resp(&[b"GET", b"k3"])].concat();
+        let mut scan = RespReadAhead::default();
+        scan.start_from(&ks, 0);
+        let (mut parser, mut args) = (RequestParser::default(), CommandArgs::new());
+        assert_eq!(scan.take(&mut parser, &mut args), None, "nothing scanned yet");
+        let Ok(Progress::Done(n)) = parser.parse(&input, &mut args) else { panic!("GET parses") };
+        let _memo = scan.before(&ks, 0, &input);
+        scan.after(n);
+        // `CONFIG SET proto-max-bulk-len 10` ran: the SET scanned under the
+        // old limit is not taken, and the loop's parser refuses it.
+        parser.set_limits(RequestLimits { max_bulk_len: 10, ..RequestLimits::default() });
+        assert_eq!(scan.take(&mut parser, &mut args), None);
+        assert!(parser.parse(&input[n..], &mut args).is_err());
+        // Under the new limit the scan stops at that frame.
+        let _memo = scan.before(&ks, 0, &input[n..]);
+        assert_eq!(scan.take(&mut parser, &mut args), None);
+        assert_eq!(scan.located.iter().map(|&(i, _)| i).collect::<Vec<_>>(), [0, 1, 2]);
     }
 
     #[test]
@@ -403,19 +514,33 @@ mod tests {
         }
         let decoder = RespbDecoder::new(RespbLimits { max_bulk_len: 1 << 20, max_passthrough_len: 1 << 20 });
         let mut scan = RespbReadAhead::new(&decoder);
-        scan.scan.start_from(&ks, 0);
+        scan.start_from(&ks, 0);
         let mut main = RespbDecoder::new(decoder.limits());
-        let mut args = CommandArgs::new();
-        let mut at = 0;
-        while let Ok(Decoded::Frame { consumed, .. }) = main.decode(&input[at..], &mut args) {
+        let (mut args, mut check_args) = (CommandArgs::new(), CommandArgs::new());
+        let (mut at, mut taken) = (0, 0);
+        loop {
+            let consumed = match scan.take(&mut args) {
+                Some((consumed, frame)) => {
+                    taken += 1;
+                    let decoded = main.decode(&input[at..], &mut check_args);
+                    assert_eq!(decoded, Ok(Decoded::Frame { frame, consumed }));
+                    assert_eq!(all_args(&args, &input[at..]), all_args(&check_args, &input[at..]));
+                    assert_eq!(args.command(), check_args.command());
+                    consumed
+                }
+                None => match main.decode(&input[at..], &mut args) {
+                    Ok(Decoded::Frame { consumed, .. }) => consumed,
+                    _ => break,
+                },
+            };
             let _memo = scan.before(&ks, 0, &input[at..]);
             at += consumed;
             scan.after(consumed);
         }
-        assert_eq!(at, input.len());
+        assert_eq!((at, taken), (input.len(), 11));
         let expected: Vec<Place> =
             (0..12).map(|i| (i, ks.prefetch_table(0, format!("k{i}").as_bytes()).map(|a| a.place()))).collect();
-        assert_eq!(places(&scan.scan, &input), expected);
+        assert_eq!(places(&scan, &input), expected);
     }
 
     /// Arbitrary bytes, and frames the loop consumes without asking the
@@ -441,17 +566,24 @@ mod tests {
                 }
             }
             let mut scan = RespReadAhead::default();
-            scan.scan.start_from(&ks, 0);
-            let mut parser = RequestParser::default();
-            let mut args = CommandArgs::new();
+            scan.start_from(&ks, 0);
+            let (mut parser, mut check) = (RequestParser::default(), RequestParser::default());
+            let (mut args, mut check_args) = (CommandArgs::new(), CommandArgs::new());
             let mut at = 0;
-            while let Ok(Progress::Done(n)) = parser.parse(&input[at..], &mut args) {
+            while let Ok(Progress::Done(n)) = check.parse(&input[at..], &mut check_args) {
+                // Taken or parsed, a command reads the same.
+                if next() % 4 != 0 {
+                    if let Some(taken) = scan.take(&mut parser, &mut args) {
+                        assert_eq!(taken, n);
+                        assert_eq!(all_args(&args, &input[at..]), all_args(&check_args, &input[at..]));
+                    }
+                }
                 if next() % 3 != 0 {
                     let _memo = scan.before(&ks, (next() % 3) as usize, &input[at..]);
                 }
                 at += n;
                 scan.after(n);
-                assert!(scan.scan.scan_off <= input.len() - at);
+                assert!(scan.scan_off <= input.len() - at);
             }
         }
     }
