@@ -93,6 +93,11 @@ impl CommandArgs {
         self.refs.len()
     }
 
+    /// Bytes of memory the list keeps for reuse (what it grew to hold).
+    pub fn retained_bytes(&self) -> usize {
+        self.refs.capacity() * size_of::<ArgRef>() + self.scratch.capacity()
+    }
+
     /// True when no argument has been pushed.
     #[inline]
     pub fn is_empty(&self) -> bool {

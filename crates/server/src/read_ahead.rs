@@ -42,6 +42,10 @@ pub const MIN_KEYSPACE_BYTES: usize = 8 << 20;
 
 /// Room for the frames a scan keeps: the running one and [`TABLE_AHEAD`] more.
 const RING: usize = 16;
+/// Memory an argument list of the ring may keep between frames. One that
+/// grew past it (a large MSET went through) is dropped when it comes back,
+/// so a connection's ring keeps at most `RING` times this.
+const MAX_RETAINED_BYTES: usize = 4 << 10;
 const _: () = assert!(TABLE_AHEAD < RING);
 
 /// Finds where the next whole frame of a buffer ends, decoding it into an
@@ -169,7 +173,11 @@ impl<P: FramePeek> FrameScan<P> {
         if w.frame != self.running {
             return None;
         }
-        std::mem::swap(args, &mut self.args[self.waiting_head]);
+        let slot = &mut self.args[self.waiting_head];
+        std::mem::swap(args, slot);
+        if slot.retained_bytes() > MAX_RETAINED_BYTES {
+            *slot = CommandArgs::new();
+        }
         Some((w.len, w.kind))
     }
 
@@ -541,6 +549,21 @@ mod tests {
         let expected: Vec<Place> =
             (0..12).map(|i| (i, ks.prefetch_table(0, format!("k{i}").as_bytes()).map(|a| a.place()))).collect();
         assert_eq!(places(&scan, &input), expected);
+    }
+
+    /// The ring lets go of argument lists that grew large.
+    #[test]
+    fn large_argument_lists_are_not_kept() {
+        let ks = keyspace_with(10);
+        let mset: Vec<Vec<u8>> = std::iter::once(b"MSET".to_vec())
+            .chain((0..1000).flat_map(|i| [format!("k{i}").into_bytes(), b"v".to_vec()]))
+            .collect();
+        let mset: Vec<&[u8]> = mset.iter().map(Vec::as_slice).collect();
+        let input: Vec<u8> = (0..20).flat_map(|_| resp(&mset)).collect();
+        let mut scan = RespReadAhead::default();
+        assert_eq!(drive(&ks, &input, &mut scan), (20, 19));
+        let kept: usize = scan.args.iter().map(CommandArgs::retained_bytes).sum();
+        assert!(kept <= RING * MAX_RETAINED_BYTES, "{kept} bytes kept");
     }
 
     /// Arbitrary bytes, and frames the loop consumes without asking the
