@@ -29,7 +29,6 @@
 //! find where the next one starts), so, as Redis does, the connection gets
 //! the error text after the replies already due and is then closed.
 
-use crate::read_ahead::{RespReadAhead, RespbReadAhead};
 use std::future::Future;
 use std::io;
 use std::os::fd::AsRawFd;
@@ -53,6 +52,7 @@ use crate::clock;
 use crate::commands::{execute, held_by_pause, Outcome, ReplyTarget, Request};
 use crate::mux::{self, Channels, Queued, RespbTarget};
 use crate::pubsub::{encode_message, Message};
+use crate::read_ahead::{RespReadAhead, RespbReadAhead};
 use crate::session::Session;
 use crate::signal::Signal;
 use crate::state::ServerState;
