@@ -15,7 +15,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::diff::{closed, compare_each, multibulk, open, Case};
-use common::{connect, free_port, read_until};
+use common::{connect, free_port, listens_on, read_until};
 
 const KVIK: &str = env!("CARGO_BIN_EXE_kvik-server");
 
@@ -33,8 +33,10 @@ impl Drop for Kvik {
 }
 
 impl Kvik {
-    /// Start kvik with `args` and wait until `ready` holds.
-    fn start_until(args: &[String], port: u16, ready: impl Fn() -> bool) -> Kvik {
+    /// Start kvik with `args` and wait until `ready` holds. With a TCP
+    /// `port` (not 0), ready also means this process holds the port's
+    /// listening socket, not a server another test started there.
+    fn try_start_until(args: &[String], port: u16, ready: impl Fn() -> bool) -> Result<Kvik, String> {
         let child = Command::new(KVIK)
             .args(args)
             .stdin(Stdio::null())
@@ -46,22 +48,36 @@ impl Kvik {
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             if let Ok(Some(status)) = kvik.child.try_wait() {
-                panic!("kvik-server exited at startup: {status}");
+                return Err(format!("kvik-server exited at startup: {status}"));
             }
-            if ready() {
-                return kvik;
+            if ready() && (port == 0 || listens_on(kvik.child.id(), port)) {
+                return Ok(kvik);
             }
             thread::sleep(Duration::from_millis(20));
         }
-        panic!("kvik-server did not become ready");
+        Err("kvik-server did not become ready".into())
     }
 
-    /// Start kvik on a free loopback port with extra `args`.
+    /// [`Kvik::try_start_until`], failing the test when it does not start.
+    fn start_until(args: &[String], port: u16, ready: impl Fn() -> bool) -> Kvik {
+        Kvik::try_start_until(args, port, ready).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Start kvik on a free loopback port with extra `args`. Another
+    /// process can take the port between picking and binding; then kvik
+    /// exits, and it is started again on another port.
     fn start(args: &[&str]) -> Kvik {
-        let port = free_port();
-        let mut all: Vec<String> = vec!["--bind".into(), "127.0.0.1".into(), "--port".into(), port.to_string()];
-        all.extend(args.iter().map(|s| s.to_string()));
-        Kvik::start_until(&all, port, || TcpStream::connect(("127.0.0.1", port)).is_ok())
+        let mut failed = String::new();
+        for _ in 0..3 {
+            let port = free_port();
+            let mut all: Vec<String> = vec!["--bind".into(), "127.0.0.1".into(), "--port".into(), port.to_string()];
+            all.extend(args.iter().map(|s| s.to_string()));
+            match Kvik::try_start_until(&all, port, || TcpStream::connect(("127.0.0.1", port)).is_ok()) {
+                Ok(kvik) => return kvik,
+                Err(e) => failed = e,
+            }
+        }
+        panic!("{failed}")
     }
 
     /// Wait for the process to exit by itself; returns its status and stderr.

@@ -56,7 +56,7 @@ pub fn free_port() -> u16 {
 /// `/proc` (the socket inodes among its open files against the kernel's
 /// TCP tables), so a test never mistakes a server another test started on
 /// the same port for its own. Where `/proc` cannot tell, the answer is yes.
-fn listens_on(pid: u32, port: u16) -> bool {
+pub fn listens_on(pid: u32, port: u16) -> bool {
     let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return true };
     let inodes: Vec<String> = fds
         .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
