@@ -107,7 +107,7 @@ struct Waiting<K> {
 }
 
 /// The scan of one connection (see the module docs), decoding with `P`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct FrameScan<P: FramePeek> {
     peek: P,
     /// The frames scanned and not yet run, oldest first, each with the
@@ -141,8 +141,35 @@ pub type RespReadAhead = FrameScan<RequestParser>;
 pub type RespbReadAhead = FrameScan<RespbDecoder>;
 
 impl<P: FramePeek> FrameScan<P> {
+    /// A scan decoding frames with `peek`; its argument lists are made on
+    /// the first pass that runs.
+    fn with_peek(peek: P) -> FrameScan<P> {
+        FrameScan {
+            peek,
+            waiting: [Waiting::default(); RING],
+            args: Vec::new(),
+            waiting_head: 0,
+            waiting_len: 0,
+            scan_off: 0,
+            scanned: 0,
+            running: 0,
+            stopped: false,
+            active: false,
+            #[cfg(test)]
+            located: Vec::new(),
+            #[cfg(test)]
+            loaded: Vec::new(),
+        }
+    }
+
+    /// A pass over a buffer, starting with the frame at its beginning (see
+    /// [`FrameScan::start_from`]).
+    pub fn start(&mut self, ks: &Keyspace) {
+        self.start_from(ks, MIN_KEYSPACE_BYTES);
+    }
+
     /// A pass over a buffer, starting with the frame at its beginning; the
-    /// scan does nothing unless the keyspace holds [`MIN_KEYSPACE_BYTES`].
+    /// scan does nothing unless the keyspace holds `min_keyspace_bytes`.
     fn start_from(&mut self, ks: &Keyspace, min_keyspace_bytes: usize) {
         self.active = ks.used_memory() >= min_keyspace_bytes;
         if self.active && self.args.is_empty() {
@@ -271,12 +298,13 @@ impl<P: FramePeek> FrameScan<P> {
     }
 }
 
-impl RespReadAhead {
-    /// A pass over a buffer (see [`FrameScan::start_from`]).
-    pub fn start(&mut self, ks: &Keyspace) {
-        self.start_from(ks, MIN_KEYSPACE_BYTES);
+impl Default for RespReadAhead {
+    fn default() -> RespReadAhead {
+        FrameScan::with_peek(RequestParser::default())
     }
+}
 
+impl RespReadAhead {
     /// The command at the start of the pending bytes, if the scan parsed it
     /// under the limits `parser` has now: its length, its arguments
     /// swapped into `args`. `parser` is left between commands, as parsing
@@ -302,27 +330,7 @@ impl RespReadAhead {
 impl RespbReadAhead {
     /// A scan decoding frames as `decoder` does.
     pub fn new(decoder: &RespbDecoder) -> RespbReadAhead {
-        FrameScan {
-            peek: RespbDecoder::new(decoder.limits()),
-            waiting: [Waiting::default(); RING],
-            args: Vec::new(),
-            waiting_head: 0,
-            waiting_len: 0,
-            scan_off: 0,
-            scanned: 0,
-            running: 0,
-            stopped: false,
-            active: false,
-            #[cfg(test)]
-            located: Vec::new(),
-            #[cfg(test)]
-            loaded: Vec::new(),
-        }
-    }
-
-    /// A pass over a buffer (see [`FrameScan::start_from`]).
-    pub fn start(&mut self, ks: &Keyspace) {
-        self.start_from(ks, MIN_KEYSPACE_BYTES);
+        FrameScan::with_peek(RespbDecoder::new(decoder.limits()))
     }
 
     /// The frame at the start of the pending bytes, if the scan decoded it:
