@@ -35,10 +35,15 @@ pub const ENTRY_AHEAD: usize = 3;
 /// Below it most of the keyspace stays in the CPU's caches, and the scan's
 /// own work (hashing every key ahead, a lock tried per key) costs about
 /// what the prefetches save. On the machine the figures in `bench/` come
-/// from, a pipelined GET over 63,000 keys (a 2.7 MB estimate) took as much
-/// server time with the scan as without, or a little more, while over
-/// 632,000 keys (27 MB) it took a quarter less.
-pub const MIN_KEYSPACE_BYTES: usize = 8 << 20;
+/// from:
+/// - a pipelined GET over 63,000 keys (a 3.5 MB estimate) took as much
+///   server time with the scan as without, or a little more;
+/// - over 100,000 keys of 3 bytes (5 MB), the keyspace `-r 100000`
+///   benchmarks build, GET took a median 7% less server CPU with the scan
+///   (8 alternating pairs each: redis-benchmark at `-c 50 -P 16`, and
+///   kvik-benchmark over RESPB at `-c 50 -P 100`);
+/// - over 632,000 keys (27 MB) it took a quarter less.
+pub const MIN_KEYSPACE_BYTES: usize = 4 << 20;
 
 /// Room for the frames a scan keeps: the running one and [`TABLE_AHEAD`] more.
 const RING: usize = 16;

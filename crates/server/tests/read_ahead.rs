@@ -15,9 +15,10 @@ use common::{call, connect, read_until, split_replies, start_kvik, ServerProcess
 use kvik_protocol::resp::reply_parser::ReplyLimits;
 use kvik_protocol::respb::{decode_reply, encode_request, handshake};
 use kvik_protocol::Value;
+use kvik_server::read_ahead::MIN_KEYSPACE_BYTES;
 
 /// Keys written before the pipelines, with 64-byte values: well past the
-/// 8 MiB keyspace estimate from which the scan runs.
+/// keyspace estimate from which the scan runs (`MIN_KEYSPACE_BYTES`).
 const FILL_KEYS: usize = 150_000;
 
 fn fill(port: u16) {
@@ -39,7 +40,7 @@ fn fill(port: u16) {
         .find_map(|l| l.strip_prefix("used_memory:"))
         .and_then(|v| v.trim().parse().ok())
         .expect("used_memory");
-    assert!(used >= 8 << 20, "the keyspace estimate ({used} bytes) is too small for the scan to run");
+    assert!(used >= MIN_KEYSPACE_BYTES, "the keyspace estimate ({used} bytes) is too small for the scan to run");
 }
 
 /// One random command on a small set of keys, and its reply under `model`
