@@ -5,8 +5,9 @@
 # For each pipeline depth P in PIPELINES and each repeat:
 #   kvik-benchmark -t set,get -n BENCH_N -r 100000 -c CLIENTS -P P --json          (RESP)
 #   kvik-benchmark ... --respb                                                      (RESPB)
-# against kvik-server, the two protocols back to back and their order swapped
-# every repeat; then the same RESP command against each server of PEERS. One
+# against kvik-server (one server per thread count of KVIK_THREADS), the two
+# protocols back to back and their order swapped every repeat; then the same
+# RESP command against each server of PEERS. One
 # client for every cell, so the ratios compare servers and protocols, not
 # benchmark tools. Reports the median requests/s of each cell and the ratios
 # RESPB/RESP and kvik/peer, then appends the wire-size tables of
@@ -28,6 +29,7 @@
 #   REDIS      [1]                   0 leaves redis out of PEERS
 #   QUICK      [0]                   1: BENCH_N=2000 REPEATS=1 PIPELINES="1 10"
 #                                    unless given (a check that the script works)
+#   KVIK_THREADS ["1 $THREADS"]     kvik-server --threads values, each a server of its own
 #   THREADS, BENCH_THREADS, KVIK_SERVER_BIN, KVIK_BENCHMARK_BIN, BENCH_TIMEOUT: see bench/common.sh
 #   OUT_DIR    [bench/results]
 #   LABEL      []                    a line printed at the top of the report
@@ -56,6 +58,15 @@ OUT_DIR="${OUT_DIR:-bench/results}"
 source bench/common.sh
 
 check_whole BENCH_N REPEATS CLIENTS THREADS BENCH_TIMEOUT
+KVIK_THREADS="${KVIK_THREADS:-1 $THREADS}"
+kvik_servers=()
+for t in $KVIK_THREADS; do
+    [[ "$t" =~ ^[1-9][0-9]?$ ]] || { echo "KVIK_THREADS must hold thread counts 1..99, got '$t'" >&2; exit 2; }
+    [[ " ${kvik_servers[*]} " == *" kvik-t$t "* ]] || kvik_servers+=("kvik-t$t")
+done
+[ ${#kvik_servers[@]} -gt 0 ] || { echo "KVIK_THREADS is empty" >&2; exit 2; }
+# The busiest kvik decides whether the client competes with it for cores (see finish_meta).
+THREADS=$(printf '%s\n' "${kvik_servers[@]#kvik-t}" | sort -n | tail -1)
 for p in $PIPELINES; do
     [[ "$p" =~ ^[1-9][0-9]*$ ]] || { echo "PIPELINES must hold whole numbers, got '$p'" >&2; exit 2; }
 done
@@ -76,7 +87,7 @@ done
 find_binaries
 raise_fd_limit $((CLIENTS * 2 + 256))
 
-command_line="BENCH_N=$BENCH_N REPEATS=$REPEATS PIPELINES=\"$PIPELINES\" CLIENTS=$CLIENTS TESTS=$TESTS THREADS=$THREADS${BENCH_THREADS:+ BENCH_THREADS=$BENCH_THREADS} PEERS=\"${peers[*]}\" bench/respb.sh"
+command_line="BENCH_N=$BENCH_N REPEATS=$REPEATS PIPELINES=\"$PIPELINES\" CLIENTS=$CLIENTS TESTS=$TESTS KVIK_THREADS=\"${kvik_servers[*]//kvik-t/}\"${BENCH_THREADS:+ BENCH_THREADS=$BENCH_THREADS} PEERS=\"${peers[*]}\" bench/respb.sh"
 write_meta "$command_line"
 {
     echo "n=$BENCH_N"
@@ -85,6 +96,7 @@ write_meta "$command_line"
     echo "clients=$CLIENTS"
     echo "tests=$TESTS"
     echo "peers=${peers[*]}"
+    echo "kvik_servers=${kvik_servers[*]}"
     for peer in "${peers[@]}"; do
         echo "${peer}_version=$("$peer-server" --version | head -1)"
     done
@@ -113,13 +125,15 @@ bench_one() {
     fi
 }
 
-start_server kvik
+for kvik in "${kvik_servers[@]}"; do start_server "$kvik"; done
 for peer in "${peers[@]}"; do start_server "$peer"; done
 for rep in $(seq 1 "$REPEATS"); do
     if [ $((rep % 2)) = 1 ]; then order=(resp respb); else order=(respb resp); fi
     for p in $PIPELINES; do
-        for proto in "${order[@]}"; do
-            bench_one kvik "$proto" "$p" "$rep"
+        for kvik in "${kvik_servers[@]}"; do
+            for proto in "${order[@]}"; do
+                bench_one "$kvik" "$proto" "$p" "$rep"
+            done
         done
         for peer in "${peers[@]}"; do
             bench_one "$peer" resp "$p" "$rep"

@@ -94,6 +94,14 @@ def fmt_mib(v):
     return "–" if v is None else "{:.1f}".format(v / 1048576)
 
 
+def kvik_threads_text(meta):
+    """`--threads N`, or the list when the run had one kvik server per thread count."""
+    counts = [k[len("kvik-t"):] for k in meta.get("kvik_servers", "").split()]
+    if len(counts) > 1:
+        return "one server per `--threads` value: %s" % ", ".join(counts)
+    return "`--threads %s`" % (counts[0] if counts else meta.get("threads", "?"))
+
+
 def header(meta, title):
     lines = ["# " + title, ""]
     if meta.get("label"):
@@ -102,8 +110,8 @@ def header(meta, title):
         "- Date: %s" % meta.get("date", "?"),
         "- Machine: `%s` (lscpu model name), %s cores, %s; load average at start: %s"
         % (meta.get("cpu", "?"), meta.get("cores", "?"), meta.get("memtotal", "?"), meta.get("loadavg", "?")),
-        "- kvik-server: %s, %s build, `--threads %s`"
-        % (meta.get("kvik_version", "?"), meta.get("profile", "?"), meta.get("threads", "?")),
+        "- kvik-server: %s, %s build, %s"
+        % (meta.get("kvik_version", "?"), meta.get("profile", "?"), kvik_threads_text(meta)),
         "- kvik-benchmark: %s" % meta.get("kvik_bench_version", "?"),
     ]
     for peer in meta.get("peers", "").split():
@@ -131,6 +139,50 @@ def footer(meta):
             lines.append("- failed runs (left out of the medians): " + failures)
         lines += ["- " + n for n in notes]
     return lines
+
+
+def kvik_servers(meta, med):
+    """The kvik servers of a run (kvik-tN, by thread count), as measured."""
+    named = [k for k in meta.get("kvik_servers", "").split() if any(m[0] == k for m in med)]
+    return sorted(named, key=lambda k: int(k[len("kvik-t"):]))
+
+
+def kvik_label(kvik):
+    threads = int(kvik[len("kvik-t"):])
+    return "kvik %d thread%s" % (threads, "" if threads == 1 else "s")
+
+
+def respb_table(kvik, test, pipelines, peers, med):
+    """One test's table for one kvik server: its two protocols, then each peer."""
+    lines = ["### %s, %s" % (test, kvik_label(kvik)), ""]
+    head = "| `-P` | kvik RESP | kvik RESPB | RESPB/RESP |"
+    rule = "|---:|---:|---:|---:|"
+    for peer in peers:
+        head += " %s RESP | kvik RESP / %s | kvik RESPB / %s |" % (peer, peer, peer)
+        rule += "---:|---:|---:|"
+    lines += [head, rule]
+    for p in pipelines:
+        resp = med.get((kvik, "resp", p, test))
+        respb = med.get((kvik, "respb", p, test))
+        row = "| %s | %s | %s | %s |" % (p, fmt_int(resp), fmt_int(respb), fmt_ratio(respb, resp))
+        for peer in peers:
+            ref = med.get((peer, "resp", p, test))
+            row += " %s | %s | %s |" % (fmt_int(ref), fmt_ratio(resp, ref), fmt_ratio(respb, ref))
+        lines.append(row)
+    return lines + [""]
+
+
+def respb_summary(kviks, pipelines, peers, med):
+    """GET over RESPB on each kvik against valkey over RESP: the proposal's comparison."""
+    if "valkey" not in peers or not kviks:
+        return []
+    lines = ["## GET: kvik RESPB / valkey RESP, by kvik thread count", ""]
+    lines += ["| `-P` | %s |" % " | ".join(kvik_label(k) for k in kviks),
+              "|---:|%s" % ("---:|" * len(kviks))]
+    for p in pipelines:
+        ref = med.get(("valkey", "resp", p, "GET"))
+        lines.append("| %s | %s |" % (p, " | ".join(fmt_ratio(med.get((k, "respb", p, "GET")), ref) for k in kviks)))
+    return lines + [""]
 
 
 def respb_report(work, out_md, out_json):
@@ -168,26 +220,15 @@ def respb_report(work, out_md, out_json):
         lines += [
             "The RESPB proposal measures RESPB on its Valkey fork against Valkey's own RESP path: "
             "1.04× at `-P 1` and 2.16–2.26× at `-P 100`–`200` for GET. The same comparison here is "
-            "the column kvik RESPB / valkey.",
+            "the column kvik RESPB / valkey, gathered for GET in the last table.",
             "",
         ]
+    kviks = kvik_servers(meta, med)
     for test in tests:
         lines += ["## %s (requests/s, median of %s)" % (test, meta.get("repeats", "?")), ""]
-        head = "| `-P` | kvik RESP | kvik RESPB | RESPB/RESP |"
-        rule = "|---:|---:|---:|---:|"
-        for peer in peers:
-            head += " %s RESP | kvik RESP / %s | kvik RESPB / %s |" % (peer, peer, peer)
-            rule += "---:|---:|---:|"
-        lines += [head, rule]
-        for p in pipelines:
-            resp = med.get(("kvik", "resp", p, test))
-            respb = med.get(("kvik", "respb", p, test))
-            row = "| %s | %s | %s | %s |" % (p, fmt_int(resp), fmt_int(respb), fmt_ratio(respb, resp))
-            for peer in peers:
-                ref = med.get((peer, "resp", p, test))
-                row += " %s | %s | %s |" % (fmt_int(ref), fmt_ratio(resp, ref), fmt_ratio(respb, ref))
-            lines.append(row)
-        lines.append("")
+        for kvik in kviks:
+            lines += respb_table(kvik, test, pipelines, peers, med)
+    lines += respb_summary(kviks, pipelines, peers, med)
     lines += footer(meta)
 
     wire = os.path.join(work, "wire_sizes.md")

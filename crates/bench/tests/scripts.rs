@@ -121,19 +121,35 @@ fn respb_script_writes_a_report_with_every_cell_and_the_wire_sizes() {
         .collect();
     let out = OutDir::new("respb");
     let peer_list = peers.join(" ");
-    run_script("respb.sh", &out.0, &[("PIPELINES", "1 10"), ("CLIENTS", "4"), ("PEERS", &peer_list)]);
+    run_script(
+        "respb.sh",
+        &out.0,
+        &[("PIPELINES", "1 10"), ("CLIENTS", "4"), ("PEERS", &peer_list), ("KVIK_THREADS", "1 2")],
+    );
 
     let md = read(&out.0.join("respb.md"));
     assert!(md.starts_with("# RESP vs RESPB"), "{md}");
     assert!(md.contains("**smoke test**"), "{md}");
+    assert!(md.contains("one server per `--threads` value: 1, 2"), "{md}");
     for test in ["SET", "GET"] {
         let section = md.split(&format!("## {test} (")).nth(1).unwrap_or_else(|| panic!("no {test} section"));
+        for kvik in ["kvik 1 thread", "kvik 2 threads"] {
+            let table = section.split(&format!("### {test}, {kvik}\n")).nth(1).unwrap_or_else(|| panic!("no {kvik}"));
+            for p in ["1", "10"] {
+                let cells = row(table, p);
+                // kvik RESP, RESPB and their ratio, then each peer and kvik's two ratios to it.
+                let want = 4 + 3 * peers.len();
+                assert_eq!(cells.len(), want, "{cells:?}");
+                assert!(cells[1..].iter().all(|c| positive(c)), "{test} {kvik} -P {p}: {cells:?}");
+            }
+        }
+    }
+    if peers.contains(&"valkey") {
+        let summary = md.split("## GET: kvik RESPB / valkey RESP").nth(1).expect("summary table");
         for p in ["1", "10"] {
-            let cells = row(section, p);
-            // kvik RESP, RESPB and their ratio, then each peer and kvik's two ratios to it.
-            let want = 4 + 3 * peers.len();
-            assert_eq!(cells.len(), want, "{cells:?}");
-            assert!(cells[1..].iter().all(|c| positive(c)), "{test} -P {p}: {cells:?}");
+            let cells = row(summary, p);
+            assert_eq!(cells.len(), 3, "{cells:?}");
+            assert!(cells[1..].iter().all(|c| positive(c)), "-P {p}: {cells:?}");
         }
     }
     assert!(md.contains("## Wire sizes"), "{md}");
@@ -141,8 +157,8 @@ fn respb_script_writes_a_report_with_every_cell_and_the_wire_sizes() {
 
     let j = json(&out.0.join("respb.json"));
     let medians = j["medians"].as_array().expect("medians");
-    // kvik over RESP and over RESPB, then the peers; two tests at two depths each.
-    assert_eq!(medians.len(), (2 + peers.len()) * 2 * 2, "{medians:?}");
+    // Two kvik servers over RESP and over RESPB, then the peers; two tests at two depths each.
+    assert_eq!(medians.len(), (2 * 2 + peers.len()) * 2 * 2, "{medians:?}");
     assert!(medians.iter().all(|m| m["rps"].as_f64().is_some_and(|r| r > 0.0)), "{medians:?}");
     let runs = j["runs"].as_array().expect("runs");
     assert_eq!(runs.len(), medians.len(), "one repeat: a run per cell");
