@@ -69,6 +69,29 @@ need_valkey() {
     fi
 }
 
+# children_ms NAME: set the variable NAME to the user+system CPU milliseconds
+# of every child this shell has waited for so far (the second line of
+# `times`). It runs in this shell and forks nothing: a $(...) subshell has
+# children of its own, and would itself count as one.
+children_ms() {
+    local -n into=$1
+    local lines part ms=0
+    times >"$work/times"
+    mapfile -t lines <"$work/times"
+    for part in ${lines[1]:-}; do
+        [[ "$part" =~ ^([0-9]+)m([0-9]+)\.([0-9]+)s$ ]] || return 1
+        ms=$((ms + BASH_REMATCH[1] * 60000 + 10#${BASH_REMATCH[2]} * 1000 + 10#${BASH_REMATCH[3]:0:3}))
+    done
+    into=$ms
+}
+
+# now_ms NAME: set the variable NAME to the wall clock in milliseconds.
+now_ms() {
+    local -n into=$1
+    local us=${EPOCHREALTIME/[.,]/}
+    into=$((us / 1000))
+}
+
 # cpu_ticks PID: utime+stime of PID in clock ticks (fields 14 and 15 of
 # /proc/PID/stat; the command name may hold spaces, so split after its ')').
 cpu_ticks() {

@@ -234,14 +234,23 @@ run_cell() {
     fi
     client+=("${args[@]}" "${tail[@]}")
     echo "round $rep/$REPEATS  $id $t  $target" >&2
+    local client_before=x client_after=x wall_before wall_after
     before=$(cpu_ticks "${pid[$server]}" || echo x)
+    children_ms client_before || client_before=x
+    now_ms wall_before
     run_bounded "$work/$file" "$work/$file.err" "${client[@]}" || rc=$?
+    now_ms wall_after
+    children_ms client_after || client_after=x
     after=$(cpu_ticks "${pid[$server]}" || echo x)
-    local ticks=""
+    local ticks="" client_ms=""
     if [[ "$before" =~ ^[0-9]+$ && "$after" =~ ^[0-9]+$ ]]; then ticks=$((after - before)); fi
+    if [[ "$client_before" =~ ^[0-9]+$ && "$client_after" =~ ^[0-9]+$ ]]; then
+        client_ms=$((client_after - client_before))
+    fi
     if [ "$rc" = 0 ] && python3 "$HELPER" wait "${port[$server]}" 5; then
-        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$section" "$id" "$flags" "$size" "$t" \
-            "$target" "$rep" "$pos" "$fmt" "$file" "$n" "$ticks" >>"$work/runs.tsv"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$section" "$id" "$flags" "$size" "$t" \
+            "$target" "$rep" "$pos" "$fmt" "$file" "$n" "$ticks" "$client_ms" \
+            "$((wall_after - wall_before))" >>"$work/runs.tsv"
     else
         failures+=("$target $id $t round $rep")
         echo "  failed: $(tail -3 "$work/$file.err" | tr '\n' ' ')" >&2

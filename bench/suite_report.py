@@ -4,8 +4,9 @@
 bench/suite.sh writes one line per benchmark run to WORK/runs.tsv (columns in
 RUN_COLUMNS): which cell, which target (a server, and `+respb` when
 kvik-benchmark drove it over RESPB), the repeat and the position in that
-repeat's rotated order, the client's output file and the CPU ticks the
-server process used during the run. WORK/memory.csv holds one row per
+repeat's rotated order, the client's output file, the CPU ticks the
+server process used during the run, and the client's own CPU time and the
+run's wall time in milliseconds. WORK/memory.csv holds one row per
 bytes-per-key measurement (MEMORY_COLUMNS), WORK/meta the machine, versions
 and settings (key=value lines).
 
@@ -35,12 +36,16 @@ from bench_io import read_meta, read_runs  # noqa: E402
 from server_report import Client, encode, used_memory, vm_rss_bytes  # noqa: E402
 
 RUN_COLUMNS = ["section", "cell", "flags", "size", "test", "target", "repeat", "position",
-               "format", "file", "n", "cpu_ticks"]
+               "format", "file", "n", "cpu_ticks", "client_ms", "wall_ms"]
 MEMORY_COLUMNS = ["server", "dataset", "keys_loaded", "dbsize", "rss_baseline", "rss_loaded",
                   "used_memory_baseline", "used_memory_loaded", "memory_purge", "rss_residual",
                   "used_memory_residual", "load_seconds"]
 # A cell whose slowest and fastest repeat differ by more than this is flagged.
 NOISY = 1.5
+# A run whose client was on a CPU this share of its wall time or more was
+# paced by the client as much as by the server: the load generator is one
+# thread, and there is no faster one to measure with.
+CLIENT_BOUND = 0.9
 PEERS = ["redis", "valkey", "valkey-io2"]
 SECTIONS = [("throughput", "redis-benchmark `-t` tests"),
             ("collections", "CPU-heavy commands on 10,000-element collections"),
@@ -193,6 +198,8 @@ def load_results(work, clk_tck):
         r["cpu_seconds"] = cpu
         total = int(r["n"]) * len(rows)
         r["per_cpu"] = total / cpu if rows and cpu else None
+        client, wall = r["client_ms"], r["wall_ms"]
+        r["client_busy"] = int(client) / int(wall) if client.isdigit() and wall.isdigit() and int(wall) > 0 else None
         out.append(r)
     return out
 
@@ -226,8 +233,18 @@ def summarize(runs):
             "median": median(vals), "min": lo, "max": hi, "runs": len(vals),
             "noisy": bool(vals) and lo > 0 and hi / lo > NOISY,
             "per_cpu": median([r["per_cpu"] for r in rs]),
+            "client_busy": median([r["client_busy"] for r in rs]),
         }
     return out
+
+
+def client_bound(s):
+    return s["client_busy"] is not None and s["client_busy"] >= CLIENT_BOUND
+
+
+def marks(s):
+    """The signs after a median: ⚠ noisy, ◆ paced by the client."""
+    return (" ⚠" if s["noisy"] else "") + (" ◆" if client_bound(s) else "")
 
 
 def ratio(a, b):
@@ -369,7 +386,10 @@ def md_header(meta):
         "whole throughput part; only one is under load at a time. Each cell (one test at one "
         "setting) runs against every target in the same repetition, in an order rotated by one "
         "place every repetition, %s times; tables show the median requests/s. A median marked ⚠ "
-        "comes from runs whose fastest and slowest differ by more than %.1f× (noisy). "
+        "comes from runs whose fastest and slowest differ by more than %.1f× (noisy). A median "
+        "marked ◆ comes from runs whose client (redis-benchmark or kvik-benchmark, one thread) "
+        "was on a CPU for %d%% or more of the run's wall time (median): the load generator, "
+        "not only the server, set the pace, so a faster server could not show it there. "
         "Targets marked RESPB are kvik-server driven by `kvik-benchmark --respb` with the same "
         "flags; all other figures come from redis-benchmark over RESP. Requests per "
         "server-CPU-second = all requests of a run (including the list fill `-t lrange_100` "
@@ -377,7 +397,7 @@ def md_header(meta):
         "(`/proc/<pid>/stat`). Ratios are kvik's median over the peer's median. Requests per "
         "run: %s at `-c 1 -P 1` and for the collections, %s at `-c 50 -P 1`, %s at `-P 16` and "
         "`-P 1000`; LRANGE_100 and MSET, which move far more bytes per request, a tenth of those."
-        % (meta.get("repeats", "?"), NOISY, count(meta, "n_slow"), count(meta, "n"),
+        % (meta.get("repeats", "?"), NOISY, round(CLIENT_BOUND * 100), count(meta, "n_slow"), count(meta, "n"),
            count(meta, "n_pipe" if "n_pipe" in meta else "n")),
         "",
     ]
@@ -410,7 +430,7 @@ def throughput_md(summary, meta):
                 row = [title_of(summary, cell, test)]
                 for t in targets:
                     s = summary.get((cell, test, t))
-                    row.append("–" if not s else fmt_int(s["median"]) + (" ⚠" if s["noisy"] else ""))
+                    row.append("–" if not s else fmt_int(s["median"]) + marks(s))
                 rows.append(row)
             L += ["Requests/s (median):", ""] + table(head, rows)
             if pairs:
@@ -453,6 +473,30 @@ def summary_md(ratios):
          "Geometric mean of kvik's ratio to each peer over the tests (and value sizes) of each "
          "setting; above 1.00× kvik is faster.", ""]
     return L + table(["setting"] + ["%s / %s" % (label(k), label(p)) for k, p in pairs], rows)
+
+
+def client_paced_md(summary):
+    """Per setting and target, how many cells the client paced (marked ◆)."""
+    targets = targets_of(summary)
+    settings = []
+    for s in summary.values():
+        if s["section"] == "memory" or s["client_busy"] is None:
+            continue
+        if (s["section"], s["flags"]) not in settings:
+            settings.append((s["section"], s["flags"]))
+    if not settings:
+        return []
+    rows = []
+    for section, flags in settings:
+        row = ["%s `%s`" % (section, flags)]
+        for t in targets:
+            mine = [s for s in summary.values() if s["section"] == section and s["flags"] == flags
+                    and s["target"] == t and s["client_busy"] is not None]
+            row.append("%d of %d" % (sum(client_bound(s) for s in mine), len(mine)) if mine else "–")
+        rows.append(row)
+    return ["Cells whose client was busy %d%% of the time or more (◆ below): there the one-thread "
+            "load generator, not only the server, set the pace." % round(CLIENT_BOUND * 100), ""] + \
+        table(["setting"] + [label(t) for t in targets], rows)
 
 
 def memory_md(mem, meta):
@@ -606,12 +650,14 @@ def report(work, out_dir):
         w = csv.writer(f)
         w.writerow(["section", "cell", "flags", "value_bytes", "test", "title", "target", "repeat",
                     "position", "requests_per_test", "rps", "server_cpu_seconds",
-                    "requests_per_server_cpu_second"])
+                    "requests_per_server_cpu_second", "client_cpu_seconds", "wall_seconds"])
         for r in runs:
             w.writerow([r["section"], r["cell"], r["flags"], r["size"], r["test"], r["title"], r["target"],
                         r["repeat"], r["position"], r["n"], "" if r["rps"] is None else "%.2f" % r["rps"],
                         "" if r["cpu_seconds"] is None else "%.2f" % r["cpu_seconds"],
-                        "" if r["per_cpu"] is None else "%.0f" % r["per_cpu"]])
+                        "" if r["per_cpu"] is None else "%.0f" % r["per_cpu"],
+                        "%.3f" % (int(r["client_ms"]) / 1000) if r["client_ms"].isdigit() else "",
+                        "%.3f" % (int(r["wall_ms"]) / 1000) if r["wall_ms"].isdigit() else ""])
     with open(os.path.join(out_dir, "suite_memory.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(MEMORY_COLUMNS + ["rss_bytes_per_key", "used_memory_bytes_per_key"])
@@ -638,6 +684,7 @@ def report(work, out_dir):
 
     L = md_header(meta)
     L += summary_md(ratios)
+    L += client_paced_md(summary)
     if charts:
         L += ["Charts: " + ", ".join("[%s](%s)" % (t, n) for t, n, _ in charts) + ".", ""]
     L += throughput_md(summary, meta)

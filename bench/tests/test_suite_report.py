@@ -50,7 +50,8 @@ class Work:
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def run(self, target, rps, cell="c50_P16/d3", test="set", title="SET", section="throughput",
-            flags="-c 50 -P 16", size="3", rep=1, ticks="50", n=1000, extra_rows=()):
+            flags="-c 50 -P 16", size="3", rep=1, ticks="50", n=1000, extra_rows=(), client_ms="500",
+            wall_ms="1000"):
         self.n += 1
         name = "run-%d.out" % self.n
         rows = list(extra_rows) + [(title, rps)]
@@ -67,7 +68,7 @@ class Work:
                     f.write('"%s","%s","0.1"\n' % (t, r))
         with open(os.path.join(self.dir, "runs.tsv"), "a") as f:
             f.write("\t".join([section, cell, flags, size, test, target, str(rep), "1", fmt, name,
-                               str(n), ticks]) + "\n")
+                               str(n), ticks, client_ms, wall_ms]) + "\n")
 
     def memory(self, server, dataset, base, loaded, keys=1000, purge="yes"):
         path = os.path.join(self.dir, "memory.csv")
@@ -127,6 +128,18 @@ class SummaryTests(unittest.TestCase):
         self.assertEqual(got, {("kvik-t1", "redis"): 2.0, ("kvik-t1", "valkey"): 1.333,
                                ("kvik-t2", "redis"): 3.0, ("kvik-t2", "valkey"): 2.0})
 
+    def test_client_busy_is_client_cpu_over_wall_time(self):
+        self.w.run("redis", 100.0, client_ms="950", wall_ms="1000")
+        self.w.run("valkey", 100.0, client_ms="", wall_ms="1000")
+        self.w.run("kvik-t1", 100.0, client_ms="10", wall_ms="0")
+        busy = [r["client_busy"] for r in self.results()]
+        self.assertAlmostEqual(busy[0], 0.95)
+        self.assertIsNone(busy[1])
+        self.assertIsNone(busy[2])
+        s = suite_report.summarize(self.results())
+        self.assertTrue(suite_report.client_bound(s[("c50_P16/d3", "set", "redis")]))
+        self.assertFalse(suite_report.client_bound(s[("c50_P16/d3", "set", "valkey")]))
+
     def test_geomean(self):
         self.assertAlmostEqual(suite_report.geomean([1.0, 4.0]), 2.0)
         self.assertIsNone(suite_report.geomean([None]))
@@ -142,7 +155,9 @@ class ReportTests(unittest.TestCase):
         for rep in (1, 2, 3):
             for target, rps in [("kvik-t1", 200.0), ("kvik-t2", 250.0), ("kvik-t2+respb", 500.0),
                                 ("redis", 100.0), ("valkey", 125.0), ("valkey-io2", 100.0)]:
-                self.w.run(target, rps * rep if target == "redis" else rps, rep=rep)
+                # kvik-t1's client is busy 95% of each run: its cells get ◆.
+                self.w.run(target, rps * rep if target == "redis" else rps, rep=rep,
+                           client_ms="950" if target == "kvik-t1" else "500")
                 self.w.run(target, rps / 2, cell="lpos", test="LPOS", title="LPOS list:__rand_int__ e99",
                            section="collections", flags="-c 16 -P 16", size="-", rep=rep)
         for server, per_key in [("kvik-t1", 50), ("redis", 100), ("valkey", 80)]:
@@ -165,7 +180,9 @@ class ReportTests(unittest.TestCase):
         self.assertIn("Test CPU <&>", md)
         self.assertIn("## Method", md)
         # redis ran 100, 200, 300: median 200, max/min 3 → flagged; kvik-t1/redis = 1.00×.
-        self.assertIn("| SET | 200 | 250 | 500 | 200 ⚠ | 125 | 100 |", md)
+        self.assertIn("| SET | 200 ◆ | 250 | 500 | 200 ⚠ | 125 | 100 |", md)
+        self.assertIn("| throughput `-c 50 -P 16` | 1 of 1 | 0 of 1 | 0 of 1 | 0 of 1 | 0 of 1 | 0 of 1 |", md)
+        self.assertIn("| collections `-c 16 -P 16` | 0 of 1 | 0 of 1 |", md)
         self.assertIn("| SET | 1.00× | 1.60× | 2.00× | 1.25× | 2.00× | 2.50× |", md)
         self.assertIn("### `LPOS list:__rand_int__ e99` at `-c 16 -P 16`", md)
         self.assertIn("Requests per server-CPU-second (median):", md)
@@ -179,6 +196,8 @@ class ReportTests(unittest.TestCase):
         self.assertEqual({r["target"] for r in rows},
                          {"kvik-t1", "kvik-t2", "kvik-t2+respb", "redis", "valkey", "valkey-io2"})
         self.assertTrue(all(float(r["rps"]) > 0 for r in rows))
+        self.assertEqual({r["client_cpu_seconds"] for r in rows}, {"0.500", "0.950"})
+        self.assertEqual({r["wall_seconds"] for r in rows}, {"1.000"})
         mem = list(csv.DictReader(io.StringIO(self.read("suite_memory.csv"))))
         self.assertEqual(mem[0]["rss_bytes_per_key"], "50.0")
 

@@ -274,7 +274,8 @@ fn suite_script_writes_tables_csv_json_and_charts_for_every_server() {
     for test in ["SET", "GET", "LPOS list:__rand_int__ e999"] {
         let cells = row(&md, test);
         assert_eq!(cells.len(), 1 + targets, "{cells:?}");
-        assert!(cells[1..].iter().all(|c| positive(c.trim_end_matches(" ⚠"))), "{test}: {cells:?}");
+        let bare = |c: &str| c.trim_end_matches(" ◆").trim_end_matches(" ⚠").to_string();
+        assert!(cells[1..].iter().all(|c| positive(&bare(c))), "{test}: {cells:?}");
     }
     let memory = md.split("## Bytes per key").nth(1).expect("memory section");
     for set in ["SET, 3-byte values", "HSET, 3-field hashes"] {
@@ -283,12 +284,20 @@ fn suite_script_writes_tables_csv_json_and_charts_for_every_server() {
         assert!(cells[1..=servers].iter().all(|c| positive(c)), "{set}: {cells:?}");
     }
 
-    // Every run in the CSV, with a throughput and the server's CPU seconds.
+    // Every run in the CSV, with a throughput, the server's CPU seconds, the
+    // client's CPU seconds and the wall time.
     let runs = read(&out.0.join("suite_runs.csv"));
     let rows = csv_rows(&runs);
     assert_eq!(rows[0][10], "rps", "{runs}");
+    assert_eq!(rows[0][13..15], ["client_cpu_seconds", "wall_seconds"], "{runs}");
     assert_eq!(rows.len() - 1, targets * 4, "two tests and two collection commands per target:\n{runs}");
     assert!(rows[1..].iter().all(|r| positive(r[10]) && r[11].parse::<f64>().is_ok()), "{runs}");
+    // A client that sent thousands of requests used some CPU, and no more than a core.
+    for r in &rows[1..] {
+        let (client, wall) = (r[13].parse::<f64>().unwrap_or(-1.0), r[14].parse::<f64>().unwrap_or(0.0));
+        assert!(wall > 0.0 && client > 0.0 && client <= wall * 1.1 + 0.01, "{r:?}");
+    }
+    assert!(md.contains("Cells whose client was busy 90% of the time or more"), "{md}");
 
     let j = json(&out.0.join("suite.json"));
     assert_eq!(j["medians"].as_array().map(Vec::len), Some(targets * 4));
