@@ -75,6 +75,11 @@ pub struct Db {
     misses: u64,
     /// Memory estimate of every key except the open one (see `open`).
     used: usize,
+    /// The estimate as the shard last added it into its total (see
+    /// [`super::Shard::used_memory`]). It lives here rather than in the
+    /// shard, so bringing the total up to date after a command reads no
+    /// memory the command did not already.
+    pub(super) counted: usize,
     /// A key handed out by [`Db::get_mut`]: its value may grow or shrink
     /// after the call returns, so its charge is taken out of `used` then and
     /// put back, recomputed, by [`Db::settle`] before anything else reads or

@@ -41,17 +41,46 @@ pub use slot::key_slot;
 #[derive(Debug)]
 pub struct Shard {
     dbs: Box<[Db]>,
-    /// Each database's memory estimate as last added into `used`.
-    counted: Box<[usize]>,
-    /// Sum of `counted`.
+    /// Sum of the databases' `counted` estimates.
     used: usize,
     /// Databases handed out since the estimate was last brought up to
     /// date; only these can have changed, so a command that used one
     /// database does not re-read all sixteen.
-    touched: Vec<usize>,
+    touched: Touched,
     /// The transaction (client id) that reserved this shard while its
     /// `EXEC` runs; other threads wait until it is released.
     reserved_by: Option<u64>,
+}
+
+/// The databases of a shard handed out since its estimate was last brought
+/// up to date, kept inline: a bit each for the first 64, and one flag that
+/// stands for every database once any of the rest is.
+#[derive(Debug, Default, Clone, Copy)]
+struct Touched {
+    low: u64,
+    all: bool,
+}
+
+impl Touched {
+    const ALL: Touched = Touched { low: 0, all: true };
+
+    fn add(&mut self, index: usize) {
+        match u32::try_from(index).ok().and_then(|i| 1u64.checked_shl(i)) {
+            Some(bit) => self.low |= bit,
+            None => self.all = true,
+        }
+    }
+
+    /// The marked databases' numbers, of `count` databases.
+    fn indices(self, count: usize) -> impl Iterator<Item = usize> {
+        let every = if self.all { 0..count } else { 0..0 };
+        let mut bits = if self.all { 0 } else { self.low };
+        every.chain(std::iter::from_fn(move || {
+            let i = (bits != 0).then(|| bits.trailing_zeros() as usize)?;
+            bits &= bits - 1;
+            Some(i)
+        }))
+    }
 }
 
 impl Shard {
@@ -67,26 +96,25 @@ impl Shard {
                     db
                 })
                 .collect(),
-            counted: vec![0; databases].into_boxed_slice(),
             used: 0,
-            touched: Vec::with_capacity(2),
+            touched: Touched::default(),
             reserved_by: None,
         }
     }
 
     /// Note that database `index` was handed out and may change.
     fn touch(&mut self, index: usize) {
-        if !self.touched.contains(&index) {
-            self.touched.push(index);
-        }
+        self.touched.add(index);
     }
 
     /// Memory estimate of this shard's keys, over all its databases.
     pub fn used_memory(&mut self) -> usize {
-        for i in self.touched.drain(..) {
-            let now = self.dbs[i].used_memory();
-            self.used = (self.used + now).saturating_sub(self.counted[i]);
-            self.counted[i] = now;
+        let touched = std::mem::take(&mut self.touched);
+        for i in touched.indices(self.dbs.len()) {
+            let Some(db) = self.dbs.get_mut(i) else { continue };
+            let now = db.used_memory();
+            self.used = (self.used + now).saturating_sub(db.counted);
+            db.counted = now;
         }
         self.used
     }
@@ -100,8 +128,7 @@ impl Shard {
 
     /// Every database of this shard.
     pub fn dbs(&mut self) -> &mut [Db] {
-        self.touched.clear();
-        self.touched.extend(0..self.dbs.len());
+        self.touched = Touched::ALL;
         &mut self.dbs
     }
 
@@ -640,6 +667,38 @@ mod tests {
         // one allocation.
         assert_eq!(ks.used_memory(), db::ENTRY_OVERHEAD + 14, "an integer costs its packed entry");
         ks.lock_key(b"b").db(1).clear();
+        assert_eq!(ks.used_memory(), 0);
+    }
+
+    #[test]
+    fn touched_databases_are_listed_once_and_any_past_64_lists_all() {
+        let mut touched = Touched::default();
+        assert_eq!(touched.indices(100).count(), 0);
+        for i in [5, 0, 63, 5] {
+            touched.add(i);
+        }
+        assert_eq!(touched.indices(100).collect::<Vec<_>>(), [0, 5, 63]);
+        touched.add(64);
+        assert_eq!(touched.indices(100).collect::<Vec<_>>(), (0..100).collect::<Vec<_>>());
+        assert_eq!(Touched::ALL.indices(3).collect::<Vec<_>>(), [0, 1, 2]);
+    }
+
+    #[test]
+    fn memory_estimate_sums_databases_past_the_first_64_and_across_swaps() {
+        let ks = Keyspace::new(1, 100);
+        let big = [b'v'; 500];
+        ks.lock(0).db(3).set_string(b"a", &big, None);
+        let one = ks.used_memory();
+        assert!(one >= 500);
+        ks.lock(0).db(70).set_string(b"b", &big, None);
+        ks.lock(0).db(99).set_string(b"c", &big, None);
+        assert_eq!(ks.used_memory(), 3 * one, "three keys of the same size");
+        ks.lock(0).swap_dbs(3, 80);
+        assert_eq!(ks.used_memory(), 3 * one, "a swap moves keys, not memory");
+        ks.lock(0).db(80).remove(b"a");
+        ks.lock(0).db(70).remove(b"b");
+        assert_eq!(ks.used_memory(), one);
+        ks.lock(0).dbs().iter_mut().for_each(Db::clear);
         assert_eq!(ks.used_memory(), 0);
     }
 }
