@@ -20,7 +20,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from suite_report import DATASET_LABELS, fmt_bytes, fmt_ratio, geomean, label  # noqa: E402
+from suite_report import (  # noqa: E402
+    CLIENT_BOUND, DATASET_LABELS, client_bound, fmt_bytes, fmt_ratio, geomean, label, targets_of)
 
 START = "<!-- compare:start -->"
 END = "<!-- compare:end -->"
@@ -49,6 +50,22 @@ def cell(values):
     return "%s (%s–%s)" % (fmt_ratio(g), fmt_ratio(min(values)), fmt_ratio(max(values)))
 
 
+def client_paced(medians):
+    """One sentence: per target, the cells whose one-thread client was busy
+    CLIENT_BOUND of the run or more, where the client set the pace."""
+    measured = [m for m in medians if m.get("client_busy") is not None]
+    if not measured:
+        return []
+    targets = targets_of({(m["cell"], m["test"], m["target"]): m for m in measured})
+    counts = []
+    for t in targets:
+        mine = [m for m in measured if m["target"] == t]
+        counts.append("%s %d of %d" % (label(t), sum(client_bound(m) for m in mine), len(mine)))
+    return ["Cells where the load generator (one thread, on the same cores) was busy %d%% of the "
+            "run or more, so that it set the pace as much as the server: %s." %
+            (round(CLIENT_BOUND * 100), ", ".join(counts)), ""]
+
+
 def render(data):
     meta = data.get("meta", {})
     L = [START, "", "### How kvik compares", ""]
@@ -75,6 +92,7 @@ def render(data):
         for name, g in groups:
             L.append("| %s | %s |" % (name, " | ".join(cell(g.get(p, [])) for p in pairs)))
         L.append("")
+        L += client_paced(data.get("medians", []))
     mem = data.get("memory", [])
     if mem:
         servers = []

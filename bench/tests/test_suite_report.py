@@ -236,6 +236,9 @@ class ReportTests(unittest.TestCase):
         self.assertIn("Test CPU <&>", section)
         # LPOS: kvik-t1 100 vs redis median 100 → 1.00×; SET 1.00×: the geometric mean 1.00×.
         self.assertIn("| `-c 50 -P 16` | 1.00× |", section)
+        # kvik-t1's client was busy 95% of each SET run; every other run's 50%.
+        self.assertIn("was busy 90% of the run or more, so that it set the pace as much as the "
+                      "server: kvik 1 thread 1 of 2, kvik 2 threads 0 of 2,", section)
         self.assertIn("| SET, 3-byte values | 50.0 | 100.0 | 80.0 |", section)
 
     def test_readme_update_replaces_only_the_marked_part(self):
