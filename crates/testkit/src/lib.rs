@@ -86,7 +86,13 @@ impl Server {
             // a connection to another socket means the server is up.
             if let Ok(s) = TcpStream::connect(("127.0.0.1", self.port)) {
                 if s.local_addr().ok() != s.peer_addr().ok() {
-                    return true;
+                    // Something listens there; it must be this child, not a
+                    // server another test started on a port it was also given
+                    // (this one then failed to bind, and may not have exited yet).
+                    if listens_on(child.id(), self.port) {
+                        return true;
+                    }
+                    break;
                 }
             }
             thread::sleep(Duration::from_millis(20));
@@ -94,6 +100,27 @@ impl Server {
         self.stop();
         false
     }
+}
+
+/// Whether process `pid` holds the listening socket on `port`, read from
+/// `/proc` (the socket inodes among its open files against the kernel's
+/// TCP tables), so a test never mistakes a server another test started on
+/// the same port for its own. Where `/proc` cannot tell, the answer is yes.
+pub fn listens_on(pid: u32, port: u16) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return true };
+    let inodes: Vec<String> = fds
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter_map(|link| Some(link.to_str()?.strip_prefix("socket:[")?.strip_suffix(']')?.to_string()))
+        .collect();
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().filter_map(|t| std::fs::read_to_string(t).ok()).any(|table| {
+        table.lines().skip(1).any(|line| {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            let local_port =
+                cols.get(1).and_then(|a| a.rsplit(':').next()).and_then(|p| u16::from_str_radix(p, 16).ok());
+            // State 0A is LISTEN; column 9 is the socket's inode.
+            cols.len() > 9 && cols[3] == "0A" && local_port == Some(port) && inodes.iter().any(|i| i == cols[9])
+        })
+    })
 }
 
 /// A port nothing listens on now, never handed out twice in this process.

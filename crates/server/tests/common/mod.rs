@@ -52,26 +52,7 @@ pub fn free_port() -> u16 {
     }
 }
 
-/// Whether process `pid` holds the listening socket on `port`, read from
-/// `/proc` (the socket inodes among its open files against the kernel's
-/// TCP tables), so a test never mistakes a server another test started on
-/// the same port for its own. Where `/proc` cannot tell, the answer is yes.
-pub fn listens_on(pid: u32, port: u16) -> bool {
-    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return true };
-    let inodes: Vec<String> = fds
-        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-        .filter_map(|link| Some(link.to_str()?.strip_prefix("socket:[")?.strip_suffix(']')?.to_string()))
-        .collect();
-    ["/proc/net/tcp", "/proc/net/tcp6"].iter().filter_map(|t| std::fs::read_to_string(t).ok()).any(|table| {
-        table.lines().skip(1).any(|line| {
-            let cols: Vec<&str> = line.split_whitespace().collect();
-            let local_port =
-                cols.get(1).and_then(|a| a.rsplit(':').next()).and_then(|p| u16::from_str_radix(p, 16).ok());
-            // State 0A is LISTEN; column 9 is the socket's inode.
-            cols.len() > 9 && cols[3] == "0A" && local_port == Some(port) && inodes.iter().any(|i| i == cols[9])
-        })
-    })
-}
+pub use kvik_testkit::listens_on;
 
 fn start(label: &'static str, program: &str, args: impl Fn(u16) -> Vec<String>) -> ServerProcess {
     // Another process can take the port between picking and binding; retry then.
