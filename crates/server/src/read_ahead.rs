@@ -39,9 +39,9 @@ pub const ENTRY_AHEAD: usize = 3;
 /// - a pipelined GET over 63,000 keys (a 3.5 MB estimate) took as much
 ///   server time with the scan as without, or a little more;
 /// - over 100,000 keys of 3 bytes (5 MB), the keyspace `-r 100000`
-///   benchmarks build, GET took a median 7% less server CPU with the scan
-///   (8 alternating pairs each: redis-benchmark at `-c 50 -P 16`, and
-///   kvik-benchmark over RESPB at `-c 50 -P 100`);
+///   benchmarks build, GET took less server CPU with the scan, median of
+///   10 alternating pairs: 8% less under redis-benchmark at `-c 50 -P 16`,
+///   14% less under kvik-benchmark over RESPB at `-c 50 -P 100`;
 /// - over 632,000 keys (27 MB) it took a quarter less.
 pub const MIN_KEYSPACE_BYTES: usize = 4 << 20;
 
