@@ -57,12 +57,31 @@ pub(crate) fn key_hasher() -> FixedState {
     FixedState::with_seed(*SEED.get_or_init(|| std::hash::RandomState::new().hash_one(0x6b76_696b_u64)))
 }
 
+/// A table's hasher: always the process's [`key_hasher`], a default
+/// database's too, so that a hash computed for a key ahead of its command
+/// (see [`super::lookahead`]) is the one every database would compute.
+#[derive(Debug, Clone)]
+struct TableHasher(FixedState);
+
+impl Default for TableHasher {
+    fn default() -> TableHasher {
+        TableHasher(key_hasher())
+    }
+}
+
+impl std::ops::Deref for TableHasher {
+    type Target = FixedState;
+    fn deref(&self) -> &FixedState {
+        &self.0
+    }
+}
+
 /// The keys of one database that live in one shard.
 #[derive(Debug, Default)]
 pub struct Db {
     /// The keys; each entry holds its own name (see [`Entry`]).
     table: HashTable<Entry>,
-    hasher: FixedState,
+    hasher: TableHasher,
     /// Keys with a deadline, ordered by deadline (for the active cycle and
     /// for `INFO keyspace`'s `expires=`).
     deadlines: BTreeSet<(i64, Box<[u8]>)>,
@@ -135,7 +154,7 @@ impl Db {
 
     /// An empty database reading its LFU parameters from `tuning`.
     pub fn with_tuning(tuning: Arc<Tuning>, seed: u64) -> Db {
-        Db { tuning, rng: seed | 1, hasher: key_hasher(), ..Db::default() }
+        Db { tuning, rng: seed | 1, ..Db::default() }
     }
 
     /// Report keys created and deleted as database `index` while the count
@@ -759,6 +778,18 @@ mod tests {
         assert!(!db.set_expire(b"missing", Some(10)));
         db.remove(b"a");
         assert_eq!((db.len(), db.expiring()), (0, 0));
+    }
+
+    #[test]
+    fn every_database_hashes_keys_as_the_lookahead_does() {
+        // The lookahead hashes a key with `key_hasher` before its database is
+        // known; a default database must agree, as one made for a shard does.
+        let default = Db::default();
+        let made = Db::with_tuning(Arc::new(Tuning::default()), 7);
+        for key in [&b"k"[..], b"", b"user:1000"] {
+            assert_eq!(default.hash(key), key_hasher().hash_one(key));
+            assert_eq!(made.hash(key), key_hasher().hash_one(key));
+        }
     }
 
     #[test]
