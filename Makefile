@@ -7,10 +7,18 @@ SHELL := /bin/bash
 
 PYTHON ?= python3
 VENV := .venv
-# The debug binary that `cargo test` builds; the Python tests drive it.
-SERVER_BIN = $${CARGO_TARGET_DIR:-target}/debug/kvik-server
+TARGET_DIR = $${CARGO_TARGET_DIR:-target}
+# The debug binary that `cargo test --workspace` builds for the server's
+# integration tests; the Python tests drive the same one.
+SERVER_BIN = $(TARGET_DIR)/debug/kvik-server
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
+
+# A one-off build on a CI machine gains nothing from incremental state, which
+# is the largest thing in target/ (gigabytes); disk there is scarce.
+ifdef CI
+export CARGO_INCREMENTAL = 0
+endif
 
 .PHONY: run test deps cargo redis-server fmt lint bench bench-protocol bench-server bench-respb bench-mux bench-keyspace fuzz
 
@@ -21,8 +29,7 @@ run: cargo
 ## Install what is missing, then run the Rust and Python test suites.
 test: deps
 	cargo test --workspace
-	cargo test --manifest-path crates/protocol/fuzz/Cargo.toml
-	cargo build -q -p kvik-server
+	cargo test --manifest-path crates/protocol/fuzz/Cargo.toml --target-dir "$(TARGET_DIR)"
 	KVIK_SERVER_BIN="$(SERVER_BIN)" $(VENV)/bin/python -m pytest -q tests/python
 
 deps: cargo redis-server $(VENV)/.installed
