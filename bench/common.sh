@@ -8,6 +8,11 @@
 #   BENCH_THREADS  []       --threads for kvik-benchmark and redis-benchmark (both
 #                           default to one thread; the same value goes to both)
 #   BENCH_TIMEOUT  [900]    seconds one benchmark invocation may take
+#   PIN            [0]      1: the load generator runs on one CPU and every server
+#                           with a single worker thread (kvik-t1, redis, valkey) on
+#                           another (taskset), so that neither is moved onto the
+#                           other's core mid-run; servers with more threads may use
+#                           every CPU. Needs two CPUs or more, otherwise ignored.
 
 THREADS="${THREADS:-$(nproc)}"
 BENCH_THREADS="${BENCH_THREADS:-}"
@@ -18,6 +23,8 @@ else
     bench_threads=()
 fi
 BENCH_TIMEOUT="${BENCH_TIMEOUT:-900}"
+PIN="${PIN:-0}"
+[[ "$PIN" =~ ^[01]$ ]] || { echo "PIN must be 0 or 1" >&2; exit 2; }
 HELPER=bench/server_report.py
 REPORT=bench/respb_report.py
 
@@ -135,6 +142,31 @@ raise_fd_limit() {
     fi
 }
 
+# The CPUs this script may use, lowest first; with PIN=1 and two or more of
+# them, client_pin is the prefix that runs a load generator on the first and
+# server_pin the one for single-threaded servers on the second.
+client_pin=()
+server_pin=()
+if [ "$PIN" = 1 ]; then
+    read -ra usable_cpus < <(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)))')
+    if [ "${#usable_cpus[@]}" -ge 2 ] && command -v taskset >/dev/null 2>&1; then
+        client_pin=(taskset -c "${usable_cpus[0]}")
+        server_pin=(taskset -c "${usable_cpus[1]}")
+    else
+        echo "PIN=1 needs two CPUs and taskset: running unpinned" >&2
+        PIN=0
+    fi
+fi
+
+# pin_of NAME: the taskset prefix for server NAME (empty for servers with
+# more than one worker thread, and when not pinning).
+pin_of() {
+    case "$1" in
+        kvik-t1 | redis | valkey) echo "${server_pin[*]}" ;;
+        *) echo "" ;;
+    esac
+}
+
 work=$(mktemp -d)
 declare -A pid=() port=()
 
@@ -183,24 +215,26 @@ trap 'exit 130' INT TERM
 # NAME is kvik (--threads $THREADS), kvik-tN (--threads N), redis, valkey or
 # valkey-ioN (--io-threads N); all but kvik are started with persistence off.
 start_server() {
-    local name=$1 p
+    local name=$1 p pin
     p=$(python3 "$HELPER" freeport)
+    # shellcheck disable=SC2207  # a word list: empty or "taskset -c N"
+    pin=($(pin_of "$name"))
     case "$name" in
         kvik)
             "$KVIK_BIN" --bind 127.0.0.1 --port "$p" --threads "$THREADS" >>"$work/kvik.log" 2>&1 &
             ;;
         kvik-t[1-9] | kvik-t[1-9][0-9])
-            "$KVIK_BIN" --bind 127.0.0.1 --port "$p" --threads "${name#kvik-t}" \
+            "${pin[@]}" "$KVIK_BIN" --bind 127.0.0.1 --port "$p" --threads "${name#kvik-t}" \
                 --save '' --appendonly no >>"$work/$name.log" 2>&1 &
             ;;
         redis)
-            redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no \
+            "${pin[@]}" redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no \
                 --daemonize no --dir "$work" >>"$work/redis.log" 2>&1 &
             ;;
         valkey | valkey-io[1-9] | valkey-io[1-9][0-9])
             local io=()
             [ "$name" = valkey ] || io=(--io-threads "${name#valkey-io}")
-            valkey-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no \
+            "${pin[@]}" valkey-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no \
                 --daemonize no --dir "$work" "${io[@]}" >>"$work/$name.log" 2>&1 &
             ;;
         *)
@@ -233,6 +267,9 @@ write_meta() {
         echo "profile=$PROFILE"
         echo "threads=$THREADS"
         echo "bench_threads=${BENCH_THREADS:-1 (default)}"
+        echo "pin=$PIN"
+        echo "client_cpu=${client_pin[2]:-}"
+        echo "server_cpu=${server_pin[2]:-}"
         echo "command=$1"
         echo "label=${LABEL:-}"
     } >"$work/meta"

@@ -49,6 +49,7 @@
 #   MEM_SERVERS  ["kvik-t1 redis valkey"]
 #   MEM_SETS     ["str3 str64 str256 str1024 list1 hash3"]
 #   MEM_SETTLE   [1]        seconds to wait before each memory reading
+#   PIN          [1]        client on one CPU, one-thread servers on another (see bench/common.sh)
 #   QUICK        [0]        1: BENCH_N=2000 REPEATS=1 SETTINGS=c50_P16 TESTS=set,get
 #                           SIZES=3 COLLECTIONS=4 COLL_SIZE=1000 MEM_KEYS=5000 unless given
 #   OUT_DIR [bench/results], LABEL [], and THREADS, BENCH_THREADS, KVIK_SERVER_BIN,
@@ -87,6 +88,9 @@ MEM_SETS="${MEM_SETS:-str3 str64 str256 str1024 list1 hash3}"
 OUT_DIR="${OUT_DIR:-bench/results}"
 SUITE_REPORT=bench/suite_report.py
 
+# Pinned by default: unpinned on two cores, the scheduler can put the client
+# and a one-thread server on the same core for stretches of a run.
+PIN="${PIN:-1}"
 # shellcheck source=bench/common.sh
 source bench/common.sh
 
@@ -215,11 +219,11 @@ run_cell() {
     # shellcheck disable=SC2206  # flags and command are word lists
     local args=(-h 127.0.0.1 -p "${port[$server]}" -n "$n" $flags "${bench_threads[@]}") tail=()
     if [ "$target" = "$server" ]; then
-        client=(redis-benchmark)
+        client=("${client_pin[@]}" redis-benchmark)
         args+=(-q --csv)
         fmt=csv
     else
-        client=("$BENCH_BIN")
+        client=("${client_pin[@]}" "$BENCH_BIN")
         args+=(--json --respb)
         fmt=json
     fi

@@ -71,11 +71,12 @@ def render(data):
     L = [START, "", "### How kvik compares", ""]
     L.append("Measured by `make bench` on %s, on `%s` (%s cores, %s), %s build of %s; "
              "medians of %s repetitions, the servers alternating within each repetition, "
-             "clients on the same machine over loopback. Full tables, per-CPU-second figures and "
+             "clients on the same machine over loopback%s. Full tables, per-CPU-second figures and "
              "charts: [bench/results/suite.md](bench/results/suite.md)."
              % (meta.get("date", "?"), meta.get("cpu", "?"), meta.get("cores", "?"),
                 meta.get("memtotal", "?"), meta.get("profile", "?"), meta.get("kvik_version", "?"),
-                meta.get("repeats", "?")))
+                meta.get("repeats", "?"),
+                " (the client on one CPU, each one-thread server on the other)" if meta.get("pin") == "1" else ""))
     L.append("")
     groups = setting_rows(data.get("ratios", []))
     pairs = []

@@ -401,7 +401,20 @@ def md_header(meta):
            count(meta, "n_pipe" if "n_pipe" in meta else "n")),
         "",
     ]
+    pinning = pinning_sentence(meta)
+    if pinning:
+        L[-1:] = [pinning, ""]
     return L
+
+
+def pinning_sentence(meta):
+    """How the run placed clients and servers on CPUs, if it pinned them."""
+    if meta.get("pin") != "1":
+        return ""
+    return ("The load generator runs on CPU %s and every server with one worker thread (kvik 1 "
+            "thread, redis, valkey) on CPU %s (`taskset`), so neither is moved onto the "
+            "other's core during a run; kvik 2 threads and valkey io-threads 2 may use every "
+            "CPU, the client's included." % (meta.get("client_cpu", "?"), meta.get("server_cpu", "?")))
 
 
 def throughput_md(summary, meta):

@@ -140,6 +140,17 @@ class SummaryTests(unittest.TestCase):
         self.assertTrue(suite_report.client_bound(s[("c50_P16/d3", "set", "redis")]))
         self.assertFalse(suite_report.client_bound(s[("c50_P16/d3", "set", "valkey")]))
 
+    def test_pinning_is_stated_only_for_pinned_runs(self):
+        pinned = {"pin": "1", "client_cpu": "0", "server_cpu": "1", "repeats": "3"}
+        text = "\n".join(suite_report.md_header(pinned))
+        self.assertIn("load generator runs on CPU 0 and every server with one worker thread", text)
+        self.assertIn("on CPU 1 (`taskset`)", text)
+        self.assertIn("(the client on one CPU, each one-thread server on the other)",
+                      suite_readme.render({"meta": pinned}))
+        for unpinned in ({"pin": "0"}, {}):
+            self.assertNotIn("taskset", "\n".join(suite_report.md_header(unpinned)))
+            self.assertNotIn("one-thread server", suite_readme.render({"meta": unpinned}))
+
     def test_geomean(self):
         self.assertAlmostEqual(suite_report.geomean([1.0, 4.0]), 2.0)
         self.assertIsNone(suite_report.geomean([None]))
