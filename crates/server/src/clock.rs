@@ -20,8 +20,19 @@
 //! pipelined GET, so this halves the clock's share. A reading never crosses
 //! an await: a `Batch` is opened only around code that runs without
 //! yielding, and closing it drops the reading.
+//!
+//! The reading itself is the CPU's cycle counter where the kernel keeps
+//! time with it ([`kvik_clock::cycle_counter`]), turned into monotonic
+//! microseconds from a per-thread [`Ticks`] anchor: the monotonic clock
+//! read together with the counter, refreshed every [`REANCHOR_US`] like
+//! the wall-clock anchor. The counter's rate is measured, not assumed: from
+//! the readings of the origin and of each new anchor, once they are
+//! [`CALIBRATE_US`] apart. Until then, and where there is no counter, the
+//! monotonic clock is read every time. Readings on one thread never go
+//! back, even when a new anchor corrects a small drift.
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -29,14 +40,45 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 /// before the wall clock is read again.
 pub const REANCHOR_US: u64 = 1_000;
 
-/// The process's monotonic origin: an [`Instant`] and the raw monotonic
-/// clock in microseconds, read together. Every [`mono_us`] value counts
-/// from it.
-static ORIGIN: OnceLock<(Instant, u64)> = OnceLock::new();
+/// How far apart (monotonic microseconds) two readings of the counter and
+/// the clock must be before the counter's rate is worked out from them:
+/// far enough that the clock's own jitter (well under a microsecond) is
+/// lost in the span.
+pub const CALIBRATE_US: u64 = 20_000;
+
+/// The process's monotonic origin, every [`mono_us`] value counts from it.
+#[derive(Debug, Clone, Copy)]
+struct Origin {
+    /// The origin as an [`Instant`].
+    instant: Instant,
+    /// The raw monotonic clock then, in nanoseconds.
+    mono_ns: u64,
+    /// The cycle counter then, where there is one.
+    ticks: Option<u64>,
+}
+
+static ORIGIN: OnceLock<Origin> = OnceLock::new();
+
+/// Microseconds per counter tick as a 32.32 fixed-point number, measured
+/// (see [`calibrate`]); 0 until then.
+static US_PER_TICK: AtomicU64 = AtomicU64::new(0);
+
+/// A thread's counter reading and the monotonic time read with it.
+#[derive(Debug, Clone, Copy)]
+struct Ticks {
+    /// The counter.
+    ticks: u64,
+    /// The monotonic time, as microseconds after the origin.
+    mono_us: u64,
+    /// The latest time this thread was given, which the next is never below.
+    last_us: u64,
+}
 
 thread_local! {
     /// This thread's `(monotonic µs, wall-clock Unix µs)` read together.
     static ANCHOR: Cell<Option<(u64, i64)>> = const { Cell::new(None) };
+    /// This thread's counter anchor.
+    static TICKS: Cell<Option<Ticks>> = const { Cell::new(None) };
     /// What the next [`CommandStart::now`] on this thread may reuse.
     static HANDOFF: Cell<Handoff> = const { Cell::new(Handoff::Closed) };
 }
@@ -82,13 +124,17 @@ impl Drop for Batch {
 
 /// [`ORIGIN`]. The raw clock is `CLOCK_MONOTONIC`, the clock behind
 /// [`Instant`] on Linux, read directly (see [`kvik_clock`]).
-fn origin_pair() -> (Instant, u64) {
-    *ORIGIN.get_or_init(|| (Instant::now(), kvik_clock::monotonic_us()))
+fn origin_of_time() -> Origin {
+    *ORIGIN.get_or_init(|| Origin {
+        instant: Instant::now(),
+        mono_ns: kvik_clock::monotonic_ns(),
+        ticks: kvik_clock::cycle_counter(),
+    })
 }
 
 /// The monotonic origin every [`mono_us`] value counts from.
 pub fn origin() -> Instant {
-    origin_pair().0
+    origin_of_time().instant
 }
 
 /// Microseconds from the origin to `at` (0 for an instant before it).
@@ -99,7 +145,52 @@ pub fn mono_us(at: Instant) -> u64 {
 
 /// Microseconds from the origin to now.
 pub fn now_mono_us() -> u64 {
-    kvik_clock::monotonic_us().saturating_sub(origin_pair().1)
+    match kvik_clock::cycle_counter() {
+        Some(ticks) => counted_us(ticks),
+        None => read_mono_ns() / 1000,
+    }
+}
+
+/// Nanoseconds from the origin to now, read from the monotonic clock.
+fn read_mono_ns() -> u64 {
+    kvik_clock::monotonic_ns().saturating_sub(origin_of_time().mono_ns)
+}
+
+/// The time at counter reading `ticks`, from this thread's anchor while it
+/// is fresh and the rate is known; otherwise from a new anchor.
+fn counted_us(ticks: u64) -> u64 {
+    TICKS.with(|cell| {
+        let anchor = cell.get();
+        let rate = US_PER_TICK.load(Ordering::Relaxed);
+        if let Some(mut a) = anchor.filter(|a| rate != 0 && ticks >= a.ticks) {
+            let since_us = (u128::from(ticks - a.ticks) * u128::from(rate)) >> 32;
+            if since_us < u128::from(REANCHOR_US) {
+                // `since_us` is below REANCHOR_US, so the cast keeps it whole.
+                let now = (a.mono_us + since_us as u64).max(a.last_us);
+                a.last_us = now;
+                cell.set(Some(a));
+                return now;
+            }
+        }
+        let mono_ns = read_mono_ns();
+        calibrate(ticks, mono_ns);
+        let mono_us = mono_ns / 1000;
+        let last_us = anchor.map_or(mono_us, |a| a.last_us.max(mono_us));
+        cell.set(Some(Ticks { ticks, mono_us, last_us }));
+        last_us
+    })
+}
+
+/// Work out the counter's rate from the origin's readings and these,
+/// once they are [`CALIBRATE_US`] apart.
+fn calibrate(ticks: u64, mono_ns: u64) {
+    let Some(origin_ticks) = origin_of_time().ticks else { return };
+    if mono_ns < CALIBRATE_US * 1000 || ticks <= origin_ticks {
+        return;
+    }
+    // µs per tick = ns / (1000 × ticks), kept as a 32.32 fixed-point number.
+    let rate = (u128::from(mono_ns) << 32) / (u128::from(ticks - origin_ticks) * 1000);
+    US_PER_TICK.store(u64::try_from(rate).unwrap_or(u64::MAX), Ordering::Relaxed);
 }
 
 /// The instant `us` microseconds after the origin.
@@ -162,6 +253,60 @@ impl CommandStart {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether readings come from the counter, waiting (a bounded while)
+    /// for its rate to be measured where they do.
+    fn counter_calibrated() -> bool {
+        if kvik_clock::cycle_counter().is_none() {
+            return false;
+        }
+        for _ in 0..200 {
+            let _ = now_mono_us();
+            if US_PER_TICK.load(Ordering::Relaxed) != 0 {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        panic!("the counter's rate was not measured within 400 ms");
+    }
+
+    #[test]
+    fn the_counter_rate_is_measured_and_plausible() {
+        if !counter_calibrated() {
+            assert_eq!(US_PER_TICK.load(Ordering::Relaxed), 0, "no counter, no rate");
+            return;
+        }
+        let ticks_per_us = (1u128 << 32) / u128::from(US_PER_TICK.load(Ordering::Relaxed));
+        assert!((100..100_000).contains(&ticks_per_us), "{ticks_per_us} ticks per µs");
+    }
+
+    #[test]
+    fn counted_time_follows_the_monotonic_clock() {
+        counter_calibrated();
+        // Across several anchors: each reading lies between clock readings
+        // taken around it (within a few µs of drift and rounding).
+        for i in 0..40 {
+            let before = read_mono_ns() / 1000;
+            let counted = now_mono_us();
+            let after = read_mono_ns() / 1000;
+            assert!(before <= counted + 20 && counted <= after + 20, "{i}: {before} {counted} {after}");
+            std::thread::sleep(Duration::from_micros(300));
+        }
+    }
+
+    #[test]
+    fn counted_time_never_goes_back() {
+        counter_calibrated();
+        let mut last = now_mono_us();
+        for i in 0..200_000 {
+            let now = now_mono_us();
+            assert!(now >= last, "{i}: {now} < {last}");
+            last = now;
+            if i % 20_000 == 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
 
     #[test]
     fn derived_wall_time_follows_the_wall_clock() {
