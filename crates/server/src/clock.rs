@@ -27,9 +27,12 @@
 //! read together with the counter, refreshed every [`REANCHOR_US`] like
 //! the wall-clock anchor. The counter's rate is measured, not assumed: from
 //! the readings of the origin and of each new anchor, once they are
-//! [`CALIBRATE_US`] apart. Until then, and where there is no counter, the
-//! monotonic clock is read every time. Readings on one thread never go
-//! back, even when a new anchor corrects a small drift.
+//! [`CALIBRATE_US`] apart; each pair is the clock read between two counter
+//! readings that came out close together, so a thread descheduled mid-pair
+//! cannot skew an anchor or the rate. Until the rate is known, and where
+//! there is no counter, the monotonic clock is read every time. Readings
+//! on one thread never go back, even when a new anchor corrects a small
+//! drift.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -46,6 +49,14 @@ pub const REANCHOR_US: u64 = 1_000;
 /// lost in the span.
 pub const CALIBRATE_US: u64 = 20_000;
 
+/// How many counter ticks may separate the two counter readings around a
+/// clock reading for the three to count as read together (about 50 µs at
+/// 2 GHz); wider, the thread was descheduled in between.
+const MAX_PAIR_TICKS: u64 = 100_000;
+
+/// How many times [`read_pair`] tries for readings that count as together.
+const PAIR_TRIES: usize = 3;
+
 /// The process's monotonic origin, every [`mono_us`] value counts from it.
 #[derive(Debug, Clone, Copy)]
 struct Origin {
@@ -53,8 +64,9 @@ struct Origin {
     instant: Instant,
     /// The raw monotonic clock then, in nanoseconds.
     mono_ns: u64,
-    /// The cycle counter then, where there is one.
-    ticks: Option<u64>,
+    /// The counter and the raw clock (ns) read together then, where there
+    /// is a counter and the readings came out together.
+    pair: Option<(u64, u64)>,
 }
 
 static ORIGIN: OnceLock<Origin> = OnceLock::new();
@@ -128,8 +140,24 @@ fn origin_of_time() -> Origin {
     *ORIGIN.get_or_init(|| Origin {
         instant: Instant::now(),
         mono_ns: kvik_clock::monotonic_ns(),
-        ticks: kvik_clock::cycle_counter(),
+        pair: kvik_clock::cycle_counter().and_then(read_pair),
     })
+}
+
+/// The counter and the raw monotonic clock (ns), read together: the
+/// counter is read on both sides of the clock, starting from `before`, and
+/// readings too far apart are taken again, [`PAIR_TRIES`] times at most.
+/// `None` when no try came out together.
+fn read_pair(mut before: u64) -> Option<(u64, u64)> {
+    for _ in 0..PAIR_TRIES {
+        let raw_ns = kvik_clock::monotonic_ns();
+        let after = kvik_clock::cycle_counter()?;
+        if after >= before && after - before < MAX_PAIR_TICKS {
+            return Some((before, raw_ns));
+        }
+        before = after;
+    }
+    None
 }
 
 /// The monotonic origin every [`mono_us`] value counts from.
@@ -172,8 +200,16 @@ fn counted_us(ticks: u64) -> u64 {
                 return now;
             }
         }
-        let mono_ns = read_mono_ns();
-        calibrate(ticks, mono_ns);
+        let origin = origin_of_time();
+        let (ticks, mono_ns) = match read_pair(ticks) {
+            Some((ticks, raw_ns)) => {
+                calibrate(origin, ticks, raw_ns);
+                (ticks, raw_ns.saturating_sub(origin.mono_ns))
+            }
+            // No anchor from readings that did not come out together: the
+            // next reading on this thread tries again.
+            None => (u64::MAX, read_mono_ns()),
+        };
         let mono_us = mono_ns / 1000;
         let last_us = anchor.map_or(mono_us, |a| a.last_us.max(mono_us));
         cell.set(Some(Ticks { ticks, mono_us, last_us }));
@@ -181,15 +217,16 @@ fn counted_us(ticks: u64) -> u64 {
     })
 }
 
-/// Work out the counter's rate from the origin's readings and these,
-/// once they are [`CALIBRATE_US`] apart.
-fn calibrate(ticks: u64, mono_ns: u64) {
-    let Some(origin_ticks) = origin_of_time().ticks else { return };
-    if mono_ns < CALIBRATE_US * 1000 || ticks <= origin_ticks {
+/// Work out the counter's rate from the origin's pair and this one (the
+/// counter and the raw clock in ns), once they are [`CALIBRATE_US`] apart.
+fn calibrate(origin: Origin, ticks: u64, raw_ns: u64) {
+    let Some((origin_ticks, origin_ns)) = origin.pair else { return };
+    let span_ns = raw_ns.saturating_sub(origin_ns);
+    if span_ns < CALIBRATE_US * 1000 || ticks <= origin_ticks {
         return;
     }
     // µs per tick = ns / (1000 × ticks), kept as a 32.32 fixed-point number.
-    let rate = (u128::from(mono_ns) << 32) / (u128::from(ticks - origin_ticks) * 1000);
+    let rate = (u128::from(span_ns) << 32) / (u128::from(ticks - origin_ticks) * 1000);
     US_PER_TICK.store(u64::try_from(rate).unwrap_or(u64::MAX), Ordering::Relaxed);
 }
 
@@ -292,6 +329,24 @@ mod tests {
             assert!(before <= counted + 20 && counted <= after + 20, "{i}: {before} {counted} {after}");
             std::thread::sleep(Duration::from_micros(300));
         }
+    }
+
+    #[test]
+    fn a_pair_is_read_again_when_its_counter_readings_are_far_apart() {
+        let Some(now) = kvik_clock::cycle_counter() else {
+            assert_eq!(read_pair(0), None, "no counter, no pair");
+            return;
+        };
+        // A `before` from long ago (or from the future) makes the first try
+        // too wide: the pair comes from the second, with a fresh counter.
+        for stale in [now.saturating_sub(1 << 40), now + (1 << 40)] {
+            let (ticks, raw_ns) = read_pair(stale).expect("a second try comes out together");
+            assert!(ticks >= now && ticks < now + (1 << 40), "{ticks} {now}");
+            assert!(raw_ns <= kvik_clock::monotonic_ns());
+        }
+        let fresh = kvik_clock::cycle_counter().expect("the counter stays available");
+        let (ticks, _) = read_pair(fresh).expect("readings in a row come out together");
+        assert!(ticks >= fresh, "{ticks} {fresh}");
     }
 
     #[test]
