@@ -158,15 +158,6 @@ if [ "$PIN" = 1 ]; then
     fi
 fi
 
-# pin_of NAME: the taskset prefix for server NAME (empty for servers with
-# more than one worker thread, and when not pinning).
-pin_of() {
-    case "$1" in
-        kvik-t1 | redis | valkey) echo "${server_pin[*]}" ;;
-        *) echo "" ;;
-    esac
-}
-
 work=$(mktemp -d)
 declare -A pid=() port=()
 
@@ -215,10 +206,10 @@ trap 'exit 130' INT TERM
 # NAME is kvik (--threads $THREADS), kvik-tN (--threads N), redis, valkey or
 # valkey-ioN (--io-threads N); all but kvik are started with persistence off.
 start_server() {
-    local name=$1 p pin
+    local name=$1 p pin=()
     p=$(python3 "$HELPER" freeport)
-    # shellcheck disable=SC2207  # a word list: empty or "taskset -c N"
-    pin=($(pin_of "$name"))
+    # Servers with one worker thread get server_pin; the others every CPU.
+    case "$name" in kvik-t1 | redis | valkey) pin=("${server_pin[@]}") ;; esac
     case "$name" in
         kvik)
             "$KVIK_BIN" --bind 127.0.0.1 --port "$p" --threads "$THREADS" >>"$work/kvik.log" 2>&1 &
