@@ -65,6 +65,13 @@ need_valkey() {
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "installing valkey-server (Debian package)" >&2
         export DEBIAN_FRONTEND=noninteractive
+        # bookworm has no valkey: its backports suite carries 8.0.
+        if ! apt-cache policy valkey-server 2>/dev/null | grep -q 'Candidate: [0-9]' &&
+            grep -qs bookworm /etc/os-release &&
+            ! grep -rqs bookworm-backports /etc/apt/sources.list /etc/apt/sources.list.d; then
+            echo 'deb http://deb.debian.org/debian bookworm-backports main' \
+                >/etc/apt/sources.list.d/bookworm-backports.list
+        fi
         apt-get update -qq
         apt-get install -y -qq valkey-server >/dev/null
         systemctl disable --now valkey-server >/dev/null 2>&1 ||

@@ -15,10 +15,11 @@ use common::{call, connect, read_until, split_replies, start_kvik, ServerProcess
 use kvik_protocol::resp::reply_parser::ReplyLimits;
 use kvik_protocol::respb::{decode_reply, encode_request, handshake};
 use kvik_protocol::Value;
-use kvik_server::read_ahead::MIN_KEYSPACE_BYTES;
+use kvik_server::read_ahead::min_keyspace_bytes;
 
 /// Keys written before the pipelines, with 64-byte values: well past the
-/// keyspace estimate from which the scan runs (`MIN_KEYSPACE_BYTES`).
+/// keyspace estimate from which the scan runs on any usual L2 size
+/// (`min_keyspace_bytes`).
 const FILL_KEYS: usize = 150_000;
 
 fn fill(port: u16) {
@@ -40,7 +41,7 @@ fn fill(port: u16) {
         .find_map(|l| l.strip_prefix("used_memory:"))
         .and_then(|v| v.trim().parse().ok())
         .expect("used_memory");
-    assert!(used >= MIN_KEYSPACE_BYTES, "the keyspace estimate ({used} bytes) is too small for the scan to run");
+    assert!(used >= min_keyspace_bytes(), "the keyspace estimate ({used} bytes) is too small for the scan to run");
 }
 
 /// One random command on a small set of keys, and its reply under `model`
