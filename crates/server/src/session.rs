@@ -146,11 +146,11 @@ impl Session {
         let resp3 = self.protocol == Protocol::Resp3;
         let subscriptions = self.subscriptions.counts();
         let listed = &self.listed;
-        if listed.db == self.db
-            && listed.resp3 == resp3
-            && listed.name == self.name
-            && listed.subscriptions == subscriptions
-        {
+        // Counts compared one by one: as a whole array the comparison read
+        // the counts back as one wide load right after storing them one by
+        // one, a stall on every command.
+        let same_counts = listed.subscriptions.iter().zip(subscriptions).all(|(&a, b)| a == b);
+        if listed.db == self.db && listed.resp3 == resp3 && same_counts && listed.name == self.name {
             return;
         }
         self.listed = Listed { db: self.db, resp3, name: self.name.clone(), subscriptions };

@@ -77,6 +77,13 @@ fn every_name_is_found_in_any_case() {
     }
     assert!(lookup(b"").is_none());
     assert!(lookup(&[b'g'; 100_000]).is_none());
+    // Only letters may differ in case; other bytes must match exactly.
+    assert_eq!(lookup(b"GeT").map(|s| s.name), Some("get"));
+    assert_eq!(lookup(b"GEORADIUS_RO").map(|s| s.name), Some("georadius_ro"));
+    assert_eq!(lookup(b"RESTORE-ASKING").map(|s| s.name), Some("restore-asking"));
+    assert!(lookup(b"restore\rasking").is_none());
+    assert!(lookup(b"georadius\x7fro").is_none());
+    assert!(lookup(b"g\x05t").is_none());
 }
 
 #[test]
