@@ -37,6 +37,8 @@
 #                           enough to measure
 #                (lrange_100 and mset, which move 10-100× the bytes of the
 #                other tests per request, run a tenth of these counts)
+#   PING_N_PIPE  [5×BENCH_N_PIPE] requests per run of the ping section at -P 1000:
+#                a PING moves the fewest bytes, so these runs are the shortest
 #   REPEATS      [3]
 #   SERVERS      ["kvik-t1 kvik-t2 redis valkey valkey-io2"]
 #   SECTIONS     ["throughput collections ping"]
@@ -97,9 +99,11 @@ source bench/common.sh
 check_whole BENCH_N
 BENCH_N_SLOW="${BENCH_N_SLOW:-$((BENCH_N / 10 > 0 ? BENCH_N / 10 : 1))}"
 BENCH_N_PIPE="${BENCH_N_PIPE:-$BENCH_N}"
-check_whole BENCH_N_SLOW BENCH_N_PIPE REPEATS COLLECTIONS COLL_SIZE MEM_KEYS BENCH_TIMEOUT
-[ "$BENCH_N" -ge 1 ] && [ "$BENCH_N_SLOW" -ge 1 ] && [ "$BENCH_N_PIPE" -ge 1 ] ||
-    { echo "BENCH_N, BENCH_N_SLOW and BENCH_N_PIPE must be ≥ 1" >&2; exit 2; }
+check_whole BENCH_N_PIPE
+PING_N_PIPE="${PING_N_PIPE:-$((BENCH_N_PIPE * 5))}"
+check_whole BENCH_N_SLOW PING_N_PIPE REPEATS COLLECTIONS COLL_SIZE MEM_KEYS BENCH_TIMEOUT
+[ "$BENCH_N" -ge 1 ] && [ "$BENCH_N_SLOW" -ge 1 ] && [ "$BENCH_N_PIPE" -ge 1 ] && [ "$PING_N_PIPE" -ge 1 ] ||
+    { echo "BENCH_N, BENCH_N_SLOW, BENCH_N_PIPE and PING_N_PIPE must be ≥ 1" >&2; exit 2; }
 [ "$REPEATS" -ge 1 ] && [ "$REPEATS" -le 100 ] || { echo "REPEATS must be 1..100" >&2; exit 2; }
 [ "$COLLECTIONS" -ge 1 ] && [ "$COLL_SIZE" -ge 1 ] && [ "$COLL_SIZE" -le 1000000 ] ||
     { echo "COLLECTIONS must be ≥ 1 and COLL_SIZE 1..1000000" >&2; exit 2; }
@@ -130,12 +134,13 @@ command -v redis-benchmark >/dev/null 2>&1 || need_redis
 find_binaries
 raise_fd_limit 1024
 
-command_line="BENCH_N=$BENCH_N BENCH_N_SLOW=$BENCH_N_SLOW BENCH_N_PIPE=$BENCH_N_PIPE REPEATS=$REPEATS SERVERS=\"$SERVERS\" SECTIONS=\"$SECTIONS\" SETTINGS=\"$SETTINGS\" TESTS=$TESTS SIZES=\"$SIZES\" RESPB=$RESPB COLLECTIONS=$COLLECTIONS COLL_SIZE=$COLL_SIZE MEM_KEYS=$MEM_KEYS${BENCH_THREADS:+ BENCH_THREADS=$BENCH_THREADS} bench/suite.sh"
+command_line="BENCH_N=$BENCH_N BENCH_N_SLOW=$BENCH_N_SLOW BENCH_N_PIPE=$BENCH_N_PIPE PING_N_PIPE=$PING_N_PIPE REPEATS=$REPEATS SERVERS=\"$SERVERS\" SECTIONS=\"$SECTIONS\" SETTINGS=\"$SETTINGS\" TESTS=$TESTS SIZES=\"$SIZES\" RESPB=$RESPB COLLECTIONS=$COLLECTIONS COLL_SIZE=$COLL_SIZE MEM_KEYS=$MEM_KEYS${BENCH_THREADS:+ BENCH_THREADS=$BENCH_THREADS} bench/suite.sh"
 THREADS="per server (kvik-tN: --threads N)" write_meta "$command_line"
 {
     echo "n=$BENCH_N"
     echo "n_slow=$BENCH_N_SLOW"
     echo "n_pipe=$BENCH_N_PIPE"
+    echo "n_ping_pipe=$PING_N_PIPE"
     echo "repeats=$REPEATS"
     echo "servers=$SERVERS"
     echo "collections=$COLLECTIONS"
@@ -190,7 +195,7 @@ for section in $SECTIONS; do
             ;;
         ping)
             for fl in "-c 1 -P 1" "-c 1 -P 1000" "-c 10 -P 1000"; do
-                n=$BENCH_N_PIPE
+                n=$PING_N_PIPE
                 [ "$fl" = "-c 1 -P 1" ] && n=$BENCH_N_SLOW
                 cells+=("ping|ping ${fl//[ -]/}|$fl|-|ping_mbulk|$(whole_pipelines "$n" "$fl")|")
             done

@@ -396,9 +396,11 @@ def md_header(meta):
         "sends first) over the server process's utime+stime during the run "
         "(`/proc/<pid>/stat`). Ratios are kvik's median over the peer's median. Requests per "
         "run: %s at `-c 1 -P 1` and for the collections, %s at `-c 50 -P 1`, %s at `-P 16` and "
-        "`-P 1000`; LRANGE_100 and MSET, which move far more bytes per request, a tenth of those."
+        "`-P 1000`; LRANGE_100 and MSET, which move far more bytes per request, a tenth of those; "
+        "%s for the ping section's `-P 1000` runs, the shortest otherwise."
         % (meta.get("repeats", "?"), NOISY, round(CLIENT_BOUND * 100), count(meta, "n_slow"), count(meta, "n"),
-           count(meta, "n_pipe" if "n_pipe" in meta else "n")),
+           count(meta, "n_pipe" if "n_pipe" in meta else "n"),
+           count(meta, next((k for k in ("n_ping_pipe", "n_pipe") if k in meta), "n"))),
         "",
     ]
     pinning = pinning_sentence(meta)

@@ -151,6 +151,15 @@ class SummaryTests(unittest.TestCase):
             self.assertNotIn("taskset", "\n".join(suite_report.md_header(unpinned)))
             self.assertNotIn("one-thread server", suite_readme.render({"meta": unpinned}))
 
+    def test_request_counts_are_stated_per_kind_of_run(self):
+        meta = {"n": "150000", "n_slow": "25000", "n_pipe": "800000", "n_ping_pipe": "4000000"}
+        text = "\n".join(suite_report.md_header(meta))
+        self.assertIn("150,000 at `-c 50 -P 1`, 800,000 at `-P 16`", text)
+        self.assertIn("4,000,000 for the ping section's `-P 1000` runs", text)
+        # A run from before the ping section had a count of its own.
+        del meta["n_ping_pipe"]
+        self.assertIn("800,000 for the ping section's", "\n".join(suite_report.md_header(meta)))
+
     def test_geomean(self):
         self.assertAlmostEqual(suite_report.geomean([1.0, 4.0]), 2.0)
         self.assertIsNone(suite_report.geomean([None]))
