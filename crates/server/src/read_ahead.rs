@@ -288,10 +288,19 @@ impl<P: FramePeek> FrameScan<P> {
                 self.stopped = true;
                 break;
             };
-            let at = first_key(args, rest).and_then(|key| ks.prefetch_table(db, key));
+            // A key that repeats the frame before's (a queue, a counter, one
+            // big set) is in cache by its turn: it is neither hashed nor
+            // loaded again.
+            let before = match self.waiting_len {
+                0 => None,
+                n => self.waiting[(self.waiting_head + n - 1) % RING].at,
+            };
+            let key = first_key(args, rest);
+            let again = before.zip(key).and_then(|(b, key)| b.again(pending, key));
+            let at = again.or_else(|| key.and_then(|key| ks.prefetch_table(db, key)));
             #[cfg(test)]
             self.located.push((self.scanned, at));
-            self.waiting[slot] = Waiting { frame: self.scanned, len, kind, at, loaded: false };
+            self.waiting[slot] = Waiting { frame: self.scanned, len, kind, at, loaded: again.is_some() };
             self.waiting_len += 1;
             self.scan_off += len;
             self.scanned += 1;
@@ -524,6 +533,33 @@ mod tests {
         assert_eq!(places(&scan, &input), expected);
         let loaded: Vec<usize> = (1..40).filter(|&i| keys[i].is_some()).collect();
         assert_eq!(scan.loaded, loaded);
+    }
+
+    #[test]
+    fn a_key_repeating_the_frame_befores_is_located_from_it_and_not_loaded_again() {
+        let ks = keyspace_with(100);
+        let frames: [&[&[u8]]; 6] = [
+            &[b"LPUSH", b"q", b"a"],
+            &[b"LPUSH", b"q", b"b"],
+            &[b"RPOP", b"q"],
+            &[b"PING"],
+            &[b"RPOP", b"q"],
+            &[b"GET", b"k7"],
+        ];
+        let input: Vec<u8> = frames.iter().flat_map(|f| resp(f)).collect();
+        let mut scan = RespReadAhead::default();
+        assert_eq!(drive(&ks, &input, &mut scan), (6, 5));
+        let q = ks.prefetch_table(0, b"q").map(|a| a.place());
+        let k7 = ks.prefetch_table(0, b"k7").map(|a| a.place());
+        assert_eq!(places(&scan, &input), vec![(0, q), (1, q), (2, q), (3, None), (4, q), (5, k7)]);
+        // Frame 0 runs first, so nothing loads it ahead; 1 and 2 follow a
+        // frame with the same key; 4 follows a PING.
+        assert_eq!(scan.loaded, [4, 5]);
+        // Each repeat is located at its own bytes.
+        let keys: Vec<usize> = scan.located.iter().filter_map(|(_, at)| *at).map(|a| a.addr_for_tests()).collect();
+        let mut distinct = keys.clone();
+        distinct.dedup();
+        assert_eq!(distinct, keys);
     }
 
     #[test]

@@ -180,10 +180,25 @@ pub fn remembered_hash(key: &[u8]) -> Option<u64> {
 }
 
 impl Ahead {
+    /// `key`, located as this one was, when it is the same key: what the
+    /// scan's hashing and step 1 would give again, without doing them. Only
+    /// when this key's bytes still lie in `buf`, the bytes being scanned.
+    pub fn again(&self, buf: &[u8], key: &[u8]) -> Option<Ahead> {
+        let start = self.addr.checked_sub(buf.as_ptr().addr())?;
+        let mine = buf.get(start..start.checked_add(self.len)?)?;
+        (mine == key).then(|| Ahead { addr: key.as_ptr().addr(), len: key.len(), ..*self })
+    }
+
     /// Where the key lives, leaving out where its bytes were.
     #[cfg(test)]
     pub fn place(&self) -> (usize, usize, u16, u64) {
         (self.shard, self.db, self.slot, self.hash)
+    }
+
+    /// Where the key's bytes were.
+    #[cfg(test)]
+    pub fn addr_for_tests(&self) -> usize {
+        self.addr
     }
 
     /// Whether the key's bytes lie within `buf`.
