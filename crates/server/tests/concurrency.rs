@@ -432,3 +432,40 @@ fn rename_across_shards_never_shows_both_or_neither() {
     assert_eq!(c.int(&[b"EXISTS", b"a{x}", b"b{y}"]), 1);
     assert_eq!(c.int(&[b"DBSIZE"]), 1);
 }
+
+/// On one event loop, clients that each pipeline megabytes of LRANGE
+/// replies (past the point where a connection flushes before running more)
+/// get every reply whole and in order.
+#[test]
+fn large_reply_batches_on_one_loop_arrive_whole_and_in_order() {
+    const CLIENTS: usize = 4;
+    const BATCH: usize = 8;
+    let server = start_kvik_with(&["--threads", "1"]);
+    let port = server.port;
+    let mut c = Client::new(port);
+    // 2,000 elements of 200 bytes: each LRANGE reply is about 420 KB.
+    let fill: Vec<Vec<Vec<u8>>> =
+        (0..2000).map(|i| args(&[b"RPUSH", b"big", format!("{i:0>200}").as_bytes()])).collect();
+    c.send_all(&fill);
+    for i in 0..2000 {
+        assert_eq!(int(&c.read_reply()), i + 1);
+    }
+    let whole = c.call(&[b"LRANGE", b"big", b"0", b"-1"]);
+    assert!(whole.len() > 400_000, "{} bytes", whole.len());
+    let whole = Arc::new(whole);
+    run_threads_until(CLIENTS, move |n| {
+        let mut c = Client::new(port);
+        // Each client's own marker between the batches shows its replies stay its own and in order.
+        let marker = format!("client-{n}");
+        for round in 0..3 {
+            let mut batch: Vec<Vec<Vec<u8>>> = (0..BATCH).map(|_| args(&[b"LRANGE", b"big", b"0", b"-1"])).collect();
+            batch.push(args(&[b"ECHO", marker.as_bytes()]));
+            c.send_all(&batch);
+            for k in 0..BATCH {
+                assert!(c.read_reply() == *whole, "client {n}, round {round}: reply {k} differs");
+            }
+            assert_eq!(c.read_reply(), format!("${}\r\n{marker}\r\n", marker.len()).into_bytes());
+        }
+    });
+    drop(server);
+}
