@@ -30,7 +30,7 @@
 #   QUICK      [0]                   1: BENCH_N=2000 REPEATS=1 PIPELINES="1 10"
 #                                    unless given (a check that the script works)
 #   KVIK_THREADS ["1 $THREADS"]     kvik-server --threads values, each a server of its own
-#   THREADS, BENCH_THREADS, KVIK_SERVER_BIN, KVIK_BENCHMARK_BIN, BENCH_TIMEOUT: see bench/common.sh
+#   PIN, THREADS, BENCH_THREADS, KVIK_SERVER_BIN, KVIK_BENCHMARK_BIN, BENCH_TIMEOUT: see bench/common.sh
 #   OUT_DIR    [bench/results]
 #   LABEL      []                    a line printed at the top of the report
 #
@@ -114,7 +114,7 @@ bench_one() {
     file="$server-$proto-P$p-$rep.json"
     [ "$proto" = respb ] && extra=(--respb)
     echo "round $rep/$REPEATS  -P $p  $server $proto" >&2
-    if run_bounded "$work/$file" "$work/$file.err" "$BENCH_BIN" -h 127.0.0.1 -p "${port[$server]}" \
+    if run_bounded "$work/$file" "$work/$file.err" "${client_pin[@]}" "$BENCH_BIN" -h 127.0.0.1 -p "${port[$server]}" \
         -t "$TESTS" -n "$BENCH_N" -r 100000 -c "$CLIENTS" -P "$p" --json "${bench_threads[@]}" "${extra[@]}" &&
         python3 "$HELPER" wait "${port[$server]}" 5; then
         printf '%s\t%s\t%s\t%s\tjson\t%s\n' "$server" "$proto" "$p" "$rep" "$file" >>"$work/runs.tsv"

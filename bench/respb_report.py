@@ -117,6 +117,10 @@ def header(meta, title):
     for peer in meta.get("peers", "").split():
         lines.append("- %s-server: %s, `--save '' --appendonly no`" % (peer, meta.get(peer + "_version", "?")))
     lines.append("- Command: `%s`" % meta.get("command", "?"))
+    if meta.get("pin") == "1":
+        lines.append("- CPUs: kvik-benchmark on CPU %s; each server with one worker thread (kvik 1 thread, "
+                     "redis, valkey) on CPU %s (`taskset`); kvik with more threads may use every CPU"
+                     % (meta.get("client_cpu", "?"), meta.get("server_cpu", "?")))
     return lines
 
 
