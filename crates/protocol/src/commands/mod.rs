@@ -488,19 +488,61 @@ fn cmp_folded(name: &str, input: &[u8]) -> Ordering {
 ///
 /// Runs for every request, so it hashes the name folding case on the fly and
 /// probes an index built once, instead of comparing names along a search.
+/// Before that it checks the name this thread found last ([`LastName`]):
+/// clients and their pipelines mostly repeat one command, and comparing one
+/// word costs a fraction of hashing and comparing the name byte by byte.
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
-    let index = NameIndex::get();
-    if name.len() > index.longest {
-        return None;
-    }
-    let mask = index.slots.len() - 1;
-    let mut at = fold_hash(name) as usize & mask;
-    loop {
-        let spec = COMMANDS.get(usize::from(*index.slots.get(at)?))?;
-        if cmp_folded(spec.name, name) == Ordering::Equal {
-            return Some(spec);
+    let packed = LastName::pack(name);
+    if let Some(word) = packed {
+        let last = LAST_NAME.get();
+        if last.word == word && last.len == name.len() {
+            return COMMANDS.get(usize::from(last.at));
         }
-        at = (at + 1) & mask;
+    }
+    let at = NameIndex::get().find(name)?;
+    if let Some(word) = packed {
+        LAST_NAME.set(LastName { word, len: name.len(), at });
+    }
+    COMMANDS.get(usize::from(at))
+}
+
+/// A command name as it came in, packed into one word, and where in
+/// [`COMMANDS`] it was found.
+#[derive(Clone, Copy)]
+struct LastName {
+    word: u64,
+    len: usize,
+    at: u16,
+}
+
+thread_local! {
+    /// The name [`lookup`] found last on this thread; the length no name
+    /// has until then.
+    static LAST_NAME: std::cell::Cell<LastName> =
+        const { std::cell::Cell::new(LastName { word: 0, len: usize::MAX, at: 0 }) };
+}
+
+impl LastName {
+    /// `name`'s bytes as one word, for names of up to 8 bytes. Together
+    /// with the length the word tells the bytes apart: for 2 to 8 bytes it
+    /// holds the first and the last half-width run, which overlap or meet
+    /// and so cover every byte.
+    fn pack(name: &[u8]) -> Option<u64> {
+        let word = match name.len() {
+            0 => 0,
+            1 => u64::from(name[0]),
+            2..=3 => {
+                u64::from(u16::from_le_bytes([name[0], name[1]]))
+                    | u64::from(u16::from_le_bytes([name[name.len() - 2], name[name.len() - 1]])) << 16
+            }
+            4..=8 => {
+                let head: [u8; 4] = name.get(..4)?.try_into().ok()?;
+                let tail: [u8; 4] = name.get(name.len() - 4..)?.try_into().ok()?;
+                u64::from(u32::from_le_bytes(head)) | u64::from(u32::from_le_bytes(tail)) << 32
+            }
+            _ => return None,
+        };
+        Some(word)
     }
 }
 
@@ -522,6 +564,22 @@ struct NameIndex {
 
 impl NameIndex {
     const EMPTY: u16 = u16::MAX;
+
+    /// The position in [`COMMANDS`] of the command named `name`, ignoring ASCII case.
+    fn find(&self, name: &[u8]) -> Option<u16> {
+        if name.len() > self.longest {
+            return None;
+        }
+        let mask = self.slots.len() - 1;
+        let mut at = fold_hash(name) as usize & mask;
+        loop {
+            let i = *self.slots.get(at)?;
+            if cmp_folded(COMMANDS.get(usize::from(i))?.name, name) == Ordering::Equal {
+                return Some(i);
+            }
+            at = (at + 1) & mask;
+        }
+    }
 
     fn get() -> &'static NameIndex {
         static INDEX: OnceLock<NameIndex> = OnceLock::new();

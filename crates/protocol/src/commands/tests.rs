@@ -409,3 +409,72 @@ fn argument_trees_are_well_formed() {
         walk(c);
     }
 }
+
+/// Repeated and alternating lookups agree with the index, whether or not
+/// the name is the one found last: same length, other case, one byte off,
+/// unknown, longer than a word.
+#[test]
+fn the_last_name_found_answers_only_for_its_own_bytes() {
+    let names: [&[u8]; 14] = [
+        b"get",
+        b"get",
+        b"set",
+        b"GET",
+        b"get",
+        b"gxt",
+        b"ping",
+        b"PING",
+        b"pinG",
+        b"pingx",
+        b"lrange",
+        b"lrangf",
+        b"zrangebyscore",
+        b"",
+    ];
+    for _ in 0..3 {
+        for name in names {
+            let expected = NameIndex::get().find(name).and_then(|i| COMMANDS.get(usize::from(i)));
+            assert_eq!(lookup(name).map(|s| s.name), expected.map(|s| s.name), "{}", String::from_utf8_lossy(name));
+            assert_eq!(
+                lookup(name).map(|s| s.name),
+                expected.map(|s| s.name),
+                "{} again",
+                String::from_utf8_lossy(name)
+            );
+        }
+    }
+    assert_eq!(lookup(b"get").map(|s| s.name), Some("get"));
+    assert!(lookup(b"gxt").is_none());
+    assert_eq!(lookup(b"sEt").map(|s| s.name), Some("set"));
+}
+
+proptest::proptest! {
+    /// Names of up to 8 bytes pack to distinct words (for equal lengths).
+    #[test]
+    fn packed_names_tell_bytes_apart(a in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..=8),
+                                     b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..=8)) {
+        let (pa, pb) = (LastName::pack(&a), LastName::pack(&b));
+        proptest::prop_assert!(pa.is_some() && pb.is_some());
+        if a.len() == b.len() {
+            proptest::prop_assert_eq!(pa == pb, a == b);
+        }
+    }
+
+    /// Flipping any one byte of a command name changes its packed word.
+    #[test]
+    fn one_byte_changes_the_word(pick in 0usize..1000, pos in 0usize..8, flip in 1u8..=255) {
+        let short: Vec<&[u8]> = COMMANDS.iter().map(|c| c.name.as_bytes()).filter(|n| n.len() <= 8 && !n.is_empty()).collect();
+        let name = short[pick % short.len()];
+        let mut other = name.to_vec();
+        let at = pos % other.len();
+        other[at] ^= flip;
+        proptest::prop_assert_ne!(LastName::pack(name), LastName::pack(&other));
+    }
+}
+
+#[test]
+fn names_longer_than_a_word_are_not_packed() {
+    assert_eq!(LastName::pack(b"zrangebyscore"), None);
+    assert_eq!(LastName::pack(b"123456789"), None);
+    assert!(LastName::pack(b"12345678").is_some());
+}
