@@ -196,7 +196,7 @@ impl Db {
             return;
         };
         let key = any.key();
-        let found = self.table.find_bucket_index(self.hasher.hash_one(key), |e| e.key() == key);
+        let found = self.table.find_bucket_index(self.hasher.hash_one(key), |e| e.is_key(key));
         match found.and_then(|i| Some((i, self.table.get_bucket(i)?))) {
             Some((i, entry)) => {
                 let ctrl = std::ptr::from_ref(entry).addr() + size_of::<Entry>() * (i + 1);
@@ -210,7 +210,7 @@ impl Db {
     /// published hint.
     #[cfg(test)]
     pub(super) fn bucket_addr(&self, key: &[u8]) -> Option<usize> {
-        let i = self.table.find_bucket_index(self.hash(key), |e| e.key() == key)?;
+        let i = self.table.find_bucket_index(self.hash(key), |e| e.is_key(key))?;
         Some(std::ptr::from_ref(self.table.get_bucket(i)?).addr())
     }
 
@@ -246,7 +246,7 @@ impl Db {
     fn settle_open(&mut self) {
         self.open = false;
         let hash = self.hash(&self.open_key);
-        if let Some(entry) = self.table.find_mut(hash, |e| e.key() == self.open_key) {
+        if let Some(entry) = self.table.find_mut(hash, |e| e.is_key(&self.open_key)) {
             entry.repack();
             self.used += charge(entry);
         }
@@ -307,7 +307,7 @@ impl Db {
         let hash = self.hash(key);
         let touch = matches!(how, Lookup::Read | Lookup::Write | Lookup::Change);
         let random = if touch { self.next_random() } else { 0 };
-        let found = match self.table.find_entry(hash, |e| e.key() == key) {
+        let found = match self.table.find_entry(hash, |e| e.is_key(key)) {
             Ok(found) if found.get().is_expired(now_ms) => {
                 let (old, _) = found.remove();
                 self.used -= charge(&old).min(self.used);
@@ -373,7 +373,7 @@ impl Db {
     pub fn find_stale(&mut self, key: &[u8]) -> Option<&Entry> {
         self.settle();
         let hash = self.hash(key);
-        self.table.find(hash, |e| e.key() == key)
+        self.table.find(hash, |e| e.is_key(key))
     }
 
     /// The live entry for `key`, mutable, marking it accessed; for commands
@@ -489,7 +489,7 @@ impl Db {
     fn rewrite_string(&mut self, hash: u64, key: &[u8], bytes: &[u8], mut meta: Meta, now: i64) -> bool {
         let lfu = self.tuning.lfu_policy();
         let random = if lfu { self.next_random() } else { 0 };
-        let Some(entry) = self.table.find_mut(hash, |e| e.key() == key) else { return false };
+        let Some(entry) = self.table.find_mut(hash, |e| e.is_key(key)) else { return false };
         // A key rewritten here has no deadline, so it is live.
         if lfu {
             let mut kept = entry.meta();
@@ -547,7 +547,7 @@ impl Db {
         // A new key, or a key replaced by another value, may serve clients
         // blocked on it (or end an XREADGROUP's wait).
         report(&self.blocked, self.index, key);
-        let old = match self.table.entry(hash, |e| e.key() == key, |e| hasher.hash_one(e.key())) {
+        let old = match self.table.entry(hash, |e| e.is_key(key), |e| hasher.hash_one(e.key())) {
             Slot::Occupied(mut slot) => {
                 let kept = slot.get();
                 let now = super::now_ms();
@@ -591,7 +591,7 @@ impl Db {
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         self.settle();
         let hash = self.hash(key);
-        let (old, _) = self.table.find_entry(hash, |e| e.key() == key).ok()?.remove();
+        let (old, _) = self.table.find_entry(hash, |e| e.is_key(key)).ok()?.remove();
         self.used -= charge(&old).min(self.used);
         unindex(&mut self.deadlines, key, old.deadline());
         report(&self.blocked, self.index, key);
@@ -602,7 +602,7 @@ impl Db {
     pub fn set_expire(&mut self, key: &[u8], at_ms: Option<i64>) -> bool {
         self.settle();
         let hash = self.hash(key);
-        let Some(entry) = self.table.find_mut(hash, |e| e.key() == key) else { return false };
+        let Some(entry) = self.table.find_mut(hash, |e| e.is_key(key)) else { return false };
         let before = charge(entry);
         let was = entry.deadline();
         entry.set_deadline(at_ms);
@@ -684,7 +684,7 @@ impl Db {
                 .iter()
                 .skip(skip)
                 .take(samples)
-                .filter_map(|(_, k)| self.table.find(self.hasher.hash_one(&k[..]), |e| e.key() == &k[..]))
+                .filter_map(|(_, k)| self.table.find(self.hasher.hash_one(&k[..]), |e| e.is_key(&k[..])))
                 .collect()
         } else {
             self.table.iter().skip(skip).take(samples).collect()

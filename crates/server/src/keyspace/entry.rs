@@ -355,6 +355,12 @@ impl Entry {
         }
     }
 
+    /// Whether this is the entry of `key` (see [`same_key`]).
+    #[inline]
+    pub fn is_key(&self, key: &[u8]) -> bool {
+        same_key(self.key(), key)
+    }
+
     /// The value, borrowed.
     pub fn value(&self) -> ValueRef<'_> {
         match self.0.view() {
@@ -609,9 +615,57 @@ fn deadline_of(bytes: &[u8]) -> Option<i64> {
     (bytes[FLAGS_AT] & DEADLINE != 0).then(|| read_i64(bytes, HEADER))
 }
 
+/// Whether two keys hold the same bytes.
+///
+/// Every lookup compares the key it looks for with the one it finds, and a
+/// slice compare calls `memcmp`, whose call and length dispatch cost more
+/// than comparing a short key: keys of 4 to 16 bytes are compared as two
+/// overlapping words here (which together cover every byte), longer ones by
+/// `memcmp`.
+#[inline]
+pub fn same_key(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    fn word8(s: &[u8], at: usize) -> u64 {
+        s.get(at..at + 8).and_then(|w| w.try_into().ok()).map_or(0, u64::from_ne_bytes)
+    }
+    fn word4(s: &[u8], at: usize) -> u32 {
+        s.get(at..at + 4).and_then(|w| w.try_into().ok()).map_or(0, u32::from_ne_bytes)
+    }
+    match n {
+        8..=16 => word8(a, 0) == word8(b, 0) && word8(a, n - 8) == word8(b, n - 8),
+        4..=7 => word4(a, 0) == word4(b, 0) && word4(a, n - 4) == word4(b, n - 4),
+        _ => a == b,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Equal keys compare equal and any one-byte change at any length up to
+    /// 40 bytes is seen, at every offset, as slice equality sees it.
+    #[test]
+    fn same_key_agrees_with_slice_equality() {
+        let base: Vec<u8> = (0u8..40).map(|i| i.wrapping_mul(37) ^ 0x5a).collect();
+        for len in 0..=40 {
+            for start in 0..3 {
+                let a = &base[start..(start + len).min(40)];
+                let b = a.to_vec();
+                assert!(same_key(a, &b), "len {len}");
+                for at in 0..a.len() {
+                    let mut c = b.clone();
+                    c[at] ^= 0x80;
+                    assert!(!same_key(a, &c), "len {len} byte {at}");
+                }
+                assert!(!same_key(a, &base[..a.len().saturating_sub(1)]) || a.is_empty());
+            }
+        }
+        assert!(same_key(b"", b""));
+        assert!(!same_key(b"key:1", b"key:10"));
+    }
 
     fn meta() -> Meta {
         Meta { clock: lfu::clock(65_000, 7), private_copy: false }
