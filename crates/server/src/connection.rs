@@ -53,6 +53,7 @@ use crate::commands::{execute, held_by_pause, Outcome, ReplyTarget, Request};
 use crate::mux::{self, Channels, Queued, RespbTarget};
 use crate::pubsub::{encode_message, Message};
 use crate::read_ahead::{RespReadAhead, RespbReadAhead};
+use crate::reply_pacing::{self, LoopSeat, Plan, WriteTimer};
 use crate::session::Session;
 use crate::signal::Signal;
 use crate::state::ServerState;
@@ -473,6 +474,7 @@ impl<S: ClientStream> Conn<'_, S> {
 /// event loop's own signal, so waiting on it touches nothing other cores use.
 pub async fn serve<S: ClientStream>(stream: S, state: &ServerState, shutdown: Arc<Signal>, peer: Peer) {
     let mut conn = Conn { stream, state, shutdown: Event::raised(shutdown), peer, over_soft_since: None };
+    let _seat = LoopSeat::take();
     // An I/O error only means the client is gone; there is nobody to tell.
     let _ = run(&mut conn).await;
     close_gracefully(&mut conn.stream).await;
@@ -714,7 +716,15 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
             return Ok(());
         }
         if !out.is_empty() {
+            let plan = reply_pacing::plan(out.len());
+            if plan == Plan::AfterOthers {
+                reply_pacing::yield_to_others().await;
+            }
+            let timer = WriteTimer::start(plan);
             conn.send(&out).await?;
+            if let Some(timer) = timer {
+                timer.done();
+            }
             out.clear();
         }
         if close && session.upgrade_respb {
@@ -849,6 +859,8 @@ struct Outgoing {
     /// Whether `progress` is kept: only while a `timeout` is set, as reading
     /// the clock on every write costs more than the rest of the write path.
     stamp: bool,
+    /// Times the write of the batch handed over (see [`reply_pacing`]).
+    timer: Option<WriteTimer>,
 }
 
 impl Outgoing {
@@ -1026,6 +1038,13 @@ async fn serve_respb<S: ClientStream>(
             return output.flush_all(conn).await;
         }
         output.hand_over();
+        if !output.idle() && output.timer.is_none() {
+            let plan = reply_pacing::plan(output.inflight.len() - output.sent);
+            if plan == Plan::AfterOthers {
+                reply_pacing::yield_to_others().await;
+            }
+            output.timer = WriteTimer::start(plan);
+        }
         match wait_respb(conn, buf, want, eof, &mut channels, &mut kill, &wake, &mut output).await {
             MuxWake::Closed => return Ok(()),
             MuxWake::Eof => eof = true,
@@ -1129,6 +1148,11 @@ fn poll_respb<S: ClientStream>(
             Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
             Poll::Ready(Err(_)) => return Poll::Ready(MuxWake::Closed),
             Poll::Pending => break,
+        }
+    }
+    if output.idle() {
+        if let Some(timer) = output.timer.take() {
+            timer.done();
         }
     }
     // Replies waiting behind a finished write go next.

@@ -31,6 +31,7 @@ pub mod mux;
 pub mod pause;
 pub mod pubsub;
 pub mod read_ahead;
+pub mod reply_pacing;
 pub mod session;
 pub mod signal;
 pub mod stat_lanes;

@@ -1,0 +1,286 @@
+//! When an event loop writes a connection's replies: as soon as its batch
+//! has run, or after the loop's other connections have run theirs.
+//!
+//! On loopback, and on any host where clients run beside the server, the
+//! writer of a reply pays for waking the reader: the kernel delivers the
+//! bytes in the sender's system call and wakes the thread that waits for
+//! them, and on a virtual machine waking a sleeping CPU costs several
+//! microseconds (about 6 µs on the machines `bench/` ran on). A client
+//! that keeps many connections busy, and waits for the server, sleeps
+//! between replies: one write per connection and batch wakes it once per
+//! batch. When the server is the slower side this can be a fifth of its
+//! time (pipelined ZADDs on one large sorted set, 200-deep pipelines of
+//! GETs).
+//!
+//! So the loop watches what small writes cost. While they keep coming out
+//! slow (the reader was asleep), a connection with a small batch of replies
+//! lets the loop's other connections run first, so that the replies of one
+//! pass go out back to back and one wake-up serves them all, as Redis
+//! writes every client's replies before it waits for events again. While
+//! writes are cheap the reader is busy, so holding replies back would only
+//! leave it idle: they go out at once. Every [`PROBE_EVERY`]th batch is
+//! written at once even while deferring, to see whether the reader still
+//! sleeps. Large batches always go at once (the reader has work enough),
+//! and so does everything on a loop with one connection.
+//!
+//! The state is per loop thread and needs no locking.
+
+use std::cell::Cell;
+
+use crate::clock::now_mono_us;
+
+/// Largest batch of replies (bytes) that may wait for the loop's other
+/// connections, and whose write is timed.
+pub const SMALL_BATCH_BYTES: usize = 8 * 1024;
+
+/// A write of a small batch that takes this long (µs) most likely woke the
+/// reader. A write that wakes nobody takes 1–2 µs on loopback.
+pub const WAKE_US: u64 = 4;
+
+/// While deferring, one batch in this many is written at once, as a probe.
+pub const PROBE_EVERY: u32 = 32;
+
+/// The slow-write score (out of [`SCORE_ONE`]) from which replies wait.
+const DEFER_FROM: u32 = SCORE_ONE / 2;
+
+/// The slow-write score's scale: a moving average of 1 for a slow write
+/// and 0 for a fast one, in fixed point.
+const SCORE_ONE: u32 = 1 << 10;
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Pacing {
+    /// Connections served by this loop.
+    connections: usize,
+    /// Moving average of whether timed writes were slow (out of [`SCORE_ONE`]).
+    slow_score: u32,
+    /// Batches since the last probe, while deferring.
+    since_probe: u32,
+}
+
+thread_local! {
+    static PACING: Cell<Pacing> = const { Cell::new(Pacing { connections: 0, slow_score: 0, since_probe: 0 }) };
+}
+
+impl Pacing {
+    fn deferring(&self) -> bool {
+        self.slow_score >= DEFER_FROM
+    }
+
+    /// Fold one timed write into the score: a weight of 1/8 for the newest.
+    fn record(&mut self, slow: bool) {
+        let sample = if slow { SCORE_ONE } else { 0 };
+        self.slow_score = self.slow_score - self.slow_score / 8 + sample / 8;
+        debug_assert!(self.slow_score <= SCORE_ONE);
+    }
+
+    /// What to do with a batch of `bytes` replies.
+    fn plan(&mut self, bytes: usize) -> Plan {
+        if bytes > SMALL_BATCH_BYTES || self.connections < 2 {
+            return Plan::Now;
+        }
+        if !self.deferring() {
+            return Plan::NowTimed;
+        }
+        self.since_probe += 1;
+        if self.since_probe >= PROBE_EVERY {
+            self.since_probe = 0;
+            return Plan::NowTimed;
+        }
+        Plan::AfterOthers
+    }
+}
+
+/// How a batch of replies is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plan {
+    /// At once, untimed.
+    Now,
+    /// At once, timing the write ([`WriteTimer`]).
+    NowTimed,
+    /// After the loop's other connections ran ([`yield_to_others`]).
+    AfterOthers,
+}
+
+/// A connection's place in its loop's count, for as long as it is served.
+#[derive(Debug)]
+pub struct LoopSeat(());
+
+impl LoopSeat {
+    /// Count a connection served by this thread's loop until dropped.
+    pub fn take() -> LoopSeat {
+        update(|p| p.connections += 1);
+        LoopSeat(())
+    }
+}
+
+impl Drop for LoopSeat {
+    fn drop(&mut self) {
+        update(|p| p.connections = p.connections.saturating_sub(1));
+    }
+}
+
+fn update<R>(f: impl FnOnce(&mut Pacing) -> R) -> R {
+    PACING.with(|cell| {
+        let mut pacing = cell.get();
+        let r = f(&mut pacing);
+        cell.set(pacing);
+        r
+    })
+}
+
+/// How this loop writes a batch of `bytes` replies now.
+pub fn plan(bytes: usize) -> Plan {
+    update(|p| p.plan(bytes))
+}
+
+/// Let the connections already waiting to run on this loop run first,
+/// then come back.
+///
+/// Unlike `tokio::task::yield_now`, which comes back only after the loop
+/// has looked for new events and run the connections they woke, this
+/// queues the connection at once, behind those already queued: its replies
+/// go out at the end of the current pass, not one pass later.
+pub fn yield_to_others() -> YieldToOthers {
+    YieldToOthers { queued: false }
+}
+
+/// The future of [`yield_to_others`].
+#[derive(Debug)]
+pub struct YieldToOthers {
+    queued: bool,
+}
+
+impl std::future::Future for YieldToOthers {
+    type Output = ();
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        if self.queued {
+            return std::task::Poll::Ready(());
+        }
+        self.queued = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    }
+}
+
+/// The start of a timed write; [`WriteTimer::done`] records how long it took.
+#[derive(Debug)]
+pub struct WriteTimer {
+    start_us: u64,
+}
+
+impl WriteTimer {
+    /// A timer for a write of a batch planned `plan`; `None` when untimed.
+    pub fn start(plan: Plan) -> Option<WriteTimer> {
+        (plan == Plan::NowTimed).then(|| WriteTimer { start_us: now_mono_us() })
+    }
+
+    /// The write is done.
+    pub fn done(self) {
+        let slow = now_mono_us().saturating_sub(self.start_us) >= WAKE_US;
+        update(|p| p.record(slow));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pacing(connections: usize) -> Pacing {
+        Pacing { connections, ..Pacing::default() }
+    }
+
+    #[test]
+    fn one_connection_or_a_large_batch_goes_at_once_untimed() {
+        let mut p = pacing(1);
+        for _ in 0..100 {
+            p.record(true);
+        }
+        assert!(p.deferring());
+        assert_eq!(p.plan(10), Plan::Now);
+        p.connections = 5;
+        assert_eq!(p.plan(SMALL_BATCH_BYTES + 1), Plan::Now);
+        assert_eq!(p.plan(SMALL_BATCH_BYTES), Plan::AfterOthers);
+    }
+
+    #[test]
+    fn slow_writes_turn_deferring_on_and_fast_probes_turn_it_off() {
+        let mut p = pacing(10);
+        assert_eq!(p.plan(100), Plan::NowTimed, "cheap until shown otherwise");
+        let mut slow_writes = 0;
+        while !p.deferring() {
+            p.record(true);
+            slow_writes += 1;
+            assert!(slow_writes < 20, "a run of slow writes turns it on");
+        }
+        assert!(slow_writes > 1, "one slow write is not enough");
+        // Deferring: one batch in PROBE_EVERY is written at once and timed.
+        let plans: Vec<Plan> = (0..PROBE_EVERY * 2).map(|_| p.plan(100)).collect();
+        assert_eq!(plans.iter().filter(|&&x| x == Plan::NowTimed).count(), 2);
+        assert_eq!(plans.iter().filter(|&&x| x == Plan::AfterOthers).count(), 2 * PROBE_EVERY as usize - 2);
+        // Probes that come out fast turn it off again.
+        let mut fast_probes = 0;
+        while p.deferring() {
+            p.record(false);
+            fast_probes += 1;
+            assert!(fast_probes < 20);
+        }
+        assert_eq!(p.plan(100), Plan::NowTimed);
+    }
+
+    #[test]
+    fn the_score_stays_within_its_scale() {
+        let mut p = pacing(2);
+        for i in 0..10_000 {
+            p.record(i % 3 != 0);
+            assert!(p.slow_score <= SCORE_ONE);
+        }
+        for _ in 0..200 {
+            p.record(false);
+        }
+        assert!(p.slow_score < SCORE_ONE / 64);
+    }
+
+    /// A connection that yields resumes after the connections already
+    /// queued on the loop, and at once when there are none.
+    #[test]
+    fn yielding_lets_the_queued_connections_run_first() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let local = tokio::task::LocalSet::new();
+        let order = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        local.block_on(&runtime, async {
+            let log = |name: &'static str| {
+                let order = std::rc::Rc::clone(&order);
+                move || order.borrow_mut().push(name)
+            };
+            let (a_runs, a_resumes, b_runs) = (log("a runs"), log("a resumes"), log("b runs"));
+            let a = tokio::task::spawn_local(async move {
+                a_runs();
+                yield_to_others().await;
+                a_resumes();
+            });
+            let b = tokio::task::spawn_local(async move { b_runs() });
+            a.await.expect("a");
+            b.await.expect("b");
+            // Alone on the loop, it comes straight back.
+            let alone = tokio::time::timeout(std::time::Duration::from_secs(5), yield_to_others()).await;
+            assert!(alone.is_ok());
+        });
+        assert_eq!(*order.borrow(), ["a runs", "b runs", "a resumes"]);
+    }
+
+    #[test]
+    fn seats_count_the_loops_connections() {
+        std::thread::spawn(|| {
+            let a = LoopSeat::take();
+            let b = LoopSeat::take();
+            assert_eq!(PACING.get().connections, 2);
+            drop(a);
+            assert_eq!(PACING.get().connections, 1);
+            drop(b);
+            assert_eq!(PACING.get().connections, 0);
+        })
+        .join()
+        .expect("thread");
+    }
+}
