@@ -53,7 +53,7 @@ use crate::commands::{execute, held_by_pause, Outcome, ReplyTarget, Request};
 use crate::mux::{self, Channels, Queued, RespbTarget};
 use crate::pubsub::{encode_message, Message};
 use crate::read_ahead::{RespReadAhead, RespbReadAhead};
-use crate::reply_pacing::{self, LoopSeat, Plan, WriteTimer};
+use crate::reply_pacing::{self, LoopSeat, WriteTimer};
 use crate::session::Session;
 use crate::signal::Signal;
 use crate::state::ServerState;
@@ -716,11 +716,7 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
             return Ok(());
         }
         if !out.is_empty() {
-            let plan = reply_pacing::plan(out.len());
-            if plan == Plan::AfterOthers {
-                reply_pacing::yield_to_others().await;
-            }
-            let timer = WriteTimer::start(plan);
+            let timer = reply_pacing::before_write(out.len()).await;
             conn.send(&out).await?;
             if let Some(timer) = timer {
                 timer.done();
@@ -1039,11 +1035,7 @@ async fn serve_respb<S: ClientStream>(
         }
         output.hand_over();
         if !output.idle() && output.timer.is_none() {
-            let plan = reply_pacing::plan(output.inflight.len() - output.sent);
-            if plan == Plan::AfterOthers {
-                reply_pacing::yield_to_others().await;
-            }
-            output.timer = WriteTimer::start(plan);
+            output.timer = reply_pacing::before_write(output.inflight.len() - output.sent).await;
         }
         match wait_respb(conn, buf, want, eof, &mut channels, &mut kill, &wake, &mut output).await {
             MuxWake::Closed => return Ok(()),

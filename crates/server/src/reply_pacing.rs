@@ -133,6 +133,17 @@ pub fn plan(bytes: usize) -> Plan {
     update(|p| p.plan(bytes))
 }
 
+/// Before writing a batch of `bytes` replies: wait for the loop's other
+/// queued connections if the plan says so; the timer of the write when it
+/// is to be timed.
+pub async fn before_write(bytes: usize) -> Option<WriteTimer> {
+    let plan = plan(bytes);
+    if plan == Plan::AfterOthers {
+        yield_to_others().await;
+    }
+    WriteTimer::start(plan)
+}
+
 /// Let the connections already waiting to run on this loop run first,
 /// then come back.
 ///
