@@ -964,65 +964,67 @@ async fn serve_respb<S: ClientStream>(
                 break;
             }
             let out = &mut output.out;
-            let decoded = match ahead.take(&mut args) {
-                Some((consumed, frame)) => Ok(Decoded::Frame { frame, consumed }),
-                None => decoder.decode(pending, &mut args),
+            // A frame the scan decoded comes back as two scalars, and the
+            // match below reads them from registers: built into a `Decoded`
+            // and matched again, they went through memory in pieces of
+            // other widths, a store-forwarding stall per frame.
+            let (consumed, frame) = match ahead.take(&mut args) {
+                Some(found) => found,
+                None => match decoder.decode(pending, &mut args) {
+                    Ok(Decoded::Frame { frame, consumed }) => (consumed, frame),
+                    Ok(Decoded::NeedMore { hint }) => {
+                        want = hint;
+                        need_more = true;
+                        break;
+                    }
+                    Err(e) => {
+                        RespbReplyWriter::new(out, e.mux.unwrap_or(0)).error(e.to_string().as_bytes());
+                        close = true;
+                        break;
+                    }
+                },
             };
-            match decoded {
-                Ok(Decoded::Frame { frame, consumed }) => {
-                    match frame {
-                        Frame::Command { mux } => {
-                            let req = Request::new(&args, pending);
-                            match channels.open(mux).map(|ch| (ch.busy(), ch.session.db)) {
-                                None => {
-                                    state.stats.error_reply(mux::TOO_MANY);
-                                    RespbReplyWriter::new(out, mux).error(mux::TOO_MANY);
-                                }
-                                Some((true, _)) => {
-                                    let (owned, size) = mux::owned(&req);
-                                    channels.enqueue(mux, Queued::Command(owned), size);
-                                }
-                                Some((false, db)) => {
-                                    let _memo = ahead.before(&state.keyspace, db, pending);
-                                    run_frame(state, &mut channels, mux, req, &mut output.out);
-                                }
-                            }
+            match frame {
+                Frame::Command { mux } => {
+                    let req = Request::new(&args, pending);
+                    match channels.open(mux).map(|ch| (ch.busy(), ch.session.db)) {
+                        None => {
+                            state.stats.error_reply(mux::TOO_MANY);
+                            RespbReplyWriter::new(out, mux).error(mux::TOO_MANY);
                         }
-                        Frame::MuxCreate { mux, target } => {
-                            // Re-creating an open channel starts it afresh.
-                            channels.close(target);
-                            if channels.open(target).is_some() {
-                                answer_ok(&mut channels, mux, target, out);
-                            } else {
-                                state.stats.error_reply(mux::TOO_MANY);
-                                RespbReplyWriter::new(out, mux).error(mux::TOO_MANY);
-                            }
+                        Some((true, _)) => {
+                            let (owned, size) = mux::owned(&req);
+                            channels.enqueue(mux, Queued::Command(owned), size);
                         }
-                        Frame::MuxClose { mux, target } => {
-                            channels.close(target);
-                            answer_ok(&mut channels, mux, target, out);
+                        Some((false, db)) => {
+                            let _memo = ahead.before(&state.keyspace, db, pending);
+                            run_frame(state, &mut channels, mux, req, &mut output.out);
                         }
                     }
-                    buf.consume(consumed);
-                    ahead.after(consumed);
-                    if conn.over_hard_limit(output.out.len()) {
-                        return Ok(());
+                }
+                Frame::MuxCreate { mux, target } => {
+                    // Re-creating an open channel starts it afresh.
+                    channels.close(target);
+                    if channels.open(target).is_some() {
+                        answer_ok(&mut channels, mux, target, out);
+                    } else {
+                        state.stats.error_reply(mux::TOO_MANY);
+                        RespbReplyWriter::new(out, mux).error(mux::TOO_MANY);
                     }
-                    // A batch's replies go out with one write, unless they grow large.
-                    if output.full() {
-                        output.hand_over();
-                    }
                 }
-                Ok(Decoded::NeedMore { hint }) => {
-                    want = hint;
-                    need_more = true;
-                    break;
+                Frame::MuxClose { mux, target } => {
+                    channels.close(target);
+                    answer_ok(&mut channels, mux, target, out);
                 }
-                Err(e) => {
-                    RespbReplyWriter::new(out, e.mux.unwrap_or(0)).error(e.to_string().as_bytes());
-                    close = true;
-                    break;
-                }
+            }
+            buf.consume(consumed);
+            ahead.after(consumed);
+            if conn.over_hard_limit(output.out.len()) {
+                return Ok(());
+            }
+            // A batch's replies go out with one write, unless they grow large.
+            if output.full() {
+                output.hand_over();
             }
         }
         state.tracking.flush_broadcasts(&state.clients, state.pubsub.hard_limit());

@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use kvik_prefetch::prefetch;
 
-use super::{db::key_hasher, key_slot, Entry, Keyspace};
+use super::{db::key_hasher, entry::same_key, key_slot, Entry, Keyspace};
 
 /// A shift that puts a table's bucket count (as a power of two) above any
 /// user-space address.
@@ -186,7 +186,7 @@ impl Ahead {
     pub fn again(&self, buf: &[u8], key: &[u8]) -> Option<Ahead> {
         let start = self.addr.checked_sub(buf.as_ptr().addr())?;
         let mine = buf.get(start..start.checked_add(self.len)?)?;
-        (mine == key).then(|| Ahead { addr: key.as_ptr().addr(), len: key.len(), ..*self })
+        same_key(mine, key).then(|| Ahead { addr: key.as_ptr().addr(), len: key.len(), ..*self })
     }
 
     /// Where the key lives, leaving out where its bytes were.
