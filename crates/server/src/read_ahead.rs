@@ -18,13 +18,15 @@
 
 use std::sync::OnceLock;
 
-use kvik_protocol::commands::{by_id, lookup};
+use kvik_protocol::commands::{by_id, id, lookup};
 use kvik_protocol::resp::request::{Progress, RequestParser};
 use kvik_protocol::respb::decode::{Decoded, Frame, RespbDecoder};
 use kvik_protocol::CommandArgs;
 
-use crate::keyspace::lookahead::{Ahead, KeyMemo};
+use crate::keyspace::lookahead::{Ahead, KeyMemo, MemberStep};
 use crate::keyspace::Keyspace;
+use crate::types::compact::CompactBytes;
+use crate::types::member_table::MemberTable;
 
 /// How many commands ahead of the running one the table lines are loaded.
 pub const TABLE_AHEAD: usize = 8;
@@ -150,6 +152,10 @@ struct Waiting<K> {
     at: Option<Ahead>,
     /// Step 2 has started loading its entry.
     loaded: bool,
+    /// The hash of the hash field it names after its key, if any, and the
+    /// member steps done for it (see [`MemberStep`]): 0, 1 or 2.
+    member: Option<u64>,
+    member_steps: u8,
 }
 
 /// The scan of one connection (see the module docs), decoding with `P`.
@@ -179,6 +185,8 @@ pub struct FrameScan<P: FramePeek> {
     located: Vec<(usize, Option<Ahead>)>,
     #[cfg(test)]
     loaded: Vec<usize>,
+    #[cfg(test)]
+    member_steps: Vec<(usize, MemberStep)>,
 }
 
 /// The scan of a RESP connection.
@@ -205,6 +213,8 @@ impl<P: FramePeek> FrameScan<P> {
             located: Vec::new(),
             #[cfg(test)]
             loaded: Vec::new(),
+            #[cfg(test)]
+            member_steps: Vec::new(),
         }
     }
 
@@ -300,7 +310,9 @@ impl<P: FramePeek> FrameScan<P> {
             let at = again.or_else(|| key.and_then(|key| ks.prefetch_table(db, key)));
             #[cfg(test)]
             self.located.push((self.scanned, at));
-            self.waiting[slot] = Waiting { frame: self.scanned, len, kind, at, loaded: again.is_some() };
+            let member = at.and_then(|_| hash_field(args, rest)).map(MemberTable::<CompactBytes>::hash);
+            let loaded = again.is_some();
+            self.waiting[slot] = Waiting { frame: self.scanned, len, kind, at, loaded, member, member_steps: 0 };
             self.waiting_len += 1;
             self.scan_off += len;
             self.scanned += 1;
@@ -319,7 +331,21 @@ impl<P: FramePeek> FrameScan<P> {
                     #[cfg(test)]
                     self.loaded.push(w.frame);
                 }
-                _ => {}
+                // The entry is on its way or cached: the member's loads,
+                // the second one command ahead, once the first has arrived.
+                Some(at) => {
+                    let step = match (w.member_steps, w.frame == self.running + 1) {
+                        (0, _) => MemberStep::Slot,
+                        (1, true) => MemberStep::Entry,
+                        _ => continue,
+                    };
+                    let Some(member_hash) = w.member else { continue };
+                    ks.prefetch_member(at, member_hash, step);
+                    w.member_steps += 1;
+                    #[cfg(test)]
+                    self.member_steps.push((w.frame, step));
+                }
+                None => {}
             }
         }
         memo
@@ -397,6 +423,25 @@ impl RespbReadAhead {
             (_, None) => None,
         }
     }
+}
+
+/// The field a hash command names right after its key, for the member
+/// steps. Commands with no field there (`HLEN`, `HSCAN`, …) name none.
+fn hash_field<'a>(args: &'a CommandArgs, input: &'a [u8]) -> Option<&'a [u8]> {
+    let names_field = matches!(
+        args.command()?,
+        id::HSET
+            | id::HSETNX
+            | id::HMSET
+            | id::HGET
+            | id::HMGET
+            | id::HEXISTS
+            | id::HDEL
+            | id::HINCRBY
+            | id::HINCRBYFLOAT
+            | id::HSTRLEN
+    );
+    names_field.then(|| args.get(input, 2)).flatten()
 }
 
 /// The first key a decoded command names, if its table entry says where.
@@ -560,6 +605,42 @@ mod tests {
         let mut distinct = keys.clone();
         distinct.dedup();
         assert_eq!(distinct, keys);
+    }
+
+    /// Hash commands naming a field get the member steps once their key's
+    /// entry is loaded or repeats the frame before's: the slot step first,
+    /// the entry step when the frame is next to run. Commands naming no
+    /// field (HLEN, GET) get none.
+    #[test]
+    fn fields_of_hash_commands_get_the_member_steps() {
+        let ks = keyspace_with(100);
+        let frames: [&[&[u8]]; 6] = [
+            &[b"HSET", b"h", b"f1", b"v"],
+            &[b"hset", b"h", b"f2", b"v"],
+            &[b"HGET", b"h", b"f3"],
+            &[b"HLEN", b"h"],
+            &[b"HINCRBY", b"h", b"f4", b"1"],
+            &[b"GET", b"k7"],
+        ];
+        let input: Vec<u8> = frames.iter().flat_map(|f| resp(f)).collect();
+        let mut scan = RespReadAhead::default();
+        assert_eq!(drive(&ks, &input, &mut scan), (6, 5));
+        use MemberStep::{Entry, Slot};
+        assert_eq!(scan.member_steps, [(1, Slot), (2, Slot), (2, Entry), (4, Slot), (4, Entry)]);
+        assert_eq!(scan.loaded, [5]);
+        let field = |i: usize| {
+            let mut args = CommandArgs::new();
+            let mut parser = RequestParser::default();
+            let input = resp(frames[i]);
+            assert!(matches!(parser.parse(&input, &mut args), Ok(Progress::Done(_))));
+            if let Some(spec) = args.get(&input, 0).and_then(lookup) {
+                args.set_command(Some(spec.id));
+            }
+            hash_field(&args, &input).map(<[u8]>::to_vec)
+        };
+        assert_eq!(field(1), Some(b"f2".to_vec()));
+        assert_eq!(field(3), None);
+        assert_eq!(field(5), None);
     }
 
     #[test]

@@ -182,3 +182,66 @@ fn respb_channels_in_different_databases_answer_as_their_models() {
         assert!(buf.is_empty());
     }
 }
+
+/// Pipelined commands on the fields of one large hash, whose field lookups
+/// the scan prefetches (`MemberStep`), and on a string key that a hash
+/// command finds of the wrong type: the replies are those of a model.
+#[test]
+fn pipelines_on_a_large_hash_answer_as_the_model() {
+    let kvik = server();
+    let mut c = connect(kvik.port);
+    let mut model: HashMap<Vec<u8>, i64> = HashMap::new();
+    let mut req = Vec::new();
+    for i in 0..3000 {
+        req.extend(multibulk(&[b"HSET", b"big", format!("field:{i}").as_bytes(), b"0"]));
+        model.insert(format!("field:{i}").into_bytes(), 0);
+    }
+    req.extend(multibulk(&[b"SET", b"str", b"x"]));
+    c.write_all(&req).expect("send");
+    read_until(&mut c, |got| got.len() >= 3000 * 4 + 5);
+    assert_eq!(call(&mut c, &[b"OBJECT", b"ENCODING", b"big"]), b"$9\r\nhashtable\r\n");
+    let wrong = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n".to_vec();
+    let mut rng = Rng::new(0x5eed_0003);
+    for round in 0..20 {
+        let mut req = Vec::new();
+        let mut expected = Vec::new();
+        for _ in 0..500 {
+            let field = format!("field:{}", rng.below(4000)).into_bytes();
+            let (cmd, reply): (Vec<&[u8]>, Vec<u8>) = match rng.below(6) {
+                0 => {
+                    let new = model.insert(field.clone(), 7).is_none();
+                    (vec![b"HSET", b"big", &field, b"7"], format!(":{}\r\n", u8::from(new)).into_bytes())
+                }
+                1 => {
+                    let n = model.entry(field.clone()).or_insert(0);
+                    *n += 2;
+                    (vec![b"HINCRBY", b"big", &field, b"2"], format!(":{n}\r\n").into_bytes())
+                }
+                2 => {
+                    let gone = model.remove(&field).is_some();
+                    (vec![b"HDEL", b"big", &field], format!(":{}\r\n", u8::from(gone)).into_bytes())
+                }
+                3 => (vec![b"HGET", b"str", &field], wrong.clone()),
+                _ => {
+                    let reply = match model.get(&field) {
+                        Some(n) => format!("${}\r\n{n}\r\n", n.to_string().len()).into_bytes(),
+                        None => b"$-1\r\n".to_vec(),
+                    };
+                    (vec![b"HGET", b"big", &field], reply)
+                }
+            };
+            req.extend(multibulk(&cmd));
+            expected.push(reply);
+        }
+        c.write_all(&req).expect("send");
+        let want = expected.concat();
+        let got = read_until(&mut c, |got| got.len() >= want.len());
+        let (got, want) = (split_replies(&got.bytes), split_replies(&want));
+        assert_eq!(got.len(), want.len(), "round {round}");
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g.escape_ascii().to_string(), w.escape_ascii().to_string(), "round {round}, reply {i}");
+        }
+    }
+    let len = call(&mut c, &[b"HLEN", b"big"]);
+    assert_eq!(len, format!(":{}\r\n", model.len()).into_bytes());
+}

@@ -24,10 +24,11 @@ pub use super::entry::{Entry, Meta};
 use super::events::{self, ServerEvent};
 use super::evict::Policy;
 use super::lfu::{self, Tuning};
-use super::lookahead::HintSlot;
+use super::lookahead::{HintSlot, MemberStep};
 #[cfg(test)]
 use super::lru;
-use crate::types::Value;
+use crate::types::hash::{HashRef, HashValue};
+use crate::types::{Value, ValueRef};
 
 /// Bytes charged for every key beyond what its entry holds on the heap:
 /// the table's 8-byte slot and control byte, with a share of the spare
@@ -218,6 +219,19 @@ impl Db {
     pub(super) fn prefetch_entry(&self, hash: u64) {
         if let Some(entry) = self.table.iter_hash(hash).next() {
             kvik_prefetch::prefetch(entry.addr());
+        }
+    }
+
+    /// Start one load of a member lookup in the value a lookup of `hash`
+    /// finds first, when that value is a hash table (see
+    /// [`super::lookahead::MemberStep`]).
+    pub(super) fn prefetch_member(&self, hash: u64, member_hash: u64, step: MemberStep) {
+        let Some(entry) = self.table.iter_hash(hash).next() else { return };
+        if let ValueRef::Hash(HashRef::Boxed(HashValue::Table(members, _))) = entry.value() {
+            match step {
+                MemberStep::Slot => members.prefetch_slot(member_hash),
+                MemberStep::Entry => members.prefetch_entry(member_hash),
+            }
         }
     }
 

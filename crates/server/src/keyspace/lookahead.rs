@@ -236,6 +236,31 @@ impl Keyspace {
     }
 }
 
+/// The two loads of a member lookup in a large hash, for commands that
+/// name a field after their key (`HSET`, `HGET`, …): once the key's entry
+/// is cached, [`MemberStep::Slot`] starts loading the control bytes and
+/// slot of the member table, and one command later [`MemberStep::Entry`]
+/// reads them and starts loading the entry they point to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemberStep {
+    /// The member table's control group and slot.
+    Slot,
+    /// The member's entry.
+    Entry,
+}
+
+impl Keyspace {
+    /// A member step for `at`'s value and the member filed under
+    /// `member_hash`. Like step 2, skips a shard another thread holds.
+    pub fn prefetch_member(&self, at: Ahead, member_hash: u64, step: MemberStep) {
+        if let Ok(shard) = self.shards[at.shard].try_lock() {
+            if let Some(db) = shard.dbs.get(at.db) {
+                db.prefetch_member(at.hash, member_hash, step);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,12 +6,11 @@
 //! Past `hash-max-listpack-entries` fields or a field or value longer than
 //! `hash-max-listpack-value` bytes the hash becomes a hash table (`hashtable`)
 //! and never goes back. The table keeps its entries in a dense array
-//! ([`IndexMap`]), which gives `HRANDFIELD` a uniform pick in O(1) and
+//! ([`MemberTable`]), which gives `HRANDFIELD` a uniform pick in O(1) and
 //! `HSCAN` a cursor that is simply a position (see [`HashValue::scan`]).
 
-use indexmap::IndexMap;
-
-use super::compact::{CompactBytes, MemberBytes, MemberHasher};
+use super::compact::{CompactBytes, MemberBytes};
+use super::member_table::{Inserted, MemberTable};
 use super::packed::{self, PackedIter, PackedSeq};
 
 /// When a small hash becomes a table: `hash-max-listpack-entries` and
@@ -38,7 +37,7 @@ pub enum HashValue {
     Listpack(Vec<(CompactBytes, CompactBytes)>, MemberBytes),
     /// A hash table over a dense array of pairs, and the heap bytes of
     /// their fields and values.
-    Table(IndexMap<CompactBytes, CompactBytes, MemberHasher>, MemberBytes),
+    Table(MemberTable<CompactBytes>, MemberBytes),
 }
 
 impl Default for HashValue {
@@ -79,7 +78,7 @@ impl HashValue {
         let pair = std::mem::size_of::<(CompactBytes, CompactBytes)>();
         match self {
             HashValue::Listpack(pairs, bytes) => pairs.capacity() * pair + bytes.get(),
-            HashValue::Table(map, bytes) => map.capacity() * (pair + 8 + 1) + bytes.get(),
+            HashValue::Table(map, bytes) => map.heap_size() + bytes.get(),
         }
     }
 
@@ -111,7 +110,7 @@ impl HashValue {
         if let HashValue::Table(map, bytes) = self {
             let longest = map.iter().map(|(f, v)| f.len().max(v.len())).max().unwrap_or(0);
             if map.len() <= limits.max_entries && longest <= limits.max_value {
-                *self = HashValue::Listpack(std::mem::take(map).into_iter().collect(), *bytes);
+                *self = HashValue::Listpack(std::mem::take(map).into_entries(), *bytes);
             }
         }
         let longest = self.iter().map(|(f, v)| f.len().max(v.len())).max().unwrap_or(0);
@@ -150,21 +149,19 @@ impl HashValue {
                     true
                 }
             },
-            HashValue::Table(map, bytes) => match map.get_mut(field) {
-                Some(v) => {
-                    bytes.sub(v);
-                    bytes.add(&value);
-                    *v = value;
-                    false
+            HashValue::Table(map, bytes) => {
+                bytes.add(&value);
+                match map.insert(field, value) {
+                    Inserted::Replaced(old) => {
+                        bytes.sub(&old);
+                        false
+                    }
+                    Inserted::Added(field) => {
+                        bytes.add(field);
+                        true
+                    }
                 }
-                None => {
-                    let field = CompactBytes::new(field);
-                    bytes.add(&field);
-                    bytes.add(&value);
-                    map.insert(field, value);
-                    true
-                }
-            },
+            }
         }
     }
 
@@ -181,7 +178,7 @@ impl HashValue {
                 None => false,
             },
             // Order means nothing in a table, so the last pair fills the gap.
-            HashValue::Table(map, bytes) => match map.swap_remove_entry(field) {
+            HashValue::Table(map, bytes) => match map.swap_remove(field) {
                 Some((f, v)) => {
                     bytes.sub(&f);
                     bytes.sub(&v);

@@ -9,6 +9,7 @@ pub mod geo;
 pub mod hash;
 pub mod hll;
 pub mod list;
+pub mod member_table;
 pub mod packed;
 pub mod set;
 pub mod stream;
