@@ -305,7 +305,9 @@ fn packed_value(bytes: &[u8]) -> Packable<'_> {
     Packable::Copy(bytes[FLAGS_AT] & KIND, &bytes[end..])
 }
 
-/// The value of packed bytes, borrowed.
+/// The value of packed bytes, borrowed. Always inlined, for the same
+/// reason as [`Entry::value`].
+#[inline(always)]
 fn packed_view(bytes: &[u8]) -> ValueRef<'_> {
     let (_, end) = key_span(bytes);
     let flags = bytes[FLAGS_AT];
@@ -361,7 +363,10 @@ impl Entry {
         same_key(self.key(), key)
     }
 
-    /// The value, borrowed.
+    /// The value, borrowed. Inlined: returned through memory, the view
+    /// was read back in wider pieces than it was written, a
+    /// store-forwarding stall on every GET.
+    #[inline]
     pub fn value(&self) -> ValueRef<'_> {
         match self.0.view() {
             View::Bytes(b) => packed_view(b),

@@ -69,6 +69,7 @@ impl Value {
     }
 
     /// A borrowed view of the value.
+    #[inline]
     pub fn view(&self) -> ValueRef<'_> {
         match self {
             Value::Str(s) => ValueRef::Str(s.view()),
