@@ -152,7 +152,7 @@ struct Waiting<K> {
     at: Option<Ahead>,
     /// Step 2 has started loading its entry.
     loaded: bool,
-    /// The hash of the hash field it names after its key, if any, and the
+    /// The hash of the member it names after its key, if any, and the
     /// member steps done for it (see [`MemberStep`]): 0, 1 or 2.
     member: Option<u64>,
     member_steps: u8,
@@ -310,7 +310,7 @@ impl<P: FramePeek> FrameScan<P> {
             let at = again.or_else(|| key.and_then(|key| ks.prefetch_table(db, key)));
             #[cfg(test)]
             self.located.push((self.scanned, at));
-            let member = at.and_then(|_| hash_field(args, rest)).map(MemberTable::<CompactBytes>::hash);
+            let member = at.and_then(|_| member_arg(args, rest)).map(MemberTable::<CompactBytes>::hash);
             let loaded = again.is_some();
             self.waiting[slot] = Waiting { frame: self.scanned, len, kind, at, loaded, member, member_steps: 0 };
             self.waiting_len += 1;
@@ -425,10 +425,11 @@ impl RespbReadAhead {
     }
 }
 
-/// The field a hash command names right after its key, for the member
-/// steps. Commands with no field there (`HLEN`, `HSCAN`, …) name none.
-fn hash_field<'a>(args: &'a CommandArgs, input: &'a [u8]) -> Option<&'a [u8]> {
-    let names_field = matches!(
+/// The field or member a hash or set command names right after its key,
+/// for the member steps. Commands with none there (`HLEN`, `SSCAN`, …)
+/// name none.
+fn member_arg<'a>(args: &'a CommandArgs, input: &'a [u8]) -> Option<&'a [u8]> {
+    let names_member = matches!(
         args.command()?,
         id::HSET
             | id::HSETNX
@@ -440,8 +441,12 @@ fn hash_field<'a>(args: &'a CommandArgs, input: &'a [u8]) -> Option<&'a [u8]> {
             | id::HINCRBY
             | id::HINCRBYFLOAT
             | id::HSTRLEN
+            | id::SADD
+            | id::SREM
+            | id::SISMEMBER
+            | id::SMISMEMBER
     );
-    names_field.then(|| args.get(input, 2)).flatten()
+    names_member.then(|| args.get(input, 2)).flatten()
 }
 
 /// The first key a decoded command names, if its table entry says where.
@@ -607,12 +612,12 @@ mod tests {
         assert_eq!(distinct, keys);
     }
 
-    /// Hash commands naming a field get the member steps once their key's
+    /// Hash and set commands naming a member get the member steps once their key's
     /// entry is loaded or repeats the frame before's: the slot step first,
     /// the entry step when the frame is next to run. Commands naming no
-    /// field (HLEN, GET) get none.
+    /// member (HLEN, GET) get none.
     #[test]
-    fn fields_of_hash_commands_get_the_member_steps() {
+    fn members_of_hash_and_set_commands_get_the_member_steps() {
         let ks = keyspace_with(100);
         let frames: [&[&[u8]]; 6] = [
             &[b"HSET", b"h", b"f1", b"v"],
@@ -628,19 +633,23 @@ mod tests {
         use MemberStep::{Entry, Slot};
         assert_eq!(scan.member_steps, [(1, Slot), (2, Slot), (2, Entry), (4, Slot), (4, Entry)]);
         assert_eq!(scan.loaded, [5]);
-        let field = |i: usize| {
+        let member = |frame: &[&[u8]]| {
             let mut args = CommandArgs::new();
             let mut parser = RequestParser::default();
-            let input = resp(frames[i]);
+            let input = resp(frame);
             assert!(matches!(parser.parse(&input, &mut args), Ok(Progress::Done(_))));
             if let Some(spec) = args.get(&input, 0).and_then(lookup) {
                 args.set_command(Some(spec.id));
             }
-            hash_field(&args, &input).map(<[u8]>::to_vec)
+            member_arg(&args, &input).map(<[u8]>::to_vec)
         };
-        assert_eq!(field(1), Some(b"f2".to_vec()));
-        assert_eq!(field(3), None);
-        assert_eq!(field(5), None);
+        assert_eq!(member(frames[1]), Some(b"f2".to_vec()));
+        assert_eq!(member(frames[3]), None);
+        assert_eq!(member(frames[5]), None);
+        assert_eq!(member(&[b"SADD", b"s", b"m1", b"m2"]), Some(b"m1".to_vec()));
+        assert_eq!(member(&[b"sismember", b"s", b"m"]), Some(b"m".to_vec()));
+        assert_eq!(member(&[b"SMOVE", b"s", b"t", b"m"]), None);
+        assert_eq!(member(&[b"HSET", b"h"]), None);
     }
 
     #[test]

@@ -183,23 +183,28 @@ fn respb_channels_in_different_databases_answer_as_their_models() {
     }
 }
 
-/// Pipelined commands on the fields of one large hash, whose field lookups
-/// the scan prefetches (`MemberStep`), and on a string key that a hash
-/// command finds of the wrong type: the replies are those of a model.
+/// Pipelined commands on the fields of one large hash and the members of
+/// one large set, whose lookups the scan prefetches (`MemberStep`), and on
+/// a string key that a hash command finds of the wrong type: the replies
+/// are those of a model.
 #[test]
-fn pipelines_on_a_large_hash_answer_as_the_model() {
+fn pipelines_on_a_large_hash_and_set_answer_as_the_model() {
     let kvik = server();
     let mut c = connect(kvik.port);
     let mut model: HashMap<Vec<u8>, i64> = HashMap::new();
+    let mut set_model: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
     let mut req = Vec::new();
     for i in 0..3000 {
         req.extend(multibulk(&[b"HSET", b"big", format!("field:{i}").as_bytes(), b"0"]));
         model.insert(format!("field:{i}").into_bytes(), 0);
+        req.extend(multibulk(&[b"SADD", b"bigset", format!("field:{i}").as_bytes()]));
+        set_model.insert(format!("field:{i}").into_bytes());
     }
     req.extend(multibulk(&[b"SET", b"str", b"x"]));
     c.write_all(&req).expect("send");
-    read_until(&mut c, |got| got.len() >= 3000 * 4 + 5);
+    read_until(&mut c, |got| got.len() >= 3000 * 8 + 5);
     assert_eq!(call(&mut c, &[b"OBJECT", b"ENCODING", b"big"]), b"$9\r\nhashtable\r\n");
+    assert_eq!(call(&mut c, &[b"OBJECT", b"ENCODING", b"bigset"]), b"$9\r\nhashtable\r\n");
     let wrong = b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n".to_vec();
     let mut rng = Rng::new(0x5eed_0003);
     for round in 0..20 {
@@ -207,7 +212,7 @@ fn pipelines_on_a_large_hash_answer_as_the_model() {
         let mut expected = Vec::new();
         for _ in 0..500 {
             let field = format!("field:{}", rng.below(4000)).into_bytes();
-            let (cmd, reply): (Vec<&[u8]>, Vec<u8>) = match rng.below(6) {
+            let (cmd, reply): (Vec<&[u8]>, Vec<u8>) = match rng.below(9) {
                 0 => {
                     let new = model.insert(field.clone(), 7).is_none();
                     (vec![b"HSET", b"big", &field, b"7"], format!(":{}\r\n", u8::from(new)).into_bytes())
@@ -222,6 +227,18 @@ fn pipelines_on_a_large_hash_answer_as_the_model() {
                     (vec![b"HDEL", b"big", &field], format!(":{}\r\n", u8::from(gone)).into_bytes())
                 }
                 3 => (vec![b"HGET", b"str", &field], wrong.clone()),
+                4 => {
+                    let new = set_model.insert(field.clone());
+                    (vec![b"SADD", b"bigset", &field], format!(":{}\r\n", u8::from(new)).into_bytes())
+                }
+                5 => {
+                    let gone = set_model.remove(&field);
+                    (vec![b"SREM", b"bigset", &field], format!(":{}\r\n", u8::from(gone)).into_bytes())
+                }
+                6 => {
+                    let is = set_model.contains(&field);
+                    (vec![b"SISMEMBER", b"bigset", &field], format!(":{}\r\n", u8::from(is)).into_bytes())
+                }
                 _ => {
                     let reply = match model.get(&field) {
                         Some(n) => format!("${}\r\n{n}\r\n", n.to_string().len()).into_bytes(),
@@ -244,4 +261,6 @@ fn pipelines_on_a_large_hash_answer_as_the_model() {
     }
     let len = call(&mut c, &[b"HLEN", b"big"]);
     assert_eq!(len, format!(":{}\r\n", model.len()).into_bytes());
+    let card = call(&mut c, &[b"SCARD", b"bigset"]);
+    assert_eq!(card, format!(":{}\r\n", set_model.len()).into_bytes());
 }

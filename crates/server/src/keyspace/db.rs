@@ -28,6 +28,8 @@ use super::lookahead::{HintSlot, MemberStep};
 #[cfg(test)]
 use super::lru;
 use crate::types::hash::{HashRef, HashValue};
+use crate::types::member_table::MemberTable;
+use crate::types::set::SetValue;
 use crate::types::{Value, ValueRef};
 
 /// Bytes charged for every key beyond what its entry holds on the heap:
@@ -223,15 +225,20 @@ impl Db {
     }
 
     /// Start one load of a member lookup in the value a lookup of `hash`
-    /// finds first, when that value is a hash table (see
+    /// finds first, when that value is a hash or set table (see
     /// [`super::lookahead::MemberStep`]).
     pub(super) fn prefetch_member(&self, hash: u64, member_hash: u64, step: MemberStep) {
-        let Some(entry) = self.table.iter_hash(hash).next() else { return };
-        if let ValueRef::Hash(HashRef::Boxed(HashValue::Table(members, _))) = entry.value() {
+        fn start<V>(members: &MemberTable<V>, member_hash: u64, step: MemberStep) {
             match step {
                 MemberStep::Slot => members.prefetch_slot(member_hash),
                 MemberStep::Entry => members.prefetch_entry(member_hash),
             }
+        }
+        let Some(entry) = self.table.iter_hash(hash).next() else { return };
+        match entry.value() {
+            ValueRef::Hash(HashRef::Boxed(HashValue::Table(members, _))) => start(members, member_hash, step),
+            ValueRef::Set(SetValue::Table(members, _)) => start(members, member_hash, step),
+            _ => {}
         }
     }
 

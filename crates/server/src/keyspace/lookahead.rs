@@ -236,8 +236,8 @@ impl Keyspace {
     }
 }
 
-/// The two loads of a member lookup in a large hash, for commands that
-/// name a field after their key (`HSET`, `HGET`, …): once the key's entry
+/// The two loads of a member lookup in a large hash or set, for commands
+/// that name a member after their key (`HSET`, `SADD`, …): once the key's entry
 /// is cached, [`MemberStep::Slot`] starts loading the control bytes and
 /// slot of the member table, and one command later [`MemberStep::Entry`]
 /// reads them and starts loading the entry they point to.

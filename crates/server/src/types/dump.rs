@@ -28,11 +28,10 @@
 //! distinct members, no NaN score), so even a payload with a valid checksum
 //! cannot plant a value the commands would misread.
 
-use indexmap::IndexSet;
-
 use super::compact::CompactBytes;
 use super::hash::HashValue;
 use super::list::ListValue;
+use super::member_table::{Inserted, MemberTable};
 use super::set::SetValue;
 use super::stream::{Consumer, Group, NodeLimits, Pending, StreamId, StreamValue};
 use super::string::StrValue;
@@ -157,7 +156,7 @@ fn dump_set(out: &mut Vec<u8>, set: &SetValue) {
         SetValue::Table(members, _) => {
             out.push(1);
             put_varint(out, members.len() as u64);
-            for m in members {
+            for m in members.members() {
                 put_bytes(out, m);
             }
         }
@@ -276,9 +275,9 @@ fn restore_set(r: &mut Reader<'_>) -> Result<SetValue, PayloadError> {
         }
         1 => {
             let n = r.count(1)?;
-            let mut members = IndexSet::with_capacity_and_hasher(n, Default::default());
+            let mut members = MemberTable::with_capacity(n);
             for _ in 0..n {
-                if !members.insert(CompactBytes::new(r.bytes()?)) {
+                if let Inserted::Replaced(()) = members.insert(r.bytes()?, ()) {
                     return Err(PayloadError::BadFormat);
                 }
             }

@@ -1,13 +1,14 @@
-//! The hash table inside large hashes: members (fields) with their values
-//! in a dense array, found through a table of positions.
+//! The hash table inside large hashes and sets: members (fields) with
+//! their values (none for a set) in a dense array, found through a table
+//! of positions.
 //!
-//! The dense array gives `HRANDFIELD` a uniform pick in O(1) and `HSCAN` a
-//! cursor that is a position. A removal moves the last entry into the gap,
+//! The dense array gives `HRANDFIELD`, `SPOP` and `SRANDMEMBER` a uniform
+//! pick in O(1) and `HSCAN` and `SSCAN` a cursor that is a position. A removal moves the last entry into the gap,
 //! so positions stay dense and the order is insertion order until the
 //! first removal.
 //!
 //! The table is `hashbrown`'s, holding positions. It is ours rather than a
-//! library's map because a pipelined `HSET` on a hash larger than the CPU's
+//! library's map because a pipelined `HSET` or `SADD` on a value larger than the CPU's
 //! caches waits on three misses in a row (the control bytes, the slot, the
 //! entry), and the connection's read-ahead can start those loads a few
 //! commands early only with the table's addresses in hand
@@ -55,6 +56,11 @@ impl<V> MemberTable<V> {
     /// An empty table.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty table with room for `n` members.
+    pub fn with_capacity(n: usize) -> Self {
+        MemberTable { entries: Vec::with_capacity(n), index: HashTable::with_capacity(n), ..Self::default() }
     }
 
     /// Number of members.
@@ -105,6 +111,11 @@ impl<V> MemberTable<V> {
         self.entries.iter().map(|(m, v)| (m, v))
     }
 
+    /// Members in position order.
+    pub fn members(&self) -> impl Iterator<Item = &CompactBytes> + '_ {
+        self.entries.iter().map(|(m, _)| m)
+    }
+
     /// Set `member` to `value`: replaced in place when present (keeping its
     /// position), added at the end otherwise.
     pub fn insert(&mut self, member: &[u8], value: V) -> Inserted<'_, V> {
@@ -124,7 +135,7 @@ impl<V> MemberTable<V> {
         let (entries, hasher) = (&self.entries, &self.hasher);
         self.index.insert_unique(hash, at, |&i| hasher.hash_one(entries[i].0.as_slice()));
         self.entries.push((member, value));
-        if self.index.num_buckets() != buckets {
+        if self.index.num_buckets() != buckets || self.ctrl == 0 {
             self.locate(hash, at);
         }
         at
@@ -305,6 +316,17 @@ mod tests {
         }
         assert_eq!(table.swap_remove_index(table.len()), None);
         assert_eq!(table.get(b"never"), None);
+    }
+
+    #[test]
+    fn a_table_made_with_room_locates_its_control_bytes_on_the_first_member() {
+        let mut table: MemberTable<()> = MemberTable::with_capacity(100);
+        assert_eq!(table.ctrl, 0);
+        table.insert(b"first", ());
+        let hash = MemberTable::<()>::hash(b"first");
+        let b = table.index.find_bucket_index(hash, |&j| j == 0).expect("filed");
+        let addr = std::ptr::from_ref(table.index.get_bucket(b).expect("full")).addr();
+        assert_eq!(addr, table.ctrl - size_of::<usize>() * (b + 1));
     }
 
     #[test]

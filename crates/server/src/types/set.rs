@@ -4,15 +4,15 @@
 //! sorted array of `i64` — Redis's `intset`, with its name and its ascending
 //! order in `SMEMBERS` — until it holds more than `set-max-intset-entries`
 //! members or gains a member that is not an integer; then it becomes a hash
-//! set (`hashtable`) over a dense array ([`IndexSet`]), which gives `SPOP`
+//! set (`hashtable`) over a dense array ([`MemberTable`]), which gives `SPOP`
 //! and `SRANDMEMBER` uniform picks in O(1) and `SSCAN` a positional cursor.
 //! Like Redis, a set never goes back to `intset`.
 
-use indexmap::IndexSet;
 use kvik_protocol::number::{parse_i64, write_i64};
 
-use super::compact::{CompactBytes, MemberBytes, MemberHasher};
+use super::compact::{CompactBytes, MemberBytes};
 use super::hash::scan_dense;
+use super::member_table::{Inserted, MemberTable};
 
 /// A set.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,7 +20,7 @@ pub enum SetValue {
     /// Integers, ascending, distinct.
     Ints(Vec<i64>),
     /// Anything else.
-    Table(IndexSet<CompactBytes, MemberHasher>, MemberBytes),
+    Table(MemberTable<()>, MemberBytes),
 }
 
 /// One member as stored: an integer of an `intset` or bytes.
@@ -59,8 +59,8 @@ fn as_int(member: &[u8]) -> Option<i64> {
 
 impl SetValue {
     /// A `hashtable` set of `members`.
-    pub fn table(members: IndexSet<CompactBytes, MemberHasher>) -> SetValue {
-        let bytes = MemberBytes::of(&members);
+    pub fn table(members: MemberTable<()>) -> SetValue {
+        let bytes = MemberBytes::of(members.members());
         SetValue::Table(members, bytes)
     }
 
@@ -70,7 +70,7 @@ impl SetValue {
         if as_int(first).is_some() {
             SetValue::Ints(Vec::new())
         } else {
-            SetValue::Table(IndexSet::default(), MemberBytes::default())
+            SetValue::Table(MemberTable::new(), MemberBytes::default())
         }
     }
 
@@ -99,7 +99,7 @@ impl SetValue {
     pub fn heap_size(&self) -> usize {
         match self {
             SetValue::Ints(v) => v.capacity() * 8,
-            SetValue::Table(s, bytes) => s.capacity() * (std::mem::size_of::<CompactBytes>() + 8 + 1) + bytes.get(),
+            SetValue::Table(s, bytes) => s.heap_size() + bytes.get(),
         }
     }
 
@@ -107,7 +107,7 @@ impl SetValue {
     pub fn contains(&self, member: &[u8]) -> bool {
         match self {
             SetValue::Ints(v) => as_int(member).is_some_and(|n| v.binary_search(&n).is_ok()),
-            SetValue::Table(s, _) => s.contains(member),
+            SetValue::Table(s, _) => s.position(member).is_some(),
         }
     }
 
@@ -125,13 +125,13 @@ impl SetValue {
             self.convert_to_table();
         }
         match self {
-            SetValue::Table(s, bytes) => {
-                let (at, added) = s.insert_full(CompactBytes::new(member));
-                if added {
-                    bytes.add(&s[at]);
+            SetValue::Table(s, bytes) => match s.insert(member, ()) {
+                Inserted::Added(stored) => {
+                    bytes.add(stored);
+                    true
                 }
-                added
-            }
+                Inserted::Replaced(()) => false,
+            },
             SetValue::Ints(_) => false,
         }
     }
@@ -146,8 +146,8 @@ impl SetValue {
                 }
                 _ => false,
             },
-            SetValue::Table(s, bytes) => match s.swap_take(member) {
-                Some(m) => {
+            SetValue::Table(s, bytes) => match s.swap_remove(member) {
+                Some((m, ())) => {
                     bytes.sub(&m);
                     true
                 }
@@ -160,7 +160,7 @@ impl SetValue {
     pub fn get_index(&self, i: usize) -> Option<Member<'_>> {
         match self {
             SetValue::Ints(v) => v.get(i).map(|&n| Member::Int(n)),
-            SetValue::Table(s, _) => s.get_index(i).map(|m| Member::Bytes(m)),
+            SetValue::Table(s, _) => s.get_index(i).map(|(m, ())| Member::Bytes(m)),
         }
     }
 
@@ -169,7 +169,7 @@ impl SetValue {
         match self {
             SetValue::Ints(v) => (i < v.len()).then(|| Member::Int(v.remove(i)).to_compact()),
             SetValue::Table(s, bytes) => {
-                let m = s.swap_remove_index(i)?;
+                let (m, ()) = s.swap_remove_index(i)?;
                 bytes.sub(&m);
                 Some(m)
             }
@@ -180,7 +180,7 @@ impl SetValue {
     pub fn iter(&self) -> Box<dyn Iterator<Item = Member<'_>> + '_> {
         match self {
             SetValue::Ints(v) => Box::new(v.iter().map(|&n| Member::Int(n))),
-            SetValue::Table(s, _) => Box::new(s.iter().map(|m| Member::Bytes(m))),
+            SetValue::Table(s, _) => Box::new(s.members().map(|m| Member::Bytes(m))),
         }
     }
 
@@ -192,7 +192,7 @@ impl SetValue {
                 0
             }
             SetValue::Table(s, _) => scan_dense(s.len(), cursor, count, |i| {
-                if let Some(m) = s.get_index(i) {
+                if let Some((m, ())) = s.get_index(i) {
                     visit(Member::Bytes(m));
                 }
             }),
@@ -201,7 +201,7 @@ impl SetValue {
 
     fn convert_to_table(&mut self) {
         if let SetValue::Ints(v) = self {
-            let table = v.iter().map(|&n| Member::Int(n).to_compact()).collect();
+            let table = v.iter().map(|&n| (Member::Int(n).to_compact(), ())).collect();
             *self = SetValue::table(table);
         }
     }
@@ -230,7 +230,7 @@ mod tests {
                 }
             }
             let SetValue::Table(members, bytes) = &s else { panic!("a set of text stays a table") };
-            assert_eq!(bytes.get(), MemberBytes::of(members).get(), "step {step}");
+            assert_eq!(bytes.get(), MemberBytes::of(members.members()).get(), "step {step}");
         }
         let SetValue::Table(members, bytes) = &s else { unreachable!() };
         assert_eq!(SetValue::table(members.clone()), SetValue::Table(members.clone(), *bytes));
