@@ -145,6 +145,10 @@ impl LexBound {
 pub struct ZSetValue {
     /// Items in (score, member) order; no block is empty, none is over `BLOCK_MAX`.
     blocks: Vec<Vec<Item>>,
+    /// The score of each block's last item, side by side: finding a block
+    /// reads these from one small array, where reading each block's last
+    /// item was a cache miss per step of the search in a large set.
+    lasts: Vec<f64>,
     /// Number of members.
     len: usize,
     /// Member → score; present in the large (`skiplist`) encoding.
@@ -227,6 +231,7 @@ impl ZSetValue {
                     item.score = 0.0;
                 }
             }
+            (0..self.blocks.len()).for_each(|b| self.note_last(b));
         }
     }
 
@@ -234,7 +239,7 @@ impl ZSetValue {
     pub fn heap_size(&self) -> usize {
         let per_item = std::mem::size_of::<Item>() + 16;
         let index = self.index.as_ref().map_or(0, |m| m.capacity() * (std::mem::size_of::<(Arc<[u8]>, f64)>() + 1));
-        self.blocks.len() * std::mem::size_of::<Vec<Item>>() + self.len * per_item + self.member_bytes + index
+        self.blocks.len() * (std::mem::size_of::<Vec<Item>>() + 8) + self.len * per_item + self.member_bytes + index
     }
 
     /// The score of `member`.
@@ -420,16 +425,45 @@ impl ZSetValue {
 
     /// Block and position where (`score`, `member`) is or would go.
     fn locate(&self, score: f64, member: &[u8]) -> (usize, usize) {
-        let b = self.blocks.partition_point(|blk| blk.last().is_some_and(|it| it.cmp_key(score, member).is_lt()));
-        let b = b.min(self.blocks.len().saturating_sub(1));
+        let b = self.first_block_not_below(score, member).min(self.blocks.len().saturating_sub(1));
         let i = self.blocks.get(b).map_or(0, |blk| blk.partition_point(|it| it.cmp_key(score, member).is_lt()));
         (b, i)
+    }
+
+    /// The first block whose last item is not below (`score`, `member`):
+    /// a binary search over [`ZSetValue::lasts`] that reads a block's last
+    /// member only when its score ties.
+    fn first_block_not_below(&self, score: f64, member: &[u8]) -> usize {
+        debug_assert_eq!(self.lasts.len(), self.blocks.len());
+        let (mut lo, mut hi) = (0, self.lasts.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let below = match cmp_score(self.lasts[mid], score) {
+                Ordering::Less => true,
+                Ordering::Greater => false,
+                Ordering::Equal => self.blocks[mid].last().is_some_and(|it| it.cmp_key(score, member).is_lt()),
+            };
+            if below {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// Note block `b`'s last score in [`ZSetValue::lasts`].
+    fn note_last(&mut self, b: usize) {
+        if let (Some(last), Some(slot)) = (self.blocks[b].last(), self.lasts.get_mut(b)) {
+            *slot = last.score;
+        }
     }
 
     /// Put `item` in order, splitting a block that overflows.
     fn place(&mut self, item: Item) {
         if self.blocks.is_empty() {
             self.blocks.push(Vec::with_capacity(4));
+            self.lasts.push(item.score);
         }
         let (b, i) = self.locate(item.score, &item.member);
         let block = &mut self.blocks[b];
@@ -437,7 +471,10 @@ impl ZSetValue {
         if block.len() > BLOCK_MAX {
             let upper = block.split_off(block.len() / 2);
             self.blocks.insert(b + 1, upper);
+            self.lasts.insert(b + 1, 0.0);
+            self.note_last(b + 1);
         }
+        self.note_last(b);
     }
 
     /// Take the item (`score`, `member`) out of the order; its shared name.
@@ -448,11 +485,16 @@ impl ZSetValue {
         let item = block.remove(i);
         if block.is_empty() {
             self.blocks.remove(b);
-        } else if block.len() < BLOCK_MAX / 4 && b + 1 < self.blocks.len() && self.blocks[b + 1].len() < BLOCK_MAX / 2 {
+            self.lasts.remove(b);
+            return item.member;
+        }
+        if block.len() < BLOCK_MAX / 4 && b + 1 < self.blocks.len() && self.blocks[b + 1].len() < BLOCK_MAX / 2 {
             // Merge thin neighbours so the block count follows the size.
             let next = self.blocks.remove(b + 1);
+            self.lasts.remove(b + 1);
             self.blocks[b].extend(next);
         }
+        self.note_last(b);
         item.member
     }
 }
@@ -620,6 +662,8 @@ mod tests {
             expected.sort_by(|a, b| cmp_score(a.0, b.0).then_with(|| a.1.cmp(&b.1)));
             assert_eq!(listed, expected.into_iter().map(|(_, m)| m).collect::<Vec<_>>());
             assert!(z.blocks.iter().all(|b| !b.is_empty() && b.len() <= BLOCK_MAX));
+            let lasts: Vec<u64> = z.blocks.iter().filter_map(|b| b.last()).map(|it| it.score.to_bits()).collect();
+            assert_eq!(z.lasts.iter().map(|s| s.to_bits()).collect::<Vec<_>>(), lasts);
         }
     }
 }
