@@ -50,7 +50,7 @@ use kvik_protocol::{CommandArgs, ReplySink};
 use crate::blocking::{Cancel, Ended, Waiter};
 use crate::clock;
 use crate::commands::{execute, held_by_pause, Outcome, ReplyTarget, Request};
-use crate::mux::{self, Channels, Queued, RespbTarget};
+use crate::mux::{self, Channels, Queued, RespbTarget, RunFree};
 use crate::pubsub::{encode_message, Message};
 use crate::read_ahead::{RespReadAhead, RespbReadAhead};
 use crate::reply_pacing::{self, LoopSeat, WriteTimer};
@@ -987,18 +987,24 @@ async fn serve_respb<S: ClientStream>(
             match frame {
                 Frame::Command { mux } => {
                     let req = Request::new(&args, pending);
-                    match channels.open(mux).map(|ch| (ch.busy(), ch.session.db)) {
-                        None => {
-                            state.stats.error_reply(mux::TOO_MANY);
-                            RespbReplyWriter::new(out, mux).error(mux::TOO_MANY);
-                        }
-                        Some((true, _)) => {
+                    let ran = if state.pause.mode().is_some() {
+                        open_and_run_frame(state, &mut channels, &mut ahead, mux, req, pending, out)
+                    } else {
+                        // No pause (one load): run it on the channel found once.
+                        let memo = |db| ahead.before(&state.keyspace, db, pending);
+                        channels.run_free(mux, out, memo, |session, out| {
+                            execute(state, req, session, &mut RespbTarget::new(out, mux))
+                        })
+                    };
+                    match ran {
+                        RunFree::Ran => {}
+                        RunFree::Busy => {
                             let (owned, size) = mux::owned(&req);
                             channels.enqueue(mux, Queued::Command(owned), size);
                         }
-                        Some((false, db)) => {
-                            let _memo = ahead.before(&state.keyspace, db, pending);
-                            run_frame(state, &mut channels, mux, req, &mut output.out);
+                        RunFree::TooMany => {
+                            state.stats.error_reply(mux::TOO_MANY);
+                            RespbReplyWriter::new(out, mux).error(mux::TOO_MANY);
                         }
                     }
                 }
@@ -1043,6 +1049,28 @@ async fn serve_respb<S: ClientStream>(
             MuxWake::Closed => return Ok(()),
             MuxWake::Eof => eof = true,
             _ => {}
+        }
+    }
+}
+
+/// A command frame for channel `mux` while a `CLIENT PAUSE` is set:
+/// opened and checked for being busy, then run or held (see [`run_frame`]).
+fn open_and_run_frame(
+    state: &ServerState,
+    channels: &mut Channels<'_>,
+    ahead: &mut RespbReadAhead,
+    mux: u16,
+    req: Request<'_>,
+    pending: &[u8],
+    out: &mut Vec<u8>,
+) -> RunFree {
+    match channels.open(mux).map(|ch| (ch.busy(), ch.session.db)) {
+        None => RunFree::TooMany,
+        Some((true, _)) => RunFree::Busy,
+        Some((false, db)) => {
+            let _memo = ahead.before(&state.keyspace, db, pending);
+            run_frame(state, channels, mux, req, out);
+            RunFree::Ran
         }
     }
 }

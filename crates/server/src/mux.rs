@@ -134,6 +134,58 @@ impl Channel {
     }
 }
 
+/// What [`Channels::run_free`] did with a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunFree {
+    /// The command ran.
+    Ran,
+    /// The channel is blocked or has frames queued: the frame must queue.
+    Busy,
+    /// Opening the channel would pass `respb-max-channels`.
+    TooMany,
+}
+
+/// Channel `mux` of `map`, opened with fresh state on first use; `None`
+/// when opening it would pass `respb-max-channels`. Takes the fields it
+/// needs, so that the channel found can be used beside the others.
+fn open_in<'m>(
+    map: &'m mut HashMap<u16, Channel, FixedState>,
+    state: &ServerState,
+    peer: &crate::connection::Peer,
+    wake: &Arc<Signal>,
+    listening: &mut Vec<u16>,
+    mux: u16,
+) -> Option<&'m mut Channel> {
+    let open = map.len();
+    match map.entry(mux) {
+        Entry::Occupied(found) => Some(found.into_mut()),
+        Entry::Vacant(place) => {
+            if open >= state.limits.respb_max_channels() {
+                return None;
+            }
+            let session = crate::connection::new_session(state, peer, Some(Arc::clone(wake)));
+            let channel = Channel::adopting(mux, session);
+            if channel.listening {
+                listening.push(mux);
+            }
+            Some(place.insert(channel))
+        }
+    }
+}
+
+/// `after_command` in place, on a channel whose command went on: the
+/// channel answers in RESP3 and starts listening if it subscribed. True
+/// when its tracking may have queued invalidations to drain.
+fn continue_on(ch: &mut Channel, mux: u16, listening: &mut Vec<u16>) -> bool {
+    ch.session.protocol = Protocol::Resp3;
+    let newly_listening = !ch.listening && ch.session.subscriptions.inbox().is_some();
+    ch.listening |= newly_listening;
+    if newly_listening {
+        listening.push(mux);
+    }
+    ch.session.tracking.on()
+}
+
 /// The channels of one connection.
 pub struct Channels<'a> {
     state: &'a ServerState,
@@ -181,21 +233,39 @@ impl<'a> Channels<'a> {
     /// Channel `mux`, opened with fresh state on first use; `None` when
     /// opening it would pass `respb-max-channels`. One lookup of the map.
     pub fn open(&mut self, mux: u16) -> Option<&mut Channel> {
-        let open = self.map.len();
-        match self.map.entry(mux) {
-            Entry::Occupied(found) => Some(found.into_mut()),
-            Entry::Vacant(place) => {
-                if open >= self.state.limits.respb_max_channels() {
-                    return None;
-                }
-                let session = crate::connection::new_session(self.state, &self.peer, Some(Arc::clone(&self.wake)));
-                let channel = Channel::adopting(mux, session);
-                if channel.listening {
-                    self.listening.push(mux);
-                }
-                Some(place.insert(channel))
-            }
+        open_in(&mut self.map, self.state, &self.peer, &self.wake, &mut self.listening, mux)
+    }
+
+    /// Run a command on channel `mux`, opened on first use, if the channel
+    /// is free: `prepare` is given the channel's database and what it
+    /// returns lives while `run` runs (the read-ahead's key memo); then
+    /// what follows every command, as in [`Channels::run`]. One lookup of
+    /// the channel for all of it.
+    pub fn run_free<M>(
+        &mut self,
+        mux: u16,
+        out: &mut Vec<u8>,
+        prepare: impl FnOnce(usize) -> M,
+        run: impl FnOnce(&mut Session, &mut Vec<u8>) -> Outcome,
+    ) -> RunFree {
+        let Some(ch) = open_in(&mut self.map, self.state, &self.peer, &self.wake, &mut self.listening, mux) else {
+            return RunFree::TooMany;
+        };
+        if ch.busy() {
+            return RunFree::Busy;
         }
+        let prepared = prepare(ch.session.db);
+        let outcome = run(&mut ch.session, out);
+        drop(prepared);
+        match outcome {
+            Outcome::Continue => {
+                if continue_on(ch, mux, &mut self.listening) {
+                    self.drain(mux, out);
+                }
+            }
+            other => self.follow(mux, other, out),
+        }
+        RunFree::Ran
     }
 
     /// Run a command on channel `mux` with `run` (given the channel's
@@ -207,23 +277,27 @@ impl<'a> Channels<'a> {
         let Some(ch) = self.map.get_mut(&mux) else { return };
         let outcome = run(&mut ch.session, out);
         match outcome {
-            Outcome::Close => self.close(mux),
+            Outcome::Continue => {
+                if continue_on(ch, mux, &mut self.listening) {
+                    self.drain(mux, out);
+                }
+            }
+            other => self.follow(mux, other, out),
+        }
+    }
+
+    /// After a command that closed or blocked channel `mux`.
+    fn follow(&mut self, mux: u16, outcome: Outcome, out: &mut Vec<u8>) {
+        match outcome {
+            Outcome::Close => {
+                self.close(mux);
+            }
             Outcome::Block => {
                 self.block(mux);
                 self.after_command(mux, out);
             }
             Outcome::Continue => {
-                // `after_command` in place, on the channel already found.
-                ch.session.protocol = Protocol::Resp3;
-                let newly_listening = !ch.listening && ch.session.subscriptions.inbox().is_some();
-                ch.listening |= newly_listening;
-                let tracking = ch.session.tracking.on();
-                if newly_listening {
-                    self.listening.push(mux);
-                }
-                if tracking {
-                    self.drain(mux, out);
-                }
+                self.after_command(mux, out);
             }
         }
     }
