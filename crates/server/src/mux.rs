@@ -286,7 +286,9 @@ impl<'a> Channels<'a> {
         }
     }
 
-    /// After a command that closed or blocked channel `mux`.
+    /// After a command on channel `mux`, the channel looked up afresh:
+    /// closing or blocking it as `outcome` says, and the bookkeeping of
+    /// [`Channels::after_command`].
     fn follow(&mut self, mux: u16, outcome: Outcome, out: &mut Vec<u8>) {
         match outcome {
             Outcome::Close => {
