@@ -425,28 +425,42 @@ impl RespbReadAhead {
     }
 }
 
-/// The field or member a hash or set command names right after its key,
-/// for the member steps. Commands with none there (`HLEN`, `SSCAN`, …)
-/// name none.
+/// The member a hash, set or sorted-set command names after its key (a
+/// hash field, a set or sorted-set member), for the member steps; the first
+/// one when it names several. Commands naming none (`HLEN`, `SSCAN`, …)
+/// give none.
 fn member_arg<'a>(args: &'a CommandArgs, input: &'a [u8]) -> Option<&'a [u8]> {
-    let names_member = matches!(
-        args.command()?,
+    let at = match args.command()? {
         id::HSET
-            | id::HSETNX
-            | id::HMSET
-            | id::HGET
-            | id::HMGET
-            | id::HEXISTS
-            | id::HDEL
-            | id::HINCRBY
-            | id::HINCRBYFLOAT
-            | id::HSTRLEN
-            | id::SADD
-            | id::SREM
-            | id::SISMEMBER
-            | id::SMISMEMBER
-    );
-    names_member.then(|| args.get(input, 2)).flatten()
+        | id::HSETNX
+        | id::HMSET
+        | id::HGET
+        | id::HMGET
+        | id::HEXISTS
+        | id::HDEL
+        | id::HINCRBY
+        | id::HINCRBYFLOAT
+        | id::HSTRLEN
+        | id::SADD
+        | id::SREM
+        | id::SISMEMBER
+        | id::SMISMEMBER
+        | id::ZSCORE
+        | id::ZMSCORE
+        | id::ZREM
+        | id::ZRANK
+        | id::ZREVRANK => 2,
+        id::ZINCRBY => 3,
+        // `ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member …`.
+        id::ZADD => 3 + (2..6).take_while(|&i| args.get(input, i).is_some_and(is_zadd_option)).count(),
+        _ => return None,
+    };
+    args.get(input, at)
+}
+
+/// Whether `arg` is one of ZADD's options (they come before the scores).
+fn is_zadd_option(arg: &[u8]) -> bool {
+    [&b"NX"[..], b"XX", b"GT", b"LT", b"CH", b"INCR"].iter().any(|o| arg.eq_ignore_ascii_case(o))
 }
 
 /// The first key a decoded command names, if its table entry says where.
@@ -612,12 +626,13 @@ mod tests {
         assert_eq!(distinct, keys);
     }
 
-    /// Hash and set commands naming a member get the member steps once their key's
-    /// entry is loaded or repeats the frame before's: the slot step first,
-    /// the entry step when the frame is next to run. Commands naming no
-    /// member (HLEN, GET) get none.
+    /// Hash, set and sorted-set commands naming a member get the member
+    /// steps once their key's entry is loaded or repeats the frame
+    /// before's: the slot step first, the entry step when the frame is next
+    /// to run. Commands naming no member (HLEN, GET) get none; ZADD's
+    /// member comes after its options and score.
     #[test]
-    fn members_of_hash_and_set_commands_get_the_member_steps() {
+    fn members_of_hash_set_and_zset_commands_get_the_member_steps() {
         let ks = keyspace_with(100);
         let frames: [&[&[u8]]; 6] = [
             &[b"HSET", b"h", b"f1", b"v"],
@@ -650,6 +665,13 @@ mod tests {
         assert_eq!(member(&[b"sismember", b"s", b"m"]), Some(b"m".to_vec()));
         assert_eq!(member(&[b"SMOVE", b"s", b"t", b"m"]), None);
         assert_eq!(member(&[b"HSET", b"h"]), None);
+        assert_eq!(member(&[b"ZADD", b"z", b"1", b"m"]), Some(b"m".to_vec()));
+        assert_eq!(member(&[b"zadd", b"z", b"nx", b"CH", b"1", b"m", b"2", b"n"]), Some(b"m".to_vec()));
+        assert_eq!(member(&[b"ZADD", b"z", b"XX", b"GT", b"CH", b"INCR", b"1", b"m"]), Some(b"m".to_vec()));
+        assert_eq!(member(&[b"ZADD", b"z", b"NX"]), None);
+        assert_eq!(member(&[b"ZINCRBY", b"z", b"2", b"m"]), Some(b"m".to_vec()));
+        assert_eq!(member(&[b"ZSCORE", b"z", b"m"]), Some(b"m".to_vec()));
+        assert_eq!(member(&[b"ZRANGE", b"z", b"0", b"1"]), None);
     }
 
     #[test]

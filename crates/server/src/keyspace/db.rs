@@ -225,7 +225,8 @@ impl Db {
     }
 
     /// Start one load of a member lookup in the value a lookup of `hash`
-    /// finds first, when that value is a hash or set table (see
+    /// finds first, when that value is a hash or set table or a large
+    /// sorted set (see
     /// [`super::lookahead::MemberStep`]).
     pub(super) fn prefetch_member(&self, hash: u64, member_hash: u64, step: MemberStep) {
         fn start<V>(members: &MemberTable<V>, member_hash: u64, step: MemberStep) {
@@ -238,6 +239,10 @@ impl Db {
         match entry.value() {
             ValueRef::Hash(HashRef::Boxed(HashValue::Table(members, _))) => start(members, member_hash, step),
             ValueRef::Set(SetValue::Table(members, _)) => start(members, member_hash, step),
+            ValueRef::ZSet(z) => match step {
+                MemberStep::Slot => z.prefetch_member_slot(member_hash),
+                MemberStep::Entry => z.prefetch_member_entry(member_hash),
+            },
             _ => {}
         }
     }

@@ -28,13 +28,49 @@ pub struct MemberTable<V> {
     /// Positions in `entries`, hashed by their member.
     index: HashTable<usize>,
     hasher: MemberHasher,
-    /// Where `index` keeps its control bytes (0 when it has none) and its
-    /// bucket mask, found again whenever its bucket count changes. Bucket
-    /// `i` sits at `ctrl - (i + 1) * size_of::<usize>()`; the unit tests
-    /// check that layout for the `hashbrown` in use. Only prefetches use
-    /// them, so a layout that differed would make them useless, not wrong.
+    /// Where `index` is, found again whenever its bucket count changes.
+    at: TableAddress,
+}
+
+/// Where a `hashbrown` table keeps its control bytes (0 when it has none)
+/// and its bucket mask, noted for prefetches: bucket `i` sits at
+/// `ctrl - (i + 1) * size_of::<T>()`, and a probe for hash `h` starts at
+/// `h & mask`. The unit tests check that layout for the `hashbrown` in
+/// use; only prefetches use it, so a layout that differed would make them
+/// useless, not wrong. The table's API gives no other way to its address
+/// than the bucket of an element.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct TableAddress {
     ctrl: usize,
     mask: usize,
+}
+
+impl TableAddress {
+    /// The address of `table`, from the bucket of the element that `eq`
+    /// finds under `hash` (none when there is no such element).
+    pub fn of<T>(table: &HashTable<T>, hash: u64, eq: impl FnMut(&T) -> bool) -> TableAddress {
+        let bucket = table.find_bucket_index(hash, eq);
+        match bucket.and_then(|b| Some((b, std::ptr::from_ref(table.get_bucket(b)?).addr()))) {
+            Some((b, addr)) => TableAddress { ctrl: addr + size_of::<T>() * (b + 1), mask: table.num_buckets() - 1 },
+            None => TableAddress::default(),
+        }
+    }
+
+    /// True when no address is noted.
+    pub fn is_unknown(self) -> bool {
+        self.ctrl == 0
+    }
+
+    /// Start loading the control bytes and the bucket of a table of `T`
+    /// where a lookup of `hash` begins.
+    #[inline]
+    pub fn prefetch_slot<T>(self, hash: u64) {
+        if self.ctrl != 0 {
+            let pos = (hash as usize) & self.mask;
+            prefetch(self.ctrl.wrapping_add(pos));
+            prefetch(self.ctrl.wrapping_sub(size_of::<T>().wrapping_mul(pos + 1)));
+        }
+    }
 }
 
 /// What [`MemberTable::insert`] did.
@@ -48,7 +84,12 @@ pub enum Inserted<'a, V> {
 
 impl<V> Default for MemberTable<V> {
     fn default() -> Self {
-        MemberTable { entries: Vec::new(), index: HashTable::new(), hasher: MemberHasher::default(), ctrl: 0, mask: 0 }
+        MemberTable {
+            entries: Vec::new(),
+            index: HashTable::new(),
+            hasher: MemberHasher::default(),
+            at: TableAddress::default(),
+        }
     }
 }
 
@@ -135,8 +176,8 @@ impl<V> MemberTable<V> {
         let (entries, hasher) = (&self.entries, &self.hasher);
         self.index.insert_unique(hash, at, |&i| hasher.hash_one(entries[i].0.as_slice()));
         self.entries.push((member, value));
-        if self.index.num_buckets() != buckets || self.ctrl == 0 {
-            self.locate(hash, at);
+        if self.index.num_buckets() != buckets || self.at.is_unknown() {
+            self.at = TableAddress::of(&self.index, hash, |&j| j == at);
         }
         at
     }
@@ -178,26 +219,11 @@ impl<V> MemberTable<V> {
         self.entries
     }
 
-    /// Note where the table's control bytes are now, from the bucket of
-    /// position `at` (filed under `hash`).
-    fn locate(&mut self, hash: u64, at: usize) {
-        let bucket = self.index.find_bucket_index(hash, |&j| j == at);
-        let addr = bucket.and_then(|b| Some((b, std::ptr::from_ref(self.index.get_bucket(b)?).addr())));
-        (self.ctrl, self.mask) = match addr {
-            Some((b, addr)) => (addr + size_of::<usize>() * (b + 1), self.index.num_buckets() - 1),
-            None => (0, 0),
-        };
-    }
-
     /// Start loading the control bytes and the slot where a lookup of a
     /// member filed under `hash` begins.
     #[inline]
     pub fn prefetch_slot(&self, hash: u64) {
-        if self.ctrl != 0 {
-            let pos = (hash as usize) & self.mask;
-            prefetch(self.ctrl.wrapping_add(pos));
-            prefetch(self.ctrl.wrapping_sub(size_of::<usize>().wrapping_mul(pos + 1)));
-        }
+        self.at.prefetch_slot::<usize>(hash);
     }
 
     /// Start loading the entry a lookup of `hash` compares first (reading
@@ -240,12 +266,11 @@ impl<V: Clone> Clone for MemberTable<V> {
             entries: self.entries.clone(),
             index: self.index.clone(),
             hasher: self.hasher.clone(),
-            ctrl: 0,
-            mask: 0,
+            at: TableAddress::default(),
         };
         if let Some((first, _)) = copy.entries.first() {
             let hash = copy.hasher.hash_one(first.as_slice());
-            copy.locate(hash, 0);
+            copy.at = TableAddress::of(&copy.index, hash, |&j| j == 0);
         }
         copy
     }
@@ -321,12 +346,12 @@ mod tests {
     #[test]
     fn a_table_made_with_room_locates_its_control_bytes_on_the_first_member() {
         let mut table: MemberTable<()> = MemberTable::with_capacity(100);
-        assert_eq!(table.ctrl, 0);
+        assert!(table.at.is_unknown());
         table.insert(b"first", ());
         let hash = MemberTable::<()>::hash(b"first");
         let b = table.index.find_bucket_index(hash, |&j| j == 0).expect("filed");
         let addr = std::ptr::from_ref(table.index.get_bucket(b).expect("full")).addr();
-        assert_eq!(addr, table.ctrl - size_of::<usize>() * (b + 1));
+        assert_eq!(addr, table.at.ctrl - size_of::<usize>() * (b + 1));
     }
 
     #[test]
@@ -361,8 +386,8 @@ mod tests {
         assert_ne!(a, b);
         let c = a.clone();
         assert_eq!(c, a);
-        assert_ne!(c.ctrl, 0);
-        assert_ne!(c.ctrl, a.ctrl);
+        assert!(!c.at.is_unknown());
+        assert_ne!(c.at, a.at);
     }
 
     /// The control bytes and buckets are where the prefetches look: every
@@ -376,13 +401,13 @@ mod tests {
             if i % 500 != 0 {
                 continue;
             }
-            assert_eq!(table.mask + 1, table.index.num_buckets());
+            assert_eq!(table.at.mask + 1, table.index.num_buckets());
             for (at, (m, _)) in table.iter().enumerate() {
                 let hash = table.hasher.hash_one(m.as_slice());
                 assert_eq!(hash, MemberTable::<()>::hash(m));
                 let b = table.index.find_bucket_index(hash, |&j| j == at).expect("filed");
                 let addr = std::ptr::from_ref(table.index.get_bucket(b).expect("full")).addr();
-                assert_eq!(addr, table.ctrl - size_of::<usize>() * (b + 1));
+                assert_eq!(addr, table.at.ctrl - size_of::<usize>() * (b + 1));
                 assert!(table.index.iter_hash(hash).any(|&j| j == at));
             }
         }

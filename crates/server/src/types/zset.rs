@@ -13,10 +13,14 @@
 //! small encoding by shrinking.
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
+use hashbrown::HashTable;
+use kvik_prefetch::prefetch;
+
 use super::compact::MemberHasher;
+use super::member_table::TableAddress;
 
 /// Most members in one block; a full block splits in two.
 const BLOCK_MAX: usize = 256;
@@ -140,6 +144,70 @@ impl LexBound {
     }
 }
 
+/// Member → score in the large encoding: a `hashbrown` table of the names
+/// the order holds (shared, not copied), with its address noted so that
+/// the read-ahead can prefetch a member's lookup (see
+/// [`ZSetValue::prefetch_member_slot`]).
+#[derive(Debug, Default)]
+struct ScoreIndex {
+    table: HashTable<(Arc<[u8]>, f64)>,
+    hasher: MemberHasher,
+    at: TableAddress,
+}
+
+impl ScoreIndex {
+    fn get(&self, member: &[u8]) -> Option<f64> {
+        self.table.find(self.hasher.hash_one(member), |(m, _)| **m == *member).map(|&(_, score)| score)
+    }
+
+    /// Set the score of `member`, added when new.
+    fn insert(&mut self, member: Arc<[u8]>, score: f64) {
+        let hash = self.hasher.hash_one(&*member);
+        if let Some(found) = self.table.find_mut(hash, |(m, _)| *m == member) {
+            found.1 = score;
+            return;
+        }
+        let buckets = self.table.num_buckets();
+        let hasher = &self.hasher;
+        self.table.insert_unique(hash, (Arc::clone(&member), score), |(m, _)| hasher.hash_one(&**m));
+        if self.table.num_buckets() != buckets || self.at.is_unknown() {
+            self.at = TableAddress::of(&self.table, hash, |(m, _)| *m == member);
+        }
+    }
+
+    fn remove(&mut self, member: &[u8]) {
+        if let Ok(found) = self.table.find_entry(self.hasher.hash_one(member), |(m, _)| **m == *member) {
+            found.remove();
+        }
+    }
+
+    fn capacity(&self) -> usize {
+        self.table.capacity()
+    }
+}
+
+impl FromIterator<(Arc<[u8]>, f64)> for ScoreIndex {
+    fn from_iter<I: IntoIterator<Item = (Arc<[u8]>, f64)>>(items: I) -> Self {
+        let mut index = ScoreIndex::default();
+        for (member, score) in items {
+            index.insert(member, score);
+        }
+        index
+    }
+}
+
+impl Clone for ScoreIndex {
+    fn clone(&self) -> Self {
+        let mut copy =
+            ScoreIndex { table: self.table.clone(), hasher: self.hasher.clone(), at: TableAddress::default() };
+        if let Some((member, _)) = copy.table.iter().next() {
+            let (member, hash) = (Arc::clone(member), copy.hasher.hash_one(&**member));
+            copy.at = TableAddress::of(&copy.table, hash, |(m, _)| *m == member);
+        }
+        copy
+    }
+}
+
 /// A sorted set.
 #[derive(Debug, Clone, Default)]
 pub struct ZSetValue {
@@ -152,7 +220,7 @@ pub struct ZSetValue {
     /// Number of members.
     len: usize,
     /// Member → score; present in the large (`skiplist`) encoding.
-    index: Option<HashMap<Arc<[u8]>, f64, MemberHasher>>,
+    index: Option<ScoreIndex>,
     /// Bytes held by member names, for the memory estimate.
     member_bytes: usize,
 }
@@ -173,7 +241,7 @@ impl ZSetValue {
     /// An empty set in the large encoding (Redis creates one directly when
     /// the first member is already over the limits).
     pub fn new_large() -> ZSetValue {
-        ZSetValue { index: Some(HashMap::default()), ..ZSetValue::default() }
+        ZSetValue { index: Some(ScoreIndex::default()), ..ZSetValue::default() }
     }
 
     /// Number of members.
@@ -245,8 +313,25 @@ impl ZSetValue {
     /// The score of `member`.
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         match &self.index {
-            Some(index) => index.get(member).copied(),
+            Some(index) => index.get(member),
             None => self.iter_items().find(|it| &*it.member == member).map(|it| it.score),
+        }
+    }
+
+    /// Start loading the control bytes and the bucket where a lookup of a
+    /// member filed under `hash` ([`super::member_table::MemberTable::hash`])
+    /// in the member index begins (large encoding only).
+    pub fn prefetch_member_slot(&self, hash: u64) {
+        if let Some(index) = &self.index {
+            index.at.prefetch_slot::<(Arc<[u8]>, f64)>(hash);
+        }
+    }
+
+    /// Start loading the name a lookup of `hash` compares first (reading
+    /// the bucket [`ZSetValue::prefetch_member_slot`] loaded).
+    pub fn prefetch_member_entry(&self, hash: u64) {
+        if let Some((member, _)) = self.index.as_ref().and_then(|index| index.table.iter_hash(hash).next()) {
+            prefetch(member.as_ptr().addr());
         }
     }
 
