@@ -3,16 +3,17 @@
 //! of positions.
 //!
 //! The dense array gives `HRANDFIELD`, `SPOP` and `SRANDMEMBER` a uniform
-//! pick in O(1) and `HSCAN` and `SSCAN` a cursor that is a position. A removal moves the last entry into the gap,
-//! so positions stay dense and the order is insertion order until the
-//! first removal.
+//! pick in O(1) and `HSCAN` and `SSCAN` a cursor that is a position. A
+//! removal moves the last entry into the gap, so positions stay dense and
+//! the order is insertion order until the first removal.
 //!
 //! The table is `hashbrown`'s, holding positions. It is ours rather than a
-//! library's map because a pipelined `HSET` or `SADD` on a value larger than the CPU's
-//! caches waits on three misses in a row (the control bytes, the slot, the
-//! entry), and the connection's read-ahead can start those loads a few
-//! commands early only with the table's addresses in hand
-//! ([`MemberTable::prefetch_slot`], [`MemberTable::prefetch_entry`]).
+//! library's map because a pipelined `HSET` or `SADD` on a value larger
+//! than the CPU's caches waits on three misses in a row (the control bytes,
+//! the slot, the entry), and the connection's read-ahead can start those
+//! loads a few commands early only with the table's address in hand
+//! ([`TableAddress`], also used by large sorted sets;
+//! [`MemberTable::prefetch_slot`], [`MemberTable::prefetch_entry`]).
 
 use std::fmt;
 use std::hash::BuildHasher;
@@ -341,6 +342,30 @@ mod tests {
         }
         assert_eq!(table.swap_remove_index(table.len()), None);
         assert_eq!(table.get(b"never"), None);
+    }
+
+    /// The layout `TableAddress` assumes holds for buckets of other sizes,
+    /// as the sorted sets' index (24-byte buckets) uses it: every element
+    /// sits `(i + 1)` buckets below the noted control bytes.
+    #[test]
+    fn a_noted_address_fits_buckets_of_any_size() {
+        let hasher = MemberHasher::default();
+        let mut table: HashTable<(std::sync::Arc<[u8]>, f64)> = HashTable::new();
+        for i in 0..3000u32 {
+            let name: std::sync::Arc<[u8]> = member(u64::from(i)).into();
+            table.insert_unique(hasher.hash_one(&*name), (name, f64::from(i)), |(m, _)| hasher.hash_one(&**m));
+        }
+        let (first, _) = table.iter().next().expect("filled");
+        let first = first.clone();
+        let at = TableAddress::of(&table, hasher.hash_one(&*first), |(m, _)| *m == first);
+        assert_eq!(at.mask + 1, table.num_buckets());
+        for (name, _) in table.iter() {
+            let hash = hasher.hash_one(&**name);
+            let b = table.find_bucket_index(hash, |(m, _)| m == name).expect("filed");
+            let addr = std::ptr::from_ref(table.get_bucket(b).expect("full")).addr();
+            assert_eq!(addr, at.ctrl - size_of::<(std::sync::Arc<[u8]>, f64)>() * (b + 1));
+        }
+        assert!(TableAddress::of(&table, 0, |_| false).is_unknown());
     }
 
     #[test]
