@@ -116,14 +116,20 @@ fn resp_pipelines_over_a_large_keyspace_answer_as_the_model() {
             req.extend(multibulk(&args));
             expected.push(reply);
         }
-        c.write_all(&req).expect("send");
-        let want = expected.concat();
-        let got = read_until(&mut c, |got| got.len() >= want.len());
-        let (got, want) = (split_replies(&got.bytes), split_replies(&want));
-        assert_eq!(got.len(), want.len(), "round {round}");
-        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert_eq!(g.escape_ascii().to_string(), w.escape_ascii().to_string(), "round {round}, reply {i}");
-        }
+        send_and_compare(&mut c, &req, &expected, round);
+    }
+}
+
+/// Send the pipeline `req` and check its replies, one by one, against
+/// `expected` (round `round` of a test).
+fn send_and_compare(c: &mut TcpStream, req: &[u8], expected: &[Vec<u8>], round: usize) {
+    c.write_all(req).expect("send");
+    let want = expected.concat();
+    let got = read_until(c, |got| got.len() >= want.len());
+    let (got, want) = (split_replies(&got.bytes), split_replies(&want));
+    assert_eq!(got.len(), want.len(), "round {round}");
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g.escape_ascii().to_string(), w.escape_ascii().to_string(), "round {round}, reply {i}");
     }
 }
 
@@ -250,14 +256,7 @@ fn pipelines_on_a_large_hash_and_set_answer_as_the_model() {
             req.extend(multibulk(&cmd));
             expected.push(reply);
         }
-        c.write_all(&req).expect("send");
-        let want = expected.concat();
-        let got = read_until(&mut c, |got| got.len() >= want.len());
-        let (got, want) = (split_replies(&got.bytes), split_replies(&want));
-        assert_eq!(got.len(), want.len(), "round {round}");
-        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert_eq!(g.escape_ascii().to_string(), w.escape_ascii().to_string(), "round {round}, reply {i}");
-        }
+        send_and_compare(&mut c, &req, &expected, round);
     }
     let len = call(&mut c, &[b"HLEN", b"big"]);
     assert_eq!(len, format!(":{}\r\n", model.len()).into_bytes());
