@@ -340,8 +340,10 @@ impl<P: FramePeek> FrameScan<P> {
                         _ => continue,
                     };
                     let Some(member_hash) = w.member else { continue };
-                    ks.prefetch_member(at, member_hash, step);
-                    w.member_steps += 1;
+                    // A value with no member table (a small hash, a string)
+                    // needs no second step: its lock is not taken again.
+                    let table = ks.prefetch_member(at, pending, member_hash, step);
+                    w.member_steps = if table { w.member_steps + 1 } else { 2 };
                     #[cfg(test)]
                     self.member_steps.push((w.frame, step));
                 }
@@ -479,6 +481,8 @@ mod tests {
     use crate::keyspace::db::key_hasher;
     use crate::keyspace::lookahead::{remembered_hash, remembered_slot};
     use crate::keyspace::{key_slot, Entry, Meta};
+    use crate::types::hash::{HashLimits, HashValue};
+    use crate::types::Value;
     use kvik_protocol::resp::command::write_command;
     use kvik_protocol::resp::request::RequestLimits;
     use kvik_protocol::respb::encode_request;
@@ -634,20 +638,31 @@ mod tests {
     #[test]
     fn members_of_hash_set_and_zset_commands_get_the_member_steps() {
         let ks = keyspace_with(100);
-        let frames: [&[&[u8]]; 6] = [
+        let mut big = HashValue::new();
+        for i in 0..600 {
+            big.set(format!("f{i}").as_bytes(), b"v", HashLimits::default());
+        }
+        assert_eq!(big.encoding(), "hashtable");
+        let entry = crate::keyspace::Entry::new(b"h", Value::Hash(Box::new(big)), None, Meta::new(0, false));
+        ks.lock_key(b"h").db(0).insert(entry);
+        let frames: [&[&[u8]]; 7] = [
             &[b"HSET", b"h", b"f1", b"v"],
             &[b"hset", b"h", b"f2", b"v"],
             &[b"HGET", b"h", b"f3"],
             &[b"HLEN", b"h"],
             &[b"HINCRBY", b"h", b"f4", b"1"],
+            &[b"HGET", b"k3", b"f"],
             &[b"GET", b"k7"],
         ];
         let input: Vec<u8> = frames.iter().flat_map(|f| resp(f)).collect();
         let mut scan = RespReadAhead::default();
-        assert_eq!(drive(&ks, &input, &mut scan), (6, 5));
+        assert_eq!(drive(&ks, &input, &mut scan), (7, 6));
         use MemberStep::{Entry, Slot};
-        assert_eq!(scan.member_steps, [(1, Slot), (2, Slot), (2, Entry), (4, Slot), (4, Entry)]);
-        assert_eq!(scan.loaded, [5]);
+        // Frame 5's key holds a string: after its slot step finds no member
+        // table, it gets no entry step.
+        let steps = [(1, Slot), (2, Slot), (2, Entry), (4, Slot), (4, Entry), (5, Slot)];
+        assert_eq!(scan.member_steps, steps);
+        assert_eq!(scan.loaded, [5, 6]);
         let member = |frame: &[&[u8]]| {
             let mut args = CommandArgs::new();
             let mut parser = RequestParser::default();
@@ -660,7 +675,8 @@ mod tests {
         };
         assert_eq!(member(frames[1]), Some(b"f2".to_vec()));
         assert_eq!(member(frames[3]), None);
-        assert_eq!(member(frames[5]), None);
+        assert_eq!(member(frames[5]), Some(b"f".to_vec()));
+        assert_eq!(member(frames[6]), None);
         assert_eq!(member(&[b"SADD", b"s", b"m1", b"m2"]), Some(b"m1".to_vec()));
         assert_eq!(member(&[b"sismember", b"s", b"m"]), Some(b"m".to_vec()));
         assert_eq!(member(&[b"SMOVE", b"s", b"t", b"m"]), None);

@@ -224,26 +224,30 @@ impl Db {
         }
     }
 
-    /// Start one load of a member lookup in the value a lookup of `hash`
-    /// finds first, when that value is a hash or set table or a large
-    /// sorted set (see
-    /// [`super::lookahead::MemberStep`]).
-    pub(super) fn prefetch_member(&self, hash: u64, member_hash: u64, step: MemberStep) {
-        fn start<V>(members: &MemberTable<V>, member_hash: u64, step: MemberStep) {
+    /// Start one load of a member lookup in the value of `key` (filed
+    /// under `hash`), when that value is a hash or set table or a large
+    /// sorted set (see [`super::lookahead::MemberStep`]). False when it is
+    /// none of those (or no key is there): the member has nothing to load.
+    pub(super) fn prefetch_member(&self, hash: u64, key: &[u8], member_hash: u64, step: MemberStep) -> bool {
+        fn start<V>(members: &MemberTable<V>, member_hash: u64, step: MemberStep) -> bool {
             match step {
                 MemberStep::Slot => members.prefetch_slot(member_hash),
                 MemberStep::Entry => members.prefetch_entry(member_hash),
             }
+            true
         }
-        let Some(entry) = self.table.iter_hash(hash).next() else { return };
+        let Some(entry) = self.table.find(hash, |e| e.is_key(key)) else { return false };
         match entry.value() {
             ValueRef::Hash(HashRef::Boxed(HashValue::Table(members, _))) => start(members, member_hash, step),
             ValueRef::Set(SetValue::Table(members, _)) => start(members, member_hash, step),
-            ValueRef::ZSet(z) => match step {
-                MemberStep::Slot => z.prefetch_member_slot(member_hash),
-                MemberStep::Entry => z.prefetch_member_entry(member_hash),
-            },
-            _ => {}
+            ValueRef::ZSet(z) if z.is_large() => {
+                match step {
+                    MemberStep::Slot => z.prefetch_member_slot(member_hash),
+                    MemberStep::Entry => z.prefetch_member_entry(member_hash),
+                }
+                true
+            }
+            _ => false,
         }
     }
 

@@ -184,9 +184,14 @@ impl Ahead {
     /// scan's hashing and step 1 would give again, without doing them. Only
     /// when this key's bytes still lie in `buf`, the bytes being scanned.
     pub fn again(&self, buf: &[u8], key: &[u8]) -> Option<Ahead> {
-        let start = self.addr.checked_sub(buf.as_ptr().addr())?;
-        let mine = buf.get(start..start.checked_add(self.len)?)?;
+        let mine = self.key_in(buf)?;
         same_key(mine, key).then(|| Ahead { addr: key.as_ptr().addr(), len: key.len(), ..*self })
+    }
+
+    /// The key's bytes, when they lie in `buf`.
+    fn key_in<'b>(&self, buf: &'b [u8]) -> Option<&'b [u8]> {
+        let start = self.addr.checked_sub(buf.as_ptr().addr())?;
+        buf.get(start..start.checked_add(self.len)?)
     }
 
     /// Where the key lives, leaving out where its bytes were.
@@ -251,12 +256,16 @@ pub enum MemberStep {
 
 impl Keyspace {
     /// A member step for `at`'s value and the member filed under
-    /// `member_hash`. Like step 2, skips a shard another thread holds.
-    pub fn prefetch_member(&self, at: Ahead, member_hash: u64, step: MemberStep) {
-        if let Ok(shard) = self.shards[at.shard].try_lock() {
-            if let Some(db) = shard.dbs.get(at.db) {
-                db.prefetch_member(at.hash, member_hash, step);
-            }
+    /// `member_hash`; `buf` holds the key's bytes (the bytes being
+    /// scanned). Like step 2, skips a shard another thread holds. False
+    /// when the value has no member table (a small hash or set, a string,
+    /// no key): the frame needs no further member step.
+    pub fn prefetch_member(&self, at: Ahead, buf: &[u8], member_hash: u64, step: MemberStep) -> bool {
+        let Some(key) = at.key_in(buf) else { return false };
+        match self.shards[at.shard].try_lock() {
+            Ok(shard) => shard.dbs.get(at.db).is_some_and(|db| db.prefetch_member(at.hash, key, member_hash, step)),
+            // Busy: this load is skipped, the next may find the shard free.
+            Err(_) => true,
         }
     }
 }
