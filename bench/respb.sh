@@ -114,10 +114,20 @@ bench_one() {
     file="$server-$proto-P$p-$rep.json"
     [ "$proto" = respb ] && extra=(--respb)
     echo "round $rep/$REPEATS  -P $p  $server $proto" >&2
-    if run_bounded "$work/$file" "$work/$file.err" "${client_pin[@]}" "$BENCH_BIN" -h 127.0.0.1 -p "${port[$server]}" \
-        -t "$TESTS" -n "$BENCH_N" -r 100000 -c "$CLIENTS" -P "$p" --json "${bench_threads[@]}" "${extra[@]}" &&
-        python3 "$HELPER" wait "${port[$server]}" 5; then
-        printf '%s\t%s\t%s\t%s\tjson\t%s\n' "$server" "$proto" "$p" "$rep" "$file" >>"$work/runs.tsv"
+    # The client's CPU time over the run, to tell runs it paced (as the suite does).
+    local client_before=x client_after=x wall_before wall_after client_ms="" rc=0
+    children_ms client_before || client_before=x
+    now_ms wall_before
+    run_bounded "$work/$file" "$work/$file.err" "${client_pin[@]}" "$BENCH_BIN" -h 127.0.0.1 -p "${port[$server]}" \
+        -t "$TESTS" -n "$BENCH_N" -r 100000 -c "$CLIENTS" -P "$p" --json "${bench_threads[@]}" "${extra[@]}" || rc=$?
+    now_ms wall_after
+    children_ms client_after || client_after=x
+    if [[ "$client_before" =~ ^[0-9]+$ && "$client_after" =~ ^[0-9]+$ ]]; then
+        client_ms=$((client_after - client_before))
+    fi
+    if [ "$rc" = 0 ] && python3 "$HELPER" wait "${port[$server]}" 5; then
+        printf '%s\t%s\t%s\t%s\tjson\t%s\t%s\t%s\n' "$server" "$proto" "$p" "$rep" "$file" "$client_ms" \
+            "$((wall_after - wall_before))" >>"$work/runs.tsv"
     else
         failures+=("$server $proto -P $p round $rep")
         echo "  failed: $(tail -3 "$work/$file.err" | tr '\n' ' ')" >&2

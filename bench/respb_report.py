@@ -3,11 +3,12 @@
 
 Both scripts write one line per benchmark run to WORK/runs.tsv:
 
-  respb.sh: server  protocol  pipeline  repeat  format  file
+  respb.sh: server  protocol  pipeline  repeat  format  file  client_ms  wall_ms
   mux.sh:   config  repeat  file  rss_idle  rss_peak_sampled  vm_hwm
 
 where `format` is `json` (kvik-benchmark --json: one object per test) or
-`csv` (redis-benchmark --csv), and the RSS figures are bytes. The values in
+`csv` (redis-benchmark --csv), the RSS figures are bytes, and client_ms is
+the benchmark client's CPU time over the run (empty when unknown). The values in
 WORK/meta (key=value lines) describe the machine and the command.
 
 Subcommands:
@@ -69,6 +70,20 @@ def rss(pid):
     except OSError:
         pass
     print(vals["VmRSS"], vals["VmHWM"])
+
+
+# A median whose runs kept the one-thread client on a CPU this much of their
+# wall time (median) is marked ◆: the client, not only the server, set the
+# pace (bench/suite_report.py marks its cells the same way).
+CLIENT_BOUND = 0.9
+
+
+def client_busy(run):
+    """The client's CPU time over the run's wall time, or None when unknown."""
+    client, wall = run.get("client_ms", ""), run.get("wall_ms", "")
+    if client.isdigit() and wall.isdigit() and int(wall) > 0:
+        return int(client) / int(wall)
+    return None
 
 
 def median(xs):
@@ -156,7 +171,13 @@ def kvik_label(kvik):
     return "kvik %d thread%s" % (threads, "" if threads == 1 else "s")
 
 
-def respb_table(kvik, test, pipelines, peers, med):
+def paced(busy, key):
+    """" ◆" after a median whose runs the client paced (see CLIENT_BOUND)."""
+    b = busy.get(key)
+    return " ◆" if b is not None and b >= CLIENT_BOUND else ""
+
+
+def respb_table(kvik, test, pipelines, peers, med, busy):
     """One test's table for one kvik server: its two protocols, then each peer."""
     lines = ["### %s, %s" % (test, kvik_label(kvik)), ""]
     head = "| `-P` | kvik RESP | kvik RESPB | RESPB/RESP |"
@@ -168,10 +189,13 @@ def respb_table(kvik, test, pipelines, peers, med):
     for p in pipelines:
         resp = med.get((kvik, "resp", p, test))
         respb = med.get((kvik, "respb", p, test))
-        row = "| %s | %s | %s | %s |" % (p, fmt_int(resp), fmt_int(respb), fmt_ratio(respb, resp))
+        row = "| %s | %s%s | %s%s | %s |" % (
+            p, fmt_int(resp), paced(busy, (kvik, "resp", p)), fmt_int(respb), paced(busy, (kvik, "respb", p)),
+            fmt_ratio(respb, resp))
         for peer in peers:
             ref = med.get((peer, "resp", p, test))
-            row += " %s | %s | %s |" % (fmt_int(ref), fmt_ratio(resp, ref), fmt_ratio(respb, ref))
+            row += " %s%s | %s | %s |" % (fmt_int(ref), paced(busy, (peer, "resp", p)), fmt_ratio(resp, ref),
+                                          fmt_ratio(respb, ref))
         lines.append(row)
     return lines + [""]
 
@@ -191,19 +215,23 @@ def respb_summary(kviks, pipelines, peers, med):
 
 def respb_report(work, out_md, out_json):
     meta = read_meta(work)
-    runs = read_runs(work, ["server", "protocol", "pipeline", "repeat", "format", "file"])
+    runs = read_runs(work, ["server", "protocol", "pipeline", "repeat", "format", "file", "client_ms", "wall_ms"])
     pipelines = [p for p in meta.get("pipelines", "").split() if p]
     tests = [t.upper() for t in meta.get("tests", "set,get").split(",")]
     raw = []
     # (server, protocol, pipeline, test) -> [rps...]
     cells = {}
+    # (server, protocol, pipeline) -> [client busy fraction...], one per run (a run covers every test)
+    busy_runs = {}
     for r in runs:
         results = parse_results(os.path.join(work, r["file"]), r["format"])
+        busy_runs.setdefault((r["server"], r["protocol"], r["pipeline"]), []).append(client_busy(r))
         for test, v in results.items():
             raw.append(dict(server=r["server"], protocol=r["protocol"], pipeline=int(r["pipeline"]),
-                            repeat=int(r["repeat"]), test=test, **v))
+                            repeat=int(r["repeat"]), test=test, client_busy=client_busy(r), **v))
             cells.setdefault((r["server"], r["protocol"], r["pipeline"], test), []).append(v["rps"])
     med = {k: median(v) for k, v in cells.items()}
+    busy = {k: median(v) for k, v in busy_runs.items()}
     peers = [p for p in meta.get("peers", "").split() if any(k[0] == p for k in med)]
 
     lines = header(meta, "RESP vs RESPB on kvik-server, redis-server and valkey-server for reference")
@@ -217,7 +245,9 @@ def respb_report(work, out_md, out_json):
         "client drives them all, so the ratios compare servers and protocols rather than benchmark "
         "tools. RESPB here means the RESPB/1 frames of `spec/respb.md` after the `D3 C1` handshake, "
         "no mux.",
-        "- Benchmark client threads: %s." % meta.get("bench_threads", "?"),
+        "- Benchmark client threads: %s. A median marked ◆ comes from runs whose client was on a CPU "
+        "%d%% of their wall time or more (median): there the client, not only the server, set the pace."
+        % (meta.get("bench_threads", "?"), round(CLIENT_BOUND * 100)),
         "",
     ]
     if "valkey" in peers:
@@ -231,7 +261,7 @@ def respb_report(work, out_md, out_json):
     for test in tests:
         lines += ["## %s (requests/s, median of %s)" % (test, meta.get("repeats", "?")), ""]
         for kvik in kviks:
-            lines += respb_table(kvik, test, pipelines, peers, med)
+            lines += respb_table(kvik, test, pipelines, peers, med, busy)
     lines += respb_summary(kviks, pipelines, peers, med)
     lines += footer(meta)
 
