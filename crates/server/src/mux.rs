@@ -257,14 +257,8 @@ impl<'a> Channels<'a> {
         let prepared = prepare(ch.session.db);
         let outcome = run(&mut ch.session, out);
         drop(prepared);
-        match outcome {
-            Outcome::Continue => {
-                if continue_on(ch, mux, &mut self.listening) {
-                    self.drain(mux, out);
-                }
-            }
-            other => self.follow(mux, other, out),
-        }
+        let drain = outcome == Outcome::Continue && continue_on(ch, mux, &mut self.listening);
+        self.follow(mux, outcome, drain, out);
         RunFree::Ran
     }
 
@@ -276,30 +270,26 @@ impl<'a> Channels<'a> {
     pub fn run(&mut self, mux: u16, out: &mut Vec<u8>, run: impl FnOnce(&mut Session, &mut Vec<u8>) -> Outcome) {
         let Some(ch) = self.map.get_mut(&mux) else { return };
         let outcome = run(&mut ch.session, out);
-        match outcome {
-            Outcome::Continue => {
-                if continue_on(ch, mux, &mut self.listening) {
-                    self.drain(mux, out);
-                }
-            }
-            other => self.follow(mux, other, out),
-        }
+        let drain = outcome == Outcome::Continue && continue_on(ch, mux, &mut self.listening);
+        self.follow(mux, outcome, drain, out);
     }
 
-    /// After a command on channel `mux`, the channel looked up afresh:
-    /// closing or blocking it as `outcome` says, and the bookkeeping of
-    /// [`Channels::after_command`].
-    fn follow(&mut self, mux: u16, outcome: Outcome, out: &mut Vec<u8>) {
+    /// After a command on channel `mux`: closing or blocking it as
+    /// `outcome` says, with the bookkeeping of [`Channels::after_command`]
+    /// for a blocked one. A command that went on had that bookkeeping done
+    /// in place ([`continue_on`]); `drain` says its tracking may have
+    /// queued invalidations.
+    fn follow(&mut self, mux: u16, outcome: Outcome, drain: bool, out: &mut Vec<u8>) {
         match outcome {
-            Outcome::Close => {
-                self.close(mux);
-            }
+            Outcome::Close => self.close(mux),
             Outcome::Block => {
                 self.block(mux);
                 self.after_command(mux, out);
             }
             Outcome::Continue => {
-                self.after_command(mux, out);
+                if drain {
+                    self.drain(mux, out);
+                }
             }
         }
     }

@@ -334,12 +334,12 @@ impl<P: FramePeek> FrameScan<P> {
                 // The entry is on its way or cached: the member's loads,
                 // the second one command ahead, once the first has arrived.
                 Some(at) => {
+                    let Some(member_hash) = w.member else { continue };
                     let step = match (w.member_steps, w.frame == self.running + 1) {
                         (0, _) => MemberStep::Slot,
                         (1, true) => MemberStep::Entry,
                         _ => continue,
                     };
-                    let Some(member_hash) = w.member else { continue };
                     // A value with no member table (a small hash, a string)
                     // needs no second step: its lock is not taken again.
                     let table = ks.prefetch_member(at, pending, member_hash, step);
