@@ -1224,12 +1224,75 @@ async fn wait_respb<S: ClientStream>(
     // As in Redis, `timeout` spares blocked and subscribed clients.
     let idle =
         if channels.any_busy() || channels.any_listening() || !output.idle() { 0 } else { state.limits.idle_timeout() };
-    let deadline = channels.next_deadline();
-    let write_deadline = output.write_deadline(conn);
-    let held = channels.any_held();
+    let timers = RespbTimers {
+        deadline: channels.next_deadline(),
+        write_deadline: output.write_deadline(conn),
+        held: channels.any_held(),
+        idle_s: idle,
+    };
     let Conn { stream, shutdown, .. } = conn;
     let read_want = may_read.then_some(want);
-    let io = std::future::poll_fn(|cx| poll_respb(cx, stream, buf, read_want, channels, output));
+    let why = if timers.none() {
+        // Nearly every wait: polled by hand in the order of
+        // `wait_respb_timed`. At `-P 1` this runs once per frame, and the
+        // futures `select!` builds and drops cost more than the read (as
+        // in `Conn::fill_plain`).
+        std::future::poll_fn(|cx| {
+            if Pin::new(&mut *shutdown).poll(cx).is_ready() {
+                return Poll::Ready(MuxWake::Closed);
+            }
+            if Pin::new(&mut *kill).poll(cx).is_ready() {
+                return Poll::Ready(MuxWake::Killed);
+            }
+            poll_respb(cx, stream, buf, read_want, channels, output)
+        })
+        .await
+    } else {
+        let io = std::future::poll_fn(|cx| poll_respb(cx, stream, buf, read_want, channels, output));
+        wait_respb_timed(state, shutdown, kill, io, timers).await
+    };
+    match why {
+        MuxWake::Killed => {
+            // A kill here means "look at the channels again": lowered
+            // before looking, so a kill meanwhile raises it anew.
+            wake.lower();
+            *kill = Event::raised(Arc::clone(wake));
+            channels.close_killed();
+        }
+        MuxWake::Timeout => channels.expire(Instant::now()),
+        MuxWake::Progress | MuxWake::Eof | MuxWake::Closed => {}
+    }
+    why
+}
+
+/// What a RESPB connection waits for besides its socket and channels.
+struct RespbTimers {
+    /// The earliest timeout of a blocked channel.
+    deadline: Option<Instant>,
+    /// When replies stuck above the soft output limit close the connection.
+    write_deadline: Option<Instant>,
+    /// Whether a channel waits for a `CLIENT PAUSE` to end.
+    held: bool,
+    /// `timeout` for an idle connection (0: none).
+    idle_s: u64,
+}
+
+impl RespbTimers {
+    /// Whether there is nothing to wait for here.
+    fn none(&self) -> bool {
+        self.deadline.is_none() && self.write_deadline.is_none() && !self.held && self.idle_s == 0
+    }
+}
+
+/// [`wait_respb`]'s wait when a timer or a pause is involved.
+async fn wait_respb_timed(
+    state: &ServerState,
+    shutdown: &mut Event,
+    kill: &mut Event,
+    io: impl Future<Output = MuxWake>,
+    timers: RespbTimers,
+) -> MuxWake {
+    let RespbTimers { deadline, write_deadline, held, idle_s } = timers;
     let sleep = async {
         match deadline {
             Some(d) => tokio::time::sleep_until(d.into()).await,
@@ -1250,33 +1313,21 @@ async fn wait_respb<S: ClientStream>(
         }
     };
     let idle_timer = async {
-        if idle > 0 {
-            tokio::time::sleep(Duration::from_secs(idle)).await
+        if idle_s > 0 {
+            tokio::time::sleep(Duration::from_secs(idle_s)).await
         } else {
             std::future::pending().await
         }
     };
-    let why = tokio::select! {
+    tokio::select! {
         biased;
         () = shutdown => MuxWake::Closed,
-        () = &mut *kill => MuxWake::Killed,
+        () = kill => MuxWake::Killed,
         why = io => why,
         () = sleep => MuxWake::Timeout,
         // Settled at the top of the loop: held channels look again.
         () = pause => MuxWake::Progress,
         () = stalled_writer => MuxWake::Closed,
         () = idle_timer => MuxWake::Closed,
-    };
-    match why {
-        MuxWake::Killed => {
-            // A kill here means "look at the channels again": lowered
-            // before looking, so a kill meanwhile raises it anew.
-            wake.lower();
-            *kill = Event::raised(Arc::clone(wake));
-            channels.close_killed();
-        }
-        MuxWake::Timeout => channels.expire(Instant::now()),
-        MuxWake::Progress | MuxWake::Eof | MuxWake::Closed => {}
     }
-    why
 }

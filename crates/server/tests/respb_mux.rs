@@ -12,7 +12,7 @@ use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::{call, connect, read_until, start_kvik, ServerProcess};
+use common::{call, connect, read_until, start_kvik, start_kvik_with, ServerProcess};
 use kvik_protocol::resp::reply_parser::{parse_reply, ReplyLimits};
 use kvik_protocol::respb::handshake;
 use kvik_protocol::respb::{control_frame, decode_reply, encode_request, ReplyFrame, MUX_CLOSE, MUX_CREATE};
@@ -238,6 +238,58 @@ fn client_kill_of_a_blocked_channel_ends_only_that_channel() {
     // The killed id's mux starts again as a new client.
     let again = request(&mut s, &[b"CLIENT", b"ID"], 11).value;
     assert_ne!(again, Value::Integer(id));
+}
+
+/// The ids in `CLIENT LIST`.
+fn listed_ids(port: u16) -> Vec<i64> {
+    let mut c = connect(port);
+    let text = String::from_utf8_lossy(&call(&mut c, &[b"CLIENT", b"LIST"])).into_owned();
+    text.lines().filter_map(|l| l.strip_prefix("id=")?.split(' ').next()?.parse().ok()).collect()
+}
+
+#[test]
+fn client_kill_of_an_idle_channel_ends_only_that_channel() {
+    let kvik = start_kvik();
+    let mut s = greeted(&kvik);
+    let id = match request(&mut s, &[b"CLIENT", b"ID"], 21).value {
+        Value::Integer(id) => id,
+        other => panic!("CLIENT ID: {other:?}"),
+    };
+    assert_eq!(request(&mut s, &[b"SET", b"k", b"v"], 22).value, Value::simple("OK"));
+    // The connection now waits for input with no channel busy.
+    let mut other = connect(kvik.port);
+    assert_eq!(call(&mut other, &[b"CLIENT", b"KILL", b"ID", id.to_string().as_bytes()]), b":1\r\n");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while listed_ids(kvik.port).contains(&id) {
+        assert!(Instant::now() < deadline, "the killed channel stayed in CLIENT LIST");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(request(&mut s, &[b"GET", b"k"], 22).value, Value::Bulk(b"v".to_vec()), "the other channels stay");
+    let again = request(&mut s, &[b"CLIENT", b"ID"], 21).value;
+    assert_ne!(again, Value::Integer(id), "the killed mux starts again as a new client");
+}
+
+#[test]
+fn idle_timeout_closes_an_idle_respb_connection_but_not_a_blocked_one() {
+    let kvik = start_kvik_with(&["--timeout", "1"]);
+    let mut idle = greeted(&kvik);
+    assert_eq!(request(&mut idle, &[b"PING"], 1).value, Value::simple("PONG"));
+    let mut blocked = greeted(&kvik);
+    send(&mut blocked, &[b"BLPOP", b"list", b"0"], 5);
+    wait_blocked(kvik.port, 1);
+    let started = Instant::now();
+    idle.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    let mut byte = [0u8; 1];
+    let got = std::io::Read::read(&mut idle, &mut byte);
+    assert!(matches!(got, Ok(0)), "an idle connection is closed, got {got:?}");
+    assert!(started.elapsed() < Duration::from_secs(5), "closed within the timeout's reach");
+    // As in Redis, the timeout spares a client blocked in a command.
+    let mut other = connect(kvik.port);
+    assert_eq!(call(&mut other, &[b"RPUSH", b"list", b"x"]), b":1\r\n");
+    match one(&mut blocked).value {
+        Value::Array(items) => assert_eq!(items, vec![Value::Bulk(b"list".to_vec()), Value::Bulk(b"x".to_vec())]),
+        other => panic!("BLPOP: {other:?}"),
+    }
 }
 
 #[test]

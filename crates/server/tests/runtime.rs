@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use common::diff::{closed, compare_each, multibulk, open, Case};
 use common::{connect, free_port, listens_on, read_until};
+use kvik_protocol::respb::handshake;
 
 const KVIK: &str = env!("CARGO_BIN_EXE_kvik-server");
 
@@ -375,12 +376,17 @@ fn sigterm_and_shutdown_exit_cleanly() {
     let kvik = Kvik::start(&[]);
     let mut idle = connect(kvik.port);
     assert_eq!(call(&mut idle, &[b"PING"]), b"+PONG\r\n");
+    // A RESPB connection waiting for its next frame is closed too.
+    let mut idle_respb = connect(kvik.port);
+    idle_respb.write_all(&handshake::client_hello(1)).expect("send greeting");
+    assert_eq!(read_until(&mut idle_respb, |got| got.len() >= handshake::LEN).bytes, [0xD3, 0xC1, 0x01, 0x00]);
     let killed = Command::new("kill").args(["-TERM", &kvik.child.id().to_string()]).status().expect("kill");
     assert!(killed.success());
     let (status, stderr) = kvik.wait_exit();
     assert_eq!(status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("received SIGTERM, shut down"), "{stderr}");
     assert!(read_until(&mut idle, |_| false).closed, "clients are closed");
+    assert!(read_until(&mut idle_respb, |_| false).closed, "RESPB clients are closed");
 
     let kvik = Kvik::start(&["--threads", "3"]);
     let killed = Command::new("kill").args(["-INT", &kvik.child.id().to_string()]).status().expect("kill");
