@@ -221,14 +221,19 @@ fn mux_close_cancels_a_blocked_command_and_resets_the_channel() {
     assert_eq!(request(&mut s, &[b"PING"], 10).value, Value::simple("PONG"));
 }
 
+/// Channel `mux`'s `CLIENT ID`.
+fn client_id(stream: &mut TcpStream, mux: u16) -> i64 {
+    match request(stream, &[b"CLIENT", b"ID"], mux).value {
+        Value::Integer(id) => id,
+        other => panic!("CLIENT ID: {other:?}"),
+    }
+}
+
 #[test]
 fn client_kill_of_a_blocked_channel_ends_only_that_channel() {
     let kvik = start_kvik();
     let mut s = greeted(&kvik);
-    let id = match request(&mut s, &[b"CLIENT", b"ID"], 11).value {
-        Value::Integer(id) => id,
-        other => panic!("CLIENT ID: {other:?}"),
-    };
+    let id = client_id(&mut s, 11);
     send(&mut s, &[b"BLPOP", b"k", b"0"], 11);
     wait_blocked(kvik.port, 1);
     let mut other = connect(kvik.port);
@@ -251,10 +256,7 @@ fn listed_ids(port: u16) -> Vec<i64> {
 fn client_kill_of_an_idle_channel_ends_only_that_channel() {
     let kvik = start_kvik();
     let mut s = greeted(&kvik);
-    let id = match request(&mut s, &[b"CLIENT", b"ID"], 21).value {
-        Value::Integer(id) => id,
-        other => panic!("CLIENT ID: {other:?}"),
-    };
+    let id = client_id(&mut s, 21);
     assert_eq!(request(&mut s, &[b"SET", b"k", b"v"], 22).value, Value::simple("OK"));
     // The connection now waits for input with no channel busy.
     let mut other = connect(kvik.port);
