@@ -25,6 +25,7 @@ pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod connection;
+pub mod id_map;
 pub mod keyspace;
 pub mod listener;
 pub mod mux;

@@ -22,21 +22,20 @@
 //! the inboxes of the channels that have one and writes their messages as
 //! Push frames on the channel's mux id.
 
-use std::collections::hash_map::Entry;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use foldhash::fast::FixedState;
 use kvik_protocol::resp::writer::Protocol;
 use kvik_protocol::respb::RespbReplyWriter;
 use kvik_protocol::{CommandArgs, ReplySink};
 
 use crate::blocking::{Cancel, Encoding, Ended, Waiter};
 use crate::commands::{held_by_pause, Outcome, ReplyTarget, Request};
+use crate::id_map::IdMap;
 use crate::pubsub::write_message;
 use crate::session::Session;
 use crate::signal::Signal;
@@ -149,7 +148,7 @@ pub enum RunFree {
 /// when opening it would pass `respb-max-channels`. Takes the fields it
 /// needs, so that the channel found can be used beside the others.
 fn open_in<'m>(
-    map: &'m mut HashMap<u16, Channel, FixedState>,
+    map: &'m mut IdMap<Channel>,
     state: &ServerState,
     peer: &crate::connection::Peer,
     wake: &Arc<Signal>,
@@ -157,20 +156,17 @@ fn open_in<'m>(
     mux: u16,
 ) -> Option<&'m mut Channel> {
     let open = map.len();
-    match map.entry(mux) {
-        Entry::Occupied(found) => Some(found.into_mut()),
-        Entry::Vacant(place) => {
-            if open >= state.limits.respb_max_channels() {
-                return None;
-            }
-            let session = crate::connection::new_session(state, peer, Some(Arc::clone(wake)));
-            let channel = Channel::adopting(mux, session);
-            if channel.listening {
-                listening.push(mux);
-            }
-            Some(place.insert(channel))
+    map.get_or_try_insert_with(mux, || {
+        if open >= state.limits.respb_max_channels() {
+            return None;
         }
-    }
+        let session = crate::connection::new_session(state, peer, Some(Arc::clone(wake)));
+        let channel = Channel::adopting(mux, session);
+        if channel.listening {
+            listening.push(mux);
+        }
+        Some(channel)
+    })
 }
 
 /// `after_command` in place, on a channel whose command went on: the
@@ -189,9 +185,8 @@ fn continue_on(ch: &mut Channel, mux: u16, listening: &mut Vec<u16>) -> bool {
 /// The channels of one connection.
 pub struct Channels<'a> {
     state: &'a ServerState,
-    /// Keyed by mux id with foldhash: SipHash on a 2-byte id cost more
-    /// per frame than decoding the frame.
-    map: HashMap<u16, Channel, FixedState>,
+    /// By mux id.
+    map: IdMap<Channel>,
     /// The client address the channels show (their connection's).
     peer: crate::connection::Peer,
     /// Notified when a channel of this connection is killed.
@@ -220,7 +215,7 @@ impl<'a> Channels<'a> {
     pub fn new(state: &'a ServerState, peer: crate::connection::Peer, wake: Arc<Signal>) -> Self {
         Channels {
             state,
-            map: HashMap::with_hasher(FixedState::default()),
+            map: IdMap::default(),
             peer,
             wake,
             busy: Vec::new(),
@@ -268,7 +263,7 @@ impl<'a> Channels<'a> {
     /// [`Channels::after_command`]. One lookup of the channel on the common
     /// path, where running a frame took five.
     pub fn run(&mut self, mux: u16, out: &mut Vec<u8>, run: impl FnOnce(&mut Session, &mut Vec<u8>) -> Outcome) {
-        let Some(ch) = self.map.get_mut(&mux) else { return };
+        let Some(ch) = self.map.get_mut(mux) else { return };
         let outcome = run(&mut ch.session, out);
         let drain = outcome == Outcome::Continue && continue_on(ch, mux, &mut self.listening);
         self.follow(mux, outcome, drain, out);
@@ -305,14 +300,14 @@ impl<'a> Channels<'a> {
 
     /// Channel `mux`, if open.
     pub fn get(&mut self, mux: u16) -> Option<&mut Channel> {
-        self.map.get_mut(&mux)
+        self.map.get_mut(mux)
     }
 
     /// Close channel `mux`: its wait is cancelled without a reply, its
     /// queued frames (a command held by a pause among them) dropped, and its
     /// MULTI, watches, subscriptions and tracking go with its session.
     pub fn close(&mut self, mux: u16) {
-        let Some(ch) = self.map.remove(&mux) else { return };
+        let Some(ch) = self.map.remove(mux) else { return };
         if ch.blocked.is_some() {
             self.state.blocking.abandon(ch.session.id);
         }
@@ -330,7 +325,7 @@ impl<'a> Channels<'a> {
             .map
             .iter()
             .filter(|(_, ch)| ch.session.handle().is_some_and(|h| h.is_killed()))
-            .map(|(m, _)| *m)
+            .map(|(m, _)| m)
             .collect();
         for mux in killed {
             self.close(mux);
@@ -339,7 +334,7 @@ impl<'a> Channels<'a> {
 
     /// Queue `item` (of `size` bytes) behind channel `mux`'s earlier frames.
     pub fn enqueue(&mut self, mux: u16, item: Queued, size: usize) {
-        let Some(ch) = self.map.get_mut(&mux) else { return };
+        let Some(ch) = self.map.get_mut(mux) else { return };
         if !ch.busy() {
             self.busy.push(mux);
         }
@@ -352,7 +347,7 @@ impl<'a> Channels<'a> {
     /// its queue is empty) until the pause lets it run.
     pub fn hold(&mut self, mux: u16, item: Queued, size: usize) {
         self.enqueue(mux, item, size);
-        if let Some(ch) = self.map.get_mut(&mux) {
+        if let Some(ch) = self.map.get_mut(mux) {
             if !ch.held {
                 ch.held = true;
                 self.held += 1;
@@ -369,7 +364,7 @@ impl<'a> Channels<'a> {
     /// Whether the queues are full: decoding and reading stop until frames ran.
     pub fn stalled(&self) -> bool {
         self.queued_bytes >= QUEUE_BYTES
-            || self.busy.iter().any(|m| self.map.get(m).is_some_and(|ch| ch.queue.len() >= QUEUE_FRAMES))
+            || self.busy.iter().any(|m| self.map.get(*m).is_some_and(|ch| ch.queue.len() >= QUEUE_FRAMES))
     }
 
     /// Whether any channel is blocked or has queued frames.
@@ -384,7 +379,7 @@ impl<'a> Channels<'a> {
 
     /// Channel `mux` ran a command that blocked: wait on its waiter.
     pub fn block(&mut self, mux: u16) {
-        let Some(ch) = self.map.get_mut(&mux) else { return };
+        let Some(ch) = self.map.get_mut(mux) else { return };
         let Some(waiter) = self.state.blocking.waiter(ch.session.id) else { return };
         if !ch.busy() {
             self.busy.push(mux);
@@ -396,7 +391,7 @@ impl<'a> Channels<'a> {
     /// invalidations a tracking client gets right after its reply. False
     /// when the channel fell too far behind and was closed.
     pub fn after_command(&mut self, mux: u16, out: &mut Vec<u8>) -> bool {
-        let Some(ch) = self.map.get_mut(&mux) else { return true };
+        let Some(ch) = self.map.get_mut(mux) else { return true };
         // RESET and HELLO may have asked for RESP2; a channel has RESP3 shapes.
         ch.session.protocol = Protocol::Resp3;
         if !ch.listening && ch.session.subscriptions.inbox().is_some() {
@@ -412,7 +407,7 @@ impl<'a> Channels<'a> {
     /// Append the messages waiting for channel `mux` as Push frames; false
     /// (and the channel closed) when it overflowed its limit.
     pub fn drain(&mut self, mux: u16, out: &mut Vec<u8>) -> bool {
-        let Some(ch) = self.map.get_mut(&mux) else { return true };
+        let Some(ch) = self.map.get_mut(mux) else { return true };
         let listening = ch.session.subscriptions.active();
         let Some(inbox) = ch.session.subscriptions.inbox() else { return true };
         while let Some(msg) = inbox.try_recv() {
@@ -440,7 +435,7 @@ impl<'a> Channels<'a> {
     pub fn next_deadline(&self) -> Option<Instant> {
         self.busy
             .iter()
-            .filter_map(|m| self.map.get(m)?.blocked.as_ref())
+            .filter_map(|m| self.map.get(*m)?.blocked.as_ref())
             .filter(|b| !b.cancelled)
             .filter_map(|b| b.waiter.deadline)
             .min()
@@ -448,7 +443,7 @@ impl<'a> Channels<'a> {
 
     /// Time out the blocked commands whose deadline passed.
     pub fn expire(&mut self, now: Instant) {
-        for mux in &self.busy {
+        for &mux in &self.busy {
             let Some(b) = self.map.get_mut(mux).and_then(|ch| ch.blocked.as_mut()) else { continue };
             if !b.cancelled && b.waiter.deadline.is_some_and(|d| d <= now) {
                 self.state.blocking.cancel(&b.waiter, Cancel::Timeout);
@@ -461,7 +456,7 @@ impl<'a> Channels<'a> {
     /// (appended to `out` as Push frames).
     pub fn poll_events(&mut self, cx: &mut Context<'_>, out: &mut Vec<u8>) -> Poll<()> {
         let mut ready = false;
-        for mux in &self.busy {
+        for &mux in &self.busy {
             let Some(b) = self.map.get_mut(mux).and_then(|ch| ch.blocked.as_mut()) else { continue };
             if b.changed.as_mut().poll(cx).is_ready() {
                 b.changed = watch(&b.waiter);
@@ -470,7 +465,7 @@ impl<'a> Channels<'a> {
         }
         let mut taken = 0;
         for &mux in &self.listening {
-            let Some(ch) = self.map.get_mut(&mux) else { continue };
+            let Some(ch) = self.map.get_mut(mux) else { continue };
             let listening = ch.session.subscriptions.active();
             let Some(inbox) = ch.session.subscriptions.inbox() else { continue };
             while taken < MESSAGES_PER_POLL {
@@ -505,7 +500,7 @@ impl<'a> Channels<'a> {
     /// `out`); then whether the channel is free to run its queued frames.
     /// A channel whose client is gone is closed.
     pub fn settle_wait(&mut self, mux: u16, out: &mut Vec<u8>) -> bool {
-        let Some(ch) = self.map.get_mut(&mux) else { return false };
+        let Some(ch) = self.map.get_mut(mux) else { return false };
         let Some(b) = &ch.blocked else { return true };
         match self.state.blocking.ended(self.state, &b.waiter) {
             None => false,
@@ -530,7 +525,7 @@ impl<'a> Channels<'a> {
     /// queue (the channel then waits for the pause; the pause's state is
     /// read again at every call, so once the pause ended the command goes).
     pub fn next_queued(&mut self, mux: u16) -> Option<Queued> {
-        let ch = self.map.get_mut(&mux)?;
+        let ch = self.map.get_mut(mux)?;
         if ch.blocked.is_some() {
             return None;
         }
