@@ -37,39 +37,6 @@ pub fn prefetch(addr: usize) {
     }
 }
 
-/// Up to two cache lines to start loading later: addresses read while a
-/// lock is held, loaded once it is let go. Releasing a lock is a locked
-/// instruction on x86-64, which waits for the loads in flight before it,
-/// prefetches included, so a prefetch issued inside the critical section
-/// turns into a wait.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Lines([usize; 2]);
-
-impl Lines {
-    /// No line.
-    pub const NONE: Lines = Lines([0, 0]);
-
-    /// The line holding `addr`.
-    pub fn one(addr: usize) -> Lines {
-        Lines([addr, 0])
-    }
-
-    /// The lines holding `a` and `b`.
-    pub fn two(a: usize, b: usize) -> Lines {
-        Lines([a, b])
-    }
-
-    /// Start loading them (address 0 stands for none).
-    #[inline(always)]
-    pub fn start(self) {
-        for addr in self.0 {
-            if addr != 0 {
-                prefetch(addr);
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,16 +55,5 @@ mod tests {
         };
         prefetch(freed);
         assert!(data.iter().all(|&b| b == 7));
-    }
-
-    #[test]
-    fn lines_keep_their_addresses_and_start_harmlessly() {
-        assert_eq!(Lines::default(), Lines::NONE);
-        assert_eq!(Lines::one(64), Lines([64, 0]));
-        assert_eq!(Lines::two(64, 128), Lines([64, 128]));
-        let data = vec![3u8; 256];
-        Lines::two(data.as_ptr() as usize, usize::MAX).start();
-        Lines::NONE.start();
-        assert!(data.iter().all(|&b| b == 3));
     }
 }

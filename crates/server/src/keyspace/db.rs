@@ -19,7 +19,6 @@ use std::sync::{Arc, OnceLock};
 use foldhash::fast::FixedState;
 use hashbrown::hash_table::Entry as Slot;
 use hashbrown::HashTable;
-use kvik_prefetch::Lines;
 
 pub use super::entry::{Entry, Meta};
 use super::events::{self, ServerEvent};
@@ -218,32 +217,37 @@ impl Db {
         Some(std::ptr::from_ref(self.table.get_bucket(i)?).addr())
     }
 
-    /// The entry a lookup of `hash` would compare first, to load.
-    pub(super) fn entry_lines(&self, hash: u64) -> Lines {
-        self.table.iter_hash(hash).next().map_or(Lines::NONE, |entry| Lines::one(entry.addr()))
+    /// Start loading the entry a lookup of `hash` would compare first.
+    pub(super) fn prefetch_entry(&self, hash: u64) {
+        if let Some(entry) = self.table.iter_hash(hash).next() {
+            kvik_prefetch::prefetch(entry.addr());
+        }
     }
 
-    /// The lines of one load of a member lookup in the value of `key`
-    /// (filed under `hash`), when that value is a hash or set table or a
-    /// large sorted set (see [`super::lookahead::MemberStep`]). `None` when
-    /// it is none of those (or no key is there): the member has nothing to
-    /// load.
-    pub(super) fn member_lines(&self, hash: u64, key: &[u8], member_hash: u64, step: MemberStep) -> Option<Lines> {
-        fn lines<V>(members: &MemberTable<V>, member_hash: u64, step: MemberStep) -> Lines {
+    /// Start one load of a member lookup in the value of `key` (filed
+    /// under `hash`), when that value is a hash or set table or a large
+    /// sorted set (see [`super::lookahead::MemberStep`]). False when it is
+    /// none of those (or no key is there): the member has nothing to load.
+    pub(super) fn prefetch_member(&self, hash: u64, key: &[u8], member_hash: u64, step: MemberStep) -> bool {
+        fn start<V>(members: &MemberTable<V>, member_hash: u64, step: MemberStep) -> bool {
             match step {
-                MemberStep::Slot => members.slot_lines(member_hash),
-                MemberStep::Entry => members.entry_lines(member_hash),
+                MemberStep::Slot => members.prefetch_slot(member_hash),
+                MemberStep::Entry => members.prefetch_entry(member_hash),
             }
+            true
         }
-        let entry = self.table.find(hash, |e| e.is_key(key))?;
+        let Some(entry) = self.table.find(hash, |e| e.is_key(key)) else { return false };
         match entry.value() {
-            ValueRef::Hash(HashRef::Boxed(HashValue::Table(members, _))) => Some(lines(members, member_hash, step)),
-            ValueRef::Set(SetValue::Table(members, _)) => Some(lines(members, member_hash, step)),
-            ValueRef::ZSet(z) if z.is_large() => Some(match step {
-                MemberStep::Slot => z.member_slot_lines(member_hash),
-                MemberStep::Entry => z.member_entry_lines(member_hash),
-            }),
-            _ => None,
+            ValueRef::Hash(HashRef::Boxed(HashValue::Table(members, _))) => start(members, member_hash, step),
+            ValueRef::Set(SetValue::Table(members, _)) => start(members, member_hash, step),
+            ValueRef::ZSet(z) if z.is_large() => {
+                match step {
+                    MemberStep::Slot => z.prefetch_member_slot(member_hash),
+                    MemberStep::Entry => z.prefetch_member_entry(member_hash),
+                }
+                true
+            }
+            _ => false,
         }
     }
 

@@ -13,9 +13,7 @@
 //!    lock: the table's address comes from its [`TableHint`].
 //! 2. [`Keyspace::prefetch_entry`], a few commands later, when those lines
 //!    have arrived, takes the shard's lock if it is free, reads the slot
-//!    whose tag matches and, once the lock is let go, starts loading the
-//!    entry it points to (a [`Lines`] load: started inside the lock, the
-//!    unlock would wait for it).
+//!    whose tag matches and starts loading the entry it points to.
 //!
 //! Everything here is a hint. A hint that is stale (the table grew since,
 //! or a SWAPDB moved it) or wrong (a command whose first argument is not
@@ -26,7 +24,7 @@ use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use kvik_prefetch::{prefetch, Lines};
+use kvik_prefetch::prefetch;
 
 use super::{db::key_hasher, entry::same_key, key_slot, Entry, Keyspace};
 
@@ -235,12 +233,11 @@ impl Keyspace {
     /// Step 2: start loading the entry a lookup of `at` will compare. Skips
     /// a shard whose lock another thread holds rather than wait for it.
     pub fn prefetch_entry(&self, at: Ahead) {
-        let lines = match self.shards[at.shard].try_lock() {
-            Ok(shard) => shard.dbs.get(at.db).map_or(Lines::NONE, |db| db.entry_lines(at.hash)),
-            Err(_) => Lines::NONE,
-        };
-        // Loaded once the lock is let go (see `Lines`).
-        lines.start();
+        if let Ok(shard) = self.shards[at.shard].try_lock() {
+            if let Some(db) = shard.dbs.get(at.db) {
+                db.prefetch_entry(at.hash);
+            }
+        }
     }
 }
 
@@ -265,13 +262,11 @@ impl Keyspace {
     /// no key): the frame needs no further member step.
     pub fn prefetch_member(&self, at: Ahead, buf: &[u8], member_hash: u64, step: MemberStep) -> bool {
         let Some(key) = at.key_in(buf) else { return false };
-        let lines = match self.shards[at.shard].try_lock() {
-            Ok(shard) => shard.dbs.get(at.db).and_then(|db| db.member_lines(at.hash, key, member_hash, step)),
+        match self.shards[at.shard].try_lock() {
+            Ok(shard) => shard.dbs.get(at.db).is_some_and(|db| db.prefetch_member(at.hash, key, member_hash, step)),
             // Busy: this load is skipped, the next may find the shard free.
-            Err(_) => return true,
-        };
-        // Loaded once the lock is let go (see `Lines`).
-        lines.inspect(|l| l.start()).is_some()
+            Err(_) => true,
+        }
     }
 }
 

@@ -13,13 +13,13 @@
 //! the slot, the entry), and the connection's read-ahead can start those
 //! loads a few commands early only with the table's address in hand
 //! ([`TableAddress`], also used by large sorted sets;
-//! [`MemberTable::slot_lines`], [`MemberTable::entry_lines`]).
+//! [`MemberTable::prefetch_slot`], [`MemberTable::prefetch_entry`]).
 
 use std::fmt;
 use std::hash::BuildHasher;
 
 use hashbrown::HashTable;
-use kvik_prefetch::Lines;
+use kvik_prefetch::prefetch;
 
 use super::compact::{CompactBytes, MemberHasher};
 
@@ -62,15 +62,15 @@ impl TableAddress {
         self.ctrl == 0
     }
 
-    /// The control bytes and the bucket of a table of `T` where a lookup
-    /// of `hash` begins, to load.
+    /// Start loading the control bytes and the bucket of a table of `T`
+    /// where a lookup of `hash` begins.
     #[inline]
-    pub fn slot_lines<T>(self, hash: u64) -> Lines {
-        if self.ctrl == 0 {
-            return Lines::NONE;
+    pub fn prefetch_slot<T>(self, hash: u64) {
+        if self.ctrl != 0 {
+            let pos = (hash as usize) & self.mask;
+            prefetch(self.ctrl.wrapping_add(pos));
+            prefetch(self.ctrl.wrapping_sub(size_of::<T>().wrapping_mul(pos + 1)));
         }
-        let pos = (hash as usize) & self.mask;
-        Lines::two(self.ctrl.wrapping_add(pos), self.ctrl.wrapping_sub(size_of::<T>().wrapping_mul(pos + 1)))
     }
 }
 
@@ -220,25 +220,24 @@ impl<V> MemberTable<V> {
         self.entries
     }
 
-    /// The control bytes and the slot where a lookup of a member filed
-    /// under `hash` begins, to load.
+    /// Start loading the control bytes and the slot where a lookup of a
+    /// member filed under `hash` begins.
     #[inline]
-    pub fn slot_lines(&self, hash: u64) -> Lines {
-        self.at.slot_lines::<usize>(hash)
+    pub fn prefetch_slot(&self, hash: u64) {
+        self.at.prefetch_slot::<usize>(hash);
     }
 
-    /// The entry a lookup of `hash` compares first, to load (read from
-    /// the control bytes and slot [`MemberTable::slot_lines`] named): both
-    /// of the lines an entry may straddle. A member kept on the heap is
-    /// not followed: reading where it is would wait for the entry's load.
+    /// Start loading the entry a lookup of `hash` compares first (reading
+    /// the control bytes and slot [`MemberTable::prefetch_slot`] loaded).
+    /// Both of the lines an entry may straddle.
     #[inline]
-    pub fn entry_lines(&self, hash: u64) -> Lines {
-        match self.index.iter_hash(hash).next().and_then(|&i| self.entries.get(i)) {
-            Some(entry) => {
-                let addr = std::ptr::from_ref(entry).addr();
-                Lines::two(addr, addr + size_of::<(CompactBytes, V)>() - 1)
-            }
-            None => Lines::NONE,
+    pub fn prefetch_entry(&self, hash: u64) {
+        if let Some(entry) = self.index.iter_hash(hash).next().and_then(|&i| self.entries.get(i)) {
+            let addr = std::ptr::from_ref(entry).addr();
+            prefetch(addr);
+            prefetch(addr + size_of::<(CompactBytes, V)>() - 1);
+            // A member kept on the heap is not followed: reading where it
+            // is would wait for the very load just started.
         }
     }
 }
@@ -437,17 +436,12 @@ mod tests {
                 assert!(table.index.iter_hash(hash).any(|&j| j == at));
             }
         }
-        // Any hash, present or not, gives lines that are harmless to load;
-        // a present member's are its entry's.
+        // Prefetching any hash, present or not, is harmless.
         for h in [0, 1, u64::MAX, MemberTable::<()>::hash(b"m3")] {
-            table.slot_lines(h).start();
-            table.entry_lines(h).start();
+            table.prefetch_slot(h);
+            table.prefetch_entry(h);
         }
-        let h = MemberTable::<()>::hash(b"m3");
-        let at = table.iter().position(|(m, _)| m.as_slice() == b"m3").expect("m3 is there");
-        let entry = std::ptr::from_ref(&table.entries[at]).addr();
-        assert_eq!(table.entry_lines(h), Lines::two(entry, entry + size_of::<(CompactBytes, ())>() - 1));
-        assert_eq!(MemberTable::<()>::new().entry_lines(7), Lines::NONE);
-        assert_eq!(MemberTable::<()>::new().slot_lines(7), Lines::NONE);
+        MemberTable::<()>::new().prefetch_entry(7);
+        MemberTable::<()>::new().prefetch_slot(7);
     }
 }

@@ -17,7 +17,7 @@ use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use hashbrown::HashTable;
-use kvik_prefetch::Lines;
+use kvik_prefetch::prefetch;
 
 use super::compact::MemberHasher;
 use super::member_table::TableAddress;
@@ -147,7 +147,7 @@ impl LexBound {
 /// Member → score in the large encoding: a `hashbrown` table of the names
 /// the order holds (shared, not copied), with its address noted so that
 /// the read-ahead can prefetch a member's lookup (see
-/// [`ZSetValue::member_slot_lines`]).
+/// [`ZSetValue::prefetch_member_slot`]).
 #[derive(Debug, Default)]
 struct ScoreIndex {
     table: HashTable<(Arc<[u8]>, f64)>,
@@ -318,22 +318,20 @@ impl ZSetValue {
         }
     }
 
-    /// The control bytes and the bucket where a lookup of a member filed
-    /// under `hash` ([`super::member_table::MemberTable::hash`]) in the
-    /// member index begins, to load (large encoding only).
-    pub fn member_slot_lines(&self, hash: u64) -> Lines {
-        match &self.index {
-            Some(index) => index.at.slot_lines::<(Arc<[u8]>, f64)>(hash),
-            None => Lines::NONE,
+    /// Start loading the control bytes and the bucket where a lookup of a
+    /// member filed under `hash` ([`super::member_table::MemberTable::hash`])
+    /// in the member index begins (large encoding only).
+    pub fn prefetch_member_slot(&self, hash: u64) {
+        if let Some(index) = &self.index {
+            index.at.prefetch_slot::<(Arc<[u8]>, f64)>(hash);
         }
     }
 
-    /// The name a lookup of `hash` compares first, to load (read from the
-    /// bucket [`ZSetValue::member_slot_lines`] named).
-    pub fn member_entry_lines(&self, hash: u64) -> Lines {
-        match self.index.as_ref().and_then(|index| index.table.iter_hash(hash).next()) {
-            Some((member, _)) => Lines::one(member.as_ptr().addr()),
-            None => Lines::NONE,
+    /// Start loading the name a lookup of `hash` compares first (reading
+    /// the bucket [`ZSetValue::prefetch_member_slot`] loaded).
+    pub fn prefetch_member_entry(&self, hash: u64) {
+        if let Some((member, _)) = self.index.as_ref().and_then(|index| index.table.iter_hash(hash).next()) {
+            prefetch(member.as_ptr().addr());
         }
     }
 
