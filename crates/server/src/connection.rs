@@ -5,7 +5,9 @@
 //! the loop is the same for both: read what the socket has, decode every
 //! complete request in the buffer, run each one appending its reply to one
 //! output buffer, and send that buffer with one write. Pipelined clients get
-//! their whole batch answered with one system call each way.
+//! their whole batch answered with one system call each way, or two for a
+//! large batch, whose first part's replies go out while the rest runs
+//! ([`crate::reply_pacing`]).
 //!
 //! Output is bounded by backpressure: while the socket does not take a
 //! client's replies, kvik neither reads nor runs that client's requests, so
@@ -51,9 +53,10 @@ use crate::blocking::{Cancel, Ended, Waiter};
 use crate::clock;
 use crate::commands::{execute, held_by_pause, Outcome, ReplyTarget, Request};
 use crate::mux::{self, Channels, Queued, RespbTarget, RunFree};
+use crate::net_meter::MeteredStream;
 use crate::pubsub::{encode_message, Message};
 use crate::read_ahead::{RespReadAhead, RespbReadAhead};
-use crate::reply_pacing::{self, LoopSeat, WriteTimer};
+use crate::reply_pacing::{self, BatchSplit, LoopSeat, WriteTimer};
 use crate::session::Session;
 use crate::signal::Signal;
 use crate::state::ServerState;
@@ -473,6 +476,7 @@ impl<S: ClientStream> Conn<'_, S> {
 /// too long, the socket fails, or `shutdown` is raised. `shutdown` is the
 /// event loop's own signal, so waiting on it touches nothing other cores use.
 pub async fn serve<S: ClientStream>(stream: S, state: &ServerState, shutdown: Arc<Signal>, peer: Peer) {
+    let stream = MeteredStream::new(stream, &state.stats);
     let mut conn = Conn { stream, state, shutdown: Event::raised(shutdown), peer, over_soft_since: None };
     let _seat = LoopSeat::take();
     // An I/O error only means the client is gone; there is nobody to tell.
@@ -674,8 +678,9 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
         if !drain_messages(&mut session, &mut out) {
             return Ok(());
         }
+        let mut split = BatchSplit::plan(buf.pending().len());
         loop {
-            match run_buffered(conn, (&mut parser, &mut ahead), &mut args, buf, &mut session, &mut out) {
+            match run_buffered(conn, (&mut parser, &mut ahead, &mut split), &mut args, buf, &mut session, &mut out) {
                 Stop::NeedMore(hint) => {
                     want = hint;
                     break;
@@ -743,7 +748,8 @@ enum Stop {
     Paused(&'static CommandSpec),
     /// The command that just ran blocked.
     Blocked,
-    /// Replies passed [`FLUSH_AT`] and should go out before more run.
+    /// Replies passed [`FLUSH_AT`], or the first part of a split batch
+    /// ([`BatchSplit`]) ran: they go out before more run.
     Flush,
     /// Send what is due, then close (QUIT, a protocol error).
     Close,
@@ -757,7 +763,7 @@ enum Stop {
 /// ([`clock::Batch`]).
 fn run_buffered<S: ClientStream>(
     conn: &Conn<'_, S>,
-    (parser, ahead): (&mut RequestParser, &mut RespReadAhead),
+    (parser, ahead, split): (&mut RequestParser, &mut RespReadAhead, &mut BatchSplit),
     args: &mut CommandArgs,
     buf: &mut ReadBuffer,
     session: &mut Session,
@@ -814,6 +820,7 @@ fn run_buffered<S: ClientStream>(
             Outcome::Close => return Stop::Close,
             Outcome::Block => return Stop::Blocked,
             Outcome::Continue if out.len() >= FLUSH_AT => return Stop::Flush,
+            Outcome::Continue if split.due(buf.pending().len(), out.len()) => return Stop::Flush,
             Outcome::Continue => {}
         }
     }

@@ -29,6 +29,7 @@ pub mod id_map;
 pub mod keyspace;
 pub mod listener;
 pub mod mux;
+pub mod net_meter;
 pub mod pause;
 pub mod pubsub;
 pub mod read_ahead;

@@ -1,6 +1,9 @@
-//! Per-thread command counters: what every command adds to `INFO`'s
-//! `total_commands_processed`, `rdb_changes_since_last_save`, commandstats
-//! and `LATENCY HISTOGRAM`, kept apart for each thread that runs commands.
+//! Per-thread command and network counters: what every command adds to
+//! `INFO`'s `total_commands_processed`, `rdb_changes_since_last_save`,
+//! commandstats and `LATENCY HISTOGRAM`, and what every socket read and
+//! write adds to `total_net_input_bytes`, `total_net_output_bytes`,
+//! `total_reads_processed` and `total_writes_processed`, kept apart for each
+//! thread that serves clients.
 //!
 //! With one set of counters for the whole server, each command made about
 //! five atomic read-modify-writes on cache lines that every event-loop thread
@@ -50,6 +53,10 @@ struct Lane {
     total_commands: AtomicU64,
     dirty: AtomicU64,
     commands: Box<[LaneStat]>,
+    reads: AtomicU64,
+    writes: AtomicU64,
+    input_bytes: AtomicU64,
+    output_bytes: AtomicU64,
 }
 
 impl Lane {
@@ -59,6 +66,10 @@ impl Lane {
             total_commands: AtomicU64::new(0),
             dirty: AtomicU64::new(0),
             commands: (0..COMMAND_COUNT).map(|_| LaneStat::default()).collect(),
+            reads: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
+            input_bytes: AtomicU64::new(0),
+            output_bytes: AtomicU64::new(0),
         }
     }
 
@@ -117,11 +128,36 @@ impl CallTotals {
     }
 }
 
+/// Socket reads and writes of client connections, summed over the lanes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NetTotals {
+    /// Reads that returned input or the end of it (`total_reads_processed`).
+    pub reads: u64,
+    /// Writes that sent bytes (`total_writes_processed`).
+    pub writes: u64,
+    /// Bytes read (`total_net_input_bytes`).
+    pub input_bytes: u64,
+    /// Bytes written (`total_net_output_bytes`).
+    pub output_bytes: u64,
+}
+
+impl NetTotals {
+    fn minus(self, base: &NetTotals) -> NetTotals {
+        NetTotals {
+            reads: self.reads.saturating_sub(base.reads),
+            writes: self.writes.saturating_sub(base.writes),
+            input_bytes: self.input_bytes.saturating_sub(base.input_bytes),
+            output_bytes: self.output_bytes.saturating_sub(base.output_bytes),
+        }
+    }
+}
+
 /// What `CONFIG RESETSTAT` saw, subtracted from later reports.
 #[derive(Debug)]
 struct Baseline {
     total_commands: u64,
     commands: Box<[CallTotals]>,
+    net: NetTotals,
 }
 
 static NEXT_LANES_ID: AtomicU64 = AtomicU64::new(1);
@@ -152,6 +188,7 @@ impl Default for Lanes {
             baseline: Mutex::new(Baseline {
                 total_commands: 0,
                 commands: vec![CallTotals::default(); COMMAND_COUNT].into_boxed_slice(),
+                net: NetTotals::default(),
             }),
         }
     }
@@ -219,6 +256,41 @@ impl Lanes {
         });
     }
 
+    /// Count one socket read of `bytes` (0: the end of the input).
+    #[inline]
+    pub fn record_read(&self, bytes: usize) {
+        self.with_mine(|lane| {
+            lane.add(&lane.reads, 1);
+            lane.add(&lane.input_bytes, bytes as u64);
+        });
+    }
+
+    /// Count one socket write of `bytes`.
+    #[inline]
+    pub fn record_write(&self, bytes: usize) {
+        self.with_mine(|lane| {
+            lane.add(&lane.writes, 1);
+            lane.add(&lane.output_bytes, bytes as u64);
+        });
+    }
+
+    /// Client reads and writes since start, not minding resets.
+    fn raw_net(&self) -> NetTotals {
+        let load = |f: fn(&Lane) -> &AtomicU64| self.sum(|l| f(l).load(Ordering::Relaxed));
+        NetTotals {
+            reads: load(|l| &l.reads),
+            writes: load(|l| &l.writes),
+            input_bytes: load(|l| &l.input_bytes),
+            output_bytes: load(|l| &l.output_bytes),
+        }
+    }
+
+    /// Client reads and writes since start or the last reset.
+    pub fn net(&self) -> NetTotals {
+        let raw = self.raw_net();
+        raw.minus(&self.baseline.lock().unwrap_or_else(|e| e.into_inner()).net)
+    }
+
     /// Sum `f` over every lane.
     fn sum(&self, f: impl Fn(&Lane) -> u64) -> u64 {
         self.made().map(f).fold(0, u64::wrapping_add)
@@ -272,7 +344,8 @@ impl Lanes {
     pub fn reset(&self) {
         let commands: Box<[CallTotals]> = (0..COMMAND_COUNT).map(|i| self.raw(i)).collect();
         let total_commands = self.sum(|l| l.total_commands.load(Ordering::Relaxed));
-        *self.baseline.lock().unwrap_or_else(|e| e.into_inner()) = Baseline { total_commands, commands };
+        let net = self.raw_net();
+        *self.baseline.lock().unwrap_or_else(|e| e.into_inner()) = Baseline { total_commands, commands, net };
     }
 }
 
@@ -322,6 +395,26 @@ mod tests {
         assert_eq!((set.calls, set.usec, set.cumulative()), (1, 1000, vec![(1024, 1)]));
         assert_eq!(lanes.total_commands(), 1);
         assert_eq!(lanes.all()[id::SET.index()], set);
+    }
+
+    #[test]
+    fn reads_and_writes_add_up_across_threads_and_reset() {
+        let lanes = Arc::new(Lanes::default());
+        lanes.record_read(100);
+        let worker = {
+            let lanes = Arc::clone(&lanes);
+            std::thread::spawn(move || {
+                lanes.record_read(0);
+                lanes.record_write(7);
+                lanes.record_write(5);
+            })
+        };
+        worker.join().expect("worker");
+        assert_eq!(lanes.net(), NetTotals { reads: 2, writes: 2, input_bytes: 100, output_bytes: 12 });
+        lanes.reset();
+        assert_eq!(lanes.net(), NetTotals::default());
+        lanes.record_write(3);
+        assert_eq!(lanes.net(), NetTotals { writes: 1, output_bytes: 3, ..NetTotals::default() });
     }
 
     #[test]

@@ -34,7 +34,7 @@ pub struct CommandStat {
     pub failed: AtomicU64,
 }
 
-pub use crate::stat_lanes::{CallTotals, HISTOGRAM_SLOTS};
+pub use crate::stat_lanes::{CallTotals, NetTotals, HISTOGRAM_SLOTS};
 
 /// One command's counters for the reports.
 #[derive(Debug, Clone, Copy)]
@@ -164,6 +164,24 @@ impl Stats {
     /// Writes since the last save (kvik does not save yet, so since start).
     pub fn dirty(&self) -> u64 {
         self.lanes.dirty()
+    }
+
+    /// Count one read from a client's socket that returned `bytes` (0 at
+    /// the end of its input).
+    #[inline]
+    pub fn record_read(&self, bytes: usize) {
+        self.lanes.record_read(bytes);
+    }
+
+    /// Count one write to a client's socket that sent `bytes`.
+    #[inline]
+    pub fn record_write(&self, bytes: usize) {
+        self.lanes.record_write(bytes);
+    }
+
+    /// Client socket reads and writes since start or the last reset.
+    pub fn net(&self) -> NetTotals {
+        self.lanes.net()
     }
 
     /// Count an error reply; its code is the text up to the first space.

@@ -254,6 +254,55 @@ fn text(bytes: Vec<u8>) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
+/// The network counters of `INFO stats`, and the length of the reply that
+/// told them (written after they were read).
+fn net_counters(c: &mut TcpStream) -> ([u64; 4], u64) {
+    let info = text(call(c, &[b"INFO", b"stats"]));
+    const FIELDS: [&str; 4] =
+        ["total_net_input_bytes", "total_net_output_bytes", "total_reads_processed", "total_writes_processed"];
+    let counters = FIELDS.map(|field| {
+        let line = info.lines().find_map(|l| l.strip_prefix(field)?.strip_prefix(':'));
+        line.and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("INFO lacks {field}:\n{info}"))
+    });
+    (counters, info.len() as u64)
+}
+
+#[test]
+fn info_counts_the_bytes_reads_and_writes_of_clients() {
+    let kvik = start_kvik();
+    let mut c = connect(kvik.port);
+    let (before, before_reply) = net_counters(&mut c);
+    let (_, middle_reply) = net_counters(&mut c);
+    let ping = multibulk(&[b"PING"]);
+    assert_eq!(call(&mut c, &[b"PING"]), b"+PONG\r\n");
+    let (after, _) = net_counters(&mut c);
+    // Between the first and the last report: the middle INFO, the PING and
+    // the last INFO read; the first two reports' replies and PONG written.
+    let info_request = multibulk(&[b"INFO", b"stats"]).len() as u64;
+    assert_eq!(after[0] - before[0], 2 * info_request + ping.len() as u64);
+    assert_eq!(after[1] - before[1], before_reply + middle_reply + 7);
+    assert_eq!((after[2] - before[2], after[3] - before[3]), (3, 3));
+}
+
+/// A batch with many kilobytes of input gets its first replies before it
+/// has run whole: more writes than reads answer a long pipeline.
+#[test]
+fn a_long_pipeline_is_answered_in_more_writes_than_reads() {
+    let kvik = start_kvik();
+    let mut c = connect(kvik.port);
+    const PINGS: usize = 4000;
+    let (before, _) = net_counters(&mut c);
+    c.write_all(&multibulk(&[b"PING"]).repeat(PINGS)).expect("send");
+    let replies = read_until(&mut c, |b| b.len() >= PINGS * 7).bytes;
+    assert_eq!(replies, b"+PONG\r\n".repeat(PINGS));
+    let (after, _) = net_counters(&mut c);
+    // Less the second report's read and the first one's reply.
+    let reads = after[2] - before[2] - 1;
+    let writes = after[3] - before[3] - 1;
+    assert!(reads >= 1 && writes > reads, "{reads} reads answered by {writes} writes");
+    assert_eq!(after[0] - before[0], (PINGS * 14) as u64 + multibulk(&[b"INFO", b"stats"]).len() as u64);
+}
+
 #[test]
 fn info_reports_the_fields_tools_read() {
     let kvik = start_kvik();

@@ -341,9 +341,10 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
                 (0..ks.shard_count()).map(|i| ks.lock(i).dbs().iter().map(|d| d.expired_count()).sum::<u64>()).sum();
             line("total_connections_received", &stats.total_connections.load(Ordering::Relaxed));
             line("total_commands_processed", &stats.total_commands());
-            for k in ["instantaneous_ops_per_sec", "total_net_input_bytes", "total_net_output_bytes"] {
-                line(k, &0);
-            }
+            let net = stats.net();
+            line("instantaneous_ops_per_sec", &0);
+            line("total_net_input_bytes", &net.input_bytes);
+            line("total_net_output_bytes", &net.output_bytes);
             line("total_net_repl_input_bytes", &0);
             line("total_net_repl_output_bytes", &0);
             for k in [
@@ -392,10 +393,10 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             line("tracking_total_prefixes", &tracked.prefixes);
             line("unexpected_error_replies", &0);
             line("total_error_replies", &stats.total_error_replies.load(Ordering::Relaxed));
+            line("dump_payload_sanitizations", &0);
+            line("total_reads_processed", &net.reads);
+            line("total_writes_processed", &net.writes);
             for k in [
-                "dump_payload_sanitizations",
-                "total_reads_processed",
-                "total_writes_processed",
                 "io_threaded_reads_processed",
                 "io_threaded_writes_processed",
                 "reply_buffer_shrinks",
