@@ -549,6 +549,12 @@ impl ReadBuffer {
         self.start = (self.start + n).min(self.end);
     }
 
+    /// Whether the last read filled all the room it had: the socket most
+    /// likely holds more input.
+    fn is_full(&self) -> bool {
+        self.end == self.data.len()
+    }
+
     /// Move the unconsumed bytes to the front and make room for at least
     /// `want` bytes (within [`MAX_GROWTH`]).
     fn make_room(&mut self, want: usize) {
@@ -678,7 +684,7 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
         if !drain_messages(&mut session, &mut out) {
             return Ok(());
         }
-        let mut split = BatchSplit::plan(buf.pending().len());
+        let mut split = BatchSplit::plan(buf.pending().len(), buf.is_full());
         loop {
             match run_buffered(conn, (&mut parser, &mut ahead, &mut split), &mut args, buf, &mut session, &mut out) {
                 Stop::NeedMore(hint) => {
