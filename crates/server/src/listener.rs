@@ -313,11 +313,23 @@ async fn accept_all(
                 _ = sigterm.recv() => StopReason::Terminate,
                 _ = sigint.recv() => StopReason::Interrupt,
                 _ = shutdown.wait_for(|stop| *stop) => StopReason::Command,
+                () = sample_rates(state) => StopReason::Command,
             };
             state.request_shutdown();
             Ok(reason)
         })
         .await
+}
+
+/// Sample the totals behind `INFO`'s instantaneous rates, ten times a
+/// second, for as long as the server accepts clients (never ends).
+async fn sample_rates(state: &ServerState) {
+    let mut tick = tokio::time::interval(crate::instant_metrics::PERIOD);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        state.stats.sample_rates();
+    }
 }
 
 /// Wait for every future of `futures` (accept loops, which run until the

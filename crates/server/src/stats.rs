@@ -14,6 +14,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use kvik_protocol::commands::{CommandId, CommandSpec, COMMANDS};
 
+use crate::instant_metrics::{InstantMetrics, Rates, Totals};
+
 /// Redis's default `slowlog-log-slower-than`, in microseconds.
 pub const SLOWLOG_SLOWER_THAN_US: u64 = 10_000;
 /// Redis's default `slowlog-max-len`.
@@ -93,6 +95,8 @@ pub struct Stats {
     lanes: crate::stat_lanes::Lanes,
     errors: Mutex<BTreeMap<Vec<u8>, u64>>,
     slowlog: Mutex<SlowLog>,
+    /// Sampled rates for `INFO`'s instantaneous fields.
+    instant: Mutex<InstantMetrics>,
 }
 
 /// Unix time now, in microseconds.
@@ -125,6 +129,7 @@ impl Default for Stats {
             lanes: crate::stat_lanes::Lanes::default(),
             errors: Mutex::new(BTreeMap::new()),
             slowlog: Mutex::new(SlowLog::default()),
+            instant: Mutex::new(InstantMetrics::new(0)),
         }
     }
 }
@@ -184,6 +189,26 @@ impl Stats {
         self.lanes.net()
     }
 
+    /// Milliseconds since the server started, for the rates' samples.
+    fn uptime_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Take one sample of the commands and client traffic so far, for the
+    /// instantaneous rates (every [`crate::instant_metrics::PERIOD`]).
+    pub fn sample_rates(&self) {
+        let net = self.net();
+        let totals =
+            Totals { commands: self.total_commands(), input_bytes: net.input_bytes, output_bytes: net.output_bytes };
+        let now_ms = self.uptime_ms();
+        self.instant.lock().unwrap_or_else(|e| e.into_inner()).sample(now_ms, totals);
+    }
+
+    /// The instantaneous rates: means of the last samples.
+    pub fn rates(&self) -> Rates {
+        self.instant.lock().unwrap_or_else(|e| e.into_inner()).rates()
+    }
+
     /// Count an error reply; its code is the text up to the first space.
     pub fn error_reply(&self, msg: &[u8]) {
         self.total_error_replies.fetch_add(1, Ordering::Relaxed);
@@ -211,6 +236,7 @@ impl Stats {
         self.errors.lock().unwrap_or_else(|e| e.into_inner()).clear();
         self.total_error_replies.store(0, Ordering::Relaxed);
         self.total_connections.store(0, Ordering::Relaxed);
+        *self.instant.lock().unwrap_or_else(|e| e.into_inner()) = InstantMetrics::new(self.uptime_ms());
     }
 
     /// The slow log.

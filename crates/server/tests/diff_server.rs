@@ -312,6 +312,40 @@ fn a_long_pipeline_is_answered_in_more_writes_than_reads() {
     panic!("no pipeline was answered in more writes than reads: (reads, writes) {seen:?}");
 }
 
+/// `instantaneous_ops_per_sec`, `instantaneous_input_kbps` and
+/// `instantaneous_output_kbps` of `INFO stats`.
+fn rates(c: &mut TcpStream) -> (u64, f64, f64) {
+    let info = text(call(c, &[b"INFO", b"stats"]));
+    let field = |name: &str| {
+        let value = info.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':'));
+        value.unwrap_or_else(|| panic!("INFO lacks {name}:\n{info}")).to_owned()
+    };
+    let number = |name: &str| field(name).parse::<f64>().unwrap_or_else(|e| panic!("{name}: {e}"));
+    let ops = field("instantaneous_ops_per_sec").parse().expect("ops per second");
+    (ops, number("instantaneous_input_kbps"), number("instantaneous_output_kbps"))
+}
+
+#[test]
+fn info_reports_instantaneous_rates_of_recent_work() {
+    let kvik = start_kvik();
+    let mut load = connect(kvik.port);
+    let mut c = connect(kvik.port);
+    let batch = multibulk(&[b"PING"]).repeat(100);
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(800);
+    let mut sent = 0;
+    while std::time::Instant::now() < until {
+        load.write_all(&batch).expect("send");
+        read_until(&mut load, |b| b.len() >= 700);
+        sent += 100;
+    }
+    let (ops, input_kbps, output_kbps) = rates(&mut c);
+    assert!(ops > 100, "{ops} commands per second while {sent} PINGs ran in 0.8 s");
+    assert!(input_kbps > 1.0 && output_kbps > 0.5, "{input_kbps} KiB/s in, {output_kbps} KiB/s out");
+    // Once the 1.6 s window has passed idle, only this client's INFO ran.
+    std::thread::sleep(std::time::Duration::from_millis(2000));
+    assert_eq!(rates(&mut c).0, 0);
+}
+
 #[test]
 fn info_reports_the_fields_tools_read() {
     let kvik = start_kvik();

@@ -342,19 +342,16 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             line("total_connections_received", &stats.total_connections.load(Ordering::Relaxed));
             line("total_commands_processed", &stats.total_commands());
             let net = stats.net();
-            line("instantaneous_ops_per_sec", &0);
+            let rates = stats.rates();
+            line("instantaneous_ops_per_sec", &rates.ops_per_sec);
             line("total_net_input_bytes", &net.input_bytes);
             line("total_net_output_bytes", &net.output_bytes);
             line("total_net_repl_input_bytes", &0);
             line("total_net_repl_output_bytes", &0);
-            for k in [
-                "instantaneous_input_kbps",
-                "instantaneous_output_kbps",
-                "instantaneous_input_repl_kbps",
-                "instantaneous_output_repl_kbps",
-            ] {
-                line(k, &"0.00");
-            }
+            line("instantaneous_input_kbps", &format!("{:.2}", rates.input_kbps));
+            line("instantaneous_output_kbps", &format!("{:.2}", rates.output_kbps));
+            line("instantaneous_input_repl_kbps", &"0.00");
+            line("instantaneous_output_repl_kbps", &"0.00");
             for k in ["rejected_connections", "sync_full", "sync_partial_ok", "sync_partial_err"] {
                 line(k, &0);
             }
