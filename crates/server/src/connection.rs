@@ -963,6 +963,8 @@ async fn serve_respb<S: ClientStream>(
         output.stamp = state.limits.idle_timeout() > 0;
         // Nothing up to the next await yields: the frames share clock readings.
         let batch = clock::Batch::open();
+        let mut split = BatchSplit::plan(buf.pending().len(), buf.is_full());
+        let mut split_now = false;
         // Channels whose wait ended answer, then run the frames queued behind.
         if !settle(conn, &mut channels, &mut output) {
             return Ok(());
@@ -1041,9 +1043,14 @@ async fn serve_respb<S: ClientStream>(
             if conn.over_hard_limit(output.out.len()) {
                 return Ok(());
             }
-            // A batch's replies go out with one write, unless they grow large.
+            // A batch's replies go out with one write, unless they grow large
+            // or the batch is split.
             if output.full() {
                 output.hand_over();
+            } else if output.idle() && split.due(buf.pending().len(), output.out.len()) {
+                output.hand_over();
+                split_now = true;
+                break;
             }
         }
         state.tracking.flush_broadcasts(&state.clients, state.pubsub.hard_limit());
@@ -1053,6 +1060,12 @@ async fn serve_respb<S: ClientStream>(
         // channel is dropped, as Redis drops a blocked client that left).
         if close || (eof && (need_more || buf.pending().is_empty() || channels.stalled())) {
             return output.flush_all(conn).await;
+        }
+        if split_now {
+            // The first part of a split batch: what the socket takes now
+            // (the rest with the next wait), then on with the frames.
+            output.sent = conn.try_write(&output.inflight).await?;
+            continue;
         }
         output.hand_over();
         if !output.idle() && output.timer.is_none() {

@@ -198,3 +198,49 @@ fn exec_reply_is_one_frame() {
     let after = request(&mut stream, &[b"PING"], 3);
     assert_eq!(after.value, Value::simple("PONG"), "frames after EXEC are intact");
 }
+
+/// `total_reads_processed` and `total_writes_processed` of `INFO stats`,
+/// asked on `stream`'s channel 1.
+fn reads_and_writes(stream: &mut TcpStream) -> (u64, u64) {
+    let Value::Bulk(info) = request(stream, &[b"INFO", b"stats"], 1).value else {
+        panic!("INFO answers a bulk string");
+    };
+    let info = String::from_utf8_lossy(&info).into_owned();
+    let field = |name: &str| -> u64 {
+        let value = info.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':'));
+        value.and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("INFO lacks {name}:\n{info}"))
+    };
+    (field("total_reads_processed"), field("total_writes_processed"))
+}
+
+/// As over RESP, a batch of frames with many kilobytes of input, all the
+/// client sent, gets its first replies before it has run whole: more
+/// writes than reads answer it. Without the split every read is answered
+/// by at most one write.
+#[test]
+fn a_long_pipeline_of_frames_is_answered_in_more_writes_than_reads() {
+    let kvik = start_kvik();
+    let mut stream = greeted(&kvik);
+    let mut ping = Vec::new();
+    encode_request(&[b"PING"], 1, &mut ping);
+    stream.write_all(&ping).expect("send PING");
+    let pong_len = reply(&mut stream).consumed;
+    // 12 KB: more than a split needs, less than one read takes.
+    const PINGS: usize = 3000;
+    let mut seen = Vec::new();
+    for _ in 0..20 {
+        let (reads_before, writes_before) = reads_and_writes(&mut stream);
+        stream.write_all(&ping.repeat(PINGS)).expect("send");
+        let replies = read_until(&mut stream, |b| b.len() >= PINGS * pong_len).bytes;
+        assert_eq!(replies.len(), PINGS * pong_len);
+        let (reads_after, writes_after) = reads_and_writes(&mut stream);
+        // Less the second report's read and the first one's reply.
+        let (reads, writes) = (reads_after - reads_before - 1, writes_after - writes_before - 1);
+        if writes > reads {
+            return;
+        }
+        // The server woke before the whole pipeline was in: try again.
+        seen.push((reads, writes));
+    }
+    panic!("no pipeline was answered in more writes than reads: (reads, writes) {seen:?}");
+}

@@ -214,10 +214,15 @@ impl ReplySink for RespWriter<'_> {
         if self.drop_scalar() {
             return;
         }
-        // Every successful SET, MSET, SELECT, ... answers OK: one copy of
-        // the whole reply instead of the line's scan for line breaks.
+        // Every successful SET, MSET, SELECT, ... answers OK, and every
+        // health check's PING answers PONG: one copy of the whole reply
+        // instead of the line's scan for line breaks.
         if s == b"OK" {
             self.out.extend_from_slice(OK);
+            return;
+        }
+        if s == b"PONG" {
+            self.out.extend_from_slice(PONG);
             return;
         }
         self.line(b'+', s);
