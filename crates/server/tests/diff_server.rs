@@ -9,7 +9,7 @@ use std::io::Write;
 use std::net::TcpStream;
 
 use common::diff::{closed, compare_each, compare_each_with, multibulk, open, Case};
-use common::{connect, read_until, start_kvik, start_kvik_with};
+use common::{connect, info_value, read_until, start_kvik, start_kvik_with};
 
 /// Deterministic cases: every byte must match.
 fn exact_cases() -> Vec<Case> {
@@ -260,10 +260,7 @@ fn net_counters(c: &mut TcpStream) -> ([u64; 4], u64) {
     let info = text(call(c, &[b"INFO", b"stats"]));
     const FIELDS: [&str; 4] =
         ["total_net_input_bytes", "total_net_output_bytes", "total_reads_processed", "total_writes_processed"];
-    let counters = FIELDS.map(|field| {
-        let line = info.lines().find_map(|l| l.strip_prefix(field)?.strip_prefix(':'));
-        line.and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("INFO lacks {field}:\n{info}"))
-    });
+    let counters = FIELDS.map(|field| info_value(&info, field).parse().unwrap_or_else(|e| panic!("{field}: {e}")));
     (counters, info.len() as u64)
 }
 
@@ -316,12 +313,8 @@ fn a_long_pipeline_is_answered_in_more_writes_than_reads() {
 /// `instantaneous_output_kbps` of `INFO stats`.
 fn rates(c: &mut TcpStream) -> (u64, f64, f64) {
     let info = text(call(c, &[b"INFO", b"stats"]));
-    let field = |name: &str| {
-        let value = info.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':'));
-        value.unwrap_or_else(|| panic!("INFO lacks {name}:\n{info}")).to_owned()
-    };
-    let number = |name: &str| field(name).parse::<f64>().unwrap_or_else(|e| panic!("{name}: {e}"));
-    let ops = field("instantaneous_ops_per_sec").parse().expect("ops per second");
+    let number = |name: &str| info_value(&info, name).parse::<f64>().unwrap_or_else(|e| panic!("{name}: {e}"));
+    let ops = info_value(&info, "instantaneous_ops_per_sec").parse().expect("ops per second");
     (ops, number("instantaneous_input_kbps"), number("instantaneous_output_kbps"))
 }
 

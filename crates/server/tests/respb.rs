@@ -6,7 +6,7 @@ mod common;
 use std::io::Write;
 use std::net::TcpStream;
 
-use common::{connect, read_until, start_kvik, ServerProcess};
+use common::{connect, info_value, read_until, start_kvik, ServerProcess};
 use kvik_protocol::resp::reply_parser::ReplyLimits;
 use kvik_protocol::respb::encode::write_passthrough;
 use kvik_protocol::respb::handshake;
@@ -206,10 +206,7 @@ fn reads_and_writes(stream: &mut TcpStream) -> (u64, u64) {
         panic!("INFO answers a bulk string");
     };
     let info = String::from_utf8_lossy(&info).into_owned();
-    let field = |name: &str| -> u64 {
-        let value = info.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':'));
-        value.and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("INFO lacks {name}:\n{info}"))
-    };
+    let field = |name: &str| -> u64 { info_value(&info, name).parse().unwrap_or_else(|e| panic!("{name}: {e}")) };
     (field("total_reads_processed"), field("total_writes_processed"))
 }
 

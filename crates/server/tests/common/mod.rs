@@ -231,6 +231,13 @@ pub fn read_until(stream: &mut TcpStream, done: impl Fn(&[u8]) -> bool) -> Answe
     }
 }
 
+/// The value of `name` in the text of an `INFO` reply (`name:value` lines);
+/// panics, showing the reply, when the field is missing.
+pub fn info_value<'a>(info: &'a str, name: &str) -> &'a str {
+    let value = info.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':'));
+    value.unwrap_or_else(|| panic!("INFO lacks {name}:\n{info}"))
+}
+
 /// Send one request on `stream` and read one complete reply.
 pub fn call(stream: &mut TcpStream, args: &[&[u8]]) -> Vec<u8> {
     stream.write_all(&diff::multibulk(args)).expect("send");
