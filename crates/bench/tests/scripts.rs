@@ -9,6 +9,9 @@
 //!
 //! The redis-server reference of `respb.sh` is included when redis-server
 //! and redis-benchmark are installed (CI installs them) and skipped otherwise.
+//! `bench/syscalls.sh` runs where perf may count syscall tracepoints; its
+//! test checks counts that do not depend on speed (one read and one write
+//! per request at `-P 1`).
 
 mod common;
 
@@ -314,5 +317,59 @@ fn suite_script_writes_tables_csv_json_and_charts_for_every_server() {
         assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""), "{chart}");
         assert!(svg.trim_end().ends_with("</svg>"), "{chart}");
         assert!(svg.contains("<rect class=\"bar\""), "{chart}");
+    }
+}
+
+/// Whether perf may count the syscall tracepoints here (it needs root or a
+/// permissive `perf_event_paranoid`).
+fn perf_can_trace() -> bool {
+    on_path("perf")
+        && Command::new("perf")
+            .args(["stat", "-e", "syscalls:sys_enter_read", "-o", "/dev/null", "true"])
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+}
+
+/// `bench/syscalls.sh` at `-P 1`: every request costs the client one read
+/// and one write, and the server too, kvik without an extra read that
+/// finds the socket empty.
+#[test]
+fn syscalls_script_counts_one_read_and_one_write_per_request_at_p1() {
+    if !perf_can_trace() || !on_path("redis-benchmark") {
+        eprintln!("perf with tracepoints or redis-benchmark missing: syscalls.sh not run");
+        return;
+    }
+    let kvik = common::kvik_bin();
+    let with_redis = on_path("redis-server");
+    let output = Command::new("bash")
+        .arg(repo_root().join("bench/syscalls.sh"))
+        .arg(&kvik)
+        .env("REQUESTS", "3000")
+        .env("CLIENTS", "10")
+        .env("PIPELINE", "1")
+        .env("KEYSPACE", "1000")
+        .env("ROUNDS", "1")
+        .env("REDIS", if with_redis { "1" } else { "0" })
+        .env_remove("TEST")
+        .env_remove("SIZE")
+        .output()
+        .expect("run bash");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "syscalls.sh failed:\n{}\n{stdout}", String::from_utf8_lossy(&output.stderr));
+    let mut servers = vec![kvik.display().to_string()];
+    if with_redis {
+        servers.push("redis-server".to_string());
+    }
+    for server in &servers {
+        let cells = row(&stdout, &format!("1 | {server}"));
+        assert_eq!(cells.len(), 11, "{cells:?}");
+        assert!(positive(cells[2]), "requests/s of {server}: {cells:?}");
+        // Client reads and writes, then the server's; a few extra calls when
+        // redis-benchmark connects add thousandths.
+        for (what, at) in [("client reads", 4), ("client writes", 5), ("server reads", 8), ("server writes", 9)] {
+            let per_request: f64 = cells[at].parse().unwrap_or_else(|e| panic!("{what} {:?}: {e}", cells[at]));
+            assert!((0.99..1.05).contains(&per_request), "{what} per request of {server}: {per_request}\n{stdout}");
+        }
     }
 }
