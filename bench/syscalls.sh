@@ -24,9 +24,10 @@
 #   KEYSPACE  [100000]   -r, and how many keys are set first
 #   ROUNDS    [2]        passes over the servers, alternating
 #   REDIS     [1]        0: kvik builds only
+#   PIN       [1]        1: the client on the first usable CPU and every server
+#                        on the second (bench/common.sh); 0: unpinned
 #
-# Each kvik-server runs with `--threads 1`; with two CPUs or more every
-# server runs on CPU 1 and the client on CPU 0. Needs perf (Debian package
+# Each kvik-server runs with `--threads 1`. Needs perf (Debian package
 # `linux-perf`) allowed to read tracepoints (root, or
 # kernel.perf_event_paranoid at -1), and redis-benchmark.
 set -euo pipefail
@@ -49,6 +50,12 @@ command -v redis-benchmark >/dev/null || { echo "redis-benchmark is missing: mak
 perf stat -e syscalls:sys_enter_read -o /dev/null true 2>/dev/null ||
     { echo "perf cannot read the syscall tracepoints here (run as root)" >&2; exit 2; }
 
+# common.sh: client_pin and server_pin (PIN=1 here by default), $work, the
+# pid and port of each server by name, and stopping them all on exit.
+PIN="${PIN:-1}"
+# shellcheck source=bench/common.sh
+source bench/common.sh
+
 target_dir="${CARGO_TARGET_DIR:-target}"
 if [ "$#" -eq 0 ]; then
     cargo build --quiet --release -p kvik-server
@@ -57,45 +64,31 @@ fi
 servers=("$@")
 [ "$REDIS" = 1 ] && servers+=(redis-server)
 
-if [ "$(nproc)" -ge 2 ]; then
-    server_cpu=(taskset -c 1)
-    client_cpu=(taskset -c 0)
-else
-    server_cpu=()
-    client_cpu=()
-fi
-
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    local pid
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
 # Reads and writes of every flavour, the loop's waits, and the switches
 # away from the CPU (a sleep, mostly, for a process pinned to its own).
 CLIENT_EVENTS=syscalls:sys_enter_epoll_wait,syscalls:sys_enter_read,syscalls:sys_enter_recvfrom,syscalls:sys_enter_write,syscalls:sys_enter_sendto,sched:sched_switch
 SERVER_EVENTS=$CLIENT_EVENTS,syscalls:sys_enter_readv,syscalls:sys_enter_writev,syscalls:sys_enter_sendmsg
 
-# start BINARY PORT: the server's pid, once it answers.
+# start NAME BINARY: BINARY (a kvik-server build, or redis-server) on a free
+# port of 127.0.0.1 as server NAME (pid[NAME], port[NAME]), then KEYSPACE keys set.
 start() {
-    local binary=$1 port=$2 pid
+    local name=$1 binary=$2 p
+    p=$(python3 "$HELPER" freeport)
     if [ "$binary" = redis-server ]; then
-        "${server_cpu[@]}" redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no \
-            >"$work/server-$port.log" 2>&1 &
+        "${server_pin[@]}" redis-server --bind 127.0.0.1 --port "$p" --save '' --appendonly no \
+            --daemonize no --dir "$work" >>"$work/$name.log" 2>&1 &
     else
-        "${server_cpu[@]}" "$binary" --bind 127.0.0.1 --port "$port" --threads 1 --save '' --appendonly no \
-            >"$work/server-$port.log" 2>&1 &
+        "${server_pin[@]}" "$binary" --bind 127.0.0.1 --port "$p" --threads 1 --save '' --appendonly no \
+            >>"$work/$name.log" 2>&1 &
     fi
-    pid=$!
-    for _ in $(seq 100); do
-        redis-cli -p "$port" ping >/dev/null 2>&1 && break
-        sleep 0.1
-    done
-    redis-benchmark -p "$port" -t set -n "$KEYSPACE" -r "$KEYSPACE" -d "$SIZE" -P 100 -q >/dev/null
-    echo "$pid"
+    pid[$name]=$!
+    port[$name]=$p
+    if ! python3 "$HELPER" wait "$p" 20; then
+        echo "$binary did not answer PING on port $p; its log:" >&2
+        tail -20 "$work/$name.log" >&2 || true
+        exit 1
+    fi
+    redis-benchmark -p "$p" -t set -n "$KEYSPACE" -r "$KEYSPACE" -d "$SIZE" -P 100 -q >/dev/null
 }
 
 # per_request FILE NAME...: the summed counts of the perf stat output FILE
@@ -111,11 +104,8 @@ per_request() {
         END { printf "%.3f", sum / n }' "$file"
 }
 
-ports=()
-for binary in "${servers[@]}"; do
-    port=$(python3 bench/server_report.py freeport)
-    pids+=("$(start "$binary" "$port")")
-    ports+=("$port")
+for i in "${!servers[@]}"; do
+    start "s$i" "${servers[$i]}"
 done
 
 echo "Workload: redis-benchmark -t $TEST -n $REQUESTS -c $CLIENTS -P $PIPELINE -d $SIZE -r $KEYSPACE; per request; $ROUNDS rounds"
@@ -124,12 +114,11 @@ echo "| round | server | requests/s | client epoll_wait | client reads | client 
 echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for round in $(seq "$ROUNDS"); do
     for i in "${!servers[@]}"; do
-        port=${ports[$i]}
-        perf stat -x, -e "$SERVER_EVENTS" -p "${pids[$i]}" -o "$work/server.txt" &
+        perf stat -x, -e "$SERVER_EVENTS" -p "${pid[s$i]}" -o "$work/server.txt" &
         stat_pid=$!
         sleep 0.3
         perf stat -x, -e "$CLIENT_EVENTS" -o "$work/client.txt" \
-            "${client_cpu[@]}" redis-benchmark -p "$port" -t "$TEST" -n "$REQUESTS" -c "$CLIENTS" \
+            "${client_pin[@]}" redis-benchmark -p "${port[s$i]}" -t "$TEST" -n "$REQUESTS" -c "$CLIENTS" \
             -P "$PIPELINE" -d "$SIZE" -r "$KEYSPACE" --csv >"$work/bench.csv" 2>/dev/null
         kill -INT "$stat_pid"
         wait "$stat_pid" 2>/dev/null || true
@@ -144,7 +133,4 @@ for round in $(seq "$ROUNDS"); do
             "$(per_request "$work/server.txt" write sendto writev sendmsg)" \
             "$(per_request "$work/server.txt" sched_switch)"
     done
-done
-for port in "${ports[@]}"; do
-    redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
 done
