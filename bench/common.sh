@@ -242,8 +242,15 @@ start_server() {
     esac
     pid[$name]=$!
     port[$name]=$p
-    if ! python3 "$HELPER" wait "$p" 20; then
-        echo "$name did not answer PING on port $p; its log:" >&2
+    await_server "$name"
+}
+
+# await_server NAME: wait for server NAME (started with its output in
+# $work/NAME.log) to answer PING; otherwise show its log and exit.
+await_server() {
+    local name=$1
+    if ! python3 "$HELPER" wait "${port[$name]}" 20; then
+        echo "$name did not answer PING on port ${port[$name]}; its log:" >&2
         tail -20 "$work/$name.log" >&2 || true
         exit 1
     fi

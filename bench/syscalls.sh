@@ -83,11 +83,7 @@ start() {
     fi
     pid[$name]=$!
     port[$name]=$p
-    if ! python3 "$HELPER" wait "$p" 20; then
-        echo "$binary did not answer PING on port $p; its log:" >&2
-        tail -20 "$work/$name.log" >&2 || true
-        exit 1
-    fi
+    await_server "$name"
     redis-benchmark -p "$p" -t set -n "$KEYSPACE" -r "$KEYSPACE" -d "$SIZE" -P 100 -q >/dev/null
 }
 
