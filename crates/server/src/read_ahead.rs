@@ -183,6 +183,12 @@ pub struct FrameScan<P: FramePeek> {
     args: Vec<CommandArgs>,
     waiting_head: usize,
     waiting_len: usize,
+    /// Number of the first frame that step 2 has not yet looked at: every
+    /// frame before it within [`ENTRY_AHEAD`] of the running one had its
+    /// entry loaded (or needed no load) when it came that close.
+    next_entry: usize,
+    /// How many of the waiting frames name a member (see [`Waiting::member`]).
+    member_frames: usize,
     /// Bytes from the start of the frame about to run to the first frame
     /// not yet scanned.
     scan_off: usize,
@@ -223,6 +229,8 @@ impl<P: FramePeek> FrameScan<P> {
             args: Vec::new(),
             waiting_head: 0,
             waiting_len: 0,
+            next_entry: 0,
+            member_frames: 0,
             scan_off: 0,
             scanned: 0,
             running: 0,
@@ -265,6 +273,8 @@ impl<P: FramePeek> FrameScan<P> {
         self.running = running;
         self.stopped = false;
         self.waiting_len = 0;
+        self.next_entry = running;
+        self.member_frames = 0;
     }
 
     /// The frame at the start of the pending bytes, if the scan decoded it:
@@ -342,6 +352,7 @@ impl<P: FramePeek> FrameScan<P> {
             let loaded = again.is_some();
             self.waiting[slot] = Waiting { frame: self.scanned, len, kind, at, loaded, member, member_steps: 0 };
             self.waiting_len += 1;
+            self.member_frames += usize::from(member.is_some());
             self.scan_off += len;
             self.scanned += 1;
             if self.keyless >= KEYLESS_RUN {
@@ -350,40 +361,65 @@ impl<P: FramePeek> FrameScan<P> {
                 self.stopped = true;
             }
         }
-        let mut memo = KeyMemo::none();
-        for i in 0..self.waiting_len {
-            let w = &mut self.waiting[(self.waiting_head + i) % RING];
-            if w.frame > self.running + ENTRY_AHEAD {
-                break;
-            }
-            match w.at {
-                Some(at) if w.frame == self.running => memo = KeyMemo::remember(&at),
-                Some(at) if !w.loaded => {
-                    ks.prefetch_entry(at);
-                    w.loaded = true;
-                    #[cfg(test)]
-                    self.loaded.push(w.frame);
-                }
-                // The entry is on its way or cached: the member's loads,
-                // the second one command ahead, once the first has arrived.
-                Some(at) => {
-                    let Some(member_hash) = w.member else { continue };
-                    let step = match (w.member_steps, w.frame == self.running + 1) {
-                        (0, _) => MemberStep::Slot,
-                        (1, true) => MemberStep::Entry,
-                        _ => continue,
-                    };
-                    // A value with no member table (a small hash, a string)
-                    // needs no second step: its lock is not taken again.
-                    let table = ks.prefetch_member(at, pending, member_hash, step);
-                    w.member_steps = if table { w.member_steps + 1 } else { 2 };
-                    #[cfg(test)]
-                    self.member_steps.push((w.frame, step));
-                }
-                None => {}
+        // Frames `running..=last` are within ENTRY_AHEAD; the scan has them all.
+        let Some(last) = (self.running + ENTRY_AHEAD + 1).min(self.scanned).checked_sub(1) else {
+            return KeyMemo::none();
+        };
+        if self.member_frames > 0 {
+            self.member_steps_due(ks, pending, last);
+        }
+        // Step 2 for the frames that came within ENTRY_AHEAD since the last
+        // call: one, when every frame asks before it runs. The running frame
+        // gets none, its command is about to look it up.
+        for frame in self.next_entry.max(self.running + 1)..=last {
+            let i = self.ring_index(frame);
+            let w = &mut self.waiting[i];
+            if let (Some(at), false) = (w.at, w.loaded) {
+                ks.prefetch_entry(at);
+                w.loaded = true;
+                #[cfg(test)]
+                self.loaded.push(frame);
             }
         }
-        memo
+        self.next_entry = self.next_entry.max(last + 1);
+        match self.waiting_len {
+            0 => KeyMemo::none(),
+            _ => match self.waiting[self.waiting_head] {
+                Waiting { frame, at: Some(at), .. } if frame == self.running => KeyMemo::remember(&at),
+                _ => KeyMemo::none(),
+            },
+        }
+    }
+
+    /// Where frame `frame`, which the scan has and has not dropped, sits in
+    /// the ring.
+    #[inline]
+    fn ring_index(&self, frame: usize) -> usize {
+        let first = self.scanned - self.waiting_len;
+        debug_assert!((first..self.scanned).contains(&frame));
+        (self.waiting_head + (frame - first)) % RING
+    }
+
+    /// The member steps due for the frames up to `last` whose entry is on
+    /// its way or cached from an earlier call: the slot step, then, the
+    /// second one command ahead, the entry step once the slot has arrived.
+    fn member_steps_due(&mut self, ks: &Keyspace, pending: &[u8], last: usize) {
+        for frame in self.running + 1..=last {
+            let i = self.ring_index(frame);
+            let w = &mut self.waiting[i];
+            let (Some(at), true, Some(member_hash)) = (w.at, w.loaded, w.member) else { continue };
+            let step = match (w.member_steps, frame == self.running + 1) {
+                (0, _) => MemberStep::Slot,
+                (1, true) => MemberStep::Entry,
+                _ => continue,
+            };
+            // A value with no member table (a small hash, a string) needs
+            // no second step: its lock is not taken again.
+            let table = ks.prefetch_member(at, pending, member_hash, step);
+            w.member_steps = if table { w.member_steps + 1 } else { 2 };
+            #[cfg(test)]
+            self.member_steps.push((frame, step));
+        }
     }
 
     /// The frame that was about to run took `consumed` bytes.
@@ -408,6 +444,7 @@ impl<P: FramePeek> FrameScan<P> {
     /// asking first, a busy channel's, among them).
     fn drop_run(&mut self) {
         while self.waiting_len > 0 && self.waiting[self.waiting_head].frame < self.running {
+            self.member_frames -= usize::from(self.waiting[self.waiting_head].member.is_some());
             self.waiting_head = (self.waiting_head + 1) % RING;
             self.waiting_len -= 1;
         }
@@ -861,6 +898,36 @@ mod tests {
         assert_eq!(drive(&ks, &input, &mut scan), (20, 19));
         let kept: usize = scan.args.iter().map(CommandArgs::retained_bytes).sum();
         assert!(kept <= RING * MAX_RETAINED_BYTES, "{kept} bytes kept");
+    }
+
+    /// Frames a busy channel holds are consumed without asking the scan:
+    /// the frame after them loads what came within reach meanwhile, each
+    /// entry once, and never the entry of the frame about to run.
+    #[test]
+    fn frames_skipped_by_the_loop_leave_no_entry_loaded_twice() {
+        let ks = keyspace_with(100);
+        let input: Vec<u8> = (0..30).flat_map(|i| resp(&[b"GET", format!("k{i}").as_bytes()])).collect();
+        let mut parser = RequestParser::default();
+        let mut args = CommandArgs::new();
+        let mut scan = RespReadAhead::default();
+        scan.start_from(&ks, 0);
+        let mut at = 0;
+        for frame in 0..30 {
+            let n = match scan.take(&mut parser, &mut args) {
+                Some(n) => n,
+                None => match parser.parse(&input[at..], &mut args) {
+                    Ok(Progress::Done(n)) => n,
+                    other => panic!("frame {frame}: {other:?}"),
+                },
+            };
+            if !(5..8).contains(&frame) {
+                let _memo = scan.before(&ks, 0, &input[at..]);
+            }
+            at += n;
+            scan.after(n);
+        }
+        let want: Vec<usize> = (1..8).chain(9..30).collect();
+        assert_eq!(scan.loaded, want);
     }
 
     /// Arbitrary bytes, and frames the loop consumes without asking the
