@@ -47,6 +47,40 @@ pub const MAX_BINARY_DEPTH: usize = 64;
 /// Largest element count or short-string length a binary reply can hold.
 const MAX_U16: usize = u16::MAX as usize;
 
+/// Nesting levels whose counts a writer keeps inline (see [`OpenCounts`]).
+const INLINE_DEPTH: usize = 8;
+
+/// The values still owed by each open aggregate of the reply under way,
+/// outermost first, for levels `0..MAX_BINARY_DEPTH`.
+///
+/// A writer is made for every reply, so its start must be cheap: the first
+/// [`INLINE_DEPTH`] levels (all that Redis replies use) live inline, a few
+/// stores to clear, where the whole array was a 256-byte `memset` per reply.
+/// Deeper levels go to a buffer made when a reply first needs one.
+#[derive(Debug, Default)]
+struct OpenCounts {
+    inline: [u32; INLINE_DEPTH],
+    deeper: Option<Box<[u32; MAX_BINARY_DEPTH - INLINE_DEPTH]>>,
+}
+
+impl OpenCounts {
+    /// The count at `level`; 0 for a deep level never written.
+    fn get(&self, level: usize) -> u32 {
+        match level.checked_sub(INLINE_DEPTH) {
+            None => self.inline[level],
+            Some(i) => self.deeper.as_ref().map_or(0, |d| d[i]),
+        }
+    }
+
+    /// The count at `level`, to change.
+    fn get_mut(&mut self, level: usize) -> &mut u32 {
+        match level.checked_sub(INLINE_DEPTH) {
+            None => &mut self.inline[level],
+            Some(i) => &mut self.deeper.get_or_insert_with(|| Box::new([0; MAX_BINARY_DEPTH - INLINE_DEPTH]))[i],
+        }
+    }
+}
+
 /// Writes replies for one mux channel as RESPB frames.
 ///
 /// Any number of top-level replies may be written in a row; each becomes
@@ -59,7 +93,7 @@ pub struct RespbReplyWriter<'a> {
     /// Values still needed to complete the current top-level reply (0 = between replies).
     needed: u64,
     /// Open aggregates of the current reply, for the depth limit.
-    depth_counts: [u32; MAX_BINARY_DEPTH],
+    depth_counts: OpenCounts,
     depth: usize,
     frame_start: usize,
     /// Position of the 4-byte length while the current reply is a passthrough frame.
@@ -73,7 +107,7 @@ impl<'a> RespbReplyWriter<'a> {
             out,
             mux,
             needed: 0,
-            depth_counts: [0; MAX_BINARY_DEPTH],
+            depth_counts: OpenCounts::default(),
             depth: 0,
             frame_start: 0,
             passthrough_len_at: None,
@@ -95,8 +129,8 @@ impl<'a> RespbReplyWriter<'a> {
     fn begin(&mut self, op: u16) {
         if self.needed == 0 {
             self.frame_start = self.out.len();
-            self.out.extend_from_slice(&op.to_be_bytes());
-            self.out.extend_from_slice(&self.mux.to_be_bytes());
+            let ([o1, o2], [m1, m2]) = (op.to_be_bytes(), self.mux.to_be_bytes());
+            self.out.extend_from_slice(&[o1, o2, m1, m2]);
         } else {
             self.out.push(op as u8);
         }
@@ -107,12 +141,12 @@ impl<'a> RespbReplyWriter<'a> {
         if self.needed > 0 {
             self.needed -= 1;
         }
-        while self.depth > 0 && self.depth_counts[self.depth - 1] == 0 {
+        while self.depth > 0 && self.depth_counts.get(self.depth - 1) == 0 {
             self.depth -= 1;
         }
         if self.depth > 0 {
-            self.depth_counts[self.depth - 1] -= 1;
-            while self.depth > 0 && self.depth_counts[self.depth - 1] == 0 {
+            *self.depth_counts.get_mut(self.depth - 1) -= 1;
+            while self.depth > 0 && self.depth_counts.get(self.depth - 1) == 0 {
                 self.depth -= 1;
             }
         }
@@ -184,20 +218,21 @@ impl<'a> RespbReplyWriter<'a> {
         // The aggregate itself is one value of its parent; its elements are owed next.
         let parent_needed = self.needed.saturating_sub(1);
         if self.depth > 0 {
-            self.depth_counts[self.depth - 1] = self.depth_counts[self.depth - 1].saturating_sub(1);
+            let owed = self.depth_counts.get_mut(self.depth - 1);
+            *owed = owed.saturating_sub(1);
         }
         self.needed = parent_needed + values;
         if values == 0 {
             self.value_done_empty();
         } else if self.depth < MAX_BINARY_DEPTH {
-            self.depth_counts[self.depth] = values.min(u64::from(u32::MAX)) as u32;
+            *self.depth_counts.get_mut(self.depth) = values.min(u64::from(u32::MAX)) as u32;
             self.depth += 1;
         }
     }
 
     /// An empty aggregate completes at once.
     fn value_done_empty(&mut self) {
-        while self.depth > 0 && self.depth_counts[self.depth - 1] == 0 {
+        while self.depth > 0 && self.depth_counts.get(self.depth - 1) == 0 {
             self.depth -= 1;
         }
         if self.needed == 0 {
@@ -604,6 +639,28 @@ mod tests {
         let bytes = frame(&v, 0);
         assert_eq!(&bytes[..2], &[0xFF, 0xFF]);
         assert_eq!(round_trip(&v), v);
+    }
+
+    /// Aggregates nested past the inline levels still close where they
+    /// should, up to the binary limit; one level more goes as passthrough.
+    #[test]
+    fn nesting_past_the_inline_levels_stays_binary_up_to_the_limit() {
+        let nested = |depth: usize| {
+            let mut v = Value::bulk("core");
+            for level in 0..depth {
+                let n = i64::try_from(level).unwrap_or(0);
+                v = Value::Array(vec![Value::Integer(n), v, Value::Map(vec![(Value::bulk("k"), Value::Integer(-n))])]);
+            }
+            v
+        };
+        // `depth` arrays, the innermost holding a map: `depth + 1` levels.
+        for depth in [INLINE_DEPTH - 1, INLINE_DEPTH, INLINE_DEPTH + 1, 30, MAX_BINARY_DEPTH - 1, MAX_BINARY_DEPTH] {
+            let v = nested(depth);
+            let bytes = frame(&v, 5);
+            let passthrough = bytes[..2] == [0xFF, 0xFF];
+            assert_eq!(passthrough, depth + 1 > MAX_BINARY_DEPTH, "depth {depth}");
+            assert_eq!(round_trip(&v), v, "depth {depth}");
+        }
     }
 
     #[test]
