@@ -212,11 +212,61 @@ impl RequestParser {
     /// On error the parser is reset and `out` holds nothing meaningful; the
     /// connection should be answered with the error text and closed.
     pub fn parse(&mut self, buf: &[u8], out: &mut CommandArgs) -> Result<Progress, RequestError> {
+        if self.phase == Phase::Idle {
+            if let Some(n) = self.parse_whole(buf, out) {
+                return Ok(Progress::Done(n));
+            }
+        }
         let result = self.parse_inner(buf, out);
         if result.is_err() {
             self.reset();
         }
         result
+    }
+
+    /// The pipelining fast path for a whole command: a multibulk command
+    /// that is complete in `buf`, its header lines all in the usual shape
+    /// and within every limit, read in one pass that keeps its position in
+    /// registers and leaves the parser between commands, as it found it.
+    /// `None` for anything else (an inline command, a partial frame, an
+    /// empty or unusual one, any error), which the general path then parses
+    /// from the start with the full rules.
+    #[inline(always)]
+    fn parse_whole(&self, buf: &[u8], out: &mut CommandArgs) -> Option<usize> {
+        if buf.first() != Some(&b'*') {
+            return None;
+        }
+        let (count, cr) = quick_number_line(buf, 1)?;
+        let count_cap = if self.auth_required {
+            UNAUTHENTICATED_MAX_MULTIBULK.min(self.limits.max_multibulk_len)
+        } else {
+            self.limits.max_multibulk_len
+        };
+        if count <= 0 || count as u64 > count_cap as u64 || cr > self.limits.max_inline_len {
+            return None;
+        }
+        let max_bulk = self.limits.max_bulk_len as u64;
+        let bulk_cap = if self.auth_required { max_bulk.min(UNAUTHENTICATED_MAX_BULK as u64) } else { max_bulk };
+        out.clear();
+        let mut pos = cr + 2;
+        for _ in 0..count {
+            let whole = (buf.get(pos) == Some(&b'$'))
+                .then(|| quick_number_line(buf, pos + 1))
+                .flatten()
+                .filter(|&(n, cr)| n as u64 <= bulk_cap && cr - pos <= self.limits.max_inline_len)
+                .and_then(|(n, cr)| {
+                    let start = cr + 2;
+                    let end = start.checked_add(n as usize)?.checked_add(2)?;
+                    (buf.get(end - 2..end) == Some(b"\r\n")).then_some((start, n as usize, end))
+                });
+            let Some((start, len, end)) = whole else {
+                out.clear();
+                return None;
+            };
+            out.push_input(start, len);
+            pos = end;
+        }
+        Some(pos)
     }
 
     fn parse_inner(&mut self, buf: &[u8], out: &mut CommandArgs) -> Result<Progress, RequestError> {
@@ -566,6 +616,82 @@ mod tests {
 
     fn one(buf: &[u8]) -> Result<Progress, RequestError> {
         RequestParser::default().parse(buf, &mut CommandArgs::new())
+    }
+
+    /// What the general path alone makes of `buf`: the parse without the
+    /// whole-command fast path.
+    fn general(p: &mut RequestParser, buf: &[u8], out: &mut CommandArgs) -> Result<Progress, RequestError> {
+        let result = p.parse_inner(buf, out);
+        if result.is_err() {
+            p.reset();
+        }
+        result
+    }
+
+    /// The fast path changes nothing a parse decides: on frames in the usual
+    /// shape and on near misses of it (bad digits, leading zeros, lengths at
+    /// and past each limit, short data, missing terminators, empty and
+    /// negative counts), under small limits and before authentication, the
+    /// outcome, the arguments and the state left behind match the general
+    /// path's, for the whole buffer and for every prefix of it.
+    #[test]
+    fn the_whole_command_fast_path_agrees_with_the_general_path() {
+        let mut rng = 0x2545_F491_4F6C_DD1D_u64;
+        let mut next = move |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        let pieces: [&[u8]; 14] =
+            [b"*", b"$", b"\r\n", b"\r", b"\n", b"0", b"1", b"2", b"3", b"9", b"-", b"x", b"PING", b"abc"];
+        for round in 0..4000 {
+            let mut buf = Vec::new();
+            if next(3) > 0 {
+                // A well-formed command, perhaps damaged at one byte.
+                let count = next(4) + usize::from(round % 7 == 0) as u64 * 12;
+                buf.extend_from_slice(format!("*{count}\r\n").as_bytes());
+                for _ in 0..count {
+                    let len = [0, 1, 3, 4, 5, 10, 11][next(7) as usize];
+                    buf.extend_from_slice(format!("${len}\r\n").as_bytes());
+                    buf.extend((0..len).map(|i| b'a' + (i % 26) as u8));
+                    buf.extend_from_slice(b"\r\n");
+                }
+                if next(2) == 0 && !buf.is_empty() {
+                    let at = next(buf.len() as u64) as usize;
+                    buf[at] = pieces[next(pieces.len() as u64) as usize][0];
+                }
+            } else {
+                for _ in 0..next(12) {
+                    buf.extend_from_slice(pieces[next(pieces.len() as u64) as usize]);
+                }
+            }
+            let limits = RequestLimits {
+                max_bulk_len: [4, 10, 512 << 20][next(3) as usize],
+                max_multibulk_len: [2, 12, i32::MAX as usize][next(3) as usize],
+                max_inline_len: [2, 3, 5, 64 << 10][next(4) as usize],
+            };
+            let auth = next(4) == 0;
+            for cut in 0..=buf.len() {
+                let bytes = &buf[..cut];
+                let (mut fast, mut slow) = (RequestParser::new(limits.clone()), RequestParser::new(limits.clone()));
+                fast.set_auth_required(auth);
+                slow.set_auth_required(auth);
+                let (mut fast_out, mut slow_out) = (CommandArgs::new(), CommandArgs::new());
+                let got = fast.parse(bytes, &mut fast_out);
+                let want = general(&mut slow, bytes, &mut slow_out);
+                assert_eq!(got, want, "{:?} under {limits:?}, auth {auth}", String::from_utf8_lossy(bytes));
+                if let Ok(Progress::Done(_)) = want {
+                    assert_eq!(fast_out.to_vec(bytes), slow_out.to_vec(bytes));
+                }
+                assert_eq!(
+                    format!("{fast:?}"),
+                    format!("{slow:?}"),
+                    "state after {:?}",
+                    String::from_utf8_lossy(bytes)
+                );
+            }
+        }
     }
 
     fn err_text(buf: &[u8]) -> String {

@@ -396,8 +396,15 @@ impl Walk {
                 out.replace_with(arg, |s| write_i64(s, raw as i64));
             }
         }
-        for field in (0..Layout::MAX_FIELDS).filter(|k| self.exclusive & (1 << k) != 0) {
-            out.prefix_owned(self.field_arg[field], b"(");
+        // The marked fields in ascending order, visiting only the set bits:
+        // most frames mark none.
+        let mut exclusive = self.exclusive;
+        while exclusive != 0 {
+            let field = exclusive.trailing_zeros() as usize;
+            exclusive &= exclusive - 1;
+            if let Some(&arg) = self.field_arg.get(field) {
+                out.prefix_owned(arg, b"(");
+            }
         }
         // Insert from the last position backwards so earlier indexes stay valid;
         // equal positions are inserted in reverse bit order to come out in bit order.
