@@ -107,6 +107,7 @@ fn cases() -> Vec<Case> {
         closed("quit with args", "quit now please\r\nPING\r\n"),
         closed("quit multibulk", multibulk(&[b"QUIT"])),
         closed("quit after ping", "PING\r\nQUIT\r\n"),
+        closed("quit inside multi", "MULTI\r\nSET k v\r\nQUIT\r\nEXEC\r\n"),
         // Protocol errors: the error text, then the connection is closed.
         closed("invalid multibulk length", "*x\r\n"),
         closed("multibulk length with plus", "*+1\r\n$4\r\nPING\r\n"),
