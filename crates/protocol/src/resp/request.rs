@@ -245,21 +245,11 @@ impl RequestParser {
         if count <= 0 || count as u64 > count_cap as u64 || cr > self.limits.max_inline_len {
             return None;
         }
-        let max_bulk = self.limits.max_bulk_len as u64;
-        let bulk_cap = if self.auth_required { max_bulk.min(UNAUTHENTICATED_MAX_BULK as u64) } else { max_bulk };
+        let bulk_cap = self.bulk_cap();
         out.clear();
         let mut pos = cr + 2;
         for _ in 0..count {
-            let whole = (buf.get(pos) == Some(&b'$'))
-                .then(|| quick_number_line(buf, pos + 1))
-                .flatten()
-                .filter(|&(n, cr)| n as u64 <= bulk_cap && cr - pos <= self.limits.max_inline_len)
-                .and_then(|(n, cr)| {
-                    let start = cr + 2;
-                    let end = start.checked_add(n as usize)?.checked_add(2)?;
-                    (buf.get(end - 2..end) == Some(b"\r\n")).then_some((start, n as usize, end))
-                });
-            let Some((start, len, end)) = whole else {
+            let Some((start, len, end)) = complete_element(buf, pos, bulk_cap, self.limits.max_inline_len) else {
                 out.clear();
                 return None;
             };
@@ -267,6 +257,18 @@ impl RequestParser {
             pos = end;
         }
         Some(pos)
+    }
+
+    /// The largest bulk argument accepted now: `proto-max-bulk-len`, or the
+    /// pre-authentication bound when that is lower and applies.
+    #[inline(always)]
+    fn bulk_cap(&self) -> u64 {
+        let max_bulk = self.limits.max_bulk_len as u64;
+        if self.auth_required {
+            max_bulk.min(UNAUTHENTICATED_MAX_BULK as u64)
+        } else {
+            max_bulk
+        }
     }
 
     fn parse_inner(&mut self, buf: &[u8], out: &mut CommandArgs) -> Result<Progress, RequestError> {
@@ -400,26 +402,12 @@ impl RequestParser {
     fn take_complete_elements(&mut self, buf: &[u8], out: &mut CommandArgs) {
         let mut pos = self.pos;
         let mut remaining = self.remaining;
-        let max_bulk = self.limits.max_bulk_len as u64;
         let max_line = self.limits.max_inline_len;
-        let bulk_cap = if self.auth_required { max_bulk.min(UNAUTHENTICATED_MAX_BULK as u64) } else { max_bulk };
+        let bulk_cap = self.bulk_cap();
         while remaining > 0 {
-            if buf.get(pos) != Some(&b'$') {
-                break;
-            }
-            let Some((n, cr)) = quick_number_line(buf, pos + 1) else {
+            let Some((start, len, end)) = complete_element(buf, pos, bulk_cap, max_line) else {
                 break;
             };
-            if n as u64 > bulk_cap || cr - pos > max_line {
-                break;
-            }
-            let len = n as usize;
-            let start = cr + 2;
-            let end = start.saturating_add(len).saturating_add(2);
-            match buf.get(end - 2..end) {
-                Some(b"\r\n") => {}
-                _ => break,
-            }
             out.push_input(start, len);
             pos = end;
             remaining -= 1;
@@ -480,6 +468,25 @@ impl RequestParser {
             }
         }
     }
+}
+
+/// The bulk element at `pos`, when it is whole in `buf` and in the usual
+/// shape: a `$` line of plain digits within `max_line` bytes, a length up to
+/// `bulk_cap`, the data and its CRLF. Its data's start and length, and where
+/// the element ends; `None` for anything else, which the general path then
+/// reads with the full rules.
+#[inline(always)]
+fn complete_element(buf: &[u8], pos: usize, bulk_cap: u64, max_line: usize) -> Option<(usize, usize, usize)> {
+    if buf.get(pos) != Some(&b'$') {
+        return None;
+    }
+    let (n, cr) = quick_number_line(buf, pos + 1)?;
+    if n as u64 > bulk_cap || cr - pos > max_line {
+        return None;
+    }
+    let (start, len) = (cr + 2, n as usize);
+    let end = start.checked_add(len)?.checked_add(2)?;
+    (buf.get(end - 2..end) == Some(b"\r\n")).then_some((start, len, end))
 }
 
 /// Read a header number in the common shape: 1 to 18 digits without a leading
