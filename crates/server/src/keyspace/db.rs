@@ -217,6 +217,15 @@ impl Db {
         Some(std::ptr::from_ref(self.table.get_bucket(i)?).addr())
     }
 
+    /// Where the table's own fields (its control bytes' address, its bucket
+    /// mask) lie: the first read of every lookup. The database never moves
+    /// once its shard is built, so step 1 of the lookahead can start loading
+    /// them without the shard's lock.
+    pub(super) fn table_fields(&self) -> std::ops::Range<usize> {
+        let start = std::ptr::from_ref(&self.table).addr();
+        start..start + size_of::<HashTable<Entry>>()
+    }
+
     /// Start loading the entry a lookup of `hash` would compare first.
     pub(super) fn prefetch_entry(&self, hash: u64) {
         if let Some(entry) = self.table.iter_hash(hash).next() {

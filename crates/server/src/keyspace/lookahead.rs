@@ -8,9 +8,11 @@
 //! loads a few commands ahead ([`crate::connection`]'s frame loops), in two
 //! steps, each far enough ahead for its loads to arrive:
 //!
-//! 1. [`Keyspace::prefetch_table`] starts loading the key's shard lock and
-//!    the first control group and slot of its probe sequence. It takes no
-//!    lock: the table's address comes from its [`TableHint`].
+//! 1. [`Keyspace::prefetch_table`] starts loading the key's shard lock, the
+//!    table's own fields, and the first control group and slots of its
+//!    probe sequence. It takes no lock: the table's address comes from its
+//!    [`TableHint`], and where its fields lie was noted when the shard was
+//!    built.
 //! 2. [`Keyspace::prefetch_entry`], a few commands later, when those lines
 //!    have arrived, takes the shard's lock if it is free, reads the slot
 //!    whose tag matches and starts loading the entry it points to.
@@ -27,6 +29,9 @@ use std::sync::Arc;
 use kvik_prefetch::prefetch;
 
 use super::{db::key_hasher, entry::same_key, key_slot, Entry, Keyspace};
+
+/// Control bytes a probe reads at once (`hashbrown`'s group width with SSE2).
+const GROUP: usize = 16;
 
 /// A shift that puts a table's bucket count (as a power of two) above any
 /// user-space address.
@@ -70,13 +75,22 @@ impl TableHint {
         Some((ctrl, mask))
     }
 
-    /// Start loading the control group and the slot where a probe for
-    /// `hash` begins.
+    /// Start loading the control group where a probe for `hash` begins,
+    /// and the slots it covers.
+    ///
+    /// The group is [`GROUP`] control bytes from `pos`, and may straddle two
+    /// lines. Its slots run down from the one of `pos`, [`GROUP`] of them:
+    /// the line of `pos`'s slot and the one below it hold the first 9 to
+    /// 16, and a key sits in one of the first few nearly always (it took the
+    /// first free slot when it was inserted).
     fn prefetch(&self, hash: u64) {
         if let Some((ctrl, mask)) = self.read() {
             let pos = (hash as usize) & mask;
             prefetch(ctrl.wrapping_add(pos));
-            prefetch(ctrl.wrapping_sub(size_of::<Entry>().wrapping_mul(pos + 1)));
+            prefetch(ctrl.wrapping_add(pos + GROUP - 1));
+            let first_slot = ctrl.wrapping_sub(size_of::<Entry>().wrapping_mul(pos + 1));
+            prefetch(first_slot);
+            prefetch(first_slot.wrapping_sub(64));
         }
     }
 }
@@ -226,7 +240,12 @@ impl Keyspace {
         let shard = usize::from(slot) & (self.shards.len() - 1);
         let hash = key_hasher().hash_one(key);
         prefetch(std::ptr::from_ref(&self.shards[shard]).addr());
-        self.hints.get(db * self.shards.len() + shard)?.prefetch(hash);
+        let table = db * self.shards.len() + shard;
+        if let Some(fields) = self.table_fields.get(table) {
+            prefetch(fields.start);
+            prefetch(fields.end - 1);
+        }
+        self.hints.get(table)?.prefetch(hash);
         Some(Ahead { addr: key.as_ptr().addr(), len: key.len(), slot, shard, db, hash })
     }
 

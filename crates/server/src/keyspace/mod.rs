@@ -214,6 +214,9 @@ pub struct Keyspace {
     /// database 0's, the busiest, are adjacent), for the lookahead's
     /// lock-free prefetches.
     hints: Arc<[lookahead::TableHint]>,
+    /// Where each database's table fields lie ([`Db::table_fields`]), in
+    /// the order of `hints`; fixed once the shards are built.
+    table_fields: Box<[std::ops::Range<usize>]>,
     /// Signalled when a shard's reservation ends.
     released: Box<[Condvar]>,
     /// Each shard's memory estimate as last published by its guard.
@@ -256,9 +259,19 @@ impl Keyspace {
         let blocked = Arc::new(AtomicUsize::new(0));
         let hints: Arc<[lookahead::TableHint]> = (0..n * databases).map(|_| lookahead::TableHint::default()).collect();
         let shared = KeyspaceShared { shards: n, tuning: &tuning, seed, blocked: &blocked, hints: &hints };
+        let shards: Box<[Mutex<Shard>]> = (0..n).map(|i| Mutex::new(Shard::new(i, databases, &shared))).collect();
+        let table_fields = (0..databases)
+            .flat_map(|db| {
+                shards.iter().map(move |shard| {
+                    let shard = shard.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                    shard.dbs[db].table_fields()
+                })
+            })
+            .collect();
         Keyspace {
-            shards: (0..n).map(|i| Mutex::new(Shard::new(i, databases, &shared))).collect(),
+            shards,
             hints: Arc::clone(&hints),
+            table_fields,
             blocked,
             released: (0..n).map(|_| Condvar::new()).collect(),
             published: (0..n).map(|_| AtomicUsize::new(0)).collect(),
@@ -566,6 +579,33 @@ mod tests {
         assert_eq!(ks.shard_of(b"{u1}.a"), ks.shard_of(b"{u1}.b"));
         assert_eq!(Keyspace::new(0, 0).shard_count(), 1);
         assert_eq!(Keyspace::new(0, 0).databases(), 1);
+    }
+
+    #[test]
+    fn the_noted_table_fields_stay_each_databases_own() {
+        let ks = Keyspace::new(4, 3);
+        let check = |ks: &Keyspace| {
+            for shard in 0..ks.shard_count() {
+                let mut guard = ks.lock(shard);
+                for (db, d) in guard.dbs().iter().enumerate() {
+                    let noted = &ks.table_fields[db * ks.shard_count() + shard];
+                    assert_eq!(*noted, d.table_fields(), "db {db} of shard {shard}");
+                    let own = std::ptr::from_ref(d).addr()..std::ptr::from_ref(d).addr() + size_of::<Db>();
+                    assert!(own.start <= noted.start && noted.end <= own.end, "within the database");
+                }
+            }
+        };
+        check(&ks);
+        // Neither growing a table nor swapping databases moves them.
+        for i in 0..2000 {
+            let key = format!("key:{i}");
+            ks.lock_key(key.as_bytes()).db(1).set_string(key.as_bytes(), b"v", None);
+        }
+        for shard in 0..ks.shard_count() {
+            ks.lock(shard).swap_dbs(0, 1);
+        }
+        check(&ks);
+        assert_eq!(ks.table_fields.len(), ks.shard_count() * ks.databases());
     }
 
     #[test]
