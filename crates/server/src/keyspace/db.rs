@@ -60,40 +60,33 @@ pub(crate) fn key_hasher() -> FixedState {
     FixedState::with_seed(*SEED.get_or_init(|| std::hash::RandomState::new().hash_one(0x6b76_696b_u64)))
 }
 
-/// A table's hasher: always the process's [`key_hasher`], a default
-/// database's too, so that a hash computed for a key ahead of its command
-/// (see [`super::lookahead`]) is the one every database would compute.
-#[derive(Debug, Clone)]
-struct TableHasher(FixedState);
-
-impl Default for TableHasher {
-    fn default() -> TableHasher {
-        TableHasher(key_hasher())
-    }
-}
-
-impl std::ops::Deref for TableHasher {
-    type Target = FixedState;
-    fn deref(&self) -> &FixedState {
-        &self.0
-    }
-}
-
 /// The keys of one database that live in one shard.
+///
+/// The fields are laid out by hand, in cache lines, because a command on
+/// one key in a keyspace larger than the caches finds its database cold:
+/// the first line holds everything a lookup reads (and the hit count it
+/// writes), the second what a miss or a write adds, the rest what only
+/// expiry, SWAPDB and the lookahead's bookkeeping use. The lookahead
+/// starts loading the first two lines ahead of the command (see
+/// [`Db::head_addr`]); the assertions below the struct keep the layout.
 #[derive(Debug, Default)]
+#[repr(C, align(64))]
 pub struct Db {
-    /// The keys; each entry holds its own name (see [`Entry`]).
+    // Line 0: every lookup.
+    /// The keys; each entry holds its own name (see [`Entry`]). Hashed with
+    /// the process's [`key_hasher`], which the lookahead uses too.
     table: HashTable<Entry>,
-    hasher: TableHasher,
-    /// Keys with a deadline, ordered by deadline (for the active cycle and
-    /// for `INFO keyspace`'s `expires=`).
-    deadlines: BTreeSet<(i64, Box<[u8]>)>,
-    /// Keys removed because their deadline passed (for `INFO stats`' `expired_keys`).
-    expired: u64,
+    /// LFU parameters shared with the rest of the keyspace.
+    tuning: Arc<Tuning>,
+    /// State of the generator behind LFU increments and eviction samples.
+    rng: u64,
     /// Read lookups that found their key and that did not (`INFO stats`'
     /// `keyspace_hits` and `keyspace_misses`), counted here under the
     /// shard's lock rather than in a counter every thread contends for.
     hits: u64,
+    /// Whether `open_key` holds an open key.
+    open: bool,
+    // Line 1: misses and writes.
     misses: u64,
     /// Memory estimate of every key except the open one (see `open`).
     used: usize,
@@ -102,30 +95,45 @@ pub struct Db {
     /// shard, so bringing the total up to date after a command reads no
     /// memory the command did not already.
     pub(super) counted: usize,
-    /// A key handed out by [`Db::get_mut`]: its value may grow or shrink
-    /// after the call returns, so its charge is taken out of `used` then and
-    /// put back, recomputed, by [`Db::settle`] before anything else reads or
-    /// changes this database. The buffer is reused to avoid an allocation
-    /// per write.
-    open_key: Vec<u8>,
-    /// Whether `open_key` holds an open key.
-    open: bool,
-    /// State of the generator behind LFU increments and eviction samples.
-    rng: u64,
-    /// LFU parameters shared with the rest of the keyspace.
-    tuning: Arc<Tuning>,
     /// This database's number, for the events it records (kept right by
     /// the shard, which hands databases out by number).
     pub(super) index: usize,
     /// Number of blocked clients; while non-zero, keys created and deleted
     /// are reported to [`crate::blocking::push_ready`].
     blocked: Option<Arc<AtomicUsize>>,
-    /// Where this database publishes its table's address for the
-    /// lookahead (see [`super::lookahead`]), and the bucket count it last
-    /// published.
-    hint: Option<HintSlot>,
+    /// The bucket count this database last published (see `hint`).
     hint_buckets: usize,
+    /// Keys removed because their deadline passed (for `INFO stats`' `expired_keys`).
+    expired: u64,
+    // Lines 2 and 3: the rest.
+    /// A key handed out by [`Db::get_mut`]: its value may grow or shrink
+    /// after the call returns, so its charge is taken out of `used` then and
+    /// put back, recomputed, by [`Db::settle`] before anything else reads or
+    /// changes this database. The buffer is reused to avoid an allocation
+    /// per write.
+    open_key: Vec<u8>,
+    /// Keys with a deadline, ordered by deadline (for the active cycle and
+    /// for `INFO keyspace`'s `expires=`).
+    deadlines: BTreeSet<(i64, Box<[u8]>)>,
+    /// Where this database publishes its table's address for the
+    /// lookahead (see [`super::lookahead`]).
+    hint: Option<HintSlot>,
 }
+
+/// The size of a cache line on the targets kvik is tuned for.
+const LINE: usize = 64;
+
+/// The bytes of an entry the lookahead loads (see [`Db::prefetch_entry`]):
+/// the smallest allocation malloc makes for a packed string with a key of
+/// 16 bytes and a short value.
+const ENTRY_HEAD: usize = 32;
+const _: () = {
+    assert!(std::mem::offset_of!(Db, open) < LINE, "a lookup reads one line");
+    assert!(std::mem::offset_of!(Db, hits) + size_of::<u64>() <= LINE);
+    assert!(std::mem::offset_of!(Db, misses) >= LINE);
+    assert!(std::mem::offset_of!(Db, expired) + size_of::<u64>() <= 2 * LINE, "a write adds one more");
+    assert!(std::mem::align_of::<Db>() == LINE);
+};
 
 /// How a lookup treats the key it finds, as Redis's lookup flags do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -199,7 +207,7 @@ impl Db {
             return;
         };
         let key = any.key();
-        let found = self.table.find_bucket_index(self.hasher.hash_one(key), |e| e.is_key(key));
+        let found = self.table.find_bucket_index(key_hasher().hash_one(key), |e| e.is_key(key));
         match found.and_then(|i| Some((i, self.table.get_bucket(i)?))) {
             Some((i, entry)) => {
                 let ctrl = std::ptr::from_ref(entry).addr() + size_of::<Entry>() * (i + 1);
@@ -217,19 +225,23 @@ impl Db {
         Some(std::ptr::from_ref(self.table.get_bucket(i)?).addr())
     }
 
-    /// Where the table's own fields (its control bytes' address, its bucket
-    /// mask) lie: the first read of every lookup. The database never moves
-    /// once its shard is built, so step 1 of the lookahead can start loading
-    /// them without the shard's lock.
-    pub(super) fn table_fields(&self) -> std::ops::Range<usize> {
-        let start = std::ptr::from_ref(&self.table).addr();
-        start..start + size_of::<HashTable<Entry>>()
+    /// Where this database starts: its first line holds what a lookup
+    /// reads, the second what a write adds (see the layout of [`Db`]). A
+    /// database never moves once its shard is built, so step 1 of the
+    /// lookahead can start loading them without the shard's lock.
+    pub(super) fn head_addr(&self) -> usize {
+        std::ptr::from_ref(self).addr()
     }
 
-    /// Start loading the entry a lookup of `hash` would compare first.
+    /// Start loading the entry a lookup of `hash` would compare first: the
+    /// lines of its first [`ENTRY_HEAD`] bytes, where a packed string keeps
+    /// its header, a key of up to some 25 bytes and a short value. Those
+    /// bytes cross into a second line for one allocation in four; the
+    /// second prefetch lands in the first line for the others.
     pub(super) fn prefetch_entry(&self, hash: u64) {
         if let Some(entry) = self.table.iter_hash(hash).next() {
             kvik_prefetch::prefetch(entry.addr());
+            kvik_prefetch::prefetch(entry.addr() + ENTRY_HEAD - 1);
         }
     }
 
@@ -266,7 +278,7 @@ impl Db {
     }
 
     fn hash(&self, key: &[u8]) -> u64 {
-        super::lookahead::remembered_hash(key).unwrap_or_else(|| self.hasher.hash_one(key))
+        super::lookahead::remembered_hash(key).unwrap_or_else(|| key_hasher().hash_one(key))
     }
 
     /// Put the open key's charge back into `used` (see `open`), packing
@@ -510,7 +522,7 @@ impl Db {
     pub fn set_string(&mut self, key: &[u8], bytes: &[u8], deadline: Option<i64>) {
         self.settle();
         let now = super::now_ms();
-        let hash = self.hasher.hash_one(key);
+        let hash = key_hasher().hash_one(key);
         let meta = self.fresh_meta(now);
         if deadline.is_none() && self.rewrite_string(hash, key, bytes, meta, now) {
             return;
@@ -581,7 +593,7 @@ impl Db {
         let random = self.next_random();
         // Decoded once: finding the name in a packed entry's header is not free.
         let key = entry.key();
-        let hasher = &self.hasher;
+        let hasher = key_hasher();
         let hash = hash.unwrap_or_else(|| hasher.hash_one(key));
         // A new key, or a key replaced by another value, may serve clients
         // blocked on it (or end an XREADGROUP's wait).
@@ -723,7 +735,7 @@ impl Db {
                 .iter()
                 .skip(skip)
                 .take(samples)
-                .filter_map(|(_, k)| self.table.find(self.hasher.hash_one(&k[..]), |e| e.is_key(&k[..])))
+                .filter_map(|(_, k)| self.table.find(key_hasher().hash_one(&k[..]), |e| e.is_key(&k[..])))
                 .collect()
         } else {
             self.table.iter().skip(skip).take(samples).collect()

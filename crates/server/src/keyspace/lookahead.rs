@@ -9,10 +9,10 @@
 //! steps, each far enough ahead for its loads to arrive:
 //!
 //! 1. [`Keyspace::prefetch_table`] starts loading the key's shard lock, the
-//!    table's own fields, and the first control group and slots of its
+//!    head of its database, and the first control group and slots of its
 //!    probe sequence. It takes no lock: the table's address comes from its
-//!    [`TableHint`], and where its fields lie was noted when the shard was
-//!    built.
+//!    [`TableHint`], and where the database lies was noted when the shard
+//!    was built.
 //! 2. [`Keyspace::prefetch_entry`], a few commands later, when those lines
 //!    have arrived, takes the shard's lock if it is free, reads the slot
 //!    whose tag matches and starts loading the entry it points to.
@@ -241,9 +241,9 @@ impl Keyspace {
         let hash = key_hasher().hash_one(key);
         prefetch(std::ptr::from_ref(&self.shards[shard]).addr());
         let table = db * self.shards.len() + shard;
-        if let Some(fields) = self.table_fields.get(table) {
-            prefetch(fields.start);
-            prefetch(fields.end - 1);
+        if let Some(&head) = self.db_heads.get(table) {
+            prefetch(head);
+            prefetch(head + 64);
         }
         self.hints.get(table)?.prefetch(hash);
         Some(Ahead { addr: key.as_ptr().addr(), len: key.len(), slot, shard, db, hash })

@@ -214,9 +214,9 @@ pub struct Keyspace {
     /// database 0's, the busiest, are adjacent), for the lookahead's
     /// lock-free prefetches.
     hints: Arc<[lookahead::TableHint]>,
-    /// Where each database's table fields lie ([`Db::table_fields`]), in
-    /// the order of `hints`; fixed once the shards are built.
-    table_fields: Box<[std::ops::Range<usize>]>,
+    /// Where each database starts ([`Db::head_addr`]), in the order of
+    /// `hints`; fixed once the shards are built.
+    db_heads: Box<[usize]>,
     /// Signalled when a shard's reservation ends.
     released: Box<[Condvar]>,
     /// Each shard's memory estimate as last published by its guard.
@@ -260,18 +260,18 @@ impl Keyspace {
         let hints: Arc<[lookahead::TableHint]> = (0..n * databases).map(|_| lookahead::TableHint::default()).collect();
         let shared = KeyspaceShared { shards: n, tuning: &tuning, seed, blocked: &blocked, hints: &hints };
         let shards: Box<[Mutex<Shard>]> = (0..n).map(|i| Mutex::new(Shard::new(i, databases, &shared))).collect();
-        let table_fields = (0..databases)
+        let db_heads = (0..databases)
             .flat_map(|db| {
                 shards.iter().map(move |shard| {
                     let shard = shard.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-                    shard.dbs[db].table_fields()
+                    shard.dbs[db].head_addr()
                 })
             })
             .collect();
         Keyspace {
             shards,
             hints: Arc::clone(&hints),
-            table_fields,
+            db_heads,
             blocked,
             released: (0..n).map(|_| Condvar::new()).collect(),
             published: (0..n).map(|_| AtomicUsize::new(0)).collect(),
@@ -582,16 +582,14 @@ mod tests {
     }
 
     #[test]
-    fn the_noted_table_fields_stay_each_databases_own() {
+    fn the_noted_database_addresses_stay_right() {
         let ks = Keyspace::new(4, 3);
         let check = |ks: &Keyspace| {
             for shard in 0..ks.shard_count() {
                 let mut guard = ks.lock(shard);
                 for (db, d) in guard.dbs().iter().enumerate() {
-                    let noted = &ks.table_fields[db * ks.shard_count() + shard];
-                    assert_eq!(*noted, d.table_fields(), "db {db} of shard {shard}");
-                    let own = std::ptr::from_ref(d).addr()..std::ptr::from_ref(d).addr() + size_of::<Db>();
-                    assert!(own.start <= noted.start && noted.end <= own.end, "within the database");
+                    assert_eq!(ks.db_heads[db * ks.shard_count() + shard], d.head_addr(), "db {db} of shard {shard}");
+                    assert_eq!(d.head_addr() % 64, 0, "a database starts a cache line");
                 }
             }
         };
@@ -605,7 +603,7 @@ mod tests {
             ks.lock(shard).swap_dbs(0, 1);
         }
         check(&ks);
-        assert_eq!(ks.table_fields.len(), ks.shard_count() * ks.databases());
+        assert_eq!(ks.db_heads.len(), ks.shard_count() * ks.databases());
     }
 
     #[test]
