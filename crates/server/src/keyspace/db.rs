@@ -121,7 +121,7 @@ pub struct Db {
 }
 
 /// The size of a cache line on the targets kvik is tuned for.
-const LINE: usize = 64;
+pub(super) const LINE: usize = 64;
 
 /// The bytes of an entry the lookahead loads (see [`Db::prefetch_entry`]):
 /// the smallest allocation malloc makes for a packed string with a key of

@@ -28,7 +28,11 @@ use std::sync::Arc;
 
 use kvik_prefetch::prefetch;
 
-use super::{db::key_hasher, entry::same_key, key_slot, Entry, Keyspace};
+use super::{
+    db::{key_hasher, LINE},
+    entry::same_key,
+    key_slot, Entry, Keyspace,
+};
 
 /// Control bytes a probe reads at once (`hashbrown`'s group width with SSE2).
 const GROUP: usize = 16;
@@ -90,7 +94,7 @@ impl TableHint {
             prefetch(ctrl.wrapping_add(pos + GROUP - 1));
             let first_slot = ctrl.wrapping_sub(size_of::<Entry>().wrapping_mul(pos + 1));
             prefetch(first_slot);
-            prefetch(first_slot.wrapping_sub(64));
+            prefetch(first_slot.wrapping_sub(LINE));
         }
     }
 }
@@ -243,7 +247,7 @@ impl Keyspace {
         let table = db * self.shards.len() + shard;
         if let Some(&head) = self.db_heads.get(table) {
             prefetch(head);
-            prefetch(head + 64);
+            prefetch(head + LINE);
         }
         self.hints.get(table)?.prefetch(hash);
         Some(Ahead { addr: key.as_ptr().addr(), len: key.len(), slot, shard, db, hash })
