@@ -70,7 +70,9 @@ fn find_open_brace(key: &[u8]) -> Option<usize> {
     let mut chunks = key.chunks_exact(8);
     let mut at = 0;
     for c in &mut chunks {
-        let word = u64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]) ^ BRACES;
+        // Every chunk has eight bytes: the default is never taken, and the
+        // conversion is one load where indexing each byte is eight.
+        let word = u64::from_ne_bytes(c.first_chunk::<8>().copied().unwrap_or_default()) ^ BRACES;
         // Non-zero exactly when some byte of `word` is zero, i.e. was `{`.
         if word.wrapping_sub(ONES) & !word & HIGHS != 0 {
             return c.iter().position(|&b| b == b'{').map(|i| at + i);
