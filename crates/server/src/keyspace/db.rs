@@ -123,10 +123,6 @@ pub struct Db {
 /// The size of a cache line on the targets kvik is tuned for.
 pub(super) const LINE: usize = 64;
 
-/// The bytes of an entry the lookahead loads (see [`Db::prefetch_entry`]):
-/// the smallest allocation malloc makes for a packed string with a key of
-/// 16 bytes and a short value.
-const ENTRY_HEAD: usize = 32;
 const _: () = {
     assert!(std::mem::offset_of!(Db, open) < LINE, "a lookup reads one line");
     assert!(std::mem::offset_of!(Db, hits) + size_of::<u64>() <= LINE);
@@ -134,6 +130,11 @@ const _: () = {
     assert!(std::mem::offset_of!(Db, expired) + size_of::<u64>() <= 2 * LINE, "a write adds one more");
     assert!(std::mem::align_of::<Db>() == LINE);
 };
+
+/// The bytes of an entry the lookahead loads (see [`Db::prefetch_entry`]):
+/// the smallest allocation malloc makes for a packed string with a key of
+/// 16 bytes and a short value.
+const ENTRY_HEAD: usize = 32;
 
 /// How a lookup treats the key it finds, as Redis's lookup flags do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
