@@ -65,10 +65,10 @@ pub(crate) fn key_hasher() -> FixedState {
 /// The fields are laid out by hand, in cache lines, because a command on
 /// one key in a keyspace larger than the caches finds its database cold:
 /// the first line holds everything a lookup reads (and the hit count it
-/// writes), the second what a miss or a write adds, the rest what only
-/// expiry, SWAPDB and the lookahead's bookkeeping use. The lookahead
-/// starts loading the first two lines ahead of the command (see
-/// [`Db::head_addr`]); the assertions below the struct keep the layout.
+/// writes), the second what a miss or a write adds, the rest what a
+/// change in place (the open key), expiry and the hint's publishing use.
+/// The lookahead starts loading the first two lines ahead of the command
+/// (see [`Db::head_addr`]); the assertions below the struct keep the layout.
 #[derive(Debug, Default)]
 #[repr(C, align(64))]
 pub struct Db {

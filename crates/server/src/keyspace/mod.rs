@@ -589,7 +589,7 @@ mod tests {
                 let mut guard = ks.lock(shard);
                 for (db, d) in guard.dbs().iter().enumerate() {
                     assert_eq!(ks.db_heads[db * ks.shard_count() + shard], d.head_addr(), "db {db} of shard {shard}");
-                    assert_eq!(d.head_addr() % 64, 0, "a database starts a cache line");
+                    assert_eq!(d.head_addr() % db::LINE, 0, "a database starts a cache line");
                 }
             }
         };
