@@ -172,6 +172,7 @@ pub fn mono_us(at: Instant) -> u64 {
 }
 
 /// Microseconds from the origin to now.
+#[inline]
 pub fn now_mono_us() -> u64 {
     match kvik_clock::cycle_counter() {
         Some(ticks) => counted_us(ticks),
@@ -186,6 +187,7 @@ fn read_mono_ns() -> u64 {
 
 /// The time at counter reading `ticks`, from this thread's anchor while it
 /// is fresh and the rate is known; otherwise from a new anchor.
+#[inline]
 fn counted_us(ticks: u64) -> u64 {
     TICKS.with(|cell| {
         let anchor = cell.get();
@@ -200,21 +202,28 @@ fn counted_us(ticks: u64) -> u64 {
                 return now;
             }
         }
-        let origin = origin_of_time();
-        let (ticks, mono_ns) = match read_pair(ticks) {
-            Some((ticks, raw_ns)) => {
-                calibrate(origin, ticks, raw_ns);
-                (ticks, raw_ns.saturating_sub(origin.mono_ns))
-            }
-            // No anchor from readings that did not come out together: the
-            // next reading on this thread tries again.
-            None => (u64::MAX, read_mono_ns()),
-        };
-        let mono_us = mono_ns / 1000;
-        let last_us = anchor.map_or(mono_us, |a| a.last_us.max(mono_us));
-        cell.set(Some(Ticks { ticks, mono_us, last_us }));
-        last_us
+        reanchored_us(cell, anchor, ticks)
     })
+}
+
+/// [`counted_us`] from a new anchor, read now with the raw clock (a few
+/// times a second on a busy thread).
+#[inline(never)]
+fn reanchored_us(cell: &Cell<Option<Ticks>>, anchor: Option<Ticks>, ticks: u64) -> u64 {
+    let origin = origin_of_time();
+    let (ticks, mono_ns) = match read_pair(ticks) {
+        Some((ticks, raw_ns)) => {
+            calibrate(origin, ticks, raw_ns);
+            (ticks, raw_ns.saturating_sub(origin.mono_ns))
+        }
+        // No anchor from readings that did not come out together: the
+        // next reading on this thread tries again.
+        None => (u64::MAX, read_mono_ns()),
+    };
+    let mono_us = mono_ns / 1000;
+    let last_us = anchor.map_or(mono_us, |a| a.last_us.max(mono_us));
+    cell.set(Some(Ticks { ticks, mono_us, last_us }));
+    last_us
 }
 
 /// Work out the counter's rate from the origin's pair and this one (the
@@ -242,15 +251,20 @@ fn wall_clock_us() -> i64 {
 
 /// The wall clock in Unix microseconds at monotonic time `mono`, from this
 /// thread's anchor (read afresh when it is stale or from another time line).
+#[inline]
 fn wall_us_at(mono: u64) -> i64 {
     ANCHOR.with(|anchor| match anchor.get() {
         Some((m, w)) if mono >= m && mono - m < REANCHOR_US => w.saturating_add((mono - m) as i64),
-        _ => {
-            let w = wall_clock_us();
-            anchor.set(Some((mono, w)));
-            w
-        }
+        _ => wall_anchored_at(anchor, mono),
     })
+}
+
+/// [`wall_us_at`] from a new anchor: the wall clock read now, noted with `mono`.
+#[inline(never)]
+fn wall_anchored_at(anchor: &Cell<Option<(u64, i64)>>, mono: u64) -> i64 {
+    let w = wall_clock_us();
+    anchor.set(Some((mono, w)));
+    w
 }
 
 /// When a command started, read once.
@@ -265,6 +279,7 @@ pub struct CommandStart {
 impl CommandStart {
     /// Read the clock for a command about to run, or, in a [`Batch`], take
     /// the reading that ended the command before it.
+    #[inline(always)]
     pub fn now() -> CommandStart {
         let mono_us = match HANDOFF.get() {
             Handoff::Ended(at) => {
@@ -278,6 +293,7 @@ impl CommandStart {
 
     /// Microseconds since the start (the command's duration, read at its
     /// end). In a [`Batch`] the reading is kept for the next command.
+    #[inline]
     pub fn elapsed_us(&self) -> u64 {
         let end = now_mono_us();
         if HANDOFF.get() != Handoff::Closed {

@@ -71,6 +71,7 @@ impl Pause {
     }
 
     /// The mode of the pause in force now, if any.
+    #[inline]
     pub fn mode(&self) -> Option<PauseMode> {
         let until = self.until_ms.load(Ordering::Acquire);
         if until == 0 || now_ms() >= until {

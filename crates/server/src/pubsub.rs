@@ -493,21 +493,25 @@ impl Subscriptions {
     }
 
     /// Channels plus patterns: the count SUBSCRIBE and PSUBSCRIBE report.
+    #[inline]
     pub fn count(&self) -> usize {
         self.channels.len() + self.patterns.len()
     }
 
     /// Shard channels: the count SSUBSCRIBE reports.
+    #[inline]
     pub fn shard_count(&self) -> usize {
         self.shard_channels.len()
     }
 
     /// Channels, patterns and shard channels listened to, as `CLIENT LIST` shows them.
+    #[inline]
     pub fn counts(&self) -> [usize; 3] {
         [self.channels.len(), self.patterns.len(), self.shard_channels.len()]
     }
 
     /// True while the client listens to anything (Redis's pub/sub context).
+    #[inline]
     pub fn active(&self) -> bool {
         self.count() + self.shard_count() > 0
     }

@@ -142,6 +142,10 @@ impl Session {
 
     /// Copy the database, protocol and name into the registry entry if any
     /// changed since the last copy.
+    ///
+    /// Runs after every command, nearly always to find nothing changed: the
+    /// comparison is inlined into the caller and the copy kept apart.
+    #[inline]
     pub fn publish(&mut self) {
         let resp3 = self.protocol == Protocol::Resp3;
         let subscriptions = self.subscriptions.counts();
@@ -150,9 +154,14 @@ impl Session {
         // the counts back as one wide load right after storing them one by
         // one, a stall on every command.
         let same_counts = listed.subscriptions.iter().zip(subscriptions).all(|(&a, b)| a == b);
-        if listed.db == self.db && listed.resp3 == resp3 && same_counts && listed.name == self.name {
-            return;
+        if listed.db != self.db || listed.resp3 != resp3 || !same_counts || listed.name != self.name {
+            self.relist(resp3, subscriptions);
         }
+    }
+
+    /// [`Session::publish`] once something listed changed.
+    #[inline(never)]
+    fn relist(&mut self, resp3: bool, subscriptions: [usize; 3]) {
         self.listed = Listed { db: self.db, resp3, name: self.name.clone(), subscriptions };
         self.tracking.sync(resp3, &mut self.subscriptions);
         if let Some(handle) = self.handle() {

@@ -196,7 +196,10 @@ impl Default for Lanes {
 
 impl Lanes {
     /// Run `f` on this thread's lane, registering it on first use.
-    #[inline]
+    ///
+    /// Every command and socket operation counts through here, so the
+    /// lane-known path is inlined and the first use kept apart.
+    #[inline(always)]
     fn with_mine<R>(&self, f: impl FnOnce(&Lane) -> R) -> R {
         let (id, index) = MINE.with(Cell::get);
         if id == self.id {
@@ -204,6 +207,13 @@ impl Lanes {
                 return f(lane);
             }
         }
+        self.with_new(f)
+    }
+
+    /// [`Lanes::with_mine`] on this thread's first use of these lanes.
+    #[cold]
+    #[inline(never)]
+    fn with_new<R>(&self, f: impl FnOnce(&Lane) -> R) -> R {
         let index = self.register();
         MINE.with(|m| m.set((self.id, index)));
         match self.lanes.get(index).and_then(OnceLock::get) {

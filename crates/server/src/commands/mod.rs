@@ -401,9 +401,21 @@ impl<T: ReplyTarget> ReplyTarget for Gate<'_, T> {
 ///
 /// As in Redis, only a command that would run waits: unknown names, wrong
 /// argument counts and unauthenticated clients are answered at once. While
-/// no pause is set this costs one atomic load.
+/// no pause is set this costs one atomic load, inlined into the caller.
+#[inline]
 pub fn held_by_pause(state: &ServerState, req: Request<'_>, session: &Session) -> Option<&'static CommandSpec> {
     let mode = state.pause.mode()?;
+    held_in(state, mode, req, session)
+}
+
+/// [`held_by_pause`] while a pause of `mode` is set.
+#[inline(never)]
+fn held_in(
+    state: &ServerState,
+    mode: crate::pause::PauseMode,
+    req: Request<'_>,
+    session: &Session,
+) -> Option<&'static CommandSpec> {
     let mut spec = lookup(req.arg(0))?;
     if !spec.subcommands.is_empty() && req.argc() >= 2 {
         spec = lookup_subcommand(spec, req.arg(1))?;
@@ -510,6 +522,8 @@ enum Run {
 
 /// Run a command that passed every check, then do what follows a command
 /// (see [`after_command`]); shared by direct commands and `EXEC`'s.
+/// Inlined into both: a call here cost every command a frame of its own.
+#[inline(always)]
 fn run_checked<T: ReplyTarget>(
     state: &ServerState,
     req: Request<'_>,
@@ -566,6 +580,10 @@ fn debug_allowed(state: &ServerState, session: &Session) -> bool {
 
 /// What follows a command that ran: MONITOR feeds, the dirty counter,
 /// commandstats, the client listing and the slow log.
+///
+/// Inlined into every command's path; what seldom happens (a MONITOR
+/// listening, a failed call, a slow one) is kept in functions of its own.
+#[inline(always)]
 fn after_command(
     state: &ServerState,
     req: Request<'_>,
@@ -576,23 +594,44 @@ fn after_command(
 ) {
     let unmonitored = spec.flags.contains(CommandFlags::SKIP_MONITOR) || spec.flags.contains(CommandFlags::ADMIN);
     if state.clients.has_monitors() && !unmonitored {
-        let addr = session.handle().map(|h| h.info().addr.clone()).unwrap_or_default();
-        state.clients.feed_monitors(&monitor_line(&req, spec, session.db, &addr));
+        feed_monitors(state, req, session, spec);
     }
     state.stats.record_call(spec.id, usec, !failed && spec.flags.contains(CommandFlags::WRITE));
     if failed {
-        if let Some(stat) = state.stats.command(spec.id) {
-            stat.failed.fetch_add(1, Ordering::Relaxed);
-        }
+        count_failed(state, spec);
     }
     session.publish();
     if usec >= stats::SLOWLOG_SLOWER_THAN_US && !spec.flags.contains(CommandFlags::SKIP_SLOWLOG) {
-        if let Some(handle) = session.handle() {
-            let addr = handle.info().addr.clone();
-            let name = session.name.clone().unwrap_or_default();
-            let mut args = (0..req.argc()).map(|i| req.arg(i));
-            state.stats.maybe_slow(usec, &mut args, req.argc(), &addr, &name);
-        }
+        log_slow(state, req, session, usec);
+    }
+}
+
+/// Show a command that ran to the clients in MONITOR.
+#[cold]
+#[inline(never)]
+fn feed_monitors(state: &ServerState, req: Request<'_>, session: &Session, spec: &CommandSpec) {
+    let addr = session.handle().map(|h| h.info().addr.clone()).unwrap_or_default();
+    state.clients.feed_monitors(&monitor_line(&req, spec, session.db, &addr));
+}
+
+/// Count a call that ended in an error (commandstats' `failed_calls`).
+#[cold]
+#[inline(never)]
+fn count_failed(state: &ServerState, spec: &CommandSpec) {
+    if let Some(stat) = state.stats.command(spec.id) {
+        stat.failed.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Offer a command that took `usec` to the slow log.
+#[cold]
+#[inline(never)]
+fn log_slow(state: &ServerState, req: Request<'_>, session: &Session, usec: u64) {
+    if let Some(handle) = session.handle() {
+        let addr = handle.info().addr.clone();
+        let name = session.name.clone().unwrap_or_default();
+        let mut args = (0..req.argc()).map(|i| req.arg(i));
+        state.stats.maybe_slow(usec, &mut args, req.argc(), &addr, &name);
     }
 }
 
