@@ -116,19 +116,21 @@ cpu_ticks() {
 }
 
 # find_binaries: sets KVIK_BIN, BENCH_BIN and PROFILE, building release binaries
-# unless both are given.
+# unless both are given: kvik-server as `make run` builds it (build/pgo.sh,
+# profile-guided unless PGO=0 or no llvm-profdata can be had).
 find_binaries() {
     if [ -n "${KVIK_SERVER_BIN:-}" ] && [ -n "${KVIK_BENCHMARK_BIN:-}" ]; then
         KVIK_BIN=$KVIK_SERVER_BIN
         BENCH_BIN=$KVIK_BENCHMARK_BIN
         PROFILE="given (KVIK_SERVER_BIN)"
-        case "$KVIK_BIN" in */debug/*) PROFILE=debug ;; */release/*) PROFILE=release ;; esac
+        case "$KVIK_BIN" in */debug/*) PROFILE=debug ;; */pgo/release/*) PROFILE="release, profile-guided" ;; */release/*) PROFILE=release ;; esac
     else
-        echo "building kvik-server and kvik-benchmark (release)" >&2
-        cargo build --release -q -p kvik-server -p kvik-bench
-        KVIK_BIN="${CARGO_TARGET_DIR:-target}/release/kvik-server"
+        echo "building kvik-server (build/pgo.sh) and kvik-benchmark (release)" >&2
+        KVIK_BIN=$(build/pgo.sh)
+        cargo build --release -q -p kvik-bench
         BENCH_BIN="${CARGO_TARGET_DIR:-target}/release/kvik-benchmark"
         PROFILE=release
+        case "$KVIK_BIN" in */pgo/release/*) PROFILE="release, profile-guided" ;; esac
     fi
     [ -x "$KVIK_BIN" ] || { echo "no kvik-server at $KVIK_BIN" >&2; exit 1; }
     [ -x "$BENCH_BIN" ] || { echo "no kvik-benchmark at $BENCH_BIN" >&2; exit 1; }
@@ -285,7 +287,7 @@ finish_meta() {
     if [ "$((THREADS + ${BENCH_THREADS:-1}))" -gt "$(nproc)" ]; then
         notes+=("the benchmark client runs on the same $(nproc) cores as the server under test (kvik with $THREADS threads), so client and server compete for CPU.")
     fi
-    if [ "$PROFILE" != release ]; then
+    if [ "${PROFILE%%,*}" != release ]; then
         notes+=("kvik binaries are not release builds ($PROFILE): the figures only show that the script works.")
     fi
     {

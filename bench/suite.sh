@@ -322,7 +322,7 @@ cores=$(nproc)
 if [ "$cores" -lt 4 ]; then
     notes+=("the benchmark client runs on the same $cores cores as the server under test, so client and server compete for CPU (most of all for kvik --threads 2 and valkey --io-threads 2).")
 fi
-if [ "$PROFILE" != release ]; then
+if [ "${PROFILE%%,*}" != release ]; then
     notes+=("kvik binaries are not release builds ($PROFILE): the figures only show that the script works.")
 fi
 if [ "$QUICK" = 1 ]; then
