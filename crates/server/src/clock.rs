@@ -206,8 +206,9 @@ fn counted_us(ticks: u64) -> u64 {
     })
 }
 
-/// [`counted_us`] from a new anchor, read now with the raw clock (a few
-/// times a second on a busy thread).
+/// [`counted_us`] from a new anchor, read now with the raw clock: once
+/// [`REANCHOR_US`] has passed since the last one, so at most about a
+/// thousand times a second however many commands the thread runs.
 #[inline(never)]
 fn reanchored_us(cell: &Cell<Option<Ticks>>, anchor: Option<Ticks>, ticks: u64) -> u64 {
     let origin = origin_of_time();
