@@ -122,16 +122,19 @@ find_binaries() {
     if [ -n "${KVIK_SERVER_BIN:-}" ] && [ -n "${KVIK_BENCHMARK_BIN:-}" ]; then
         KVIK_BIN=$KVIK_SERVER_BIN
         BENCH_BIN=$KVIK_BENCHMARK_BIN
-        PROFILE="given (KVIK_SERVER_BIN)"
-        case "$KVIK_BIN" in */debug/*) PROFILE=debug ;; */pgo/release/*) PROFILE="release, profile-guided" ;; */release/*) PROFILE=release ;; esac
     else
         echo "building kvik-server (build/pgo.sh) and kvik-benchmark (release)" >&2
         KVIK_BIN=$(build/pgo.sh)
         cargo build --release -q -p kvik-bench
         BENCH_BIN="${CARGO_TARGET_DIR:-target}/release/kvik-benchmark"
-        PROFILE=release
-        case "$KVIK_BIN" in */pgo/release/*) PROFILE="release, profile-guided" ;; esac
     fi
+    # The build, told by where cargo (or build/pgo.sh) put the binary.
+    case "$KVIK_BIN" in
+        */debug/*) PROFILE=debug ;;
+        */pgo/release/*) PROFILE="release, profile-guided" ;;
+        */release/*) PROFILE=release ;;
+        *) PROFILE="given (KVIK_SERVER_BIN)" ;;
+    esac
     [ -x "$KVIK_BIN" ] || { echo "no kvik-server at $KVIK_BIN" >&2; exit 1; }
     [ -x "$BENCH_BIN" ] || { echo "no kvik-benchmark at $BENCH_BIN" >&2; exit 1; }
 }

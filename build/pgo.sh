@@ -11,7 +11,8 @@
 #   PGO=0 build/pgo.sh    # the plain release build: target/release/kvik-server
 #
 # The path of the binary is the last line on stdout; progress goes to stderr.
-# A binary newer than every source file is reused as it is.
+# A binary newer than every source file is reused as it is. TRAIN_REQUESTS
+# [20000] is the number of requests per test and setting in the training.
 #
 # The training workload is kvik-benchmark's whole default test list (PING,
 # SET, GET, INCR, list, set, hash and sorted-set commands, LRANGE, MSET) over
@@ -32,7 +33,6 @@ target_dir="${CARGO_TARGET_DIR:-target}"
 plain="$target_dir/release/kvik-server"
 final="$target_dir/pgo/release/kvik-server"
 profile_dir="$target_dir/pgo-profile"
-# Requests per test and pipeline depth in the training run.
 TRAIN_REQUESTS="${TRAIN_REQUESTS:-20000}"
 
 say() { echo "pgo: $*" >&2; }
