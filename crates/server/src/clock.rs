@@ -50,9 +50,11 @@ pub const REANCHOR_US: u64 = 1_000;
 pub const CALIBRATE_US: u64 = 20_000;
 
 /// How many counter ticks may separate the two counter readings around a
-/// clock reading for the three to count as read together (about 50 µs at
-/// 2 GHz); wider, the thread was descheduled in between.
-const MAX_PAIR_TICKS: u64 = 100_000;
+/// clock reading for the three to count as read together: about 4 µs at
+/// 2.4 GHz, where the clock read itself takes some 75 ticks. Wider, the
+/// thread was interrupted in between, and an anchor taken from the pair
+/// could be off by as much as the gap.
+const MAX_PAIR_TICKS: u64 = 10_000;
 
 /// How many times [`read_pair`] tries for readings that count as together.
 const PAIR_TRIES: usize = 3;
