@@ -26,6 +26,7 @@ pub mod commands;
 pub mod config;
 pub mod connection;
 pub mod id_map;
+pub mod inline_list;
 pub mod instant_metrics;
 pub mod keyspace;
 pub mod listener;

@@ -495,6 +495,14 @@ fn complete_element(buf: &[u8], pos: usize, bulk_cap: u64, max_line: usize) -> O
 /// path then handles (negative numbers, partial lines, errors).
 #[inline(always)]
 fn quick_number_line(buf: &[u8], start: usize) -> Option<(i64, usize)> {
+    // Nearly every count and key or short value has one or two digits:
+    // matched whole, with no loop and no bounds check per digit.
+    if let Some(&[d @ b'0'..=b'9', b'\r', b'\n']) = buf.get(start..start + 3) {
+        return Some((i64::from(d - b'0'), start + 1));
+    }
+    if let Some(&[hi @ b'1'..=b'9', lo @ b'0'..=b'9', b'\r', b'\n']) = buf.get(start..start + 4) {
+        return Some((i64::from(hi - b'0') * 10 + i64::from(lo - b'0'), start + 2));
+    }
     let digits = buf.get(start..)?;
     let mut value: i64 = 0;
     let mut k = 0;
@@ -793,7 +801,21 @@ mod tests {
         assert_eq!(parse_i64(b"-42"), Some(-42));
         assert_eq!(quick_number_line(b"$123\r\n", 1), Some((123, 4)));
         assert_eq!(quick_number_line(b"$0\r\n", 1), Some((0, 2)));
-        for not_quick in [&b"$01\r\n"[..], b"$\r\n", b"$-1\r\n", b"$12\r", b"$12\rx", b"$1234567890123456789\r\n"] {
+        assert_eq!(quick_number_line(b"$7\r\n", 1), Some((7, 2)));
+        assert_eq!(quick_number_line(b"$10\r\n", 1), Some((10, 3)));
+        assert_eq!(quick_number_line(b"$99\r\nab", 1), Some((99, 3)));
+        for not_quick in [
+            &b"$01\r\n"[..],
+            b"$00\r\n",
+            b"$\r\n",
+            b"$-1\r\n",
+            b"$1\r",
+            b"$1\rx",
+            b"$12\r",
+            b"$12\rx",
+            b"$1x\r\n",
+            b"$1234567890123456789\r\n",
+        ] {
             assert_eq!(quick_number_line(not_quick, 1), None, "{not_quick:?}");
         }
         assert_eq!(quick_number_line(b"*123456789012345678\r\n", 1), Some((123456789012345678, 19)));

@@ -6,7 +6,7 @@
 //! hash left empty by a command is deleted with its key, as in Redis; a
 //! write picks the encoding from `hash-max-listpack-*` as they are then.
 
-use super::inline_list::InlineList;
+use crate::inline_list::InlineList;
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 

@@ -6,7 +6,7 @@
 //! the way entries are stored can change without touching the commands. A
 //! list left empty by a command is deleted with its key, as in Redis.
 
-use super::inline_list::InlineList;
+use crate::inline_list::InlineList;
 use kvik_protocol::number::parse_i64;
 use kvik_protocol::ReplySink;
 

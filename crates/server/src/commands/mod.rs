@@ -70,7 +70,6 @@ mod geo;
 mod hash;
 mod hll;
 mod info;
-mod inline_list;
 mod keys;
 mod list;
 mod pubsub;
@@ -226,15 +225,25 @@ impl<'a, T: ReplyTarget> Ctx<'a, T> {
     /// every write makes per changed key and event, while it still holds the
     /// key's shard lock (see [`crate::changes`]). `event` is Redis's event
     /// name for the change (`lpush`, `del`, `expire`, …).
+    #[inline]
     pub fn notify(&mut self, class: EventClass, event: &str, key: &[u8]) {
         self.notify_in(self.session.db, class, event, key);
     }
 
     /// [`Ctx::notify`] for a key of database `db` (`MOVE`, `COPY ... DB`).
+    ///
+    /// Nobody is interested nearly always: that test is inlined into every
+    /// write, the announcing is not.
+    #[inline]
     pub fn notify_in(&mut self, db: usize, class: EventClass, event: &str, key: &[u8]) {
-        if !changes::anyone_interested(self.state, class) {
-            return;
+        if changes::anyone_interested(self.state, class) {
+            self.announce(db, class, event, key);
         }
+    }
+
+    /// [`Ctx::notify_in`] once somebody is interested in the change.
+    #[inline(never)]
+    fn announce(&mut self, db: usize, class: EventClass, event: &str, key: &[u8]) {
         // What the lookups recorded (expired keys, new keys) comes first, as
         // Redis announces it when it happens.
         changes::flush_server_events(self.state);

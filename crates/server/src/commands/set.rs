@@ -7,7 +7,7 @@
 //! several keys lock all their shards at once and read copies of the sets
 //! they combine, so the result is one atomic snapshot.
 
-use super::inline_list::InlineList;
+use crate::inline_list::InlineList;
 use std::sync::atomic::Ordering;
 
 use kvik_protocol::number::{parse_i64, write_i64};

@@ -3,7 +3,7 @@
 //! Each command is a thin function: take the shard lock(s) for its keys,
 //! read or change the entry, reply. Helpers at the top are shared by them.
 
-use super::inline_list::InlineList;
+use crate::inline_list::InlineList;
 use kvik_protocol::number::parse_i64;
 
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
@@ -257,7 +257,7 @@ fn setnx<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 
 /// `MGET key [key ...]`: a null for missing keys and keys of other types.
 fn mget<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
-    let keys: Vec<&[u8]> = (1..c.argc()).map(|i| c.arg(i)).collect();
+    let keys: InlineList<&[u8], 16> = (1..c.argc()).map(|i| c.arg(i)).collect();
     let db = c.session.db;
     let now = now_ms();
     let state = c.state;
@@ -286,7 +286,7 @@ fn mset<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let db = c.session.db;
     let state = c.state;
     let ks = &state.keyspace;
-    let pairs: InlineList<(&[u8], &[u8]), 4> = (1..c.argc()).step_by(2).map(|i| (c.arg(i), c.arg(i + 1))).collect();
+    let pairs: InlineList<(&[u8], &[u8]), 16> = (1..c.argc()).step_by(2).map(|i| (c.arg(i), c.arg(i + 1))).collect();
     let mut lock = ks.lock_keys(pairs.iter().map(|(k, _)| *k));
     for (k, v) in &pairs {
         lock.shard_for(ks, k).db(db).set_string(k, v, None);
@@ -538,7 +538,7 @@ fn msetnx<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let now = now_ms();
     let state = c.state;
     let ks = &state.keyspace;
-    let pairs: Vec<(&[u8], &[u8])> = (1..c.argc()).step_by(2).map(|i| (c.arg(i), c.arg(i + 1))).collect();
+    let pairs: InlineList<(&[u8], &[u8]), 16> = (1..c.argc()).step_by(2).map(|i| (c.arg(i), c.arg(i + 1))).collect();
     let mut lock = ks.lock_keys(pairs.iter().map(|(k, _)| *k));
     let any = pairs.iter().any(|(k, _)| lock.shard_for(ks, k).db(db).contains(k, now));
     if !any {

@@ -24,6 +24,7 @@ pub mod lfu;
 pub mod lookahead;
 pub mod lru;
 pub mod scan;
+mod shard_guards;
 pub mod slot;
 
 use std::marker::PhantomData;
@@ -32,9 +33,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::inline_list::InlineList;
 pub use db::{Db, Entry, Meta};
 pub use evict::Policy;
 use lookahead::HintSlot;
+use shard_guards::{ShardGuards, INLINE_GUARDS};
 pub use slot::key_slot;
 
 /// The keys of every database that fall in one shard's slots.
@@ -369,41 +372,46 @@ impl Keyspace {
     /// The lock remembers each key's shard, so [`MultiLock::shard_for`]
     /// asked for the same keys in the same order hashes none of them again.
     pub fn lock_keys<'k>(&self, keys: impl IntoIterator<Item = &'k [u8]>) -> MultiLock<'_, 'k> {
-        let keys: Vec<KnownKey> = keys.into_iter().map(|k| KnownKey::of(k, self.shard_of(k))).collect();
-        let mut order: Vec<usize> = keys.iter().map(|k| k.shard).collect();
-        order.sort_unstable();
-        order.dedup();
-        let mut lock = self.lock_shards(&order);
-        lock.keys = keys;
+        // Built in place: the lock holds some hundreds of bytes inline.
+        let mut lock = MultiLock::new();
+        for key in keys {
+            let shard = self.shard_of(key);
+            lock.keys.push(KnownKey::of(key, shard));
+            lock.order.push(shard);
+        }
+        lock.order.sort_unstable();
+        lock.order.dedup();
+        self.take_shards(&mut lock);
         lock
     }
 
     /// Lock every shard, in ascending order (FLUSHALL, KEYS, DBSIZE, …).
     pub fn lock_all(&self) -> MultiLock<'_, 'static> {
-        let all: Vec<usize> = (0..self.shards.len()).collect();
-        self.lock_shards(&all)
+        let mut lock = MultiLock::new();
+        (0..self.shards.len()).for_each(|i| lock.order.push(i));
+        self.take_shards(&mut lock);
+        lock
     }
 
-    /// Lock the shards of `order` (ascending). A shard reserved by another
-    /// transaction is waited for with no lock held: everything taken so far
-    /// is let go, and the whole set is tried again once it is free.
-    fn lock_shards<'k>(&self, order: &[usize]) -> MultiLock<'_, 'k> {
+    /// Lock the shards of `lock.order` (ascending). A shard reserved by
+    /// another transaction is waited for with no lock held: everything
+    /// taken so far is let go, and the whole set is tried again once it is
+    /// free.
+    fn take_shards<'a>(&'a self, lock: &mut MultiLock<'a, '_>) {
         loop {
-            let mut guards = Vec::with_capacity(order.len());
+            lock.guards.reset_for(lock.order.len());
             let mut blocked = None;
-            for &i in order {
+            for &i in lock.order.iter() {
                 match self.lock_unreserved(i) {
-                    Some(g) => guards.push((i, g)),
+                    Some(g) => lock.guards.push(g),
                     None => {
                         blocked = Some(i);
                         break;
                     }
                 }
             }
-            let Some(i) = blocked else {
-                return MultiLock { guards, keys: Vec::new(), next: 0, _keys: PhantomData };
-            };
-            drop(guards);
+            let Some(i) = blocked else { return };
+            lock.guards.reset_for(0);
             drop(self.lock(i));
         }
     }
@@ -467,9 +475,12 @@ pub fn in_transaction() -> bool {
 
 /// Locks on several shards, taken in ascending order.
 pub struct MultiLock<'a, 'k> {
-    guards: Vec<(usize, ShardGuard<'a>)>,
+    /// The locked shards, ascending.
+    order: InlineList<usize, INLINE_GUARDS>,
+    /// Their guards, in the same order.
+    guards: ShardGuards<'a>,
     /// The keys [`Keyspace::lock_keys`] was given, in its order.
-    keys: Vec<KnownKey>,
+    keys: InlineList<KnownKey, INLINE_GUARDS>,
     /// Which of `keys` the next [`MultiLock::shard_for`] is likely asked about.
     next: usize,
     /// The keys stay borrowed while the lock lives, so a slice at a
@@ -479,7 +490,7 @@ pub struct MultiLock<'a, 'k> {
 
 /// A key whose shard is known: the slice is recognised by where it lies,
 /// so nothing is copied or compared byte by byte.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct KnownKey {
     addr: usize,
     len: usize,
@@ -497,11 +508,23 @@ impl KnownKey {
     }
 }
 
-impl MultiLock<'_, '_> {
+impl<'a> MultiLock<'a, '_> {
+    /// No shard locked yet.
+    fn new() -> Self {
+        MultiLock {
+            order: InlineList::new(),
+            guards: ShardGuards::new(),
+            keys: InlineList::new(),
+            next: 0,
+            _keys: PhantomData,
+        }
+    }
+
     /// The locked shard holding `key` (which must be among the keys locked).
     ///
     /// Commands ask for their keys in the order they locked them, so the
     /// next remembered key is checked first; any other key is hashed.
+    #[inline]
     pub fn shard_for(&mut self, keyspace: &Keyspace, key: &[u8]) -> &mut Shard {
         let want = match self.keys.get(self.next) {
             Some(known) if known.is(key) => {
@@ -511,14 +534,17 @@ impl MultiLock<'_, '_> {
             _ => keyspace.shard_of(key),
         };
         debug_assert_eq!(want, keyspace.shard_of(key));
-        let at = self.guards.partition_point(|(i, _)| *i < want).min(self.guards.len() - 1);
-        debug_assert_eq!(self.guards[at].0, want, "key's shard was not locked");
-        &mut self.guards[at].1
+        let at = self.order.partition_point(|&i| i < want).min(self.order.len().saturating_sub(1));
+        debug_assert_eq!(self.order.get(at), Some(&want), "key's shard was not locked");
+        match self.guards.get_mut(at) {
+            Some(guard) => guard,
+            None => panic!("a multi-key lock holds no shard"),
+        }
     }
 
     /// Every locked shard, in shard order.
     pub fn shards(&mut self) -> Vec<&mut Shard> {
-        self.guards.iter_mut().map(|(_, g)| &mut **g).collect()
+        self.guards.iter_mut().map(|g| &mut **g).collect()
     }
 }
 
@@ -622,10 +648,24 @@ mod tests {
 
     #[test]
     fn a_multi_lock_finds_shards_in_any_order_and_for_equal_copies() {
-        let ks = Keyspace::new(16, 1);
-        let names: Vec<Vec<u8>> = (0..40).map(|i| format!("key:{i}").into_bytes()).collect();
+        // Few keys and shards keep the lock's lists in place; 40 keys over
+        // 128 shards lock more shards than fit there.
+        for (shards, count) in [(16, 3), (16, 40), (128, 40)] {
+            a_multi_lock_finds_shards_for(shards, count);
+        }
+    }
+
+    fn a_multi_lock_finds_shards_for(shards: usize, count: usize) {
+        let ks = Keyspace::new(shards, 1);
+        let names: Vec<Vec<u8>> = (0..count).map(|i| format!("key:{i}").into_bytes()).collect();
         let keys: Vec<&[u8]> = names.iter().map(Vec::as_slice).collect();
         let mut lock = ks.lock_keys(keys.iter().copied());
+        let locked: std::collections::BTreeSet<usize> = keys.iter().map(|k| ks.shard_of(k)).collect();
+        assert_eq!(&*lock.order, locked.iter().copied().collect::<Vec<_>>().as_slice());
+        assert_eq!(lock.guards.iter_mut().count(), locked.len());
+        if shards == 128 {
+            assert!(locked.len() > INLINE_GUARDS, "{} shards locked", locked.len());
+        }
         // In order (remembered), backwards (hashed), then by equal copies
         // that lie elsewhere (hashed): each key lands in its own shard.
         for (i, k) in keys.iter().enumerate() {
