@@ -25,7 +25,7 @@ impl<T: Copy + Default, const N: usize> FromIterator<T> for InlineList<T, N> {
         let (at_least, _) = items.size_hint();
         if at_least > N {
             // Known to be long: straight to the heap, in one allocation.
-            return InlineList { inline: [T::default(); N], len: 0, spill: items.collect() };
+            return InlineList { spill: items.collect(), ..InlineList::new() };
         }
         let mut list = InlineList::new();
         items.for_each(|item| list.push(item));
