@@ -10,9 +10,11 @@ use kvik_protocol::number::parse_i64;
 use kvik_protocol::ReplySink;
 
 use super::access::{self, count_reply, WrongType};
+use super::keyword::Keyword;
 use super::zset::{build, limits, store_zset, zadd_at, zset_at, ZaddOptions};
 use super::{Ctx, ReplyTarget, SYNTAX_ERROR, WRONGTYPE};
 use crate::changes::EventClass;
+use crate::inline_list::InlineList;
 use crate::keyspace::now_ms;
 use crate::types::double::parse_score;
 use crate::types::float80::F80;
@@ -61,7 +63,7 @@ fn distance_arg(value: &[u8], unit: &[u8], what: &str) -> Result<(f64, f64), Vec
 fn geoadd<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let mut o = ZaddOptions { first: 2, ..ZaddOptions::default() };
     while o.first < c.argc() {
-        match c.arg(o.first).to_ascii_lowercase().as_slice() {
+        match Keyword::of(c.arg(o.first)).as_bytes() {
             b"nx" => o.nx = true,
             b"xx" => o.xx = true,
             b"ch" => o.ch = true,
@@ -73,7 +75,7 @@ fn geoadd<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     if !rest.is_multiple_of(3) || rest == 0 || (o.xx && o.nx) {
         return c.error(SYNTAX_ERROR);
     }
-    let mut pairs = Vec::with_capacity(rest / 3);
+    let mut pairs = InlineList::<(f64, &[u8]), 4>::new();
     for i in (o.first..c.argc()).step_by(3) {
         let (lon, lat) = match lon_lat(c.arg(i), c.arg(i + 1)) {
             Ok(p) => p,
@@ -270,9 +272,10 @@ fn parse_query<'a, T: ReplyTarget>(c: &Ctx<'a, T>, kind: Kind, z: Option<&ZSetVa
     let mut i = 0;
     let (mut from_loc, mut by_radius, mut by_box) = (false, false, false);
     while i < remaining {
-        let arg = c.arg(base + i).to_ascii_lowercase();
+        let arg = Keyword::of(c.arg(base + i));
+        let arg = arg.as_bytes();
         let at = |k: usize| c.arg(base + i + k);
-        match arg.as_slice() {
+        match arg {
             b"withdist" => q.withdist = true,
             b"withhash" => q.withhash = true,
             b"withcoord" => q.withcoord = true,

@@ -71,6 +71,7 @@ mod hash;
 mod hll;
 mod info;
 mod keys;
+mod keyword;
 mod list;
 mod pubsub;
 mod random;

@@ -147,13 +147,8 @@ pub fn distance(lon1: f64, lat1: f64, lon2: f64, lat2: f64) -> f64 {
 
 /// Metres per unit for the unit names geo commands accept.
 pub fn unit_to_meters(unit: &[u8]) -> Option<f64> {
-    match unit.to_ascii_lowercase().as_slice() {
-        b"m" => Some(1.0),
-        b"km" => Some(1000.0),
-        b"ft" => Some(0.3048),
-        b"mi" => Some(1609.34),
-        _ => None,
-    }
+    const UNITS: [(&[u8], f64); 4] = [(b"m", 1.0), (b"km", 1000.0), (b"ft", 0.3048), (b"mi", 1609.34)];
+    UNITS.iter().find(|(name, _)| unit.eq_ignore_ascii_case(name)).map(|&(_, meters)| meters)
 }
 
 /// What a search looks for, around a centre (longitude, latitude).

@@ -16,6 +16,7 @@ use std::cmp::Ordering;
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
+use hashbrown::hash_table::Entry;
 use hashbrown::HashTable;
 use kvik_prefetch::prefetch;
 
@@ -163,13 +164,18 @@ impl ScoreIndex {
     /// Set the score of `member`, added when new.
     fn insert(&mut self, member: Arc<[u8]>, score: f64) {
         let hash = self.hasher.hash_one(&*member);
-        if let Some(found) = self.table.find_mut(hash, |(m, _)| *m == member) {
-            found.1 = score;
-            return;
-        }
         let buckets = self.table.num_buckets();
         let hasher = &self.hasher;
-        self.table.insert_unique(hash, (Arc::clone(&member), score), |(m, _)| hasher.hash_one(&**m));
+        // One probe finds the member or the slot for it.
+        match self.table.entry(hash, |(m, _)| *m == member, |(m, _)| hasher.hash_one(&**m)) {
+            Entry::Occupied(mut found) => {
+                found.get_mut().1 = score;
+                return;
+            }
+            Entry::Vacant(slot) => {
+                slot.insert((Arc::clone(&member), score));
+            }
+        }
         if self.table.num_buckets() != buckets || self.at.is_unknown() {
             self.at = TableAddress::of(&self.table, hash, |(m, _)| *m == member);
         }
@@ -342,13 +348,22 @@ impl ZSetValue {
     /// In the small encoding a score of `-0` is stored as `0`, as Redis's
     /// listpack stores it (as the integer 0).
     pub fn insert(&mut self, member: &[u8], score: f64) -> Option<f64> {
-        debug_assert!(!score.is_nan());
-        let score = if self.index.is_none() && score == 0.0 { 0.0 } else { score };
         let old = self.score(member);
+        self.insert_looked_up(member, score, old);
+        old
+    }
+
+    /// [`ZSetValue::insert`] for a caller that has just read `old`, the
+    /// member's [`ZSetValue::score`]: ZADD reads it for its flags, and a
+    /// second lookup by name would cost as much as the first.
+    pub fn insert_looked_up(&mut self, member: &[u8], score: f64, old: Option<f64>) {
+        debug_assert!(!score.is_nan());
+        debug_assert_eq!(old.map(f64::to_bits), self.score(member).map(f64::to_bits));
+        let score = if self.index.is_none() && score == 0.0 { 0.0 } else { score };
         let shared: Arc<[u8]> = match old {
             Some(old_score) => {
                 if old_score == score {
-                    return old;
+                    return;
                 }
                 self.remove_item(old_score, member)
             }
@@ -362,7 +377,6 @@ impl ZSetValue {
             index.insert(shared.clone(), score);
         }
         self.place(Item { score, member: shared });
-        old
     }
 
     /// Remove `member`; its score if it was there.

@@ -8,6 +8,7 @@ use kvik_protocol::number::parse_i64;
 use super::{build, limits, resp3, source_at, store_zset, write_items, Items, Limits, Source};
 use crate::changes::EventClass;
 use crate::commands::access::{self, count_reply, WrongType};
+use crate::commands::keyword::Keyword;
 use crate::commands::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
 use crate::keyspace::now_ms;
 use crate::types::double::parse_score;
@@ -109,8 +110,7 @@ fn algebra_options<T: ReplyTarget>(
     let mut j = from;
     while j < c.argc() {
         let left = c.argc() - j;
-        let opt = c.arg(j).to_ascii_lowercase();
-        match opt.as_slice() {
+        match Keyword::of(c.arg(j)).as_bytes() {
             b"weights" if weighted && left > keys => {
                 for (i, w) in o.weights.iter_mut().enumerate() {
                     *w = parse_score(c.arg(j + 1 + i)).ok_or(&b"ERR weight value is not a float"[..])?;
@@ -118,7 +118,7 @@ fn algebra_options<T: ReplyTarget>(
                 j += 1 + keys;
             }
             b"aggregate" if weighted && left >= 2 => {
-                o.aggregate = match c.arg(j + 1).to_ascii_lowercase().as_slice() {
+                o.aggregate = match Keyword::of(c.arg(j + 1)).as_bytes() {
                     b"sum" => Aggregate::Sum,
                     b"min" => Aggregate::Min,
                     b"max" => Aggregate::Max,

@@ -19,11 +19,13 @@ use kvik_protocol::ReplySink;
 
 use super::access::{self, count_reply, WrongType};
 use super::keys::parse_cursor;
+use super::keyword::Keyword;
 use super::random::Picker;
 use super::set::{reply_scan, scan_options};
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
 use crate::blocking::{self, Empty, Wait};
 use crate::changes::EventClass;
+use crate::inline_list::InlineList;
 use crate::keyspace::{glob, now_ms, Db, Keyspace, MultiLock};
 use crate::types::double::parse_score;
 use crate::types::set::SetValue;
@@ -189,7 +191,7 @@ fn zadd<T: ReplyTarget>(c: &mut Ctx<'_, T>, incr: bool) {
         Ok(o) => o,
         Err(msg) => return c.error(msg),
     };
-    let mut pairs = Vec::new();
+    let mut pairs = InlineList::<(f64, &[u8]), 4>::new();
     for i in (opts.first..c.argc()).step_by(2) {
         let Some(score) = parse_score(c.arg(i)) else { return c.error(NOT_A_FLOAT) };
         pairs.push((score, c.arg(i + 1)));
@@ -223,7 +225,7 @@ pub(super) struct ZaddOptions {
 fn zadd_options<T: ReplyTarget>(c: &Ctx<'_, T>, incr: bool) -> Result<ZaddOptions, &'static [u8]> {
     let mut o = ZaddOptions { incr, first: 2, ..ZaddOptions::default() };
     while o.first < c.argc() {
-        let flag = match c.arg(o.first).to_ascii_lowercase().as_slice() {
+        let flag = match Keyword::of(c.arg(o.first)).as_bytes() {
             b"nx" => &mut o.nx,
             b"xx" => &mut o.xx,
             b"gt" => &mut o.gt,
@@ -320,14 +322,14 @@ fn apply_zadd(
                 out.processed += 1;
                 out.last_score = Some(new);
                 if new != current {
-                    z.insert(member, new);
+                    z.insert_looked_up(member, new, Some(current));
                     out.updated += 1;
                 }
             }
             None if o.xx => {}
             None => {
                 z.grow_before_insert(limits.entries, limits.value, member.len());
-                z.insert(member, score);
+                z.insert_looked_up(member, score, None);
                 out.added += 1;
                 out.processed += 1;
                 out.last_score = Some(score);
@@ -444,7 +446,7 @@ fn zmpop_args<'a, T: ReplyTarget>(c: &Ctx<'a, T>, at: usize) -> Result<ZmpopArgs
         _ => return Err(b"ERR numkeys should be greater than 0"),
     };
     let where_at = numkeys.checked_add(at + 1).filter(|&w| w < c.argc()).ok_or(SYNTAX_ERROR)?;
-    let max = match c.arg(where_at).to_ascii_lowercase().as_slice() {
+    let max = match Keyword::of(c.arg(where_at)).as_bytes() {
         b"min" => false,
         b"max" => true,
         _ => return Err(SYNTAX_ERROR),

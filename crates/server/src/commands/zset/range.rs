@@ -16,6 +16,7 @@ use super::{
 };
 use crate::changes::EventClass;
 use crate::commands::access::{self, count_reply, WrongType};
+use crate::commands::keyword::Keyword;
 use crate::commands::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
 use crate::keyspace::now_ms;
 use crate::types::list::rank_range;
@@ -166,9 +167,8 @@ fn range_options<T: ReplyTarget>(c: &Ctx<'_, T>, form: Form, from: usize) -> Res
     let mut rev = form.rev;
     let mut j = from;
     while j < c.argc() {
-        let opt = c.arg(j).to_ascii_lowercase();
         let left = c.argc() - j - 1;
-        match opt.as_slice() {
+        match Keyword::of(c.arg(j)).as_bytes() {
             b"withscores" if !form.store => o.withscores = true,
             b"limit" if left >= 2 => {
                 match (parse_i64(c.arg(j + 1)), parse_i64(c.arg(j + 2))) {
