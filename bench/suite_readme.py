@@ -70,7 +70,8 @@ def render(data):
     meta = data.get("meta", {})
     L = [START, "", "### How kvik compares", ""]
     L.append("Measured by `make bench` on %s, on `%s` (%s cores, %s), %s build of %s; "
-             "medians of %s repetitions, the servers alternating within each repetition, "
+             "%s repetitions, the servers alternating within each repetition and each ratio "
+             "the median of the ratios within a repetition, "
              "clients on the same machine over loopback%s. Full tables, per-CPU-second figures and "
              "charts: [bench/results/suite.md](bench/results/suite.md)."
              % (meta.get("date", "?"), meta.get("cpu", "?"), meta.get("cores", "?"),

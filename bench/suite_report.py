@@ -234,6 +234,8 @@ def summarize(runs):
             "noisy": bool(vals) and lo > 0 and hi / lo > NOISY,
             "per_cpu": median([r["per_cpu"] for r in rs]),
             "client_busy": median([r["client_busy"] for r in rs]),
+            # Per repetition, for ratios between runs of the same repetition.
+            "rps_by_repeat": {r["repeat"]: r["rps"] for r in rs if r["rps"] is not None},
         }
     return out
 
@@ -249,6 +251,19 @@ def marks(s):
 
 def ratio(a, b):
     return a / b if a is not None and b else None
+
+
+def paired_ratio(a, b):
+    """kvik's requests/s over the peer's, for two summaries of one cell: the
+    median over the repetitions both ran in of the ratio within each one.
+
+    The machine's speed drifts between repetitions, so a run is compared
+    only with the runs of its own repetition, minutes apart at most.
+    """
+    if not a or not b:
+        return None
+    mine, theirs = a.get("rps_by_repeat", {}), b.get("rps_by_repeat", {})
+    return median([ratio(mine[k], theirs[k]) for k in mine if k in theirs])
 
 
 def kvik_targets(targets):
@@ -287,10 +302,10 @@ def ratio_table(summary):
         for test in tests:
             for k, p in ratio_pairs(targets):
                 a, b = summary.get((cell, test, k)), summary.get((cell, test, p))
-                if a and b and ratio(a["median"], b["median"]) is not None:
+                r = paired_ratio(a, b)
+                if r is not None:
                     out.append({"cell": cell, "section": a["section"], "flags": a["flags"],
-                                "size": a["size"], "test": test, "kvik": k, "peer": p,
-                                "ratio": a["median"] / b["median"]})
+                                "size": a["size"], "test": test, "kvik": k, "peer": p, "ratio": r})
     return out
 
 
@@ -394,7 +409,9 @@ def md_header(meta):
         "flags; all other figures come from redis-benchmark over RESP. Requests per "
         "server-CPU-second = all requests of a run (including the list fill `-t lrange_100` "
         "sends first) over the server process's utime+stime during the run "
-        "(`/proc/<pid>/stat`). Ratios are kvik's median over the peer's median. Requests per "
+        "(`/proc/<pid>/stat`). A ratio is the median, over the repetitions, of kvik's "
+        "requests/s over the peer's in the same repetition: the machine's speed drifts between "
+        "repetitions, so runs are compared only within one. Requests per "
         "run: %s at `-c 1 -P 1` and for the collections, %s at `-c 50 -P 1`, %s at `-P 16` and "
         "`-P 1000`; LRANGE_100 and MSET, which move far more bytes per request, a tenth of those; "
         "%s for the ping section's `-P 1000` runs, the shortest otherwise."
@@ -454,7 +471,7 @@ def throughput_md(summary, meta):
                     row = [title_of(summary, cell, test)]
                     for k, p in pairs:
                         a, b = summary.get((cell, test, k)), summary.get((cell, test, p))
-                        row.append(fmt_ratio(ratio(a and a["median"], b and b["median"])))
+                        row.append(fmt_ratio(paired_ratio(a, b)))
                     rows.append(row)
                 L += ["Ratios:", ""] + table(["test"] + ["%s / %s" % (label(k), label(p)) for k, p in pairs], rows)
             rows = []
@@ -627,7 +644,7 @@ def ratio_chart(ratios, peer):
             entry = (g, {})
             groups.append(entry)
         entry[1][name] = r["ratio"]
-    return bar_chart("kvik / %s, requests/s (median of repeats)" % label(peer), groups, series, "×",
+    return bar_chart("kvik / %s, requests/s (median of the ratios per repetition)" % label(peer), groups, series, "×",
                      reference=1.0, caption="kvik's requests/s over %s's; dashed line: 1.00× (equal)" % label(peer))
 
 

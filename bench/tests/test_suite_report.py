@@ -128,6 +128,18 @@ class SummaryTests(unittest.TestCase):
         self.assertEqual(got, {("kvik-t1", "redis"): 2.0, ("kvik-t1", "valkey"): 1.333,
                                ("kvik-t2", "redis"): 3.0, ("kvik-t2", "valkey"): 2.0})
 
+    def test_a_ratio_compares_runs_of_the_same_repetition(self):
+        # The machine slowed down in repetition 2 for redis' run and sped up in 3: the
+        # medians alone (200 / 300) would say 0.67×, every repetition but one says 1.25×.
+        for rep, (kvik, redis) in enumerate([(100.0, 80.0), (200.0, 300.0), (400.0, 320.0)], 1):
+            self.w.run("kvik-t1", kvik, rep=rep)
+            self.w.run("redis", redis, rep=rep)
+        # A repetition only one of them ran in is left out.
+        self.w.run("kvik-t1", 1.0, rep=4)
+        ratios = suite_report.ratio_table(suite_report.summarize(self.results()))
+        self.assertEqual([(r["kvik"], r["peer"], round(r["ratio"], 3)) for r in ratios],
+                         [("kvik-t1", "redis", 1.25)])
+
     def test_client_busy_is_client_cpu_over_wall_time(self):
         self.w.run("redis", 100.0, client_ms="950", wall_ms="1000")
         self.w.run("valkey", 100.0, client_ms="", wall_ms="1000")
