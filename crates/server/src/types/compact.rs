@@ -16,7 +16,7 @@ use foldhash::fast::{FixedState, FoldHasher};
 /// Longest byte string stored without an allocation.
 pub const INLINE_MAX: usize = 22;
 
-/// An immutable byte string, inline when short.
+/// A byte string, inline when short.
 #[derive(Clone)]
 pub enum CompactBytes {
     /// Up to [`INLINE_MAX`] bytes; `len` of `bytes` are used.
@@ -39,6 +39,16 @@ impl CompactBytes {
             CompactBytes::Inline { len: bytes.len() as u8, bytes: inline }
         } else {
             CompactBytes::Heap(bytes.into())
+        }
+    }
+
+    /// Make this a copy of `bytes`. A heap string of the same length is
+    /// overwritten where it lies: HSET of a new value of the same size, the
+    /// usual update, then costs neither an allocation nor a free.
+    pub fn set(&mut self, bytes: &[u8]) {
+        match self {
+            CompactBytes::Heap(b) if b.len() == bytes.len() => b.copy_from_slice(bytes),
+            _ => *self = CompactBytes::new(bytes),
         }
     }
 
@@ -191,6 +201,26 @@ mod tests {
         sum.sub(&long);
         sum.sub(&short);
         assert_eq!(sum, MemberBytes::of([&long]));
+    }
+
+    #[test]
+    fn set_rewrites_a_heap_string_of_the_same_length_where_it_lies() {
+        let long = |b: u8| vec![b; INLINE_MAX + 10];
+        let mut s = CompactBytes::new(&long(1));
+        let at = s.as_slice().as_ptr();
+        s.set(&long(2));
+        assert_eq!(s.as_slice(), &long(2)[..]);
+        assert_eq!(s.as_slice().as_ptr(), at, "same length: the same allocation");
+        // Any other length, and inline strings, are made anew.
+        s.set(&[3u8; INLINE_MAX + 11]);
+        assert_eq!(s.as_slice(), &[3u8; INLINE_MAX + 11][..]);
+        s.set(b"abc");
+        assert!(matches!(s, CompactBytes::Inline { len: 3, .. }));
+        s.set(b"xyz");
+        assert_eq!(s.as_slice(), b"xyz");
+        s.set(&long(4));
+        assert!(matches!(s, CompactBytes::Heap(_)));
+        assert_eq!(s.as_slice(), &long(4)[..]);
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! `HSCAN` a cursor that is simply a position (see [`HashValue::scan`]).
 
 use super::compact::{CompactBytes, MemberBytes};
-use super::member_table::{Inserted, MemberTable};
+use super::member_table::MemberTable;
 use super::packed::{self, PackedIter, PackedSeq};
 
 /// When a small hash becomes a table: `hash-max-listpack-entries` and
@@ -131,18 +131,19 @@ impl HashValue {
     }
 
     /// Set `field` to `value`; true when the field is new.
+    ///
+    /// A field's value is rewritten in place ([`CompactBytes::set`]).
     pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
-        let value = CompactBytes::new(value);
         match self {
             HashValue::Listpack(pairs, bytes) => match pairs.iter_mut().find(|(f, _)| &**f == field) {
                 Some((_, v)) => {
                     bytes.sub(v);
-                    bytes.add(&value);
-                    *v = value;
+                    v.set(value);
+                    bytes.add(v);
                     false
                 }
                 None => {
-                    let field = CompactBytes::new(field);
+                    let (field, value) = (CompactBytes::new(field), CompactBytes::new(value));
                     bytes.add(&field);
                     bytes.add(&value);
                     pairs.push((field, value));
@@ -150,16 +151,18 @@ impl HashValue {
                 }
             },
             HashValue::Table(map, bytes) => {
-                bytes.add(&value);
-                match map.insert(field, value) {
-                    Inserted::Replaced(old) => {
-                        bytes.sub(&old);
-                        false
-                    }
-                    Inserted::Added(field) => {
+                let update = |v: &mut CompactBytes| {
+                    bytes.sub(v);
+                    v.set(value);
+                    bytes.add(v);
+                };
+                match map.upsert(field, update, || CompactBytes::new(value)) {
+                    Some((field, value)) => {
                         bytes.add(field);
+                        bytes.add(value);
                         true
                     }
+                    None => false,
                 }
             }
         }

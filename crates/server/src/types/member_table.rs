@@ -170,6 +170,26 @@ impl<V> MemberTable<V> {
         Inserted::Added(&self.entries[at].0)
     }
 
+    /// Change the value of `member` in place with `update` when present;
+    /// otherwise add it at the end with the value `make` gives. The new
+    /// member and its value, or `None` when it was there.
+    pub fn upsert(
+        &mut self,
+        member: &[u8],
+        update: impl FnOnce(&mut V),
+        make: impl FnOnce() -> V,
+    ) -> Option<(&CompactBytes, &V)> {
+        let hash = self.hasher.hash_one(member);
+        let entries = &self.entries;
+        if let Some(&i) = self.index.find(hash, |&i| entries[i].0.as_slice() == member) {
+            update(&mut self.entries[i].1);
+            return None;
+        }
+        let at = self.push(hash, CompactBytes::new(member), make());
+        let (member, value) = &self.entries[at];
+        Some((member, value))
+    }
+
     /// Add `member`, which is not in the table, at the end; its position.
     fn push(&mut self, hash: u64, member: CompactBytes, value: V) -> usize {
         let at = self.entries.len();
@@ -303,6 +323,19 @@ mod tests {
         } else {
             format!("m{i}").into_bytes()
         }
+    }
+
+    #[test]
+    fn upsert_updates_in_place_or_adds_at_the_end() {
+        let mut table: MemberTable<u64> = MemberTable::new();
+        let added = table.upsert(b"a", |_| unreachable!("absent"), || 1);
+        assert_eq!(added.map(|(m, v)| (m.as_slice().to_vec(), *v)), Some((b"a".to_vec(), 1)));
+        assert!(table.upsert(b"b", |_| unreachable!("absent"), || 2).is_some());
+        assert!(table.upsert(b"a", |v| *v += 10, || unreachable!("present")).is_none());
+        assert_eq!(table.get(b"a"), Some(&11));
+        assert_eq!(table.position(b"a"), Some(0), "an update keeps the position");
+        assert_eq!(table.position(b"b"), Some(1));
+        assert_eq!(table.len(), 2);
     }
 
     /// Random inserts, replacements and both kinds of removal agree with a
