@@ -119,6 +119,14 @@ impl MemberBytes {
         self.0 += member.heap_size();
     }
 
+    /// Rewrite `member`, which is counted, to `bytes` ([`CompactBytes::set`]),
+    /// counting the change.
+    pub fn rewrite(&mut self, member: &mut CompactBytes, bytes: &[u8]) {
+        self.sub(member);
+        member.set(bytes);
+        self.add(member);
+    }
+
     /// Stop counting a member that left; it must have been counted.
     pub fn sub(&mut self, member: &CompactBytes) {
         debug_assert!(self.0 >= member.heap_size(), "a member left that was never counted");

@@ -137,9 +137,7 @@ impl HashValue {
         match self {
             HashValue::Listpack(pairs, bytes) => match pairs.iter_mut().find(|(f, _)| &**f == field) {
                 Some((_, v)) => {
-                    bytes.sub(v);
-                    v.set(value);
-                    bytes.add(v);
+                    bytes.rewrite(v, value);
                     false
                 }
                 None => {
@@ -151,12 +149,7 @@ impl HashValue {
                 }
             },
             HashValue::Table(map, bytes) => {
-                let update = |v: &mut CompactBytes| {
-                    bytes.sub(v);
-                    v.set(value);
-                    bytes.add(v);
-                };
-                match map.upsert(field, update, || CompactBytes::new(value)) {
+                match map.upsert(field, |v| bytes.rewrite(v, value), || CompactBytes::new(value)) {
                     Some((field, value)) => {
                         bytes.add(field);
                         bytes.add(value);

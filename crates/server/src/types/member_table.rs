@@ -129,8 +129,13 @@ impl<V> MemberTable<V> {
 
     /// Position of `member`.
     pub fn position(&self, member: &[u8]) -> Option<usize> {
+        self.position_hashed(self.hasher.hash_one(member), member)
+    }
+
+    /// Position of `member`, filed under `hash`.
+    fn position_hashed(&self, hash: u64, member: &[u8]) -> Option<usize> {
         let entries = &self.entries;
-        self.index.find(self.hasher.hash_one(member), |&i| entries[i].0.as_slice() == member).copied()
+        self.index.find(hash, |&i| entries[i].0.as_slice() == member).copied()
     }
 
     /// The value of `member`.
@@ -162,8 +167,7 @@ impl<V> MemberTable<V> {
     /// position), added at the end otherwise.
     pub fn insert(&mut self, member: &[u8], value: V) -> Inserted<'_, V> {
         let hash = self.hasher.hash_one(member);
-        let entries = &self.entries;
-        if let Some(&i) = self.index.find(hash, |&i| entries[i].0.as_slice() == member) {
+        if let Some(i) = self.position_hashed(hash, member) {
             return Inserted::Replaced(std::mem::replace(&mut self.entries[i].1, value));
         }
         let at = self.push(hash, CompactBytes::new(member), value);
@@ -180,8 +184,7 @@ impl<V> MemberTable<V> {
         make: impl FnOnce() -> V,
     ) -> Option<(&CompactBytes, &V)> {
         let hash = self.hasher.hash_one(member);
-        let entries = &self.entries;
-        if let Some(&i) = self.index.find(hash, |&i| entries[i].0.as_slice() == member) {
+        if let Some(i) = self.position_hashed(hash, member) {
             update(&mut self.entries[i].1);
             return None;
         }
