@@ -369,18 +369,32 @@ impl Keyspace {
 
     /// Lock every shard holding one of `keys`, in ascending order.
     ///
-    /// The lock remembers each key's shard, so [`MultiLock::shard_for`]
-    /// asked for the same keys in the same order hashes none of them again.
+    /// The lock remembers which of its guards each key's shard is under, so
+    /// [`MultiLock::shard_for`] asked for the same keys in the same order
+    /// neither hashes nor searches for any of them again.
     pub fn lock_keys<'k>(&self, keys: impl IntoIterator<Item = &'k [u8]>) -> MultiLock<'_, 'k> {
         // Built in place: the lock holds some hundreds of bytes inline.
         let mut lock = MultiLock::new();
+        // Each key's shard above the key's place in `lock.keys`, in one
+        // number: sorted, these give the shards in locking order and each
+        // key its guard.
+        let mut by_shard: InlineList<u64, INLINE_GUARDS> = InlineList::new();
         for key in keys {
-            let shard = self.shard_of(key);
-            lock.keys.push(KnownKey::of(key, shard));
-            lock.order.push(shard);
+            let (shard, at) = (self.shard_of(key) as u64, lock.keys.len() as u64);
+            assert!(at <= u64::from(u32::MAX), "more keys than a lock can place");
+            by_shard.push(shard << 32 | at);
+            lock.keys.push(KnownKey::of(key));
         }
-        lock.order.sort_unstable();
-        lock.order.dedup();
+        by_shard.sort_unstable();
+        for &packed in by_shard.iter() {
+            let (shard, at) = ((packed >> 32) as usize, (packed & u64::from(u32::MAX)) as usize);
+            if lock.order.last() != Some(&shard) {
+                lock.order.push(shard);
+            }
+            if let Some(known) = lock.keys.get_mut(at) {
+                known.guard = lock.order.len() - 1;
+            }
+        }
         self.take_shards(&mut lock);
         lock
     }
@@ -488,21 +502,23 @@ pub struct MultiLock<'a, 'k> {
     _keys: PhantomData<&'k [u8]>,
 }
 
-/// A key whose shard is known: the slice is recognised by where it lies,
+/// A key whose guard is known: the slice is recognised by where it lies,
 /// so nothing is copied or compared byte by byte.
 #[derive(Debug, Clone, Copy, Default)]
 struct KnownKey {
     addr: usize,
     len: usize,
-    shard: usize,
+    /// Where the guard of the key's shard is among the lock's guards.
+    guard: usize,
 }
 
 impl KnownKey {
-    fn of(key: &[u8], shard: usize) -> KnownKey {
-        KnownKey { addr: key.as_ptr() as usize, len: key.len(), shard }
+    /// `key`, its guard not known yet.
+    fn of(key: &[u8]) -> KnownKey {
+        KnownKey { addr: key.as_ptr() as usize, len: key.len(), guard: 0 }
     }
 
-    /// Whether `key` is this very slice (then it has these bytes, and this shard).
+    /// Whether `key` is this very slice (then it has these bytes, and this guard).
     fn is(&self, key: &[u8]) -> bool {
         self.addr == key.as_ptr() as usize && self.len == key.len()
     }
@@ -522,24 +538,39 @@ impl<'a> MultiLock<'a, '_> {
 
     /// The locked shard holding `key` (which must be among the keys locked).
     ///
-    /// Commands ask for their keys in the order they locked them, so the
-    /// next remembered key is checked first; any other key is hashed.
+    /// Commands ask for their keys in the order they locked them, in one
+    /// pass or several (MSETNX checks every key, then sets every key), so
+    /// the next remembered key is checked first, then the first one; any
+    /// other key is hashed and its shard searched for.
     #[inline]
     pub fn shard_for(&mut self, keyspace: &Keyspace, key: &[u8]) -> &mut Shard {
-        let want = match self.keys.get(self.next) {
-            Some(known) if known.is(key) => {
-                self.next += 1;
-                known.shard
+        let at = match self.remembered_guard(key) {
+            Some(at) => at,
+            None => {
+                let want = keyspace.shard_of(key);
+                let at = self.order.partition_point(|&i| i < want).min(self.order.len().saturating_sub(1));
+                debug_assert_eq!(self.order.get(at), Some(&want), "key's shard was not locked");
+                at
             }
-            _ => keyspace.shard_of(key),
         };
-        debug_assert_eq!(want, keyspace.shard_of(key));
-        let at = self.order.partition_point(|&i| i < want).min(self.order.len().saturating_sub(1));
-        debug_assert_eq!(self.order.get(at), Some(&want), "key's shard was not locked");
+        debug_assert_eq!(self.order.get(at), Some(&keyspace.shard_of(key)));
         match self.guards.get_mut(at) {
             Some(guard) => guard,
             None => panic!("a multi-key lock holds no shard"),
         }
+    }
+
+    /// Where the guard for `key` is, if `key` is the next remembered key
+    /// or the first one.
+    #[inline]
+    fn remembered_guard(&mut self, key: &[u8]) -> Option<usize> {
+        let next = match self.keys.get(self.next) {
+            Some(known) if known.is(key) => self.next,
+            _ if self.keys.first().is_some_and(|known| known.is(key)) => 0,
+            _ => return None,
+        };
+        self.next = next + 1;
+        self.keys.get(next).map(|known| known.guard)
     }
 
     /// Every locked shard, in shard order.
@@ -674,6 +705,15 @@ mod tests {
             let back = keys[keys.len() - 1 - i];
             lock.shard_for(&ks, back).db(0).set_string(back, b"2", None);
             lock.shard_for(&ks, &copy).db(0).set_string(&copy, b"3", None);
+        }
+        // Two passes in lock order, as MSETNX makes: every key is
+        // remembered, with the guard of its own shard.
+        lock.next = 0;
+        for _ in 0..2 {
+            for k in &keys {
+                let at = lock.remembered_guard(k);
+                assert_eq!(at.and_then(|at| lock.order.get(at)), Some(&ks.shard_of(k)));
+            }
         }
         drop(lock);
         for k in &keys {
