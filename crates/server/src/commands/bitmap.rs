@@ -287,7 +287,7 @@ fn bitop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let now = now_ms();
     let state = c.state;
     let ks = &state.keyspace;
-    let mut lock = ks.lock_keys(sources.iter().copied().chain([dest]));
+    let mut lock = ks.lock_keys(db, sources.iter().copied().chain([dest]));
     let mut inputs = Vec::with_capacity(sources.len());
     for k in &sources {
         match bytes_at(lock.shard_for(ks, k).db(db), k, now) {

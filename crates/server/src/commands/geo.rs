@@ -393,7 +393,7 @@ fn search<T: ReplyTarget>(c: &mut Ctx<'_, T>, kind: Kind) {
     let ks = &state.keyspace;
     let mut keys = store_candidates(c, kind);
     keys.push(src);
-    let mut lock = ks.lock_keys(keys.iter().copied());
+    let mut lock = ks.lock_keys(db, keys.iter().copied());
     let outcome = {
         let z = match zset_at(lock.shard_for(ks, src).db(db), src, now) {
             Err(WrongType) => return c.error(WRONGTYPE),

@@ -139,7 +139,7 @@ fn count_union<T: ReplyTarget>(c: &mut Ctx<'_, T>) -> Result<u64, Refusal> {
     let mut max = [0u8; REGISTERS];
     let db = c.session.db;
     let now = now_ms();
-    let mut lock = c.state.keyspace.lock_keys(keys.iter().copied());
+    let mut lock = c.state.keyspace.lock_keys(db, keys.iter().copied());
     for key in &keys {
         let d = lock.shard_for(&c.state.keyspace, key).db(db);
         if let Some(bytes) = hll_at(d, key, now)? {
@@ -157,7 +157,7 @@ fn pfmerge<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let db = c.session.db;
     let now = now_ms();
     let state = c.state;
-    let mut lock = state.keyspace.lock_keys(keys.iter().copied());
+    let mut lock = state.keyspace.lock_keys(db, keys.iter().copied());
     let mut max = [0u8; REGISTERS];
     let mut any_dense = false;
     let mut result = Ok(());

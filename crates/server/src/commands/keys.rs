@@ -92,7 +92,7 @@ fn del<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let now = now_ms();
     let state = c.state;
     let ks = &state.keyspace;
-    let mut lock = ks.lock_keys(keys.iter().copied());
+    let mut lock = ks.lock_keys(db, keys.iter().copied());
     let mut removed = 0;
     for k in &keys {
         let d = lock.shard_for(ks, k).db(db);
@@ -114,7 +114,7 @@ fn count_existing<T: ReplyTarget>(c: &mut Ctx<'_, T>, touch: bool) {
     let now = now_ms();
     let state = c.state;
     let ks = &state.keyspace;
-    let mut lock = ks.lock_keys(keys.iter().copied());
+    let mut lock = ks.lock_keys(db, keys.iter().copied());
     let found = keys
         .iter()
         .filter(|k| {
@@ -417,7 +417,7 @@ fn rename<T: ReplyTarget>(c: &mut Ctx<'_, T>, nx: bool) {
     let now = now_ms();
     let state = c.state;
     let ks = &state.keyspace;
-    let mut lock = ks.lock_keys([src, dst]);
+    let mut lock = ks.lock_keys(db, [src, dst]);
     // Ok(true): renamed; Ok(false): RENAMENX refused; Err: no source.
     let outcome = (|| -> Result<bool, ()> {
         if !lock.shard_for(ks, src).db(db).contains(src, now) {
@@ -488,7 +488,7 @@ fn copy<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let now = now_ms();
     let state = c.state;
     let ks = &state.keyspace;
-    let mut lock = ks.lock_keys([src, dst]);
+    let mut lock = ks.lock_keys(src_db, [src, dst]);
     let source = lock.shard_for(ks, src).db(src_db).get(src, now).map(|e| (e.value().to_owned(), e.deadline()));
     let copied = match source {
         None => false,

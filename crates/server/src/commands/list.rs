@@ -403,7 +403,7 @@ fn lpos<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 fn move_element<T: ReplyTarget>(c: &mut Ctx<'_, T>, from: End, to: End) {
     let (src, dst) = (c.arg(1), c.arg(2));
     let ks = &c.state.keyspace;
-    let mut lock = ks.lock_keys([src, dst]);
+    let mut lock = ks.lock_keys(c.session.db, [src, dst]);
     let moved = move_locked(c, &mut lock, src, dst, from, to);
     drop(lock);
     reply_moved(c, moved);
@@ -496,7 +496,7 @@ fn lmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         Err(msg) => return c.error(msg),
     };
     let ks = &c.state.keyspace;
-    let mut lock = ks.lock_keys(keys.iter().copied());
+    let mut lock = ks.lock_keys(c.session.db, keys.iter().copied());
     let popped = pop_first(c, &mut lock, &keys, end, count);
     drop(lock);
     reply_or_wrongtype(c, popped, |s, popped| match popped {
@@ -547,7 +547,7 @@ fn blocking_pop<T: ReplyTarget>(c: &mut Ctx<'_, T>, end: End) {
     let serving = blocking::serving();
     let keys = blocking::keys_to_serve((1..c.argc() - 1).map(|i| c.arg(i)).collect(), &serving);
     let ks = &c.state.keyspace;
-    let mut lock = ks.lock_keys(keys.iter().copied());
+    let mut lock = ks.lock_keys(c.session.db, keys.iter().copied());
     match pop_first(c, &mut lock, &keys, end, 1) {
         Err(WrongType) => c.error(WRONGTYPE),
         Ok(Some((key, items))) => {
@@ -579,7 +579,7 @@ fn blmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let serving = blocking::serving();
     let keys = blocking::keys_to_serve(keys, &serving);
     let ks = &c.state.keyspace;
-    let mut lock = ks.lock_keys(keys.iter().copied());
+    let mut lock = ks.lock_keys(c.session.db, keys.iter().copied());
     match pop_first(c, &mut lock, &keys, end, count) {
         Err(WrongType) => c.error(WRONGTYPE),
         Ok(Some((key, items))) => {
@@ -609,7 +609,7 @@ fn blocking_move<T: ReplyTarget>(c: &mut Ctx<'_, T>, from: End, to: End, timeout
     let serving = blocking::serving().is_some();
     let (db, now) = (c.session.db, now_ms());
     let ks = &c.state.keyspace;
-    let mut lock = ks.lock_keys([src, dst]);
+    let mut lock = ks.lock_keys(db, [src, dst]);
     match access::read_for_write::<ListValue>(lock.shard_for(ks, src).db(db), src, now) {
         Err(WrongType) if serving => return,
         Err(WrongType) => return c.error(WRONGTYPE),

@@ -333,7 +333,7 @@ fn combine<T: ReplyTarget>(c: &mut Ctx<'_, T>, op: Op, store: bool) {
     let (db, now, max) = (c.session.db, now_ms(), max_intset(c));
     let state = c.state;
     let ks = &state.keyspace;
-    let mut lock = ks.lock_keys(keys.iter().copied().chain(dest));
+    let mut lock = ks.lock_keys(db, keys.iter().copied().chain(dest));
     let result = read_sets(&mut lock, ks, db, &keys, now).map(|sets| compute(op, &sets, max, usize::MAX));
     let result = match (result, dest) {
         (Err(WrongType), _) => Err(WrongType),
@@ -388,7 +388,7 @@ fn sintercard<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let keys: Vec<&[u8]> = (2..2 + numkeys).map(|i| c.arg(i)).collect();
     let (db, now, max) = (c.session.db, now_ms(), max_intset(c));
     let ks = &c.state.keyspace;
-    let mut lock = ks.lock_keys(keys.iter().copied());
+    let mut lock = ks.lock_keys(db, keys.iter().copied());
     let card = read_sets(&mut lock, ks, db, &keys, now).map(|sets| compute(Op::Inter, &sets, max, limit).len());
     drop(lock);
     match card {
@@ -403,7 +403,7 @@ fn smove<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (db, now, max) = (c.session.db, now_ms(), max_intset(c));
     let state = c.state;
     let ks = &state.keyspace;
-    let mut lock = ks.lock_keys([src, dst]);
+    let mut lock = ks.lock_keys(db, [src, dst]);
     let moved = move_member(c, &mut lock, ks, db, now, [src, dst], member, max);
     drop(lock);
     match moved {

@@ -304,7 +304,7 @@ fn sort<T: ReplyTarget>(c: &mut Ctx<'_, T>, readonly: bool) {
     let (db, now) = (c.session.db, now_ms());
     let state = c.state;
     let ks = &state.keyspace;
-    let mut lock = if uses_patterns(&o) { ks.lock_all() } else { ks.lock_keys([key].into_iter().chain(o.store)) };
+    let mut lock = if uses_patterns(&o) { ks.lock_all() } else { ks.lock_keys(db, [key].into_iter().chain(o.store)) };
     let outcome = run(&mut lock, ks, db, now, key, &mut o);
     if let (Outcome::Stored(_, stored), Some(dest)) = (&outcome, o.store) {
         access::notify_store(c, *stored, EventClass::List, "sortstore", dest);

@@ -504,7 +504,7 @@ fn xread<T: ReplyTarget>(c: &mut Ctx<'_, T>, group_cmd: bool) {
     let now = now_ms();
     let state = c.state;
     let ks = &state.keyspace;
-    let mut lock = ks.lock_keys(a.keys.iter().copied());
+    let mut lock = ks.lock_keys(db, a.keys.iter().copied());
     // First pass: check types and groups, resolve the ids, as Redis does
     // before serving anything.
     let mut from = Vec::with_capacity(a.keys.len());

@@ -262,7 +262,7 @@ fn mget<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let now = now_ms();
     let state = c.state;
     let ks = &state.keyspace;
-    let mut lock = ks.lock_keys(keys.iter().copied());
+    let mut lock = ks.lock_keys(db, keys.iter().copied());
     // Written from the stored bytes with every shard still locked, so the
     // values are not copied first.
     let mut scratch = Vec::new();
@@ -287,7 +287,7 @@ fn mset<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let state = c.state;
     let ks = &state.keyspace;
     let pairs: InlineList<(&[u8], &[u8]), 16> = (1..c.argc()).step_by(2).map(|i| (c.arg(i), c.arg(i + 1))).collect();
-    let mut lock = ks.lock_keys(pairs.iter().map(|(k, _)| *k));
+    let mut lock = ks.lock_keys(db, pairs.iter().map(|(k, _)| *k));
     for (k, v) in &pairs {
         lock.shard_for(ks, k).db(db).set_string(k, v, None);
         c.notify(EventClass::String, "set", k);
@@ -539,7 +539,7 @@ fn msetnx<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let state = c.state;
     let ks = &state.keyspace;
     let pairs: InlineList<(&[u8], &[u8]), 16> = (1..c.argc()).step_by(2).map(|i| (c.arg(i), c.arg(i + 1))).collect();
-    let mut lock = ks.lock_keys(pairs.iter().map(|(k, _)| *k));
+    let mut lock = ks.lock_keys(db, pairs.iter().map(|(k, _)| *k));
     let any = pairs.iter().any(|(k, _)| lock.shard_for(ks, k).db(db).contains(k, now));
     if !any {
         for (k, v) in &pairs {
@@ -672,7 +672,7 @@ fn lcs<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let now = now_ms();
     let state = c.state;
     let ks = &state.keyspace;
-    let mut lock = ks.lock_keys([ka, kb]);
+    let mut lock = ks.lock_keys(db, [ka, kb]);
     let a = owned_string_at(lock.shard_for(ks, ka).db(db), ka, now);
     let b = owned_string_at(lock.shard_for(ks, kb).db(db), kb, now);
     drop(lock);

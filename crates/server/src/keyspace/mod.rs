@@ -27,6 +27,7 @@ pub mod scan;
 mod shard_guards;
 pub mod slot;
 
+use std::hash::BuildHasher;
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -34,6 +35,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::inline_list::InlineList;
+use db::key_hasher;
 pub use db::{Db, Entry, Meta};
 pub use evict::Policy;
 use lookahead::HintSlot;
@@ -367,12 +369,38 @@ impl Keyspace {
         self.lock(self.shard_of(key))
     }
 
-    /// Lock every shard holding one of `keys`, in ascending order.
+    /// Lock every shard holding one of `keys`, in ascending order, for a
+    /// command on database `db`.
     ///
     /// The lock remembers which of its guards each key's shard is under, so
     /// [`MultiLock::shard_for`] asked for the same keys in the same order
     /// neither hashes nor searches for any of them again.
-    pub fn lock_keys<'k>(&self, keys: impl IntoIterator<Item = &'k [u8]>) -> MultiLock<'_, 'k> {
+    ///
+    /// In a keyspace larger than the CPU's cache (see
+    /// [`lookahead::min_keyspace_bytes`]) the lock also starts loading what
+    /// the command's lookups of its keys will read: each key's table lines
+    /// before the shards are locked, each key's entry once they are. The
+    /// frame scan ([`crate::read_ahead`]) prefetches only a command's first
+    /// key; without this an MSET of ten keys waits on some twenty misses in
+    /// a row, where with it their loads overlap.
+    pub fn lock_keys<'k>(&self, db: usize, keys: impl IntoIterator<Item = &'k [u8]>) -> MultiLock<'_, 'k> {
+        let ahead = self.worth_prefetching(db, lookahead::min_keyspace_bytes());
+        self.lock_keys_ahead(db, keys, ahead)
+    }
+
+    /// Whether lookups in database `db` are worth prefetching: it exists,
+    /// and the keyspace has outgrown `min_bytes` (the cache).
+    fn worth_prefetching(&self, db: usize, min_bytes: usize) -> bool {
+        db < self.databases && self.used_memory() >= min_bytes
+    }
+
+    /// [`Keyspace::lock_keys`], prefetching when `ahead`.
+    fn lock_keys_ahead<'k>(
+        &self,
+        db: usize,
+        keys: impl IntoIterator<Item = &'k [u8]>,
+        ahead: bool,
+    ) -> MultiLock<'_, 'k> {
         // Built in place: the lock holds some hundreds of bytes inline.
         let mut lock = MultiLock::new();
         // Each key's shard above the key's place in `lock.keys`, in one
@@ -380,10 +408,16 @@ impl Keyspace {
         // key its guard.
         let mut by_shard: InlineList<u64, INLINE_GUARDS> = InlineList::new();
         for key in keys {
-            let (shard, at) = (self.shard_of(key) as u64, lock.keys.len() as u64);
+            let shard = self.shard_of(key);
+            let mut known = KnownKey::of(key);
+            if ahead {
+                known.hash = key_hasher().hash_one(key);
+                self.prefetch_lines(db, shard, known.hash);
+            }
+            let at = lock.keys.len() as u64;
             assert!(at <= u64::from(u32::MAX), "more keys than a lock can place");
-            by_shard.push(shard << 32 | at);
-            lock.keys.push(KnownKey::of(key));
+            by_shard.push((shard as u64) << 32 | at);
+            lock.keys.push(known);
         }
         by_shard.sort_unstable();
         for &packed in by_shard.iter() {
@@ -396,6 +430,9 @@ impl Keyspace {
             }
         }
         self.take_shards(&mut lock);
+        if ahead {
+            lock.prefetch_entries(db);
+        }
         lock
     }
 
@@ -510,12 +547,14 @@ struct KnownKey {
     len: usize,
     /// Where the guard of the key's shard is among the lock's guards.
     guard: usize,
+    /// The key's table hash, when the lock prefetched for it.
+    hash: u64,
 }
 
 impl KnownKey {
     /// `key`, its guard not known yet.
     fn of(key: &[u8]) -> KnownKey {
-        KnownKey { addr: key.as_ptr() as usize, len: key.len(), guard: 0 }
+        KnownKey { addr: key.as_ptr() as usize, len: key.len(), guard: 0, hash: 0 }
     }
 
     /// Whether `key` is this very slice (then it has these bytes, and this guard).
@@ -573,6 +612,16 @@ impl<'a> MultiLock<'a, '_> {
         self.keys.get(next).map(|known| known.guard)
     }
 
+    /// Start loading each key's entry in database `db` (step 2 of
+    /// [`lookahead`], with the shards locked).
+    fn prefetch_entries(&mut self, db: usize) {
+        for known in self.keys.iter() {
+            if let Some(d) = self.guards.get_mut(known.guard).and_then(|g| g.dbs.get(db)) {
+                d.prefetch_entry(known.hash);
+            }
+        }
+    }
+
     /// Every locked shard, in shard order.
     pub fn shards(&mut self) -> Vec<&mut Shard> {
         self.guards.iter_mut().map(|g| &mut **g).collect()
@@ -627,6 +676,7 @@ impl Drop for CommandClock {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::string::StrRef;
     use crate::types::Value;
 
     #[test]
@@ -668,7 +718,7 @@ mod tests {
         let ks = Keyspace::new(16, 16);
         let keys: [&[u8]; 4] = [b"a", b"b", b"c", b"a"];
         {
-            let mut lock = ks.lock_keys(keys);
+            let mut lock = ks.lock_keys(0, keys);
             for k in keys {
                 lock.shard_for(&ks, k).db(0).set_string(k, k, None);
             }
@@ -690,7 +740,7 @@ mod tests {
         let ks = Keyspace::new(shards, 1);
         let names: Vec<Vec<u8>> = (0..count).map(|i| format!("key:{i}").into_bytes()).collect();
         let keys: Vec<&[u8]> = names.iter().map(Vec::as_slice).collect();
-        let mut lock = ks.lock_keys(keys.iter().copied());
+        let mut lock = ks.lock_keys(0, keys.iter().copied());
         let locked: std::collections::BTreeSet<usize> = keys.iter().map(|k| ks.shard_of(k)).collect();
         assert_eq!(&*lock.order, locked.iter().copied().collect::<Vec<_>>().as_slice());
         assert_eq!(lock.guards.iter_mut().count(), locked.len());
@@ -725,6 +775,36 @@ mod tests {
     }
 
     #[test]
+    fn a_multi_lock_prefetches_in_a_keyspace_larger_than_the_cache() {
+        let ks = Keyspace::new(16, 2);
+        let names: Vec<Vec<u8>> = (0..20).map(|i| format!("key:{i}").into_bytes()).collect();
+        let keys: Vec<&[u8]> = names.iter().map(Vec::as_slice).collect();
+        let hashes = |lock: &MultiLock<'_, '_>| lock.keys.iter().map(|k| k.hash).collect::<Vec<_>>();
+        // An empty keyspace fits any cache; a missing database is never worth it.
+        assert!(!ks.worth_prefetching(0, lookahead::min_keyspace_bytes()));
+        assert!(hashes(&ks.lock_keys(0, keys.iter().copied())).iter().all(|&h| h == 0));
+        for k in &keys[..10] {
+            ks.lock_key(k).db(0).set_string(k, b"old", None);
+        }
+        assert!(ks.worth_prefetching(0, 1));
+        assert!(!ks.worth_prefetching(2, 1));
+        // Prefetching: each key's table hash is worked out up front, and
+        // the lock serves the command as it does without.
+        let mut lock = ks.lock_keys_ahead(0, keys.iter().copied(), true);
+        let want: Vec<u64> = keys.iter().map(|k| key_hasher().hash_one(k)).collect();
+        assert_eq!(hashes(&lock), want);
+        for k in &keys {
+            lock.shard_for(&ks, k).db(0).set_string(k, k, None);
+        }
+        drop(lock);
+        for k in &keys {
+            let mut shard = ks.lock_key(k);
+            let value = shard.db(0).get_mut(k, 0).map(|e| e.value());
+            assert!(matches!(value, Some(crate::types::ValueRef::Str(StrRef::Bytes(b))) if b == *k), "{k:?}");
+        }
+    }
+
+    #[test]
     fn a_reserved_shard_waits_for_other_threads_only() {
         use std::sync::atomic::AtomicBool;
         let ks = Arc::new(Keyspace::new(4, 1));
@@ -733,7 +813,7 @@ mod tests {
         let reservation = ks.reserve(7, Some(&[ks.shard_of(a)]));
         // The reserving thread goes in, one lock after another.
         ks.lock_key(a).db(0).set_string(a, b"1", None);
-        ks.lock_keys([a, b]).shard_for(&ks, b).db(0).set_string(b, b"1", None);
+        ks.lock_keys(0, [a, b]).shard_for(&ks, b).db(0).set_string(b, b"1", None);
         let done = Arc::new(AtomicBool::new(false));
         let other = {
             let (ks, done) = (Arc::clone(&ks), Arc::clone(&done));
@@ -741,7 +821,7 @@ mod tests {
                 // Another shard is free; the reserved one waits, with no
                 // lock held meanwhile.
                 ks.lock_key(b"{b}").db(0).set_string(b"{b}", b"2", None);
-                let mut lock = ks.lock_keys([b"{a}".as_slice(), b"{b}".as_slice()]);
+                let mut lock = ks.lock_keys(0, [b"{a}".as_slice(), b"{b}".as_slice()]);
                 lock.shard_for(&ks, b"{a}").db(0).set_string(b"{a}", b"2", None);
                 done.store(true, Ordering::SeqCst);
             })

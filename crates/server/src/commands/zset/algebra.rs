@@ -165,7 +165,7 @@ pub(super) fn algebra<T: ReplyTarget>(c: &mut Ctx<'_, T>, op: SetOp, out: Output
     let (db, now, limits) = (c.session.db, now_ms(), limits(c));
     let state = c.state;
     let ks = &state.keyspace;
-    let mut lock = ks.lock_keys(keys.iter().copied().chain(dst));
+    let mut lock = ks.lock_keys(db, keys.iter().copied().chain(dst));
     let sources: Result<Vec<Option<Source>>, WrongType> =
         keys.iter().map(|k| source_at(lock.shard_for(ks, k).db(db), k, now)).collect();
     let Ok(sources) = sources else {

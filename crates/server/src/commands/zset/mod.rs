@@ -477,7 +477,7 @@ fn zmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (db, now) = (c.session.db, now_ms());
     let state = c.state;
     let ks = &state.keyspace;
-    let mut lock = ks.lock_keys(keys.iter().copied());
+    let mut lock = ks.lock_keys(db, keys.iter().copied());
     let popped = pop_first_nonempty(&mut lock, ks, db, now, &keys, max, count);
     if let Ok(Some((key, _, deleted))) = &popped {
         notify_pop(c, key, max, *deleted);
@@ -510,7 +510,7 @@ fn bzpop<T: ReplyTarget>(c: &mut Ctx<'_, T>, max: bool) {
     let keys = blocking::keys_to_serve((1..c.argc() - 1).map(|i| c.arg(i)).collect(), &serving);
     let (db, now) = (c.session.db, now_ms());
     let ks = &c.state.keyspace;
-    let mut lock = ks.lock_keys(keys.iter().copied());
+    let mut lock = ks.lock_keys(db, keys.iter().copied());
     match pop_first_nonempty(&mut lock, ks, db, now, &keys, max, 1) {
         Err(WrongType) if serving.is_some() => {}
         Err(WrongType) => c.error(WRONGTYPE),
@@ -548,7 +548,7 @@ fn bzmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let keys = blocking::keys_to_serve(keys, &serving);
     let (db, now) = (c.session.db, now_ms());
     let ks = &c.state.keyspace;
-    let mut lock = ks.lock_keys(keys.iter().copied());
+    let mut lock = ks.lock_keys(db, keys.iter().copied());
     match pop_first_nonempty(&mut lock, ks, db, now, &keys, max, count) {
         Err(WrongType) if serving.is_some() => {}
         Err(WrongType) => c.error(WRONGTYPE),

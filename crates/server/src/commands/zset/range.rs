@@ -218,7 +218,7 @@ pub(super) fn zrange<T: ReplyTarget>(c: &mut Ctx<'_, T>, form: Form) {
     let (db, now, limits) = (c.session.db, now_ms(), limits(c));
     let state = c.state;
     let ks = &state.keyspace;
-    let mut lock = ks.lock_keys([src].into_iter().chain(dst));
+    let mut lock = ks.lock_keys(db, [src].into_iter().chain(dst));
     // Rank ranges take no LIMIT (one of `0 -1` is accepted and ignored).
     let (offset, limit) = if o.by == By::Rank { (0, -1) } else { (o.offset, o.limit) };
     let Some(dst) = dst else {
