@@ -523,7 +523,7 @@ impl Db {
     pub fn set_string(&mut self, key: &[u8], bytes: &[u8], deadline: Option<i64>) {
         self.settle();
         let now = super::now_ms();
-        let hash = key_hasher().hash_one(key);
+        let hash = self.hash(key);
         let meta = self.fresh_meta(now);
         if deadline.is_none() && self.rewrite_string(hash, key, bytes, meta, now) {
             return;
