@@ -59,27 +59,6 @@ impl<T: Copy + Default, const N: usize> InlineList<T, N> {
         }
         self.spill.push(item);
     }
-
-    /// Remove consecutive repeated items, as `Vec::dedup` does (every
-    /// repeat, once the list is sorted).
-    pub fn dedup(&mut self)
-    where
-        T: PartialEq,
-    {
-        let items: &mut [T] = self;
-        let mut kept = 0;
-        for i in 0..items.len() {
-            if kept == 0 || items[i] != items[kept - 1] {
-                items[kept] = items[i];
-                kept += 1;
-            }
-        }
-        if self.spill.is_empty() {
-            self.len = kept;
-        } else {
-            self.spill.truncate(kept);
-        }
-    }
 }
 
 impl<T, const N: usize> Deref for InlineList<T, N> {
@@ -127,19 +106,5 @@ mod tests {
             let unknown: InlineList<usize, 4> = (0..n).filter(|_| true).collect();
             assert_eq!(&*unknown, &*list, "{n} items");
         }
-    }
-
-    #[test]
-    fn sorts_and_dedups_in_place_inline_and_spilled() {
-        for n in 0..20 {
-            // Each of 0..n/2 twice, in descending order.
-            let mut list: InlineList<usize, 4> = (0..n).map(|i| (n - 1 - i) / 2).collect();
-            list.sort_unstable();
-            list.dedup();
-            assert_eq!(&*list, (0..n.div_ceil(2)).collect::<Vec<_>>().as_slice(), "{n} items");
-        }
-        let mut same: InlineList<u8, 4> = [7, 7, 7, 7, 7, 7].into_iter().collect();
-        same.dedup();
-        assert_eq!(&*same, &[7]);
     }
 }

@@ -587,12 +587,10 @@ impl<'a> MultiLock<'a, '_> {
             Some(at) => at,
             None => {
                 let want = keyspace.shard_of(key);
-                let at = self.order.partition_point(|&i| i < want).min(self.order.len().saturating_sub(1));
-                debug_assert_eq!(self.order.get(at), Some(&want), "key's shard was not locked");
-                at
+                self.order.partition_point(|&i| i < want).min(self.order.len().saturating_sub(1))
             }
         };
-        debug_assert_eq!(self.order.get(at), Some(&keyspace.shard_of(key)));
+        debug_assert_eq!(self.order.get(at), Some(&keyspace.shard_of(key)), "key's shard was not locked");
         match self.guards.get_mut(at) {
             Some(guard) => guard,
             None => panic!("a multi-key lock holds no shard"),
@@ -603,13 +601,11 @@ impl<'a> MultiLock<'a, '_> {
     /// or the first one.
     #[inline]
     fn remembered_guard(&mut self, key: &[u8]) -> Option<usize> {
-        let next = match self.keys.get(self.next) {
-            Some(known) if known.is(key) => self.next,
-            _ if self.keys.first().is_some_and(|known| known.is(key)) => 0,
-            _ => return None,
-        };
-        self.next = next + 1;
-        self.keys.get(next).map(|known| known.guard)
+        let (at, guard) = [self.next, 0]
+            .into_iter()
+            .find_map(|at| self.keys.get(at).filter(|known| known.is(key)).map(|known| (at, known.guard)))?;
+        self.next = at + 1;
+        Some(guard)
     }
 
     /// Start loading each key's entry in database `db` (step 2 of
