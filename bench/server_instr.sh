@@ -3,7 +3,8 @@
 # counted with callgrind: the same on a busy machine as on an idle one, so
 # two builds can be compared where requests/s on a shared VM drift by 10%
 # between identical runs. Counts work, not stalls: a change that removes
-# cache misses shows in requests/s (bench/suite.sh, bench/respb.sh), not here.
+# cache misses shows in requests/s and server CPU time (bench/ab.sh for two
+# builds), not here.
 #
 # For each server binary: start it under callgrind (`--threads 1`, persistence
 # off, 127.0.0.1 on a free port), run PREFILL, zero the counters, run the

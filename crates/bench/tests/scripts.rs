@@ -11,7 +11,8 @@
 //! and redis-benchmark are installed (CI installs them) and skipped otherwise.
 //! `bench/syscalls.sh` runs where perf may count syscall tracepoints; its
 //! test checks counts that do not depend on speed (one read and one write
-//! per request at `-P 1`).
+//! per request at `-P 1`). `bench/ab.sh` runs the debug build as both of
+//! the builds it compares.
 
 mod common;
 
@@ -372,4 +373,40 @@ fn syscalls_script_counts_one_read_and_one_write_per_request_at_p1() {
             assert!((0.99..1.05).contains(&per_request), "{what} per request of {server}: {per_request}\n{stdout}");
         }
     }
+}
+
+/// `bench/ab.sh` with the same build as A and B: every round runs both,
+/// in turns, and the summary gives the medians of the ratios.
+#[test]
+fn ab_script_measures_both_builds_in_every_round() {
+    if !on_path("redis-benchmark") {
+        eprintln!("redis-benchmark missing: ab.sh not run");
+        return;
+    }
+    let kvik = common::kvik_bin();
+    let output = Command::new("bash")
+        .arg(repo_root().join("bench/ab.sh"))
+        .arg(&kvik)
+        .arg(&kvik)
+        .env("TEST", "get")
+        .env("REQUESTS", "2000")
+        .env("CLIENTS", "5")
+        .env("PIPELINE", "4")
+        .env("KEYSPACE", "1000")
+        .env("ROUNDS", "2")
+        .env("PREFILL", "-t set -n 1000 -c 5 -P 4")
+        .env_remove("SIZE")
+        .output()
+        .expect("run bash");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "ab.sh failed:\n{}\n{stdout}", String::from_utf8_lossy(&output.stderr));
+    for round in ["1", "2"] {
+        let cells = row(&stdout, round);
+        assert_eq!(cells.len(), 5, "{cells:?}\n{stdout}");
+        assert!(cells[1..3].iter().all(|c| positive(c)), "requests/s in round {round}: {cells:?}");
+        assert!(cells[3..].iter().all(|c| c.parse::<u64>().is_ok()), "CPU ticks in round {round}: {cells:?}");
+    }
+    assert!(stdout.contains("B/A requests/s: median "), "{stdout}");
+    assert!(stdout.contains("B ahead in "), "{stdout}");
+    assert!(!stdout.contains("| 3 |"), "two rounds only:\n{stdout}");
 }
