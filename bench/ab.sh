@@ -52,64 +52,35 @@ KEYSPACE="${KEYSPACE:-100000}"
 SIZE="${SIZE:-3}"
 ROUNDS="${ROUNDS:-8}"
 PREFILL="${PREFILL--t set -n 400000 -c 50 -P 16}"
+
+# common.sh: client_pin and server_pin (PIN=1 here by default), $work,
+# cpu_ticks, the pid and port of each server by name, and stopping them
+# all on exit.
 PIN="${PIN:-1}"
-for v in REQUESTS CLIENTS PIPELINE KEYSPACE SIZE ROUNDS; do
-    [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || { echo "$v must be a whole number ≥ 1, got '${!v}'" >&2; exit 2; }
-done
+# shellcheck source=bench/common.sh
+source bench/common.sh
+check_whole REQUESTS CLIENTS PIPELINE KEYSPACE SIZE ROUNDS
 
-client_pin=()
-server_pin=()
-if [ "$PIN" = 1 ] && command -v taskset >/dev/null; then
-    read -ra cpus < <(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)))')
-    if [ "${#cpus[@]}" -ge 2 ]; then
-        client_pin=(taskset -c "${cpus[0]}")
-        server_pin=(taskset -c "${cpus[1]}")
-    fi
-fi
-
-work=$(mktemp -d)
-server=""
-cleanup() {
-    if [ -n "$server" ]; then
-        kill "$server" 2>/dev/null || true
-        wait "$server" 2>/dev/null || true
-    fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# cpu_ticks PID: utime + stime of PID in clock ticks (fields 14 and 15 of
-# /proc/PID/stat, counted after the ')' that ends the command name).
-cpu_ticks() {
-    local stat fields
-    stat=$(<"/proc/$1/stat")
-    read -ra fields <<<"${stat##*) }"
-    echo $((fields[11] + fields[12]))
-}
-
-# measure BINARY: start it, prefill, run the workload; sets m_rps and
-# m_ticks (the server's CPU time over the workload). It runs in this shell,
-# so the EXIT trap stops a server it left running.
+# measure NAME BINARY: BINARY on a free port of 127.0.0.1 as server NAME,
+# prefilled, then the workload; sets m_rps and m_ticks (the server's CPU
+# time over the workload) and stops the server.
 measure() {
-    local binary=$1 port before after csv
-    port=$(python3 bench/server_report.py freeport)
-    "${server_pin[@]}" "$binary" --bind 127.0.0.1 --port "$port" --threads 1 --save '' --appendonly no \
-        >"$work/server.log" 2>&1 &
-    server=$!
-    python3 bench/server_report.py wait "$port" 20 ||
-        { echo "$binary did not answer PING; its log:" >&2; tail -20 "$work/server.log" >&2; exit 1; }
+    local name=$1 binary=$2 p before after csv
+    p=$(python3 "$HELPER" freeport)
+    "${server_pin[@]}" "$binary" --bind 127.0.0.1 --port "$p" --threads 1 --save '' --appendonly no \
+        >>"$work/$name.log" 2>&1 &
+    pid[$name]=$!
+    port[$name]=$p
+    await_server "$name"
     if [ -n "$PREFILL" ]; then
         # shellcheck disable=SC2086
-        redis-benchmark -p "$port" $PREFILL -r "$KEYSPACE" -d "$SIZE" -q >/dev/null
+        redis-benchmark -p "$p" $PREFILL -r "$KEYSPACE" -d "$SIZE" -q >/dev/null
     fi
-    before=$(cpu_ticks "$server")
-    csv=$("${client_pin[@]}" redis-benchmark -p "$port" -t "$TEST" -n "$REQUESTS" -c "$CLIENTS" \
+    before=$(cpu_ticks "${pid[$name]}")
+    csv=$("${client_pin[@]}" redis-benchmark -p "$p" -t "$TEST" -n "$REQUESTS" -c "$CLIENTS" \
         -P "$PIPELINE" -r "$KEYSPACE" -d "$SIZE" --csv)
-    after=$(cpu_ticks "$server")
-    kill "$server"
-    wait "$server" 2>/dev/null || true
-    server=""
+    after=$(cpu_ticks "${pid[$name]}")
+    stop_server "$name"
     # The first row after the header: "TEST","rps",…
     m_rps=$(sed -n '2s/^"[^"]*","\([0-9.]*\)".*/\1/p' <<<"$csv")
     m_ticks=$((after - before))
@@ -129,10 +100,10 @@ for round in $(seq "$ROUNDS"); do
     [ $((round % 2)) -eq 1 ] || order=(b a)
     for which in "${order[@]}"; do
         if [ "$which" = a ]; then
-            measure "$1"
+            measure a "$1"
             a_rps=$m_rps a_cpu=$m_ticks
         else
-            measure "$2"
+            measure b "$2"
             b_rps=$m_rps b_cpu=$m_ticks
         fi
     done
