@@ -36,12 +36,14 @@
 # The servers run with --threads 1, persistence off, on free ports of
 # 127.0.0.1. Needs redis-benchmark (make redis-server) and python3.
 set -euo pipefail
-cd "$(dirname "$0")/.."
 
 [ "$#" -eq 2 ] || { echo "usage: bench/ab.sh A_SERVER_BINARY B_SERVER_BINARY" >&2; exit 2; }
 for binary in "$@"; do
     [ -x "$binary" ] || { echo "no kvik-server at $binary" >&2; exit 2; }
 done
+# Paths as given, before the working directory changes.
+set -- "$(realpath "$1")" "$(realpath "$2")"
+cd "$(dirname "$0")/.."
 command -v redis-benchmark >/dev/null || { echo "redis-benchmark is missing: make redis-server" >&2; exit 2; }
 
 TEST="${TEST:-get}"
@@ -60,6 +62,7 @@ PIN="${PIN:-1}"
 # shellcheck source=bench/common.sh
 source bench/common.sh
 check_whole REQUESTS CLIENTS PIPELINE KEYSPACE SIZE ROUNDS
+[ "$ROUNDS" -ge 1 ] || { echo "ROUNDS must be 1 or more" >&2; exit 2; }
 
 # measure NAME BINARY: BINARY on a free port of 127.0.0.1 as server NAME,
 # prefilled, then the workload; sets m_rps and m_ticks (the server's CPU
