@@ -236,6 +236,7 @@ def summarize(runs):
             "client_busy": median([r["client_busy"] for r in rs]),
             # Per repetition, for ratios between runs of the same repetition.
             "rps_by_repeat": {r["repeat"]: r["rps"] for r in rs if r["rps"] is not None},
+            "per_cpu_by_repeat": {r["repeat"]: r["per_cpu"] for r in rs if r["per_cpu"] is not None},
         }
     return out
 
@@ -260,9 +261,22 @@ def paired_ratio(a, b):
     The machine's speed drifts between repetitions, so a run is compared
     only with the runs of its own repetition, minutes apart at most.
     """
+    return paired(a, b, "rps_by_repeat")
+
+
+def paired_per_cpu_ratio(a, b):
+    """kvik's requests per server-CPU-second over the peer's, paired by
+    repetition as paired_ratio pairs requests/s: a machine that runs slower
+    also spends more CPU time on each request."""
+    return paired(a, b, "per_cpu_by_repeat")
+
+
+def paired(a, b, by_repeat):
+    """The median over the repetitions both summaries ran in of the ratio of
+    their figures `by_repeat` within each."""
     if not a or not b:
         return None
-    mine, theirs = a.get("rps_by_repeat", {}), b.get("rps_by_repeat", {})
+    mine, theirs = a.get(by_repeat, {}), b.get(by_repeat, {})
     return median([ratio(mine[k], theirs[k]) for k in mine if k in theirs])
 
 
@@ -295,7 +309,8 @@ def targets_of(summary):
 
 
 def ratio_table(summary):
-    """[{cell, section, flags, size, test, kvik, peer, ratio}] for every pair with both medians."""
+    """[{cell, section, flags, size, test, kvik, peer, ratio, per_cpu_ratio}] for every pair
+    with both medians; per_cpu_ratio is None where a server's CPU time is unknown."""
     targets = targets_of(summary)
     out = []
     for cell, tests in cell_order(summary):
@@ -305,7 +320,8 @@ def ratio_table(summary):
                 r = paired_ratio(a, b)
                 if r is not None:
                     out.append({"cell": cell, "section": a["section"], "flags": a["flags"],
-                                "size": a["size"], "test": test, "kvik": k, "peer": p, "ratio": r})
+                                "size": a["size"], "test": test, "kvik": k, "peer": p, "ratio": r,
+                                "per_cpu_ratio": paired_per_cpu_ratio(a, b)})
     return out
 
 
@@ -466,14 +482,7 @@ def throughput_md(summary, meta):
                 rows.append(row)
             L += ["Requests/s (median):", ""] + table(head, rows)
             if pairs:
-                rows = []
-                for test in tests:
-                    row = [title_of(summary, cell, test)]
-                    for k, p in pairs:
-                        a, b = summary.get((cell, test, k)), summary.get((cell, test, p))
-                        row.append(fmt_ratio(paired_ratio(a, b)))
-                    rows.append(row)
-                L += ["Ratios:", ""] + table(["test"] + ["%s / %s" % (label(k), label(p)) for k, p in pairs], rows)
+                L += ["Ratios:", ""] + pair_table(summary, cell, tests, pairs, paired_ratio)
             rows = []
             for test in tests:
                 row = [title_of(summary, cell, test)]
@@ -482,29 +491,59 @@ def throughput_md(summary, meta):
                     row.append("–" if not s else fmt_int(s["per_cpu"]))
                 rows.append(row)
             L += ["Requests per server-CPU-second (median):", ""] + table(head, rows)
+            if pairs:
+                L += ["Ratios per server-CPU-second:", ""] + \
+                    pair_table(summary, cell, tests, pairs, paired_per_cpu_ratio)
     return L
 
 
-def summary_md(ratios):
-    """Geometric means of the ratios per setting: the short view."""
-    groups = {}
-    for r in ratios:
-        groups.setdefault((r["section"], r["flags"]), {}).setdefault((r["kvik"], r["peer"]), []).append(r["ratio"])
-    if not groups:
-        return []
-    pairs = []
-    for g in groups.values():
-        for p in g:
-            if p not in pairs:
-                pairs.append(p)
+def pair_table(summary, cell, tests, pairs, paired_fn):
+    """A table of `paired_fn` of each (kvik, peer) pair, a row per test of `cell`."""
     rows = []
-    for (section, flags), g in groups.items():
-        rows.append(["%s `%s`" % (section, flags)] + [
-            fmt_ratio(geomean(g.get(p, []))) for p in pairs])
+    for test in tests:
+        row = [title_of(summary, cell, test)]
+        for k, p in pairs:
+            row.append(fmt_ratio(paired_fn(summary.get((cell, test, k)), summary.get((cell, test, p)))))
+        rows.append(row)
+    return table(["test"] + ["%s / %s" % (label(k), label(p)) for k, p in pairs], rows)
+
+
+def summary_md(ratios):
+    """Geometric means of the ratios per setting, of requests/s and of
+    requests per server-CPU-second: the short view."""
+    head, rows = summary_rows(ratios, "ratio", lambda xs: fmt_ratio(geomean(xs)))
+    if not rows:
+        return []
     L = ["## Summary", "",
          "Geometric mean of kvik's ratio to each peer over the tests (and value sizes) of each "
-         "setting; above 1.00× kvik is faster.", ""]
-    return L + table(["setting"] + ["%s / %s" % (label(k), label(p)) for k, p in pairs], rows)
+         "setting; above 1.00× kvik is faster.", ""] + table(head, rows)
+
+    def with_count_below(xs):
+        below = sum(x < 1.0 for x in xs)
+        return "%s (%d of %d below)" % (fmt_ratio(geomean(xs)), below, len(xs)) if xs else "–"
+
+    head, rows = summary_rows(ratios, "per_cpu_ratio", with_count_below)
+    if rows:
+        L += ["The same for requests per server-CPU-second (each server's user and system time "
+              "over its runs, paired by repetition), with the number of cells where kvik is "
+              "below the peer:", ""] + table(head, rows)
+    return L
+
+
+def summary_rows(ratios, key, fmt):
+    """The header and the rows, a setting each, of `fmt` applied to the list of
+    `key` figures of each (kvik, peer) pair; no rows when no ratio has the key."""
+    groups, pairs = {}, []
+    for r in ratios:
+        if r.get(key) is None:
+            continue
+        pair = (r["kvik"], r["peer"])
+        groups.setdefault((r["section"], r["flags"]), {}).setdefault(pair, []).append(r[key])
+        if pair not in pairs:
+            pairs.append(pair)
+    rows = [["%s `%s`" % (section, flags)] + [fmt(g.get(p, [])) for p in pairs]
+            for (section, flags), g in groups.items()]
+    return ["setting"] + ["%s / %s" % (label(k), label(p)) for k, p in pairs], rows
 
 
 def client_paced_md(summary):

@@ -140,6 +140,25 @@ class SummaryTests(unittest.TestCase):
         self.assertEqual([(r["kvik"], r["peer"], round(r["ratio"], 3)) for r in ratios],
                          [("kvik-t1", "redis", 1.25)])
 
+    def test_a_per_cpu_ratio_compares_runs_of_the_same_repetition(self):
+        # Requests per CPU-second of kvik over redis's: 2.0, 0.8 and 4.0 in the three
+        # repetitions, so 2.0; the medians alone (20,000 / 10,000 and 25,000) would say 0.8.
+        for rep, (kvik, redis) in enumerate([("50", "100"), ("50", "40"), ("25", "100")], 1):
+            self.w.run("kvik-t1", 100.0, rep=rep, ticks=kvik)
+            self.w.run("redis", 100.0, rep=rep, ticks=redis)
+        ratios = suite_report.ratio_table(suite_report.summarize(self.results()))
+        self.assertEqual([(r["kvik"], r["peer"], round(r["per_cpu_ratio"], 3)) for r in ratios],
+                         [("kvik-t1", "redis", 2.0)])
+
+    def test_a_ratio_without_cpu_time_has_no_per_cpu_ratio(self):
+        self.w.run("kvik-t1", 200.0, ticks="")
+        self.w.run("redis", 100.0)
+        ratios = suite_report.ratio_table(suite_report.summarize(self.results()))
+        self.assertEqual([(r["ratio"], r["per_cpu_ratio"]) for r in ratios], [(2.0, None)])
+        md = suite_report.summary_md(ratios)
+        self.assertIn("| throughput `-c 50 -P 16` | 2.00× |", md)
+        self.assertFalse(any("server-CPU-second" in line for line in md))
+
     def test_client_busy_is_client_cpu_over_wall_time(self):
         self.w.run("redis", 100.0, client_ms="950", wall_ms="1000")
         self.w.run("valkey", 100.0, client_ms="", wall_ms="1000")
@@ -219,6 +238,11 @@ class ReportTests(unittest.TestCase):
         self.assertIn("### `LPOS list:__rand_int__ e99` at `-c 16 -P 16`", md)
         self.assertIn("Requests per server-CPU-second (median):", md)
         self.assertIn("| SET | 2,000 | 2,000 | 2,000 | 2,000 | 2,000 | 2,000 |", md)
+        # Every run took the same CPU time for its requests: 1.00× per CPU-second, and
+        # the summary counts no cell below.
+        self.assertIn("Ratios per server-CPU-second:", md)
+        self.assertIn("| SET | 1.00× | 1.00× | 1.00× | 1.00× | 1.00× | 1.00× |", md)
+        self.assertIn("| throughput `-c 50 -P 16` | 1.00× (0 of 1 below) |", md)
         self.assertIn("| SET, 3-byte values | 50.0 | 100.0 | 80.0 | 0.50× | 0.62× |", md)
         self.assertIn("no (not available)", md)
 
@@ -237,6 +261,7 @@ class ReportTests(unittest.TestCase):
         j = json.loads(self.read("suite.json"))
         self.assertEqual(len(j["medians"]), 2 * 6)
         self.assertEqual(len(j["ratios"]), 2 * 2 * 3)
+        self.assertTrue(all(r["per_cpu_ratio"] == 1.0 for r in j["ratios"]))
         self.assertEqual(j["meta"]["cores"], "8")
         self.assertEqual(len(j["memory"]), 4)
 
