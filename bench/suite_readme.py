@@ -27,17 +27,20 @@ START = "<!-- compare:start -->"
 END = "<!-- compare:end -->"
 
 
-def setting_rows(ratios):
-    """[(setting label, {(kvik, peer): [ratios]})] in run order."""
+def setting_rows(ratios, key="ratio"):
+    """[(setting label, {(kvik, peer): [figures `key`]})] in run order, of the
+    ratios that have that figure."""
     groups = []
     for r in ratios:
+        if r.get(key) is None:
+            continue
         name = {"throughput": "`%s`", "collections": "CPU-heavy (ZRANGEBYSCORE, LPOS) `%s`",
                 "ping": "PING `%s`"}.get(r["section"], "`%s`") % r["flags"]
         entry = next((g for g in groups if g[0] == name), None)
         if entry is None:
             entry = (name, {})
             groups.append(entry)
-        entry[1].setdefault((r["kvik"], r["peer"]), []).append(r["ratio"])
+        entry[1].setdefault((r["kvik"], r["peer"]), []).append(r[key])
     return groups
 
 
@@ -48,6 +51,23 @@ def cell(values):
     if len(values) == 1:
         return fmt_ratio(g)
     return "%s (%s–%s)" % (fmt_ratio(g), fmt_ratio(min(values)), fmt_ratio(max(values)))
+
+
+def cell_below(values):
+    """The geometric mean, and how many of the values are below 1.00×."""
+    g = geomean(values)
+    if g is None:
+        return "–"
+    return "%s (%d of %d below)" % (fmt_ratio(g), sum(v < 1.0 for v in values), len(values))
+
+
+def ratio_rows(groups, pairs, fmt):
+    """A Markdown table, a setting per row and a (kvik, peer) pair per column."""
+    L = ["| setting | " + " | ".join("%s ÷ %s" % (label(k), label(p)) for k, p in pairs) + " |",
+         "|---|" + "---:|" * len(pairs)]
+    for name, g in groups:
+        L.append("| %s | %s |" % (name, " | ".join(fmt(g.get(p, [])) for p in pairs)))
+    return L + [""]
 
 
 def client_paced(medians):
@@ -89,12 +109,14 @@ def render(data):
         L.append("Throughput, kvik ÷ peer (geometric mean over the tests of the setting, "
                  "lowest–highest in brackets; above 1.00× kvik is faster):")
         L.append("")
-        L.append("| setting | " + " | ".join("%s ÷ %s" % (label(k), label(p)) for k, p in pairs) + " |")
-        L.append("|---|" + "---:|" * len(pairs))
-        for name, g in groups:
-            L.append("| %s | %s |" % (name, " | ".join(cell(g.get(p, [])) for p in pairs)))
-        L.append("")
+        L += ratio_rows(groups, pairs, cell)
         L += client_paced(data.get("medians", []))
+    per_cpu = setting_rows(data.get("ratios", []), "per_cpu_ratio")
+    if per_cpu:
+        L.append("Requests per server-CPU-second (the server's user and system time), kvik ÷ peer "
+                 "(geometric mean, and the tests where kvik is below the peer):")
+        L.append("")
+        L += ratio_rows(per_cpu, pairs, cell_below)
     mem = data.get("memory", [])
     if mem:
         servers = []

@@ -297,6 +297,9 @@ class ReportTests(unittest.TestCase):
         self.assertIn("was busy 90% of the run or more, so that it set the pace as much as the "
                       "server: kvik 1 thread 1 of 2, kvik 2 threads 0 of 2,", section)
         self.assertIn("| SET, 3-byte values | 50.0 | 100.0 | 80.0 |", section)
+        # Every run spent the same CPU time on its requests.
+        self.assertIn("Requests per server-CPU-second", section)
+        self.assertIn("| `-c 50 -P 16` | 1.00× (0 of 1 below) |", section)
 
     def test_readme_update_replaces_only_the_marked_part(self):
         readme = os.path.join(self.out, "README.md")
