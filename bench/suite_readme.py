@@ -21,7 +21,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from suite_report import (  # noqa: E402
-    CLIENT_BOUND, DATASET_LABELS, client_bound, fmt_bytes, fmt_ratio, geomean, label, targets_of)
+    CLIENT_BOUND, DATASET_LABELS, client_bound, fmt_bytes, fmt_geomean_below, fmt_ratio, geomean, label,
+    targets_of)
 
 START = "<!-- compare:start -->"
 END = "<!-- compare:end -->"
@@ -51,14 +52,6 @@ def cell(values):
     if len(values) == 1:
         return fmt_ratio(g)
     return "%s (%s–%s)" % (fmt_ratio(g), fmt_ratio(min(values)), fmt_ratio(max(values)))
-
-
-def cell_below(values):
-    """The geometric mean, and how many of the values are below 1.00×."""
-    g = geomean(values)
-    if g is None:
-        return "–"
-    return "%s (%d of %d below)" % (fmt_ratio(g), sum(v < 1.0 for v in values), len(values))
 
 
 def ratio_rows(groups, pairs, fmt):
@@ -116,7 +109,7 @@ def render(data):
         L.append("Requests per server-CPU-second (the server's user and system time), kvik ÷ peer "
                  "(geometric mean, and the tests where kvik is below the peer):")
         L.append("")
-        L += ratio_rows(per_cpu, pairs, cell_below)
+        L += ratio_rows(per_cpu, pairs, fmt_geomean_below)
     mem = data.get("memory", [])
     if mem:
         servers = []

@@ -354,6 +354,14 @@ def fmt_ratio(v):
     return "–" if v is None else "{:.2f}×".format(v)
 
 
+def fmt_geomean_below(values):
+    """The geometric mean of ratios, and how many of them are below 1.00×."""
+    g = geomean(values)
+    if g is None:
+        return "–"
+    return "%s (%d of %d below)" % (fmt_ratio(g), sum(v < 1.0 for v in values), len(values))
+
+
 def fmt_bytes(v):
     return "–" if v is None else "{:,.1f}".format(v)
 
@@ -517,12 +525,7 @@ def summary_md(ratios):
     L = ["## Summary", "",
          "Geometric mean of kvik's ratio to each peer over the tests (and value sizes) of each "
          "setting; above 1.00× kvik is faster.", ""] + table(head, rows)
-
-    def with_count_below(xs):
-        below = sum(x < 1.0 for x in xs)
-        return "%s (%d of %d below)" % (fmt_ratio(geomean(xs)), below, len(xs)) if xs else "–"
-
-    head, rows = summary_rows(ratios, "per_cpu_ratio", with_count_below)
+    head, rows = summary_rows(ratios, "per_cpu_ratio", fmt_geomean_below)
     if rows:
         L += ["The same for requests per server-CPU-second (each server's user and system time "
               "over its runs, paired by repetition), with the number of cells where kvik is "
