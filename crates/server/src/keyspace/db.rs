@@ -52,6 +52,13 @@ pub fn charge(entry: &Entry) -> usize {
     ENTRY_OVERHEAD + entry.heap_size() + deadline
 }
 
+/// The hash `key` is filed under in a database's table: the one the frame
+/// scan worked out when `key` is the running command's first key (see
+/// [`super::lookahead::KeyMemo`]), computed otherwise.
+pub(super) fn table_hash(key: &[u8]) -> u64 {
+    super::lookahead::remembered_hash(key).unwrap_or_else(|| key_hasher().hash_one(key))
+}
+
 /// The hasher of every database's table: fast, and seeded at random once
 /// per process, so clients cannot choose keys that collide.
 pub(crate) fn key_hasher() -> FixedState {
@@ -279,7 +286,7 @@ impl Db {
     }
 
     fn hash(&self, key: &[u8]) -> u64 {
-        super::lookahead::remembered_hash(key).unwrap_or_else(|| key_hasher().hash_one(key))
+        table_hash(key)
     }
 
     /// Put the open key's charge back into `used` (see `open`), packing

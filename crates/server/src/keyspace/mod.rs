@@ -27,7 +27,6 @@ pub mod scan;
 mod shard_guards;
 pub mod slot;
 
-use std::hash::BuildHasher;
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -35,7 +34,6 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::inline_list::InlineList;
-use db::key_hasher;
 pub use db::{Db, Entry, Meta};
 pub use evict::Policy;
 use lookahead::HintSlot;
@@ -411,7 +409,7 @@ impl Keyspace {
             let shard = self.shard_of(key);
             let mut known = KnownKey::of(key);
             if ahead {
-                known.hash = key_hasher().hash_one(key);
+                known.hash = db::table_hash(key);
                 self.prefetch_lines(db, shard, known.hash);
             }
             let at = lock.keys.len() as u64;
@@ -674,6 +672,8 @@ mod tests {
     use super::*;
     use crate::types::string::StrRef;
     use crate::types::Value;
+    use db::key_hasher;
+    use std::hash::BuildHasher;
 
     #[test]
     fn shard_count_is_a_power_of_two_and_hashtags_share_a_shard() {
