@@ -106,13 +106,21 @@ now_ms() {
     into=$((us / 1000))
 }
 
-# cpu_ticks PID: utime+stime of PID in clock ticks (fields 14 and 15 of
-# /proc/PID/stat; the command name may hold spaces, so split after its ')').
-cpu_ticks() {
+# user_system_ticks PID: utime and stime of PID in clock ticks, in that order
+# (fields 14 and 15 of /proc/PID/stat; the command name may hold spaces, so
+# split after its ')').
+user_system_ticks() {
     local stat fields
     stat=$(<"/proc/$1/stat") || return 1
     read -ra fields <<<"${stat##*) }"
-    echo $((fields[11] + fields[12]))
+    echo "${fields[11]} ${fields[12]}"
+}
+
+# cpu_ticks PID: utime+stime of PID in clock ticks.
+cpu_ticks() {
+    local ticks
+    ticks=$(user_system_ticks "$1") || return 1
+    echo $((${ticks% *} + ${ticks#* }))
 }
 
 # find_binaries: sets KVIK_BIN, BENCH_BIN and PROFILE, building release binaries

@@ -17,7 +17,7 @@
 #                10,000-element list) on random keys of COLLECTIONS prepared
 #                collections, -c 16 -P 16
 #   ping         PING at -c 1 -P 1, -c 1 -P 1000, -c 10 -P 1000 (a yardstick)
-# The server's utime+stime over each run is read from /proc/<pid>/stat.
+# The server's utime and stime over each run are read from /proc/<pid>/stat.
 #
 # Bytes per key: for each server in MEM_SERVERS and each data set (SET with
 # 3, 64, 256 and 1024-byte values; one-element RPUSH lists; 3-field hashes),
@@ -244,22 +244,25 @@ run_cell() {
     client+=("${args[@]}" "${tail[@]}")
     echo "round $rep/$REPEATS  $id $t  $target" >&2
     local client_before=x client_after=x wall_before wall_after
-    before=$(cpu_ticks "${pid[$server]}" || echo x)
+    before=$(user_system_ticks "${pid[$server]}" || echo x)
     children_ms client_before || client_before=x
     now_ms wall_before
     run_bounded "$work/$file" "$work/$file.err" "${client[@]}" || rc=$?
     now_ms wall_after
     children_ms client_after || client_after=x
-    after=$(cpu_ticks "${pid[$server]}" || echo x)
-    local ticks="" client_ms=""
-    if [[ "$before" =~ ^[0-9]+$ && "$after" =~ ^[0-9]+$ ]]; then ticks=$((after - before)); fi
+    after=$(user_system_ticks "${pid[$server]}" || echo x)
+    local ticks="" system_ticks="" client_ms=""
+    if [[ "$before" =~ ^[0-9]+\ [0-9]+$ && "$after" =~ ^[0-9]+\ [0-9]+$ ]]; then
+        system_ticks=$((${after#* } - ${before#* }))
+        ticks=$((${after% *} - ${before% *} + system_ticks))
+    fi
     if [[ "$client_before" =~ ^[0-9]+$ && "$client_after" =~ ^[0-9]+$ ]]; then
         client_ms=$((client_after - client_before))
     fi
     if [ "$rc" = 0 ] && python3 "$HELPER" wait "${port[$server]}" 5; then
-        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$section" "$id" "$flags" "$size" "$t" \
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$section" "$id" "$flags" "$size" "$t" \
             "$target" "$rep" "$pos" "$fmt" "$file" "$n" "$ticks" "$client_ms" \
-            "$((wall_after - wall_before))" >>"$work/runs.tsv"
+            "$((wall_after - wall_before))" "$system_ticks" >>"$work/runs.tsv"
     else
         failures+=("$target $id $t round $rep")
         echo "  failed: $(tail -3 "$work/$file.err" | tr '\n' ' ')" >&2

@@ -21,11 +21,16 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from suite_report import (  # noqa: E402
-    CLIENT_BOUND, DATASET_LABELS, client_bound, fmt_bytes, fmt_geomean_below, fmt_ratio, geomean, label,
-    targets_of)
+    CLIENT_BOUND, DATASET_LABELS, client_bound, fmt_bytes, fmt_geomean_below, fmt_kernel_share, fmt_ratio,
+    geomean, label, setting_grid, table, targets_of)
 
 START = "<!-- compare:start -->"
 END = "<!-- compare:end -->"
+
+
+def setting_label(section, flags):
+    return {"throughput": "`%s`", "collections": "CPU-heavy (ZRANGEBYSCORE, LPOS) `%s`",
+            "ping": "PING `%s`"}.get(section, "`%s`") % flags
 
 
 def setting_rows(ratios, key="ratio"):
@@ -35,8 +40,7 @@ def setting_rows(ratios, key="ratio"):
     for r in ratios:
         if r.get(key) is None:
             continue
-        name = {"throughput": "`%s`", "collections": "CPU-heavy (ZRANGEBYSCORE, LPOS) `%s`",
-                "ping": "PING `%s`"}.get(r["section"], "`%s`") % r["flags"]
+        name = setting_label(r["section"], r["flags"])
         entry = next((g for g in groups if g[0] == name), None)
         if entry is None:
             entry = (name, {})
@@ -79,6 +83,20 @@ def client_paced(medians):
             (round(CLIENT_BOUND * 100), ", ".join(counts)), ""]
 
 
+def kernel_share(medians):
+    """A table: per setting and server, the share of the server's CPU time
+    that was system time (median over the cells)."""
+    head, rows = setting_grid([m for m in medians if "+" not in m["target"]], "system_share",
+                              setting_label, fmt_kernel_share)
+    if not rows:
+        return []
+    L = ["Share of each server's CPU time spent in the kernel (system time; median over the "
+         "tests of the setting). Where it is large and alike, as over loopback with one "
+         "request per round trip, requests per server-CPU-second can differ only by the "
+         "servers' own, smaller, share of the work:", ""]
+    return L + table(head, rows)
+
+
 def render(data):
     meta = data.get("meta", {})
     L = [START, "", "### How kvik compares", ""]
@@ -110,6 +128,7 @@ def render(data):
                  "(geometric mean, and the tests where kvik is below the peer):")
         L.append("")
         L += ratio_rows(per_cpu, pairs, fmt_geomean_below)
+    L += kernel_share(data.get("medians", []))
     mem = data.get("memory", [])
     if mem:
         servers = []

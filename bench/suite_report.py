@@ -5,8 +5,9 @@ bench/suite.sh writes one line per benchmark run to WORK/runs.tsv (columns in
 RUN_COLUMNS): which cell, which target (a server, and `+respb` when
 kvik-benchmark drove it over RESPB), the repeat and the position in that
 repeat's rotated order, the client's output file, the CPU ticks the
-server process used during the run, and the client's own CPU time and the
-run's wall time in milliseconds. WORK/memory.csv holds one row per
+server process used during the run, the client's own CPU time and the
+run's wall time in milliseconds, and how many of the server's ticks were
+system (kernel) time. WORK/memory.csv holds one row per
 bytes-per-key measurement (MEMORY_COLUMNS), WORK/meta the machine, versions
 and settings (key=value lines).
 
@@ -36,7 +37,7 @@ from bench_io import read_meta, read_runs  # noqa: E402
 from server_report import Client, encode, used_memory, vm_rss_bytes  # noqa: E402
 
 RUN_COLUMNS = ["section", "cell", "flags", "size", "test", "target", "repeat", "position",
-               "format", "file", "n", "cpu_ticks", "client_ms", "wall_ms"]
+               "format", "file", "n", "cpu_ticks", "client_ms", "wall_ms", "system_ticks"]
 MEMORY_COLUMNS = ["server", "dataset", "keys_loaded", "dbsize", "rss_baseline", "rss_loaded",
                   "used_memory_baseline", "used_memory_loaded", "memory_purge", "rss_residual",
                   "used_memory_residual", "load_seconds"]
@@ -200,6 +201,9 @@ def load_results(work, clk_tck):
         r["per_cpu"] = total / cpu if rows and cpu else None
         client, wall = r["client_ms"], r["wall_ms"]
         r["client_busy"] = int(client) / int(wall) if client.isdigit() and wall.isdigit() and int(wall) > 0 else None
+        system = int(r["system_ticks"]) / clk_tck if r["system_ticks"].isdigit() else None
+        r["system_seconds"] = system
+        r["system_share"] = system / cpu if system is not None and cpu else None
         out.append(r)
     return out
 
@@ -234,6 +238,7 @@ def summarize(runs):
             "noisy": bool(vals) and lo > 0 and hi / lo > NOISY,
             "per_cpu": median([r["per_cpu"] for r in rs]),
             "client_busy": median([r["client_busy"] for r in rs]),
+            "system_share": median([r["system_share"] for r in rs]),
             # Per repetition, for ratios between runs of the same repetition.
             "rps_by_repeat": {r["repeat"]: r["rps"] for r in rs if r["rps"] is not None},
             "per_cpu_by_repeat": {r["repeat"]: r["per_cpu"] for r in rs if r["per_cpu"] is not None},
@@ -549,28 +554,62 @@ def summary_rows(ratios, key, fmt):
     return ["setting"] + ["%s / %s" % (label(k), label(p)) for k, p in pairs], rows
 
 
-def client_paced_md(summary):
-    """Per setting and target, how many cells the client paced (marked ◆)."""
-    targets = targets_of(summary)
+def setting_grid(medians, key, name, fmt):
+    """A header and rows, a setting (section and flags) each and a target per
+    column, of `fmt` applied to the list of medians of that setting and target
+    that have a `key` figure; no rows when none has. `name(section, flags)`
+    labels a row."""
+    measured = [m for m in medians if m["section"] != "memory" and m.get(key) is not None]
+    targets = targets_of({(m["cell"], m["test"], m["target"]): m for m in measured})
     settings = []
-    for s in summary.values():
-        if s["section"] == "memory" or s["client_busy"] is None:
-            continue
-        if (s["section"], s["flags"]) not in settings:
-            settings.append((s["section"], s["flags"]))
-    if not settings:
-        return []
+    for m in measured:
+        if (m["section"], m["flags"]) not in settings:
+            settings.append((m["section"], m["flags"]))
     rows = []
     for section, flags in settings:
-        row = ["%s `%s`" % (section, flags)]
+        row = [name(section, flags)]
         for t in targets:
-            mine = [s for s in summary.values() if s["section"] == section and s["flags"] == flags
-                    and s["target"] == t and s["client_busy"] is not None]
-            row.append("%d of %d" % (sum(client_bound(s) for s in mine), len(mine)) if mine else "–")
+            mine = [m for m in measured if m["section"] == section and m["flags"] == flags
+                    and m["target"] == t]
+            row.append(fmt(mine) if mine else "–")
         rows.append(row)
+    return ["setting"] + [label(t) for t in targets], rows
+
+
+def fmt_client_paced(medians):
+    return "%d of %d" % (sum(client_bound(m) for m in medians), len(medians))
+
+
+def fmt_kernel_share(medians):
+    """The median over the cells of the server's system share of its CPU time."""
+    return "%d%%" % round(100 * median([m["system_share"] for m in medians]))
+
+
+def setting_name(section, flags):
+    return "%s `%s`" % (section, flags)
+
+
+def client_paced_md(summary):
+    """Per setting and target, how many cells the client paced (marked ◆)."""
+    head, rows = setting_grid(list(summary.values()), "client_busy", setting_name, fmt_client_paced)
+    if not rows:
+        return []
     return ["Cells whose client was busy %d%% of the time or more (◆ below): there the one-thread "
             "load generator, not only the server, set the pace." % round(CLIENT_BOUND * 100), ""] + \
-        table(["setting"] + [label(t) for t in targets], rows)
+        table(head, rows)
+
+
+def kernel_share_md(summary):
+    """Per setting and target, the share of the server's CPU time spent in the
+    kernel (median over the cells)."""
+    head, rows = setting_grid(list(summary.values()), "system_share", setting_name, fmt_kernel_share)
+    if not rows:
+        return []
+    return ["Share of each server's CPU time that was system time, the kernel working for it "
+            "(the median over the cells of each setting; per cell, the median over the "
+            "repetitions). Where that share is large and alike for two servers making the same "
+            "system calls, only the rest, each server's own work, can set them apart, and their "
+            "ratio per server-CPU-second stays near 1.00×.", ""] + table(head, rows)
 
 
 def memory_md(mem, meta):
@@ -724,14 +763,16 @@ def report(work, out_dir):
         w = csv.writer(f)
         w.writerow(["section", "cell", "flags", "value_bytes", "test", "title", "target", "repeat",
                     "position", "requests_per_test", "rps", "server_cpu_seconds",
-                    "requests_per_server_cpu_second", "client_cpu_seconds", "wall_seconds"])
+                    "requests_per_server_cpu_second", "client_cpu_seconds", "wall_seconds",
+                    "server_system_seconds"])
         for r in runs:
             w.writerow([r["section"], r["cell"], r["flags"], r["size"], r["test"], r["title"], r["target"],
                         r["repeat"], r["position"], r["n"], "" if r["rps"] is None else "%.2f" % r["rps"],
                         "" if r["cpu_seconds"] is None else "%.2f" % r["cpu_seconds"],
                         "" if r["per_cpu"] is None else "%.0f" % r["per_cpu"],
                         "%.3f" % (int(r["client_ms"]) / 1000) if r["client_ms"].isdigit() else "",
-                        "%.3f" % (int(r["wall_ms"]) / 1000) if r["wall_ms"].isdigit() else ""])
+                        "%.3f" % (int(r["wall_ms"]) / 1000) if r["wall_ms"].isdigit() else "",
+                        "" if r["system_seconds"] is None else "%.2f" % r["system_seconds"]])
     with open(os.path.join(out_dir, "suite_memory.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(MEMORY_COLUMNS + ["rss_bytes_per_key", "used_memory_bytes_per_key"])
@@ -759,6 +800,7 @@ def report(work, out_dir):
     L = md_header(meta)
     L += summary_md(ratios)
     L += client_paced_md(summary)
+    L += kernel_share_md(summary)
     if charts:
         L += ["Charts: " + ", ".join("[%s](%s)" % (t, n) for t, n, _ in charts) + ".", ""]
     L += throughput_md(summary, meta)

@@ -51,7 +51,7 @@ class Work:
 
     def run(self, target, rps, cell="c50_P16/d3", test="set", title="SET", section="throughput",
             flags="-c 50 -P 16", size="3", rep=1, ticks="50", n=1000, extra_rows=(), client_ms="500",
-            wall_ms="1000"):
+            wall_ms="1000", system_ticks="30"):
         self.n += 1
         name = "run-%d.out" % self.n
         rows = list(extra_rows) + [(title, rps)]
@@ -68,7 +68,7 @@ class Work:
                     f.write('"%s","%s","0.1"\n' % (t, r))
         with open(os.path.join(self.dir, "runs.tsv"), "a") as f:
             f.write("\t".join([section, cell, flags, size, test, target, str(rep), "1", fmt, name,
-                               str(n), ticks, client_ms, wall_ms]) + "\n")
+                               str(n), ticks, client_ms, wall_ms, system_ticks]) + "\n")
 
     def memory(self, server, dataset, base, loaded, keys=1000, purge="yes"):
         path = os.path.join(self.dir, "memory.csv")
@@ -171,6 +171,26 @@ class SummaryTests(unittest.TestCase):
         self.assertTrue(suite_report.client_bound(s[("c50_P16/d3", "set", "redis")]))
         self.assertFalse(suite_report.client_bound(s[("c50_P16/d3", "set", "valkey")]))
 
+    def test_kernel_share_is_system_over_all_cpu_time_median_per_cell(self):
+        self.w.run("redis", 100.0, ticks="100", system_ticks="70", rep=1)
+        self.w.run("redis", 100.0, ticks="100", system_ticks="80", rep=2)
+        self.w.run("redis", 100.0, ticks="100", system_ticks="90", rep=3)
+        self.w.run("kvik-t1", 100.0, ticks="0", system_ticks="0")
+        self.w.run("valkey", 100.0, ticks="", system_ticks="")
+        runs = self.results()
+        self.assertAlmostEqual(runs[0]["system_share"], 0.7)
+        self.assertIsNone(runs[3]["system_share"])
+        self.assertIsNone(runs[4]["system_share"])
+        s = suite_report.summarize(runs)
+        self.assertAlmostEqual(s[("c50_P16/d3", "set", "redis")]["system_share"], 0.8)
+        md = suite_report.kernel_share_md(s)
+        self.assertIn("| setting | redis |", md)
+        self.assertIn("| throughput `-c 50 -P 16` | 80% |", md)
+
+    def test_kernel_share_is_left_out_without_system_time(self):
+        self.w.run("redis", 100.0, system_ticks="")
+        self.assertEqual(suite_report.kernel_share_md(suite_report.summarize(self.results())), [])
+
     def test_pinning_is_stated_only_for_pinned_runs(self):
         pinned = {"pin": "1", "client_cpu": "0", "server_cpu": "1", "repeats": "3"}
         text = "\n".join(suite_report.md_header(pinned))
@@ -243,6 +263,8 @@ class ReportTests(unittest.TestCase):
         self.assertIn("Ratios per server-CPU-second:", md)
         self.assertIn("| SET | 1.00× | 1.00× | 1.00× | 1.00× | 1.00× | 1.00× |", md)
         self.assertIn("| throughput `-c 50 -P 16` | 1.00× (0 of 1 below) |", md)
+        # Every run's server spent 30 of its 50 ticks in the kernel.
+        self.assertIn("| throughput `-c 50 -P 16` | 60% | 60% | 60% | 60% | 60% | 60% |", md)
         self.assertIn("| SET, 3-byte values | 50.0 | 100.0 | 80.0 | 0.50× | 0.62× |", md)
         self.assertIn("no (not available)", md)
 
@@ -254,6 +276,7 @@ class ReportTests(unittest.TestCase):
         self.assertTrue(all(float(r["rps"]) > 0 for r in rows))
         self.assertEqual({r["client_cpu_seconds"] for r in rows}, {"0.500", "0.950"})
         self.assertEqual({r["wall_seconds"] for r in rows}, {"1.000"})
+        self.assertEqual({r["server_system_seconds"] for r in rows}, {"0.30"})
         mem = list(csv.DictReader(io.StringIO(self.read("suite_memory.csv"))))
         self.assertEqual(mem[0]["rss_bytes_per_key"], "50.0")
 
@@ -300,6 +323,10 @@ class ReportTests(unittest.TestCase):
         # Every run spent the same CPU time on its requests.
         self.assertIn("Requests per server-CPU-second", section)
         self.assertIn("| `-c 50 -P 16` | 1.00× (0 of 1 below) |", section)
+        # The kernel's share, a column per server, RESPB runs left out.
+        self.assertIn("| setting | kvik 1 thread | kvik 2 threads | redis | valkey | valkey io-threads 2 |",
+                      section)
+        self.assertIn("| `-c 50 -P 16` | 60% | 60% | 60% | 60% | 60% |", section)
 
     def test_readme_update_replaces_only_the_marked_part(self):
         readme = os.path.join(self.out, "README.md")

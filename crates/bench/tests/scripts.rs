@@ -296,12 +296,20 @@ fn suite_script_writes_tables_csv_json_and_charts_for_every_server() {
     assert_eq!(rows[0][13..15], ["client_cpu_seconds", "wall_seconds"], "{runs}");
     assert_eq!(rows.len() - 1, targets * 4, "two tests and two collection commands per target:\n{runs}");
     assert!(rows[1..].iter().all(|r| positive(r[10]) && r[11].parse::<f64>().is_ok()), "{runs}");
-    // A client that sent thousands of requests used some CPU, and no more than a core.
+    assert_eq!(rows[0][15], "server_system_seconds", "{runs}");
+    // A client that sent thousands of requests used some CPU, and no more than a
+    // core; a server's system time is part of its CPU time.
     for r in &rows[1..] {
         let (client, wall) = (r[13].parse::<f64>().unwrap_or(-1.0), r[14].parse::<f64>().unwrap_or(0.0));
         assert!(wall > 0.0 && client > 0.0 && client <= wall * 1.1 + 0.01, "{r:?}");
+        let (cpu, system) = (r[11].parse::<f64>().unwrap_or(-1.0), r[15].parse::<f64>().unwrap_or(-1.0));
+        assert!(system >= 0.0 && system <= cpu, "{r:?}");
     }
     assert!(md.contains("Cells whose client was busy 90% of the time or more"), "{md}");
+    let after = md.split("Share of each server's CPU time that was system time").nth(1).expect("kernel share");
+    let kernel = row(after, "throughput `-c 50 -P 16`");
+    assert_eq!(kernel.len(), 1 + targets, "{kernel:?}");
+    assert!(kernel[1..].iter().all(|c| c.trim_end_matches('%').parse::<u32>().is_ok_and(|p| p <= 100)), "{kernel:?}");
 
     let j = json(&out.0.join("suite.json"));
     assert_eq!(j["medians"].as_array().map(Vec::len), Some(targets * 4));
