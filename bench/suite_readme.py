@@ -90,11 +90,15 @@ def kernel_share(medians):
                               setting_label, fmt_kernel_share)
     if not rows:
         return []
-    L = ["Share of each server's CPU time spent in the kernel (system time; median over the "
-         "tests of the setting). Where it is large and alike, as over loopback with one "
-         "request per round trip, requests per server-CPU-second can differ only by the "
-         "servers' own, smaller, share of the work:", ""]
-    return L + table(head, rows)
+    return introduced("Share of each server's CPU time spent in the kernel (system time; median over the "
+                      "tests of the setting). Where it is large and alike, as over loopback with one "
+                      "request per round trip, requests per server-CPU-second can differ only by the "
+                      "servers' own, smaller, share of the work:", table(head, rows))
+
+
+def introduced(sentence, lines):
+    """`lines` (a table) after the sentence that introduces it and a blank line."""
+    return [sentence, ""] + lines
 
 
 def render(data):
@@ -117,17 +121,15 @@ def render(data):
             if p not in pairs:
                 pairs.append(p)
     if groups:
-        L.append("Throughput, kvik ÷ peer (geometric mean over the tests of the setting, "
-                 "lowest–highest in brackets; above 1.00× kvik is faster):")
-        L.append("")
-        L += ratio_rows(groups, pairs, cell)
+        L += introduced("Throughput, kvik ÷ peer (geometric mean over the tests of the setting, "
+                        "lowest–highest in brackets; above 1.00× kvik is faster):",
+                        ratio_rows(groups, pairs, cell))
         L += client_paced(data.get("medians", []))
     per_cpu = setting_rows(data.get("ratios", []), "per_cpu_ratio")
     if per_cpu:
-        L.append("Requests per server-CPU-second (the server's user and system time), kvik ÷ peer "
-                 "(geometric mean, and the tests where kvik is below the peer):")
-        L.append("")
-        L += ratio_rows(per_cpu, pairs, fmt_geomean_below)
+        L += introduced("Requests per server-CPU-second (the server's user and system time), kvik ÷ peer "
+                        "(geometric mean, and the tests where kvik is below the peer):",
+                        ratio_rows(per_cpu, pairs, fmt_geomean_below))
     L += kernel_share(data.get("medians", []))
     mem = data.get("memory", [])
     if mem:
