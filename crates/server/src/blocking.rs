@@ -630,8 +630,10 @@ fn run_waiter(state: &ServerState, waiter: &Waiter, key: &[u8]) -> Vec<u8> {
         failed: false,
         outcome: Outcome::Continue,
         may_block: false,
+        changes: 0,
     };
     commands::dispatch(waiter.cmd, &mut ctx);
+    state.stats.record_changes(ctx.changes);
     drop(clock);
     SERVING.with(|s| *s.borrow_mut() = None);
     out
@@ -801,6 +803,7 @@ mod tests {
             failed: false,
             outcome: Outcome::Continue,
             may_block: false,
+            changes: 0,
         };
         commands::dispatch(kvik_protocol::commands::id::BLMOVE, &mut ctx);
         assert_eq!(ctx.outcome, Outcome::Continue);

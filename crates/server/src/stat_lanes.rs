@@ -246,14 +246,14 @@ impl Lanes {
         self.lanes.iter().filter_map(OnceLock::get)
     }
 
-    /// Count one completed call of `cmd` that took `usec`; `write` when it
-    /// counts as a change (`rdb_changes_since_last_save`).
+    /// Count one completed call of `cmd` that took `usec` and made
+    /// `changes` changes (`rdb_changes_since_last_save`).
     #[inline]
-    pub fn record(&self, cmd: CommandId, usec: u64, write: bool) {
+    pub fn record(&self, cmd: CommandId, usec: u64, changes: u64) {
         self.with_mine(|lane| {
             lane.add(&lane.total_commands, 1);
-            if write {
-                lane.add(&lane.dirty, 1);
+            if changes != 0 {
+                lane.add(&lane.dirty, changes);
             }
             if let Some(stat) = lane.commands.get(cmd.index()) {
                 lane.add(&stat.calls, 1);
@@ -264,6 +264,13 @@ impl Lanes {
                 }
             }
         });
+    }
+
+    /// Count changes made outside a command call.
+    pub fn record_changes(&self, changes: u64) {
+        if changes != 0 {
+            self.with_mine(|lane| lane.add(&lane.dirty, changes));
+        }
     }
 
     /// Count one socket read of `bytes` (0: the end of the input).
@@ -368,13 +375,13 @@ mod tests {
     #[test]
     fn threads_add_to_their_own_lanes_and_reports_sum_them() {
         let lanes = Arc::new(Lanes::default());
-        lanes.record(id::GET, 3, false);
+        lanes.record(id::GET, 3, 0);
         let workers: Vec<_> = (0..3)
             .map(|_| {
                 let lanes = Arc::clone(&lanes);
                 std::thread::spawn(move || {
                     for _ in 0..1000 {
-                        lanes.record(id::SET, 1, true);
+                        lanes.record(id::SET, 1, 1);
                     }
                 })
             })
@@ -395,12 +402,12 @@ mod tests {
     #[test]
     fn reset_starts_counts_from_zero_but_keeps_dirty() {
         let lanes = Lanes::default();
-        lanes.record(id::SET, 5, true);
+        lanes.record(id::SET, 5, 1);
         lanes.reset();
         assert_eq!(lanes.total_commands(), 0);
         assert_eq!(lanes.command(id::SET), CallTotals::default());
         assert_eq!(lanes.dirty(), 1);
-        lanes.record(id::SET, 1000, true);
+        lanes.record(id::SET, 1000, 1);
         let set = lanes.command(id::SET);
         assert_eq!((set.calls, set.usec, set.cumulative()), (1, 1000, vec![(1024, 1)]));
         assert_eq!(lanes.total_commands(), 1);
@@ -433,7 +440,7 @@ mod tests {
         let workers: Vec<_> = (0..MAX_LANES + 5)
             .map(|_| {
                 let lanes = Arc::clone(&lanes);
-                std::thread::spawn(move || lanes.record(id::PING, 1, false))
+                std::thread::spawn(move || lanes.record(id::PING, 1, 0))
             })
             .collect();
         for w in workers {
@@ -446,9 +453,9 @@ mod tests {
     #[test]
     fn two_servers_on_one_thread_keep_their_own_counts() {
         let (a, b) = (Lanes::default(), Lanes::default());
-        a.record(id::GET, 1, false);
-        b.record(id::GET, 1, false);
-        a.record(id::GET, 1, false);
+        a.record(id::GET, 1, 0);
+        b.record(id::GET, 1, 0);
+        a.record(id::GET, 1, 0);
         assert_eq!((a.total_commands(), b.total_commands()), (2, 1));
     }
 }

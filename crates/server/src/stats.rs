@@ -154,11 +154,16 @@ impl Stats {
         self.lanes.command(id)
     }
 
-    /// Count one completed call of `id` that took `usec` on this thread;
-    /// `write` when it changed data (`rdb_changes_since_last_save`).
+    /// Count one completed call of `id` that took `usec` on this thread and
+    /// made `changes` changes (`rdb_changes_since_last_save`).
     #[inline]
-    pub fn record_call(&self, id: CommandId, usec: u64, write: bool) {
-        self.lanes.record(id, usec, write);
+    pub fn record_call(&self, id: CommandId, usec: u64, changes: u64) {
+        self.lanes.record(id, usec, changes);
+    }
+
+    /// Count changes made outside a command call (a blocked client served).
+    pub fn record_changes(&self, changes: u64) {
+        self.lanes.record_changes(changes);
     }
 
     /// Commands run (`total_commands_processed`).
@@ -166,7 +171,7 @@ impl Stats {
         self.lanes.total_commands()
     }
 
-    /// Writes since the last save (kvik does not save yet, so since start).
+    /// Changes since the last save (kvik does not save yet, so since start).
     pub fn dirty(&self) -> u64 {
         self.lanes.dirty()
     }

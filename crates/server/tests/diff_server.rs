@@ -26,7 +26,9 @@ fn exact_cases() -> Vec<Case> {
             "command getkeys",
             "COMMAND GETKEYS get a\r\nCOMMAND GETKEYS set a b\r\nCOMMAND GETKEYS mset a b c d\r\n\
              COMMAND GETKEYS zunionstore d 2 a b\r\nCOMMAND GETKEYS eval s 2 a b c\r\n\
-             COMMAND GETKEYS xread streams a b 0 0\r\nCOMMAND GETKEYS lmove a b left right\r\n",
+             COMMAND GETKEYS xread streams a b 0 0\r\nCOMMAND GETKEYS lmove a b left right\r\n\
+             COMMAND GETKEYS sort a store b\r\nCOMMAND GETKEYS sort a limit 0 1 by store get store store c\r\n\
+             COMMAND GETKEYS sort a store b store c\r\nCOMMAND GETKEYS sort a store\r\nCOMMAND GETKEYS sort_ro a\r\n",
         ),
         open(
             "command getkeys errors",
@@ -37,7 +39,8 @@ fn exact_cases() -> Vec<Case> {
         open(
             "command getkeysandflags",
             "COMMAND GETKEYSANDFLAGS set a b\r\nCOMMAND GETKEYSANDFLAGS set a b get\r\n\
-             COMMAND GETKEYSANDFLAGS rename a b\r\nCOMMAND GETKEYSANDFLAGS del a b\r\n",
+             COMMAND GETKEYSANDFLAGS rename a b\r\nCOMMAND GETKEYSANDFLAGS del a b\r\n\
+             COMMAND GETKEYSANDFLAGS sort a by w get x store d\r\n",
         ),
         open(
             "command list filters",
@@ -71,7 +74,17 @@ fn exact_cases() -> Vec<Case> {
             "client reply",
             "CLIENT REPLY OFF\r\nPING\r\nCLIENT REPLY SKIP\r\nCLIENT REPLY ON\r\nPING a\r\nCLIENT REPLY SKIP\r\n\
              PING b\r\nPING c\r\nCLIENT REPLY SKIP\r\nCLIENT REPLY SKIP\r\nPING d\r\nPING e\r\nCLIENT REPLY X\r\n\
-             CLIENT REPLY\r\n",
+             CLIENT REPLY\r\nCLIENT REPLY SKIP\r\nCLIENT REPLY ON\r\nPING f\r\n",
+        ),
+        // Confirmations and messages are pushed whatever CLIENT REPLY says.
+        open(
+            "client reply off still confirms subscriptions",
+            "CLIENT REPLY OFF\r\nSUBSCRIBE a b\r\nPSUBSCRIBE p*\r\nUNSUBSCRIBE\r\nPUNSUBSCRIBE\r\n\
+             CLIENT REPLY SKIP\r\nSSUBSCRIBE s\r\nSUNSUBSCRIBE\r\nCLIENT REPLY ON\r\nPING\r\n",
+        ),
+        open(
+            "client reply off still pushes messages in resp3",
+            "HELLO 3\r\nSUBSCRIBE a\r\nCLIENT REPLY OFF\r\nPUBLISH a m\r\nPING\r\nCLIENT REPLY ON\r\nPUBLISH a n\r\n",
         ),
         open(
             "client kill errors",
@@ -623,6 +636,25 @@ fn container_entries_match_redis_in_size() {
         .collect();
     // Same bytes in another order: the same length and the same multiset of bytes.
     compare_each_with("container_entries_match_redis_in_size", &[], sorted_bytes, cases);
+}
+
+#[test]
+fn a_command_family_kvik_does_not_run_reads_as_unknown() {
+    let kvik = start_kvik();
+    let mut c = connect(kvik.port);
+    for (family, sub) in [("ACL", "HELP"), ("SCRIPT", "HELP"), ("FUNCTION", "HELP"), ("EVAL", "x")] {
+        let reply = common::call_text(&mut c, &[family, sub]);
+        let expected = format!("-ERR unknown command '{family}', with args beginning with: '{sub}' \r\n");
+        assert_eq!(text(reply), expected);
+    }
+    // Without arguments too: no arity error for a command kvik does not have.
+    assert_eq!(
+        text(common::call_text(&mut c, &["EVAL"])),
+        "-ERR unknown command 'EVAL', with args beginning with: \r\n"
+    );
+    // A family kvik runs in part still names the subcommand it lacks.
+    let reply = text(common::call_text(&mut c, &["CLIENT", "NO-TOUCH", "on"]));
+    assert!(reply.starts_with("-ERR unknown subcommand 'NO-TOUCH'. Try CLIENT HELP."), "{reply}");
 }
 
 #[test]

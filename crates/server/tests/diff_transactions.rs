@@ -227,6 +227,27 @@ fn scripts() -> Vec<Script> {
             vec![a("SET k 1"), a("WATCH k"), b("SET k 2"), a("MULTI"), a("GET k"), a("EXEC"), a("GET k")],
         ),
         script(
+            "discard without multi keeps the watches and their broken flag",
+            vec![a("WATCH k"), b("SET k 1"), a("DISCARD"), a("MULTI"), a("PING"), a("EXEC")],
+        ),
+        script(
+            "smove of a member the destination has does not touch it",
+            vec![
+                a("SADD src m"),
+                a("SADD dst m"),
+                a("WATCH dst"),
+                b("SMOVE src dst m"),
+                a("MULTI"),
+                a("SMEMBERS dst"),
+                a("EXEC"),
+                a("WATCH dst"),
+                b("SMOVE dst dst m"),
+                a("MULTI"),
+                a("PING"),
+                a("EXEC"),
+            ],
+        ),
+        script(
             "another client's read does not",
             vec![a("SET k 1"), a("WATCH k"), b("GET k"), b("SET other 1"), a("MULTI"), a("GET k"), a("EXEC")],
         ),

@@ -139,7 +139,8 @@ pub(super) fn store<V: Boxed>(db: &mut Db, key: &[u8], value: V, empty: bool) ->
 }
 
 /// Announce what a `...STORE` did: `event` (of `class`) when it wrote the
-/// result, `del` when an empty result deleted the key.
+/// result, `del` when an empty result deleted the key. A written result
+/// counts as one change.
 pub(super) fn notify_store<T: ReplyTarget>(
     c: &mut Ctx<'_, T>,
     stored: Stored,
@@ -147,8 +148,21 @@ pub(super) fn notify_store<T: ReplyTarget>(
     event: &str,
     key: &[u8],
 ) {
+    notify_store_counted(c, stored, class, event, key, 1);
+}
+
+/// [`notify_store`] for the commands whose written result Redis counts as
+/// `changes` (`SORT ... STORE` and `GEOSEARCHSTORE` count its elements).
+pub(super) fn notify_store_counted<T: ReplyTarget>(
+    c: &mut Ctx<'_, T>,
+    stored: Stored,
+    class: EventClass,
+    event: &str,
+    key: &[u8],
+    changes: u64,
+) {
     match stored {
-        Stored::Written => c.notify(class, event, key),
+        Stored::Written => c.notify_counted(class, event, key, changes),
         Stored::Deleted => c.notify(EventClass::Generic, "del", key),
         Stored::Nothing => {}
     }
@@ -188,14 +202,15 @@ pub(super) fn reply_from<T: ReplyTarget, V: Boxed>(
 /// lock, deleting the key if `is_empty` finds the value left empty.
 ///
 /// `event` names the change's keyspace event (of `class`) from its result,
-/// `None` when nothing changed; a deleted key is announced as `del` after it.
+/// with the changes it counts, `None` when nothing changed; a deleted key is
+/// announced as `del` after it.
 pub(super) fn change_with<T: ReplyTarget, V: Boxed, R>(
     c: &mut Ctx<'_, T>,
     key: &[u8],
     class: EventClass,
     is_empty: impl FnOnce(V::Ref<'_>) -> bool,
     change: impl FnOnce(Option<&mut V>) -> R,
-    event: impl FnOnce(&R) -> Option<&'static str>,
+    event: impl FnOnce(&R) -> Option<(&'static str, u64)>,
 ) -> Result<R, WrongType> {
     let state = c.state;
     let mut shard = state.keyspace.lock_key(key);
@@ -212,11 +227,11 @@ pub(super) fn change_with<T: ReplyTarget, V: Boxed, R>(
     // An empty collection is no key: deleted without another lookup when
     // the change left something.
     let deleted = emptied && d.remove(key).is_some();
-    if let Some(name) = event(&result) {
-        c.notify(class, name, key);
+    if let Some((name, changes)) = event(&result) {
+        c.notify_counted(class, name, key, changes);
     }
     if deleted {
-        c.notify(EventClass::Generic, "del", key);
+        c.notify_emptied(key);
     }
     drop(shard);
     Ok(result)

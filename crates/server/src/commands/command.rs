@@ -407,6 +407,11 @@ fn getkeys<T: ReplyTarget>(c: &mut Ctx<'_, T>, with_flags: bool) {
             *f = flags;
         }
     }
+    if spec.name == "sort" {
+        if let Some(at) = sort_store_position(&args) {
+            keys.push((at, KeySpecFlags::OW.union(KeySpecFlags::UPDATE)));
+        }
+    }
     if keys.is_empty() {
         if spec.flags.contains(CommandFlags::NO_MANDATORY_KEYS) {
             return c.reply(|s| s.array(0));
@@ -425,6 +430,26 @@ fn getkeys<T: ReplyTarget>(c: &mut Ctx<'_, T>, with_flags: bool) {
             }
         }
     });
+}
+
+/// Where SORT's `STORE` destination is among `args` (the command name
+/// first), which its key specs cannot say: the last `STORE`, found as
+/// Redis finds it, skipping the arguments of `LIMIT`, `GET` and `BY`.
+fn sort_store_position(args: &[&[u8]]) -> Option<usize> {
+    let mut found = None;
+    let mut i = 2;
+    while i < args.len() {
+        let arg = args[i];
+        if arg.eq_ignore_ascii_case(b"limit") {
+            i += 2;
+        } else if arg.eq_ignore_ascii_case(b"get") || arg.eq_ignore_ascii_case(b"by") {
+            i += 1;
+        } else if arg.eq_ignore_ascii_case(b"store") && i + 1 < args.len() {
+            found = Some(i + 1);
+        }
+        i += 1;
+    }
+    found
 }
 
 /// Positions of the keys of `req`, a request for `spec`, found by its key

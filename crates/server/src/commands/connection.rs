@@ -481,7 +481,9 @@ fn client_kill<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 fn client_reply<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let mode = c.arg(2);
     if mode.eq_ignore_ascii_case(b"on") {
+        // ON ends a skip too, its own reply included, as in Redis.
         c.session.reply_mode = ReplyMode::On;
+        c.session.skip_this = false;
         c.ok();
     } else if mode.eq_ignore_ascii_case(b"off") {
         c.session.reply_mode = ReplyMode::Off;

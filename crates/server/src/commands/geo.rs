@@ -431,7 +431,7 @@ fn search<T: ReplyTarget>(c: &mut Ctx<'_, T>, kind: Kind) {
                     found.iter().map(|f| (f.member.clone(), if q.storedist { f.dist_m / q.per_unit } else { f.score }));
                 let (n, stored) = store_zset(lock.shard_for(ks, dest).db(db), dest, build(items, limits));
                 let event = if kind == Kind::SearchStore { "geosearchstore" } else { "georadiusstore" };
-                access::notify_store(c, stored, EventClass::ZSet, event, dest);
+                access::notify_store_counted(c, stored, EventClass::ZSet, event, dest, n as u64);
                 drop(lock);
                 c.reply(|s| s.integer(count_reply(n)));
             }

@@ -67,14 +67,14 @@ fn reply_from_hash<T: ReplyTarget>(
 /// but must not leave it empty (`None`: it declines and `write` runs on the
 /// hash boxed).
 ///
-/// `event` names the change's keyspace event from the result (`None`:
-/// nothing changed).
+/// `event` names the change's keyspace event from the result, with the
+/// changes it counts (`None`: nothing changed).
 fn write_hash<T: ReplyTarget, R>(
     c: &mut Ctx<'_, T>,
     key: &[u8],
     packed: impl FnOnce(&mut Entry) -> Option<R>,
     write: impl FnOnce(&mut HashValue) -> R,
-    event: impl FnOnce(&R) -> Option<&'static str>,
+    event: impl FnOnce(&R) -> Option<(&'static str, u64)>,
 ) -> Result<R, WrongType> {
     let state = c.state;
     let mut shard = state.keyspace.lock_key(key);
@@ -89,11 +89,11 @@ fn write_hash<T: ReplyTarget, R>(
         access::change_packed_or(d, key, now, make, packed, |h| h.map(write), |h: HashRef<'_>| h.is_empty())?;
     let result = result.ok_or(WrongType)?;
     let deleted = emptied && d.remove(key).is_some();
-    if let Some(name) = event(&result) {
-        c.notify(EventClass::Hash, name, key);
+    if let Some((name, changes)) = event(&result) {
+        c.notify_counted(EventClass::Hash, name, key, changes);
     }
     if deleted {
-        c.notify(EventClass::Generic, "del", key);
+        c.notify_emptied(key);
     }
     drop(shard);
     Ok(result)
@@ -105,7 +105,7 @@ fn change_hash<T: ReplyTarget, R>(
     c: &mut Ctx<'_, T>,
     key: &[u8],
     change: impl FnOnce(&mut HashValue) -> R,
-    event: impl FnOnce(&R) -> Option<&'static str>,
+    event: impl FnOnce(&R) -> Option<(&'static str, u64)>,
 ) -> Result<Option<R>, WrongType> {
     access::change_with(
         c,
@@ -153,7 +153,8 @@ fn hset<T: ReplyTarget>(c: &mut Ctx<'_, T>, ok_reply: bool) {
         c.arg(1),
         packed,
         |h| pairs.iter().filter(|(f, v)| h.set(f, v, limits)).count(),
-        |_| Some("hset"),
+        // Redis counts every pair set as a change, new or not.
+        |_| Some(("hset", pairs.len() as u64)),
     );
     reply_or_wrongtype(c, added, |s, n| if ok_reply { s.simple(b"OK") } else { s.integer(count_reply(n)) });
 }
@@ -184,7 +185,7 @@ fn hsetnx<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         c.arg(1),
         |_| None,
         |h| !h.contains(field) && h.set(field, value, limits),
-        |set| set.then_some("hset"),
+        |set| set.then_some(("hset", 1)),
     );
     reply_or_wrongtype(c, set, |s, set| s.integer(i64::from(set)));
 }
@@ -234,8 +235,12 @@ fn hgetall<T: ReplyTarget>(c: &mut Ctx<'_, T>, fields: bool, values: bool) {
 /// `HDEL key field [field ...]`: how many fields were removed.
 fn hdel<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let fields: Vec<&[u8]> = (2..c.argc()).map(|i| c.arg(i)).collect();
-    let removed =
-        change_hash(c, c.arg(1), |h| fields.iter().filter(|f| h.remove(f)).count(), |n| (*n > 0).then_some("hdel"));
+    let removed = change_hash(
+        c,
+        c.arg(1),
+        |h| fields.iter().filter(|f| h.remove(f)).count(),
+        |n| (*n > 0).then_some(("hdel", *n as u64)),
+    );
     reply_or_wrongtype(c, removed, |s, n| s.integer(count_reply(n.unwrap_or(0))));
 }
 
@@ -277,7 +282,7 @@ fn hincrby<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             h.set(field, new.to_string().as_bytes(), limits);
             Ok(new)
         },
-        |r| r.is_ok().then_some("hincrby"),
+        |r| r.is_ok().then_some(("hincrby", 1)),
     );
     reply_result(c, result, |s, n| s.integer(n));
 }
@@ -306,7 +311,7 @@ fn hincrbyfloat<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             h.set(field, &text, limits);
             Ok(text)
         },
-        |r| r.is_ok().then_some("hincrbyfloat"),
+        |r| r.is_ok().then_some(("hincrbyfloat", 1)),
     );
     reply_result(c, result, |s, text| s.bulk(&text));
 }

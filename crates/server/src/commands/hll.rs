@@ -83,22 +83,23 @@ fn pfadd<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let state = c.state;
     let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(db);
+    // Counted as Redis counts: the key made, and each register raised.
     let result = hll_for_write(d, key, now_ms()).and_then(|(bytes, created)| {
-        let mut changed = created;
+        let mut changes = u64::from(created);
         for i in 2..c.argc() {
-            changed |= hll::add(bytes, c.arg(i), max_bytes).map_err(|_| Refusal::Corrupt)?;
+            changes += u64::from(hll::add(bytes, c.arg(i), max_bytes).map_err(|_| Refusal::Corrupt)?);
         }
-        if changed {
+        if changes > 0 {
             hll::invalidate_cache(bytes);
         }
-        Ok(changed)
+        Ok(changes)
     });
-    if result.as_ref().is_ok_and(|changed| *changed) {
-        c.notify(EventClass::String, "pfadd", key);
+    if let Ok(changes @ 1..) = result {
+        c.notify_counted(EventClass::String, "pfadd", key, changes);
     }
     drop(shard);
     match result {
-        Ok(changed) => c.reply(|s| s.integer(i64::from(changed))),
+        Ok(changes) => c.reply(|s| s.integer(i64::from(changes > 0))),
         Err(r) => c.error(r.message()),
     }
 }
@@ -131,6 +132,7 @@ fn count_one<T: ReplyTarget>(c: &mut Ctx<'_, T>) -> Result<u64, Refusal> {
     // Storing the count rewrites the value: Redis counts it as a change
     // (a watch on the key breaks, tracking clients are told), without an event.
     crate::changes::key_changed(c.state, db, key, c.session.id);
+    c.count_changes(1);
     Ok(n)
 }
 

@@ -435,7 +435,8 @@ fn rename<T: ReplyTarget>(c: &mut Ctx<'_, T>, nx: bool) {
         }
         let entry = lock.shard_for(ks, src).db(db).take(src, now).ok_or(())?;
         lock.shard_for(ks, dst).db(db).insert(entry.renamed(dst));
-        c.notify(EventClass::Generic, "rename_from", src);
+        // One change, announced as two events.
+        c.notify_counted(EventClass::Generic, "rename_from", src, 0);
         c.notify(EventClass::Generic, "rename_to", dst);
         Ok(true)
     })();
@@ -540,7 +541,8 @@ fn move_key<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         None => false,
     };
     if moved {
-        c.notify_in(src_db, EventClass::Generic, "move_from", key);
+        // One change, announced as two events.
+        c.notify_in_counted(src_db, EventClass::Generic, "move_from", key, 0);
         c.notify_in(dst_db, EventClass::Generic, "move_to", key);
     }
     drop(shard);
@@ -565,6 +567,7 @@ fn swapdb<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         shard.swap_dbs(a, b);
     }
     drop(lock);
+    c.count_changes(1);
     c.state.blocking.dbs_changed(Some(&[a, b]));
     c.ok();
 }

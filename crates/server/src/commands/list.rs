@@ -103,7 +103,7 @@ fn write_list<T: ReplyTarget, R>(
     c: &mut Ctx<'_, T>,
     key: &[u8],
     write: impl FnOnce(Option<&mut ListValue>) -> R,
-    event: impl FnOnce(&R) -> Option<&'static str>,
+    event: impl FnOnce(&R) -> Option<(&'static str, u64)>,
 ) -> Result<R, WrongType> {
     access::change_with(c, key, EventClass::List, |l: ListRef<'_>| l.is_empty(), write, event)
 }
@@ -186,7 +186,7 @@ fn push<T: ReplyTarget>(c: &mut Ctx<'_, T>, end: End, only_existing: bool) {
     )
     .map(|(len, _)| len);
     if len.as_ref().is_ok_and(|n| *n > 0) {
-        c.notify(EventClass::List, push_event(end), key);
+        c.notify_counted(EventClass::List, push_event(end), key, elements.len() as u64);
     }
     drop(shard);
     reply_or_wrongtype(c, len, |s, n| s.integer(count_reply(n)));
@@ -207,7 +207,7 @@ fn pop<T: ReplyTarget>(c: &mut Ctx<'_, T>, end: End) {
         c,
         c.arg(1),
         |l| l.map(|l| pop_many(l, end, count.unwrap_or(1))),
-        |items| items.as_ref().is_some_and(|i| !i.is_empty()).then_some(pop_event(end)),
+        |items| items.as_ref().map(Vec::len).filter(|n| *n > 0).map(|n| (pop_event(end), n as u64)),
     );
     reply_or_wrongtype(c, popped, |s, items| match (items, count) {
         (None, Some(_)) => s.null_array(),
@@ -268,7 +268,7 @@ fn lset<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             let i = index.ok_or(NOT_AN_INTEGER)?;
             l.set(i, element).then_some(()).ok_or(b"ERR index out of range")
         },
-        |r| r.is_ok().then_some("lset"),
+        |r| r.is_ok().then_some(("lset", 1)),
     );
     match outcome {
         Err(WrongType) => c.error(WRONGTYPE),
@@ -285,8 +285,12 @@ fn lrem<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         Err(msg) => return c.error(msg),
     };
     let element = c.arg(3);
-    let removed =
-        write_list(c, c.arg(1), |l| l.map_or(0, |l| l.remove_matching(element, count)), |n| (*n > 0).then_some("lrem"));
+    let removed = write_list(
+        c,
+        c.arg(1),
+        |l| l.map_or(0, |l| l.remove_matching(element, count)),
+        |n| (*n > 0).then_some(("lrem", *n as u64)),
+    );
     reply_or_wrongtype(c, removed, |s, n| s.integer(count_reply(n)));
 }
 
@@ -299,8 +303,16 @@ fn ltrim<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let done = write_list(
         c,
         c.arg(1),
-        |l| l.map(|l| l.keep(rank_range(l.len(), start, stop))).is_some(),
-        |found| found.then_some("ltrim"),
+        |l| {
+            l.map(|l| {
+                let before = l.len();
+                l.keep(rank_range(before, start, stop));
+                before - l.len()
+            })
+        },
+        // Announced even when it kept everything, as Redis does; counted by
+        // the elements it dropped.
+        |trimmed| trimmed.map(|n| ("ltrim", n as u64)),
     );
     reply_or_wrongtype(c, done, |s, _| s.simple(b"OK"));
 }
@@ -330,7 +342,7 @@ fn linsert<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
                 }
             }
         },
-        |n| (*n > 0).then_some("linsert"),
+        |n| (*n > 0).then_some(("linsert", 1)),
     );
     reply_or_wrongtype(c, len, |s, n| s.integer(n));
 }
@@ -433,9 +445,10 @@ fn move_locked<T: ReplyTarget>(
         Ok(Some((item, emptied)))
     })();
     if let Ok(Some((_, emptied))) = &moved {
-        // Redis announces the push, then the pop, then the emptied source.
+        // Redis announces the push, then the pop, then the emptied source,
+        // and counts the move as one change.
         c.notify(EventClass::List, push_event(to), dst);
-        notify_popped(c, src, from, *emptied);
+        notify_popped(c, src, from, 0, *emptied);
     }
     moved.map(|m| m.map(|(item, _)| item))
 }
@@ -448,11 +461,12 @@ fn reply_moved<T: ReplyTarget>(c: &mut Ctx<'_, T>, moved: Result<Option<Vec<u8>>
     });
 }
 
-/// Announce a pop from `key`, and its deletion when the pop emptied it.
-fn notify_popped<T: ReplyTarget>(c: &mut Ctx<'_, T>, key: &[u8], end: End, emptied: bool) {
-    c.notify(EventClass::List, pop_event(end), key);
+/// Announce a pop of `changes` elements from `key`, and its deletion when
+/// the pop emptied it.
+fn notify_popped<T: ReplyTarget>(c: &mut Ctx<'_, T>, key: &[u8], end: End, changes: u64, emptied: bool) {
+    c.notify_counted(EventClass::List, pop_event(end), key, changes);
     if emptied {
-        c.notify(EventClass::Generic, "del", key);
+        c.notify_emptied(key);
     }
 }
 
@@ -526,7 +540,7 @@ fn pop_first<'k, T: ReplyTarget>(
             Ok(Some(l)) => {
                 let items = pop_many(l, end, count);
                 let emptied = access::remove_if_empty::<ListValue>(d, key, now, |l| l.is_empty());
-                notify_popped(c, key, end, emptied);
+                notify_popped(c, key, end, items.len() as u64, emptied);
                 return Ok(Some((key, items)));
             }
             Ok(None) => {}

@@ -202,12 +202,21 @@ pub struct Ctx<'a, T: ReplyTarget> {
     /// Whether a blocking command may wait for data: false for commands run
     /// by `EXEC` and for a blocked client being served, which answer at once.
     pub may_block: bool,
+    /// What this command adds to the change counter
+    /// (`rdb_changes_since_last_save`), counted as Redis counts: elements
+    /// pushed, fields set, keys deleted, not write commands run.
+    pub changes: u64,
 }
 
 impl<'a, T: ReplyTarget> Ctx<'a, T> {
     /// Write one reply through the session's encoding.
     pub fn reply(&mut self, write: impl FnOnce(&mut dyn ReplySink)) {
         self.target.reply(self.session, write);
+    }
+
+    /// Write a pub/sub confirmation or message (see [`ReplyTarget::push_reply`]).
+    pub fn push(&mut self, write: impl FnOnce(&mut dyn ReplySink)) {
+        self.target.push_reply(self.session, write);
     }
 
     /// Reply with an error (code first, no leading `-`).
@@ -226,17 +235,51 @@ impl<'a, T: ReplyTarget> Ctx<'a, T> {
     /// every write makes per changed key and event, while it still holds the
     /// key's shard lock (see [`crate::changes`]). `event` is Redis's event
     /// name for the change (`lpush`, `del`, `expire`, …).
+    ///
+    /// The change counts once; [`Ctx::notify_counted`] is for changes
+    /// Redis counts otherwise.
     #[inline]
     pub fn notify(&mut self, class: EventClass, event: &str, key: &[u8]) {
         self.notify_in(self.session.db, class, event, key);
     }
 
+    /// [`Ctx::notify`] for a change that the change counter counts as
+    /// `changes`: the elements an `LPUSH` pushed, the fields an `HSET` set,
+    /// or 0 for the `del` of a key that a removal emptied (Redis counts the
+    /// removal, not the key going with it).
+    #[inline]
+    pub fn notify_counted(&mut self, class: EventClass, event: &str, key: &[u8], changes: u64) {
+        self.notify_in_counted(self.session.db, class, event, key, changes);
+    }
+
     /// [`Ctx::notify`] for a key of database `db` (`MOVE`, `COPY ... DB`).
-    ///
+    #[inline]
+    pub fn notify_in(&mut self, db: usize, class: EventClass, event: &str, key: &[u8]) {
+        self.notify_in_counted(db, class, event, key, 1);
+    }
+
+    /// [`Ctx::notify_counted`] for a key of database `db`.
+    #[inline]
+    pub fn notify_in_counted(&mut self, db: usize, class: EventClass, event: &str, key: &[u8], changes: u64) {
+        self.changes += changes;
+        self.announce_if_wanted(db, class, event, key);
+    }
+
+    /// Announce that a removal emptied the collection at `key`, which went
+    /// with it: an event, but no change of its own to count.
+    pub fn notify_emptied(&mut self, key: &[u8]) {
+        self.notify_counted(EventClass::Generic, "del", key, 0);
+    }
+
+    /// Count changes that no event stands for (keys a `FLUSHALL` removed).
+    pub fn count_changes(&mut self, changes: u64) {
+        self.changes += changes;
+    }
+
     /// Nobody is interested nearly always: that test is inlined into every
     /// write, the announcing is not.
     #[inline]
-    pub fn notify_in(&mut self, db: usize, class: EventClass, event: &str, key: &[u8]) {
+    fn announce_if_wanted(&mut self, db: usize, class: EventClass, event: &str, key: &[u8]) {
         if changes::anyone_interested(self.state, class) {
             self.announce(db, class, event, key);
         }
@@ -337,6 +380,12 @@ pub trait ReplyTarget {
     /// Write one reply for `session` through the sink handed to `write`.
     fn reply<F: FnOnce(&mut dyn ReplySink)>(&mut self, session: &Session, write: F);
 
+    /// Write a pub/sub confirmation or message: sent even while `CLIENT
+    /// REPLY OFF` or `SKIP` drops replies, as Redis sends what it pushes.
+    fn push_reply<F: FnOnce(&mut dyn ReplySink)>(&mut self, session: &Session, write: F) {
+        self.reply(session, write);
+    }
+
     /// How replies for `session` are encoded, for a blocked client's reply
     /// written later by another thread.
     fn encoding(&self, session: &Session) -> crate::blocking::Encoding {
@@ -401,6 +450,10 @@ impl<T: ReplyTarget> ReplyTarget for Gate<'_, T> {
         }
     }
 
+    fn push_reply<F: FnOnce(&mut dyn ReplySink)>(&mut self, session: &Session, write: F) {
+        self.0.reply(session, write);
+    }
+
     fn encoding(&self, session: &Session) -> crate::blocking::Encoding {
         self.0.encoding(session)
     }
@@ -459,8 +512,10 @@ fn execute_checked<T: ReplyTarget>(
         target.reply(session, |s| s.simple(b"OK"));
         return Outcome::Close;
     }
-    // A RESPB frame's opcode named the command already.
-    let Some(mut spec) = req.known_command().or_else(|| lookup(name)) else {
+    // A RESPB frame's opcode named the command already. A command of the
+    // table that kvik does not run (no subcommand of it either) reads as
+    // unknown, before its arity or subcommand is looked at.
+    let Some(mut spec) = req.known_command().or_else(|| lookup(name)).filter(|s| implemented(s)) else {
         let msg = unknown_command(&req);
         transaction::refused_while_queuing(session);
         reject(state, session, target, &msg);
@@ -554,7 +609,7 @@ fn run_checked<T: ReplyTarget>(
     }
     let clock = (how == Run::Direct).then(|| CommandClock::at(started.wall_ms));
     let may_block = how == Run::Direct;
-    let mut ctx = Ctx { state, req, session, target, failed: false, outcome: Outcome::Continue, may_block };
+    let mut ctx = Ctx { state, req, session, target, failed: false, outcome: Outcome::Continue, may_block, changes: 0 };
     let known = dispatch(spec.id, &mut ctx);
     changes::flush_server_events(state);
     drop(clock);
@@ -564,12 +619,12 @@ fn run_checked<T: ReplyTarget>(
         reject(state, ctx.session, ctx.target, &msg);
         return Outcome::Continue;
     }
-    let (failed, outcome) = (ctx.failed, ctx.outcome);
+    let (failed, outcome, changes) = (ctx.failed, ctx.outcome, ctx.changes);
     if session.tracking.on() {
         tracking::after_command(session, spec);
     }
     let usec = started.elapsed_us();
-    after_command(state, req, session, spec, failed, usec);
+    after_command(state, req, session, spec, failed, usec, changes);
     outcome
 }
 
@@ -601,12 +656,13 @@ fn after_command(
     spec: &CommandSpec,
     failed: bool,
     usec: u64,
+    changes: u64,
 ) {
     let unmonitored = spec.flags.contains(CommandFlags::SKIP_MONITOR) || spec.flags.contains(CommandFlags::ADMIN);
     if state.clients.has_monitors() && !unmonitored {
         feed_monitors(state, req, session, spec);
     }
-    state.stats.record_call(spec.id, usec, !failed && spec.flags.contains(CommandFlags::WRITE));
+    state.stats.record_call(spec.id, usec, changes);
     if failed {
         count_failed(state, spec);
     }

@@ -55,7 +55,7 @@ fn subscribe<T: ReplyTarget>(c: &mut Ctx<'_, T>, kind: Kind) {
     for i in 1..c.argc() {
         let channel = c.arg(i);
         let count = c.session.subscriptions.subscribe(&c.state.pubsub, kind, channel);
-        c.reply(|s| confirm(s, subscribe_word(kind, true), Some(channel), count));
+        c.push(|s| confirm(s, subscribe_word(kind, true), Some(channel), count));
     }
 }
 
@@ -75,11 +75,11 @@ fn unsubscribe<T: ReplyTarget>(c: &mut Ctx<'_, T>, kind: Kind) {
             Kind::Channel => c.session.subscriptions.count(),
             Kind::Shard => c.session.subscriptions.shard_count(),
         };
-        return c.reply(|s| confirm(s, word, None, count));
+        return c.push(|s| confirm(s, word, None, count));
     }
     for channel in &targets {
         let count = c.session.subscriptions.unsubscribe(&c.state.pubsub, kind, channel);
-        c.reply(|s| confirm(s, word, Some(channel), count));
+        c.push(|s| confirm(s, word, Some(channel), count));
     }
 }
 
@@ -88,7 +88,7 @@ fn psubscribe<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     for i in 1..c.argc() {
         let pattern = c.arg(i);
         let count = c.session.subscriptions.psubscribe(&c.state.pubsub, pattern);
-        c.reply(|s| confirm(s, b"psubscribe", Some(pattern), count));
+        c.push(|s| confirm(s, b"psubscribe", Some(pattern), count));
     }
 }
 
@@ -99,11 +99,11 @@ fn punsubscribe<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         if named.is_empty() { c.session.subscriptions.patterns().iter().map(|p| p.to_vec()).collect() } else { named };
     if targets.is_empty() {
         let count = c.session.subscriptions.count();
-        return c.reply(|s| confirm(s, b"punsubscribe", None, count));
+        return c.push(|s| confirm(s, b"punsubscribe", None, count));
     }
     for pattern in &targets {
         let count = c.session.subscriptions.punsubscribe(&c.state.pubsub, pattern);
-        c.reply(|s| confirm(s, b"punsubscribe", Some(pattern), count));
+        c.push(|s| confirm(s, b"punsubscribe", Some(pattern), count));
     }
 }
 
@@ -117,7 +117,7 @@ fn publish<T: ReplyTarget>(c: &mut Ctx<'_, T>, kind: Kind) {
     let n = c.state.pubsub.publish(kind, c.arg(1), c.arg(2));
     let (protocol, listening) = (c.session.protocol, c.session.subscriptions.active());
     while let Some(msg) = c.session.subscriptions.inbox().and_then(|inbox| inbox.try_recv()) {
-        c.reply(|s| write_message(s, protocol, listening, &msg));
+        c.push(|s| write_message(s, protocol, listening, &msg));
     }
     c.reply(|s| s.integer(i64::try_from(n).unwrap_or(i64::MAX)));
 }

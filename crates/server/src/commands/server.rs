@@ -103,14 +103,21 @@ fn flush<T: ReplyTarget>(c: &mut Ctx<'_, T>, all: bool) {
     let db = c.session.db;
     let mut lock = c.state.keyspace.lock_all();
     changes::db_flushed(c.state, if all { None } else { Some(db) });
+    // Each key removed counts as a change, as in Redis.
+    let mut removed = 0;
     for shard in lock.shards() {
         if all {
-            shard.dbs().iter_mut().for_each(|d| d.clear());
+            for d in shard.dbs().iter_mut() {
+                removed += d.len();
+                d.clear();
+            }
         } else {
+            removed += shard.db(db).len();
             shard.db(db).clear();
         }
     }
     drop(lock);
+    c.count_changes(removed as u64);
     // XREADGROUP waiters on a flushed stream learn that it is gone.
     let flushed = [db];
     c.state.blocking.dbs_changed(if all { None } else { Some(&flushed) });

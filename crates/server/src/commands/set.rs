@@ -93,8 +93,8 @@ fn sadd<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let add = |set: Option<&mut SetValue>| set.map_or(0, |set| members.iter().filter(|m| set.insert(m, max)).count());
     // SADD never leaves a set empty.
     let added = access::change_packed_or(shard.db(db), key, now_ms(), make, |_| None, add, |_| false).map(|(n, _)| n);
-    if added.as_ref().is_ok_and(|n| *n > 0) {
-        c.notify(EventClass::Set, "sadd", key);
+    if let Some(n) = added.as_ref().ok().filter(|n| **n > 0) {
+        c.notify_counted(EventClass::Set, "sadd", key, *n as u64);
     }
     drop(shard);
     match added {
@@ -112,7 +112,7 @@ fn srem<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         EventClass::Set,
         SetValue::is_empty,
         |set| set.map_or(0, |s| members.iter().filter(|m| s.remove(m)).count()),
-        |n| (*n > 0).then_some("srem"),
+        |n| (*n > 0).then_some(("srem", *n as u64)),
     );
     access::reply_or_wrongtype(c, removed, |s, n| s.integer(count_reply(n)));
 }
@@ -180,11 +180,11 @@ fn spop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let d = shard.db(db);
     let popped = access::write::<SetValue>(d, key, now).map(|set| set.map(|s| pop_members(s, count.unwrap_or(1))));
     let deleted = access::remove_if_empty::<SetValue>(d, key, now, SetValue::is_empty);
-    if popped.as_ref().is_ok_and(|p| p.as_ref().is_some_and(|p| !p.is_empty())) {
-        c.notify(EventClass::Set, "spop", key);
+    if let Some(n) = popped.as_ref().ok().and_then(|p| p.as_ref()).map(Vec::len).filter(|n| *n > 0) {
+        c.notify_counted(EventClass::Set, "spop", key, n as u64);
     }
     if deleted {
-        c.notify(EventClass::Generic, "del", key);
+        c.notify_emptied(key);
     }
     drop(shard);
     let popped = match popped {
@@ -441,10 +441,12 @@ fn move_member<T: ReplyTarget>(
     let emptied = access::remove_if_empty::<SetValue>(d, src, now, SetValue::is_empty);
     c.notify(EventClass::Set, "srem", src);
     if emptied {
-        c.notify(EventClass::Generic, "del", src);
+        c.notify_emptied(src);
     }
-    set_or_create(lock.shard_for(ks, dst).db(db), dst, now, member)?.insert(member, max);
-    c.notify(EventClass::Set, "sadd", dst);
+    // The destination changes only when it did not hold the member already.
+    if set_or_create(lock.shard_for(ks, dst).db(db), dst, now, member)?.insert(member, max) {
+        c.notify(EventClass::Set, "sadd", dst);
+    }
     Ok(true)
 }
 

@@ -306,8 +306,8 @@ fn sort<T: ReplyTarget>(c: &mut Ctx<'_, T>, readonly: bool) {
     let ks = &state.keyspace;
     let mut lock = if uses_patterns(&o) { ks.lock_all() } else { ks.lock_keys(db, [key].into_iter().chain(o.store)) };
     let outcome = run(&mut lock, ks, db, now, key, &mut o);
-    if let (Outcome::Stored(_, stored), Some(dest)) = (&outcome, o.store) {
-        access::notify_store(c, *stored, EventClass::List, "sortstore", dest);
+    if let (Outcome::Stored(n, stored), Some(dest)) = (&outcome, o.store) {
+        access::notify_store_counted(c, *stored, EventClass::List, "sortstore", dest, *n as u64);
     }
     drop(lock);
     match outcome {

@@ -278,12 +278,14 @@ fn xadd<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         Err(AddError::IdTooSmall) => {
             return c.error(b"ERR The ID specified in XADD is equal or smaller than the target stream top item")
         }
+        Err(AddError::SeqExhausted) => return c.error(b"ERR Elements are too large to be stored"),
     };
     stream.append(id, &fields, limits);
     let trimmed = a.how.map_or(0, |how| stream.trim(how, a.approx, a.limit));
     c.notify(EventClass::Stream, "xadd", key);
+    // The trim is part of the one change XADD counts.
     if trimmed > 0 {
-        c.notify(EventClass::Stream, "xtrim", key);
+        c.notify_counted(EventClass::Stream, "xtrim", key, 0);
     }
     // A stream that grows can serve clients blocked reading it.
     blocking::signal(c.state, db, key);
@@ -307,7 +309,7 @@ fn xtrim<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         Ok(Some(s)) => a.how.map_or(0, |how| s.trim(how, a.approx, a.limit)),
     };
     if removed > 0 {
-        c.notify(EventClass::Stream, "xtrim", key);
+        c.notify_counted(EventClass::Stream, "xtrim", key, removed);
     }
     drop(shard);
     c.reply(|s| s.integer(i64::try_from(removed).unwrap_or(i64::MAX)));
@@ -400,7 +402,7 @@ fn xdel<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         _ => 0,
     };
     if deleted > 0 {
-        c.notify(EventClass::Stream, "xdel", key);
+        c.notify_counted(EventClass::Stream, "xdel", key, deleted as u64);
     }
     drop(shard);
     c.reply(|s| s.integer(i64::try_from(deleted).unwrap_or(i64::MAX)));
@@ -577,7 +579,12 @@ fn xread<T: ReplyTarget>(c: &mut Ctx<'_, T>, group_cmd: bool) {
                     announce(c, "xgroup-createconsumer", key);
                 }
                 match entries {
-                    Some(e) => e,
+                    // Each stream a group read serves is one change, however
+                    // many entries it hands out.
+                    Some(e) => {
+                        c.count_changes(1);
+                        e
+                    }
                     None => continue,
                 }
             }
@@ -767,7 +774,7 @@ fn xack<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             None => return c.error(INVALID_ID),
         }
     }
-    let mut acked = 0;
+    let mut acked: u64 = 0;
     if let Ok(Some(s)) = stream_at_mut(d, key, now) {
         if let Some(group) = s.groups.get_mut(group_name) {
             for id in ids {
@@ -781,7 +788,8 @@ fn xack<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         }
     }
     drop(shard);
-    c.reply(|s| s.integer(acked));
+    c.count_changes(acked);
+    c.reply(|s| s.integer(acked as i64));
 }
 
 /// Redis's error for a group the stream at `key` does not have (XGROUP, XINFO CONSUMERS).
@@ -1072,6 +1080,8 @@ fn xclaim<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     if created {
         announce(c, "xgroup-createconsumer", key);
     }
+    // Every entry handed over is a change.
+    c.count_changes(claimed.len() as u64);
     drop(shard);
     c.reply(|s| {
         s.array(claimed.len());
@@ -1184,6 +1194,8 @@ fn xautoclaim<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     if created {
         announce(c, "xgroup-createconsumer", key);
     }
+    // Every entry handed over is a change.
+    c.count_changes(claimed.len() as u64);
     drop(shard);
     c.reply(|s| {
         s.array(3);
@@ -1202,10 +1214,12 @@ fn xautoclaim<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     });
 }
 
-/// Publish a consumer group or XSETID event without counting it as a
+/// Publish a consumer group or XSETID event without treating it as a
 /// change of the key: Redis 7.0 neither fails the EXEC of a client watching
-/// the key nor invalidates it for tracking clients on these.
+/// the key nor invalidates it for tracking clients on these. It does count
+/// it in the change counter.
 fn announce<T: ReplyTarget>(c: &mut Ctx<'_, T>, event: &str, key: &[u8]) {
+    c.count_changes(1);
     crate::changes::flush_server_events(c.state);
     crate::changes::publish_event(c.state, EventClass::Stream, event, c.session.db, key);
 }
@@ -1595,7 +1609,7 @@ fn write_read_and_lag(out: &mut dyn ReplySink, s: &StreamValue, g: &Group) {
     }
     out.bulk(b"lag");
     match s.lag(g) {
-        Some(n) => out.integer(i64::try_from(n).unwrap_or(i64::MAX)),
+        Some(n) => out.integer(n),
         None => out.null(),
     }
 }

@@ -231,11 +231,12 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     }
 }
 
-/// Announce a SET: `set`, then `expire` when it gave the key a TTL.
+/// Announce a SET: `set`, then `expire` when it gave the key a TTL (one
+/// change all the same).
 fn notify_set<T: ReplyTarget>(c: &mut Ctx<'_, T>, key: &[u8], with_ttl: bool) {
     c.notify(EventClass::String, "set", key);
     if with_ttl {
-        c.notify(EventClass::Generic, "expire", key);
+        c.notify_counted(EventClass::Generic, "expire", key, 0);
     }
 }
 

@@ -107,10 +107,13 @@ fn begin<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 }
 
 /// `DISCARD`.
+/// Outside a transaction it is only an error: Redis leaves the client's
+/// watches, and whether they have been broken, as they were.
 fn discard<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
-    if multi::discard(c.session).is_none() {
+    if c.session.multi.is_none() {
         return c.error(b"ERR DISCARD without MULTI");
     }
+    multi::discard(c.session);
     c.ok();
 }
 

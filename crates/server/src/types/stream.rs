@@ -250,6 +250,9 @@ pub enum Trim {
 pub enum AddError {
     /// The id is not above the stream's last id (or no id is left above it).
     IdTooSmall,
+    /// `ms-*` with `ms` the last id's, whose sequence is already the
+    /// largest: Redis does not carry into the next millisecond.
+    SeqExhausted,
 }
 
 /// A stream.
@@ -351,7 +354,10 @@ impl StreamValue {
     pub fn next_id(&self, explicit: Option<IdArg>, now_ms: u64) -> Result<StreamId, AddError> {
         let id = match explicit {
             Some(IdArg::Id(id)) => id,
-            Some(IdArg::AutoSeq(ms)) if ms == self.last_id.ms => self.last_id.next().ok_or(AddError::IdTooSmall)?,
+            Some(IdArg::AutoSeq(ms)) if ms == self.last_id.ms => match self.last_id.seq.checked_add(1) {
+                Some(seq) => StreamId { ms, seq },
+                None => return Err(AddError::SeqExhausted),
+            },
             Some(IdArg::AutoSeq(ms)) => StreamId { ms, seq: 0 },
             None if now_ms > self.last_id.ms => StreamId { ms: now_ms, seq: 0 },
             None => self.last_id.next().ok_or(AddError::IdTooSmall)?,
@@ -540,16 +546,20 @@ impl StreamValue {
     }
 
     /// A group's lag (entries not yet delivered to it), when it can be known.
-    pub fn lag(&self, group: &Group) -> Option<u64> {
+    ///
+    /// Negative when the group was told it read more than the stream ever
+    /// had (`ENTRIESREAD`): Redis 7.0 reports the difference as it is.
+    pub fn lag(&self, group: &Group) -> Option<i64> {
         if self.entries_added == 0 {
             return Some(0);
         }
+        let behind = |read: u64| self.entries_added.wrapping_sub(read) as i64;
         if let Some(read) = group.entries_read {
             if !self.has_tombstones(group.last_id, StreamId::MAX) {
-                return Some(self.entries_added.saturating_sub(read));
+                return Some(behind(read));
             }
         }
-        self.entries_read_at(group.last_id).map(|read| self.entries_added.saturating_sub(read))
+        self.entries_read_at(group.last_id).map(behind)
     }
 
     /// Advance `group` to having been delivered `id`, keeping its read

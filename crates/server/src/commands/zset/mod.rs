@@ -288,11 +288,11 @@ pub(super) fn zadd_at<T: ReplyTarget>(
         Err(WrongType) => (Err(WRONGTYPE), false),
     };
     let deleted = emptied && d.remove(key).is_some();
-    if outcome.as_ref().is_ok_and(|o| o.added + o.updated > 0) {
-        c.notify(EventClass::ZSet, if opts.incr { "zincr" } else { "zadd" }, key);
+    if let Some(n) = outcome.as_ref().ok().map(|o| o.added + o.updated).filter(|n| *n > 0) {
+        c.notify_counted(EventClass::ZSet, if opts.incr { "zincr" } else { "zadd" }, key, n as u64);
     }
     if deleted {
-        c.notify(EventClass::Generic, "del", key);
+        c.notify_emptied(key);
     }
     drop(shard);
     outcome
@@ -348,7 +348,7 @@ fn zrem<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         EventClass::ZSet,
         ZSetValue::is_empty,
         |z| z.map_or(0, |z| members.iter().filter(|m| z.remove(m).is_some()).count()),
-        |n| (*n > 0).then_some("zrem"),
+        |n| (*n > 0).then_some(("zrem", *n as u64)),
     );
     access::reply_or_wrongtype(c, removed, |s, n| s.integer(count_reply(n)));
 }
@@ -430,7 +430,7 @@ fn zpop<T: ReplyTarget>(c: &mut Ctx<'_, T>, max: bool) {
         EventClass::ZSet,
         ZSetValue::is_empty,
         |z| z.map_or_else(Vec::new, |z| pop_items(z, max, count.unwrap_or(1))),
-        |items| (!items.is_empty()).then_some(pop_event(max)),
+        |items| (!items.is_empty()).then_some((pop_event(max), items.len() as u64)),
     );
     let nested = resp3(c) && count.is_some();
     access::reply_or_wrongtype(c, popped, |s, items| write_items(s, &items, true, nested));
@@ -479,8 +479,8 @@ fn zmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let ks = &state.keyspace;
     let mut lock = ks.lock_keys(db, keys.iter().copied());
     let popped = pop_first_nonempty(&mut lock, ks, db, now, &keys, max, count);
-    if let Ok(Some((key, _, deleted))) = &popped {
-        notify_pop(c, key, max, *deleted);
+    if let Ok(Some((key, items, deleted))) = &popped {
+        notify_pop(c, key, max, items.len(), *deleted);
     }
     drop(lock);
     let popped = popped.map(|p| p.map(|(key, items, _)| (key, items)));
@@ -515,7 +515,7 @@ fn bzpop<T: ReplyTarget>(c: &mut Ctx<'_, T>, max: bool) {
         Err(WrongType) if serving.is_some() => {}
         Err(WrongType) => c.error(WRONGTYPE),
         Ok(Some((key, items, deleted))) => {
-            notify_pop(c, key, max, deleted);
+            notify_pop(c, key, max, items.len(), deleted);
             drop(lock);
             c.reply(|s| {
                 s.array(1 + 2 * items.len().min(1));
@@ -553,7 +553,7 @@ fn bzmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         Err(WrongType) if serving.is_some() => {}
         Err(WrongType) => c.error(WRONGTYPE),
         Ok(Some((key, items, deleted))) => {
-            notify_pop(c, key, max, deleted);
+            notify_pop(c, key, max, items.len(), deleted);
             drop(lock);
             c.reply(|s| {
                 s.array(2);
@@ -589,11 +589,12 @@ fn pop_first_nonempty<'k>(
     Ok(None)
 }
 
-/// Announce a pop from `key`, and its deletion when the pop emptied it.
-fn notify_pop<T: ReplyTarget>(c: &mut Ctx<'_, T>, key: &[u8], max: bool, deleted: bool) {
-    c.notify(EventClass::ZSet, pop_event(max), key);
+/// Announce a pop of `popped` members from `key`, and its deletion when the
+/// pop emptied it.
+fn notify_pop<T: ReplyTarget>(c: &mut Ctx<'_, T>, key: &[u8], max: bool, popped: usize, deleted: bool) {
+    c.notify_counted(EventClass::ZSet, pop_event(max), key, popped as u64);
     if deleted {
-        c.notify(EventClass::Generic, "del", key);
+        c.notify_emptied(key);
     }
 }
 

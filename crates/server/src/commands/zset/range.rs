@@ -274,7 +274,7 @@ pub(super) fn zremrange<T: ReplyTarget>(c: &mut Ctx<'_, T>, by: By) {
                 z.remove_ranks(lo, hi)
             })
         },
-        |n| (*n > 0).then_some(event),
+        |n| (*n > 0).then_some((event, *n as u64)),
     );
     access::reply_or_wrongtype(c, removed, |s, n| s.integer(count_reply(n)));
 }
