@@ -78,7 +78,15 @@ pub struct OptionSpec {
     pub default: &'static str,
     /// Whether `CONFIG SET` may change it.
     pub change: Change,
+    /// The one value kvik can honour, where the others ask for a feature it
+    /// does not have yet, with the reason they are refused.
+    pub only: Option<(&'static str, &'static str)>,
 }
+
+/// Why kvik refuses settings that ask for persistence: until it can write
+/// and load RDB and AOF files, accepting them would let a user believe
+/// their data survives a restart.
+const NO_PERSISTENCE: &str = "kvik does not persist data yet (no RDB snapshots or append-only file)";
 
 const INT_MAX: i64 = i32::MAX as i64;
 const INT_MIN: i64 = i32::MIN as i64;
@@ -86,12 +94,18 @@ const LONG_MAX: i64 = i64::MAX;
 const MIB: i64 = 1024 * 1024;
 
 const fn opt(name: &'static str, kind: Kind, default: &'static str, change: Change) -> OptionSpec {
-    OptionSpec { name, alias: None, kind, default, change }
+    OptionSpec { name, alias: None, kind, default, change, only: None }
 }
 
 /// A runtime option that also answers to its pre-7.0 `ziplist` name.
 const fn aliased(name: &'static str, alias: &'static str, kind: Kind, default: &'static str) -> OptionSpec {
-    OptionSpec { name, alias: Some(alias), kind, default, change: Change::Runtime }
+    OptionSpec { name, alias: Some(alias), kind, default, change: Change::Runtime, only: None }
+}
+
+/// An option of which kvik honours only its default, refusing the other
+/// values for `why`.
+const fn only_default(spec: OptionSpec, why: &'static str) -> OptionSpec {
+    OptionSpec { only: Some((spec.default, why)), ..spec }
 }
 
 const fn int(min: i64, max: i64) -> Kind {
@@ -126,7 +140,14 @@ pub const OPTIONS: &[OptionSpec] = &[
     opt("bind", Kind::Bind, "127.0.0.1", Immutable),
     opt("unixsocket", Kind::Str, "", Immutable),
     opt("unixsocketperm", Kind::Octal, "0", Immutable),
-    OptionSpec { name: "threads", alias: Some("io-threads"), kind: int(1, 1024), default: "", change: Immutable },
+    OptionSpec {
+        name: "threads",
+        alias: Some("io-threads"),
+        kind: int(1, 1024),
+        default: "",
+        change: Immutable,
+        only: None,
+    },
     opt("databases", int(1, INT_MAX), "16", Immutable),
     opt("timeout", int(0, INT_MAX), "0", Runtime),
     opt("tcp-keepalive", int(0, INT_MAX), "300", Runtime),
@@ -158,9 +179,10 @@ pub const OPTIONS: &[OptionSpec] = &[
     opt("stream-node-max-entries", int(0, LONG_MAX), "100", Runtime),
     opt("stream-node-max-bytes", mem(0, LONG_MAX), "4096", Runtime),
     opt("notify-keyspace-events", Kind::KeyspaceEvents, "", Runtime),
-    opt("appendonly", Kind::Bool, "no", Runtime),
+    only_default(opt("appendonly", Kind::Bool, "no", Runtime), NO_PERSISTENCE),
     opt("appendfsync", Kind::Enum(&["everysec", "always", "no"]), "everysec", Runtime),
-    opt("save", Kind::Save, "3600 1 300 100 60 10000", Runtime),
+    // Redis saves every hour by default; kvik cannot, so it says it does not.
+    only_default(opt("save", Kind::Save, "", Runtime), NO_PERSISTENCE),
     opt("dir", Kind::Str, ".", Protected),
     opt("dbfilename", Kind::Str, "dump.rdb", Protected),
     opt("loglevel", Kind::Enum(&["debug", "verbose", "notice", "warning"]), "notice", Runtime),
@@ -496,6 +518,19 @@ impl Config {
         self.get("bind").split_ascii_whitespace().map(str::to_string).collect()
     }
 
+    /// Move into the `dir` the configuration names, as Redis does at
+    /// startup, and record it as the absolute path `CONFIG GET dir` reports.
+    pub fn enter_dir(&mut self) -> Result<(), String> {
+        let Some(index) = find_option("dir") else { return Ok(()) };
+        let dir = self.value(index).to_string();
+        std::env::set_current_dir(&dir).map_err(|e| format!("Can't chdir to '{dir}': {e}"))?;
+        let here = std::env::current_dir().map_err(|e| format!("Can't read the working directory: {e}"))?;
+        if let Some(slot) = self.values.get_mut(index) {
+            *slot = here.display().to_string();
+        }
+        Ok(())
+    }
+
     /// Number of event-loop threads.
     pub fn threads(&self) -> usize {
         self.usize("threads").max(1)
@@ -528,6 +563,11 @@ impl Config {
         }
         if spec.name == "dbfilename" && text.contains('/') {
             return Err(invalid("dbfilename can't be a path, just a filename"));
+        }
+        if let Some((only, why)) = spec.only {
+            if text != only {
+                return Err(invalid(why));
+            }
         }
         if let Some(slot) = self.values.get_mut(index) {
             *slot = text;
@@ -867,7 +907,8 @@ mod tests {
         assert_eq!(c.bind_addresses(), ["127.0.0.1"]);
         assert_eq!(c.port(), 6379);
         assert!(c.threads() >= 1);
-        assert_eq!(c.get("save"), "3600 1 300 100 60 10000");
+        assert_eq!(c.get("save"), "");
+        assert_eq!(c.get("appendonly"), "no");
         assert_eq!(c.int("proto-max-bulk-len"), 512 * 1024 * 1024);
     }
 
@@ -881,6 +922,24 @@ mod tests {
         assert_eq!(args(&["--io-threads", "2"]).unwrap().threads(), 2);
         assert_eq!(args(&["--maxmemory", "1mb"]).unwrap().get("maxmemory"), "1048576");
         assert_eq!(args(&["--save", "--port", "1"]).unwrap().get("save"), "");
+    }
+
+    #[test]
+    fn settings_that_ask_for_persistence_are_refused() {
+        for words in [&["--appendonly", "yes"][..], &["--save", "60", "1"], &["--save", "3600 1"]] {
+            let e = args(words).unwrap_err().to_string();
+            assert!(e.contains("kvik does not persist data yet"), "{words:?}: {e}");
+        }
+        assert_eq!(args(&["--appendonly", "no", "--save", ""]).unwrap().get("save"), "");
+        let mut c = Config::default();
+        let e = c.set_many(&[("appendonly", "yes")]).unwrap_err().reply_text();
+        assert!(
+            e.starts_with("ERR CONFIG SET failed (possibly related to argument 'appendonly') - kvik does not"),
+            "{e}"
+        );
+        assert!(c.set_many(&[("save", "900 1")]).is_err());
+        assert_eq!(c.get("appendonly"), "no");
+        assert!(c.set_many(&[("save", ""), ("appendonly", "no")]).is_ok());
     }
 
     #[test]

@@ -35,13 +35,17 @@ fn main() -> ExitCode {
         }
         _ => {}
     }
-    let (config, file) = match Config::from_args(std::env::args().skip(1)) {
+    let (mut config, file) = match Config::from_args(std::env::args().skip(1)) {
         Ok(loaded) => loaded,
         Err(e) => {
             eprintln!("kvik-server: {e}");
             return ExitCode::from(1);
         }
     };
+    if let Err(e) = config.enter_dir() {
+        eprintln!("kvik-server: {e}");
+        return ExitCode::from(1);
+    }
     let threads = config.threads();
     let state = Arc::new(ServerState::new(config, file));
     let server = match Server::bind(Arc::clone(&state)) {

@@ -265,7 +265,7 @@ fn config_file_then_flags_and_rewrite() {
     let extra = dir.join("extra.conf");
     std::fs::write(&extra, "maxmemory-policy allkeys-lru\n").expect("write included config");
     let text = format!(
-        "# a comment\nbind 127.0.0.1\nport {port}\ntimeout 7\nmaxmemory 10mb\nsave 900 1\nsave 300 10\n\
+        "# a comment\nbind 127.0.0.1\nport {port}\ntimeout 7\nmaxmemory 10mb\nsave \"\"\nappendonly no\n\
          requirepass \"a b\"\n  loglevel warning\ninclude {}\n",
         extra.display()
     );
@@ -276,7 +276,7 @@ fn config_file_then_flags_and_rewrite() {
     assert_eq!(call(&mut s, &[b"AUTH", b"a b"]), b"+OK\r\n", "the file's password is in force");
     assert_eq!(config_get(&mut s, "timeout"), "8", "flags override the file");
     assert_eq!(config_get(&mut s, "maxmemory"), "10485760");
-    assert_eq!(config_get(&mut s, "save"), "900 1 300 10");
+    assert_eq!(config_get(&mut s, "save"), "");
     assert_eq!(config_get(&mut s, "requirepass"), "a b");
     assert_eq!(config_get(&mut s, "loglevel"), "warning");
     assert_eq!(config_get(&mut s, "maxmemory-policy"), "allkeys-lru", "included file");
@@ -286,7 +286,7 @@ fn config_file_then_flags_and_rewrite() {
     assert!(rewritten.starts_with("# a comment\n"), "{rewritten}");
     assert!(rewritten.contains("\ntimeout 9\n"), "{rewritten}");
     assert!(rewritten.contains("\nmaxclients 77\n"), "{rewritten}");
-    assert!(rewritten.contains("\nsave 900 1 300 10\n"), "{rewritten}");
+    assert!(rewritten.contains("\nsave \"\"\n"), "{rewritten}");
     assert!(rewritten.contains("\nrequirepass \"a b\"\n"), "{rewritten}");
     assert_eq!(rewritten.matches("save").count(), 1, "{rewritten}");
     drop(kvik);
@@ -297,7 +297,7 @@ fn config_file_then_flags_and_rewrite() {
     let mut s = connect(kvik.port);
     assert_eq!(call(&mut s, &[b"AUTH", b"a b"]), b"+OK\r\n");
     assert_eq!(config_get(&mut s, "maxclients"), "77");
-    assert_eq!(config_get(&mut s, "save"), "900 1 300 10");
+    assert_eq!(config_get(&mut s, "save"), "");
     drop(kvik);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -328,6 +328,49 @@ fn bad_options_stop_startup_with_a_message() {
     assert_eq!(out.status.code(), Some(1));
     let out = run_to_exit(&["--port", "0"]);
     assert_eq!(out.status.code(), Some(1), "listening nowhere is an error");
+    let out = run_to_exit(&["--dir", dir.join("missing").to_str().unwrap_or("")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Can't chdir to"), "{out:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn settings_that_ask_for_persistence_are_refused() {
+    // At startup, from flags and from a file, with the reason.
+    for args in [&["--appendonly", "yes"][..], &["--save", "60 1"], &["--save", "3600", "1", "300", "100"]] {
+        let out = run_to_exit(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("kvik does not persist data yet"), "{args:?}: {stderr}");
+    }
+    let dir = temp_dir("persist");
+    let file = dir.join("kvik.conf");
+    std::fs::write(&file, "port 0\nsave 900 1\n").expect("write");
+    let out = run_to_exit(&[file.to_str().unwrap_or("")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(":2: "), "{out:?}");
+    // At run time, changing nothing.
+    let kvik = Kvik::start(&["--dir", dir.to_str().unwrap_or("")]);
+    let mut s = connect(kvik.port);
+    let refused = String::from_utf8_lossy(&call(&mut s, &[b"CONFIG", b"SET", b"appendonly", b"yes"])).into_owned();
+    assert!(
+        refused.starts_with("-ERR CONFIG SET failed (possibly related to argument 'appendonly') - kvik"),
+        "{refused}"
+    );
+    assert!(call(&mut s, &[b"CONFIG", b"SET", b"save", b"60 1"]).starts_with(b"-ERR CONFIG SET failed"));
+    assert_eq!(config_get(&mut s, "appendonly"), "no");
+    assert_eq!(config_get(&mut s, "save"), "");
+    let canonical = dir.canonicalize().expect("canonical dir");
+    assert_eq!(config_get(&mut s, "dir"), canonical.display().to_string(), "dir is entered");
+    let info = String::from_utf8_lossy(&call(&mut s, &[b"INFO", b"persistence"])).into_owned();
+    assert!(info.contains("aof_enabled:0\r\n"), "{info}");
+    // SHUTDOWN SAVE fails as a failed save does in Redis; the server stays up.
+    assert_eq!(call(&mut s, &[b"SHUTDOWN", b"SAVE"]), b"-ERR Errors trying to SHUTDOWN. Check logs.\r\n");
+    assert_eq!(call(&mut s, &[b"PING"]), b"+PONG\r\n");
+    s.write_all(b"SHUTDOWN SAVE FORCE\r\n").expect("send");
+    assert!(read_until(&mut s, |_| false).closed, "FORCE exits all the same");
+    let (status, stderr) = kvik.wait_exit();
+    assert_eq!(status.code(), Some(0), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -351,9 +394,8 @@ fn config_set_then_get_round_trips() {
         ("set-max-listpack-entries", "64", "64"),
         ("stream-node-max-bytes", "8kb", "8192"),
         ("notify-keyspace-events", "KEA", "AKE"),
-        ("appendonly", "yes", "yes"),
+        ("appendonly", "NO", "no"),
         ("appendfsync", "no", "no"),
-        ("save", "60 5 10 1", "60 5 10 1"),
         ("save", "", ""),
         ("loglevel", "debug", "debug"),
         ("slowlog-log-slower-than", "-1", "-1"),
@@ -472,6 +514,7 @@ fn config_cases() -> Vec<Case> {
         "notify-keyspace-events",
         "appendonly",
         "appendfsync",
+        "save",
         "dbfilename",
         "dir",
         "unixsocket",
@@ -515,7 +558,8 @@ fn config_cases() -> Vec<Case> {
         open("config set protected", "CONFIG SET dbfilename x.rdb\r\n"),
         open("config set duplicate", "CONFIG SET timeout 5 timeout 6\r\nCONFIG GET timeout\r\n"),
         open("config set events", "CONFIG SET notify-keyspace-events q\r\nCONFIG SET notify-keyspace-events KEA\r\nCONFIG GET notify-keyspace-events\r\nCONFIG SET notify-keyspace-events Kgx\r\nCONFIG GET notify-keyspace-events\r\nCONFIG SET notify-keyspace-events \"\"\r\n"),
-        open("config set save", "CONFIG SET save 1\r\nCONFIG SET save \"100 10 5 2\"\r\nCONFIG GET save\r\nCONFIG SET save \"\"\r\n"),
+        // Save points kvik cannot honour are refused (settings_that_ask_for_persistence_are_refused).
+        open("config set save", "CONFIG SET save 1\r\nCONFIG SET save \"\"\r\nCONFIG GET save\r\nCONFIG SET save \"\"\r\n"),
         open("config set memory units", "CONFIG SET maxmemory 1MB\r\nCONFIG GET maxmemory\r\nCONFIG SET maxmemory 2k\r\nCONFIG GET maxmemory\r\nCONFIG SET maxmemory 0\r\n"),
         open("config set hz clamps", "CONFIG SET hz 1000\r\nCONFIG GET hz\r\nCONFIG SET hz 10\r\n"),
         open("config set several", "CONFIG SET timeout 3 maxmemory-policy ALLKEYS-LRU\r\nCONFIG GET timeout\r\nCONFIG GET maxmemory-policy\r\nCONFIG SET timeout 0 maxmemory-policy noeviction\r\n"),

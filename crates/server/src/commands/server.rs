@@ -126,20 +126,24 @@ fn flush<T: ReplyTarget>(c: &mut Ctx<'_, T>, all: bool) {
 
 /// `SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]`.
 ///
-/// Options are checked as Redis checks them. There is nothing to save yet
-/// and nothing to wait for, so a valid SHUTDOWN stops the server at once:
-/// the client gets no reply, its connection closes with all the others, and
-/// an ABORT always finds no shutdown in progress.
+/// Options are checked as Redis checks them. kvik cannot save, so `SAVE`
+/// fails the shutdown as a failed save does in Redis, unless `FORCE` says
+/// to exit all the same. There is nothing to wait for, so any other valid
+/// SHUTDOWN stops the server at once: the client gets no reply, its
+/// connection closes with all the others, and an ABORT always finds no
+/// shutdown in progress.
 pub fn shutdown<T: ReplyTarget>(c: &mut Ctx<'_, T>) -> Outcome {
-    let (mut nosave, mut save, mut other, mut abort) = (false, false, false, false);
+    let (mut nosave, mut save, mut other, mut abort, mut force) = (false, false, false, false, false);
     for i in 1..c.argc() {
         let word = c.arg(i);
         if word.eq_ignore_ascii_case(b"nosave") {
             nosave = true;
         } else if word.eq_ignore_ascii_case(b"save") {
             save = true;
-        } else if word.eq_ignore_ascii_case(b"now") || word.eq_ignore_ascii_case(b"force") {
+        } else if word.eq_ignore_ascii_case(b"now") {
             other = true;
+        } else if word.eq_ignore_ascii_case(b"force") {
+            (other, force) = (true, true);
         } else if word.eq_ignore_ascii_case(b"abort") {
             abort = true;
         } else {
@@ -153,6 +157,12 @@ pub fn shutdown<T: ReplyTarget>(c: &mut Ctx<'_, T>) -> Outcome {
     }
     if abort {
         c.error(b"ERR No shutdown in progress.");
+        return Outcome::Continue;
+    }
+    // A save asked for cannot be made: Redis then keeps running and says so.
+    if save && !force {
+        eprintln!("kvik-server: SHUTDOWN SAVE refused: kvik cannot save the dataset (no RDB snapshots yet)");
+        c.error(b"ERR Errors trying to SHUTDOWN. Check logs.");
         return Outcome::Continue;
     }
     c.state.request_shutdown();
