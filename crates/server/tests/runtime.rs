@@ -459,6 +459,29 @@ fn non_loopback_address() -> Option<std::net::IpAddr> {
 }
 
 #[test]
+fn an_http_request_is_dropped_before_its_body_runs() {
+    let kvik = Kvik::start(&[]);
+    for request in [
+        &b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 14\r\n\r\nSET ssrf pwned\r\n"[..],
+        b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nSET ssrf pwned\r\n",
+    ] {
+        let mut s = connect(kvik.port);
+        s.write_all(request).expect("send");
+        let answer = read_until(&mut s, |_| false);
+        assert!(answer.closed, "{}", answer.show());
+        assert!(!answer.bytes.windows(3).any(|w| w == b"+OK"), "{}", answer.show());
+    }
+    let mut s = connect(kvik.port);
+    assert_eq!(call(&mut s, &[b"EXISTS", b"ssrf"]), b":0\r\n", "the body did not run");
+    let (status, stderr) = {
+        s.write_all(b"SHUTDOWN NOSAVE\r\n").expect("send");
+        kvik.wait_exit()
+    };
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(stderr.matches("Possible SECURITY ATTACK detected").count(), 1, "logged once a minute: {stderr}");
+}
+
+#[test]
 fn protected_mode_refuses_remote_clients_without_password() {
     let Some(ip) = non_loopback_address() else {
         eprintln!("protected mode: skipped, this machine has no non-loopback address");

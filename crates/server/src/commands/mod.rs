@@ -18,7 +18,7 @@
 //! for the session (RESP2, RESP3 or RESPB) at the moment the reply is written;
 //! that is what lets `HELLO 3` answer in RESP3 after switching the session.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use kvik_protocol::commands::{
     by_id, id, lookup, lookup_subcommand, CommandFlags, CommandId, CommandSpec, COMMAND_COUNT,
@@ -512,6 +512,13 @@ fn execute_checked<T: ReplyTarget>(
         target.reply(session, |s| s.simple(b"OK"));
         return Outcome::Close;
     }
+    // An HTTP request sent to the port (a browser led there by a hostile
+    // page) must not run the commands in its body: Redis drops the client
+    // at the request line or a Host header, without a reply.
+    if name.eq_ignore_ascii_case(b"post") || name.eq_ignore_ascii_case(b"host:") {
+        cross_protocol_warning();
+        return Outcome::Close;
+    }
     // A RESPB frame's opcode named the command already. A command of the
     // table that kvik does not run (no subcommand of it either) reads as
     // unknown, before its arity or subcommand is looked at.
@@ -626,6 +633,24 @@ fn run_checked<T: ReplyTarget>(
     let usec = started.elapsed_us();
     after_command(state, req, session, spec, failed, usec, changes);
     outcome
+}
+
+/// Log, at most once a minute as Redis does, that a client looked like an
+/// HTTP request.
+#[cold]
+fn cross_protocol_warning() {
+    static LAST_MS: AtomicI64 = AtomicI64::new(i64::MIN);
+    let now = crate::keyspace::now_ms();
+    let last = LAST_MS.load(Ordering::Relaxed);
+    if now.saturating_sub(last) >= 60_000
+        && LAST_MS.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+    {
+        eprintln!(
+            "kvik-server: Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: \
+             commands to Redis. This is likely due to an attacker attempting to use Cross Protocol Scripting to \
+             compromise your Redis instance. Connection aborted."
+        );
+    }
 }
 
 /// Redis's reply to DEBUG while `enable-debug-command` does not allow it.
