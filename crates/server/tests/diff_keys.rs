@@ -414,16 +414,43 @@ fn active_expiry_removes_keys_nobody_reads() {
     }
 }
 
-/// DUMP's payload restores the value, its TTL and its idle time.
-#[test]
-fn dump_and_restore_round_trip() {
-    let kvik = start_kvik();
-    let reply = send(kvik.port, b"FLUSHALL\r\nSET k hello\r\nDUMP k\r\n");
+/// The payload of `DUMP key` after `setup`, sent to kvik at `port`.
+fn dump_payload(port: u16, setup: &[u8]) -> Vec<u8> {
+    let mut request = setup.to_vec();
+    request.extend_from_slice(b"DUMP k\r\n");
+    let reply = send(port, &request);
     let payload_start = reply.iter().position(|&b| b == b'$').expect("a bulk reply");
     let header_end = payload_start + reply[payload_start..].windows(2).position(|w| w == b"\r\n").expect("a length");
     let len: usize =
         std::str::from_utf8(&reply[payload_start + 1..header_end]).expect("digits").parse().expect("a length");
-    let payload = reply[header_end + 2..header_end + 2 + len].to_vec();
+    reply[header_end + 2..header_end + 2 + len].to_vec()
+}
+
+/// kvik's payloads are not Redis's: redis-server must refuse them rather
+/// than restore them as something else.
+#[test]
+fn redis_refuses_kvik_payloads() {
+    let Some(redis) = common::start_redis_or_skip("redis_refuses_kvik_payloads") else { return };
+    let kvik = start_kvik();
+    let list: String = (0..1000).map(|i| format!(" item{i}")).collect();
+    for setup in [
+        "FLUSHALL\r\nSET k hello\r\n".to_string(),
+        "FLUSHALL\r\nHSET k f v g w\r\n".to_string(),
+        format!("FLUSHALL\r\nRPUSH k{list}\r\n"),
+        "FLUSHALL\r\nSADD k 1 2 3\r\nSADD k x\r\n".to_string(),
+        "FLUSHALL\r\nZADD k 1 a 2 b\r\n".to_string(),
+    ] {
+        let payload = dump_payload(kvik.port, setup.as_bytes());
+        let got = send(redis.port, &multibulk(&[b"RESTORE", b"k", b"0", &payload, b"REPLACE"]));
+        assert_eq!(got, b"-ERR DUMP payload version or checksum are wrong\r\n", "{setup:?}");
+    }
+}
+
+/// DUMP's payload restores the value, its TTL and its idle time.
+#[test]
+fn dump_and_restore_round_trip() {
+    let kvik = start_kvik();
+    let payload = dump_payload(kvik.port, b"FLUSHALL\r\nSET k hello\r\n");
 
     let mut req = multibulk(&[b"RESTORE", b"k", b"0", &payload]);
     req.extend(multibulk(&[b"RESTORE", b"k2", b"100000", &payload]));

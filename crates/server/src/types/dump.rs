@@ -39,7 +39,13 @@ use super::zset::ZSetValue;
 use super::{Value, ValueRef};
 
 /// Version written into payloads; RESTORE refuses any other.
-pub const FORMAT_VERSION: u16 = 1;
+///
+/// The footer has the shape of Redis's (version, then CRC-64), and Redis
+/// restores any payload whose version is not above its own RDB version and
+/// whose checksum holds, reading the body as RDB. So kvik writes the
+/// largest version there is: every Redis and Valkey refuses its payloads
+/// instead of restoring a kvik hash as something else.
+pub const FORMAT_VERSION: u16 = u16::MAX;
 
 /// Version and checksum bytes at the end of every payload.
 const FOOTER: usize = 10;
