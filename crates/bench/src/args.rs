@@ -373,6 +373,10 @@ kvik options:
 
 Tests: ping_inline ping_mbulk (or ping) set get incr lpush rpush lpop rpop sadd
 hset spop zadd zpopmin lrange_100 lrange_300 lrange_500 lrange_600 (or lrange) mset
+
+Error replies are counted in the reports (--csv: on stderr). A test whose every
+reply is an error fails the run (exit status 1) after its report, as does
+--respb against a server that does not speak RESPB.
 ";
 
 #[cfg(test)]

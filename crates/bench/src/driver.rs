@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 
 use kvik_client::{Address, ReadHalf, Stream, WriteHalf};
 use kvik_protocol::resp::command::write_command;
-use kvik_protocol::respb::{control_frame, encode_request, handshake, MUX_CREATE, VERSION};
+use kvik_protocol::respb::encode::write_passthrough;
+use kvik_protocol::respb::{control_frame, encode_request, handshake, HANDSHAKE_MAGIC, MUX_CREATE, VERSION};
 use tokio::io::AsyncWriteExt;
 
 use crate::args::{Config, Wire};
@@ -28,6 +29,10 @@ use crate::suite::{is_inline, Test};
 
 /// Longest wait for a connection and its setup.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest wait for the answer to [`probe_respb`]'s handshake.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Bytes of the first error reply kept for the report.
+pub const ERROR_TEXT_MAX: usize = 200;
 
 /// Where and how to connect.
 #[derive(Debug, Clone)]
@@ -87,6 +92,8 @@ pub struct Shared {
     pub finished: AtomicU64,
     /// Error replies so far.
     pub errors: AtomicU64,
+    /// The text of the first error reply (at most [`ERROR_TEXT_MAX`] bytes).
+    pub first_error: OnceLock<String>,
     /// Sum of recorded latencies (ns), for the progress line's averages.
     pub latency_sum: AtomicU64,
     /// Set when a connection failed: the others stop early.
@@ -104,6 +111,7 @@ impl Shared {
             issued: AtomicU64::new(0),
             finished: AtomicU64::new(0),
             errors: AtomicU64::new(0),
+            first_error: OnceLock::new(),
             latency_sum: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             started: OnceLock::new(),
@@ -118,6 +126,14 @@ impl Shared {
         }
         let before = self.issued.fetch_add(want as u64, Ordering::Relaxed);
         self.requests.saturating_sub(before).min(want as u64) as usize
+    }
+
+    /// Keep `text` when it is the run's first error reply. Only error
+    /// replies come here, and after the first one this is one atomic load.
+    fn note_error(&self, text: &[u8]) {
+        if self.first_error.get().is_none() {
+            let _ = self.first_error.set(String::from_utf8_lossy(&text[..text.len().min(ERROR_TEXT_MAX)]).into_owned());
+        }
     }
 
     /// Print a server error, at most once per second for the whole run (`-e`).
@@ -170,18 +186,159 @@ async fn connect(target: &Target, channels: usize) -> Result<Conn, String> {
     }
 }
 
+/// The message of the PING that follows [`probe_respb`]'s greeting. Redis
+/// and Valkey read the greeting as the start of an inline command, and its
+/// `00` flags byte ends the string their search for the line's newline
+/// looks at, so they would wait for the rest of that line for ever; past
+/// 64 KiB of it they answer `-ERR Protocol error: too big inline request`
+/// and close. The greeting and this PING together are just over that.
+const PROBE_PAD: usize = 64 * 1024;
+
+/// Check once, before a `--respb` run, that the server speaks RESPB: send
+/// the greeting and, on mux 0, a PING with a [`PROBE_PAD`]-byte message (a
+/// passthrough frame), then judge the first bytes of the answer. A server
+/// that speaks only RESP says so at once, rather than leaving every
+/// connection of the run waiting for a handshake answer that never comes;
+/// one that says nothing is given [`PROBE_TIMEOUT`].
+pub async fn probe_respb(target: &Target) -> Result<(), String> {
+    let could_not = |e: String| format!("Could not connect to the server at {}: {e}", target.name());
+    let stream = match tokio::time::timeout(CONNECT_TIMEOUT, Stream::connect(&target.address)).await {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => return Err(could_not(e.to_string())),
+        Err(_) => return Err(could_not("timed out".into())),
+    };
+    let (mut read, mut write) = stream.into_split();
+    let mut out = handshake::client_hello(VERSION).to_vec();
+    let pad = vec![b'x'; PROBE_PAD];
+    write_passthrough(&[&b"PING"[..], &pad], 0, &mut out);
+    let mut replies = Replies::new(false);
+    // The write goes on while the answer is read: a server may answer (and
+    // close) before it has read all of it.
+    let writing = write.write_all(&out);
+    tokio::pin!(writing);
+    let mut written = false;
+    let verdict = async {
+        loop {
+            if let Some(verdict) = judge_answer(replies.pending()) {
+                return verdict;
+            }
+            tokio::select! {
+                // A failed write (the server closed) is judged by what it sent.
+                _ = &mut writing, if !written => written = true,
+                got = replies.fill(&mut read) => {
+                    if !matches!(got, Ok(n) if n > 0) {
+                        return Err(closed_during_handshake(replies.pending()));
+                    }
+                }
+            }
+        }
+    };
+    let refused = |why: String| format!("The server at {} does not speak RESPB: {why}", target.name());
+    match tokio::time::timeout(PROBE_TIMEOUT, verdict).await {
+        Ok(Ok(())) => {}
+        Ok(Err(why)) => return Err(refused(why)),
+        Err(_) => {
+            return Err(refused(format!("it did not answer the RESPB handshake within {} s", PROBE_TIMEOUT.as_secs())))
+        }
+    }
+    // Accepted: read the PING's reply before closing, so the server is not
+    // left with a frame cut short; what it says does not matter (NOAUTH, say).
+    replies.consume(handshake::LEN);
+    replies.set_respb(true);
+    let rest = async {
+        loop {
+            if !matches!(replies.next_reply(), Ok(None)) {
+                return;
+            }
+            tokio::select! {
+                w = &mut writing, if !written => {
+                    written = true;
+                    if w.is_err() {
+                        return;
+                    }
+                }
+                got = replies.fill(&mut read) => {
+                    if !matches!(got, Ok(n) if n > 0) {
+                        return;
+                    }
+                }
+            }
+        }
+    };
+    let _ = tokio::time::timeout(PROBE_TIMEOUT, rest).await;
+    Ok(())
+}
+
+/// What the first bytes a server sent after the RESPB greeting say: `None`
+/// while they cannot tell yet, `Some(Ok(()))` when they accept it, and
+/// `Some(Err(why))` when they refuse it or are not RESPB at all (judged once
+/// their first line, or [`ANSWER_SHOWN`] bytes of it, is in).
+fn judge_answer(pending: &[u8]) -> Option<Result<(), String>> {
+    let prefix = pending.len().min(HANDSHAKE_MAGIC.len());
+    if pending[..prefix] == HANDSHAKE_MAGIC[..prefix] {
+        let answer: [u8; handshake::LEN] = pending.get(..handshake::LEN)?.try_into().ok()?;
+        if handshake::answer_accepts(&answer) {
+            return Some(Ok(()));
+        }
+        return Some(Err(format!("it refused RESPB version {VERSION} (answer {answer:02X?})")));
+    }
+    if memchr::memchr(b'\n', pending).is_some() || pending.len() >= ANSWER_SHOWN {
+        return Some(Err(format!("it answered the RESPB handshake with \"{}\"", shown(pending))));
+    }
+    None
+}
+
+/// Why a server that closed the connection during the RESPB handshake,
+/// having sent `pending`, refused it.
+fn closed_during_handshake(pending: &[u8]) -> String {
+    if pending.is_empty() {
+        "it closed the connection without answering the RESPB handshake".into()
+    } else {
+        format!("it answered the RESPB handshake with \"{}\" and closed the connection", shown(pending))
+    }
+}
+
+/// Most bytes of a server's answer quoted in a message.
+const ANSWER_SHOWN: usize = 128;
+
+/// The first line of `answer` (at most [`ANSWER_SHOWN`] bytes, without its
+/// line end) for a message: printable ASCII as it is, other bytes escaped.
+fn shown(answer: &[u8]) -> String {
+    let line = answer.split(|&b| b == b'\n').next().unwrap_or(answer);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let cut = &line[..line.len().min(ANSWER_SHOWN)];
+    let mut s = String::with_capacity(cut.len() + 8);
+    for &b in cut {
+        match b {
+            b'\\' => s.push_str("\\\\"),
+            b'"' => s.push_str("\\\""),
+            b'\r' => s.push_str("\\r"),
+            b'\t' => s.push_str("\\t"),
+            0x20..=0x7E => s.push(char::from(b)),
+            _ => s.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    if cut.len() < line.len() {
+        s.push_str("...");
+    }
+    s
+}
+
 impl Conn {
     async fn handshake(&mut self) -> Result<(), String> {
         self.write.write_all(&handshake::client_hello(VERSION)).await.map_err(|e| e.to_string())?;
-        while self.replies.pending().len() < handshake::LEN {
-            if self.replies.fill(&mut self.read).await.map_err(|e| e.to_string())? == 0 {
-                return Err("the server closed the connection during the RESPB handshake".into());
+        loop {
+            match judge_answer(self.replies.pending()) {
+                Some(Ok(())) => break,
+                Some(Err(why)) => return Err(format!("the server does not speak RESPB: {why}")),
+                None => {}
             }
-        }
-        let mut answer = [0u8; handshake::LEN];
-        answer.copy_from_slice(&self.replies.pending()[..handshake::LEN]);
-        if !handshake::answer_accepts(&answer) {
-            return Err(format!("the server refused the RESPB handshake (answer {answer:02X?})"));
+            if self.replies.fill(&mut self.read).await.map_err(|e| e.to_string())? == 0 {
+                return Err(format!(
+                    "the server does not speak RESPB: {}",
+                    closed_during_handshake(self.replies.pending())
+                ));
+            }
         }
         self.replies.consume(handshake::LEN);
         self.replies.set_respb(true);
@@ -380,8 +537,10 @@ impl Load<'_> {
             let latency = *c.latency.get_or_insert_with(|| arrived.duration_since(c.sent).as_nanos() as u64);
             if let Some(text) = reply.error {
                 c.errors += 1;
+                let text = replies.text(text);
+                self.shared.note_error(text);
                 if self.job.show_errors {
-                    self.shared.show_error(replies.text(text));
+                    self.shared.show_error(text);
                 }
             }
             c.pending -= 1;
@@ -406,5 +565,44 @@ fn received(got: std::io::Result<usize>) -> Result<(), String> {
         Ok(0) => Err("the server closed the connection".into()),
         Ok(_) => Ok(()),
         Err(e) => Err(format!("read failed: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_handshake_answer_is_judged_as_soon_as_it_can_be() {
+        assert_eq!(judge_answer(b""), None);
+        assert_eq!(judge_answer(&[0xD3]), None);
+        assert_eq!(judge_answer(&[0xD3, 0xC1, 1]), None);
+        assert_eq!(judge_answer(&[0xD3, 0xC1, 1, 0]), Some(Ok(())));
+        assert_eq!(judge_answer(&[0xD3, 0xC1, 1, 0, 0x80, 3]), Some(Ok(())));
+        assert_eq!(
+            judge_answer(&[0xD3, 0xC1, 0, 0]),
+            Some(Err("it refused RESPB version 1 (answer [D3, C1, 00, 00])".into()))
+        );
+        // A RESP answer is judged once its line is complete.
+        assert_eq!(judge_answer(b"-ERR Protocol error"), None);
+        assert_eq!(
+            judge_answer(b"-ERR Protocol error: too big inline request\r\n"),
+            Some(Err("it answered the RESPB handshake with \"-ERR Protocol error: too big inline request\"".into()))
+        );
+        let long = vec![b'x'; ANSWER_SHOWN];
+        assert!(matches!(judge_answer(&long), Some(Err(_))));
+    }
+
+    #[test]
+    fn answers_are_quoted_escaped_and_cut() {
+        assert_eq!(shown(b"-ERR \"x\" \\ y\r\nsecond line"), "-ERR \\\"x\\\" \\\\ y");
+        assert_eq!(shown(&[0xD3, 0x00, b'a', b'\t', b'\r', b'b']), "\\xd3\\x00a\\t\\rb");
+        let long = vec![b'y'; ANSWER_SHOWN + 1];
+        assert_eq!(shown(&long), format!("{}...", "y".repeat(ANSWER_SHOWN)));
+        assert_eq!(closed_during_handshake(b""), "it closed the connection without answering the RESPB handshake");
+        assert_eq!(
+            closed_during_handshake(b"-ERR bye"),
+            "it answered the RESPB handshake with \"-ERR bye\" and closed the connection"
+        );
     }
 }

@@ -1,4 +1,5 @@
 //! The `kvik-benchmark` binary: parse, check the server, run the tests, print.
+//! The run fails when a test got nothing but error replies.
 
 #![forbid(unsafe_code)]
 
@@ -6,7 +7,8 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use kvik_bench::args::{self, Config, Parsed};
+use kvik_bench::args::{self, Config, Parsed, Wire};
+use kvik_bench::driver::{probe_respb, Target};
 use kvik_bench::report::{self, HostConfig};
 use kvik_bench::runner::run_test;
 use kvik_bench::suite;
@@ -47,6 +49,9 @@ fn run(cfg: &Config) -> Result<(), String> {
     if host.is_none() {
         eprintln!("WARNING: Could not fetch server CONFIG");
     }
+    if cfg.wire == Wire::Respb {
+        check_respb(cfg)?;
+    }
     let progress = !cfg.quiet && !cfg.csv && !cfg.json && std::io::stderr().is_terminal();
     let tests = suite::tests(cfg);
     let mut out = std::io::stdout().lock();
@@ -54,8 +59,15 @@ fn run(cfg: &Config) -> Result<(), String> {
         write_out(&mut out, report::CSV_HEADER)?;
     }
     loop {
+        let mut only_errors = Vec::new();
         for test in &tests {
             let outcome = run_test(cfg, test, progress)?;
+            if outcome.all_errors() {
+                only_errors.push(report::all_errors(&outcome));
+            } else if cfg.csv && outcome.errors > 0 {
+                // The CSV columns are redis-benchmark's; the count goes to stderr.
+                eprintln!("{}: {}", outcome.title, report::errors(&outcome));
+            }
             let text = if cfg.json {
                 report::json(cfg, &outcome)
             } else if cfg.csv {
@@ -67,6 +79,9 @@ fn run(cfg: &Config) -> Result<(), String> {
             };
             write_out(&mut out, &text)?;
         }
+        if !only_errors.is_empty() {
+            return Err(only_errors.join("\n"));
+        }
         if !cfg.loop_forever || tests.is_empty() {
             return Ok(());
         }
@@ -75,6 +90,12 @@ fn run(cfg: &Config) -> Result<(), String> {
 
 fn write_out(out: &mut impl Write, text: &str) -> Result<(), String> {
     out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(|e| format!("cannot write the report: {e}"))
+}
+
+/// Before a `--respb` run: the server must speak RESPB (see [`probe_respb`]).
+fn check_respb(cfg: &Config) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    rt.block_on(probe_respb(&Target::from_config(cfg)))
 }
 
 /// `CONFIG GET save` and `appendonly`, as redis-benchmark shows them. A

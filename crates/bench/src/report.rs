@@ -1,5 +1,8 @@
 //! Output formats: redis-benchmark 7.0's full report, `-q` one-liners and
 //! `--csv` lines, byte for byte in layout; and `--json`, one object per test.
+//! Error replies, which redis-benchmark does not report, add a line to the
+//! full report's summary, a count to the `-q` line and `errors` and
+//! `first_error` to the JSON object; `--csv` keeps redis-benchmark's columns.
 
 use std::fmt::Write;
 
@@ -21,9 +24,52 @@ fn ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
 
-/// `-q`: `SET: 123456.79 requests per second, p50=0.123 msec`.
+/// `-q`: `SET: 123456.79 requests per second, p50=0.123 msec`, and
+/// `, 5 errors` at the end when there were error replies.
 pub fn quiet(o: &Outcome) -> String {
-    format!("{}: {:.2} requests per second, p50={:.3} msec\n", o.title, o.rps(), ms(o.latency.percentile(50.0)))
+    let mut s =
+        format!("{}: {:.2} requests per second, p50={:.3} msec", o.title, o.rps(), ms(o.latency.percentile(50.0)));
+    if o.errors > 0 {
+        let _ = write!(s, ", {}", count_errors(o.errors));
+    }
+    s.push('\n');
+    s
+}
+
+/// `1 error`, `5 errors`.
+fn count_errors(n: u64) -> String {
+    if n == 1 {
+        "1 error".into()
+    } else {
+        format!("{n} errors")
+    }
+}
+
+/// `5 errors (first: ERR unknown command ...)`, for a test with error replies.
+pub fn errors(o: &Outcome) -> String {
+    match &o.first_error {
+        Some(text) => format!("{} (first: {})", count_errors(o.errors), printable(text)),
+        None => count_errors(o.errors),
+    }
+}
+
+/// The line on stderr for a test whose every reply was an error.
+pub fn all_errors(o: &Outcome) -> String {
+    let first = o.first_error.as_deref().map(|t| format!(" (first: {})", printable(t))).unwrap_or_default();
+    format!("{}: every reply was an error, {} of {}{first}", o.title, o.errors, o.requests)
+}
+
+/// `text` with control characters escaped, so an error reply shows on one line.
+fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// One `--csv` line.
@@ -67,9 +113,6 @@ pub fn full(cfg: &Config, host: Option<&HostConfig>, o: &Outcome) -> String {
     if cfg.mux > 1 {
         let _ = writeln!(s, "  mux: {} channels per connection, {} connections", cfg.mux, cfg.connections());
     }
-    if o.errors > 0 {
-        let _ = writeln!(s, "  error replies: {}", o.errors);
-    }
     s.push_str("\nLatency by percentile distribution:\n");
     for (pct, v, cum) in h.percentile_ladder() {
         let _ = writeln!(s, "{pct:.3}% <= {:.p$} milliseconds (cumulative count {cum})", ms(v));
@@ -80,6 +123,9 @@ pub fn full(cfg: &Config, host: Option<&HostConfig>, o: &Outcome) -> String {
     }
     s.push_str("\nSummary:\n");
     let _ = writeln!(s, "  throughput summary: {:.2} requests per second", o.rps());
+    if o.errors > 0 {
+        let _ = writeln!(s, "  {}", errors(o));
+    }
     s.push_str("  latency summary (msec):\n");
     let _ = writeln!(s, "    {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}", "avg", "min", "p50", "p95", "p99", "max");
     let values = [
@@ -137,7 +183,7 @@ pub fn json(cfg: &Config, o: &Outcome) -> String {
             "{{\"name\":{},\"requests\":{},\"errors\":{},\"seconds\":{},\"rps\":{},",
             "\"latency_ms\":{{\"avg\":{},\"min\":{},\"p50\":{},\"p95\":{},\"p99\":{},\"p99.9\":{},\"max\":{}}},",
             "\"clients\":{},\"connections\":{},\"pipeline\":{},\"protocol\":{},\"mux\":{},\"threads\":{},",
-            "\"data_size\":{},\"keepalive\":{}}}\n"
+            "\"data_size\":{},\"keepalive\":{},\"first_error\":{}}}\n"
         ),
         json_str(&o.title),
         o.requests,
@@ -159,6 +205,7 @@ pub fn json(cfg: &Config, o: &Outcome) -> String {
         cfg.threads,
         cfg.data_size,
         cfg.keepalive,
+        o.first_error.as_deref().map_or_else(|| "null".into(), json_str),
     )
 }
 
@@ -172,7 +219,7 @@ mod tests {
         for v in 1..=100u64 {
             h.record(v * 10_000); // 0.01 .. 1.00 ms; percentiles report their bucket's top
         }
-        Outcome { title: "SET".into(), requests: 100, errors: 0, seconds: 0.5, latency: h }
+        Outcome { title: "SET".into(), requests: 100, errors: 0, first_error: None, seconds: 0.5, latency: h }
     }
 
     #[test]
@@ -239,7 +286,40 @@ mod tests {
         ));
         assert!(line.contains("\"p99.9\":1.000000"));
         assert!(line.contains("\"pipeline\":16,\"protocol\":\"resp2\",\"mux\":1"));
+        assert!(line.ends_with(",\"keepalive\":true,\"first_error\":null}\n"), "{line}");
         let inf = Outcome { seconds: 0.0, ..outcome() };
         assert!(json(&cfg, &inf).contains("\"rps\":null"));
+    }
+
+    fn failed() -> Outcome {
+        Outcome { errors: 100, first_error: Some("ERR unknown command 'X'\r\n".into()), ..outcome() }
+    }
+
+    #[test]
+    fn error_replies_are_reported_in_every_format_but_csv() {
+        let text = full(&Config::default(), None, &failed());
+        let lines: Vec<&str> = text.lines().collect();
+        let n = lines.len();
+        assert_eq!(lines[n - 5], "  throughput summary: 200.00 requests per second");
+        assert_eq!(lines[n - 4], "  100 errors (first: ERR unknown command 'X'\\r\\n)");
+        assert!(!full(&Config::default(), None, &outcome()).contains("error"));
+        assert_eq!(quiet(&failed()), "SET: 200.00 requests per second, p50=0.502 msec, 100 errors\n");
+        let one = Outcome { errors: 1, first_error: None, ..outcome() };
+        assert!(quiet(&one).ends_with(", 1 error\n"));
+        assert_eq!(errors(&one), "1 error");
+        let line = json(&Config::default(), &failed());
+        assert!(line.contains("\"requests\":100,\"errors\":100,"), "{line}");
+        assert!(line.ends_with(",\"first_error\":\"ERR unknown command 'X'\\r\\n\"}\n"), "{line}");
+        assert_eq!(csv(&failed()), csv(&outcome()));
+    }
+
+    #[test]
+    fn a_test_of_errors_only_is_named_with_its_first_error() {
+        assert_eq!(
+            all_errors(&failed()),
+            "SET: every reply was an error, 100 of 100 (first: ERR unknown command 'X'\\r\\n)"
+        );
+        let bare = Outcome { first_error: None, ..failed() };
+        assert_eq!(all_errors(&bare), "SET: every reply was an error, 100 of 100");
     }
 }

@@ -31,6 +31,8 @@ pub struct Outcome {
     pub requests: u64,
     /// Error replies among them.
     pub errors: u64,
+    /// The text of the first error reply, when there was one.
+    pub first_error: Option<String>,
     /// From the moment all connections were ready to the last reply.
     pub seconds: f64,
     pub latency: Histogram,
@@ -44,6 +46,12 @@ impl Outcome {
         } else {
             f64::INFINITY
         }
+    }
+
+    /// True when replies came and every one was an error: the test measured
+    /// nothing but the server's refusal.
+    pub fn all_errors(&self) -> bool {
+        self.requests > 0 && self.errors >= self.requests
     }
 }
 
@@ -93,6 +101,7 @@ pub fn run_test(cfg: &Config, test: &Test, progress: bool) -> Result<Outcome, St
         title: test.title.clone(),
         requests: shared.finished.load(Ordering::Relaxed),
         errors: shared.errors.load(Ordering::Relaxed),
+        first_error: shared.first_error.get().cloned(),
         seconds: ended.duration_since(started).as_secs_f64(),
         latency,
     })
@@ -250,9 +259,31 @@ mod tests {
 
     #[test]
     fn rps_of_an_instant_run_is_infinite() {
-        let o = Outcome { title: "x".into(), requests: 5, errors: 0, seconds: 0.0, latency: Histogram::new() };
+        let o = Outcome {
+            title: "x".into(),
+            requests: 5,
+            errors: 0,
+            first_error: None,
+            seconds: 0.0,
+            latency: Histogram::new(),
+        };
         assert!(o.rps().is_infinite());
         let o = Outcome { seconds: 0.5, ..o };
         assert_eq!(o.rps(), 10.0);
+    }
+
+    #[test]
+    fn all_errors_needs_every_reply_to_be_one() {
+        let o = Outcome {
+            title: "x".into(),
+            requests: 5,
+            errors: 5,
+            first_error: Some("ERR no".into()),
+            seconds: 0.5,
+            latency: Histogram::new(),
+        };
+        assert!(o.all_errors());
+        assert!(!Outcome { errors: 4, ..o.clone() }.all_errors());
+        assert!(!Outcome { requests: 0, errors: 0, first_error: None, ..o }.all_errors());
     }
 }

@@ -209,9 +209,13 @@ fn error_replies_are_counted() {
     let mut s = start(&[]);
     s.cmd(&["SET", "text", "abc"]);
     for mode in MODES {
-        let out = s.bench_ok(&refs(&with(mode, &["-n", "40", "-c", "2", "--json", "incr", "text"])));
-        let o: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        // Every reply an error: the report still comes, and the run fails.
+        let out = s.bench(&refs(&with(mode, &["-n", "40", "-c", "2", "--json", "incr", "text"])));
+        assert_eq!(out.status.code(), Some(1), "{mode:?}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let o: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
         assert_eq!((o["requests"].as_u64(), o["errors"].as_u64()), (Some(40), Some(40)), "{mode:?}");
+        assert_eq!(o["first_error"], "ERR value is not an integer or out of range", "{mode:?}");
     }
     let out = s.bench(&["-n", "3", "-c", "1", "-e", "-q", "incr", "text"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("Error from server: ERR value is not an integer"));
