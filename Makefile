@@ -20,13 +20,23 @@ ifdef CI
 export CARGO_INCREMENTAL = 0
 endif
 
-.PHONY: run test deps cargo redis-server fmt lint bench bench-protocol bench-server bench-respb bench-mux bench-keyspace fuzz
+.PHONY: run release test deps cargo redis-server fmt lint bench bench-protocol bench-server bench-respb bench-mux bench-keyspace fuzz
 
-## Build in release mode with profile-guided optimization (build/pgo.sh; the
-## first build takes about 7 minutes, PGO=0 for the plain release build) and
-## serve on 127.0.0.1:6379.
+## Build in release mode and serve on 127.0.0.1:6379 (kvik-server's defaults,
+## no configuration file). PGO=1 serves the profile-guided build instead
+## (build/pgo.sh; the first such build takes about 7 minutes).
 run: cargo
+ifeq ($(filter-out 0,$(PGO)),)
+	cargo build --release -p kvik-server
+	@exec "$(TARGET_DIR)/release/kvik-server"
+else
 	@bin=$$(build/pgo.sh) && exec "$$bin"
+endif
+
+## The profile-guided release build (build/pgo.sh), the one the benchmark
+## scripts use; prints the binary's path.
+release: cargo
+	@build/pgo.sh
 
 ## Install what is missing, then run the Rust and Python test suites.
 test: deps

@@ -124,8 +124,9 @@ cpu_ticks() {
 }
 
 # find_binaries: sets KVIK_BIN, BENCH_BIN and PROFILE, building release binaries
-# unless both are given: kvik-server as `make run` builds it (build/pgo.sh,
-# profile-guided unless PGO=0 or no llvm-profdata can be had).
+# unless both are given: kvik-server as `make release` and `make run PGO=1`
+# build it (build/pgo.sh, profile-guided unless PGO=0 or no llvm-profdata can
+# be had).
 find_binaries() {
     if [ -n "${KVIK_SERVER_BIN:-}" ] && [ -n "${KVIK_BENCHMARK_BIN:-}" ]; then
         KVIK_BIN=$KVIK_SERVER_BIN

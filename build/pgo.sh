@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The release kvik-server, built with profile-guided optimization (PGO).
+# The release kvik-server, built with profile-guided optimization (PGO):
+# `make release`, `make run PGO=1` and the benchmark scripts build it here.
 #
 # An instrumented build of the server first serves a training workload and
 # records which code ran and which way each branch went; the final build
@@ -25,7 +26,7 @@
 # on PATH as llvm-profdata-N or under /usr/lib/llvm-N/bin; on Debian the
 # package llvm-N is installed when it is missing. Without it, or when any
 # step fails, the plain release build is made instead and the reason is
-# printed: `make run` always gets a server.
+# printed: `make run PGO=1` always gets a server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
