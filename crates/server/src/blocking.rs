@@ -634,6 +634,13 @@ fn run_waiter(state: &ServerState, waiter: &Waiter, key: &[u8]) -> Vec<u8> {
     };
     commands::dispatch(waiter.cmd, &mut ctx);
     state.stats.record_changes(ctx.changes);
+    // A wait that ends in an error (NOGROUP for a destroyed group) is a
+    // failed call, as Redis counts it when the client is unblocked.
+    if ctx.failed {
+        if let Some(stat) = state.stats.command(waiter.cmd) {
+            stat.failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
     drop(clock);
     SERVING.with(|s| *s.borrow_mut() = None);
     out

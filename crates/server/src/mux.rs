@@ -202,6 +202,7 @@ pub struct Channels<'a> {
 
 impl Drop for Channels<'_> {
     fn drop(&mut self) {
+        self.state.pause.release_many(self.held);
         for ch in self.map.values() {
             if ch.blocked.is_some() {
                 self.state.blocking.abandon(ch.session.id);
@@ -313,6 +314,7 @@ impl<'a> Channels<'a> {
         }
         if ch.held {
             self.held -= 1;
+            self.state.pause.release_many(1);
         }
         self.queued_bytes -= ch.queue.iter().map(|(_, n)| n).sum::<usize>();
         self.busy.retain(|&m| m != mux);
@@ -351,6 +353,7 @@ impl<'a> Channels<'a> {
             if !ch.held {
                 ch.held = true;
                 self.held += 1;
+                self.state.pause.hold_many(1);
             }
         }
     }
@@ -539,8 +542,10 @@ impl<'a> Channels<'a> {
             ch.held = held;
             if held {
                 self.held += 1;
+                self.state.pause.hold_many(1);
             } else {
                 self.held -= 1;
+                self.state.pause.release_many(1);
             }
         }
         if held {

@@ -11,8 +11,13 @@
 //! the ones that may write or be propagated (write commands, and those Redis
 //! marks as possibly replicated, such as EVAL and PUBLISH). Redis never
 //! pauses replicas; kvik has none.
+//!
+//! A client whose command waits counts as blocked (INFO `blocked_clients`),
+//! as Redis counts it. Keys do not expire while writes are paused: an
+//! expiry is a write (a deletion replicas and the AOF would see), so Redis
+//! holds it back too, and reads find such keys until the pause ends.
 
-use std::sync::atomic::{AtomicI64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -47,6 +52,17 @@ pub struct Pause {
     update: Mutex<()>,
     /// Wakes waiting commands when a pause ends early or changes.
     changed: Notify,
+    /// Clients (connections and RESPB channels) whose command waits now.
+    held: AtomicUsize,
+}
+
+/// Counts one client as held by a pause while it lives.
+pub struct Held<'p>(&'p Pause);
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.0.release();
+    }
 }
 
 impl Pause {
@@ -60,6 +76,7 @@ impl Pause {
         };
         self.mode.store(mode as u8, Ordering::Release);
         self.until_ms.store(until, Ordering::Release);
+        crate::keyspace::pause_expiry(until);
         self.changed.notify_waiters();
     }
 
@@ -67,6 +84,7 @@ impl Pause {
     pub fn end(&self) {
         let _update = self.update.lock().unwrap_or_else(|e| e.into_inner());
         self.until_ms.store(0, Ordering::Release);
+        crate::keyspace::pause_expiry(0);
         self.changed.notify_waiters();
     }
 
@@ -83,11 +101,42 @@ impl Pause {
         }
     }
 
-    /// Wait until no pause holds `spec` back (at once when none does).
+    /// Wait until no pause holds `spec` back (at once when none does),
+    /// counted as a held client meanwhile.
     pub async fn wait_for(&self, spec: &CommandSpec) {
+        if !self.mode().is_some_and(|mode| holds(mode, spec)) {
+            return;
+        }
+        let _held = self.hold();
         while self.mode().is_some_and(|mode| holds(mode, spec)) {
             self.next_change().await;
         }
+    }
+
+    /// Count a client as held until the guard goes.
+    pub fn hold(&self) -> Held<'_> {
+        self.held.fetch_add(1, Ordering::Relaxed);
+        Held(self)
+    }
+
+    /// Count `n` more clients as held (RESPB channels, which keep their own
+    /// count and give it back with [`Pause::release_many`]).
+    pub fn hold_many(&self, n: usize) {
+        self.held.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Stop counting `n` clients as held.
+    pub fn release_many(&self, n: usize) {
+        self.held.fetch_sub(n, Ordering::Relaxed);
+    }
+
+    fn release(&self) {
+        self.release_many(1);
+    }
+
+    /// Clients whose command waits for the pause now.
+    pub fn held_clients(&self) -> usize {
+        self.held.load(Ordering::Relaxed)
     }
 
     /// Wait until the pause in force ends (`CLIENT UNPAUSE` or its deadline)

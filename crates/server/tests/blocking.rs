@@ -634,3 +634,36 @@ fn timeouts_racing_with_pushes_lose_nothing() {
     let info = String::from_utf8_lossy(&call_text(&mut conn, &["INFO", "clients"])).into_owned();
     assert!(info.contains("blocked_clients:0\r\n"), "{info}");
 }
+
+/// XREADGROUP's counters after a wait that XGROUP DESTROY ends with
+/// -NOGROUP: `calls`, `rejected_calls` and `failed_calls` of commandstats.
+fn failed_wait_counters(port: u16) -> String {
+    let mut admin = connect(port);
+    call_text(&mut admin, &["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]);
+    call_text(&mut admin, &["CONFIG", "RESETSTAT"]);
+    let mut waiter = connect(port);
+    waiter
+        .write_all(&multibulk(&[b"XREADGROUP", b"GROUP", b"g", b"c", b"BLOCK", b"0", b"STREAMS", b"s", b">"]))
+        .expect("send");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !String::from_utf8_lossy(&call_text(&mut admin, &["INFO", "clients"])).contains("blocked_clients:1\r\n") {
+        assert!(Instant::now() < deadline, "the reader did not block");
+        thread::sleep(Duration::from_millis(10));
+    }
+    call_text(&mut admin, &["XGROUP", "DESTROY", "s", "g"]);
+    let reply = read_until(&mut waiter, reply_complete).bytes;
+    assert!(reply.starts_with(b"-NOGROUP"), "{}", reply.escape_ascii());
+    let stats = String::from_utf8_lossy(&call_text(&mut admin, &["INFO", "commandstats"])).into_owned();
+    let line = stats.lines().find(|l| l.starts_with("cmdstat_xreadgroup:")).unwrap_or_default().to_string();
+    line.split(',').filter(|f| f.contains("calls=") && !f.contains("usec")).collect::<Vec<_>>().join(",")
+}
+
+#[test]
+fn a_wait_ended_by_nogroup_is_a_failed_call() {
+    let kvik = start_kvik_with(&[]);
+    let ours = failed_wait_counters(kvik.port);
+    assert!(ours.contains("failed_calls=1"), "{ours}");
+    if let Some(redis) = start_redis_or_skip("a_wait_ended_by_nogroup_is_a_failed_call") {
+        assert_eq!(ours, failed_wait_counters(redis.port));
+    }
+}

@@ -131,3 +131,45 @@ fn a_waiting_client_does_not_stall_its_thread() {
     assert_eq!(call(&mut admin, &[b"CLIENT", b"UNPAUSE"]), b"+OK\r\n");
     assert_eq!(writer.join().expect("writer"), b"+OK\r\n");
 }
+
+/// Under a write pause a client held back counts in `blocked_clients`, and
+/// a key whose time is up reads as missing but is not deleted (an expiry is
+/// a write) until the pause ends: `DBSIZE` still counts it and no expiry is
+/// counted. Returns what was observed during and after the pause.
+fn held_clients_and_expiry(port: u16) -> Vec<String> {
+    let mut c = connect(port);
+    call(&mut c, &[b"SET", b"e", b"v", b"PX", b"100"]);
+    pause(port, b"WRITE", 60_000);
+    let writer = thread::spawn(move || {
+        let mut w = connect(port);
+        call(&mut w, &[b"SET", b"w", b"1"])
+    });
+    thread::sleep(Duration::from_millis(400));
+    let info = |c: &mut std::net::TcpStream, field: &str| {
+        let text = String::from_utf8_lossy(&call(c, &[b"INFO", b"everything"])).into_owned();
+        common::info_value(&text, field).trim().to_string()
+    };
+    let mut seen = vec![
+        info(&mut c, "blocked_clients"),
+        String::from_utf8_lossy(&call(&mut c, &[b"GET", b"e"])).into_owned(),
+        String::from_utf8_lossy(&call(&mut c, &[b"DBSIZE"])).into_owned(),
+        info(&mut c, "expired_keys"),
+    ];
+    assert_eq!(call(&mut c, &[b"CLIENT", b"UNPAUSE"]), b"+OK\r\n");
+    assert_eq!(writer.join().expect("writer"), b"+OK\r\n");
+    seen.push(info(&mut c, "blocked_clients"));
+    seen.push(String::from_utf8_lossy(&call(&mut c, &[b"GET", b"e"])).into_owned());
+    seen.push(String::from_utf8_lossy(&call(&mut c, &[b"DBSIZE"])).into_owned());
+    seen.push(info(&mut c, "expired_keys"));
+    seen
+}
+
+#[test]
+fn a_write_pause_counts_held_clients_and_holds_expiry_back() {
+    let kvik = start_kvik();
+    let ours = held_clients_and_expiry(kvik.port);
+    assert_eq!(ours, ["1", "$-1\r\n", ":1\r\n", "0", "0", "$-1\r\n", ":1\r\n", "1"]);
+    if let Some(redis) = redis() {
+        assert_eq!(ours, held_clients_and_expiry(redis.port));
+    }
+}

@@ -367,6 +367,9 @@ impl Db {
         let touch = matches!(how, Lookup::Read | Lookup::Write | Lookup::Change);
         let random = if touch { self.next_random() } else { 0 };
         let found = match self.table.find_entry(hash, |e| e.is_key(key)) {
+            // Gone for every reader; left in place while a pause holds
+            // deletions back.
+            Ok(found) if found.get().is_expired(now_ms) && super::expiry_paused(now_ms) => None,
             Ok(found) if found.get().is_expired(now_ms) => {
                 let (old, _) = found.remove();
                 self.used -= charge(&old).min(self.used);
@@ -695,6 +698,9 @@ impl Db {
     /// The active expiry cycle calls this with a small budget per shard, so it
     /// never holds a shard lock for long.
     pub fn remove_expired(&mut self, now_ms: i64, budget: usize) -> usize {
+        if super::expiry_paused(now_ms) {
+            return 0;
+        }
         let mut removed = 0;
         while removed < budget {
             let Some((at, key)) = self.deadlines.first() else { break };

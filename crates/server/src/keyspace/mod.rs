@@ -639,6 +639,23 @@ pub fn now_ms() -> i64 {
     COMMAND_TIME_MS.with(|t| t.get()).unwrap_or_else(wall_clock_ms)
 }
 
+/// Until when (Unix milliseconds) keys that expire are not deleted: a
+/// `CLIENT PAUSE` holds writes back, and deleting an expired key is one.
+/// Meanwhile lookups report such keys missing, without removing them, as
+/// Redis does. One per process, like the pause it follows.
+static EXPIRY_PAUSED_UNTIL_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+/// Hold back the deletion of expired keys until `until_ms` (0: no longer).
+pub fn pause_expiry(until_ms: i64) {
+    EXPIRY_PAUSED_UNTIL_MS.store(until_ms, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether expired keys are to stay in place at `now_ms`.
+pub fn expiry_paused(now_ms: i64) -> bool {
+    let until = EXPIRY_PAUSED_UNTIL_MS.load(std::sync::atomic::Ordering::Relaxed);
+    until != 0 && now_ms < until
+}
+
 /// The wall clock in Unix milliseconds.
 fn wall_clock_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
