@@ -12,6 +12,16 @@
 //! Anything unrecognised stops startup with a message naming it: a mistyped
 //! option silently ignored would leave a server running with a setting its
 //! operator did not ask for.
+//!
+//! Every option of Redis 7.0 is known, under each of its names, and falls
+//! into one of three classes ([`Support`]): kvik does what Redis does with
+//! it; kvik honours only its default and refuses any other value, saying
+//! why (persistence, TLS, replication, cluster mode, ACL files: features
+//! still to come); or it is a tuning knob whose value no client can
+//! observe (defragmentation, rehashing, the background-thread and fsync
+//! tuning of files kvik does not write yet), kept and reported, and named
+//! once in the startup log when it is set. `docs/config.md` lists the
+//! classes.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -51,6 +61,13 @@ pub enum Kind {
     KeyspaceEvents,
     /// `client-output-buffer-limit`: `class hard soft seconds` groups.
     OutputLimits,
+    /// `oom-score-adj-values`: three integers from -2000 to 2000.
+    OomScores,
+    /// `latency-tracking-info-percentiles`: numbers from 0 to 100.
+    Percentiles,
+    /// `shutdown-on-sigint` / `shutdown-on-sigterm`: `default`, or some of
+    /// `save`, `nosave`, `now`, `force`.
+    ShutdownFlags,
 }
 
 /// How an option may be changed once the server runs.
@@ -78,15 +95,31 @@ pub struct OptionSpec {
     pub default: &'static str,
     /// Whether `CONFIG SET` may change it.
     pub change: Change,
-    /// The one value kvik can honour, where the others ask for a feature it
-    /// does not have yet, with the reason they are refused.
-    pub only: Option<(&'static str, &'static str)>,
+    /// What kvik does with the option's values.
+    pub support: Support,
+}
+
+/// What kvik does with an option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Support {
+    /// What Redis does.
+    Full,
+    /// Only the default is honoured: another value asks for a feature kvik
+    /// does not have yet and is refused with this reason.
+    OnlyDefault(&'static str),
+    /// A tuning knob with no effect a client can observe in kvik: the value
+    /// is kept and reported, and the startup log names it when it is set.
+    NoEffect,
 }
 
 /// Why kvik refuses settings that ask for persistence: until it can write
 /// and load RDB and AOF files, accepting them would let a user believe
 /// their data survives a restart.
 const NO_PERSISTENCE: &str = "kvik does not persist data yet (no RDB snapshots or append-only file)";
+const NO_TLS: &str = "kvik does not support TLS yet";
+const NO_REPLICATION: &str = "kvik does not replicate yet";
+const NO_CLUSTER: &str = "kvik does not run in cluster mode yet";
+const NO_ACL: &str = "kvik has no ACL users yet";
 
 const INT_MAX: i64 = i32::MAX as i64;
 const INT_MIN: i64 = i32::MIN as i64;
@@ -94,19 +127,32 @@ const LONG_MAX: i64 = i64::MAX;
 const MIB: i64 = 1024 * 1024;
 
 const fn opt(name: &'static str, kind: Kind, default: &'static str, change: Change) -> OptionSpec {
-    OptionSpec { name, alias: None, kind, default, change, only: None }
+    OptionSpec { name, alias: None, kind, default, change, support: Support::Full }
 }
 
 /// A runtime option that also answers to its pre-7.0 `ziplist` name.
 const fn aliased(name: &'static str, alias: &'static str, kind: Kind, default: &'static str) -> OptionSpec {
-    OptionSpec { name, alias: Some(alias), kind, default, change: Change::Runtime, only: None }
+    OptionSpec { name, alias: Some(alias), kind, default, change: Change::Runtime, support: Support::Full }
+}
+
+/// `spec` under a second name as well (Redis's `slave-*` for `replica-*`).
+const fn alias(spec: OptionSpec, alias: &'static str) -> OptionSpec {
+    OptionSpec { alias: Some(alias), ..spec }
 }
 
 /// An option of which kvik honours only its default, refusing the other
 /// values for `why`.
 const fn only_default(spec: OptionSpec, why: &'static str) -> OptionSpec {
-    OptionSpec { only: Some((spec.default, why)), ..spec }
+    OptionSpec { support: Support::OnlyDefault(why), ..spec }
 }
+
+/// A tuning knob without an effect a client can observe in kvik.
+const fn knob(name: &'static str, kind: Kind, default: &'static str, change: Change) -> OptionSpec {
+    OptionSpec { name, alias: None, kind, default, change, support: Support::NoEffect }
+}
+
+const BOOL: Kind = Kind::Bool;
+const STR: Kind = Kind::Str;
 
 const fn int(min: i64, max: i64) -> Kind {
     Kind::Int { min, max }
@@ -130,13 +176,11 @@ pub const MAXMEMORY_POLICIES: &[&str] = &[
     "noeviction",
 ];
 
-/// Every option kvik knows, with Redis's defaults and ranges.
-///
-/// Options whose feature arrives later (persistence, the slow log)
-/// are accepted and reported already, so configuration files and tools that
-/// set them work today and keep working when the feature lands.
+/// Every option kvik knows, with Redis's defaults and ranges, and what kvik
+/// does with each ([`Support`]).
 pub const OPTIONS: &[OptionSpec] = &[
-    opt("port", int(0, 65535), "6379", Immutable),
+    // CONFIG SET rebinds (crate::listener::Rebind).
+    opt("port", int(0, 65535), "6379", Runtime),
     opt("bind", Kind::Bind, "127.0.0.1", Immutable),
     opt("unixsocket", Kind::Str, "", Immutable),
     opt("unixsocketperm", Kind::Octal, "0", Immutable),
@@ -146,7 +190,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         kind: int(1, 1024),
         default: "",
         change: Immutable,
-        only: None,
+        support: Support::Full,
     },
     opt("databases", int(1, INT_MAX), "16", Immutable),
     opt("timeout", int(0, INT_MAX), "0", Runtime),
@@ -170,33 +214,240 @@ pub const OPTIONS: &[OptionSpec] = &[
     opt("tracking-table-max-keys", int(0, LONG_MAX), "1000000", Runtime),
     aliased("hash-max-listpack-entries", "hash-max-ziplist-entries", int(0, LONG_MAX), "512"),
     aliased("hash-max-listpack-value", "hash-max-ziplist-value", int(0, LONG_MAX), "64"),
-    aliased("list-max-listpack-size", "list-max-ziplist-size", int(INT_MIN, INT_MAX), "-2"),
+    alias(knob("list-max-listpack-size", int(INT_MIN, INT_MAX), "-2", Runtime), "list-max-ziplist-size"),
     opt("set-max-intset-entries", int(0, LONG_MAX), "512", Runtime),
-    opt("set-max-listpack-entries", int(0, LONG_MAX), "128", Runtime),
-    opt("zset-max-listpack-entries", int(0, LONG_MAX), "128", Runtime),
-    opt("zset-max-listpack-value", int(0, LONG_MAX), "64", Runtime),
+    knob("set-max-listpack-entries", int(0, LONG_MAX), "128", Runtime),
+    aliased("zset-max-listpack-entries", "zset-max-ziplist-entries", int(0, LONG_MAX), "128"),
+    aliased("zset-max-listpack-value", "zset-max-ziplist-value", int(0, LONG_MAX), "64"),
     opt("hll-sparse-max-bytes", mem(0, LONG_MAX), "3000", Runtime),
     opt("stream-node-max-entries", int(0, LONG_MAX), "100", Runtime),
     opt("stream-node-max-bytes", mem(0, LONG_MAX), "4096", Runtime),
     opt("notify-keyspace-events", Kind::KeyspaceEvents, "", Runtime),
     only_default(opt("appendonly", Kind::Bool, "no", Runtime), NO_PERSISTENCE),
-    opt("appendfsync", Kind::Enum(&["everysec", "always", "no"]), "everysec", Runtime),
+    // Kept for when kvik writes an append-only file.
+    knob("appendfsync", Kind::Enum(&["everysec", "always", "no"]), "everysec", Runtime),
     // Redis saves every hour by default; kvik cannot, so it says it does not.
     only_default(opt("save", Kind::Save, "", Runtime), NO_PERSISTENCE),
     opt("dir", Kind::Str, ".", Protected),
-    opt("dbfilename", Kind::Str, "dump.rdb", Protected),
+    knob("dbfilename", Kind::Str, "dump.rdb", Protected),
     opt("loglevel", Kind::Enum(&["debug", "verbose", "notice", "warning"]), "notice", Runtime),
     opt("logfile", Kind::Str, "", Immutable),
     opt("slowlog-log-slower-than", int(-1, LONG_MAX), "10000", Runtime),
     opt("slowlog-max-len", int(0, LONG_MAX), "128", Runtime),
     opt("latency-monitor-threshold", int(0, LONG_MAX), "0", Runtime),
-    opt("hz", int(0, INT_MAX), "10", Runtime),
+    // Reported by INFO; kvik's timers do not follow it.
+    knob("hz", int(0, INT_MAX), "10", Runtime),
     opt("lfu-log-factor", int(0, INT_MAX), "10", Runtime),
     opt("lfu-decay-time", int(0, INT_MAX), "1", Runtime),
     // DEBUG can stall or crash the server, so Redis refuses it unless this
     // says `yes`, or `local` for clients on the same machine.
     opt("enable-debug-command", Kind::Enum(&["no", "yes", "local"]), "no", Immutable),
+    opt("tcp-backlog", int(0, INT_MAX), "511", Immutable),
+    // The process and its log.
+    opt("daemonize", BOOL, "no", Immutable),
+    opt("pidfile", STR, "", Immutable),
+    opt("supervised", Kind::Enum(&["upstart", "systemd", "auto", "no"]), "no", Immutable),
+    opt("syslog-enabled", BOOL, "no", Immutable),
+    opt("syslog-ident", STR, "redis", Immutable),
+    opt("syslog-facility", Kind::Enum(SYSLOG_FACILITY_NAMES), "local0", Immutable),
+    opt("oom-score-adj", Kind::Enum(&["no", "yes", "relative", "absolute"]), "no", Runtime),
+    opt("oom-score-adj-values", Kind::OomScores, "0 200 800", Runtime),
+    opt("shutdown-on-sigint", Kind::ShutdownFlags, "default", Runtime),
+    opt("shutdown-on-sigterm", Kind::ShutdownFlags, "default", Runtime),
+    opt("latency-tracking", BOOL, "yes", Runtime),
+    opt("latency-tracking-info-percentiles", Kind::Percentiles, "50 99 99.9", Runtime),
+    // Features still to come: only the default, which asks for none of them.
+    only_default(alias(opt("replicaof", STR, "", Immutable), "slaveof"), NO_REPLICATION),
+    only_default(opt("masterauth", STR, "", Runtime), NO_REPLICATION),
+    only_default(opt("masteruser", STR, "", Runtime), NO_REPLICATION),
+    only_default(
+        alias(opt("min-replicas-to-write", int(0, INT_MAX), "0", Runtime), "min-slaves-to-write"),
+        NO_REPLICATION,
+    ),
+    only_default(opt("cluster-enabled", BOOL, "no", Immutable), NO_CLUSTER),
+    only_default(opt("aclfile", STR, "", Immutable), NO_ACL),
+    only_default(opt("tls-port", int(0, 65535), "0", Immutable), NO_TLS),
+    only_default(opt("tls-cert-file", STR, "", Runtime), NO_TLS),
+    only_default(opt("tls-key-file", STR, "", Runtime), NO_TLS),
+    only_default(opt("tls-key-file-pass", STR, "", Runtime), NO_TLS),
+    only_default(opt("tls-client-cert-file", STR, "", Runtime), NO_TLS),
+    only_default(opt("tls-client-key-file", STR, "", Runtime), NO_TLS),
+    only_default(opt("tls-client-key-file-pass", STR, "", Runtime), NO_TLS),
+    only_default(opt("tls-dh-params-file", STR, "", Runtime), NO_TLS),
+    only_default(opt("tls-ca-cert-file", STR, "", Runtime), NO_TLS),
+    only_default(opt("tls-ca-cert-dir", STR, "", Runtime), NO_TLS),
+    only_default(opt("tls-protocols", STR, "", Runtime), NO_TLS),
+    only_default(opt("tls-ciphers", STR, "", Runtime), NO_TLS),
+    only_default(opt("tls-ciphersuites", STR, "", Runtime), NO_TLS),
+    only_default(opt("tls-auth-clients", Kind::Enum(&["no", "yes", "optional"]), "yes", Runtime), NO_TLS),
+    only_default(opt("tls-replication", BOOL, "no", Runtime), NO_TLS),
+    only_default(opt("tls-cluster", BOOL, "no", Runtime), NO_TLS),
+    only_default(opt("tls-prefer-server-ciphers", BOOL, "no", Runtime), NO_TLS),
+    only_default(opt("tls-session-caching", BOOL, "yes", Runtime), NO_TLS),
+    only_default(opt("tls-session-cache-size", int(0, INT_MAX), "20480", Runtime), NO_TLS),
+    only_default(opt("tls-session-cache-timeout", int(0, INT_MAX), "300", Runtime), NO_TLS),
+    only_default(opt("maxmemory-clients", STR, "0", Runtime), "kvik does not evict clients by their memory yet"),
+    only_default(opt("activedefrag", BOOL, "no", Runtime), "kvik has no active defragmentation"),
+    only_default(
+        opt("enable-module-command", Kind::Enum(&["no", "yes", "local"]), "no", Immutable),
+        "kvik does not load modules",
+    ),
+    only_default(
+        opt("enable-protected-configs", Kind::Enum(&["no", "yes", "local"]), "no", Immutable),
+        "kvik keeps dir and dbfilename fixed while it runs",
+    ),
+    // Tuning knobs: kept and reported, without an effect a client can see.
+    knob("active-defrag-cycle-max", int(1, 99), "25", Runtime),
+    knob("active-defrag-cycle-min", int(1, 99), "1", Runtime),
+    knob("active-defrag-ignore-bytes", mem(1, LONG_MAX), "104857600", Runtime),
+    knob("active-defrag-max-scan-fields", int(1, LONG_MAX), "1000", Runtime),
+    knob("active-defrag-threshold-lower", int(0, 1000), "10", Runtime),
+    knob("active-defrag-threshold-upper", int(0, 1000), "100", Runtime),
+    knob("active-expire-effort", int(1, 10), "1", Runtime),
+    knob("activerehashing", BOOL, "yes", Runtime),
+    knob("dynamic-hz", BOOL, "yes", Runtime),
+    knob("lazyfree-lazy-eviction", BOOL, "no", Runtime),
+    knob("lazyfree-lazy-expire", BOOL, "no", Runtime),
+    knob("lazyfree-lazy-server-del", BOOL, "no", Runtime),
+    knob("lazyfree-lazy-user-del", BOOL, "no", Runtime),
+    knob("lazyfree-lazy-user-flush", BOOL, "no", Runtime),
+    knob("list-compress-depth", int(0, INT_MAX), "0", Runtime),
+    knob("maxmemory-eviction-tenacity", int(0, 100), "10", Runtime),
+    knob("jemalloc-bg-thread", BOOL, "yes", Runtime),
+    knob("io-threads-do-reads", BOOL, "no", Immutable),
+    knob("disable-thp", BOOL, "yes", Immutable),
+    knob("always-show-logo", BOOL, "no", Immutable),
+    knob("set-proc-title", BOOL, "yes", Immutable),
+    knob("proc-title-template", STR, "{title} {listen-addr} {server-mode}", Runtime),
+    knob("crash-log-enabled", BOOL, "yes", Runtime),
+    knob("crash-memcheck-enabled", BOOL, "yes", Runtime),
+    knob("ignore-warnings", STR, "", Runtime),
+    knob("server_cpulist", STR, "", Immutable),
+    knob("bio_cpulist", STR, "", Immutable),
+    knob("aof_rewrite_cpulist", STR, "", Immutable),
+    knob("bgsave_cpulist", STR, "", Immutable),
+    knob("socket-mark-id", int(0, INT_MAX), "0", Runtime),
+    knob("bind-source-addr", STR, "", Runtime),
+    knob("shutdown-timeout", int(0, INT_MAX), "10", Runtime),
+    knob("propagation-error-behavior", Kind::Enum(&["ignore", "panic", "panic-on-replicas"]), "ignore", Runtime),
+    alias(knob("busy-reply-threshold", int(0, LONG_MAX), "5000", Runtime), "lua-time-limit"),
+    knob("acllog-max-len", int(0, LONG_MAX), "128", Runtime),
+    knob("acl-pubsub-default", Kind::Enum(&["allchannels", "resetchannels"]), "resetchannels", Runtime),
+    knob("sanitize-dump-payload", Kind::Enum(&["no", "yes", "clients"]), "no", Runtime),
+    // Of the files kvik does not write yet, as Redis has them without persistence.
+    knob("appendfilename", STR, "appendonly.aof", Immutable),
+    knob("appenddirname", STR, "appendonlydir", Immutable),
+    knob("aof-load-truncated", BOOL, "yes", Runtime),
+    knob("aof-use-rdb-preamble", BOOL, "yes", Runtime),
+    knob("aof-timestamp-enabled", BOOL, "no", Runtime),
+    knob("aof-rewrite-incremental-fsync", BOOL, "yes", Runtime),
+    knob("aof-disable-auto-gc", BOOL, "no", Runtime),
+    knob("auto-aof-rewrite-percentage", int(0, INT_MAX), "100", Runtime),
+    knob("auto-aof-rewrite-min-size", mem(0, LONG_MAX), "67108864", Runtime),
+    knob("no-appendfsync-on-rewrite", BOOL, "no", Runtime),
+    knob("rdbcompression", BOOL, "yes", Runtime),
+    knob("rdbchecksum", BOOL, "yes", Immutable),
+    knob("rdb-del-sync-files", BOOL, "no", Runtime),
+    knob("rdb-save-incremental-fsync", BOOL, "yes", Runtime),
+    knob("stop-writes-on-bgsave-error", BOOL, "yes", Runtime),
+    // Of replication, for when kvik is a replica.
+    knob("repl-backlog-size", mem(1, LONG_MAX), "1048576", Runtime),
+    knob("repl-backlog-ttl", int(0, INT_MAX), "3600", Runtime),
+    knob("repl-disable-tcp-nodelay", BOOL, "no", Runtime),
+    knob("repl-diskless-load", Kind::Enum(&["disabled", "on-empty-db", "swapdb"]), "disabled", Runtime),
+    knob("repl-diskless-sync", BOOL, "yes", Runtime),
+    knob("repl-diskless-sync-delay", int(0, INT_MAX), "5", Runtime),
+    knob("repl-diskless-sync-max-replicas", int(0, INT_MAX), "0", Runtime),
+    alias(knob("repl-ping-replica-period", int(1, INT_MAX), "10", Runtime), "repl-ping-slave-period"),
+    knob("repl-timeout", int(1, INT_MAX), "60", Runtime),
+    alias(knob("replica-announce-ip", STR, "", Runtime), "slave-announce-ip"),
+    alias(knob("replica-announce-port", int(0, 65535), "0", Runtime), "slave-announce-port"),
+    knob("replica-announced", BOOL, "yes", Runtime),
+    knob("replica-ignore-disk-write-errors", BOOL, "no", Runtime),
+    alias(knob("replica-ignore-maxmemory", BOOL, "yes", Runtime), "slave-ignore-maxmemory"),
+    alias(knob("replica-lazy-flush", BOOL, "no", Runtime), "slave-lazy-flush"),
+    alias(knob("replica-priority", int(0, INT_MAX), "100", Runtime), "slave-priority"),
+    alias(knob("replica-read-only", BOOL, "yes", Runtime), "slave-read-only"),
+    alias(knob("replica-serve-stale-data", BOOL, "yes", Runtime), "slave-serve-stale-data"),
+    alias(knob("min-replicas-max-lag", int(0, INT_MAX), "10", Runtime), "min-slaves-max-lag"),
+    // Of cluster mode, for when cluster-enabled can be yes.
+    knob("cluster-config-file", STR, "nodes.conf", Immutable),
+    knob("cluster-port", int(0, 65535), "0", Immutable),
+    knob("cluster-node-timeout", int(0, LONG_MAX), "15000", Runtime),
+    knob("cluster-migration-barrier", int(0, INT_MAX), "1", Runtime),
+    knob("cluster-allow-replica-migration", BOOL, "yes", Runtime),
+    knob("cluster-require-full-coverage", BOOL, "yes", Runtime),
+    knob("cluster-allow-reads-when-down", BOOL, "no", Runtime),
+    knob("cluster-allow-pubsubshard-when-down", BOOL, "yes", Runtime),
+    alias(knob("cluster-replica-no-failover", BOOL, "no", Runtime), "cluster-slave-no-failover"),
+    alias(knob("cluster-replica-validity-factor", int(0, INT_MAX), "10", Runtime), "cluster-slave-validity-factor"),
+    knob("cluster-announce-ip", STR, "", Runtime),
+    knob("cluster-announce-hostname", STR, "", Runtime),
+    knob("cluster-announce-port", int(0, 65535), "0", Runtime),
+    knob("cluster-announce-bus-port", int(0, 65535), "0", Runtime),
+    knob("cluster-announce-tls-port", int(0, 65535), "0", Runtime),
+    knob("cluster-link-sendbuf-limit", mem(0, LONG_MAX), "0", Runtime),
+    knob("cluster-preferred-endpoint-type", Kind::Enum(&["ip", "hostname", "unknown-endpoint"]), "ip", Runtime),
+    // Valkey 8.0's, so that its stock configuration file loads too.
+    knob("set-max-listpack-value", int(0, LONG_MAX), "64", Runtime),
+    knob("dual-channel-replication-enabled", BOOL, "no", Runtime),
+    // kvik's log never shows keys or values, which is what this asks for.
+    opt("hide-user-data-from-log", BOOL, "no", Runtime),
+    only_default(opt("locale-collate", STR, "", Runtime), "kvik compares strings byte by byte (the C locale)"),
 ];
+
+/// The names `syslog-facility` takes.
+const SYSLOG_FACILITY_NAMES: &[&str] =
+    &["user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"];
+
+/// `docs/config.md`: every option by what kvik does with it, rendered
+/// from [`OPTIONS`] so that the page cannot drift from the registry.
+pub fn options_page() -> String {
+    let mut out = String::from(
+        "# Configuration options\n\n\
+         Generated from the option registry (`crates/server/src/config.rs`) by\n\
+         `KVIK_WRITE_DOCS=1 cargo test -p kvik-server --lib options_page`; a test fails when it is stale.\n\n\
+         kvik knows every option of Redis 7.0, under each of its names. Each one is in one of\n\
+         three classes: kvik does what Redis does with it; kvik honours only its default and\n\
+         refuses other values, at startup and by `CONFIG SET`, with the reason; or it is a\n\
+         tuning knob whose value no client can observe in kvik, kept and reported by `CONFIG\n\
+         GET`, and named once in the startup log when it is set.\n",
+    );
+    type Section = (&'static str, fn(&Support) -> bool);
+    let sections: [Section; 3] = [
+        ("Honoured", |s| *s == Support::Full),
+        ("Only the default (other values refused)", |s| matches!(s, Support::OnlyDefault(_))),
+        ("Kept without effect", |s| *s == Support::NoEffect),
+    ];
+    for (title, wanted) in sections {
+        out.push_str(&format!("\n## {title}\n\n| option | default | `CONFIG SET` | note |\n|---|---|---|---|\n"));
+        let mut rows: Vec<&OptionSpec> = OPTIONS.iter().filter(|o| wanted(&o.support)).collect();
+        rows.sort_by_key(|o| o.name);
+        for o in rows {
+            let name = match o.alias {
+                Some(a) => format!("`{}` (`{a}`)", o.name),
+                None => format!("`{}`", o.name),
+            };
+            let default = match o.name {
+                "threads" => "the number of cores".to_string(),
+                "dir" => "the working directory".to_string(),
+                _ if o.default.is_empty() => "`\"\"`".to_string(),
+                _ => format!("`{}`", o.default),
+            };
+            let change = match o.change {
+                Change::Runtime => "yes",
+                Change::Immutable => "no",
+                Change::Protected => "no (protected)",
+            };
+            let note = match o.support {
+                Support::OnlyDefault(why) => why,
+                _ => "",
+            };
+            out.push_str(&format!("| {name} | {default} | {change} | {note} |\n"));
+        }
+    }
+    out
+}
 
 /// The option called `name` (or by its alias), without regard to case.
 pub fn find_option(name: &str) -> Option<usize> {
@@ -325,6 +576,26 @@ pub fn canonical(kind: Kind, value: &str) -> Result<String, InvalidValue> {
         },
         Kind::KeyspaceEvents => canonical_events(value),
         Kind::OutputLimits => output_limits(OPTIONS_OUTPUT_DEFAULT, value),
+        Kind::OomScores => {
+            let scores: Vec<i64> = value.split_ascii_whitespace().filter_map(|w| parse_i64(w.as_bytes())).collect();
+            if scores.len() != 3 || value.split_ascii_whitespace().count() != 3 {
+                return Err(invalid("Invalid oom-score-adj-values, should be 3 numbers between -2000 and 2000"));
+            }
+            if scores.iter().any(|n| !(-2000..=2000).contains(n)) {
+                return Err(invalid("Invalid oom-score-adj-values, elements must be between -2000 and 2000."));
+            }
+            Ok(scores.iter().map(i64::to_string).collect::<Vec<_>>().join(" "))
+        }
+        Kind::Percentiles => crate::histogram::canonical_percentiles(value).map_err(invalid),
+        Kind::ShutdownFlags => {
+            let words: Vec<String> = value.split_ascii_whitespace().map(str::to_ascii_lowercase).collect();
+            let known = ["save", "nosave", "now", "force"];
+            let ok = words == ["default"] || !words.is_empty() && words.iter().all(|w| known.contains(&w.as_str()));
+            if !ok || words.contains(&"save".to_string()) && words.contains(&"nosave".to_string()) {
+                return Err(invalid("argument(s) must be one of the following: default, save, nosave, now, force"));
+            }
+            Ok(words.join(" "))
+        }
     }
 }
 
@@ -531,6 +802,17 @@ impl Config {
         Ok(())
     }
 
+    /// The names of the tuning knobs ([`Support::NoEffect`]) set to other
+    /// than their defaults, for the startup log to name.
+    pub fn set_knobs(&self) -> Vec<&'static str> {
+        OPTIONS
+            .iter()
+            .enumerate()
+            .filter(|(i, o)| o.support == Support::NoEffect && self.value(*i) != o.default)
+            .map(|(_, o)| o.name)
+            .collect()
+    }
+
     /// Number of event-loop threads.
     pub fn threads(&self) -> usize {
         self.usize("threads").max(1)
@@ -564,10 +846,13 @@ impl Config {
         if spec.name == "dbfilename" && text.contains('/') {
             return Err(invalid("dbfilename can't be a path, just a filename"));
         }
-        if let Some((only, why)) = spec.only {
-            if text != only {
+        if let Support::OnlyDefault(why) = spec.support {
+            if text != spec.default {
                 return Err(invalid(why));
             }
+        }
+        if spec.kind == Kind::ShutdownFlags && text.split(' ').any(|w| w == "save") {
+            return Err(invalid(NO_PERSISTENCE));
         }
         if let Some(slot) = self.values.get_mut(index) {
             *slot = text;
@@ -607,7 +892,10 @@ impl Config {
     /// value's words as written, joined with spaces for multi-word options.
     fn set_startup(&mut self, option: &str, name: &str, words: &[String]) -> Result<(), ConfigError> {
         let index = find_option(name).ok_or_else(|| ConfigError::UnknownOption(option.to_string()))?;
-        let multi = matches!(OPTIONS[index].kind, Kind::Save | Kind::Bind | Kind::OutputLimits);
+        let multi = matches!(
+            OPTIONS[index].kind,
+            Kind::Save | Kind::Bind | Kind::OutputLimits | Kind::OomScores | Kind::Percentiles | Kind::ShutdownFlags
+        );
         if words.is_empty() || (!multi && words.len() != 1) {
             return Err(if words.is_empty() {
                 ConfigError::MissingValue(option.to_string())
@@ -697,13 +985,17 @@ impl Config {
         let mut save_seen = false;
         for (n, line) in text.lines().enumerate() {
             let file_error = |reason: String| ConfigError::File { path: shown.clone(), line: n + 1, reason };
-            let words = split_config_line(line).ok_or_else(|| file_error("unbalanced quotes".into()))?;
+            // As in Redis, a comment is a line whose first character after
+            // blanks is `#`; it is skipped before it is split into words, so
+            // its quotes need not balance.
+            let trimmed = line.trim_matches([' ', '\t', '\r', '\n']);
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                continue;
+            }
+            let words = split_config_line(trimmed).ok_or_else(|| file_error("unbalanced quotes".into()))?;
             let Some((name, values)) = words.split_first() else {
                 continue;
             };
-            if name.starts_with('#') {
-                continue;
-            }
             if name.eq_ignore_ascii_case("include") {
                 let [included] = values else {
                     return Err(file_error("include needs one file name".into()));
@@ -940,6 +1232,29 @@ mod tests {
         assert!(c.set_many(&[("save", "900 1")]).is_err());
         assert_eq!(c.get("appendonly"), "no");
         assert!(c.set_many(&[("save", ""), ("appendonly", "no")]).is_ok());
+    }
+
+    #[test]
+    fn options_page_is_current() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/config.md");
+        let text = options_page();
+        if std::env::var_os("KVIK_WRITE_DOCS").is_some() {
+            std::fs::write(&path, &text).unwrap();
+        }
+        let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            on_disk == text,
+            "docs/config.md is stale: run KVIK_WRITE_DOCS=1 cargo test -p kvik-server --lib options_page"
+        );
+    }
+
+    #[test]
+    fn every_name_is_unique() {
+        let mut names: Vec<&str> = OPTIONS.iter().flat_map(|o| std::iter::once(o.name).chain(o.alias)).collect();
+        let count = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), count, "an option name or alias is listed twice");
     }
 
     #[test]

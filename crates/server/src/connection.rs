@@ -411,7 +411,26 @@ impl<S: ClientStream> Conn<'_, S> {
     /// hard output limit, so the client must be closed without them.
     fn over_hard_limit(&self, pending: usize) -> bool {
         let hard = self.state.limits.output_limit().hard;
-        hard > 0 && pending as u64 > hard
+        let over = hard > 0 && pending as u64 > hard;
+        if over {
+            self.log_output_limit_close();
+        }
+        over
+    }
+
+    /// The warning Redis logs for a client closed for its output buffer.
+    #[cold]
+    fn log_output_limit_close(&self) {
+        static LIMIT: crate::log::RateLimit = crate::log::RateLimit::per(1000);
+        if LIMIT.allow() {
+            crate::log!(
+                Warning,
+                "Client addr={} laddr={} fd={} closed for overcoming of output buffer limits.",
+                self.peer.addr,
+                self.peer.laddr,
+                self.peer.fd
+            );
+        }
     }
 
     /// Send replies, closing (with an error) a client that stays above the
@@ -437,6 +456,9 @@ impl<S: ClientStream> Conn<'_, S> {
                 deadline = Some(deadline.map_or(stall, |d| d.min(stall)));
             }
             if deadline.is_some_and(|d| d <= now) {
+                if self.over_soft_since.is_some() {
+                    self.log_output_limit_close();
+                }
                 return Err(io::Error::other("output buffer limit reached"));
             }
             let wait = async {

@@ -3,6 +3,8 @@
 //!
 //! Layers, outside in:
 //! - [`config`]: the option registry, redis.conf files and `--name value` flags;
+//! - [`supervision`]: daemonizing, the pid file, supervisors, the OOM score;
+//!   [`log`]: the server log in Redis's format;
 //! - [`listener`]: listening sockets, one event loop per thread, and the
 //!   acceptor that hands connections to the loops in turn;
 //! - [`connection`]: one client connection: read buffer, protocol detection,
@@ -25,11 +27,14 @@ pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod connection;
+pub mod histogram;
 pub mod id_map;
 pub mod inline_list;
 pub mod instant_metrics;
 pub mod keyspace;
+pub mod latency;
 pub mod listener;
+pub mod log;
 pub mod mux;
 pub mod net_meter;
 pub mod pause;
@@ -41,6 +46,7 @@ pub mod signal;
 pub mod stat_lanes;
 pub mod state;
 pub mod stats;
+pub mod supervision;
 pub mod tracking;
 pub mod transaction;
 pub mod types;

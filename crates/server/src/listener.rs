@@ -31,13 +31,11 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::sync::mpsc;
 
+use crate::config::Config;
 use crate::connection::{self, close_gracefully, ClientStream, Peer};
 use crate::keyspace::expire::ActiveExpiry;
 use crate::signal::Signal;
 use crate::state::ServerState;
-
-/// Backlog of the listening sockets, Redis's `tcp-backlog` default.
-const BACKLOG: i32 = 511;
 
 /// Reply to a client over `maxclients`.
 pub const MAX_CLIENTS_REACHED: &[u8] = b"-ERR max number of clients reached\r\n";
@@ -92,7 +90,9 @@ fn parse_bind(address: &str) -> Option<IpAddr> {
     }
 }
 
-fn bind_tcp(ip: IpAddr, port: u16) -> io::Result<std::net::TcpListener> {
+/// A listening socket on `ip` and `port`, with `backlog` (`tcp-backlog`)
+/// connections waiting to be accepted at most.
+fn bind_tcp(ip: IpAddr, port: u16, backlog: i32) -> io::Result<std::net::TcpListener> {
     let addr = SocketAddr::new(ip, port);
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
     socket.set_reuse_address(true)?;
@@ -101,9 +101,68 @@ fn bind_tcp(ip: IpAddr, port: u16) -> io::Result<std::net::TcpListener> {
         socket.set_only_v6(true)?;
     }
     socket.bind(&addr.into())?;
-    socket.listen(BACKLOG)?;
+    socket.listen(backlog)?;
     socket.set_nonblocking(true)?;
     Ok(socket.into())
+}
+
+/// Listening sockets opened by `CONFIG SET port`, handed to the acceptor,
+/// which drops the old ones and accepts on these from then on. Clients
+/// already connected stay.
+#[derive(Debug, Default)]
+pub struct Rebind {
+    next: std::sync::Mutex<Option<Vec<std::net::TcpListener>>>,
+    ready: tokio::sync::Notify,
+}
+
+impl Rebind {
+    /// Open listening sockets for `port` on every `bind` address of
+    /// `config`, for [`Rebind::hand_over`]; none for port 0.
+    pub fn open(config: &Config, port: u16) -> io::Result<Vec<std::net::TcpListener>> {
+        if port == 0 {
+            return Ok(Vec::new());
+        }
+        let backlog = i32::try_from(config.int("tcp-backlog")).unwrap_or(i32::MAX);
+        bind_all(&config.bind_addresses(), port, backlog)
+    }
+
+    /// Give the acceptor `listeners` in place of the ones it has.
+    pub fn hand_over(&self, listeners: Vec<std::net::TcpListener>) {
+        *self.next.lock().unwrap_or_else(|e| e.into_inner()) = Some(listeners);
+        self.ready.notify_one();
+    }
+
+    /// Wait for listeners handed over.
+    async fn take(&self) -> Vec<std::net::TcpListener> {
+        loop {
+            if let Some(listeners) = self.next.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                return listeners;
+            }
+            self.ready.notified().await;
+        }
+    }
+}
+
+/// Listening sockets on `port` for each of `addresses` (`-` before one
+/// that may be missing on this machine).
+fn bind_all(addresses: &[String], port: u16, backlog: i32) -> io::Result<Vec<std::net::TcpListener>> {
+    let mut tcp = Vec::new();
+    for address in addresses {
+        // A leading `-` marks an address that may be missing on this machine.
+        let (optional, address) = match address.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, address.as_str()),
+        };
+        let Some(ip) = parse_bind(address) else {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("invalid bind address '{address}'")));
+        };
+        match bind_tcp(ip, port, backlog) {
+            Ok(listener) => tcp.push(listener),
+            Err(_) if optional => {}
+            Err(e) => return Err(io::Error::new(e.kind(), format!("cannot listen on {address}:{port}: {e}"))),
+        }
+    }
+    Ok(tcp)
 }
 
 impl Server {
@@ -111,31 +170,18 @@ impl Server {
     /// separate from serving so that startup errors (address in use, bad
     /// address) are reported before anything runs.
     pub fn bind(state: Arc<ServerState>) -> io::Result<Server> {
-        let (port, addresses, unixsocket, perm) = {
+        let (port, addresses, unixsocket, perm, backlog) = {
             let config = state.config();
-            (config.port(), config.bind_addresses(), config.unixsocket().map(PathBuf::from), config.unixsocketperm())
+            let backlog = i32::try_from(config.int("tcp-backlog")).unwrap_or(i32::MAX);
+            (
+                config.port(),
+                config.bind_addresses(),
+                config.unixsocket().map(PathBuf::from),
+                config.unixsocketperm(),
+                backlog,
+            )
         };
-        let mut tcp = Vec::new();
-        if port != 0 {
-            for address in &addresses {
-                // A leading `-` marks an address that may be missing on this machine.
-                let (optional, address) = match address.strip_prefix('-') {
-                    Some(rest) => (true, rest),
-                    None => (false, address.as_str()),
-                };
-                let Some(ip) = parse_bind(address) else {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        format!("invalid bind address '{address}'"),
-                    ));
-                };
-                match bind_tcp(ip, port) {
-                    Ok(listener) => tcp.push(listener),
-                    Err(_) if optional => {}
-                    Err(e) => return Err(io::Error::new(e.kind(), format!("cannot listen on {address}:{port}: {e}"))),
-                }
-            }
-        }
+        let tcp = if port != 0 { bind_all(&addresses, port, backlog)? } else { Vec::new() };
         let unix = match unixsocket {
             Some(path) => {
                 // A socket file left by an earlier run would make bind fail.
@@ -217,7 +263,7 @@ fn run_loop(mut rx: mpsc::UnboundedReceiver<Incoming>, state: Arc<ServerState>) 
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("kvik-server: cannot start an event loop: {e}");
+            crate::log!(Warning, "Cannot start an event loop: {e}");
             return;
         }
     };
@@ -242,14 +288,14 @@ fn run_loop(mut rx: mpsc::UnboundedReceiver<Incoming>, state: Arc<ServerState>) 
                             let peer = Peer::tcp(&stream);
                             connection::serve(stream, &state, stop, peer).await
                         }
-                        Err(e) => eprintln!("kvik-server: cannot register a connection: {e}"),
+                        Err(e) => crate::log!(Warning, "Cannot register a connection: {e}"),
                     },
                     Incoming::Unix(s) => match UnixStream::from_std(s) {
                         Ok(stream) => {
                             let peer = Peer::unix(&stream);
                             connection::serve(stream, &state, stop, peer).await
                         }
-                        Err(e) => eprintln!("kvik-server: cannot register a connection: {e}"),
+                        Err(e) => crate::log!(Warning, "Cannot register a connection: {e}"),
                     },
                 }
                 state.connected.fetch_sub(1, Ordering::Relaxed);
@@ -299,17 +345,37 @@ async fn accept_all(
     let mut shutdown = state.shutdown_watch();
     local
         .run_until(async {
-            let accepting = async {
-                let tcp_tasks = tcp_listeners.iter().map(|l| accept_tcp(l, state, &dispatcher));
-                let unix_task = async {
-                    if let Some(l) = &unix_listener {
-                        accept_unix(l, state, &dispatcher).await;
+            let unix_task = async {
+                match &unix_listener {
+                    Some(l) => accept_unix(l, state, &dispatcher).await,
+                    None => std::future::pending().await,
+                }
+            };
+            // TCP accepting starts over on the sockets `CONFIG SET port`
+            // hands over; the old ones close as they are dropped.
+            let tcp_task = async {
+                loop {
+                    let next = if tcp_listeners.is_empty() {
+                        // Nothing to accept on (port 0) until a port is set again.
+                        state.rebind.take().await
+                    } else {
+                        tokio::select! {
+                            () = futures_join_all(tcp_listeners.iter().map(|l| accept_tcp(l, state, &dispatcher)).collect()) => continue,
+                            next = state.rebind.take() => next,
+                        }
+                    };
+                    tcp_listeners.clear();
+                    for l in next {
+                        match TcpListener::from_std(l) {
+                            Ok(l) => tcp_listeners.push(l),
+                            Err(e) => crate::log!(Warning, "Cannot listen on the new port: {e}"),
+                        }
                     }
-                };
-                tokio::join!(futures_join_all(tcp_tasks.collect()), unix_task);
+                }
             };
             let reason = tokio::select! {
-                _ = accepting => StopReason::Command,
+                () = tcp_task => StopReason::Command,
+                () = unix_task => StopReason::Command,
                 _ = sigterm.recv() => StopReason::Terminate,
                 _ = sigint.recv() => StopReason::Interrupt,
                 _ = shutdown.wait_for(|stop| *stop) => StopReason::Command,
@@ -350,8 +416,19 @@ async fn futures_join_all<F: std::future::Future<Output = ()>>(futures: Vec<F>) 
 /// Pause after a failed accept (out of file descriptors, say), so that a
 /// persistent failure does not spin; established clients keep being served.
 async fn accept_failed(e: &io::Error) {
-    eprintln!("kvik-server: accept failed: {e}");
+    static LIMIT: crate::log::RateLimit = crate::log::RateLimit::per(1000);
+    if LIMIT.allow() {
+        crate::log!(Warning, "Accepting client connection: {e}");
+    }
     tokio::time::sleep(Duration::from_millis(10)).await;
+}
+
+/// Log, at most once a second, that a client was turned away for `maxclients`.
+fn refused_over_maxclients() {
+    static LIMIT: crate::log::RateLimit = crate::log::RateLimit::per(1000);
+    if LIMIT.allow() {
+        crate::log!(Warning, "Refused a connection: the maxclients limit is reached");
+    }
 }
 
 /// Whether a new client is over `maxclients`; counts it in when it is not.
@@ -398,10 +475,15 @@ async fn accept_tcp(listener: &TcpListener, state: &ServerState, dispatcher: &Di
             (config.flag("protected-mode"), config.get("requirepass").is_empty(), config.int("tcp-keepalive"))
         };
         if protected && no_password && !is_loopback(peer.ip()) {
+            static LIMIT: crate::log::RateLimit = crate::log::RateLimit::per(1000);
+            if LIMIT.allow() {
+                crate::log!(Warning, "Refused a connection from {peer}: protected mode is on and no password is set");
+            }
             refuse(stream, PROTECTED_MODE_DENIED);
             continue;
         }
         if !admit(state) {
+            refused_over_maxclients();
             refuse(stream, MAX_CLIENTS_REACHED);
             continue;
         }
@@ -432,6 +514,7 @@ async fn accept_unix(listener: &UnixListener, state: &ServerState, dispatcher: &
             }
         };
         if !admit(state) {
+            refused_over_maxclients();
             refuse(stream, MAX_CLIENTS_REACHED);
             continue;
         }

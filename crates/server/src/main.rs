@@ -7,6 +7,7 @@ use std::sync::Arc;
 use kvik_server::config::Config;
 use kvik_server::listener::Server;
 use kvik_server::state::ServerState;
+use kvik_server::{log, supervision};
 use kvik_server::{KVIK_VERSION, REDIS_VERSION};
 
 /// What `--help` prints.
@@ -46,12 +47,40 @@ fn main() -> ExitCode {
         eprintln!("kvik-server: {e}");
         return ExitCode::from(1);
     }
+    // Before any thread exists: only the forking thread lives on in the child.
+    if let Err(e) = supervision::daemonize_if_asked(&config) {
+        eprintln!("kvik-server: cannot daemonize: {e}");
+        return ExitCode::from(1);
+    }
+    if let Err(e) = log::open(&config) {
+        eprintln!("kvik-server: {e}");
+        return ExitCode::from(1);
+    }
+    kvik_server::log!(Notice, "kvik is starting");
+    kvik_server::log!(
+        Notice,
+        "kvik version={KVIK_VERSION} (Redis {REDIS_VERSION} compatible), bits=64, pid={}, just started",
+        std::process::id()
+    );
+    match &file {
+        Some(path) => kvik_server::log!(Notice, "Configuration loaded from {}", path.display()),
+        None => kvik_server::log!(Notice, "No config file specified, using the default config."),
+    }
+    for name in config.set_knobs() {
+        kvik_server::log!(Notice, "Option '{name}' is kept but has no effect in kvik");
+    }
+    if let Err(e) = supervision::apply_oom_score(&config) {
+        kvik_server::log!(Warning, "{e}");
+    }
+    supervision::write_pidfile(&config);
     let threads = config.threads();
     let state = Arc::new(ServerState::new(config, file));
     let server = match Server::bind(Arc::clone(&state)) {
         Ok(server) => server,
         Err(e) => {
+            kvik_server::log!(Warning, "{e}");
             eprintln!("kvik-server: {e}");
+            supervision::remove_pidfile(&state.config());
             return ExitCode::from(1);
         }
     };
@@ -59,18 +88,19 @@ fn main() -> ExitCode {
     if let Some(path) = state.config().unixsocket() {
         listening.push(path.to_string());
     }
-    eprintln!(
-        "kvik-server {KVIK_VERSION} (Redis {REDIS_VERSION} compatible) listening on {}, threads={threads}, pid={}",
-        listening.join(" "),
-        std::process::id()
-    );
-    match server.serve() {
+    kvik_server::log!(Notice, "Running mode=standalone, threads={threads}, listening on {}", listening.join(" "));
+    kvik_server::log!(Notice, "Ready to accept connections");
+    supervision::notify_ready(&state.config());
+    let outcome = server.serve();
+    supervision::notify_stopping(&state.config());
+    supervision::remove_pidfile(&state.config());
+    match outcome {
         Ok(reason) => {
-            eprintln!("kvik-server: {}, shut down, bye", reason.describe());
+            kvik_server::log!(Notice, "{}, shut down, bye", reason.describe());
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("kvik-server: {e}");
+            kvik_server::log!(Warning, "{e}");
             ExitCode::from(1)
         }
     }

@@ -17,6 +17,12 @@
 //! Lanes only grow; `CONFIG RESETSTAT` records the sums at that moment as a
 //! baseline that later reports subtract, so a reset never races a thread's
 //! own updates.
+//!
+//! Each command's durations are counted in a [`crate::histogram`] of
+//! [`SLOTS`] slots (about 4 KiB), made in a lane the first time the lane
+//! counts a duration of that command: a server that runs a dozen kinds of
+//! command holds a dozen histograms per thread, not one for each of the
+//! hundreds of commands in the table.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,23 +31,34 @@ use std::thread::ThreadId;
 
 use kvik_protocol::commands::{CommandId, COMMAND_COUNT};
 
-/// Power-of-two duration slots per command: 1 µs up to about 18 minutes.
-pub const HISTOGRAM_SLOTS: usize = 31;
+use crate::histogram::{self, SLOTS};
 
 /// Most lanes of one's own; further threads share the last one.
 pub const MAX_LANES: usize = 64;
 
 /// One command's counters in one lane.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct LaneStat {
     calls: AtomicU64,
     usec: AtomicU64,
-    histogram: [AtomicU64; HISTOGRAM_SLOTS],
+    /// Durations by [`histogram::slot`], made on the first one counted.
+    histogram: OnceLock<Box<[AtomicU64]>>,
 }
 
-impl Default for LaneStat {
-    fn default() -> Self {
-        LaneStat { calls: AtomicU64::new(0), usec: AtomicU64::new(0), histogram: Default::default() }
+impl LaneStat {
+    /// The histogram, made now if this is its first duration.
+    #[inline]
+    fn histogram(&self) -> &[AtomicU64] {
+        match self.histogram.get() {
+            Some(h) => h,
+            None => self.new_histogram(),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn new_histogram(&self) -> &[AtomicU64] {
+        self.histogram.get_or_init(|| (0..SLOTS).map(|_| AtomicU64::new(0)).collect())
     }
 }
 
@@ -86,36 +103,35 @@ impl Lane {
 }
 
 /// One command's counts, summed over the lanes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CallTotals {
     /// Completed calls.
     pub calls: u64,
     /// Total microseconds spent in them.
     pub usec: u64,
-    /// Calls by duration: slot `k` counts calls of at most `2^k` microseconds
-    /// (and more than half that), for `LATENCY HISTOGRAM`.
-    pub histogram: [u64; HISTOGRAM_SLOTS],
-}
-
-impl Default for CallTotals {
-    fn default() -> Self {
-        CallTotals { calls: 0, usec: 0, histogram: [0; HISTOGRAM_SLOTS] }
-    }
+    /// Calls by duration, one count per [`histogram`] slot; empty when no
+    /// duration was counted (`latency-tracking no` counts calls without).
+    pub histogram: Vec<u64>,
 }
 
 impl CallTotals {
-    /// `(bucket upper bound in µs, calls up to it)` for every bucket where the
-    /// running total grows, as `LATENCY HISTOGRAM` lists them.
+    /// Calls whose duration was counted (what `LATENCY HISTOGRAM` calls
+    /// `calls`, as Redis reports its histogram's count).
+    pub fn tracked(&self) -> u64 {
+        histogram::total(&self.histogram)
+    }
+
+    /// `(bound in µs, calls up to it)` at every power of two of
+    /// microseconds where the running total grows, as `LATENCY HISTOGRAM`
+    /// lists them.
     pub fn cumulative(&self) -> Vec<(u64, u64)> {
-        let mut total = 0;
-        let mut out = Vec::new();
-        for (k, &n) in self.histogram.iter().enumerate() {
-            if n > 0 {
-                total += n;
-                out.push((1u64 << k, total));
-            }
-        }
-        out
+        histogram::cumulative_powers_of_two(&self.histogram)
+    }
+
+    /// The duration at `p` percent of the counted calls, in microseconds
+    /// (see [`histogram::percentile`]).
+    pub fn percentile(&self, p: f64) -> u64 {
+        histogram::percentile(&self.histogram, p)
     }
 
     fn minus(mut self, base: &CallTotals) -> CallTotals {
@@ -123,6 +139,9 @@ impl CallTotals {
         self.usec = self.usec.saturating_sub(base.usec);
         for (h, b) in self.histogram.iter_mut().zip(base.histogram.iter()) {
             *h = h.saturating_sub(*b);
+        }
+        if self.histogram.iter().all(|&n| n == 0) {
+            self.histogram = Vec::new();
         }
         self
     }
@@ -247,9 +266,10 @@ impl Lanes {
     }
 
     /// Count one completed call of `cmd` that took `usec` and made
-    /// `changes` changes (`rdb_changes_since_last_save`).
+    /// `changes` changes (`rdb_changes_since_last_save`), and its duration
+    /// in the command's histogram when `track`.
     #[inline]
-    pub fn record(&self, cmd: CommandId, usec: u64, changes: u64) {
+    pub fn record(&self, cmd: CommandId, usec: u64, changes: u64, track: bool) {
         self.with_mine(|lane| {
             lane.add(&lane.total_commands, 1);
             if changes != 0 {
@@ -258,9 +278,10 @@ impl Lanes {
             if let Some(stat) = lane.commands.get(cmd.index()) {
                 lane.add(&stat.calls, 1);
                 lane.add(&stat.usec, usec);
-                let slot = (usec.max(1).next_power_of_two().trailing_zeros() as usize).min(HISTOGRAM_SLOTS - 1);
-                if let Some(h) = stat.histogram.get(slot) {
-                    lane.add(h, 1);
+                if track {
+                    if let Some(h) = stat.histogram().get(histogram::slot(usec)) {
+                        lane.add(h, 1);
+                    }
                 }
             }
         });
@@ -332,8 +353,13 @@ impl Lanes {
             let Some(s) = lane.commands.get(cmd) else { continue };
             t.calls = t.calls.wrapping_add(s.calls.load(Ordering::Relaxed));
             t.usec = t.usec.wrapping_add(s.usec.load(Ordering::Relaxed));
-            for (sum, h) in t.histogram.iter_mut().zip(s.histogram.iter()) {
-                *sum = sum.wrapping_add(h.load(Ordering::Relaxed));
+            if let Some(h) = s.histogram.get() {
+                if t.histogram.is_empty() {
+                    t.histogram = vec![0; SLOTS];
+                }
+                for (sum, n) in t.histogram.iter_mut().zip(h.iter()) {
+                    *sum = sum.wrapping_add(n.load(Ordering::Relaxed));
+                }
             }
         }
         t
@@ -343,7 +369,10 @@ impl Lanes {
     pub fn command(&self, cmd: CommandId) -> CallTotals {
         let raw = self.raw(cmd.index());
         let baseline = self.baseline.lock().unwrap_or_else(|e| e.into_inner());
-        baseline.commands.get(cmd.index()).map_or(raw, |b| raw.minus(b))
+        match baseline.commands.get(cmd.index()) {
+            Some(b) => raw.minus(b),
+            None => raw,
+        }
     }
 
     /// Every command's counts since start or the last reset, by command index.
@@ -352,7 +381,10 @@ impl Lanes {
         (0..COMMAND_COUNT)
             .map(|i| {
                 let raw = self.raw(i);
-                baseline.commands.get(i).map_or(raw, |b| raw.minus(b))
+                match baseline.commands.get(i) {
+                    Some(b) => raw.minus(b),
+                    None => raw,
+                }
             })
             .collect()
     }
@@ -375,13 +407,13 @@ mod tests {
     #[test]
     fn threads_add_to_their_own_lanes_and_reports_sum_them() {
         let lanes = Arc::new(Lanes::default());
-        lanes.record(id::GET, 3, 0);
+        lanes.record(id::GET, 3, 0, true);
         let workers: Vec<_> = (0..3)
             .map(|_| {
                 let lanes = Arc::clone(&lanes);
                 std::thread::spawn(move || {
                     for _ in 0..1000 {
-                        lanes.record(id::SET, 1, 1);
+                        lanes.record(id::SET, 1, 1, true);
                     }
                 })
             })
@@ -402,16 +434,31 @@ mod tests {
     #[test]
     fn reset_starts_counts_from_zero_but_keeps_dirty() {
         let lanes = Lanes::default();
-        lanes.record(id::SET, 5, 1);
+        lanes.record(id::SET, 5, 1, true);
         lanes.reset();
         assert_eq!(lanes.total_commands(), 0);
         assert_eq!(lanes.command(id::SET), CallTotals::default());
         assert_eq!(lanes.dirty(), 1);
-        lanes.record(id::SET, 1000, 1);
+        lanes.record(id::SET, 1000, 1, true);
         let set = lanes.command(id::SET);
         assert_eq!((set.calls, set.usec, set.cumulative()), (1, 1000, vec![(1024, 1)]));
         assert_eq!(lanes.total_commands(), 1);
         assert_eq!(lanes.all()[id::SET.index()], set);
+    }
+
+    #[test]
+    fn durations_are_counted_only_while_tracked() {
+        let lanes = Lanes::default();
+        lanes.record(id::GET, 10, 0, false);
+        let get = lanes.command(id::GET);
+        assert_eq!((get.calls, get.tracked(), get.histogram.len()), (1, 0, 0), "no histogram made");
+        lanes.record(id::GET, 10, 0, true);
+        lanes.record(id::GET, 3000, 0, true);
+        let get = lanes.command(id::GET);
+        assert_eq!((get.calls, get.tracked()), (3, 2));
+        assert_eq!((get.percentile(50.0), get.percentile(99.0)), (10, 3072));
+        lanes.reset();
+        assert_eq!(lanes.command(id::GET), CallTotals::default());
     }
 
     #[test]
@@ -440,7 +487,7 @@ mod tests {
         let workers: Vec<_> = (0..MAX_LANES + 5)
             .map(|_| {
                 let lanes = Arc::clone(&lanes);
-                std::thread::spawn(move || lanes.record(id::PING, 1, 0))
+                std::thread::spawn(move || lanes.record(id::PING, 1, 0, true))
             })
             .collect();
         for w in workers {
@@ -453,9 +500,9 @@ mod tests {
     #[test]
     fn two_servers_on_one_thread_keep_their_own_counts() {
         let (a, b) = (Lanes::default(), Lanes::default());
-        a.record(id::GET, 1, 0);
-        b.record(id::GET, 1, 0);
-        a.record(id::GET, 1, 0);
+        a.record(id::GET, 1, 0, true);
+        b.record(id::GET, 1, 0, true);
+        a.record(id::GET, 1, 0, true);
         assert_eq!((a.total_commands(), b.total_commands()), (2, 1));
     }
 }

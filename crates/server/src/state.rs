@@ -1,7 +1,7 @@
 //! [`ServerState`]: what every connection of the server shares.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU16, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use tokio::sync::watch;
@@ -9,7 +9,7 @@ use tokio::sync::watch;
 use crate::blocking::Blocking;
 use crate::changes::{parse_flags, Hub};
 use crate::clients::ClientRegistry;
-use crate::config::{parse_output_limits, Config, OutputLimit};
+use crate::config::{find_option, parse_output_limits, Config, OutputLimit};
 use crate::keyspace::{Keyspace, Policy};
 use crate::pause::Pause;
 use crate::pubsub::PubSub;
@@ -57,6 +57,8 @@ pub struct ServerState {
     pub watches: Arc<WatchRegistry>,
     /// The TCP port the server listens on, for INFO.
     pub port: AtomicU16,
+    /// Listening sockets `CONFIG SET port` opened, for the acceptor to take.
+    pub rebind: crate::listener::Rebind,
     /// Set to true once the server is to stop; every loop watches it.
     shutdown: watch::Sender<bool>,
     /// The options connections read on every batch, copied out of `config`
@@ -100,6 +102,25 @@ pub struct ConnectionLimits {
     pub zset_max_listpack_value: AtomicUsize,
     /// `set-max-intset-entries`, read by every SADD.
     pub set_max_intset_entries: AtomicUsize,
+    /// `slowlog-log-slower-than` in microseconds (negative: the slow log is off).
+    pub slowlog_slower_than: AtomicI64,
+    /// `slowlog-max-len`.
+    pub slowlog_max_len: AtomicUsize,
+    /// `latency-monitor-threshold` in microseconds (0: the monitor is off).
+    pub latency_threshold_us: AtomicU64,
+    /// The shortest duration either of the two above wants to see
+    /// (`u64::MAX` when both are off): every command compares its duration
+    /// with this one number.
+    pub notable_us: AtomicU64,
+    /// `latency-tracking`: whether each command's duration goes into its
+    /// histogram.
+    pub latency_tracking: AtomicBool,
+}
+
+/// The value of option `name`, or `default` while the option is not in
+/// [`crate::config::OPTIONS`] (an option another change adds).
+fn option_or<'a>(config: &'a Config, name: &str, default: &'a str) -> &'a str {
+    find_option(name).map_or(default, |i| config.value(i))
 }
 
 impl ConnectionLimits {
@@ -121,6 +142,43 @@ impl ConnectionLimits {
         self.zset_max_listpack_entries.store(config.usize("zset-max-listpack-entries"), Ordering::Relaxed);
         self.zset_max_listpack_value.store(config.usize("zset-max-listpack-value"), Ordering::Relaxed);
         self.set_max_intset_entries.store(config.usize("set-max-intset-entries"), Ordering::Relaxed);
+        let slower_than = config.int("slowlog-log-slower-than");
+        let latency_us = u64::try_from(config.int("latency-monitor-threshold")).unwrap_or(0).saturating_mul(1000);
+        self.slowlog_slower_than.store(slower_than, Ordering::Relaxed);
+        self.slowlog_max_len.store(config.usize("slowlog-max-len"), Ordering::Relaxed);
+        self.latency_threshold_us.store(latency_us, Ordering::Relaxed);
+        let slowlog_us = u64::try_from(slower_than).unwrap_or(u64::MAX);
+        let monitor_us = if latency_us == 0 { u64::MAX } else { latency_us };
+        self.notable_us.store(slowlog_us.min(monitor_us), Ordering::Relaxed);
+        self.latency_tracking.store(option_or(config, "latency-tracking", "yes") == "yes", Ordering::Relaxed);
+    }
+
+    /// The shortest command duration, in microseconds, that the slow log
+    /// or the latency monitor records.
+    #[inline]
+    pub fn notable_us(&self) -> u64 {
+        self.notable_us.load(Ordering::Relaxed)
+    }
+
+    /// `slowlog-log-slower-than` now, in microseconds (negative: off).
+    pub fn slowlog_slower_than(&self) -> i64 {
+        self.slowlog_slower_than.load(Ordering::Relaxed)
+    }
+
+    /// `slowlog-max-len` now.
+    pub fn slowlog_max_len(&self) -> usize {
+        self.slowlog_max_len.load(Ordering::Relaxed)
+    }
+
+    /// `latency-monitor-threshold` now, in microseconds (0: off).
+    pub fn latency_threshold_us(&self) -> u64 {
+        self.latency_threshold_us.load(Ordering::Relaxed)
+    }
+
+    /// Whether command durations go into the histograms now.
+    #[inline]
+    pub fn latency_tracking(&self) -> bool {
+        self.latency_tracking.load(Ordering::Relaxed)
     }
 
     /// When hashes written now leave the small encoding.
@@ -234,6 +292,7 @@ impl ServerState {
             pubsub,
             watches: Arc::default(),
             port: AtomicU16::new(0),
+            rebind: crate::listener::Rebind::default(),
             shutdown: watch::Sender::new(false),
         }
     }
@@ -253,7 +312,21 @@ impl ServerState {
         load_pubsub_limit(&self.pubsub, &guard);
         self.tracking.set_max_keys(guard.usize("tracking-table-max-keys"));
         self.tracking.enforce_max_keys(&self.clients, self.pubsub.hard_limit());
+        // Redis trims the slow log after each command it offers the log, the
+        // CONFIG SET that lowered slowlog-max-len among them, unless the log is off.
+        if self.limits.slowlog_slower_than() >= 0 {
+            self.stats.trim_slowlog(self.limits.slowlog_max_len());
+        }
         result
+    }
+
+    /// The percentiles `INFO latencystats` reports
+    /// (`latency-tracking-info-percentiles`, Redis's `50 99 99.9` while the
+    /// option is not registered).
+    pub fn latency_percentiles(&self) -> Vec<f64> {
+        let config = self.config();
+        let value = option_or(&config, "latency-tracking-info-percentiles", "50 99 99.9");
+        crate::histogram::parse_percentiles(value).unwrap_or_default()
     }
 
     /// Free memory for a command when over `maxmemory`, by the configured

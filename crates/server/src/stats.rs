@@ -1,11 +1,17 @@
-//! Server-wide counters for `INFO`, `SLOWLOG` and `LASTSAVE`.
+//! Server-wide counters for `INFO`, `SLOWLOG`, `LATENCY` and `LASTSAVE`.
 //!
 //! Counters are atomics so that every connection thread updates them without
 //! a shared lock on the hot path; what every command adds to (commands run,
 //! writes, per-command calls and durations) is kept per thread
 //! ([`crate::stat_lanes`]) and summed when reported. Per-command counters
-//! are indexed by command id. Error counts and the slow log change rarely
-//! and use a mutex.
+//! are indexed by command id. Error counts, the slow log and the latency
+//! monitor ([`crate::latency`]) change rarely and use a mutex.
+//!
+//! The slow log follows `slowlog-log-slower-than` and `slowlog-max-len`,
+//! which the command path reads from [`crate::state::ConnectionLimits`]:
+//! a call is offered to the log only when it reached the threshold, so
+//! the mutex is taken for slow calls alone (for every call when the
+//! threshold is 0, which asks for exactly that).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -15,11 +21,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use kvik_protocol::commands::{CommandId, CommandSpec, COMMANDS};
 
 use crate::instant_metrics::{InstantMetrics, Rates, Totals};
+use crate::latency::LatencyMonitor;
 
-/// Redis's default `slowlog-log-slower-than`, in microseconds.
-pub const SLOWLOG_SLOWER_THAN_US: u64 = 10_000;
-/// Redis's default `slowlog-max-len`.
-pub const SLOWLOG_MAX_LEN: usize = 128;
 /// Most arguments a slow log entry keeps, as Redis.
 const SLOWLOG_MAX_ARGC: usize = 32;
 /// Longest argument a slow log entry keeps, as Redis.
@@ -36,10 +39,10 @@ pub struct CommandStat {
     pub failed: AtomicU64,
 }
 
-pub use crate::stat_lanes::{CallTotals, NetTotals, HISTOGRAM_SLOTS};
+pub use crate::stat_lanes::{CallTotals, NetTotals};
 
 /// One command's counters for the reports.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct CommandReport {
     /// Calls, time and durations.
     pub calls: CallTotals,
@@ -66,11 +69,13 @@ pub struct SlowEntry {
     pub name: Vec<u8>,
 }
 
-/// The slow log: newest entry first, bounded.
+/// The slow log: newest entry first, at most `slowlog-max-len` entries.
 #[derive(Debug, Default)]
 pub struct SlowLog {
     /// Entries, newest first.
     pub entries: VecDeque<SlowEntry>,
+    /// The id of the next entry: ids keep counting through `SLOWLOG RESET`
+    /// and through entries dropped at once by `slowlog-max-len 0`, as in Redis.
     next_id: u64,
 }
 
@@ -95,6 +100,7 @@ pub struct Stats {
     lanes: crate::stat_lanes::Lanes,
     errors: Mutex<BTreeMap<Vec<u8>, u64>>,
     slowlog: Mutex<SlowLog>,
+    latency: Mutex<LatencyMonitor>,
     /// Sampled rates for `INFO`'s instantaneous fields.
     instant: Mutex<InstantMetrics>,
 }
@@ -129,6 +135,7 @@ impl Default for Stats {
             lanes: crate::stat_lanes::Lanes::default(),
             errors: Mutex::new(BTreeMap::new()),
             slowlog: Mutex::new(SlowLog::default()),
+            latency: Mutex::new(LatencyMonitor::default()),
             instant: Mutex::new(InstantMetrics::new(0)),
         }
     }
@@ -155,10 +162,11 @@ impl Stats {
     }
 
     /// Count one completed call of `id` that took `usec` on this thread and
-    /// made `changes` changes (`rdb_changes_since_last_save`).
+    /// made `changes` changes (`rdb_changes_since_last_save`); its duration
+    /// goes into the command's histogram when `track` (`latency-tracking`).
     #[inline]
-    pub fn record_call(&self, id: CommandId, usec: u64, changes: u64) {
-        self.lanes.record(id, usec, changes);
+    pub fn record_call(&self, id: CommandId, usec: u64, changes: u64, track: bool) {
+        self.lanes.record(id, usec, changes, track);
     }
 
     /// Count changes made outside a command call (a blocked client served).
@@ -249,9 +257,23 @@ impl Stats {
         self.slowlog.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Record a call that took `usec`, if it was slow enough.
-    pub fn maybe_slow(&self, usec: u64, args: &mut dyn Iterator<Item = &[u8]>, argc: usize, addr: &str, name: &[u8]) {
-        if usec < SLOWLOG_SLOWER_THAN_US {
+    /// Add a call that took `usec` to the slow log, keeping the newest
+    /// `max_len` entries: the caller has checked it against
+    /// `slowlog-log-slower-than`. With `max_len` 0 the entry is dropped at
+    /// once but its id is spent, as in Redis.
+    pub fn log_slow(
+        &self,
+        usec: u64,
+        args: &mut dyn Iterator<Item = &[u8]>,
+        argc: usize,
+        addr: &str,
+        name: &[u8],
+        max_len: usize,
+    ) {
+        if max_len == 0 {
+            let mut log = self.slowlog();
+            log.next_id += 1;
+            log.entries.clear();
             return;
         }
         let mut kept = Vec::new();
@@ -280,6 +302,30 @@ impl Stats {
             addr: addr.to_string(),
             name: name.to_vec(),
         });
-        log.entries.truncate(SLOWLOG_MAX_LEN);
+        log.entries.truncate(max_len);
+    }
+
+    /// Drop the oldest entries beyond `max_len`. Redis trims after every
+    /// command it offers the log while the log is on, so a lowered
+    /// `slowlog-max-len` takes effect at the end of the `CONFIG SET`; kvik
+    /// trims then ([`crate::state::ServerState::update_config`]), which
+    /// leaves the command path without the lock.
+    pub fn trim_slowlog(&self, max_len: usize) {
+        let mut log = self.slowlog();
+        if log.entries.len() > max_len {
+            log.entries.truncate(max_len);
+        }
+    }
+
+    /// The latency monitor's events.
+    pub fn latency(&self) -> MutexGuard<'_, LatencyMonitor> {
+        self.latency.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Record that `event` took `latency_ms` now: the caller has checked it
+    /// against `latency-monitor-threshold`.
+    pub fn record_latency(&self, event: &'static str, latency_ms: u64) {
+        let now = unix_micros() / 1_000_000;
+        self.latency().add(event, latency_ms, now);
     }
 }

@@ -79,7 +79,7 @@ fn exact_cases() -> Vec<Case> {
         // Confirmations and messages are pushed whatever CLIENT REPLY says.
         open(
             "client reply off still confirms subscriptions",
-            "CLIENT REPLY OFF\r\nSUBSCRIBE a b\r\nPSUBSCRIBE p*\r\nUNSUBSCRIBE\r\nPUNSUBSCRIBE\r\n\
+            "CLIENT REPLY OFF\r\nSUBSCRIBE a\r\nPSUBSCRIBE p*\r\nUNSUBSCRIBE\r\nPUNSUBSCRIBE\r\n\
              CLIENT REPLY SKIP\r\nSSUBSCRIBE s\r\nSUNSUBSCRIBE\r\nCLIENT REPLY ON\r\nPING\r\n",
         ),
         open(

@@ -20,7 +20,8 @@ use kvik_protocol::respb::handshake;
 
 const KVIK: &str = env!("CARGO_BIN_EXE_kvik-server");
 
-/// A kvik-server child with its stderr kept, killed and reaped on drop.
+/// A kvik-server child with its log (standard output) and standard error
+/// kept, killed and reaped on drop.
 struct Kvik {
     child: Child,
     port: u16,
@@ -41,7 +42,7 @@ impl Kvik {
         let child = Command::new(KVIK)
             .args(args)
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("start kvik-server");
@@ -81,16 +82,20 @@ impl Kvik {
         panic!("{failed}")
     }
 
-    /// Wait for the process to exit by itself; returns its status and stderr.
+    /// Wait for the process to exit by itself; returns its status and what
+    /// it wrote, its log then its standard error.
     fn wait_exit(mut self) -> (ExitStatus, String) {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
-                let mut err = String::new();
-                if let Some(mut stderr) = self.child.stderr.take() {
-                    let _ = stderr.read_to_string(&mut err);
+                let mut out = String::new();
+                if let Some(mut stdout) = self.child.stdout.take() {
+                    let _ = stdout.read_to_string(&mut out);
                 }
-                return (status, err);
+                if let Some(mut stderr) = self.child.stderr.take() {
+                    let _ = stderr.read_to_string(&mut out);
+                }
+                return (status, out);
             }
             assert!(Instant::now() < deadline, "kvik-server did not exit");
             thread::sleep(Duration::from_millis(20));
@@ -697,4 +702,90 @@ fn requirepass_set_at_run_time_is_the_password_auth_and_hello_check() {
     let mut e = connect(kvik.port);
     assert_eq!(call(&mut e, &[b"PING"]), b"+PONG\r\n");
     assert!(call(&mut e, &[b"AUTH", b"pw"]).starts_with(b"-ERR AUTH <password> called without any password"));
+}
+
+/// `CONFIG GET *` as name → value pairs.
+fn all_config(port: u16) -> Vec<(String, String)> {
+    let mut s = connect(port);
+    let reply = call(&mut s, &[b"CONFIG", b"GET", b"*"]);
+    let (_, items) = common::elements_of(&reply, false).expect("an array");
+    let text: Vec<String> = items
+        .iter()
+        .map(|item| {
+            let body = item.splitn(2, |&b| b == b'\n').nth(1).unwrap_or_default();
+            String::from_utf8_lossy(body.strip_suffix(b"\r\n").unwrap_or(body)).into_owned()
+        })
+        .collect();
+    text.chunks(2).map(|p| (p[0].clone(), p.get(1).cloned().unwrap_or_default())).collect()
+}
+
+/// Every parameter redis-server 7.0 reports is known to kvik under the same
+/// name, with Redis's default, except where the difference is the point.
+#[test]
+fn every_redis_parameter_is_known_with_its_default() {
+    let Some(redis) = common::start_redis_or_skip("every_redis_parameter_is_known_with_its_default") else { return };
+    let kvik = Kvik::start(&[]);
+    let theirs = all_config(redis.port);
+    let ours = all_config(kvik.port);
+    assert!(theirs.len() >= 190, "{} parameters from redis-server", theirs.len());
+    // Set per server by the tests, or different on purpose (see docs/config.md).
+    let differ = [
+        "port",
+        "bind",
+        "dir",
+        "daemonize",
+        "pidfile",
+        "io-threads",
+        "logfile",
+        "loglevel",
+        "save",
+        "appendonly",
+        "unixsocket",
+    ];
+    let mut missing = Vec::new();
+    let mut other_default = Vec::new();
+    for (name, value) in &theirs {
+        match ours.iter().find(|(n, _)| n == name) {
+            None => missing.push(name.clone()),
+            Some((_, mine)) if mine != value && !differ.contains(&name.as_str()) => {
+                other_default.push(format!("{name}: redis {value:?}, kvik {mine:?}"))
+            }
+            Some(_) => {}
+        }
+    }
+    assert!(missing.is_empty(), "unknown to kvik: {missing:?}");
+    assert!(other_default.is_empty(), "defaults differ:\n{}", other_default.join("\n"));
+    // Each answers CONFIG SET with its own value, as Redis does.
+    let mut s = connect(kvik.port);
+    for (name, value) in &ours {
+        let reply = call(&mut s, &[b"CONFIG", b"GET", name.as_bytes()]);
+        assert!(reply.ends_with(format!("${}\r\n{value}\r\n", value.len()).as_bytes()), "{name}");
+    }
+}
+
+/// `CONFIG SET port` moves the listener, as Redis 7.0 does: clients already
+/// connected stay, new ones connect to the new port only, and a port that
+/// cannot be had is refused with Redis's text, the old one staying.
+#[test]
+fn config_set_port_rebinds() {
+    let kvik = Kvik::start(&[]);
+    let mut s = connect(kvik.port);
+    let new_port = free_port();
+    let set = |s: &mut TcpStream, port: u16| call(s, &[b"CONFIG", b"SET", b"port", port.to_string().as_bytes()]);
+    assert_eq!(set(&mut s, new_port), b"+OK\r\n");
+    assert_eq!(config_get(&mut s, "port"), new_port.to_string());
+    let mut moved = connect(new_port);
+    assert_eq!(call(&mut moved, &[b"PING"]), b"+PONG\r\n");
+    let info = String::from_utf8_lossy(&call(&mut moved, &[b"INFO", b"server"])).into_owned();
+    assert!(info.contains(&format!("tcp_port:{new_port}\r\n")), "{info}");
+    assert!(TcpStream::connect(("127.0.0.1", kvik.port)).is_err(), "the old port is closed");
+    assert_eq!(call(&mut s, &[b"PING"]), b"+PONG\r\n", "a client of the old port stays");
+    let taken = std::net::TcpListener::bind(("127.0.0.1", 0)).expect("a port to occupy");
+    let busy = taken.local_addr().expect("addr").port();
+    assert_eq!(
+        set(&mut s, busy),
+        b"-ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port. Check server logs.\r\n"
+    );
+    assert_eq!(config_get(&mut s, "port"), new_port.to_string());
+    assert_eq!(call(&mut connect(new_port), &[b"PING"]), b"+PONG\r\n");
 }

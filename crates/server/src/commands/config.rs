@@ -23,31 +23,31 @@ fn is_glob(pattern: &[u8]) -> bool {
     pattern.iter().any(|b| matches!(b, b'*' | b'?' | b'['))
 }
 
-/// `CONFIG GET pattern [pattern ...]`: every matching option once, as a map
-/// (a flat array in RESP2). An exact name is reported as the client spelled
-/// it, a glob match under the option's own name, as Redis does. Options come
-/// in registry order (Redis uses its hash table's order, which has no meaning).
+/// `CONFIG GET pattern [pattern ...]`: every matching name once, as a map
+/// (a flat array in RESP2). A glob reaches an option under each of its
+/// names that matches (`CONFIG GET *` lists `slave-priority` beside
+/// `replica-priority`), an exact name as the client spelled it, as Redis
+/// does. Options come in registry order (Redis uses its hash table's order,
+/// which has no meaning).
 fn get<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let mut found: Vec<(usize, Vec<u8>)> = Vec::new();
+    let mut add = |index: usize, key: &[u8]| {
+        if !found.iter().any(|(_, seen)| seen.eq_ignore_ascii_case(key)) {
+            found.push((index, key.to_vec()));
+        }
+    };
     for i in 2..c.argc() {
         let pattern = c.arg(i);
         if is_glob(pattern) {
             for (index, spec) in OPTIONS.iter().enumerate() {
-                let key = if glob::matches(pattern, spec.name.as_bytes(), true) {
-                    spec.name
-                } else if let Some(alias) = spec.alias.filter(|a| glob::matches(pattern, a.as_bytes(), true)) {
-                    alias
-                } else {
-                    continue;
-                };
-                if !found.iter().any(|(seen, _)| *seen == index) {
-                    found.push((index, key.as_bytes().to_vec()));
+                for name in std::iter::once(spec.name).chain(spec.alias) {
+                    if glob::matches(pattern, name.as_bytes(), true) {
+                        add(index, name.as_bytes());
+                    }
                 }
             }
         } else if let Some(index) = std::str::from_utf8(pattern).ok().and_then(find_option) {
-            if !found.iter().any(|(seen, _)| *seen == index) {
-                found.push((index, pattern.to_vec()));
-            }
+            add(index, pattern);
         }
     }
     let values: Vec<(Vec<u8>, String)> = {
@@ -75,7 +75,14 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         pairs.push((name, value));
     }
     let borrowed: Vec<(&str, &str)> = pairs.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
-    match c.state.update_config(|config| config.set_many(&borrowed)) {
+    let old_port = c.state.config().port();
+    let result = c.state.update_config(|config| config.set_many(&borrowed));
+    if result.is_ok() && c.state.config().port() != old_port {
+        if let Err(e) = rebind(c.state, old_port) {
+            return c.error(e.as_bytes());
+        }
+    }
+    match result {
         Ok(()) => {
             // The flags come from the value as given: Redis prints `A`
             // without the `n` it may hold, so the stored text can lose it.
@@ -85,11 +92,50 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             }
             // A lower limit applies at once, as in Redis, not at the next write.
             c.state.enforce_maxmemory();
-            c.ok()
+            let oom = {
+                let config = c.state.config();
+                crate::log::apply_level(&config);
+                let touched = borrowed.iter().any(|(n, _)| n.to_ascii_lowercase().starts_with("oom-score-adj"));
+                if touched {
+                    crate::supervision::apply_oom_score(&config)
+                } else {
+                    Ok(())
+                }
+            };
+            match oom {
+                Ok(()) => c.ok(),
+                Err(e) => {
+                    crate::log!(Warning, "{e}");
+                    c.error(b"ERR Failed to set current oom_score_adj. Check server logs.")
+                }
+            }
         }
         Err(e) => {
             let text = e.reply_text();
             c.error(text.as_bytes());
+        }
+    }
+}
+
+/// Listen on the port `CONFIG SET` just changed, as Redis 7.0 does: the new
+/// sockets open before the old ones close, and clients stay connected. When
+/// the new port cannot be had, the old one stays, in the configuration too.
+fn rebind(state: &crate::state::ServerState, old_port: u16) -> Result<(), String> {
+    let port = state.config().port();
+    let opened = crate::listener::Rebind::open(&state.config(), port);
+    match opened {
+        Ok(listeners) => {
+            let bound = listeners.first().and_then(|l| l.local_addr().ok()).map_or(port, |a| a.port());
+            state.port.store(bound, std::sync::atomic::Ordering::Relaxed);
+            state.rebind.hand_over(listeners);
+            crate::log!(Notice, "Listening on port {port} from now on");
+            Ok(())
+        }
+        Err(e) => {
+            crate::log!(Warning, "Unable to listen on port {port}: {e}");
+            let old = old_port.to_string();
+            let _ = state.update_config(|config| config.set_many(&[("port", old.as_str())]));
+            Err("ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port. Check server logs.".into())
         }
     }
 }

@@ -18,7 +18,7 @@
 //! for the session (RESP2, RESP3 or RESPB) at the moment the reply is written;
 //! that is what lets `HELLO 3` answer in RESP3 after switching the session.
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::Ordering;
 
 use kvik_protocol::commands::{
     by_id, id, lookup, lookup_subcommand, CommandFlags, CommandId, CommandSpec, COMMAND_COUNT,
@@ -553,6 +553,7 @@ fn execute_checked<T: ReplyTarget>(
     {
         // Redis frees memory for `maxmemory` before every command, and
         // refuses the ones that may add data while it stays over the limit.
+        log_oom_refusal();
         Some(OOM.to_vec())
     } else if session.subscriptions.active() && session.protocol == Protocol::Resp2 && !allowed_while_subscribed(spec) {
         // A RESP2 connection listening for messages cannot tell replies
@@ -639,17 +640,23 @@ fn run_checked<T: ReplyTarget>(
 /// HTTP request.
 #[cold]
 fn cross_protocol_warning() {
-    static LAST_MS: AtomicI64 = AtomicI64::new(i64::MIN);
-    let now = crate::keyspace::now_ms();
-    let last = LAST_MS.load(Ordering::Relaxed);
-    if now.saturating_sub(last) >= 60_000
-        && LAST_MS.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
-    {
-        eprintln!(
-            "kvik-server: Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: \
-             commands to Redis. This is likely due to an attacker attempting to use Cross Protocol Scripting to \
-             compromise your Redis instance. Connection aborted."
+    static LIMIT: crate::log::RateLimit = crate::log::RateLimit::per(60_000);
+    if LIMIT.allow() {
+        crate::log!(
+            Warning,
+            "Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: commands to \
+             Redis. This is likely due to an attacker attempting to use Cross Protocol Scripting to compromise \
+             your Redis instance. Connection aborted."
         );
+    }
+}
+
+/// Log, at most once a second, that a command was refused over `maxmemory`.
+#[cold]
+fn log_oom_refusal() {
+    static LIMIT: crate::log::RateLimit = crate::log::RateLimit::per(1000);
+    if LIMIT.allow() {
+        crate::log!(Warning, "Refused a command: used memory is over 'maxmemory' and nothing can be evicted");
     }
 }
 
@@ -669,7 +676,8 @@ fn debug_allowed(state: &ServerState, session: &Session) -> bool {
 }
 
 /// What follows a command that ran: MONITOR feeds, the dirty counter,
-/// commandstats, the client listing and the slow log.
+/// commandstats and latency histograms, the client listing, the slow log
+/// and the latency monitor.
 ///
 /// Inlined into every command's path; what seldom happens (a MONITOR
 /// listening, a failed call, a slow one) is kept in functions of its own.
@@ -687,13 +695,34 @@ fn after_command(
     if state.clients.has_monitors() && !unmonitored {
         feed_monitors(state, req, session, spec);
     }
-    state.stats.record_call(spec.id, usec, changes);
+    state.stats.record_call(spec.id, usec, changes, state.limits.latency_tracking());
     if failed {
         count_failed(state, spec);
     }
     session.publish();
-    if usec >= stats::SLOWLOG_SLOWER_THAN_US && !spec.flags.contains(CommandFlags::SKIP_SLOWLOG) {
-        log_slow(state, req, session, usec);
+    // One comparison with the shorter of the slow log's and the latency
+    // monitor's thresholds; the rest only for a call that reached it.
+    if usec >= state.limits.notable_us() {
+        notable_call(state, req, session, spec, usec);
+    }
+}
+
+/// Offer a call that reached `slowlog-log-slower-than` or
+/// `latency-monitor-threshold` to the slow log and the latency monitor, as
+/// Redis's `call()` does: the monitor records `fast-command` for commands
+/// with the `fast` flag and `command` for the others, whether or not the
+/// command is kept out of the slow log (`EXEC`).
+#[cold]
+#[inline(never)]
+fn notable_call(state: &ServerState, req: Request<'_>, session: &Session, spec: &CommandSpec, usec: u64) {
+    let threshold = state.limits.latency_threshold_us();
+    if threshold != 0 && usec >= threshold {
+        let event = if spec.flags.contains(CommandFlags::FAST) { "fast-command" } else { "command" };
+        state.stats.record_latency(event, usec / 1000);
+    }
+    let slower_than = state.limits.slowlog_slower_than();
+    if slower_than >= 0 && usec >= slower_than.unsigned_abs() && !spec.flags.contains(CommandFlags::SKIP_SLOWLOG) {
+        log_slow(state, req, session, spec, usec);
     }
 }
 
@@ -714,15 +743,56 @@ fn count_failed(state: &ServerState, spec: &CommandSpec) {
     }
 }
 
-/// Offer a command that took `usec` to the slow log.
+/// Offer a command that took `usec` to the slow log, its secrets replaced
+/// (see [`secret_argument`]).
 #[cold]
 #[inline(never)]
-fn log_slow(state: &ServerState, req: Request<'_>, session: &Session, usec: u64) {
+fn log_slow(state: &ServerState, req: Request<'_>, session: &Session, spec: &CommandSpec, usec: u64) {
     if let Some(handle) = session.handle() {
         let addr = handle.info().addr.clone();
         let name = session.name.clone().unwrap_or_default();
-        let mut args = (0..req.argc()).map(|i| req.arg(i));
-        state.stats.maybe_slow(usec, &mut args, req.argc(), &addr, &name);
+        let mut args =
+            (0..req.argc()).map(|i| if secret_argument(&req, spec, i) { &b"(redacted)"[..] } else { req.arg(i) });
+        state.stats.log_slow(usec, &mut args, req.argc(), &addr, &name, state.limits.slowlog_max_len());
+    }
+}
+
+/// Whether argument `i` of a HELLO is the user name or password of one of
+/// its `AUTH username password` options, read as Redis reads them.
+fn hello_credential(req: &Request<'_>, i: usize) -> bool {
+    let mut j = 2;
+    while j < req.argc() {
+        let more = req.argc() - 1 - j;
+        if req.arg(j).eq_ignore_ascii_case(b"auth") && more >= 2 {
+            if i == j + 1 || i == j + 2 {
+                return true;
+            }
+            j += 3;
+        } else if req.arg(j).eq_ignore_ascii_case(b"setname") && more >= 1 {
+            j += 2;
+        } else {
+            return false;
+        }
+    }
+    false
+}
+
+/// Whether argument `i` of `req` is a secret that Redis 7.0 shows as
+/// `(redacted)` in the slow log: AUTH's arguments, the user and password
+/// after HELLO's AUTH, and the values `CONFIG SET` gives `requirepass`,
+/// `masterauth` and `masteruser` (also in a CONFIG SET that fails).
+fn secret_argument(req: &Request<'_>, spec: &CommandSpec, i: usize) -> bool {
+    match spec.id {
+        id::AUTH => i > 0,
+        id::HELLO => hello_credential(req, i),
+        id::CONFIG_SET => {
+            i >= 3
+                && i % 2 == 1
+                && ["requirepass", "masterauth", "masteruser"]
+                    .iter()
+                    .any(|secret| req.arg(i - 1).eq_ignore_ascii_case(secret.as_bytes()))
+        }
+        _ => false,
     }
 }
 

@@ -54,17 +54,21 @@ handlers! {
         c.ok();
     },
     SLOWLOG_HELP(c) => super::help(c, SLOWLOG_HELP),
-    // Latency monitoring is off, as in a default Redis: nothing is ever recorded.
-    LATENCY_LATEST(c) => c.reply(|s| s.array(0)),
-    LATENCY_HISTORY(c) => c.reply(|s| s.array(0)),
-    LATENCY_RESET(c) => c.reply(|s| s.integer(0)),
-    LATENCY_DOCTOR(c) => c.reply(|s| s.verbatim(b"txt", LATENCY_DOCTOR.as_bytes())),
-    LATENCY_GRAPH(c) => {
-        let mut msg = b"ERR No samples available for event '".to_vec();
-        msg.extend_from_slice(super::until_nul(c.arg(2), usize::MAX));
-        msg.push(b'\'');
-        c.error(&msg);
+    LATENCY_LATEST(c) => latency_latest(c),
+    LATENCY_HISTORY(c) => latency_history(c),
+    LATENCY_RESET(c) => {
+        let resets = {
+            let mut monitor = c.state.stats.latency();
+            if c.argc() == 2 {
+                monitor.reset(None)
+            } else {
+                (2..c.argc()).map(|i| monitor.reset(Some(c.arg(i)))).sum()
+            }
+        };
+        c.reply(|s| s.integer(resets as i64));
     },
+    LATENCY_DOCTOR(c) => latency_doctor(c),
+    LATENCY_GRAPH(c) => latency_graph(c),
     LATENCY_HELP(c) => super::help(c, LATENCY_HELP),
     LATENCY_HISTOGRAM(c) => latency_histogram(c),
     DEBUG(c) => debug(c),
@@ -161,7 +165,8 @@ pub fn shutdown<T: ReplyTarget>(c: &mut Ctx<'_, T>) -> Outcome {
     }
     // A save asked for cannot be made: Redis then keeps running and says so.
     if save && !force {
-        eprintln!("kvik-server: SHUTDOWN SAVE refused: kvik cannot save the dataset (no RDB snapshots yet)");
+        crate::log!(Warning, "Error trying to save the DB, can't exit: kvik cannot save the dataset yet.");
+        crate::log!(Warning, "Errors trying to shut down the server. Check the logs for more information.");
         c.error(b"ERR Errors trying to SHUTDOWN. Check logs.");
         return Outcome::Continue;
     }
@@ -361,9 +366,75 @@ fn debug<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     }
 }
 
-/// `LATENCY HISTOGRAM [command ...]`: per command, its calls and their
-/// cumulative distribution over power-of-two microsecond buckets. A
-/// container name stands for its subcommands; commands never called are left out.
+/// `LATENCY LATEST`: each event's newest sample and its worst latency ever.
+fn latency_latest<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    let rows: Vec<(&'static str, crate::latency::Sample, u64)> =
+        c.state.stats.latency().events().map(|(name, series)| (name, series.latest(), series.max)).collect();
+    c.reply(|s| {
+        s.array(rows.len());
+        for (name, latest, max) in &rows {
+            s.array(4);
+            s.bulk(name.as_bytes());
+            s.integer(latest.time);
+            s.integer(latest.latency as i64);
+            s.integer(*max as i64);
+        }
+    });
+}
+
+/// `LATENCY HISTORY event`: the event's samples, oldest first, as
+/// `[unix time, milliseconds]` pairs; none for an event never recorded.
+fn latency_history<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    let samples: Vec<crate::latency::Sample> =
+        c.state.stats.latency().find(c.arg(2)).map(|(_, series)| series.samples().collect()).unwrap_or_default();
+    c.reply(|s| {
+        s.array(samples.len());
+        for sample in &samples {
+            s.array(2);
+            s.integer(sample.time);
+            s.integer(sample.latency as i64);
+        }
+    });
+}
+
+/// `LATENCY GRAPH event`: Redis's ASCII graph of the event's samples.
+fn latency_graph<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    let now = unix_micros() / 1_000_000;
+    let graph = c.state.stats.latency().find(c.arg(2)).map(|(name, series)| series.graph(name, now));
+    match graph {
+        Some(text) => c.reply(|s| s.verbatim(b"txt", text.as_bytes())),
+        None => {
+            let mut msg = b"ERR No samples available for event '".to_vec();
+            msg.extend_from_slice(super::until_nul(c.arg(2), usize::MAX));
+            msg.push(b'\'');
+            c.error(&msg);
+        }
+    }
+}
+
+/// `LATENCY DOCTOR`: Redis's report, from the recorded events and the
+/// settings it advises on.
+fn latency_doctor<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    let (threshold_ms, slowlog_slower_than) = {
+        let config = c.state.config();
+        (config.int("latency-monitor-threshold"), config.int("slowlog-log-slower-than"))
+    };
+    let inputs = crate::latency::DoctorInputs {
+        threshold_ms,
+        slowlog_slower_than,
+        anon_huge_pages: crate::latency::anon_huge_pages(),
+        now: unix_micros() / 1_000_000,
+    };
+    let report = crate::latency::doctor(&c.state.stats.latency(), inputs);
+    c.reply(|s| s.verbatim(b"txt", report.as_bytes()));
+}
+
+/// `LATENCY HISTOGRAM [command ...]`: per command, the calls whose
+/// duration was counted (`latency-tracking`) and their cumulative
+/// distribution at powers of two of microseconds (see
+/// [`crate::histogram`]; Redis's bounds are powers of two of 1.024 µs, so
+/// where it reads 33, 66, 132 … kvik reads 32, 64, 128 …). A container
+/// name stands for its subcommands; commands with no counted call are left out.
 fn latency_histogram<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let stats = &c.state.stats;
     let mut specs: Vec<&'static CommandSpec> = Vec::new();
@@ -387,7 +458,7 @@ fn latency_histogram<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     for spec in specs {
         let name = spec.name;
         let stat = stats.calls(spec.id);
-        let calls = stat.calls;
+        let calls = stat.tracked();
         // A command named twice is listed twice, as Redis lists it.
         if calls > 0 {
             rows.push((name, calls, stat.cumulative()));
@@ -471,6 +542,3 @@ const LATENCY_HELP: &[&str] = &[
     "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
     "    If no commands are specified then all histograms are replied.",
 ];
-
-/// Redis's `LATENCY DOCTOR` reply while latency monitoring is off.
-const LATENCY_DOCTOR: &str = "I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Redis instance. You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in order to enable it. If we weren't in a deep space mission I'd suggest to take a look at https://redis.io/topics/latency-monitor.\n";
