@@ -17,6 +17,18 @@
 //!   no EVAL or FUNCTION, so there is no engine whose memory or scripts these
 //!   could measure (Redis's 32768-byte figures were its empty Lua VM's).
 //!
+//! - the memory fields kvik cannot measure with the system allocator, which
+//!   keeps no statistics: `used_memory_peak*`, `used_memory_overhead`,
+//!   `allocator_*`, `rss_overhead_*`, `mem_fragmentation_ratio` and
+//!   `mem_fragmentation_bytes` (a ratio of RSS to a figure that leaves out
+//!   the server's own memory would read as fragmentation that is not
+//!   there), and `mem_clients_normal` (client buffers are not counted yet).
+//!
+//! `used_memory` is kvik's running estimate of its data, the same figure
+//! `maxmemory` is checked against, so that a server never sits above
+//! `maxmemory` by its own INFO without evicting; `used_memory_startup` is
+//! what that estimate was at startup, 0.
+//!
 //! `latencystats` gives each command's percentiles
 //! (`latency-tracking-info-percentiles`) from its duration histogram
 //! ([`crate::histogram`]: at most 6.25% above the measured durations), and
@@ -51,9 +63,6 @@ const SECTIONS: &[&str] = &[
 
 /// Sections left out of the default set.
 const NOT_DEFAULT: &[&str] = &["commandstats", "latencystats"];
-
-/// Memory Redis uses before storing anything; kvik reports its estimate on top.
-pub const BASE_MEMORY: usize = 876_104;
 
 /// `INFO [section ...]`.
 pub fn info<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
@@ -138,7 +147,8 @@ fn cpu_times(path: &str, children: bool) -> (f64, f64) {
     (tick(base), tick(base + 1))
 }
 
-fn resident_bytes() -> u64 {
+/// The resident set size of this process (`VmRSS`), in bytes.
+pub fn resident_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
         .ok()
         .and_then(|s| s.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
@@ -167,9 +177,9 @@ fn os_line() -> String {
     format!("{os} {} {}", release.trim(), std::env::consts::ARCH)
 }
 
-/// `used_memory`: the startup footprint plus the dataset estimate.
+/// `used_memory`: the dataset estimate, which `maxmemory` is checked against.
 pub fn used_memory(state: &ServerState) -> usize {
-    BASE_MEMORY + dataset_bytes(state)
+    dataset_bytes(state)
 }
 
 /// Bytes held by the data: the keyspace's running estimate, summed from
@@ -237,25 +247,16 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             line("clients_in_timeout_table", &state.blocking.with_timeout());
         }
         "memory" => {
-            let data = dataset_bytes(state) as u64;
-            let used = BASE_MEMORY as u64 + data;
+            let used = used_memory(state) as u64;
             let rss = resident_bytes();
             let system = total_system_memory();
             line("used_memory", &used);
             line("used_memory_human", &human_bytes(used));
             line("used_memory_rss", &rss);
             line("used_memory_rss_human", &human_bytes(rss));
-            line("used_memory_peak", &used);
-            line("used_memory_peak_human", &human_bytes(used));
-            line("used_memory_peak_perc", &"100.00%");
-            line("used_memory_overhead", &BASE_MEMORY);
-            line("used_memory_startup", &BASE_MEMORY);
-            line("used_memory_dataset", &data);
-            let perc = if used > 0 { data as f64 * 100.0 / used as f64 } else { 0.0 };
-            line("used_memory_dataset_perc", &format!("{perc:.2}%"));
-            line("allocator_allocated", &used);
-            line("allocator_active", &used);
-            line("allocator_resident", &rss);
+            line("used_memory_startup", &0);
+            line("used_memory_dataset", &used);
+            line("used_memory_dataset_perc", &if used > 0 { "100.00%" } else { "0.00%" });
             line("total_system_memory", &system);
             line("total_system_memory_human", &human_bytes(system));
             let (maxmemory, policy) = {
@@ -265,25 +266,12 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             line("maxmemory", &maxmemory);
             line("maxmemory_human", &human_bytes(maxmemory));
             line("maxmemory_policy", &policy);
-            for (k, v) in [
-                ("allocator_frag_ratio", "1.00"),
-                ("allocator_frag_bytes", "0"),
-                ("allocator_rss_ratio", "1.00"),
-                ("allocator_rss_bytes", "0"),
-                ("rss_overhead_ratio", "1.00"),
-                ("rss_overhead_bytes", "0"),
-            ] {
-                line(k, &v);
-            }
-            let frag = if used > 0 { rss as f64 / used as f64 } else { 0.0 };
-            line("mem_fragmentation_ratio", &format!("{frag:.2}"));
-            line("mem_fragmentation_bytes", &(rss as i64 - used as i64));
+            // True zeros: kvik has no replicas, cluster links or AOF yet.
             for k in [
                 "mem_not_counted_for_evict",
                 "mem_replication_backlog",
                 "mem_total_replication_buffers",
                 "mem_clients_slaves",
-                "mem_clients_normal",
                 "mem_cluster_links",
                 "mem_aof_buffer",
             ] {

@@ -211,23 +211,19 @@ fn memory_stats<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     }
     let keys: i64 = per_db.iter().map(|(k, _)| k).sum();
     let used_dbs: Vec<(usize, (i64, i64))> = per_db.into_iter().enumerate().filter(|(_, (k, _))| *k > 0).collect();
-    let base = info::BASE_MEMORY as i64;
-    let total = base + data;
     let ratio = |a: i64, b: i64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
+    // Only what kvik measures: its data estimate (also `total.allocated`,
+    // as INFO's used_memory) and the buffers it has none of yet.
     c.reply(|s| {
-        let head: [(&str, i64); 10] = [
-            ("peak.allocated", total),
-            ("total.allocated", total),
-            ("startup.allocated", base),
+        let head: [(&str, i64); 6] = [
+            ("total.allocated", data),
+            ("startup.allocated", 0),
             ("replication.backlog", 0),
             ("clients.slaves", 0),
-            ("clients.normal", 0),
             ("cluster.links", 0),
             ("aof.buffer", 0),
-            ("lua.caches", 0),
-            ("functions.caches", 0),
         ];
-        s.map(head.len() + used_dbs.len() + 17);
+        s.map(head.len() + used_dbs.len() + 4);
         for (k, v) in head {
             s.bulk(k.as_bytes());
             s.integer(v);
@@ -242,8 +238,6 @@ fn memory_stats<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             s.bulk(b"overhead.hashtable.slot-to-keys");
             s.integer(0);
         }
-        s.bulk(b"overhead.total");
-        s.integer(base);
         s.bulk(b"keys.count");
         s.integer(keys);
         s.bulk(b"keys.bytes-per-key");
@@ -251,35 +245,36 @@ fn memory_stats<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         s.bulk(b"dataset.bytes");
         s.integer(data);
         s.bulk(b"dataset.percentage");
-        s.double(ratio(data * 100, total));
-        s.bulk(b"peak.percentage");
-        s.double(100.0);
-        for k in ["allocator.allocated", "allocator.active", "allocator.resident"] {
-            s.bulk(k.as_bytes());
-            s.integer(total);
-        }
-        for k in ["allocator-fragmentation", "allocator-rss", "rss-overhead"] {
-            s.bulk(format!("{k}.ratio").as_bytes());
-            s.double(1.0);
-            s.bulk(format!("{k}.bytes").as_bytes());
-            s.integer(0);
-        }
-        s.bulk(b"fragmentation");
-        s.double(1.0);
-        s.bulk(b"fragmentation.bytes");
-        s.integer(0);
+        s.double(ratio(data * 100, data));
     });
 }
 
-/// `MEMORY DOCTOR`, with Redis's texts.
+/// `MEMORY DOCTOR`: Redis's text for an almost empty server; otherwise a
+/// report of what kvik can measure, its data estimate against the
+/// process's resident memory, rather than Redis's verdict, which rests on
+/// allocator statistics kvik does not have.
 fn memory_doctor<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
-    let used = info::used_memory(c.state);
-    let text: &[u8] = if used < 5 * 1024 * 1024 {
-        b"Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I will be back to our programming as soon as I finished rebooting.\n"
+    let used = info::used_memory(c.state) as u64;
+    let text = if used < 5 * 1024 * 1024 {
+        "Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I will be back to our programming as soon as I finished rebooting.\n".to_string()
     } else {
-        b"Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.\n"
+        let rss = info::resident_bytes();
+        let times = rss as f64 / used as f64;
+        let mut report = format!(
+            "Hi Sam, I can only compare the data ({}) with the memory the process holds ({}), {times:.2} times as much. \
+             I cannot tell fragmentation, peaks or client buffers apart yet.\n",
+            info::human_bytes(used),
+            info::human_bytes(rss)
+        );
+        if times > 1.5 {
+            report.push_str(
+                "\n * High resident memory for the data: memory freed by deletions may still be held by the allocator. \
+                 MEMORY PURGE gives back what it can.\n",
+            );
+        }
+        report
     };
-    c.reply(|s| s.verbatim(b"txt", text));
+    c.reply(|s| s.verbatim(b"txt", text.as_bytes()));
 }
 
 /// `SLOWLOG GET [count]`: newest first, 10 by default, -1 for all.
