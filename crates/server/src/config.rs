@@ -419,6 +419,13 @@ pub fn options_page() -> String {
         ("Only the default (other values refused)", |s| matches!(s, Support::OnlyDefault(_))),
         ("Kept without effect", |s| *s == Support::NoEffect),
     ];
+    out.push_str(
+        "\nBesides options, a file (or the command line) may hold `include path` and\n\
+         `rename-command name new-name`, as in Redis: the command answers to the new name only\n\
+         (`\"\"` disables it), over RESP and RESPB alike, since a RESPB opcode names the command\n\
+         itself. `CONFIG REWRITE` keeps these lines. Redis's `user`, `loadmodule` and\n\
+         `sentinel` lines stop startup as unknown options.\n",
+    );
     for (title, wanted) in sections {
         out.push_str(&format!("\n## {title}\n\n| option | default | `CONFIG SET` | note |\n|---|---|---|---|\n"));
         let mut rows: Vec<&OptionSpec> = OPTIONS.iter().filter(|o| wanted(&o.support)).collect();
@@ -731,6 +738,8 @@ impl SetError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     values: Vec<String>,
+    /// `rename-command old new` directives, in order (`new` empty: disabled).
+    renames: Vec<(String, String)>,
 }
 
 /// One core per event loop unless told otherwise.
@@ -749,7 +758,7 @@ impl Default for Config {
                 _ => o.default.to_string(),
             })
             .collect();
-        Config { values }
+        Config { values, renames: Vec::new() }
     }
 }
 
@@ -800,6 +809,11 @@ impl Config {
             *slot = here.display().to_string();
         }
         Ok(())
+    }
+
+    /// The `rename-command` directives, in the order given.
+    pub fn renames(&self) -> &[(String, String)] {
+        &self.renames
     }
 
     /// The names of the tuning knobs ([`Support::NoEffect`]) set to other
@@ -950,6 +964,18 @@ impl Config {
             // `--save ""` (or a bare `--save`) gives an empty value, which only
             // free-text options and save accept.
             let values: Vec<String> = rest[i + 1..end].to_vec();
+            if name.eq_ignore_ascii_case("rename-command") {
+                let [from, to] = &values[..] else {
+                    return Err(ConfigError::InvalidValue {
+                        option: option.clone(),
+                        value: values.join(" "),
+                        reason: "wrong number of arguments".into(),
+                    });
+                };
+                config.renames.push((from.clone(), to.clone()));
+                i = end;
+                continue;
+            }
             let bare_save = values.is_empty() && name.eq_ignore_ascii_case("save");
             if bare_save || (values.len() == 1 && values[0].is_empty()) {
                 let index = find_option(name).ok_or_else(|| ConfigError::UnknownOption(option.clone()))?;
@@ -996,6 +1022,13 @@ impl Config {
             let Some((name, values)) = words.split_first() else {
                 continue;
             };
+            if name.eq_ignore_ascii_case("rename-command") {
+                let [from, to] = values else {
+                    return Err(file_error("wrong number of arguments for rename-command".into()));
+                };
+                self.renames.push((from.clone(), to.clone()));
+                continue;
+            }
             if name.eq_ignore_ascii_case("include") {
                 let [included] = values else {
                     return Err(file_error("include needs one file name".into()));

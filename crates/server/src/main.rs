@@ -47,6 +47,10 @@ fn main() -> ExitCode {
         eprintln!("kvik-server: {e}");
         return ExitCode::from(1);
     }
+    if let Err(e) = kvik_server::commands::install_renames(config.renames()) {
+        eprintln!("kvik-server: {e}");
+        return ExitCode::from(1);
+    }
     // Before any thread exists: only the forking thread lives on in the child.
     if let Err(e) = supervision::daemonize_if_asked(&config) {
         eprintln!("kvik-server: cannot daemonize: {e}");

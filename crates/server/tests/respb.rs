@@ -6,7 +6,7 @@ mod common;
 use std::io::Write;
 use std::net::TcpStream;
 
-use common::{connect, info_value, read_until, start_kvik, ServerProcess};
+use common::{call_text, connect, info_value, read_until, start_kvik, start_kvik_with, ServerProcess};
 use kvik_protocol::resp::reply_parser::ReplyLimits;
 use kvik_protocol::respb::encode::write_passthrough;
 use kvik_protocol::respb::handshake;
@@ -240,4 +240,22 @@ fn a_long_pipeline_of_frames_is_answered_in_more_writes_than_reads() {
         seen.push((reads, writes));
     }
     panic!("no pipeline was answered in more writes than reads: (reads, writes) {seen:?}");
+}
+
+/// `rename-command` holds on every protocol: a disabled or renamed command
+/// does not answer to its RESPB opcode either, and the new name works as a
+/// passthrough or RESP request.
+#[test]
+fn renamed_commands_are_renamed_on_both_protocols() {
+    let kvik = start_kvik_with(&["--rename-command", "FLUSHALL", "", "--rename-command", "DBSIZE", "keycount"]);
+    let mut text = connect(kvik.port);
+    assert!(call_text(&mut text, &["DBSIZE"]).starts_with(b"-ERR unknown command 'DBSIZE'"));
+    assert!(call_text(&mut text, &["flushall"]).starts_with(b"-ERR unknown command 'flushall'"));
+    assert_eq!(call_text(&mut text, &["KEYCOUNT"]), b":0\r\n");
+    let mut stream = greeted(&kvik);
+    for name in [&b"DBSIZE"[..], b"FLUSHALL"] {
+        let refused = request(&mut stream, &[name], 3);
+        assert!(matches!(&refused.value, Value::Error(e) if e.starts_with(b"ERR unknown command")), "{refused:?}");
+    }
+    assert_eq!(request(&mut stream, &[b"keycount"], 3).value, Value::Integer(0));
 }

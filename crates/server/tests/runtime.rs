@@ -271,6 +271,7 @@ fn config_file_then_flags_and_rewrite() {
     std::fs::write(&extra, "maxmemory-policy allkeys-lru\n").expect("write included config");
     let text = format!(
         "# a comment\nbind 127.0.0.1\nport {port}\ntimeout 7\nmaxmemory 10mb\nsave \"\"\nappendonly no\n\
+         rename-command DEBUG \"\"\n\
          requirepass \"a b\"\n  loglevel warning\ninclude {}\n",
         extra.display()
     );
@@ -294,6 +295,7 @@ fn config_file_then_flags_and_rewrite() {
     assert!(rewritten.contains("\nsave \"\"\n"), "{rewritten}");
     assert!(rewritten.contains("\nrequirepass \"a b\"\n"), "{rewritten}");
     assert_eq!(rewritten.matches("save").count(), 1, "{rewritten}");
+    assert!(rewritten.contains("\nrename-command DEBUG \"\"\n"), "kept by the rewrite: {rewritten}");
     drop(kvik);
     // The rewritten file starts a server with the same settings.
     let kvik = Kvik::start_until(&[file.to_string_lossy().into_owned()], port, || {
@@ -333,6 +335,11 @@ fn bad_options_stop_startup_with_a_message() {
     assert_eq!(out.status.code(), Some(1));
     let out = run_to_exit(&["--port", "0"]);
     assert_eq!(out.status.code(), Some(1), "listening nowhere is an error");
+    let out = run_to_exit(&["--rename-command", "NOSUCH", "x"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("No such command in rename-command"), "{out:?}");
+    let out = run_to_exit(&["--rename-command", "GET", "set"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Target command name already exists"), "{out:?}");
     let out = run_to_exit(&["--dir", dir.join("missing").to_str().unwrap_or("")]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Can't chdir to"), "{out:?}");

@@ -19,6 +19,7 @@
 //! that is what lets `HELLO 3` answer in RESP3 after switching the session.
 
 use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
 
 use kvik_protocol::commands::{
     by_id, id, lookup, lookup_subcommand, CommandFlags, CommandId, CommandSpec, COMMAND_COUNT,
@@ -479,7 +480,7 @@ fn held_in(
     req: Request<'_>,
     session: &Session,
 ) -> Option<&'static CommandSpec> {
-    let mut spec = lookup(req.arg(0))?;
+    let mut spec = resolve(&req)?;
     if !spec.subcommands.is_empty() && req.argc() >= 2 {
         spec = lookup_subcommand(spec, req.arg(1))?;
     }
@@ -522,7 +523,7 @@ fn execute_checked<T: ReplyTarget>(
     // A RESPB frame's opcode named the command already. A command of the
     // table that kvik does not run (no subcommand of it either) reads as
     // unknown, before its arity or subcommand is looked at.
-    let Some(mut spec) = req.known_command().or_else(|| lookup(name)).filter(|s| implemented(s)) else {
+    let Some(mut spec) = resolve(&req).filter(|s| implemented(s)) else {
         let msg = unknown_command(&req);
         transaction::refused_while_queuing(session);
         reject(state, session, target, &msg);
@@ -657,6 +658,75 @@ fn log_oom_refusal() {
     static LIMIT: crate::log::RateLimit = crate::log::RateLimit::per(1000);
     if LIMIT.allow() {
         crate::log!(Warning, "Refused a command: used memory is over 'maxmemory' and nothing can be evicted");
+    }
+}
+
+/// The commands `rename-command` moved to other names or disabled, for the
+/// whole process: set once at startup, before any client connects, from the
+/// configuration file and flags.
+static RENAMES: OnceLock<Renames> = OnceLock::new();
+
+/// What `rename-command` changed.
+struct Renames {
+    /// A new name, in lower case, and the command it names now.
+    by_name: Vec<(Box<[u8]>, &'static CommandSpec)>,
+    /// By command id: the command no longer answers to its own name, nor
+    /// to its RESPB opcode (a disabled or hidden command stays so on every
+    /// protocol).
+    hidden: Vec<bool>,
+}
+
+/// Apply `rename-command` directives (`(old, new)`, `new` empty to disable
+/// the command), checked as Redis checks them. Call once, at startup.
+pub fn install_renames(pairs: &[(String, String)]) -> Result<(), String> {
+    if pairs.is_empty() {
+        return Ok(());
+    }
+    let mut renames = Renames { by_name: Vec::new(), hidden: vec![false; COMMAND_COUNT] };
+    for (from, to) in pairs {
+        let spec = lookup(from.as_bytes())
+            .filter(|s| s.container.is_none() && !renames.hidden[s.id.index()])
+            .or_else(|| {
+                renames.by_name.iter().find(|(n, _)| n[..] == *from.to_ascii_lowercase().as_bytes()).map(|(_, s)| *s)
+            })
+            .ok_or_else(|| format!("No such command in rename-command: '{from}'"))?;
+        renames.by_name.retain(|(_, s)| s.id != spec.id);
+        renames.hidden[spec.id.index()] = true;
+        if to.is_empty() {
+            continue;
+        }
+        let taken = lookup(to.as_bytes()).is_some_and(|s| !renames.hidden[s.id.index()])
+            || renames.by_name.iter().any(|(n, _)| n[..] == *to.to_ascii_lowercase().as_bytes());
+        if taken {
+            return Err(format!("Target command name already exists: '{to}'"));
+        }
+        renames.by_name.push((to.to_ascii_lowercase().into_bytes().into_boxed_slice(), spec));
+    }
+    RENAMES.set(renames).map_err(|_| "rename-command applied twice".to_string())
+}
+
+/// The top-level command `req` names, by its RESPB opcode or its name,
+/// as `rename-command` left the names.
+#[inline]
+fn resolve(req: &Request<'_>) -> Option<&'static CommandSpec> {
+    match RENAMES.get() {
+        None => req.known_command().or_else(|| lookup(req.arg(0))),
+        Some(renames) => renames.resolve(req),
+    }
+}
+
+impl Renames {
+    #[cold]
+    fn resolve(&self, req: &Request<'_>) -> Option<&'static CommandSpec> {
+        let visible = |s: &&'static CommandSpec| !self.hidden.get(s.id.index()).copied().unwrap_or(false);
+        if let Some(spec) = req.known_command() {
+            return Some(spec).filter(visible);
+        }
+        let name = req.arg(0).to_ascii_lowercase();
+        if let Some((_, spec)) = self.by_name.iter().find(|(n, _)| n[..] == name[..]) {
+            return Some(spec);
+        }
+        lookup(&name).filter(visible)
     }
 }
 
