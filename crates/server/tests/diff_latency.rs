@@ -6,24 +6,10 @@
 
 mod common;
 
+use common::diff::mask_digits;
 use common::{call_text, clear_of_second_boundary, connect, elements_of, info_value, start_kvik_with};
 
 const DEBUG: [&str; 2] = ["--enable-debug-command", "yes"];
-
-/// Every run of digits becomes `#`.
-fn mask_digits(bytes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(bytes.len());
-    for &b in bytes {
-        if b.is_ascii_digit() {
-            if out.last() != Some(&b'#') {
-                out.push(b'#');
-            }
-        } else {
-            out.push(b);
-        }
-    }
-    out
-}
 
 /// A SLOWLOG GET reply with each entry's time, duration and client address
 /// masked; ids, arguments and names kept.

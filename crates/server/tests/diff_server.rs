@@ -8,7 +8,7 @@ mod common;
 use std::io::Write;
 use std::net::TcpStream;
 
-use common::diff::{closed, compare_each, compare_each_with, multibulk, open, Case};
+use common::diff::{closed, compare_each, compare_each_with, mask_digits, multibulk, open, Case};
 use common::{connect, info_value, read_until, start_kvik, start_kvik_with};
 
 /// Deterministic cases: every byte must match.
@@ -143,22 +143,6 @@ fn exact_cases() -> Vec<Case> {
 #[test]
 fn server_commands_match_redis() {
     compare_each("server_commands_match_redis", exact_cases());
-}
-
-/// Every run of digits becomes `#`: for replies whose shape must match
-/// while their numbers (times, ids, lengths of numbers) cannot.
-fn mask_digits(bytes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(bytes.len());
-    for &b in bytes {
-        if b.is_ascii_digit() {
-            if out.last() != Some(&b'#') {
-                out.push(b'#');
-            }
-        } else {
-            out.push(b);
-        }
-    }
-    out
 }
 
 #[test]
