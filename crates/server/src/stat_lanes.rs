@@ -100,6 +100,24 @@ impl Lane {
             counter.store(counter.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
         }
     }
+
+    /// Count one call of `cmd` (see [`Lanes::record`]).
+    #[inline(always)]
+    fn record(&self, cmd: CommandId, usec: u64, changes: u64, track: bool) {
+        self.add(&self.total_commands, 1);
+        if changes != 0 {
+            self.add(&self.dirty, changes);
+        }
+        if let Some(stat) = self.commands.get(cmd.index()) {
+            self.add(&stat.calls, 1);
+            self.add(&stat.usec, usec);
+            if track {
+                if let Some(h) = stat.histogram().get(histogram::slot(usec)) {
+                    self.add(h, 1);
+                }
+            }
+        }
+    }
 }
 
 /// One command's counts, summed over the lanes.
@@ -268,23 +286,28 @@ impl Lanes {
     /// Count one completed call of `cmd` that took `usec` and made
     /// `changes` changes (`rdb_changes_since_last_save`), and its duration
     /// in the command's histogram when `track`.
-    #[inline]
+    ///
+    /// Runs after every command: the counting is inlined into the caller
+    /// on the path where this thread's lane is known, and only the first
+    /// call of a thread goes through the closure of [`Lanes::with_mine`]
+    /// (a closure called from both paths was kept out of line, a call and
+    /// its spills on every command).
+    #[inline(always)]
     pub fn record(&self, cmd: CommandId, usec: u64, changes: u64, track: bool) {
-        self.with_mine(|lane| {
-            lane.add(&lane.total_commands, 1);
-            if changes != 0 {
-                lane.add(&lane.dirty, changes);
-            }
-            if let Some(stat) = lane.commands.get(cmd.index()) {
-                lane.add(&stat.calls, 1);
-                lane.add(&stat.usec, usec);
-                if track {
-                    if let Some(h) = stat.histogram().get(histogram::slot(usec)) {
-                        lane.add(h, 1);
-                    }
-                }
-            }
-        });
+        match self.known_lane() {
+            Some(lane) => lane.record(cmd, usec, changes, track),
+            None => self.with_new(|lane| lane.record(cmd, usec, changes, track)),
+        }
+    }
+
+    /// This thread's lane, when it has been registered.
+    #[inline(always)]
+    fn known_lane(&self) -> Option<&Lane> {
+        let (id, index) = MINE.with(Cell::get);
+        if id == self.id {
+            return self.lanes.get(index).and_then(OnceLock::get);
+        }
+        None
     }
 
     /// Count changes made outside a command call.
