@@ -8,6 +8,15 @@
 //! itself belongs to the connection's task: the last command and its time
 //! into atomics after every command, the rest under a lock only when it changed.
 //!
+//! The memory of each client's buffers ([`Buffers`]) is published by its
+//! connection in the same spirit: a few relaxed stores each time the
+//! connection stops to wait (for input, for the socket to take replies, for
+//! a blocked command or a pause), never per byte or per command, and the
+//! server-wide sum ([`ClientRegistry::memory`], `mem_clients_normal`) is
+//! moved by the difference only when a client's total changed, which it does
+//! when a buffer grows or a MULTI queues a command, not as requests come and
+//! go.
+//!
 //! Nothing here writes to a socket: `CLIENT KILL` marks the client and wakes
 //! its connection task, and MONITOR lines go into a channel per monitor that
 //! the monitor's own connection task drains, so no event loop ever waits on
@@ -54,6 +63,124 @@ pub struct ClientInfo {
     pub mux: Option<u16>,
 }
 
+/// One measurement of a connection's buffers, as its connection takes it
+/// when it stops to wait; [`ClientHandle::show_buffers`] publishes it.
+/// `CLIENT LIST` shows the fields under Redis's names; what each maps onto
+/// in kvik, whose buffers are not Redis's (a RESP connection collects a
+/// batch's replies in one growing buffer, a RESPB connection in two, one
+/// being written while the next collects), is said field by field.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BufferFigures {
+    /// `qbuf`: bytes read from the socket and not yet run (a request still
+    /// arriving, or requests behind a blocked or paused one).
+    pub qbuf: usize,
+    /// The bytes the read buffer holds; `qbuf-free` is this less `qbuf`.
+    pub qbuf_cap: usize,
+    /// `rbs`: the bytes the reply buffers hold.
+    pub rbs: usize,
+    /// `rbp`: the most reply bytes one write took since the connection
+    /// opened (kvik's reply buffers keep their size, so there is no period
+    /// after which to forget the peak, as Redis does).
+    pub rbp: usize,
+    /// `obl`: reply bytes waiting for the socket in the buffer being written.
+    pub obl: usize,
+    /// `oll`: 1 while replies collect behind a write still in progress
+    /// (RESPB's second buffer; a RESP connection runs no command while it
+    /// writes, so 0 there).
+    pub oll: usize,
+    /// `omem`: the bytes of those replies.
+    pub omem: usize,
+    /// Everything the connection holds for its buffers, by capacity: the
+    /// read buffer, the argument list kept for reuse, the reply buffers
+    /// and, on RESPB, the frames queued for busy channels. With `multi-mem`
+    /// it makes `tot-mem`.
+    pub held: usize,
+}
+
+/// What a connection last published to a client's entry, so that a
+/// publish that finds nothing changed stores nothing.
+#[derive(Debug, Default)]
+pub struct Shown(BufferFigures);
+
+impl Shown {
+    /// Publish `f` to `handle` if it differs from the last publish.
+    #[inline]
+    pub fn publish(&mut self, handle: &ClientHandle, f: &BufferFigures) {
+        if *f != self.0 {
+            self.0 = *f;
+            handle.show_buffers(f);
+        }
+    }
+}
+
+/// The last [`BufferFigures`] a client's connection published, and the
+/// memory of its open MULTI, as atomics that only the connection's task
+/// writes and `CLIENT LIST` reads.
+#[derive(Debug, Default)]
+pub struct Buffers {
+    qbuf: AtomicUsize,
+    qbuf_cap: AtomicUsize,
+    rbs: AtomicUsize,
+    rbp: AtomicUsize,
+    obl: AtomicUsize,
+    oll: AtomicUsize,
+    omem: AtomicUsize,
+    held: AtomicUsize,
+    /// `multi-mem`: what the copies of the commands queued by an open MULTI hold.
+    multi: AtomicUsize,
+}
+
+impl Buffers {
+    /// The figures last published.
+    pub fn figures(&self) -> BufferFigures {
+        let load = |a: &AtomicUsize| a.load(Ordering::Relaxed);
+        BufferFigures {
+            qbuf: load(&self.qbuf),
+            qbuf_cap: load(&self.qbuf_cap),
+            rbs: load(&self.rbs),
+            rbp: load(&self.rbp),
+            obl: load(&self.obl),
+            oll: load(&self.oll),
+            omem: load(&self.omem),
+            held: load(&self.held),
+        }
+    }
+
+    /// `multi-mem`: bytes held by the commands an open MULTI queued.
+    pub fn multi(&self) -> usize {
+        self.multi.load(Ordering::Relaxed)
+    }
+
+    /// `tot-mem`: the buffers and the queued MULTI together, what this
+    /// client adds to [`ClientRegistry::memory`].
+    pub fn total(&self) -> usize {
+        self.held.load(Ordering::Relaxed) + self.multi()
+    }
+}
+
+/// The sum of every registered client's `tot-mem` (`mem_clients_normal`),
+/// on a cache line of its own: connections on every core add to it, and
+/// every command checks it under `maxmemory`.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub struct MemoryTotal(AtomicUsize);
+
+impl MemoryTotal {
+    /// Move the total from `old` to `new` bytes of one client.
+    fn moved(&self, old: usize, new: usize) {
+        if new > old {
+            self.0.fetch_add(new - old, Ordering::Relaxed);
+        } else {
+            self.0.fetch_sub(old - new, Ordering::Relaxed);
+        }
+    }
+
+    /// The sum now.
+    pub fn get(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
 /// One registered client: its listing data and a way to end it.
 #[derive(Debug)]
 pub struct ClientHandle {
@@ -72,6 +199,13 @@ pub struct ClientHandle {
     /// after the process's clock origin ([`crate::clock::mono_us`]).
     last_active_us: AtomicU64,
     killed: AtomicBool,
+    /// Its buffers, as its connection last measured them.
+    pub buffers: Buffers,
+    /// The registry's sum that `buffers` counts in.
+    total: Arc<MemoryTotal>,
+    /// Set once the client left the registry: a late publish through a
+    /// handle kept elsewhere must not count in the sum again.
+    retired: AtomicBool,
     /// Wakes the connection task of a client that has a socket of its own,
     /// so another client's `CLIENT KILL` ends it even while it waits for
     /// input. The channels of a RESPB connection share one, and their
@@ -118,6 +252,63 @@ impl ClientHandle {
     pub fn is_killed(&self) -> bool {
         self.killed.load(Ordering::Acquire)
     }
+
+    /// Publish what the client's connection measured of its buffers: plain
+    /// relaxed stores, and a change to the registry's sum only when the
+    /// bytes held changed. Only the connection's task calls it, through
+    /// [`Shown::publish`] when it publishes often.
+    #[inline(never)]
+    pub fn show_buffers(&self, f: &BufferFigures) {
+        let b = &self.buffers;
+        b.qbuf.store(f.qbuf, Ordering::Relaxed);
+        b.qbuf_cap.store(f.qbuf_cap, Ordering::Relaxed);
+        b.rbs.store(f.rbs, Ordering::Relaxed);
+        b.rbp.store(f.rbp, Ordering::Relaxed);
+        b.obl.store(f.obl, Ordering::Relaxed);
+        b.oll.store(f.oll, Ordering::Relaxed);
+        b.omem.store(f.omem, Ordering::Relaxed);
+        let old = b.held.load(Ordering::Relaxed);
+        if old != f.held {
+            self.count(&b.held, old, f.held);
+        }
+    }
+
+    /// Publish the bytes read and not yet run (`qbuf`) alone: a RESP
+    /// connection does at every wait, and at the start of every batch, so
+    /// that a client's own `CLIENT INFO` shows its request in the buffer as
+    /// Redis's does. One store.
+    #[inline]
+    pub fn show_input(&self, qbuf: usize) {
+        self.buffers.qbuf.store(qbuf, Ordering::Relaxed);
+    }
+
+    /// Publish what an open MULTI's queued commands hold (0 once it ended).
+    pub fn show_multi(&self, bytes: usize) {
+        let multi = &self.buffers.multi;
+        let old = multi.load(Ordering::Relaxed);
+        if old != bytes {
+            self.count(multi, old, bytes);
+        }
+    }
+
+    /// Set `field` from `old` to `new` and move the registry's sum with it,
+    /// unless the client already left the registry.
+    #[cold]
+    fn count(&self, field: &AtomicUsize, old: usize, new: usize) {
+        if self.retired.load(Ordering::Relaxed) {
+            return;
+        }
+        field.store(new, Ordering::Relaxed);
+        self.total.moved(old, new);
+    }
+
+    /// Take the client's bytes out of the registry's sum for good.
+    fn retire(&self) {
+        self.retired.store(true, Ordering::Relaxed);
+        let held = self.buffers.held.swap(0, Ordering::Relaxed);
+        let multi = self.buffers.multi.swap(0, Ordering::Relaxed);
+        self.total.moved(held + multi, 0);
+    }
 }
 
 /// The stored last command of a client that has not run one yet.
@@ -159,6 +350,8 @@ pub struct ClientRegistry {
     monitors: Mutex<Vec<Monitor>>,
     /// `monitors.len()`, read without the lock on every command.
     monitor_count: AtomicUsize,
+    /// The sum of the registered clients' `tot-mem`.
+    memory: Arc<MemoryTotal>,
 }
 
 /// Keeps a client registered for as long as it lives.
@@ -172,6 +365,7 @@ pub struct Registration {
 impl Drop for Registration {
     fn drop(&mut self) {
         self.registry.lock().remove(&self.handle.id);
+        self.handle.retire();
         if self.handle.info().monitor {
             self.registry.remove_monitor(self.handle.id);
         }
@@ -217,6 +411,9 @@ impl ClientRegistry {
             last_cmd: AtomicU16::new(NO_COMMAND),
             last_active_us: AtomicU64::new(crate::clock::mono_us(now)),
             killed: AtomicBool::new(false),
+            buffers: Buffers::default(),
+            total: Arc::clone(&self.memory),
+            retired: AtomicBool::new(false),
             wake,
         });
         self.lock().insert(id, Arc::clone(&handle));
@@ -298,5 +495,45 @@ impl ClientRegistry {
     /// Whether no client is connected.
     pub fn is_empty(&self) -> bool {
         self.lock().is_empty()
+    }
+
+    /// Bytes the registered clients' buffers hold, the sum of their
+    /// `tot-mem` (`mem_clients_normal`). One atomic load.
+    #[inline]
+    pub fn memory(&self) -> usize {
+        self.memory.get()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures(held: usize) -> BufferFigures {
+        BufferFigures { qbuf: 5, qbuf_cap: held, held, ..BufferFigures::default() }
+    }
+
+    #[test]
+    fn the_sum_follows_each_client_and_forgets_one_that_left() {
+        let registry = Arc::new(ClientRegistry::default());
+        let a = registry.register(1, String::new(), String::new(), -1, None);
+        let b = registry.register(2, String::new(), String::new(), -1, None);
+        a.handle.show_buffers(&figures(1000));
+        b.handle.show_buffers(&figures(500));
+        assert_eq!(registry.memory(), 1500);
+        a.handle.show_buffers(&figures(200));
+        b.handle.show_multi(64);
+        assert_eq!(registry.memory(), 200 + 500 + 64);
+        assert_eq!(b.handle.buffers.total(), 564);
+        assert_eq!(b.handle.buffers.figures().qbuf, 5);
+        let kept = Arc::clone(&b.handle);
+        drop(b);
+        assert_eq!(registry.memory(), 200, "a client that left takes its bytes with it");
+        // A publish through a handle kept elsewhere counts no more.
+        kept.show_buffers(&figures(4000));
+        kept.show_multi(1);
+        assert_eq!(registry.memory(), 200);
+        drop(a);
+        assert_eq!(registry.memory(), 0);
     }
 }

@@ -30,6 +30,15 @@
 //! A request that breaks the protocol cannot be skipped (there is no way to
 //! find where the next one starts), so, as Redis does, the connection gets
 //! the error text after the replies already due and is then closed.
+//!
+//! What the buffers hold is published to the client list (`CLIENT LIST`'s
+//! `qbuf`, `rbs`, `obl`, `tot-mem`, …, and `mem_clients_normal`, which
+//! `maxmemory` counts) whenever the connection stops to wait: for input, for
+//! the socket to take replies, for a blocked command or a pause. Those are
+//! the moments another client can see it at, and a few relaxed stores there
+//! cost nothing next to the system call that follows; between them, while
+//! commands run, nothing is measured. A RESPB connection's buffers are
+//! shared by its channels and shown on one of them (see [`crate::mux`]).
 
 use std::future::Future;
 use std::io;
@@ -50,6 +59,7 @@ use kvik_protocol::respb::{detect, Decoded, Detected, Frame, RespbDecoder, Respb
 use kvik_protocol::{CommandArgs, ReplySink};
 
 use crate::blocking::{Cancel, Ended, Waiter};
+use crate::clients::{BufferFigures, ClientHandle, Shown};
 use crate::clock;
 use crate::commands::{execute, held_by_pause, Outcome, ReplyTarget, Request};
 use crate::mux::{self, Channels, Queued, RespbTarget, RunFree};
@@ -123,6 +133,112 @@ struct Conn<'a, S> {
     peer: Peer,
     /// Since when unsent replies have been above the soft output limit.
     over_soft_since: Option<Instant>,
+    /// What the buffers hold, for the client list.
+    meter: Meter,
+}
+
+/// A connection's measurements of its buffers, noted by the serving loop
+/// (which owns the buffers) before it sends and waits, and published by
+/// the waits.
+///
+/// At `-P 1` this runs once per request, so the common case is kept to a
+/// few instructions: noting compares the capacities with the last ones
+/// (they change only when a buffer grows) and a wait stores `qbuf` alone
+/// unless something grew or replies waited for the socket (`dirty`).
+#[derive(Default)]
+struct Meter {
+    /// Where a RESP connection publishes: its client's entry. `None` on
+    /// RESPB, whose channels publish ([`Channels::show_buffers`]).
+    handle: Option<Arc<ClientHandle>>,
+    /// Bytes in the read buffer not yet run, as last noted.
+    qbuf: usize,
+    /// The read buffer's capacity, noted after making room for a read
+    /// (the only place it changes).
+    qbuf_cap: usize,
+    /// Capacity of the argument list kept for reuse.
+    args: usize,
+    /// Capacity of the reply buffer.
+    replies: usize,
+    /// Most reply bytes one write took (the reply buffer's length when
+    /// noted before a send).
+    peak: usize,
+    /// Something other than `qbuf` changed since the last full publish.
+    dirty: bool,
+    /// What was published last.
+    shown: Shown,
+}
+
+impl Meter {
+    /// Note a RESP connection's buffers before it sends `out`.
+    #[inline]
+    fn note(&mut self, buf: &ReadBuffer, args: &CommandArgs, out: &Vec<u8>) {
+        self.qbuf = buf.unrun();
+        let (held, replies, len) = (args.retained_bytes(), out.capacity(), out.len());
+        if held != self.args || replies != self.replies || len > self.peak {
+            self.grew(held, replies, len);
+        }
+    }
+
+    #[cold]
+    fn grew(&mut self, args: usize, replies: usize, len: usize) {
+        self.args = args;
+        self.replies = replies;
+        self.peak = self.peak.max(len);
+        self.dirty = true;
+    }
+
+    /// Note the read buffer once room was made for the next read.
+    #[inline]
+    fn note_read_buffer(&mut self, buf: &ReadBuffer) {
+        self.qbuf = buf.unrun();
+        let cap = buf.capacity();
+        if cap != self.qbuf_cap {
+            self.qbuf_cap = cap;
+            self.dirty = true;
+        }
+    }
+
+    /// Publish what was noted, all replies sent.
+    #[inline]
+    fn publish(&mut self) {
+        let Some(handle) = &self.handle else { return };
+        handle.show_input(self.qbuf);
+        if self.dirty {
+            self.publish_all(0);
+        }
+    }
+
+    /// Publish what was noted, with `unsent` reply bytes waiting for the
+    /// socket (RESP holds its replies in one buffer: no `oll`, `omem`).
+    #[cold]
+    fn publish_all(&mut self, unsent: usize) {
+        let Some(handle) = &self.handle else { return };
+        let figures = BufferFigures {
+            qbuf: self.qbuf,
+            qbuf_cap: self.qbuf_cap,
+            rbs: self.replies,
+            rbp: self.peak,
+            obl: unsent,
+            oll: 0,
+            omem: 0,
+            held: self.qbuf_cap + self.args + self.replies,
+        };
+        // `qbuf` first: `show_input` moves it without `shown` knowing.
+        handle.show_input(self.qbuf);
+        self.shown.publish(handle, &figures);
+        // Replies still waiting are shown until a publish without them.
+        self.dirty = unsent > 0;
+    }
+
+    /// A batch starts with `qbuf` bytes read and not yet run: shown at
+    /// once (one store), so that the client's own `CLIENT INFO` finds its
+    /// request in the buffer, as in Redis.
+    #[inline]
+    fn show_input(&self, qbuf: usize) {
+        if let Some(handle) = &self.handle {
+            handle.show_input(qbuf);
+        }
+    }
 }
 
 /// A signal, such as the server's shutdown or a client's kill, that the
@@ -208,6 +324,9 @@ impl<S: ClientStream> Conn<'_, S> {
             return Ok(0);
         }
         let idle = limits.idle_timeout();
+        buf.make_room(want);
+        self.meter.note_read_buffer(buf);
+        self.meter.publish();
         let read = buf.fill(&mut self.stream, want);
         let read = async {
             if idle > 0 {
@@ -243,6 +362,8 @@ impl<S: ClientStream> Conn<'_, S> {
             };
         }
         buf.make_room(want);
+        self.meter.note_read_buffer(buf);
+        self.meter.publish();
         std::future::poll_fn(|cx| {
             // Shutdown and kill first, so a client that always has input
             // still sees them.
@@ -343,6 +464,8 @@ impl<S: ClientStream> Conn<'_, S> {
             self.send(out).await?;
             out.clear();
         }
+        self.meter.note_read_buffer(buf);
+        self.meter.publish();
         let Some(waiter) = self.state.blocking.waiter(id) else { return Ok(Some(Vec::new())) };
         Ok(self.await_waiter(buf, &waiter, killed).await)
     }
@@ -440,6 +563,8 @@ impl<S: ClientStream> Conn<'_, S> {
         // arming the timers and events a client that does not read needs.
         let mut sent = self.try_write(bytes).await?;
         while sent < bytes.len() {
+            // Replies wait for the socket: the client list shows them.
+            self.meter.publish_all(bytes.len() - sent);
             let pending = (bytes.len() - sent) as u64;
             let limit = self.state.limits.output_limit();
             let now = Instant::now();
@@ -470,7 +595,13 @@ impl<S: ClientStream> Conn<'_, S> {
             tokio::select! {
                 r = self.stream.write(&bytes[sent..]) => match r {
                     Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                    Ok(n) => sent += n,
+                    Ok(n) => {
+                        sent += n;
+                        if sent == bytes.len() {
+                            // Taken at last: the list shows no replies waiting.
+                            self.meter.publish_all(0);
+                        }
+                    }
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     Err(e) => return Err(e),
                 },
@@ -499,7 +630,8 @@ impl<S: ClientStream> Conn<'_, S> {
 /// event loop's own signal, so waiting on it touches nothing other cores use.
 pub async fn serve<S: ClientStream>(stream: S, state: &ServerState, shutdown: Arc<Signal>, peer: Peer) {
     let stream = MeteredStream::new(stream, &state.stats);
-    let mut conn = Conn { stream, state, shutdown: Event::raised(shutdown), peer, over_soft_since: None };
+    let mut conn =
+        Conn { stream, state, shutdown: Event::raised(shutdown), peer, over_soft_since: None, meter: Meter::default() };
     let _seat = LoopSeat::take();
     // An I/O error only means the client is gone; there is nobody to tell.
     let _ = run(&mut conn).await;
@@ -569,6 +701,16 @@ impl ReadBuffer {
 
     fn consume(&mut self, n: usize) {
         self.start = (self.start + n).min(self.end);
+    }
+
+    /// Bytes the buffer holds, used or not.
+    fn capacity(&self) -> usize {
+        self.data.capacity()
+    }
+
+    /// Bytes read and not yet consumed (`pending().len()`, without making the slice).
+    fn unrun(&self) -> usize {
+        self.end - self.start
     }
 
     /// Whether the last read filled all the room it had: the socket most
@@ -698,9 +840,15 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
     let mut session = new_session(state, &conn.peer, Some(Arc::clone(&wake)));
     let mut killed = Event::raised(Arc::clone(&wake));
     let mut out = Vec::new();
+    conn.meter.handle = session.handle().cloned();
+    // The first read came before the client was listed: shown from the start.
+    conn.meter.note(buf, &args, &out);
+    conn.meter.note_read_buffer(buf);
+    conn.meter.publish();
     loop {
         let mut want = 0;
         let mut close = false;
+        conn.meter.show_input(buf.unrun());
         // Messages that arrived with the input were sent before it was, so
         // they go out before its replies, as Redis would have written them.
         if !drain_messages(&mut session, &mut out) {
@@ -714,11 +862,13 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
                     break;
                 }
                 Stop::Paused(spec) => {
+                    conn.meter.note(buf, &args, &out);
                     // Replies already due go out before the wait, as Redis sends them.
                     if !out.is_empty() {
                         conn.send(&out).await?;
                         out.clear();
                     }
+                    conn.meter.publish();
                     if !conn.wait_for_pause(spec, &mut killed).await {
                         return Ok(());
                     }
@@ -726,12 +876,14 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
                 Stop::Blocked => {
                     // Replies already due go out first; requests behind
                     // the blocked one stay in the buffer until it ends.
+                    conn.meter.note(buf, &args, &out);
                     match conn.wait_blocked(buf, &mut out, session.id, &mut killed).await? {
                         Some(reply) => out.extend_from_slice(&reply),
                         None => return Ok(()),
                     }
                 }
                 Stop::Flush => {
+                    conn.meter.note(buf, &args, &out);
                     conn.send(&out).await?;
                     out.clear();
                 }
@@ -748,6 +900,9 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
         if !drain_messages(&mut session, &mut out) {
             return Ok(());
         }
+        // Published by the send, if the socket makes it wait, or by the
+        // wait for input that follows.
+        conn.meter.note(buf, &args, &out);
         if !out.is_empty() {
             let timer = reply_pacing::before_write(out.len()).await;
             conn.send(&out).await?;
@@ -759,6 +914,8 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
         if close && session.upgrade_respb {
             // `HELLO 3 PROTO RESPB`: its reply was the last RESP bytes.
             session.upgrade_respb = false;
+            // From now on the channels publish, the session as channel 0.
+            conn.meter.handle = None;
             return Box::pin(serve_respb(conn, buf, Some((session, wake)))).await;
         }
         if close || conn.fill_for(buf, want, &mut session, &mut killed).await? == 0 {
@@ -892,6 +1049,12 @@ struct Outgoing {
     stamp: bool,
     /// Times the write of the batch handed over (see [`reply_pacing`]).
     timer: Option<WriteTimer>,
+    /// Most reply bytes handed over at once (`rbp`), a RESP phase's
+    /// sends included.
+    peak: usize,
+    /// What the connection's argument list holds, noted before each wait
+    /// for the client list (see [`respb_figures`]).
+    args_held: usize,
 }
 
 impl Outgoing {
@@ -903,6 +1066,7 @@ impl Outgoing {
     /// Hand `out` over to be written, if the previous write is done.
     fn hand_over(&mut self) {
         if self.idle() && !self.out.is_empty() {
+            self.peak = self.peak.max(self.out.len());
             self.inflight.clear();
             self.sent = 0;
             std::mem::swap(&mut self.inflight, &mut self.out);
@@ -922,6 +1086,7 @@ impl Outgoing {
             self.sent = self.inflight.len();
         }
         if !self.out.is_empty() {
+            self.peak = self.peak.max(self.out.len());
             conn.send(&self.out).await?;
             self.out.clear();
         }
@@ -975,7 +1140,8 @@ async fn serve_respb<S: ClientStream>(
         channels.adopt(0, session);
     }
     let mut kill = Event::raised(Arc::clone(&wake));
-    let mut output = Outgoing::default();
+    // The most a RESP phase sent at once is the peak so far.
+    let mut output = Outgoing { peak: conn.meter.peak, ..Outgoing::default() };
     // The client stopped sending: what it sent is still answered.
     let mut eof = false;
     loop {
@@ -1093,6 +1259,7 @@ async fn serve_respb<S: ClientStream>(
         if !output.idle() && output.timer.is_none() {
             output.timer = reply_pacing::before_write(output.inflight.len() - output.sent).await;
         }
+        output.args_held = args.retained_bytes();
         match wait_respb(conn, buf, want, eof, &mut channels, &mut kill, &wake, &mut output).await {
             MuxWake::Closed => return Ok(()),
             MuxWake::Eof => eof = true,
@@ -1199,6 +1366,9 @@ enum MuxWake {
 /// Poll the socket both ways and the channels' events: write what is
 /// handed over, take pushes and answered waits, read input. Ready when
 /// the connection has something to do; `Closed` on end of input or an error.
+/// A poll that finds nothing to do publishes the buffers, as the
+/// connection is about to wait: the socket took what it takes, and room
+/// was made for the read.
 fn poll_respb<S: ClientStream>(
     cx: &mut Context<'_>,
     stream: &mut S,
@@ -1243,6 +1413,7 @@ fn poll_respb<S: ClientStream>(
     if ready {
         Poll::Ready(MuxWake::Progress)
     } else {
+        channels.show_buffers(&respb_figures(buf, output, channels.queued_bytes()));
         Poll::Pending
     }
 }
@@ -1311,6 +1482,26 @@ async fn wait_respb<S: ClientStream>(
         MuxWake::Progress | MuxWake::Eof | MuxWake::Closed => {}
     }
     why
+}
+
+/// What a RESPB connection's buffers hold as it waits (see
+/// [`BufferFigures`]): `inflight` is the reply buffer being written (`obl`
+/// its unsent bytes), and `out`, collecting replies behind it, the one
+/// further block (`oll`, `omem`); `queued` is what the frames queued for
+/// busy channels hold.
+fn respb_figures(buf: &ReadBuffer, output: &Outgoing, queued: usize) -> BufferFigures {
+    let qbuf_cap = buf.capacity();
+    let rbs = output.out.capacity() + output.inflight.capacity();
+    BufferFigures {
+        qbuf: buf.unrun(),
+        qbuf_cap,
+        rbs,
+        rbp: output.peak,
+        obl: output.inflight.len().saturating_sub(output.sent),
+        oll: usize::from(!output.out.is_empty()),
+        omem: output.out.len(),
+        held: qbuf_cap + output.args_held + rbs + queued,
+    }
 }
 
 /// What a RESPB connection waits for besides its socket and channels.

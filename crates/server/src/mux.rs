@@ -21,6 +21,18 @@
 //! the same per-session inbox RESP connections use; the connection polls
 //! the inboxes of the channels that have one and writes their messages as
 //! Push frames on the channel's mux id.
+//!
+//! The connection's buffers (its read buffer, its reply buffers and the
+//! frames queued here) belong to no channel in particular, so `CLIENT LIST`
+//! shows them on one channel, the connection's *lead*: one of the channels
+//! open when they are first published, and after it closes another one.
+//! The other channels show zeros for them (their `tot-mem`
+//! is what their own MULTI holds), so that `tot-mem` summed over the list
+//! is what the connection holds, counted once, as `mem_clients_normal` is.
+//! They are what the connection held when it last waited (the lead's own
+//! `CLIENT INFO` does not see its request in the buffer, as a RESP
+//! client's does). A connection with no channel open is no client, and its
+//! buffers are counted nowhere until a channel opens.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -34,6 +46,7 @@ use kvik_protocol::respb::RespbReplyWriter;
 use kvik_protocol::{CommandArgs, ReplySink};
 
 use crate::blocking::{Cancel, Encoding, Ended, Waiter};
+use crate::clients::{BufferFigures, ClientHandle, Shown};
 use crate::commands::{held_by_pause, Outcome, ReplyTarget, Request};
 use crate::id_map::IdMap;
 use crate::pubsub::write_message;
@@ -198,6 +211,10 @@ pub struct Channels<'a> {
     /// Channels with an inbox.
     listening: Vec<u16>,
     queued_bytes: usize,
+    /// The channel that shows the connection's buffers, its entry (held
+    /// here so that publishing looks up no channel), and what it was last
+    /// shown.
+    lead: Option<(u16, Arc<ClientHandle>, Shown)>,
 }
 
 impl Drop for Channels<'_> {
@@ -223,7 +240,35 @@ impl<'a> Channels<'a> {
             held: 0,
             listening: Vec::new(),
             queued_bytes: 0,
+            lead: None,
         }
+    }
+
+    /// Bytes of the frames queued behind busy channels (as the queue
+    /// bounds count them: each argument's bytes and 16 for its slot).
+    pub fn queued_bytes(&self) -> usize {
+        self.queued_bytes
+    }
+
+    /// Publish the connection's buffers on its lead channel, choosing one
+    /// when there is none; stored only when they changed.
+    #[inline]
+    pub fn show_buffers(&mut self, figures: &BufferFigures) {
+        match &mut self.lead {
+            Some((_, handle, shown)) => shown.publish(handle, figures),
+            None => self.choose_lead(figures),
+        }
+    }
+
+    #[cold]
+    fn choose_lead(&mut self, figures: &BufferFigures) {
+        let Some((mux, handle)) = self.map.iter().find_map(|(mux, ch)| Some((mux, Arc::clone(ch.session.handle()?))))
+        else {
+            return;
+        };
+        let mut shown = Shown::default();
+        shown.publish(&handle, figures);
+        self.lead = Some((mux, handle, shown));
     }
 
     /// Channel `mux`, opened with fresh state on first use; `None` when
@@ -309,6 +354,10 @@ impl<'a> Channels<'a> {
     /// MULTI, watches, subscriptions and tracking go with its session.
     pub fn close(&mut self, mux: u16) {
         let Some(ch) = self.map.remove(mux) else { return };
+        if self.lead.as_ref().is_some_and(|(lead, ..)| *lead == mux) {
+            // Its entry leaves the sum with it; the next publish picks another.
+            self.lead = None;
+        }
         if ch.blocked.is_some() {
             self.state.blocking.abandon(ch.session.id);
         }
@@ -598,6 +647,33 @@ mod tests {
         assert_eq!(session.handle().expect("registered").info().mux, Some(7));
         ch.close(8);
         assert!(ch.open(9).is_some(), "closing frees a place");
+    }
+
+    #[test]
+    fn the_connection_buffers_are_shown_on_one_channel_and_move_when_it_closes() {
+        let state = ServerState::default();
+        let mut ch = channels(&state);
+        let figures = BufferFigures { qbuf: 3, qbuf_cap: 16384, held: 20000, ..BufferFigures::default() };
+        ch.show_buffers(&figures);
+        assert_eq!(state.clients.memory(), 0, "no channel, no client to show them on");
+        ch.open(4);
+        ch.open(2);
+        ch.show_buffers(&figures);
+        let shown =
+            |ch: &mut Channels<'_>, mux| ch.get(mux).and_then(|c| c.session.handle()).map(|h| h.buffers.total());
+        assert_eq!(state.clients.memory(), 20000, "counted once");
+        assert_eq!(shown(&mut ch, 2), Some(20000), "on the first channel found");
+        assert_eq!(shown(&mut ch, 4), Some(0));
+        ch.show_buffers(&BufferFigures { qbuf: 70, ..figures });
+        assert_eq!(ch.get(2).and_then(|c| c.session.handle()).map(|h| h.buffers.figures().qbuf), Some(70));
+        assert_eq!(state.clients.memory(), 20000, "the same bytes held");
+        ch.close(2);
+        assert_eq!(state.clients.memory(), 0, "gone with the channel");
+        ch.show_buffers(&figures);
+        assert_eq!(shown(&mut ch, 4), Some(20000), "taken over by the channel left");
+        assert_eq!(state.clients.memory(), 20000);
+        drop(ch);
+        assert_eq!(state.clients.memory(), 0);
     }
 
     #[test]

@@ -329,18 +329,37 @@ impl ServerState {
         crate::histogram::parse_percentiles(value).unwrap_or_default()
     }
 
+    /// `used_memory`: the data estimate and the clients' buffers
+    /// (`mem_clients_normal`), the one figure INFO reports and `maxmemory`
+    /// is checked against.
+    #[inline]
+    pub fn used_memory(&self) -> usize {
+        self.keyspace.used_memory() + self.clients.memory()
+    }
+
     /// Free memory for a command when over `maxmemory`, by the configured
-    /// policy; false when the data stays over the limit (then commands that
-    /// may add data are refused). Redis does this before every command,
+    /// policy; false when the server stays over the limit (then commands
+    /// that may add data are refused). Redis does this before every command,
     /// whether or not the command itself adds data.
+    ///
+    /// The limit is compared with [`ServerState::used_memory`], client
+    /// buffers included, as Redis counts them; only keys can be evicted, so
+    /// the data is brought down to what the buffers leave of the limit. When
+    /// the buffers alone pass it, every key goes and writes are refused,
+    /// as in Redis.
     pub fn enforce_maxmemory(&self) -> bool {
         let limit = self.limits.maxmemory();
-        if limit == 0 || self.keyspace.used_memory() <= limit {
+        if limit == 0 {
             return true;
         }
-        let freed = self.keyspace.free_memory(limit, self.limits.maxmemory_policy(), self.limits.maxmemory_samples());
+        let clients = self.clients.memory();
+        if self.keyspace.used_memory() + clients <= limit {
+            return true;
+        }
+        let room = limit.saturating_sub(clients);
+        let freed = self.keyspace.free_memory(room, self.limits.maxmemory_policy(), self.limits.maxmemory_samples());
         crate::changes::flush_server_events(self);
-        freed
+        freed && self.keyspace.used_memory() + clients <= limit
     }
 
     /// Ask the whole server to stop (signal or `SHUTDOWN`).

@@ -30,6 +30,9 @@ pub struct Multi {
     queued: Vec<Queued>,
     /// Bytes of argument data queued, bounded like the query buffer.
     bytes: usize,
+    /// Bytes the queued copies' argument lists hold (`multi-mem`, with the
+    /// queue's own slots).
+    held: usize,
     /// A command was refused while queuing: `EXEC` answers `EXECABORT`.
     aborted: bool,
 }
@@ -80,8 +83,15 @@ impl Multi {
             return Err(QueueFull);
         }
         self.bytes += bytes;
+        self.held += owned.retained_bytes();
         self.queued.push(Queued { args: owned, spec });
         Ok(())
+    }
+
+    /// Bytes the queued commands hold: their copied arguments and the
+    /// queue's slots, by capacity (`CLIENT LIST`'s `multi-mem`).
+    pub fn memory(&self) -> usize {
+        self.held + self.queued.capacity() * size_of::<Queued>()
     }
 
     /// Whether a queued command may add data, which `maxmemory` refuses.
@@ -133,11 +143,13 @@ pub fn discard_keeping_watches(session: &mut Session) -> Option<Multi> {
     multi
 }
 
-/// Copy the queued count into the client list (`multi=`, `flags=x`).
+/// Copy the queued count into the client list (`multi=`, `flags=x`), and
+/// what the queued commands hold (`multi-mem`, counted in `tot-mem`).
 pub fn show_queued(session: &Session) {
     let count = session.multi.as_ref().map(Multi::len);
     if let Some(handle) = session.handle() {
         handle.info().multi = count;
+        handle.show_multi(session.multi.as_ref().map_or(0, Multi::memory));
     }
 }
 
@@ -154,6 +166,7 @@ mod tests {
         assert_eq!(multi.push(args.into_iter(), set, 9), Ok(()));
         assert_eq!(multi.push(args.into_iter(), set, 9), Err(QueueFull), "5 + 5 > 9");
         assert_eq!(multi.len(), 1);
+        assert!(multi.memory() >= 5, "the copies are counted: {}", multi.memory());
         assert!(multi.may_add_data());
         let queued = multi.into_queued();
         assert_eq!(queued[0].args.get(&[], 2), Some(&b"v"[..]));

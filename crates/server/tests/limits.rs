@@ -104,6 +104,19 @@ fn info_field(stream: &mut TcpStream, section: &str, name: &str) -> String {
     text.split("\r\n").find_map(|l| l.strip_prefix(&prefix)).map(str::to_string).unwrap_or_default()
 }
 
+/// The fields of one `INFO` reply, by name.
+fn info_fields(stream: &mut TcpStream, sections: &[&str]) -> std::collections::HashMap<String, String> {
+    let mut args: Vec<&[u8]> = vec![b"INFO"];
+    args.extend(sections.iter().map(|s| s.as_bytes()));
+    let reply = String::from_utf8_lossy(&call(stream, &args)).into_owned();
+    reply.split("\r\n").filter_map(|l| l.split_once(':')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+/// The number in field `name` of `fields`.
+fn number(fields: &std::collections::HashMap<String, String>, name: &str) -> usize {
+    fields.get(name).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("no number {name}: {fields:?}"))
+}
+
 #[test]
 fn info_and_memory_commands_report_the_estimate_maxmemory_is_checked_against() {
     let kvik = start_kvik_with(&["--maxmemory", "200000", "--maxmemory-policy", "allkeys-lru"]);
@@ -114,16 +127,26 @@ fn info_and_memory_commands_report_the_estimate_maxmemory_is_checked_against() {
     }
     assert_eq!(info_field(&mut c, "memory", "maxmemory"), "200000");
     assert_eq!(info_field(&mut c, "memory", "maxmemory_policy"), "allkeys-lru");
-    let evicted: usize = info_field(&mut c, "stats", "evicted_keys").parse().unwrap_or(0);
-    let left = dbsize(&mut c);
+    // Read together: a client's buffers growing between two commands may
+    // make the second one evict another key.
+    let info = info_fields(&mut c, &["stats", "keyspace", "memory"]);
+    let evicted = number(&info, "evicted_keys");
+    let left: usize =
+        info.get("db0").and_then(|v| v.strip_prefix("keys=")?.split(',').next()?.parse().ok()).unwrap_or(0);
     assert_eq!(evicted + left, 1000, "every key is either kept or counted as evicted");
-    let dataset: usize = info_field(&mut c, "memory", "used_memory_dataset").parse().unwrap_or(usize::MAX);
-    let used: usize = info_field(&mut c, "memory", "used_memory").parse().unwrap_or(0);
-    assert!(dataset <= 200_000, "dataset {dataset} over maxmemory");
-    // One measure for INFO and for eviction: used_memory never stays above maxmemory.
-    assert_eq!(used, dataset);
+    let dataset = number(&info, "used_memory_dataset");
+    let clients = number(&info, "mem_clients_normal");
+    let used = number(&info, "used_memory");
+    assert!(clients >= 16 * 1024, "this client's read buffer is counted: {clients}");
+    // One measure for INFO and for eviction: the data and the client
+    // buffers, and it never stays above maxmemory.
+    assert_eq!(used, dataset + clients);
     assert!(used <= 200_000, "used_memory {used} over maxmemory");
-    // MEMORY USAGE of every key adds up to the same estimate.
+    // MEMORY USAGE of every key adds up to the data estimate. With the
+    // limit lifted first: this client's buffers, growing with the replies it
+    // gets, would otherwise make a command evict a key between the readings.
+    config_set(&mut c, "maxmemory", "0");
+    let dataset = number(&info_fields(&mut c, &["memory"]), "used_memory_dataset");
     let mut sum = 0;
     for i in 0..1000 {
         let reply = call(&mut c, &[b"MEMORY", b"USAGE", format!("k:{i}").as_bytes()]);
@@ -135,6 +158,14 @@ fn info_and_memory_commands_report_the_estimate_maxmemory_is_checked_against() {
     let stats = String::from_utf8_lossy(&call(&mut c, &[b"MEMORY", b"STATS"])).into_owned();
     let expected = format!("$13\r\ndataset.bytes\r\n:{dataset}\r\n");
     assert!(stats.contains(&expected), "MEMORY STATS: {stats}");
+    // total.allocated is used_memory: the data and clients.normal.
+    let field = |name: &str| -> usize {
+        let at = stats.find(&format!("\r\n{name}\r\n:")).unwrap_or_else(|| panic!("no {name}: {stats}"));
+        let rest = &stats[at + name.len() + 5..];
+        rest[..rest.find("\r\n").unwrap_or(0)].parse().unwrap_or_else(|_| panic!("{name}: {stats}"))
+    };
+    assert!(field("clients.normal") >= 16 * 1024, "{stats}");
+    assert_eq!(field("total.allocated"), field("dataset.bytes") + field("clients.normal"), "{stats}");
 }
 
 #[test]
@@ -214,21 +245,30 @@ fn allkeys_lfu_prefers_keys_used_rarely() {
     for i in 0..600 {
         assert_eq!(set(&mut c, &format!("f:{i}"), &value), b"+OK\r\n");
     }
-    // Keys below 200 are read often; the rest never.
+    // Keys below 200 are read often; the rest never. Read by a client of
+    // its own, whose megabytes of reply buffer leave with it before the
+    // limit is set (client buffers count against maxmemory).
     let mut batch = Vec::new();
     for _ in 0..20 {
         for i in 0..200 {
             batch.extend_from_slice(&multibulk(&[b"GET", format!("f:{i}").as_bytes()]));
         }
     }
-    c.write_all(&batch).expect("send reads");
+    let mut reader = connect(kvik.port);
+    reader.write_all(&batch).expect("send reads");
     let expected = 20 * 200 * (1000 + 9);
     let mut got = 0;
     let mut chunk = vec![0u8; 1 << 16];
     while got < expected {
-        let n = c.read(&mut chunk).expect("read replies");
+        let n = reader.read(&mut chunk).expect("read replies");
         assert!(n > 0, "closed");
         got += n;
+    }
+    drop(reader);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while info_field(&mut c, "memory", "mem_clients_normal").parse::<usize>().unwrap_or(0) > 100_000 {
+        assert!(Instant::now() < deadline, "the reader's buffers stayed counted");
+        thread::sleep(Duration::from_millis(20));
     }
     config_set(&mut c, "maxmemory", "400000");
     let hot = count(&mut c, (0..200).map(|i| format!("f:{i}")));
@@ -473,4 +513,177 @@ fn memory_doctor_reports_what_kvik_measures() {
     assert!(report.contains("I can only compare the data (6.00"), "{report}");
     assert!(report.contains("times as much"), "{report}");
     assert!(!report.contains("can't find any memory issue"), "{report}");
+}
+
+/// The `CLIENT LIST` fields of client `id`, as `watcher` sees them.
+fn client_fields(watcher: &mut TcpStream, id: i64) -> std::collections::HashMap<String, String> {
+    let reply = call(watcher, &[b"CLIENT", b"LIST", b"ID", id.to_string().as_bytes()]);
+    let text = String::from_utf8_lossy(&reply).into_owned();
+    let line = text.lines().find(|l| l.starts_with("id=")).unwrap_or_else(|| panic!("client {id} not listed: {text}"));
+    line.split(' ').filter_map(|f| f.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+/// Poll `what` (a reading taken through `read`) until `test` holds, for at
+/// most five seconds: connections publish their buffers when they wait,
+/// and Redis updates its client memory in its cron.
+fn wait_for<T: std::fmt::Debug>(what: &str, mut read: impl FnMut() -> T, test: impl Fn(&T) -> bool) -> T {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let reading = read();
+        if test(&reading) {
+            return reading;
+        }
+        assert!(Instant::now() < deadline, "{what}: {reading:?}");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Send all of a `SET key` of `total` bytes but the last `total - sent`
+/// (and the final CRLF), so that the server holds the part sent.
+fn send_partial_set(stream: &mut TcpStream, key: &str, total: usize, sent: usize) {
+    let header = format!("*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${total}\r\n", key.len());
+    stream.write_all(header.as_bytes()).expect("send header");
+    stream.write_all(&vec![b'p'; sent]).expect("send the first part");
+}
+
+/// The buffer fields of `CLIENT LIST` and `mem_clients_normal` on `server`:
+/// a client's partly sent request shows as `qbuf` from another connection
+/// and counts in `tot-mem` and in `mem_clients_normal`; `qbuf` is 0 again
+/// once the request ran, and the client's bytes leave the sum with it.
+fn partial_request_is_measured(server: &ServerProcess) {
+    const VALUE: usize = 1 << 20;
+    const SENT: usize = 300_000;
+    let label = server.label;
+    let mut watcher = connect(server.port);
+    let mut sender = connect(server.port);
+    // A client's own CLIENT INFO shows its request in the query buffer and
+    // the bytes of its arguments ("CLIENT" and "INFO"), in Redis as in kvik.
+    let own = String::from_utf8_lossy(&call(&mut sender, &[b"CLIENT", b"INFO"])).into_owned();
+    assert!(own.contains(" qbuf=26 ") && own.contains(" argv-mem=10 "), "{label}: {own}");
+    let id = integer(&call(&mut sender, &[b"CLIENT", b"ID"]));
+    send_partial_set(&mut sender, "partial", VALUE, SENT);
+    let number_of = |f: &std::collections::HashMap<String, String>, name: &str| -> usize {
+        f.get(name).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{label}: no {name} in {f:?}"))
+    };
+    let fields = wait_for(
+        &format!("{label}: the part sent in qbuf"),
+        || client_fields(&mut watcher, id),
+        |f| number_of(f, "qbuf") >= SENT,
+    );
+    assert!(number_of(&fields, "tot-mem") > number_of(&fields, "qbuf"), "{label}: {fields:?}");
+    let holding = wait_for(
+        &format!("{label}: mem_clients_normal with the part sent"),
+        || number(&info_fields(&mut watcher, &["memory"]), "mem_clients_normal"),
+        |&n| n >= SENT,
+    );
+    sender.write_all(&vec![b'p'; VALUE - SENT]).expect("send the rest");
+    sender.write_all(b"\r\n").expect("send the end");
+    assert_eq!(common::read_until(&mut sender, common::reply_complete).bytes, b"+OK\r\n", "{label}");
+    let fields = wait_for(
+        &format!("{label}: qbuf back to 0 once the request ran"),
+        || client_fields(&mut watcher, id),
+        |f| number_of(f, "qbuf") == 0,
+    );
+    assert_eq!(number_of(&fields, "argv-mem"), 0, "{label}: no command runs: {fields:?}");
+    drop(sender);
+    wait_for(
+        &format!("{label}: mem_clients_normal without the client (was {holding})"),
+        || number(&info_fields(&mut watcher, &["memory"]), "mem_clients_normal"),
+        |&n| n + SENT <= holding,
+    );
+}
+
+#[test]
+fn client_buffers_are_measured_in_client_list_and_mem_clients_normal() {
+    let kvik = start_kvik_with(&[]);
+    partial_request_is_measured(&kvik);
+    // kvik's used_memory is the data and the client buffers, exactly.
+    let mut c = connect(kvik.port);
+    assert_eq!(set(&mut c, "k", &[b'v'; 5000]), b"+OK\r\n");
+    let info = info_fields(&mut c, &["memory"]);
+    let (used, dataset, clients) =
+        (number(&info, "used_memory"), number(&info, "used_memory_dataset"), number(&info, "mem_clients_normal"));
+    assert_eq!(used, dataset + clients, "{info:?}");
+    assert!(dataset >= 5000 && clients > 0, "{info:?}");
+    // The same scenario holds for Redis, whose fields these are.
+    let Some(redis) =
+        start_redis_with_or_skip("client_buffers_are_measured_in_client_list_and_mem_clients_normal", &[])
+    else {
+        return;
+    };
+    partial_request_is_measured(&redis);
+}
+
+/// `used_memory` counts the client buffers and eviction makes room for
+/// them: after any command, used_memory is within maxmemory, until the
+/// buffers alone pass it; then every key goes and writes are refused, as
+/// in Redis, until the client holding them leaves.
+fn client_buffers_make_room_by_eviction(server: &ServerProcess) {
+    const LIMIT: usize = 6 << 20;
+    let label = server.label;
+    let mut c = connect(server.port);
+    config_set(&mut c, "maxmemory-policy", "allkeys-lru");
+    config_set(&mut c, "maxmemory", &LIMIT.to_string());
+    let value = vec![b'v'; 1000];
+    // About 5.5 MB of data: the limit is near, or reached in Redis, whose
+    // own startup memory counts too.
+    for i in 0..5300 {
+        assert_eq!(set(&mut c, &format!("k:{i}"), &value), b"+OK\r\n", "{label}: write {i}");
+    }
+    // Redis's INFO counts the allocations of the INFO reply it is writing,
+    // made after eviction ran, so it reads a little over; kvik's reads what
+    // eviction saw (a connection publishes its buffers only when it waits).
+    let slack = if label == "redis" { 64 << 10 } else { 0 };
+    let within = |c: &mut TcpStream, when: &str| {
+        let info = info_fields(c, &["memory", "stats"]);
+        let used = number(&info, "used_memory");
+        assert!(used <= LIMIT + slack, "{label}, {when}: used_memory {used} over maxmemory {LIMIT}: {info:?}");
+        info
+    };
+    within(&mut c, "after the writes");
+    // A client holding most of a 1 MB request: keys make room for it.
+    let evicted_before = number(&info_fields(&mut c, &["stats"]), "evicted_keys");
+    let mut holder = connect(server.port);
+    send_partial_set(&mut holder, "held", 1 << 20, 900 << 10);
+    wait_for(
+        &format!("{label}: the held request counted"),
+        || number(&info_fields(&mut c, &["memory"]), "mem_clients_normal"),
+        |&n| n >= 900 << 10,
+    );
+    for i in 0..20 {
+        assert_eq!(set(&mut c, &format!("more:{i}"), &value), b"+OK\r\n", "{label}: write {i} beside the holder");
+        within(&mut c, &format!("write {i} beside the holder"));
+    }
+    let info = within(&mut c, "beside the holder");
+    assert!(number(&info, "evicted_keys") > evicted_before, "{label}: keys made room: {info:?}");
+    // A second one, larger than the limit: the buffers alone pass it.
+    let mut second = connect(server.port);
+    send_partial_set(&mut second, "held2", 8 << 20, 6656 << 10);
+    wait_for(
+        &format!("{label}: both held requests counted"),
+        || number(&info_fields(&mut c, &["memory"]), "mem_clients_normal"),
+        |&n| n > LIMIT,
+    );
+    let oom = b"-OOM command not allowed when used memory > 'maxmemory'.\r\n";
+    assert_eq!(set(&mut c, "refused", &value), oom, "{label}");
+    assert_eq!(dbsize(&mut c), 0, "{label}: every key was evicted");
+    assert_eq!(call(&mut c, &[b"GET", b"k:1"]), b"$-1\r\n", "{label}: reads still run");
+    drop(second);
+    drop(holder);
+    wait_for(
+        &format!("{label}: writes again once the holders left"),
+        || set(&mut c, "again", &value),
+        |reply| reply == b"+OK\r\n",
+    );
+    within(&mut c, "after the holders left");
+}
+
+#[test]
+fn eviction_makes_room_for_client_buffers_as_redis_does() {
+    let kvik = start_kvik_with(&[]);
+    client_buffers_make_room_by_eviction(&kvik);
+    let Some(redis) = start_redis_with_or_skip("eviction_makes_room_for_client_buffers_as_redis_does", &[]) else {
+        return;
+    };
+    client_buffers_make_room_by_eviction(&redis);
 }

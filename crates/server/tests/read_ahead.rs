@@ -38,9 +38,9 @@ fn fill(port: u16) {
     let info = String::from_utf8_lossy(&call(&mut c, &[b"INFO", b"memory"])).into_owned();
     let used: usize = info
         .lines()
-        .find_map(|l| l.strip_prefix("used_memory:"))
+        .find_map(|l| l.strip_prefix("used_memory_dataset:"))
         .and_then(|v| v.trim().parse().ok())
-        .expect("used_memory");
+        .expect("used_memory_dataset");
     assert!(used >= min_keyspace_bytes(), "the keyspace estimate ({used} bytes) is too small for the scan to run");
 }
 

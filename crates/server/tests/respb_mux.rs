@@ -625,3 +625,62 @@ fn a_huge_reply_being_written_does_not_stop_other_channels() {
     assert_eq!((got[0].mux, &got[0].value), (1, &Value::Bulk(big)));
     assert_eq!((got[1].mux, &got[1].value), (2, &Value::simple("OK")));
 }
+
+/// The numbers of `CLIENT LIST` fields `names` of every client, by id, and
+/// `mem_clients_normal`, read by `watcher` one after the other.
+fn buffers_listed(watcher: &mut TcpStream, names: &[&str]) -> (Vec<(i64, Vec<usize>)>, usize) {
+    let text = String::from_utf8_lossy(&call(watcher, &[b"CLIENT", b"LIST"])).into_owned();
+    let lines = text
+        .lines()
+        .filter_map(|l| {
+            let field = |name: &str| l.split(' ').find_map(|f| f.strip_prefix(name)?.strip_prefix('='));
+            let id = field("id")?.parse().ok()?;
+            Some((id, names.iter().map(|n| field(n).and_then(|v| v.parse().ok()).unwrap_or(usize::MAX)).collect()))
+        })
+        .collect();
+    let info = String::from_utf8_lossy(&call(watcher, &[b"INFO", b"memory"])).into_owned();
+    let total = info.lines().find_map(|l| l.strip_prefix("mem_clients_normal:")?.parse().ok()).unwrap_or(usize::MAX);
+    (lines, total)
+}
+
+/// A RESPB connection's buffers belong to no channel in particular: they
+/// are shown on one of its channels (the others show none) and counted
+/// once in `mem_clients_normal`, and move to another channel when that one
+/// closes.
+#[test]
+fn a_respb_connection_shows_its_buffers_on_one_channel() {
+    let kvik = start_kvik();
+    let mut s = greeted(&kvik);
+    let ids: Vec<i64> = [1, 2, 3].iter().map(|&mux| client_id(&mut s, mux)).collect();
+    let mut watcher = connect(kvik.port);
+    let names = ["tot-mem", "qbuf-free", "rbs"];
+    // The carrier of the connection's buffers, once the list adds up.
+    let carrier = |watcher: &mut TcpStream, ids: &[i64]| -> i64 {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let (lines, total) = buffers_listed(watcher, &names);
+            let sum: usize = lines.iter().map(|(_, f)| f[0]).sum();
+            let carriers: Vec<i64> = lines
+                .iter()
+                .filter(|(id, f)| ids.contains(id) && f.iter().all(|&n| n > 0))
+                .map(|(id, _)| *id)
+                .collect();
+            let bare = lines.iter().filter(|(id, f)| ids.contains(id) && f.iter().all(|&n| n == 0)).count();
+            if carriers.len() == 1 && bare == ids.len() - 1 && sum == total {
+                return carriers[0];
+            }
+            assert!(Instant::now() < deadline, "carriers {carriers:?}, sum {sum}, total {total}: {lines:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let first = carrier(&mut watcher, &ids);
+    let mux = [1, 2, 3][ids.iter().position(|&id| id == first).unwrap_or(0)];
+    control(&mut s, MUX_CLOSE, mux, mux);
+    assert_eq!(one(&mut s).value, Value::simple("OK"));
+    // Any frame makes the connection wait again, and publish.
+    let left: Vec<i64> = ids.iter().copied().filter(|&id| id != first).collect();
+    let other = [1, 2, 3].into_iter().find(|&m| m != mux).unwrap_or(1);
+    assert_eq!(request(&mut s, &[b"PING"], other).value, Value::simple("PONG"));
+    let next = carrier(&mut watcher, &left);
+    assert_ne!(next, first);
+}

@@ -45,7 +45,8 @@ handlers! {
         }
     },
     CLIENT_INFO(c) => {
-        let line = c.session.handle().map(|h| client_line(h, c.session.id, false)).unwrap_or_default();
+        let argv = argv_mem(c);
+        let line = c.session.handle().map(|h| client_line(h, c.session.id, argv, false)).unwrap_or_default();
         c.reply(|s| s.verbatim(b"txt", &line));
     },
     CLIENT_LIST(c) => client_list(c),
@@ -270,10 +271,26 @@ fn reset<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     c.reply(|s| s.simple(b"RESET"));
 }
 
-/// One `CLIENT LIST` line, in Redis's field order. Buffer sizes are those of
-/// an idle Redis client, since kvik's buffers are not per client in the same way.
-fn client_line(h: &ClientHandle, current: u64, blocked: bool) -> Vec<u8> {
+/// `argv-mem` of the command running: the bytes of its arguments, as
+/// Redis counts them (`argv_len_sum`).
+fn argv_mem<T: ReplyTarget>(c: &Ctx<'_, T>) -> usize {
+    (0..c.argc()).map(|i| c.arg(i).len()).sum()
+}
+
+/// One `CLIENT LIST` line, in Redis's field order.
+///
+/// The buffer fields are what the client's connection measured when it
+/// last stopped to wait (see [`crate::clients::BufferFigures`] for what each
+/// maps onto), and for the calling client the bytes of this batch's input:
+/// `qbuf` counts the request being run, as Redis's does. `argv-mem` is the
+/// running command's, so `argv` for the caller and 0 for every other client
+/// (whose command, if one runs on another thread, cannot be looked at).
+/// `tot-mem` does not add `argv-mem`: kvik reads arguments in place in the
+/// query buffer, whose capacity it counts already.
+fn client_line(h: &ClientHandle, current: u64, argv: usize, blocked: bool) -> Vec<u8> {
     let info = h.info();
+    let mem = h.buffers.figures();
+    let argv = if h.id == current { argv } else { 0 };
     let now = Instant::now();
     let age = now.saturating_duration_since(h.created).as_secs();
     let idle = if h.id == current { 0 } else { now.saturating_duration_since(h.last_active()).as_secs() };
@@ -310,11 +327,20 @@ fn client_line(h: &ClientHandle, current: u64, blocked: bool) -> Vec<u8> {
     line.extend_from_slice(info.name.as_deref().unwrap_or_default());
     line.extend_from_slice(
         format!(
-            " age={age} idle={idle} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi={} qbuf=0 qbuf-free=0 \
-             argv-mem=0 multi-mem=0 rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} \
-             user=default redir={} resp={}\n",
+            " age={age} idle={idle} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi={} qbuf={} \
+             qbuf-free={} argv-mem={argv} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r \
+             cmd={} user=default redir={} resp={}\n",
             info.db,
             info.multi.map_or(-1, |n| n as i64),
+            mem.qbuf,
+            mem.qbuf_cap.saturating_sub(mem.qbuf),
+            h.buffers.multi(),
+            mem.rbs,
+            mem.rbp,
+            mem.obl,
+            mem.oll,
+            mem.omem,
+            h.buffers.total(),
             h.last_cmd(),
             info.tracking.as_ref().map_or(-1, |t| i64::try_from(t.redirect).unwrap_or(i64::MAX)),
             info.resp
@@ -376,9 +402,10 @@ fn client_list<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let mut text = Vec::new();
     if !only_other {
         let current = c.session.id;
+        let argv = argv_mem(c);
         for h in c.state.clients.snapshot() {
             if ids.as_ref().is_none_or(|ids| ids.contains(&h.id)) {
-                text.extend_from_slice(&client_line(&h, current, c.state.blocking.is_blocked(h.id)));
+                text.extend_from_slice(&client_line(&h, current, argv, c.state.blocking.is_blocked(h.id)));
             }
         }
     }

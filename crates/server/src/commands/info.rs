@@ -22,12 +22,23 @@
 //!   `allocator_*`, `rss_overhead_*`, `mem_fragmentation_ratio` and
 //!   `mem_fragmentation_bytes` (a ratio of RSS to a figure that leaves out
 //!   the server's own memory would read as fragmentation that is not
-//!   there), and `mem_clients_normal` (client buffers are not counted yet).
+//!   there).
 //!
-//! `used_memory` is kvik's running estimate of its data, the same figure
-//! `maxmemory` is checked against, so that a server never sits above
-//! `maxmemory` by its own INFO without evicting; `used_memory_startup` is
-//! what that estimate was at startup, 0.
+//! `used_memory` is what kvik measures of its memory: the running estimate
+//! of its data (`used_memory_dataset`) and the bytes its clients' buffers
+//! hold (`mem_clients_normal`, the sum of `CLIENT LIST`'s `tot-mem`, kept
+//! by each connection as its buffers grow; see [`crate::clients`]). It is
+//! the same figure `maxmemory` is checked against
+//! ([`ServerState::used_memory`]), so that a server never sits above
+//! `maxmemory` by its own INFO without evicting, and client buffers make
+//! room for themselves by eviction as in Redis. `used_memory_startup` is
+//! what that figure was before any client connected, 0.
+//!
+//! `client_recent_max_input_buffer` and `client_recent_max_output_buffer`
+//! are the largest query buffer and reply buffer a client holds now (by
+//! capacity). Redis reports the largest of the last few seconds; kvik's
+//! buffers keep their size while the client stays, so the largest now is
+//! also the largest of those seconds for every client still connected.
 //!
 //! `latencystats` gives each command's percentiles
 //! (`latency-tracking-info-percentiles`) from its duration histogram
@@ -177,16 +188,41 @@ fn os_line() -> String {
     format!("{os} {} {}", release.trim(), std::env::consts::ARCH)
 }
 
-/// `used_memory`: the dataset estimate, which `maxmemory` is checked against.
+/// `used_memory`: the dataset estimate and the client buffers, which
+/// `maxmemory` is checked against ([`ServerState::used_memory`]).
 pub fn used_memory(state: &ServerState) -> usize {
-    dataset_bytes(state)
+    state.used_memory()
 }
 
 /// Bytes held by the data: the keyspace's running estimate, summed from
-/// [`crate::keyspace::db::charge`] over every key, and what `maxmemory` is
-/// checked against. Reading it is one atomic load.
+/// [`crate::keyspace::db::charge`] over every key. Reading it is one
+/// atomic load.
 pub fn dataset_bytes(state: &ServerState) -> usize {
     state.keyspace.used_memory()
+}
+
+/// `mem_clients_normal`: bytes the clients' buffers hold.
+pub fn client_bytes(state: &ServerState) -> usize {
+    state.clients.memory()
+}
+
+/// `used_memory_dataset_perc`: the data's share of `used_memory`, as
+/// Redis prints it (there of the memory above startup, which is 0 here).
+fn dataset_percent(dataset: usize, used: usize) -> f64 {
+    if used == 0 {
+        return 0.0;
+    }
+    dataset as f64 * 100.0 / used as f64
+}
+
+/// The largest query buffer and reply buffer any client holds now.
+fn largest_client_buffers(state: &ServerState) -> (usize, usize) {
+    state
+        .clients
+        .snapshot()
+        .iter()
+        .map(|h| h.buffers.figures())
+        .fold((0, 0), |(input, output), f| (input.max(f.qbuf_cap), output.max(f.rbs)))
 }
 
 fn section(state: &ServerState, name: &str, out: &mut String) {
@@ -240,14 +276,17 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             line("connected_clients", &state.clients.len());
             line("cluster_connections", &0);
             line("maxclients", &state.config().int("maxclients"));
-            line("client_recent_max_input_buffer", &0);
-            line("client_recent_max_output_buffer", &0);
+            let (input, output) = largest_client_buffers(state);
+            line("client_recent_max_input_buffer", &input);
+            line("client_recent_max_output_buffer", &output);
             line("blocked_clients", &(state.blocking.blocked() + state.pause.held_clients()));
             line("tracking_clients", &state.tracking.clients_on());
             line("clients_in_timeout_table", &state.blocking.with_timeout());
         }
         "memory" => {
-            let used = used_memory(state) as u64;
+            // Read once: the dataset and the clients' share add up to `used`.
+            let (dataset, clients) = (dataset_bytes(state), client_bytes(state));
+            let used = (dataset + clients) as u64;
             let rss = resident_bytes();
             let system = total_system_memory();
             line("used_memory", &used);
@@ -255,8 +294,8 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             line("used_memory_rss", &rss);
             line("used_memory_rss_human", &human_bytes(rss));
             line("used_memory_startup", &0);
-            line("used_memory_dataset", &used);
-            line("used_memory_dataset_perc", &if used > 0 { "100.00%" } else { "0.00%" });
+            line("used_memory_dataset", &dataset);
+            line("used_memory_dataset_perc", &format!("{:.2}%", dataset_percent(dataset, used as usize)));
             line("total_system_memory", &system);
             line("total_system_memory_human", &human_bytes(system));
             let (maxmemory, policy) = {
@@ -272,9 +311,11 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
                 "mem_replication_backlog",
                 "mem_total_replication_buffers",
                 "mem_clients_slaves",
-                "mem_cluster_links",
-                "mem_aof_buffer",
             ] {
+                line(k, &0);
+            }
+            line("mem_clients_normal", &clients);
+            for k in ["mem_cluster_links", "mem_aof_buffer"] {
                 line(k, &0);
             }
             line("mem_allocator", &"libc");

@@ -198,6 +198,8 @@ fn memory_usage<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// `MEMORY STATS`: Redis's fields, in its order, from kvik's estimates.
 fn memory_stats<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let data = info::dataset_bytes(c.state) as i64;
+    let clients = info::client_bytes(c.state) as i64;
+    let total = data + clients;
     let ks = &c.state.keyspace;
     let mut per_db = vec![(0i64, 0i64); ks.databases()];
     for i in 0..ks.shard_count() {
@@ -212,14 +214,17 @@ fn memory_stats<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let keys: i64 = per_db.iter().map(|(k, _)| k).sum();
     let used_dbs: Vec<(usize, (i64, i64))> = per_db.into_iter().enumerate().filter(|(_, (k, _))| *k > 0).collect();
     let ratio = |a: i64, b: i64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
-    // Only what kvik measures: its data estimate (also `total.allocated`,
-    // as INFO's used_memory) and the buffers it has none of yet.
+    // Only what kvik measures: its data estimate and its clients' buffers,
+    // which add up to `total.allocated` (INFO's used_memory), and zeros for
+    // the buffers it has none of yet. Per key and in percent of the total,
+    // as Redis relates them to the memory above startup (0 here).
     c.reply(|s| {
-        let head: [(&str, i64); 6] = [
-            ("total.allocated", data),
+        let head: [(&str, i64); 7] = [
+            ("total.allocated", total),
             ("startup.allocated", 0),
             ("replication.backlog", 0),
             ("clients.slaves", 0),
+            ("clients.normal", clients),
             ("cluster.links", 0),
             ("aof.buffer", 0),
         ];
@@ -241,18 +246,18 @@ fn memory_stats<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         s.bulk(b"keys.count");
         s.integer(keys);
         s.bulk(b"keys.bytes-per-key");
-        s.integer(if keys > 0 { data / keys } else { 0 });
+        s.integer(if keys > 0 { total / keys } else { 0 });
         s.bulk(b"dataset.bytes");
         s.integer(data);
         s.bulk(b"dataset.percentage");
-        s.double(ratio(data * 100, data));
+        s.double(ratio(data * 100, total));
     });
 }
 
 /// `MEMORY DOCTOR`: Redis's text for an almost empty server; otherwise a
-/// report of what kvik can measure, its data estimate against the
-/// process's resident memory, rather than Redis's verdict, which rests on
-/// allocator statistics kvik does not have.
+/// report of what kvik can measure, its data estimate and its clients'
+/// buffers against the process's resident memory, rather than Redis's
+/// verdict, which rests on allocator statistics kvik does not have.
 fn memory_doctor<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let used = info::used_memory(c.state) as u64;
     let text = if used < 5 * 1024 * 1024 {
@@ -261,9 +266,10 @@ fn memory_doctor<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         let rss = info::resident_bytes();
         let times = rss as f64 / used as f64;
         let mut report = format!(
-            "Hi Sam, I can only compare the data ({}) with the memory the process holds ({}), {times:.2} times as much. \
-             I cannot tell fragmentation, peaks or client buffers apart yet.\n",
-            info::human_bytes(used),
+            "Hi Sam, I can only compare the data ({}) and the client buffers ({}) with the memory the process \
+             holds ({}), {times:.2} times as much. I cannot tell fragmentation or peaks apart yet.\n",
+            info::human_bytes(info::dataset_bytes(c.state) as u64),
+            info::human_bytes(info::client_bytes(c.state) as u64),
             info::human_bytes(rss)
         );
         if times > 1.5 {
