@@ -423,8 +423,10 @@ async fn accept_failed(e: &io::Error) {
     tokio::time::sleep(Duration::from_millis(10)).await;
 }
 
-/// Log, at most once a second, that a client was turned away for `maxclients`.
-fn refused_over_maxclients() {
+/// Count a client turned away for `maxclients` (`rejected_connections`)
+/// and log it, at most once a second.
+fn refused_over_maxclients(state: &ServerState) {
+    state.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
     static LIMIT: crate::log::RateLimit = crate::log::RateLimit::per(1000);
     if LIMIT.allow() {
         crate::log!(Warning, "Refused a connection: the maxclients limit is reached");
@@ -475,6 +477,7 @@ async fn accept_tcp(listener: &TcpListener, state: &ServerState, dispatcher: &Di
             (config.flag("protected-mode"), config.get("requirepass").is_empty(), config.int("tcp-keepalive"))
         };
         if protected && no_password && !is_loopback(peer.ip()) {
+            state.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
             static LIMIT: crate::log::RateLimit = crate::log::RateLimit::per(1000);
             if LIMIT.allow() {
                 crate::log!(Warning, "Refused a connection from {peer}: protected mode is on and no password is set");
@@ -483,7 +486,7 @@ async fn accept_tcp(listener: &TcpListener, state: &ServerState, dispatcher: &Di
             continue;
         }
         if !admit(state) {
-            refused_over_maxclients();
+            refused_over_maxclients(state);
             refuse(stream, MAX_CLIENTS_REACHED);
             continue;
         }
@@ -514,7 +517,7 @@ async fn accept_unix(listener: &UnixListener, state: &ServerState, dispatcher: &
             }
         };
         if !admit(state) {
-            refused_over_maxclients();
+            refused_over_maxclients(state);
             refuse(stream, MAX_CLIENTS_REACHED);
             continue;
         }

@@ -88,6 +88,8 @@ pub struct Stats {
     pub started_unix: i64,
     /// Clients connected since start (each RESPB channel counts as one, as it is a client).
     pub total_connections: AtomicU64,
+    /// Connections refused for `maxclients` or by protected mode.
+    pub rejected_connections: AtomicU64,
     /// Error replies sent.
     pub total_error_replies: AtomicU64,
     /// Unix time of the last save.
@@ -128,6 +130,7 @@ impl Default for Stats {
             started: Instant::now(),
             started_unix,
             total_connections: AtomicU64::new(0),
+            rejected_connections: AtomicU64::new(0),
             total_error_replies: AtomicU64::new(0),
             lastsave: AtomicI64::new(started_unix),
             active_expire: AtomicBool::new(true),
@@ -249,6 +252,7 @@ impl Stats {
         self.errors.lock().unwrap_or_else(|e| e.into_inner()).clear();
         self.total_error_replies.store(0, Ordering::Relaxed);
         self.total_connections.store(0, Ordering::Relaxed);
+        self.rejected_connections.store(0, Ordering::Relaxed);
         *self.instant.lock().unwrap_or_else(|e| e.into_inner()) = InstantMetrics::new(self.uptime_ms());
     }
 

@@ -687,3 +687,41 @@ fn eviction_makes_room_for_client_buffers_as_redis_does() {
     };
     client_buffers_make_room_by_eviction(&redis);
 }
+
+/// `avg_ttl` is the mean time left to the deadlines of the keys that have
+/// one, and the expiry cycle's time is counted once it has work.
+#[test]
+fn keyspace_avg_ttl_and_expiry_cycle_time_are_measured() {
+    let server = start_kvik_with(&[]);
+    let mut c = connect(server.port);
+    for (key, secs) in [("a", "100"), ("b", "300"), ("c", "")] {
+        let mut args: Vec<&[u8]> = vec![b"SET", key.as_bytes(), b"v"];
+        if !secs.is_empty() {
+            args.extend([&b"EX"[..], secs.as_bytes()]);
+        }
+        assert_eq!(call(&mut c, &args), b"+OK\r\n");
+    }
+    let keyspace = String::from_utf8_lossy(&call(&mut c, &[b"INFO", b"keyspace"])).into_owned();
+    let avg: i64 = keyspace.split("avg_ttl=").nth(1).and_then(|v| v.trim().parse().ok()).unwrap_or(-1);
+    assert!((195_000..=200_000).contains(&avg), "{keyspace}");
+    // 50,000 keys that expire at once keep the cycle busy for a while.
+    let mut batch = Vec::new();
+    for i in 0..50_000 {
+        batch.extend_from_slice(&multibulk(&[b"SET", format!("e:{i}").as_bytes(), b"v", b"PX", b"1"]));
+    }
+    c.write_all(&batch).expect("send");
+    let answer = common::read_until(&mut c, |got| got.len() >= 50_000 * 5);
+    assert_eq!(answer.bytes.len(), 50_000 * 5);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let stats = String::from_utf8_lossy(&call(&mut c, &[b"INFO", b"stats"])).into_owned();
+        let field = |name: &str| -> u64 {
+            stats.split(&format!("\r\n{name}:")).nth(1).and_then(|v| v.split("\r\n").next()?.parse().ok()).unwrap_or(0)
+        };
+        if field("expired_keys") >= 50_000 && field("expire_cycle_cpu_milliseconds") > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the cycle's time stayed 0: {stats}");
+        thread::sleep(Duration::from_millis(100));
+    }
+}

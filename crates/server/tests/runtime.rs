@@ -223,6 +223,8 @@ fn clients_over_maxclients_are_refused() {
     let answer = read_until(&mut c, |_| false);
     assert_eq!(answer.bytes, b"-ERR max number of clients reached\r\n");
     assert!(answer.closed);
+    let stats = String::from_utf8_lossy(&call(&mut b, &[b"INFO", b"stats"])).into_owned();
+    assert!(stats.contains("\r\nrejected_connections:1\r\n"), "{stats}");
     // A place frees up when a client leaves.
     drop(a);
     let deadline = Instant::now() + Duration::from_secs(5);

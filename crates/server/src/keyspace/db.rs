@@ -121,7 +121,7 @@ pub struct Db {
     open_key: Vec<u8>,
     /// Keys with a deadline, ordered by deadline (for the active cycle and
     /// for `INFO keyspace`'s `expires=`).
-    deadlines: BTreeSet<(i64, Box<[u8]>)>,
+    deadlines: Deadlines,
     /// Where this database publishes its table's address for the
     /// lookahead (see [`super::lookahead`]).
     hint: Option<HintSlot>,
@@ -341,6 +341,12 @@ impl Db {
     /// Number of keys with a deadline.
     pub fn expiring(&self) -> usize {
         self.deadlines.len()
+    }
+
+    /// The mean time left to the deadlines of the keys that have one, in
+    /// milliseconds (`INFO keyspace`'s `avg_ttl`; 0 with none).
+    pub fn avg_ttl_ms(&self, now_ms: i64) -> i64 {
+        self.deadlines.mean_left_ms(now_ms)
     }
 
     /// Keys removed by expiry so far.
@@ -795,20 +801,72 @@ fn report(blocked: &Option<Arc<AtomicUsize>>, index: usize, key: &[u8]) {
 }
 
 /// Move `key` in the deadline index from `old` to `new`.
-fn reindex(deadlines: &mut BTreeSet<(i64, Box<[u8]>)>, key: &[u8], old: Option<i64>, new: Option<i64>) {
+fn reindex(deadlines: &mut Deadlines, key: &[u8], old: Option<i64>, new: Option<i64>) {
     if old == new {
         return;
     }
     unindex(deadlines, key, old);
     if let Some(at) = new {
-        deadlines.insert((at, Box::from(key)));
+        deadlines.insert(at, key);
     }
 }
 
 /// Take `key` out of the deadline index, where it is under `at`.
-fn unindex(deadlines: &mut BTreeSet<(i64, Box<[u8]>)>, key: &[u8], at: Option<i64>) {
+fn unindex(deadlines: &mut Deadlines, key: &[u8], at: Option<i64>) {
     if let Some(at) = at {
-        deadlines.remove(&(at, Box::from(key)));
+        deadlines.remove(at, key);
+    }
+}
+
+/// The keys with a deadline, soonest first, and the sum of their deadlines,
+/// kept as they change so that `INFO keyspace`'s `avg_ttl` is one division
+/// rather than a walk over every key.
+#[derive(Debug, Default)]
+struct Deadlines {
+    set: BTreeSet<(i64, Box<[u8]>)>,
+    sum_ms: i128,
+}
+
+impl std::ops::Deref for Deadlines {
+    type Target = BTreeSet<(i64, Box<[u8]>)>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.set
+    }
+}
+
+impl Deadlines {
+    fn insert(&mut self, at: i64, key: &[u8]) {
+        if self.set.insert((at, Box::from(key))) {
+            self.sum_ms += i128::from(at);
+        }
+    }
+
+    fn remove(&mut self, at: i64, key: &[u8]) {
+        if self.set.remove(&(at, Box::from(key))) {
+            self.sum_ms -= i128::from(at);
+        }
+    }
+
+    fn pop_first(&mut self) {
+        if let Some((at, _)) = self.set.pop_first() {
+            self.sum_ms -= i128::from(at);
+        }
+    }
+
+    fn clear(&mut self) {
+        self.set.clear();
+        self.sum_ms = 0;
+    }
+
+    /// The mean time left to the deadlines at `now_ms`, in milliseconds
+    /// (0 with none, and never below 0: keys past theirs are as good as gone).
+    fn mean_left_ms(&self, now_ms: i64) -> i64 {
+        let n = self.set.len() as i128;
+        if n == 0 {
+            return 0;
+        }
+        i64::try_from((self.sum_ms / n - i128::from(now_ms)).max(0)).unwrap_or(i64::MAX)
     }
 }
 

@@ -58,10 +58,12 @@ impl ActiveExpiry {
             }
             if started.elapsed() >= Self::TICK_BUDGET {
                 self.next_shard = unfinished.unwrap_or((index + 1) % shards);
+                keyspace.record_expire_cycle(elapsed_us(started), true);
                 return removed;
             }
         }
         self.next_shard = unfinished.unwrap_or(self.next_shard);
+        keyspace.record_expire_cycle(elapsed_us(started), false);
         removed
     }
 
@@ -87,6 +89,11 @@ impl ActiveExpiry {
             }
         })
     }
+}
+
+/// Microseconds since `started`.
+fn elapsed_us(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

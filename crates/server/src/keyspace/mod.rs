@@ -228,6 +228,12 @@ pub struct Keyspace {
     used: AtomicUsize,
     /// Keys evicted for `maxmemory`.
     evicted: AtomicU64,
+    /// Time the active expiry cycle has run, in microseconds
+    /// (`expire_cycle_cpu_milliseconds`).
+    expire_cycle_us: AtomicU64,
+    /// Expiry ticks that stopped at their time budget with expired keys
+    /// left (`expired_time_cap_reached_count`).
+    expire_time_capped: AtomicU64,
     /// Where the next eviction round starts looking, so rounds spread over shards.
     evict_cursor: AtomicUsize,
     /// Eviction candidates kept between rounds, and the policy that scored them.
@@ -280,6 +286,8 @@ impl Keyspace {
             published: (0..n).map(|_| AtomicUsize::new(0)).collect(),
             used: AtomicUsize::new(0),
             evicted: AtomicU64::new(0),
+            expire_cycle_us: AtomicU64::new(0),
+            expire_time_capped: AtomicU64::new(0),
             evict_cursor: AtomicUsize::new(0),
             evict_pool: Mutex::new((evict::Pool::default(), None)),
             tuning,
@@ -316,6 +324,21 @@ impl Keyspace {
         for i in 0..self.shard_count() {
             self.lock(i).dbs().iter_mut().for_each(Db::reset_lookup_counts);
         }
+    }
+
+    /// Count one tick of the active expiry cycle that ran `us`
+    /// microseconds, `capped` when it stopped at its time budget.
+    pub fn record_expire_cycle(&self, us: u64, capped: bool) {
+        self.expire_cycle_us.fetch_add(us, Ordering::Relaxed);
+        if capped {
+            self.expire_time_capped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Milliseconds the active expiry cycle has run, and how many of its
+    /// ticks stopped at the time budget.
+    pub fn expire_cycle_stats(&self) -> (u64, u64) {
+        (self.expire_cycle_us.load(Ordering::Relaxed) / 1000, self.expire_time_capped.load(Ordering::Relaxed))
     }
 
     /// Number of databases (`SELECT` accepts `0..databases`).
