@@ -654,7 +654,12 @@ fn build_misc() -> Json {
         "description": "Canonical float text for float64 fields, first-byte detection, handshakes and mux control frames.",
         "float_text": float_text,
         "detection": detection,
-        "handshake": [greeting(&[0xD3, 0xC1, 1, 0]), greeting(&[0xD3, 0xC1, 2, 0]), greeting(&[0xD3, 0xC1, 1])],
+        "handshake": [
+            greeting(&[0xD3, 0xC1, 1, 0]),
+            greeting(&[0xD3, 0xC1, 2, 0]),
+            greeting(&[0xD3, 0xC1, 1]),
+            greeting(&[0xD3, 0xC1, 1, 1]),
+        ],
         "control": [
             { "name": "MUX_CREATE 7 on channel 0", "frame": hex(&create), "kind": "mux_create", "mux": 0, "target": 7 },
             { "name": "MUX_CLOSE 7 on channel 3", "frame": hex(&close), "kind": "mux_close", "mux": 3, "target": 7 },

@@ -454,6 +454,27 @@ fn range_cases() -> Vec<Case> {
                 "GET s",
             ],
         ),
+        // The limit is proto-max-bulk-len as configured, for the string a
+        // command would make and for bit offsets.
+        lines(
+            "results past a lowered proto-max-bulk-len",
+            &[
+                "CONFIG SET proto-max-bulk-len 1mb",
+                "SETRANGE k 1048570 1234567890",
+                "SETRANGE k 1048560 1234567890",
+                "APPEND k 1234567890",
+                "STRLEN k",
+                "APPEND new 12345",
+                "SETBIT b 8388608 1",
+                "SETBIT b 8388607 1",
+                "GETBIT b 8388608",
+                "BITFIELD bf SET u8 8388608 1",
+                "BITFIELD bf SET u8 8388600 1",
+                "BITFIELD bf GET u8 #1048576",
+                "CONFIG SET proto-max-bulk-len 512mb",
+                "APPEND k 1234567890",
+            ],
+        ),
         lines("setrange arity", &["SETRANGE k 0", "SETRANGE k 0 a b"]),
         lines("setrange keeps ttl", &["SETEX k 100 abc", "SETRANGE k 1 X", "GET k"]),
         requests(

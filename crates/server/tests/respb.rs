@@ -168,6 +168,12 @@ fn unsupported_version_is_refused_and_closed() {
     let answer = read_until(&mut stream, |_| false);
     assert_eq!(answer.bytes, [0xD3, 0xC1, 0x00, 0x00]);
     assert!(answer.closed);
+    // Version 1 with a flag set: no flags are defined, so it is malformed.
+    let mut stream = connect(kvik.port);
+    stream.write_all(&[0xD3, 0xC1, 0x01, 0x80]).expect("send greeting");
+    let answer = read_until(&mut stream, |_| false);
+    assert_eq!(answer.bytes, [0xD3, 0xC1, 0x00, 0x00]);
+    assert!(answer.closed);
 }
 
 /// EXEC's reply is written in parts (the array, then each queued command's

@@ -89,7 +89,9 @@ pub mod handshake {
         let Some(g) = buf.get(..LEN) else {
             return Greeting::Incomplete;
         };
-        if g[..2] == HANDSHAKE_MAGIC && g[2] == VERSION {
+        // No flags are defined: a greeting that sets one asks for something
+        // this version does not have, and is malformed (spec/respb.md, 2).
+        if g[..2] == HANDSHAKE_MAGIC && g[2] == VERSION && g[3] == 0 {
             Greeting::Accept { reply: [HANDSHAKE_MAGIC[0], HANDSHAKE_MAGIC[1], VERSION, 0] }
         } else {
             Greeting::Reject { reply: [HANDSHAKE_MAGIC[0], HANDSHAKE_MAGIC[1], 0, 0] }
@@ -132,6 +134,7 @@ mod tests {
         assert_eq!(read_greeting(&client_hello(1)), Greeting::Accept { reply: [0xD3, 0xC1, 1, 0] });
         assert_eq!(read_greeting(&client_hello(2)), Greeting::Reject { reply: [0xD3, 0xC1, 0, 0] });
         assert_eq!(read_greeting(&[0xD3, 0x00, 1, 0]), Greeting::Reject { reply: [0xD3, 0xC1, 0, 0] });
+        assert_eq!(read_greeting(&[0xD3, 0xC1, 1, 0x01]), Greeting::Reject { reply: [0xD3, 0xC1, 0, 0] });
         assert!(answer_accepts(&[0xD3, 0xC1, 1, 0]));
         assert!(!answer_accepts(&[0xD3, 0xC1, 0, 0]));
     }

@@ -10,7 +10,7 @@ use kvik_protocol::number::parse_i64;
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
 use crate::changes::EventClass;
 use crate::keyspace::{now_ms, Db};
-use crate::types::string::{StrValue, MAX_STRING_LEN};
+use crate::types::string::StrValue;
 use crate::types::{Value, ValueRef};
 
 handlers! {
@@ -29,14 +29,19 @@ const BAD_OFFSET: &[u8] = b"ERR bit offset is not an integer or out of range";
 /// Parse a bit offset with Redis's rules: a non-negative integer whose byte
 /// lies within `proto-max-bulk-len`; with `field_bits` (BITFIELD), `#n`
 /// means the n-th field of that width.
-fn bit_offset(arg: &[u8], field_bits: Option<u32>) -> Option<u64> {
+fn bit_offset(arg: &[u8], field_bits: Option<u32>, max_len: u64) -> Option<u64> {
     let (text, scale) = match (arg.split_first(), field_bits) {
         (Some((b'#', rest)), Some(bits)) if !rest.is_empty() => (rest, i64::from(bits)),
         _ => (arg, 1),
     };
     let n = parse_i64(text)?.wrapping_mul(scale);
     let n = u64::try_from(n).ok()?;
-    (n >> 3 < MAX_STRING_LEN).then_some(n)
+    (n >> 3 < max_len).then_some(n)
+}
+
+/// `proto-max-bulk-len`, the longest string a bit offset may reach into.
+fn max_len<T: ReplyTarget>(c: &Ctx<'_, T>) -> u64 {
+    c.state.limits.proto_max_bulk_len() as u64
 }
 
 /// The string at `key` as bytes (an integer's text); `Err` for another type.
@@ -79,7 +84,7 @@ fn bits_for_write<'d>(db: &'d mut Db, key: &[u8], max_bit: u64, now: i64) -> Opt
 
 /// `SETBIT key offset 0|1`: the bit's previous value.
 fn setbit<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
-    let Some(offset) = bit_offset(c.arg(2), None) else { return c.error(BAD_OFFSET) };
+    let Some(offset) = bit_offset(c.arg(2), None, max_len(c)) else { return c.error(BAD_OFFSET) };
     let on = match parse_i64(c.arg(3)) {
         Some(v @ (0 | 1)) => v == 1,
         _ => return c.error(b"ERR bit is not an integer or out of range"),
@@ -107,7 +112,7 @@ fn setbit<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 
 /// `GETBIT key offset`: 0 beyond the end of the string or for a missing key.
 fn getbit<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
-    let Some(offset) = bit_offset(c.arg(2), None) else { return c.error(BAD_OFFSET) };
+    let Some(offset) = bit_offset(c.arg(2), None, max_len(c)) else { return c.error(BAD_OFFSET) };
     let key = c.arg(1);
     let db = c.session.db;
     let state = c.state;
@@ -407,7 +412,7 @@ fn bitfield<T: ReplyTarget>(c: &mut Ctx<'_, T>, read_only: bool) {
             return c.error(SYNTAX_ERROR);
         }
         let Some(ty) = field_type(c.arg(j + 1)) else { return c.error(BAD_TYPE) };
-        let Some(offset) = bit_offset(c.arg(j + 2), Some(ty.bits)) else { return c.error(BAD_OFFSET) };
+        let Some(offset) = bit_offset(c.arg(j + 2), Some(ty.bits), max_len(c)) else { return c.error(BAD_OFFSET) };
         let kind = if is_get {
             FieldOpKind::Get
         } else {
@@ -621,6 +626,7 @@ pub fn field_add(ty: FieldType, value: i64, incr: i64) -> FieldSum {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::string::MAX_STRING_LEN;
 
     const U8: FieldType = FieldType { signed: false, bits: 8 };
     const I8: FieldType = FieldType { signed: true, bits: 8 };
@@ -678,10 +684,10 @@ mod tests {
         assert_eq!(field_type(b"u64"), None);
         assert_eq!(field_type(b"i0"), None);
         assert_eq!(field_type(b"i08"), None);
-        assert_eq!(bit_offset(b"#3", Some(8)), Some(24));
-        assert_eq!(bit_offset(b"#3", None), None);
-        assert_eq!(bit_offset(b"4294967295", None), Some(4294967295));
-        assert_eq!(bit_offset(b"4294967296", None), None);
-        assert_eq!(bit_offset(b"-1", None), None);
+        assert_eq!(bit_offset(b"#3", Some(8), MAX_STRING_LEN), Some(24));
+        assert_eq!(bit_offset(b"#3", None, MAX_STRING_LEN), None);
+        assert_eq!(bit_offset(b"4294967295", None, MAX_STRING_LEN), Some(4294967295));
+        assert_eq!(bit_offset(b"4294967296", None, MAX_STRING_LEN), None);
+        assert_eq!(bit_offset(b"-1", None, MAX_STRING_LEN), None);
     }
 }

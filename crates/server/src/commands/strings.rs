@@ -10,7 +10,7 @@ use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
 use crate::changes::EventClass;
 use crate::keyspace::{now_ms, Db, Meta};
 use crate::types::float80::F80;
-use crate::types::string::{byte_range, write_at, StrRef, StrValue, MAX_STRING_LEN};
+use crate::types::string::{byte_range, write_at, StrRef, StrValue};
 use crate::types::{Value, ValueRef};
 
 handlers! {
@@ -300,6 +300,7 @@ fn mset<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// `APPEND key value`: the new length.
 fn append<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let (key, tail) = (c.arg(1), c.arg(2));
+    let limit = c.state.limits.proto_max_bulk_len();
     let db = c.session.db;
     let state = c.state;
     let mut shard = state.keyspace.lock_key(key);
@@ -309,6 +310,11 @@ fn append<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             // A new key is stored as SET would store it (an integer, or embstr).
             d.set_string(key, tail, None);
             Some(tail.len())
+        }
+        // The result may not pass proto-max-bulk-len, as Redis checks.
+        Some(Value::Str(s)) if s.len().saturating_add(tail.len()) > limit => {
+            drop(shard);
+            return c.error(TOO_LONG);
         }
         Some(Value::Str(s)) => {
             let bytes = s.make_raw();
@@ -631,7 +637,7 @@ fn setrange<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         Some(n) => n.unsigned_abs(),
     };
     let (key, value) = (c.arg(1), c.arg(3));
-    let fits = offset.saturating_add(value.len() as u64) <= MAX_STRING_LEN;
+    let fits = offset.saturating_add(value.len() as u64) <= c.state.limits.proto_max_bulk_len() as u64;
     let db = c.session.db;
     let state = c.state;
     let mut shard = state.keyspace.lock_key(key);
@@ -708,7 +714,7 @@ fn lcs<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         return c.error(b"ERR If you want both the length and indexes, please just use IDX.");
     }
     let cells = (a.len() as u64 + 1).saturating_mul(b.len() as u64 + 1);
-    if cells.saturating_mul(4) > MAX_STRING_LEN {
+    if cells.saturating_mul(4) > c.state.limits.proto_max_bulk_len() as u64 {
         return c.error(b"ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
     }
     let result = lcs_table(a, b);
