@@ -626,7 +626,7 @@ fn build_misc() -> Json {
             json!({ "bits": format!("{:016x}", x.to_bits()), "text": String::from_utf8(t).unwrap() })
         })
         .collect();
-    let detection: Vec<Json> = [0x00u8, 0x01, 0x1F, 0x20, b'*', b'P', 0xD3, 0xF0, 0xFE, 0xFF]
+    let detection: Vec<Json> = [0x00u8, 0x01, 0x0A, 0x0D, 0x1F, 0x20, b'*', b'P', 0xD3, 0xF0, 0xFE, 0xFF]
         .iter()
         .map(|&b| {
             let d = match detect(b) {

@@ -97,6 +97,9 @@ fn cases() -> Vec<Case> {
         // Blank lines between commands are ignored. (Not as the first bytes of a
         // connection: a first byte below 0x20 announces RESPB frames.)
         open("inline blank lines", "PING\r\n\r\n\r\n\nPING\r\n"),
+        // A blank line first: still RESP (the connection's first byte is CR or LF).
+        open("blank line before the first command", "\r\nPING\r\n\r\n*1\r\n$4\r\nPING\r\n"),
+        open("newline before the first command", "\nECHO a\r\n"),
         open("inline extra spaces", "   PING    hi   \r\n"),
         open("inline tabs", "PING\thi\r\n"),
         open("empty multibulk", "*0\r\nPING\r\n"),

@@ -40,7 +40,8 @@ pub const VERSION: u8 = 1;
 pub enum Detected {
     /// `0xD3`: a RESPB handshake follows.
     Handshake,
-    /// `0x00`–`0x1F`, `0xF0`, `0xFF`: RESPB frames without a handshake.
+    /// `0x00`–`0x1F` but CR and LF, `0xF0`, `0xFF`: RESPB frames without a
+    /// handshake.
     Respb,
     /// Anything else: RESP text (multibulk or inline).
     Resp,
@@ -50,6 +51,9 @@ pub enum Detected {
 pub fn detect(first_byte: u8) -> Detected {
     match first_byte {
         0xD3 => Detected::Handshake,
+        // A blank line before the first command is RESP: Redis skips it, and
+        // no opcode starts with CR or LF (core opcodes start with 0x00-0x03).
+        b'\r' | b'\n' => Detected::Resp,
         0x00..=0x1F | 0xF0 | 0xFF => Detected::Respb,
         _ => Detected::Resp,
     }
@@ -122,7 +126,7 @@ mod tests {
         for b in [0x00, 0x03, 0x1F, 0xF0, 0xFF] {
             assert_eq!(detect(b), Detected::Respb);
         }
-        for b in [b'*', b'P', b'p', b' ', 0x20, 0x80, 0xFE] {
+        for b in [b'*', b'P', b'p', b' ', 0x20, 0x80, 0xFE, b'\r', b'\n'] {
             assert_eq!(detect(b), Detected::Resp);
         }
     }
