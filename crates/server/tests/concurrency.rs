@@ -469,3 +469,47 @@ fn large_reply_batches_on_one_loop_arrive_whole_and_in_order() {
     });
     drop(server);
 }
+
+/// While clients RENAME keys back and forth between shards, DBSIZE and
+/// INFO keyspace count each key exactly once.
+#[test]
+fn counts_stay_exact_while_keys_move_between_shards() {
+    let server = start();
+    let port = server.port;
+    let mut setup = Client::new(port);
+    // Names whose slots differ, so that each RENAME moves a key between shards.
+    let names: [&[u8]; 4] = [b"move:a", b"move:b", b"move:c", b"move:d"];
+    setup.call(&[b"SET", names[0], b"1"]);
+    setup.call(&[b"SET", names[2], b"1"]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let movers: Vec<_> = (0..2)
+        .map(|i| {
+            let stop = Arc::clone(&stop);
+            thread::spawn(move || {
+                let mut c = Client::new(port);
+                let (from, to) = (names[2 * i], names[2 * i + 1]);
+                while !stop.load(Ordering::Relaxed) {
+                    c.call(&[b"RENAME", from, to]);
+                    c.call(&[b"RENAME", to, from]);
+                }
+            })
+        })
+        .collect();
+    let mut reader = Client::new(port);
+    let mut wrong = Vec::new();
+    for _ in 0..1500 {
+        let n = reader.int(&[b"DBSIZE"]);
+        if n != 2 {
+            wrong.push(format!("DBSIZE {n}"));
+        }
+        let info = String::from_utf8_lossy(&reader.call(&[b"INFO", b"keyspace"])).into_owned();
+        if !info.contains("db0:keys=2,") {
+            wrong.push(info);
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    for m in movers {
+        m.join().expect("mover");
+    }
+    assert!(wrong.is_empty(), "{} of 3000 counts were wrong, e.g. {:?}", wrong.len(), wrong.first());
+}

@@ -515,8 +515,10 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             // Time left summed over the keys with a deadline, for avg_ttl.
             let mut left_ms = vec![0i128; ks.databases()];
             let now = crate::keyspace::now_ms();
-            for i in 0..ks.shard_count() {
-                let mut shard = ks.lock(i);
+            // All shards at once, so that a key moving between shards is
+            // counted once (see DBSIZE).
+            let mut lock = ks.lock_all();
+            for shard in lock.shards() {
                 for (db, d) in shard.dbs().iter().enumerate() {
                     if let (Some(k), Some(e), Some(t)) = (keys.get_mut(db), expires.get_mut(db), left_ms.get_mut(db)) {
                         *k += d.len();
@@ -525,6 +527,7 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
                     }
                 }
             }
+            drop(lock);
             for (db, ((k, e), t)) in keys.iter().zip(&expires).zip(&left_ms).enumerate() {
                 if *k > 0 {
                     let avg = if *e > 0 { *t / *e as i128 } else { 0 };
