@@ -3,6 +3,8 @@
 //! - [`daemonize`]: `daemonize yes` detaches the server from its terminal
 //!   the way Redis does, with one `fork` and a `setsid`; the standard
 //!   library has neither.
+//! - [`open_files_limit`], [`set_open_files_limit`]: `maxclients` needs a
+//!   file descriptor per client, as many as the soft limit allows.
 //! - [`stop_self`]: `supervised upstart` stops the ready server with SIGSTOP.
 //! - [`utc_offset_secs`]: log lines carry local time, as Redis's do, and
 //!   only the C library knows the time zone's rules.
@@ -58,6 +60,59 @@ fn detach() -> io::Result<()> {
 #[cfg(not(unix))]
 fn detach() -> io::Result<()> {
     Err(io::Error::new(io::ErrorKind::Unsupported, "daemonize needs a Unix system"))
+}
+
+/// The soft and hard limits on this process's open files.
+pub fn open_files_limit() -> io::Result<(u64, u64)> {
+    nofile_get()
+}
+
+/// Raise the soft limit on open files to `soft`, and the hard limit with it
+/// where the process may (as root); otherwise as far as the hard limit goes.
+pub fn set_open_files_limit(soft: u64) -> io::Result<()> {
+    nofile_set(soft)
+}
+
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn nofile_get() -> io::Result<(u64, u64)> {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes into the struct it is given, which lives for the call.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // rlim_t is u64 on the targets kvik is built for.
+    #[allow(clippy::unnecessary_cast)]
+    Ok((limit.rlim_cur as u64, limit.rlim_max as u64))
+}
+
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn nofile_set(soft: u64) -> io::Result<()> {
+    let (_, hard) = nofile_get()?;
+    #[allow(clippy::unnecessary_cast)]
+    let set = |cur: u64, max: u64| {
+        let limit = libc::rlimit { rlim_cur: cur as libc::rlim_t, rlim_max: max as libc::rlim_t };
+        // SAFETY: setrlimit reads the struct it is given, which lives for the call.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    };
+    if soft > hard && set(soft, soft).is_ok() {
+        return Ok(());
+    }
+    set(soft.min(hard), hard)
+}
+
+#[cfg(not(unix))]
+fn nofile_get() -> io::Result<(u64, u64)> {
+    Err(io::Error::new(io::ErrorKind::Unsupported, "no file limits here"))
+}
+
+#[cfg(not(unix))]
+fn nofile_set(_soft: u64) -> io::Result<()> {
+    Err(io::Error::new(io::ErrorKind::Unsupported, "no file limits here"))
 }
 
 /// Stop this process with SIGSTOP, as upstart waits for a service to do

@@ -73,6 +73,11 @@ fn main() -> ExitCode {
     for name in config.set_knobs() {
         kvik_server::log!(Notice, "Option '{name}' is kept but has no effect in kvik");
     }
+    if let Err(e) = supervision::fit_maxclients(&mut config) {
+        kvik_server::log!(Warning, "{e}");
+        eprintln!("kvik-server: {e}");
+        return ExitCode::from(1);
+    }
     if let Err(e) = supervision::apply_oom_score(&config) {
         kvik_server::log!(Warning, "{e}");
     }

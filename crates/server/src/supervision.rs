@@ -12,6 +12,11 @@
 //!   when it shuts down; `supervised upstart` (or `auto` with `$UPSTART_JOB`)
 //!   stops the process with SIGSTOP when it is ready, as upstart's
 //!   `expect stop` waits for;
+//! - `maxclients` gets the file descriptors it needs: the soft limit on
+//!   open files is raised to `maxclients` + 32 (the server's own files)
+//!   when the hard limit allows, and otherwise `maxclients` is lowered to
+//!   fit, with Redis's log lines, so that no client is accepted only to find
+//!   no descriptor for its socket;
 //! - `oom-score-adj` raises or sets `/proc/self/oom_score_adj` from
 //!   `oom-score-adj-values` (the first value, the one for a master), and
 //!   puts back the score the process started with when set to `no`.
@@ -49,6 +54,53 @@ pub fn supervisor(config: &Config) -> Supervisor {
         "auto" if std::env::var_os("UPSTART_JOB").is_some() => Supervisor::Upstart,
         _ => Supervisor::None,
     }
+}
+
+/// File descriptors kept for the server's own files besides its clients'
+/// sockets, as Redis keeps (`CONFIG_MIN_RESERVED_FDS`).
+pub const RESERVED_FDS: u64 = 32;
+
+/// Make room for `maxclients` clients in the open-files limit, raising its
+/// soft value if it is short. `Err` holds how many clients the limit allows
+/// when it cannot be raised far enough.
+pub fn fit_open_files(maxclients: u64) -> Result<(), u64> {
+    let wanted = maxclients.saturating_add(RESERVED_FDS);
+    let Ok((soft, _)) = kvik_process::open_files_limit() else { return Ok(()) };
+    if soft >= wanted {
+        return Ok(());
+    }
+    let raised = kvik_process::set_open_files_limit(wanted);
+    let now = kvik_process::open_files_limit().map_or(soft, |(s, _)| s);
+    if now >= wanted {
+        crate::log!(Notice, "Increased maximum number of open files to {wanted} (it was originally set to {soft}).");
+        return Ok(());
+    }
+    if let Err(e) = raised {
+        crate::log!(Warning, "Server can't set maximum open files to {wanted} because of OS error: {e}.");
+    }
+    Err(now.saturating_sub(RESERVED_FDS))
+}
+
+/// At startup: lower `maxclients` in `config` to what the open-files limit
+/// allows when it cannot be raised, saying so as Redis does. `Err` when
+/// the limit leaves no room for any client.
+pub fn fit_maxclients(config: &mut Config) -> Result<(), String> {
+    let maxclients = config.usize("maxclients") as u64;
+    let Err(possible) = fit_open_files(maxclients) else { return Ok(()) };
+    let wanted = maxclients + RESERVED_FDS;
+    if possible == 0 {
+        return Err(format!(
+            "Your current 'ulimit -n' is not enough for the server to start. Please increase your open file limit to at least {wanted}. Exiting."
+        ));
+    }
+    crate::log!(Warning, "You requested maxclients of {maxclients} requiring at least {wanted} max file descriptors.");
+    crate::log!(
+        Warning,
+        "Current maximum open files is {}. maxclients has been reduced to {possible} to compensate for low ulimit. If you need higher maxclients increase 'ulimit -n'.",
+        possible + RESERVED_FDS
+    );
+    let value = possible.to_string();
+    config.set_many(&[("maxclients", value.as_str())]).map_err(|e| e.reply_text())
 }
 
 /// Detach when `daemonize yes` asks for it. Call before any thread starts.

@@ -798,3 +798,47 @@ fn config_set_port_rebinds() {
     assert_eq!(config_get(&mut s, "port"), new_port.to_string());
     assert_eq!(call(&mut connect(new_port), &[b"PING"]), b"+PONG\r\n");
 }
+
+/// The soft open-files limit of process `pid`.
+fn open_files_soft_limit(pid: u32) -> u64 {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).expect("limits");
+    let line = limits.lines().find(|l| l.starts_with("Max open files")).expect("open files line");
+    line.split_whitespace().nth(3).and_then(|v| v.parse().ok()).expect("a number")
+}
+
+/// `maxclients` never asks for more file descriptors than the process may
+/// open: the limit is raised when it can be, and `maxclients` lowered (with
+/// Redis's log line) when it cannot; CONFIG SET refuses more than fits.
+#[test]
+fn maxclients_fits_the_open_files_limit() {
+    let port = free_port();
+    let script = format!("ulimit -n 200 && exec {KVIK} --bind 127.0.0.1 --port {port} --maxclients 1000");
+    let child = Command::new("sh")
+        .args(["-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start kvik-server under a low ulimit");
+    let kvik = Kvik { child, port };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "kvik-server did not start");
+        thread::sleep(Duration::from_millis(20));
+    }
+    let mut s = connect(port);
+    let maxclients: u64 = config_get(&mut s, "maxclients").parse().expect("a number");
+    let soft = open_files_soft_limit(kvik.child.id());
+    assert!(maxclients + 32 <= soft, "maxclients {maxclients} with {soft} open files");
+    let refused = String::from_utf8_lossy(&call(&mut s, &[b"CONFIG", b"SET", b"maxclients", b"5000000"])).into_owned();
+    assert!(
+        refused.contains("The operating system is not able to handle the specified number of clients"),
+        "{refused}"
+    );
+    s.write_all(b"SHUTDOWN\r\n").expect("send");
+    let _ = read_until(&mut s, |_| false);
+    let (_, log) = kvik.wait_exit();
+    if maxclients < 1000 {
+        assert!(log.contains("maxclients has been reduced to"), "{log}");
+    }
+}

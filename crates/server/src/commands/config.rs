@@ -76,6 +76,18 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     }
     let borrowed: Vec<(&str, &str)> = pairs.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
     let old_port = c.state.config().port();
+    // More clients than the open-files limit can hold are refused, as Redis
+    // refuses them, once the limit could not be raised for them.
+    if let Some((_, value)) = borrowed.iter().rev().find(|(n, _)| n.eq_ignore_ascii_case("maxclients")) {
+        if let Some(wanted) = value.parse::<u64>().ok().filter(|n| *n > c.state.config().usize("maxclients") as u64) {
+            if let Err(possible) = crate::supervision::fit_open_files(wanted) {
+                let text = format!(
+                    "ERR CONFIG SET failed (possibly related to argument 'maxclients') - The operating system is not able to handle the specified number of clients, try with {possible}"
+                );
+                return c.error(text.as_bytes());
+            }
+        }
+    }
     let result = c.state.update_config(|config| config.set_many(&borrowed));
     if result.is_ok() && c.state.config().port() != old_port {
         if let Err(e) = rebind(c.state, old_port) {
