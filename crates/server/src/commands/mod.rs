@@ -716,17 +716,18 @@ fn resolve(req: &Request<'_>) -> Option<&'static CommandSpec> {
 }
 
 impl Renames {
-    #[cold]
+    /// Runs for every command once `rename-command` was used: it compares
+    /// names without regard to case in place, allocating nothing.
     fn resolve(&self, req: &Request<'_>) -> Option<&'static CommandSpec> {
         let visible = |s: &&'static CommandSpec| !self.hidden.get(s.id.index()).copied().unwrap_or(false);
         if let Some(spec) = req.known_command() {
             return Some(spec).filter(visible);
         }
-        let name = req.arg(0).to_ascii_lowercase();
-        if let Some((_, spec)) = self.by_name.iter().find(|(n, _)| n[..] == name[..]) {
+        let name = req.arg(0);
+        if let Some((_, spec)) = self.by_name.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
             return Some(spec);
         }
-        lookup(&name).filter(visible)
+        lookup(name).filter(visible)
     }
 }
 
