@@ -71,6 +71,7 @@ fn error_name(k: &kvik_protocol::respb::DecodeErrorKind) -> &'static str {
         NotANumber => "not_a_number",
         BadPassthrough(_) => "bad_passthrough",
         Resp(_) => "resp_error",
+        UnauthenticatedFrame => "unauthenticated_frame",
     }
 }
 

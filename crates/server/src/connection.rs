@@ -1124,9 +1124,7 @@ async fn serve_respb<S: ClientStream>(
     upgraded: Option<(Session, Arc<Signal>)>,
 ) -> io::Result<()> {
     let state = conn.state;
-    let max_bulk_len = state.limits.proto_max_bulk_len();
-    let limits = RespbLimits { max_bulk_len, max_passthrough_len: max_bulk_len.saturating_add(64 * 1024) };
-    let mut decoder = RespbDecoder::new(limits);
+    let mut decoder = RespbDecoder::new(RespbLimits::for_bulk_len(state.limits.proto_max_bulk_len()));
     let mut args = CommandArgs::new();
     let mut ahead = RespbReadAhead::new(&decoder);
     let (wake, first) = match upgraded {
@@ -1166,12 +1164,21 @@ async fn serve_respb<S: ClientStream>(
             if pending.is_empty() {
                 break;
             }
+            // `CONFIG SET proto-max-bulk-len` applies to the very next frame,
+            // and until one of its channels authenticates a connection may
+            // only send small frames (as a RESP client may only send small
+            // requests).
+            let limits = RespbLimits::for_bulk_len(state.limits.proto_max_bulk_len())
+                .unauthenticated(!channels.trusted() && state.limits.auth_required());
+            if limits != decoder.limits() {
+                decoder.set_limits(limits);
+            }
             let out = &mut output.out;
             // A frame the scan decoded comes back as two scalars, and the
             // match below reads them from registers: built into a `Decoded`
             // and matched again, they went through memory in pieces of
             // other widths, a store-forwarding stall per frame.
-            let (consumed, frame) = match ahead.take(&mut args) {
+            let (consumed, frame) = match ahead.take(&decoder, &mut args) {
                 Some(found) => found,
                 None => match decoder.decode(pending, &mut args) {
                     Ok(Decoded::Frame { frame, consumed }) => (consumed, frame),
@@ -1205,20 +1212,21 @@ async fn serve_respb<S: ClientStream>(
                             let (owned, size) = mux::owned(&req);
                             channels.enqueue(mux, Queued::Command(owned), size);
                         }
-                        RunFree::TooMany => {
-                            state.stats.error_reply(mux::TOO_MANY);
-                            RespbReplyWriter::new(out, mux).error(mux::TOO_MANY);
+                        RunFree::Refused(why) => {
+                            state.stats.error_reply(why);
+                            RespbReplyWriter::new(out, mux).error(why);
                         }
                     }
                 }
                 Frame::MuxCreate { mux, target } => {
                     // Re-creating an open channel starts it afresh.
                     channels.close(target);
-                    if channels.open(target).is_some() {
-                        answer_ok(&mut channels, mux, target, out);
-                    } else {
-                        state.stats.error_reply(mux::TOO_MANY);
-                        RespbReplyWriter::new(out, mux).error(mux::TOO_MANY);
+                    match channels.open(target) {
+                        Ok(_) => answer_ok(&mut channels, mux, target, out),
+                        Err(why) => {
+                            state.stats.error_reply(why);
+                            RespbReplyWriter::new(out, mux).error(why);
+                        }
                     }
                 }
                 Frame::MuxClose { mux, target } => {
@@ -1280,9 +1288,9 @@ fn open_and_run_frame(
     out: &mut Vec<u8>,
 ) -> RunFree {
     match channels.open(mux).map(|ch| (ch.busy(), ch.session.db)) {
-        None => RunFree::TooMany,
-        Some((true, _)) => RunFree::Busy,
-        Some((false, db)) => {
+        Err(why) => RunFree::Refused(why),
+        Ok((true, _)) => RunFree::Busy,
+        Ok((false, db)) => {
             let _memo = ahead.before(&state.keyspace, db, pending);
             run_frame(state, channels, mux, req, out);
             RunFree::Ran

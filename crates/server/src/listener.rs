@@ -433,21 +433,6 @@ fn refused_over_maxclients(state: &ServerState) {
     }
 }
 
-/// Whether a new client is over `maxclients`; counts it in when it is not.
-fn admit(state: &ServerState) -> bool {
-    let max = state.config().usize("maxclients");
-    let mut current = state.connected.load(Ordering::Relaxed);
-    loop {
-        if current >= max {
-            return false;
-        }
-        match state.connected.compare_exchange(current, current + 1, Ordering::Relaxed, Ordering::Relaxed) {
-            Ok(_) => return true,
-            Err(now) => current = now,
-        }
-    }
-}
-
 /// Send `reply` and close, on the acceptor, without holding up accepting.
 fn refuse<S: ClientStream + 'static>(mut stream: S, reply: &'static [u8]) {
     tokio::task::spawn_local(async move {
@@ -485,7 +470,7 @@ async fn accept_tcp(listener: &TcpListener, state: &ServerState, dispatcher: &Di
             refuse(stream, PROTECTED_MODE_DENIED);
             continue;
         }
-        if !admit(state) {
+        if !state.admit_client() {
             refused_over_maxclients(state);
             refuse(stream, MAX_CLIENTS_REACHED);
             continue;
@@ -516,7 +501,7 @@ async fn accept_unix(listener: &UnixListener, state: &ServerState, dispatcher: &
                 continue;
             }
         };
-        if !admit(state) {
+        if !state.admit_client() {
             refused_over_maxclients(state);
             refuse(stream, MAX_CLIENTS_REACHED);
             continue;

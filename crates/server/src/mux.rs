@@ -62,8 +62,22 @@ pub const QUEUE_BYTES: usize = 16 * 1024 * 1024;
 /// messages cannot keep the connection from its requests.
 const MESSAGES_PER_POLL: usize = 1024;
 
+/// Most channels a connection may have open while none of them has
+/// authenticated (when the server requires a password): a stranger gets
+/// no more than a few sessions' worth of memory.
+pub const UNAUTHENTICATED_CHANNELS: usize = 16;
+/// Most bytes of frames queued on a connection none of whose channels
+/// has authenticated.
+pub const UNAUTHENTICATED_QUEUE_BYTES: usize = 64 * 1024;
+
 /// The error a frame for one channel too many gets.
 pub const TOO_MANY: &[u8] = b"ERR too many mux channels on this connection (respb-max-channels)";
+/// The error a frame for a new channel gets when an unauthenticated
+/// connection has [`UNAUTHENTICATED_CHANNELS`] open.
+pub const NOAUTH: &[u8] = b"NOAUTH Authentication required.";
+/// The error a frame for a new channel gets when the server has
+/// `maxclients` clients, channels included.
+pub const MAX_CLIENTS: &[u8] = b"ERR max number of clients reached";
 
 /// Replies for one RESPB channel, as frames on its mux id.
 ///
@@ -153,33 +167,70 @@ pub enum RunFree {
     Ran,
     /// The channel is blocked or has frames queued: the frame must queue.
     Busy,
-    /// Opening the channel would pass `respb-max-channels`.
-    TooMany,
+    /// The channel could not be opened; the frame gets this error.
+    Refused(&'static [u8]),
 }
 
-/// Channel `mux` of `map`, opened with fresh state on first use; `None`
-/// when opening it would pass `respb-max-channels`. Takes the fields it
-/// needs, so that the channel found can be used beside the others.
-fn open_in<'m>(
-    map: &'m mut IdMap<Channel>,
-    state: &ServerState,
-    peer: &crate::connection::Peer,
-    wake: &Arc<Signal>,
-    listening: &mut Vec<u16>,
-    mux: u16,
-) -> Option<&'m mut Channel> {
+/// What opening a channel needs besides the map: the fields of
+/// [`Channels`] it reads and updates, borrowed apart from the map so that
+/// the channel found can be used beside them.
+struct Opening<'x> {
+    state: &'x ServerState,
+    peer: &'x crate::connection::Peer,
+    wake: &'x Arc<Signal>,
+    listening: &'x mut Vec<u16>,
+    trusted: bool,
+    extra_slots: &'x mut usize,
+}
+
+/// The [`Opening`] of a `Channels`, its fields borrowed one by one.
+macro_rules! opening {
+    ($channels:expr) => {
+        Opening {
+            state: $channels.state,
+            peer: &$channels.peer,
+            wake: &$channels.wake,
+            listening: &mut $channels.listening,
+            trusted: $channels.trusted,
+            extra_slots: &mut $channels.extra_slots,
+        }
+    };
+}
+
+/// Channel `mux` of `map`, opened with fresh state on first use, or the
+/// error that refuses it: past `respb-max-channels`, past
+/// [`UNAUTHENTICATED_CHANNELS`] before authentication, or past
+/// `maxclients` (every channel after a connection's first is a client of
+/// its own, and takes a slot as an accepted connection does).
+fn open_in<'m>(map: &'m mut IdMap<Channel>, mux: u16, with: Opening<'_>) -> Result<&'m mut Channel, &'static [u8]> {
     let open = map.len();
-    map.get_or_try_insert_with(mux, || {
+    let state = with.state;
+    let mut refused = None;
+    let found = map.get_or_try_insert_with(mux, || {
         if open >= state.limits.respb_max_channels() {
+            refused = Some(TOO_MANY);
             return None;
         }
-        let session = crate::connection::new_session(state, peer, Some(Arc::clone(wake)));
+        if !with.trusted && open >= UNAUTHENTICATED_CHANNELS {
+            refused = Some(NOAUTH);
+            return None;
+        }
+        if open > 0 {
+            if !state.admit_client() {
+                state.stats.rejected_connections.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                refused = Some(MAX_CLIENTS);
+                return None;
+            }
+            *with.extra_slots += 1;
+        }
+        let session = crate::connection::new_session(state, with.peer, Some(Arc::clone(with.wake)));
         let channel = Channel::adopting(mux, session);
         if channel.listening {
-            listening.push(mux);
+            with.listening.push(mux);
         }
         Some(channel)
-    })
+    });
+    found.ok_or(refused.unwrap_or(TOO_MANY))
 }
 
 /// `after_command` in place, on a channel whose command went on: the
@@ -211,6 +262,12 @@ pub struct Channels<'a> {
     /// Channels with an inbox.
     listening: Vec<u16>,
     queued_bytes: usize,
+    /// A channel of the connection has authenticated, or none needed to:
+    /// the pre-authentication bounds no longer apply to it.
+    trusted: bool,
+    /// Client slots (`maxclients`) taken by channels after the first,
+    /// which the accepted connection's slot covers.
+    extra_slots: usize,
     /// The channel that shows the connection's buffers, its entry (held
     /// here so that publishing looks up no channel), and what it was last
     /// shown.
@@ -220,6 +277,7 @@ pub struct Channels<'a> {
 impl Drop for Channels<'_> {
     fn drop(&mut self) {
         self.state.pause.release_many(self.held);
+        self.state.release_clients(self.extra_slots);
         for ch in self.map.values() {
             if ch.blocked.is_some() {
                 self.state.blocking.abandon(ch.session.id);
@@ -240,8 +298,17 @@ impl<'a> Channels<'a> {
             held: 0,
             listening: Vec::new(),
             queued_bytes: 0,
+            trusted: !state.limits.auth_required(),
+            extra_slots: 0,
             lead: None,
         }
+    }
+
+    /// Whether a channel of the connection has authenticated, or was
+    /// created while no password was required.
+    #[inline]
+    pub fn trusted(&self) -> bool {
+        self.trusted
     }
 
     /// Bytes of the frames queued behind busy channels (as the queue
@@ -271,10 +338,10 @@ impl<'a> Channels<'a> {
         self.lead = Some((mux, handle, shown));
     }
 
-    /// Channel `mux`, opened with fresh state on first use; `None` when
-    /// opening it would pass `respb-max-channels`. One lookup of the map.
-    pub fn open(&mut self, mux: u16) -> Option<&mut Channel> {
-        open_in(&mut self.map, self.state, &self.peer, &self.wake, &mut self.listening, mux)
+    /// Channel `mux`, opened with fresh state on first use, or the error
+    /// that refuses it (see [`open_in`]). One lookup of the map.
+    pub fn open(&mut self, mux: u16) -> Result<&mut Channel, &'static [u8]> {
+        open_in(&mut self.map, mux, opening!(self))
     }
 
     /// Run a command on channel `mux`, opened on first use, if the channel
@@ -289,8 +356,9 @@ impl<'a> Channels<'a> {
         prepare: impl FnOnce(usize) -> M,
         run: impl FnOnce(&mut Session, &mut Vec<u8>) -> Outcome,
     ) -> RunFree {
-        let Some(ch) = open_in(&mut self.map, self.state, &self.peer, &self.wake, &mut self.listening, mux) else {
-            return RunFree::TooMany;
+        let ch = match open_in(&mut self.map, mux, opening!(self)) {
+            Ok(ch) => ch,
+            Err(refused) => return RunFree::Refused(refused),
         };
         if ch.busy() {
             return RunFree::Busy;
@@ -298,6 +366,7 @@ impl<'a> Channels<'a> {
         let prepared = prepare(ch.session.db);
         let outcome = run(&mut ch.session, out);
         drop(prepared);
+        self.trusted |= ch.session.authenticated;
         let drain = outcome == Outcome::Continue && continue_on(ch, mux, &mut self.listening);
         self.follow(mux, outcome, drain, out);
         RunFree::Ran
@@ -311,6 +380,7 @@ impl<'a> Channels<'a> {
     pub fn run(&mut self, mux: u16, out: &mut Vec<u8>, run: impl FnOnce(&mut Session, &mut Vec<u8>) -> Outcome) {
         let Some(ch) = self.map.get_mut(mux) else { return };
         let outcome = run(&mut ch.session, out);
+        self.trusted |= ch.session.authenticated;
         let drain = outcome == Outcome::Continue && continue_on(ch, mux, &mut self.listening);
         self.follow(mux, outcome, drain, out);
     }
@@ -338,6 +408,7 @@ impl<'a> Channels<'a> {
     /// Make `session` channel `mux` (a RESP client that switched to RESPB).
     pub fn adopt(&mut self, mux: u16, session: Session) {
         let channel = Channel::adopting(mux, session);
+        self.trusted |= channel.session.authenticated;
         if channel.listening {
             self.listening.push(mux);
         }
@@ -354,6 +425,10 @@ impl<'a> Channels<'a> {
     /// MULTI, watches, subscriptions and tracking go with its session.
     pub fn close(&mut self, mux: u16) {
         let Some(ch) = self.map.remove(mux) else { return };
+        if self.extra_slots > self.map.len().saturating_sub(1) {
+            self.extra_slots -= 1;
+            self.state.release_clients(1);
+        }
         if self.lead.as_ref().is_some_and(|(lead, ..)| *lead == mux) {
             // Its entry leaves the sum with it; the next publish picks another.
             self.lead = None;
@@ -415,7 +490,8 @@ impl<'a> Channels<'a> {
 
     /// Whether the queues are full: decoding and reading stop until frames ran.
     pub fn stalled(&self) -> bool {
-        self.queued_bytes >= QUEUE_BYTES
+        let bound = if self.trusted { QUEUE_BYTES } else { UNAUTHENTICATED_QUEUE_BYTES };
+        self.queued_bytes >= bound
             || self.busy.iter().any(|m| self.map.get(*m).is_some_and(|ch| ch.queue.len() >= QUEUE_FRAMES))
     }
 
@@ -640,13 +716,13 @@ mod tests {
         let mut ch = channels(&state);
         let first = ch.open(7).expect("room for one").session.id;
         assert_eq!(ch.open(7).expect("open already").session.id, first, "the same channel again");
-        assert!(ch.open(8).is_some());
-        assert!(ch.open(9).is_none(), "a third channel is refused");
+        assert!(ch.open(8).is_ok());
+        assert!(ch.open(9).is_err(), "a third channel is refused");
         let session = &ch.get(7).expect("open").session;
         assert_eq!(session.protocol, Protocol::Resp3);
         assert_eq!(session.handle().expect("registered").info().mux, Some(7));
         ch.close(8);
-        assert!(ch.open(9).is_some(), "closing frees a place");
+        assert!(ch.open(9).is_ok(), "closing frees a place");
     }
 
     #[test]
@@ -656,8 +732,8 @@ mod tests {
         let figures = BufferFigures { qbuf: 3, qbuf_cap: 16384, held: 20000, ..BufferFigures::default() };
         ch.show_buffers(&figures);
         assert_eq!(state.clients.memory(), 0, "no channel, no client to show them on");
-        ch.open(4);
-        ch.open(2);
+        assert!(ch.open(4).is_ok());
+        assert!(ch.open(2).is_ok());
         ch.show_buffers(&figures);
         let shown =
             |ch: &mut Channels<'_>, mux| ch.get(mux).and_then(|c| c.session.handle()).map(|h| h.buffers.total());
@@ -680,7 +756,7 @@ mod tests {
     fn queued_frames_come_back_in_order_and_count_against_the_bounds() {
         let state = ServerState::default();
         let mut ch = channels(&state);
-        ch.open(1);
+        assert!(ch.open(1).is_ok());
         ch.enqueue(1, Queued::Command(args(&[b"PING"])), 10);
         ch.enqueue(1, Queued::Ok, 16);
         assert!(ch.any_busy() && ch.get(1).is_some_and(|c| c.busy()));
@@ -696,7 +772,7 @@ mod tests {
         assert!(ch.stalled(), "one channel's bound");
         ch.close(1);
         assert!(!ch.stalled() && !ch.any_busy(), "closing drops the queue");
-        ch.open(2);
+        assert!(ch.open(2).is_ok());
         ch.enqueue(2, Queued::Ok, QUEUE_BYTES);
         assert!(ch.stalled(), "the connection's byte bound");
     }
@@ -705,8 +781,8 @@ mod tests {
     fn a_held_command_waits_at_the_head_of_its_queue_until_the_pause_lets_it_go() {
         let state = ServerState::default();
         let mut ch = channels(&state);
-        ch.open(1);
-        ch.open(2);
+        assert!(ch.open(1).is_ok());
+        assert!(ch.open(2).is_ok());
         state.pause.start(crate::keyspace::now_ms() + 60_000, crate::pause::PauseMode::Write);
         ch.hold(1, Queued::Command(args(&[b"SET", b"k", b"v"])), 40);
         ch.enqueue(1, Queued::Command(args(&[b"GET", b"k"])), 30);

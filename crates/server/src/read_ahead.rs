@@ -452,10 +452,20 @@ impl RespbReadAhead {
         FrameScan::with_peek(RespbDecoder::new(decoder.limits()))
     }
 
-    /// The frame at the start of the pending bytes, if the scan decoded it:
-    /// its length and kind, its arguments swapped into `args`.
+    /// The frame at the start of the pending bytes, if the scan decoded it
+    /// under the limits `decoder` has now: its length and kind, its
+    /// arguments swapped into `args`.
     #[inline]
-    pub fn take(&mut self, args: &mut CommandArgs) -> Option<(usize, Frame)> {
+    pub fn take(&mut self, decoder: &RespbDecoder, args: &mut CommandArgs) -> Option<(usize, Frame)> {
+        if !self.active {
+            return None;
+        }
+        if self.peek.limits() != decoder.limits() {
+            // Frames scanned under other limits are scanned again.
+            self.peek.set_limits(decoder.limits());
+            self.reset_at(self.running);
+            return None;
+        }
         match self.take_decoded(args)? {
             (n, Some(frame)) => Some((n, frame)),
             (_, None) => None,
@@ -840,14 +850,18 @@ mod tests {
             let key = format!("k{i}");
             encode_request(&[b"GET", key.as_bytes()], 3, &mut input);
         }
-        let decoder = RespbDecoder::new(RespbLimits { max_bulk_len: 1 << 20, max_passthrough_len: 1 << 20 });
+        let decoder = RespbDecoder::new(RespbLimits {
+            max_bulk_len: 1 << 20,
+            max_passthrough_len: 1 << 20,
+            unauthenticated: false,
+        });
         let mut scan = RespbReadAhead::new(&decoder);
         scan.start_from(&ks, 0);
         let mut main = RespbDecoder::new(decoder.limits());
         let (mut args, mut check_args) = (CommandArgs::new(), CommandArgs::new());
         let (mut at, mut taken) = (0, 0);
         loop {
-            let consumed = match scan.take(&mut args) {
+            let consumed = match scan.take(&main, &mut args) {
                 Some((consumed, frame)) => {
                     taken += 1;
                     let decoded = main.decode(&input[at..], &mut check_args);

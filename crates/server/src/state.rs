@@ -377,6 +377,29 @@ impl ServerState {
         self.shutdown.subscribe()
     }
 
+    /// Take a client slot if `maxclients` leaves one: for an accepted
+    /// connection, or a RESPB channel after its connection's first.
+    pub fn admit_client(&self) -> bool {
+        let max = self.config().usize("maxclients");
+        let mut current = self.connected.load(Ordering::Relaxed);
+        loop {
+            if current >= max {
+                return false;
+            }
+            match self.connected.compare_exchange(current, current + 1, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return true,
+                Err(now) => current = now,
+            }
+        }
+    }
+
+    /// Give back `n` slots [`ServerState::admit_client`] took.
+    pub fn release_clients(&self, n: usize) {
+        if n > 0 {
+            self.connected.fetch_sub(n, Ordering::Relaxed);
+        }
+    }
+
     /// Current number of connected clients.
     pub fn client_count(&self) -> usize {
         self.connected.load(Ordering::Relaxed)

@@ -12,7 +12,7 @@ use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::{call, connect, read_until, start_kvik, start_kvik_with, ServerProcess};
+use common::{call, connect, exchange, read_until, start_kvik, start_kvik_with, ServerProcess};
 use kvik_protocol::resp::reply_parser::{parse_reply, ReplyLimits};
 use kvik_protocol::respb::handshake;
 use kvik_protocol::respb::{control_frame, decode_reply, encode_request, ReplyFrame, MUX_CLOSE, MUX_CREATE};
@@ -683,4 +683,105 @@ fn a_respb_connection_shows_its_buffers_on_one_channel() {
     assert_eq!(request(&mut s, &[b"PING"], other).value, Value::simple("PONG"));
     let next = carrier(&mut watcher, &left);
     assert_ne!(next, first);
+}
+
+/// The error of the one frame `stream` gets, and whether the server then
+/// closed the connection.
+fn error_then_closed(stream: &mut TcpStream) -> (Vec<u8>, bool) {
+    let answer = read_until(stream, |got| frames_in(got) >= 1);
+    let frame = decode_reply(&answer.bytes, &ReplyLimits::DEFAULT).ok().flatten().expect("a reply frame");
+    let Value::Error(text) = frame.value else { panic!("an error expected: {:?}", frame.value) };
+    let rest = read_until(stream, |_| false);
+    (text, rest.closed && answer.bytes.len() == frame.consumed && rest.bytes.is_empty())
+}
+
+#[test]
+fn an_unauthenticated_connection_may_send_only_small_frames_and_open_few_channels() {
+    let kvik = start_kvik_with(&["--requirepass", "pw"]);
+    // A SET that claims a 512 MiB value is refused at its length field and
+    // the connection closed, where the server used to read all of it.
+    let mut s = greeted(&kvik);
+    let mut frame = Vec::new();
+    encode_request(&[&b"SET"[..], b"k", b"v"], 1, &mut frame);
+    frame.truncate(7);
+    frame.extend_from_slice(&(512u32 << 20).to_be_bytes());
+    frame.extend_from_slice(&[b'v'; 64 * 1024]);
+    s.write_all(&frame).expect("send");
+    let (error, closed) = error_then_closed(&mut s);
+    assert_eq!(error, b"ERR Protocol error: unauthenticated bulk length");
+    assert!(closed, "the connection is closed");
+    // Many arguments under the bulk bound: the frame's length is bounded.
+    let mut s = greeted(&kvik);
+    let value = vec![b'v'; 16 * 1024];
+    let mut args: Vec<&[u8]> = vec![b"MSET"];
+    let keys: Vec<String> = (0..40).map(|i| format!("k{i}")).collect();
+    for key in &keys {
+        args.push(key.as_bytes());
+        args.push(&value);
+    }
+    let mut frame = Vec::new();
+    encode_request(&args, 1, &mut frame);
+    let _ = s.write_all(&frame);
+    assert_eq!(error_then_closed(&mut s), (b"ERR Protocol error: unauthenticated frame length".to_vec(), true));
+    // A passthrough frame claiming a large RESP text.
+    let mut s = greeted(&kvik);
+    s.write_all(&[0xFF, 0xFF, 0, 3, 0x10, 0, 0, 0]).expect("send");
+    assert_eq!(error_then_closed(&mut s), (b"ERR Protocol error: unauthenticated frame length".to_vec(), true));
+    // Channels: a few may be opened before authenticating, then no more.
+    let mut s = greeted(&kvik);
+    for target in 0..16 {
+        control(&mut s, MUX_CREATE, target, target);
+        assert_eq!(one(&mut s).value, Value::simple("OK"), "channel {target}");
+    }
+    control(&mut s, MUX_CREATE, 16, 16);
+    assert_eq!(one(&mut s).value, Value::Error(b"NOAUTH Authentication required.".to_vec()));
+    assert_eq!(request(&mut s, &[b"PING"], 17).value, Value::Error(b"NOAUTH Authentication required.".to_vec()));
+    // Once one channel has authenticated, the connection is trusted:
+    // more channels, and frames of any size up to proto-max-bulk-len.
+    assert_eq!(request(&mut s, &[b"AUTH", b"pw"], 3).value, Value::simple("OK"));
+    control(&mut s, MUX_CREATE, 16, 16);
+    assert_eq!(one(&mut s).value, Value::simple("OK"));
+    assert!(matches!(request(&mut s, &[b"PING"], 17).value, Value::Error(e) if e.starts_with(b"NOAUTH")));
+    let big = vec![b'x'; 1 << 20];
+    assert_eq!(request(&mut s, &[b"SET", b"big", &big], 3).value, Value::simple("OK"));
+    // An unauthenticated channel of a trusted connection is still refused
+    // its commands, but not its size.
+    assert!(matches!(request(&mut s, &[b"SET", b"big", &big], 5).value, Value::Error(e) if e.starts_with(b"NOAUTH")));
+}
+
+#[test]
+fn channels_count_toward_maxclients() {
+    let kvik = start_kvik_with(&["--maxclients", "4"]);
+    let mut admin = connect(kvik.port);
+    let mut s = greeted(&kvik);
+    // The connection's first channel is covered by its own slot; two more
+    // fill the limit with the admin connection.
+    for mux in 1..=3 {
+        assert_eq!(request(&mut s, &[b"PING"], mux).value, Value::simple("PONG"), "channel {mux}");
+    }
+    assert_eq!(request(&mut s, &[b"PING"], 4).value, Value::Error(b"ERR max number of clients reached".to_vec()));
+    control(&mut s, MUX_CREATE, 1, 9);
+    assert_eq!(one(&mut s).value, Value::Error(b"ERR max number of clients reached".to_vec()));
+    let refused = exchange(kvik.port, b"PING\r\n", |got| got.ends_with(b"\r\n"));
+    assert_eq!(refused.bytes, b"-ERR max number of clients reached\r\n");
+    // Closing a channel frees its slot for a connection, and the other way round.
+    control(&mut s, MUX_CLOSE, 1, 2);
+    assert_eq!(one(&mut s).value, Value::simple("OK"));
+    let mut other = connect(kvik.port);
+    assert_eq!(call(&mut other, &[b"PING"]), b"+PONG\r\n");
+    assert_eq!(request(&mut s, &[b"PING"], 4).value, Value::Error(b"ERR max number of clients reached".to_vec()));
+    drop(other);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        if request(&mut s, &[b"PING"], 4).value == Value::simple("PONG") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the slot of a closed connection is given back");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let clients = String::from_utf8_lossy(&call(&mut admin, &[b"INFO", b"clients"])).to_string();
+    assert!(clients.contains("connected_clients:4\r\n"), "{clients}");
+    let stats = String::from_utf8_lossy(&call(&mut admin, &[b"INFO", b"stats"])).to_string();
+    let rejected: usize = common::info_value(&stats, "rejected_connections").parse().expect("a count");
+    assert!(rejected >= 4, "each refused channel and connection is counted: {rejected}");
 }

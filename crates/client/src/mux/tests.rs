@@ -39,7 +39,11 @@ where
             return;
         }
         let _ = s.write_all(&[0xD3, 0xC1, 1, 0]).await;
-        let mut decoder = RespbDecoder::new(RespbLimits { max_bulk_len: 1 << 20, max_passthrough_len: 1 << 21 });
+        let mut decoder = RespbDecoder::new(RespbLimits {
+            max_bulk_len: 1 << 20,
+            max_passthrough_len: 1 << 21,
+            unauthenticated: false,
+        });
         let mut buf = Vec::new();
         let mut chunk = [0u8; 4096];
         let mut args = CommandArgs::new();

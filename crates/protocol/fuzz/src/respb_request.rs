@@ -140,7 +140,7 @@ fn check_frame(decoder: &mut RespbDecoder, tight: &mut RespbDecoder, buf: &[u8])
 /// Check one fuzz input.
 pub fn check(data: &[u8]) {
     let mut decoder = RespbDecoder::default();
-    let mut tight = RespbDecoder::new(RespbLimits { max_bulk_len: 16, max_passthrough_len: 64 });
+    let mut tight = RespbDecoder::new(RespbLimits { max_bulk_len: 16, max_passthrough_len: 64, unauthenticated: false });
     let mut pos = 0;
     while let Some(n) = check_frame(&mut decoder, &mut tight, &data[pos..]) {
         pos += n;

@@ -17,7 +17,14 @@ use super::layouts::{core_command, core_layout, module_layout};
 use super::{MODULE_PREFIX, MUX_CLOSE, MUX_CREATE, PASSTHROUGH};
 use crate::args::CommandArgs;
 use crate::number::{write_i64, write_u64};
-use crate::resp::request::{Progress, RequestError, RequestLimits, RequestParser};
+use crate::resp::request::{
+    Progress, RequestError, RequestLimits, RequestParser, UNAUTHENTICATED_MAX_BULK, UNAUTHENTICATED_MAX_MULTIBULK,
+};
+
+/// Longest frame a connection may send before one of its channels has
+/// authenticated: room for the most arguments a RESP client may send then,
+/// each of the longest length, with their length fields.
+pub const UNAUTHENTICATED_MAX_FRAME: usize = UNAUTHENTICATED_MAX_MULTIBULK * (UNAUTHENTICATED_MAX_BULK + 8);
 
 /// Limits a decoder enforces on lengths a client claims.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,11 +33,44 @@ pub struct RespbLimits {
     pub max_bulk_len: usize,
     /// Largest passthrough frame (`[4B len]` of RESP text).
     pub max_passthrough_len: usize,
+    /// The sender has not authenticated: frames are held to the bounds a
+    /// RESP client has then (at most [`UNAUTHENTICATED_MAX_MULTIBULK`]
+    /// arguments of at most [`UNAUTHENTICATED_MAX_BULK`] bytes, and no
+    /// frame longer than [`UNAUTHENTICATED_MAX_FRAME`]), so that a stranger
+    /// cannot make the server buffer a large frame before it is told to
+    /// authenticate.
+    pub unauthenticated: bool,
 }
 
 impl Default for RespbLimits {
     fn default() -> Self {
-        RespbLimits { max_bulk_len: 512 * 1024 * 1024, max_passthrough_len: 512 * 1024 * 1024 + 64 * 1024 }
+        RespbLimits::for_bulk_len(512 * 1024 * 1024)
+    }
+}
+
+impl RespbLimits {
+    /// The limits that go with `proto-max-bulk-len` = `max_bulk_len`: a
+    /// passthrough frame may hold a bulk that long and its RESP framing.
+    pub fn for_bulk_len(max_bulk_len: usize) -> RespbLimits {
+        RespbLimits {
+            max_bulk_len,
+            max_passthrough_len: max_bulk_len.saturating_add(64 * 1024),
+            unauthenticated: false,
+        }
+    }
+
+    /// These limits, tightened (or not) for a sender that has not authenticated.
+    pub fn unauthenticated(self, unauthenticated: bool) -> RespbLimits {
+        RespbLimits { unauthenticated, ..self }
+    }
+
+    /// The largest `[4B len]` accepted now.
+    fn bulk_cap(&self) -> usize {
+        if self.unauthenticated {
+            self.max_bulk_len.min(UNAUTHENTICATED_MAX_BULK)
+        } else {
+            self.max_bulk_len
+        }
     }
 }
 
@@ -96,8 +136,11 @@ pub enum DecodeErrorKind {
     NotANumber,
     /// A passthrough frame whose RESP text is not exactly one command.
     BadPassthrough(&'static str),
-    /// A passthrough frame whose RESP text is malformed.
+    /// A passthrough frame whose RESP text is malformed, or one of the
+    /// pre-authentication bounds RESP shares (argument count, bulk length).
     Resp(RequestError),
+    /// A frame longer than [`UNAUTHENTICATED_MAX_FRAME`] before authentication.
+    UnauthenticatedFrame,
 }
 
 /// A decode failure, with the channel it concerns when the header was readable.
@@ -122,6 +165,7 @@ impl std::fmt::Display for DecodeError {
             DecodeErrorKind::NotANumber => write!(f, "ERR RESPB float field is NaN"),
             DecodeErrorKind::BadPassthrough(why) => write!(f, "ERR RESPB passthrough {why}"),
             DecodeErrorKind::Resp(e) => write!(f, "{e}"),
+            DecodeErrorKind::UnauthenticatedFrame => write!(f, "ERR Protocol error: unauthenticated frame length"),
         }
     }
 }
@@ -222,7 +266,6 @@ impl Default for RespbDecoder {
 impl RespbDecoder {
     /// A decoder enforcing `limits`.
     pub fn new(limits: RespbLimits) -> Self {
-        let resp_limits = RequestLimits { max_bulk_len: limits.max_bulk_len, ..RequestLimits::default() };
         let walk = Walk {
             field_arg: [0; Layout::MAX_FIELDS],
             numbers: [(0, 0); 2],
@@ -232,14 +275,25 @@ impl RespbDecoder {
             inserts: [(0, ""); 8],
             n_inserts: 0,
             last_count: 0,
-            max_bulk_len: limits.max_bulk_len,
+            max_bulk_len: limits.bulk_cap(),
         };
-        RespbDecoder { limits, resp: RequestParser::new(resp_limits), walk }
+        let mut decoder = RespbDecoder { limits, resp: RequestParser::new(RequestLimits::default()), walk };
+        decoder.set_limits(limits);
+        decoder
     }
 
     /// The limits in force.
     pub fn limits(&self) -> RespbLimits {
         self.limits
+    }
+
+    /// Enforce `limits` from the next frame on (a changed
+    /// `proto-max-bulk-len`, a connection that authenticated).
+    pub fn set_limits(&mut self, limits: RespbLimits) {
+        self.limits = limits;
+        self.walk.max_bulk_len = limits.bulk_cap();
+        self.resp.set_limits(RequestLimits { max_bulk_len: limits.max_bulk_len, ..RequestLimits::default() });
+        self.resp.set_auth_required(limits.unauthenticated);
     }
 
     /// Decode one frame from the start of `buf` into `out` (cleared first).
@@ -257,10 +311,47 @@ impl RespbDecoder {
             }),
             None => self.other_frame(op, mux, &mut rd, out),
         };
-        match result {
+        let decoded = match result {
             Ok(frame) => Ok(Decoded::Frame { frame, consumed: rd.pos }),
             Err(stop) => finish_stop(stop, Some(mux), out),
+        };
+        if self.limits.unauthenticated {
+            return self.check_unauthenticated(decoded, buf.len(), mux, out);
         }
+        decoded
+    }
+
+    /// `decoded` held to the pre-authentication bounds: arguments, frame
+    /// length (a partial frame fails as soon as its bytes so far pass the
+    /// bound, so no more of it is buffered), and bulk lengths reported as
+    /// RESP reports them.
+    #[cold]
+    fn check_unauthenticated(
+        &self,
+        decoded: Result<Decoded, DecodeError>,
+        buffered: usize,
+        mux: u16,
+        out: &mut CommandArgs,
+    ) -> Result<Decoded, DecodeError> {
+        let kind = match decoded {
+            Ok(Decoded::Frame { consumed, .. }) if consumed > UNAUTHENTICATED_MAX_FRAME => {
+                DecodeErrorKind::UnauthenticatedFrame
+            }
+            Ok(Decoded::Frame { .. }) if out.len() > UNAUTHENTICATED_MAX_MULTIBULK => {
+                DecodeErrorKind::Resp(RequestError::UnauthenticatedMultibulkLength)
+            }
+            Ok(Decoded::NeedMore { hint }) if buffered.saturating_add(hint) > UNAUTHENTICATED_MAX_FRAME => {
+                DecodeErrorKind::UnauthenticatedFrame
+            }
+            Err(DecodeError { kind: DecodeErrorKind::LengthOverLimit(n), .. })
+                if n <= self.limits.max_bulk_len as u64 =>
+            {
+                DecodeErrorKind::Resp(RequestError::UnauthenticatedBulkLength)
+            }
+            other => return other,
+        };
+        out.clear();
+        Err(DecodeError { mux: Some(mux), kind })
     }
 
     /// Frames that are not core commands: control, passthrough, module commands.
@@ -280,6 +371,9 @@ impl RespbDecoder {
 
     fn passthrough(&mut self, rd: &mut Reader<'_>, out: &mut CommandArgs) -> Result<(), Stop> {
         let len = rd.u32()? as usize;
+        if self.limits.unauthenticated && len > UNAUTHENTICATED_MAX_FRAME {
+            return Err(DecodeErrorKind::UnauthenticatedFrame.into());
+        }
         if len > self.limits.max_passthrough_len {
             return Err(DecodeErrorKind::LengthOverLimit(len as u64).into());
         }
@@ -304,11 +398,10 @@ impl RespbDecoder {
         debug_assert!(layout.fields.len() <= Layout::MAX_FIELDS);
         out.push_name(layout.name);
         if layout.plain {
-            return plain_strings(layout.fields, rd, out, self.limits.max_bulk_len);
+            return plain_strings(layout.fields, rd, out, self.walk.max_bulk_len);
         }
         // The walk state lives in the decoder so a command costs no setup beyond these resets.
         let walk = &mut self.walk;
-        walk.max_bulk_len = self.limits.max_bulk_len;
         if layout.deferred {
             walk.n_numbers = 0;
             walk.float_numbers = false;

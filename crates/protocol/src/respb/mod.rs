@@ -16,7 +16,7 @@ pub mod reply;
 pub mod reply_skip;
 pub mod sample;
 
-pub use decode::{DecodeError, DecodeErrorKind, Decoded, Frame, RespbDecoder, RespbLimits};
+pub use decode::{DecodeError, DecodeErrorKind, Decoded, Frame, RespbDecoder, RespbLimits, UNAUTHENTICATED_MAX_FRAME};
 pub use encode::{encode_request, Encoding};
 pub use reply::{decode_reply, ReplyFrame, RespbReplyWriter};
 pub use reply_skip::{skip_reply, SkippedReply};

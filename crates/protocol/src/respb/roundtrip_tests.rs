@@ -404,3 +404,66 @@ fn report_binary_share_per_command() {
         }
     }
 }
+
+/// What `frame` decodes to under the pre-authentication bounds: its
+/// argument count, or the error's text.
+fn unauthenticated(frame: &[u8]) -> Result<usize, String> {
+    let mut dec = RespbDecoder::new(RespbLimits::default().unauthenticated(true));
+    let mut args = CommandArgs::new();
+    match dec.decode(frame, &mut args) {
+        Ok(Decoded::Frame { consumed, .. }) => {
+            assert_eq!(consumed, frame.len());
+            Ok(args.len())
+        }
+        Ok(Decoded::NeedMore { hint }) => Err(format!("needs {hint} more")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+#[test]
+fn before_authentication_frames_are_held_to_the_bounds_resp_has() {
+    let words = |s: &str| s.split(' ').map(|w| w.as_bytes().to_vec()).collect::<Vec<_>>();
+    assert_eq!(unauthenticated(&encode(&words("AUTH user secret"), 1).1), Ok(3));
+    assert_eq!(unauthenticated(&encode(&words("HELLO 3 AUTH user secret SETNAME app"), 1).1), Ok(7));
+    // A SET claiming a 512 MiB value fails at its length field.
+    let mut set = encode(&words("SET k v"), 1).1;
+    set.truncate(7);
+    set.extend_from_slice(&(512u32 << 20).to_be_bytes());
+    assert_eq!(unauthenticated(&set), Err("ERR Protocol error: unauthenticated bulk length".to_string()));
+    let value = vec![b'v'; 16 * 1024];
+    let fits = encode(&[b"SET".to_vec(), b"k".to_vec(), value.clone()], 1).1;
+    assert_eq!(unauthenticated(&fits), Ok(3));
+    let over = encode(&[b"SET".to_vec(), b"k".to_vec(), [&value[..], b"v"].concat()], 1).1;
+    assert_eq!(unauthenticated(&over), Err("ERR Protocol error: unauthenticated bulk length".to_string()));
+    // More arguments than RESP allows, each of them small.
+    let mset = encode(&words("MSET a 1 b 2 c 3 d 4 e 5"), 1).1;
+    assert_eq!(unauthenticated(&mset), Err("ERR Protocol error: unauthenticated multibulk length".to_string()));
+    // Many arguments of the largest length: the frame fails once its
+    // buffered bytes pass the bound, before the rest of it is sent.
+    let mut many = vec![b"MSET".to_vec()];
+    for i in 0..12 {
+        many.push(format!("k{i}").into_bytes());
+        many.push(value.clone());
+    }
+    let many = encode(&many, 1).1;
+    assert_eq!(
+        unauthenticated(&many[..UNAUTHENTICATED_MAX_FRAME + 1]),
+        Err("ERR Protocol error: unauthenticated frame length".to_string())
+    );
+    // A passthrough frame is bounded by its length field, and the RESP
+    // inside it by RESP's bounds.
+    let mut pass = vec![0xFF, 0xFF, 0, 1];
+    pass.extend_from_slice(&(1u32 << 20).to_be_bytes());
+    assert_eq!(unauthenticated(&pass), Err("ERR Protocol error: unauthenticated frame length".to_string()));
+    let text = b"*11\r\n$1\r\na\r\n";
+    let mut pass = vec![0xFF, 0xFF, 0, 1];
+    pass.extend_from_slice(&(text.len() as u32).to_be_bytes());
+    pass.extend_from_slice(text);
+    assert_eq!(unauthenticated(&pass), Err("ERR Protocol error: unauthenticated multibulk length".to_string()));
+    // The same frames decode once the bounds are lifted.
+    let mut dec = RespbDecoder::new(RespbLimits::default().unauthenticated(true));
+    dec.set_limits(RespbLimits::default());
+    let mut args = CommandArgs::new();
+    assert!(matches!(dec.decode(&many, &mut args), Ok(Decoded::Frame { .. })));
+    assert_eq!(args.len(), 25);
+}
