@@ -40,6 +40,7 @@ pub mod net_meter;
 pub mod pause;
 pub mod pubsub;
 pub mod read_ahead;
+pub mod reply_budget;
 pub mod reply_pacing;
 pub mod session;
 pub mod signal;

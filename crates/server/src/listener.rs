@@ -341,6 +341,8 @@ async fn accept_all(
         Some(l) => Some(UnixListener::from_std(l)?),
         None => None,
     };
+    crate::log!(Notice, "Ready to accept connections");
+    crate::supervision::notify_ready(&state.config());
     let local = tokio::task::LocalSet::new();
     let mut shutdown = state.shutdown_watch();
     local
@@ -388,13 +390,20 @@ async fn accept_all(
 }
 
 /// Sample the totals behind `INFO`'s instantaneous rates, ten times a
-/// second, for as long as the server accepts clients (never ends).
+/// second, and the memory a reply may take once a second, for as long as
+/// the server accepts clients (never ends).
 async fn sample_rates(state: &ServerState) {
     let mut tick = tokio::time::interval(crate::instant_metrics::PERIOD);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let per_second = (Duration::from_secs(1).as_millis() / crate::instant_metrics::PERIOD.as_millis()).max(1);
+    let mut ticks = 0u128;
     loop {
         tick.tick().await;
         state.stats.sample_rates();
+        if ticks.is_multiple_of(per_second) {
+            crate::reply_budget::sample();
+        }
+        ticks += 1;
     }
 }
 

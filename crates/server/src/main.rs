@@ -98,8 +98,8 @@ fn main() -> ExitCode {
         listening.push(path.to_string());
     }
     kvik_server::log!(Notice, "Running mode=standalone, threads={threads}, listening on {}", listening.join(" "));
-    kvik_server::log!(Notice, "Ready to accept connections");
-    supervision::notify_ready(&state.config());
+    // "Ready to accept connections" comes from the acceptor once its
+    // signal handlers are in place, so a SIGTERM after it is a clean stop.
     let outcome = server.serve();
     supervision::notify_stopping(&state.config());
     supervision::remove_pidfile(&state.config());

@@ -725,3 +725,53 @@ fn keyspace_avg_ttl_and_expiry_cycle_time_are_measured() {
         thread::sleep(Duration::from_millis(100));
     }
 }
+
+#[test]
+fn a_reply_of_picks_that_could_not_be_sent_is_refused_at_once() {
+    let kvik = start_kvik_with(&[]);
+    let mut s = connect(kvik.port);
+    call(&mut s, &[b"SADD", b"s", b"a", b"b", b"c"]);
+    call(&mut s, &[b"HSET", b"h", b"f", b"v", b"g", b"w"]);
+    call(&mut s, &[b"ZADD", b"z", b"1", b"a", b"2", b"b"]);
+    call(&mut s, &[b"SET", b"str", b"x"]);
+    // Past the hard output limit: refused with the limit named, where the
+    // whole reply used to be built and the client then closed.
+    config_set(&mut s, "client-output-buffer-limit", "normal 1mb 1mb 0");
+    let refused = call(&mut s, &[b"SRANDMEMBER", b"s", b"-1000000"]);
+    assert_eq!(
+        String::from_utf8_lossy(&refused),
+        "-ERR reply too large: 1000000 elements need at least 4000000 bytes, more than the 1048576 bytes that \
+         client-output-buffer-limit allows\r\n"
+    );
+    for (command, elements) in [
+        (&[&b"HRANDFIELD"[..], b"h", b"-200000", b"WITHVALUES"][..], "400000"),
+        (&[b"ZRANDMEMBER", b"z", b"-300000"], "300000"),
+    ] {
+        let reply = String::from_utf8_lossy(&call(&mut s, command)).to_string();
+        assert!(reply.starts_with(&format!("-ERR reply too large: {elements} elements")), "{reply}");
+    }
+    let fits = call(&mut s, &[b"SRANDMEMBER", b"s", b"-1000"]);
+    assert!(fits.starts_with(b"*1000\r\n"), "a reply within the limit is sent");
+    // With no output limit, a count no memory could hold is refused at
+    // once, where the server used to run until it was killed for memory.
+    config_set(&mut s, "client-output-buffer-limit", "normal 0 0 0");
+    let started = Instant::now();
+    for command in [
+        &[&b"SRANDMEMBER"[..], b"s", b"-9223372036854775807"][..],
+        &[b"HRANDFIELD", b"h", b"-9223372036854775807"],
+        &[b"ZRANDMEMBER", b"z", b"-9223372036854775807"],
+    ] {
+        let reply = String::from_utf8_lossy(&call(&mut s, command)).to_string();
+        assert!(
+            reply.starts_with(
+                "-ERR reply too large: 9223372036854775807 elements need at least 36893488147419103228 bytes"
+            ) && reply.ends_with("bytes that of memory are available\r\n"),
+            "{reply}"
+        );
+    }
+    assert!(started.elapsed() < Duration::from_secs(2));
+    // A missing key is still an empty reply, another type still WRONGTYPE.
+    assert_eq!(call(&mut s, &[b"SRANDMEMBER", b"nokey", b"-9223372036854775807"]), b"*0\r\n");
+    assert!(call(&mut s, &[b"ZRANDMEMBER", b"str", b"-9223372036854775807"]).starts_with(b"-WRONGTYPE"));
+    assert_eq!(call(&mut s, &[b"DBSIZE"]), b":4\r\n", "the server is still up");
+}

@@ -179,6 +179,22 @@ pub(super) fn read_with<T: ReplyTarget, V: Boxed, R>(
     read_at::<V>(shard.db(c.session.db), key, now_ms()).map(read)
 }
 
+/// For a reply of `elements` picks from the `V` at `key` (a negative
+/// count of `SRANDMEMBER`, `HRANDFIELD`, `ZRANDMEMBER`): when the reply
+/// could not be sent ([`crate::reply_budget`]) and the key holds a `V`
+/// (so the reply would not be empty), answer the error and say so. A
+/// missing key or one of another type goes on to its usual reply.
+pub(super) fn refused_as_too_large<T: ReplyTarget, V: Boxed>(c: &mut Ctx<'_, T>, key: &[u8], elements: u64) -> bool {
+    let Err(refusal) = crate::reply_budget::check(c.state, elements, crate::reply_budget::MIN_ELEMENT_BYTES) else {
+        return false;
+    };
+    if !matches!(read_with::<_, V, _>(c, key, |v| v.is_some()), Ok(true)) {
+        return false;
+    }
+    c.error(refusal.as_bytes());
+    true
+}
+
 /// Reply straight from the `V` at `key` (`None` when missing) while its
 /// shard is locked, so a large reply copies each element once, into the
 /// reply; counts the lookup as a read.

@@ -422,6 +422,10 @@ fn hrandfield<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         Ok(parsed) => parsed,
         Err(msg) => return c.error(msg),
     };
+    let elements = count.unsigned_abs() * if with_values { 2 } else { 1 };
+    if count < 0 && access::refused_as_too_large::<_, HashValue>(c, c.arg(1), elements) {
+        return;
+    }
     let n = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
     let pairs = with_values && c.session.protocol == Protocol::Resp3;
     reply_from_hash(c, c.arg(1), |s, h| {

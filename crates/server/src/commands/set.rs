@@ -245,6 +245,11 @@ fn srandmember<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         None
     };
     let (key, db) = (c.arg(1), c.session.db);
+    if let Some(n) = count.filter(|n| *n < 0) {
+        if access::refused_as_too_large::<_, SetValue>(c, key, n.unsigned_abs()) {
+            return;
+        }
+    }
     let mut shard = c.state.keyspace.lock_key(key);
     let picked = access::read_at::<SetValue>(shard.db(db), key, now_ms())
         .map(|s| s.map(|s| random_members(s, count.unwrap_or(1))));

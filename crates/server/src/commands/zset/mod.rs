@@ -634,6 +634,10 @@ fn zrandmember<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     if withscores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
         return c.error(b"ERR value is out of range");
     }
+    let elements = count.unsigned_abs() * if withscores { 2 } else { 1 };
+    if count < 0 && access::refused_as_too_large::<_, ZSetValue>(c, c.arg(1), elements) {
+        return;
+    }
     let nested = resp3(c);
     match read_zset(c, |z| z.map_or_else(Vec::new, |z| random_items(z, count))) {
         Ok(items) => c.reply(|s| write_items(s, &items, withscores, nested)),
