@@ -256,7 +256,7 @@ pub fn anyone_interested(state: &ServerState, class: EventClass) -> bool {
 pub fn key_changed(state: &ServerState, db: usize, key: &[u8], by_client: u64) {
     state.watches.touch(db, key);
     // Tracking follows key names whatever the database, as Redis does.
-    state.tracking.key_changed(&state.clients, state.pubsub.hard_limit(), key, by_client);
+    state.tracking.key_changed(&state.clients, state.pubsub.limit(), key, by_client);
 }
 
 /// Database `db` was emptied (`FLUSHDB`), or every database (`FLUSHALL`,
@@ -265,7 +265,7 @@ pub fn db_flushed(state: &ServerState, db: Option<usize>) {
     state.watches.flushed(db);
     // Redis tells every tracking client to drop everything, whichever
     // database was emptied.
-    state.tracking.flushed(&state.clients, state.pubsub.hard_limit());
+    state.tracking.flushed(&state.clients, state.pubsub.limit());
 }
 
 /// Databases `a` and `b` are about to trade contents (`SWAPDB`); `lock`
@@ -334,7 +334,7 @@ mod tests {
     #[test]
     fn events_reach_pattern_subscribers_only_for_enabled_classes() {
         let state = ServerState::default();
-        let mut inbox = crate::pubsub::subscriber(7);
+        let mut inbox = crate::pubsub::subscriber(7, None);
         state.pubsub.psubscribe(b"__key*__:*", inbox.subscriber());
         publish_event(&state, EventClass::List, "lpush", 0, b"k");
         assert!(inbox.try_recv().is_none(), "off by default");

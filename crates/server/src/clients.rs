@@ -211,6 +211,11 @@ pub struct ClientHandle {
     /// input. The channels of a RESPB connection share one, and their
     /// connection closes only the channels marked killed.
     wake: Option<Arc<Signal>>,
+    /// Raised to ask the connection to give its buffers back
+    /// ([`crate::idle_trim`]); set by the connection, which alone knows
+    /// which of its waits may be woken for it.
+    trim_wake: Mutex<Option<Arc<Signal>>>,
+    trim_requested: AtomicBool,
 }
 
 impl ClientHandle {
@@ -246,6 +251,27 @@ impl ClientHandle {
         if let Some(wake) = &self.wake {
             wake.raise();
         }
+    }
+
+    /// Let [`ClientHandle::request_trim`] raise `signal` (a RESP client
+    /// that switched to RESPB is woken another way from then on).
+    pub fn on_trim(&self, signal: &Arc<Signal>) {
+        *self.trim_wake.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(signal));
+    }
+
+    /// Ask the client's connection to give its buffers back, unless asked
+    /// already or it cannot be woken for it.
+    pub fn request_trim(&self) {
+        let wake = self.trim_wake.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(signal) = wake.as_ref() else { return };
+        if !self.trim_requested.swap(true, Ordering::AcqRel) {
+            signal.raise();
+        }
+    }
+
+    /// Whether a trim was asked for since the last call.
+    pub fn take_trim_request(&self) -> bool {
+        self.trim_requested.swap(false, Ordering::AcqRel)
     }
 
     /// Whether `CLIENT KILL` (or a reset of the server) asked this client to go.
@@ -415,6 +441,8 @@ impl ClientRegistry {
             total: Arc::clone(&self.memory),
             retired: AtomicBool::new(false),
             wake,
+            trim_wake: Mutex::new(None),
+            trim_requested: AtomicBool::new(false),
         });
         self.lock().insert(id, Arc::clone(&handle));
         Registration { registry: Arc::clone(self), handle }
@@ -423,6 +451,13 @@ impl ClientRegistry {
     /// Every registered client, in id order.
     pub fn snapshot(&self) -> Vec<Arc<ClientHandle>> {
         self.lock().values().cloned().collect()
+    }
+
+    /// Run `f` on every registered client, under the registry's lock.
+    pub fn each(&self, mut f: impl FnMut(&ClientHandle)) {
+        for handle in self.lock().values() {
+            f(handle);
+        }
     }
 
     /// Start feeding executed commands to `handle`'s client; the lines wait

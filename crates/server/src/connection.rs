@@ -73,6 +73,10 @@ use crate::state::ServerState;
 
 /// Smallest free space offered to a read.
 const MIN_READ: usize = 16 * 1024;
+/// The read buffer a connection keeps once its buffers went back
+/// ([`crate::idle_trim`]): room for a typical request, grown again to
+/// [`MIN_READ`] by the next read that finds it filled.
+const IDLE_READ: usize = 512;
 /// Most the read buffer grows in one step, whatever length a client announces:
 /// memory follows the bytes that actually arrive, not the bytes promised.
 const MAX_GROWTH: usize = 1024 * 1024;
@@ -135,6 +139,31 @@ struct Conn<'a, S> {
     over_soft_since: Option<Instant>,
     /// What the buffers hold, for the client list.
     meter: Meter,
+    /// Raised when a RESP connection's buffers are to go back
+    /// ([`crate::idle_trim`]); `None` on RESPB, whose channels are woken
+    /// through their shared signal.
+    trim: Option<TrimWake>,
+}
+
+/// The signal a RESP connection is asked through to give its buffers back,
+/// and the event of its next raise.
+struct TrimWake {
+    signal: Arc<Signal>,
+    raised: Event,
+}
+
+impl TrimWake {
+    fn new() -> TrimWake {
+        let signal = Signal::new();
+        TrimWake { raised: Event::raised(Arc::clone(&signal)), signal }
+    }
+
+    /// Wait for the next raise.
+    #[cold]
+    fn rearm(&mut self) {
+        self.signal.lower();
+        self.raised = Event::raised(Arc::clone(&self.signal));
+    }
 }
 
 /// A connection's measurements of its buffers, noted by the serving loop
@@ -317,29 +346,47 @@ impl<S: ClientStream> Conn<'_, S> {
     /// Read more input into `buf` (see [`ReadBuffer::fill`]). Returns 0 when
     /// the connection is to end without an error: the client closed, stayed
     /// idle past `timeout`, outgrew `client-query-buffer-limit`, or the
-    /// server is stopping.
-    async fn fill(&mut self, buf: &mut ReadBuffer, want: usize) -> io::Result<usize> {
+    /// server is stopping. Meanwhile the buffers go back when asked
+    /// ([`crate::idle_trim`]; `spare`: the reply buffer and argument list
+    /// that go with the read buffer).
+    async fn fill(
+        &mut self,
+        buf: &mut ReadBuffer,
+        want: usize,
+        mut spare: Option<&mut Spare<'_>>,
+    ) -> io::Result<usize> {
         let limits = &self.state.limits;
         if buf.pending().len() > limits.query_buffer_limit() {
             return Ok(0);
         }
         let idle = limits.idle_timeout();
+        let idle_deadline = (idle > 0).then(|| tokio::time::Instant::now() + Duration::from_secs(idle));
         buf.make_room(want);
         self.meter.note_read_buffer(buf);
         self.meter.publish();
-        let read = buf.fill(&mut self.stream, want);
-        let read = async {
-            if idle > 0 {
-                tokio::time::timeout(Duration::from_secs(idle), read).await.unwrap_or(Ok(0))
-            } else {
-                read.await
+        loop {
+            let Conn { stream, shutdown, trim, .. } = &mut *self;
+            let read = buf.fill(stream, want);
+            let read = async {
+                match idle_deadline {
+                    Some(at) => tokio::time::timeout_at(at, read).await.unwrap_or(Ok(0)),
+                    None => read.await,
+                }
+            };
+            let asked = async {
+                match trim {
+                    Some(t) => (&mut t.raised).await,
+                    None => std::future::pending().await,
+                }
+            };
+            // Shutdown first, so a client that always has input still sees it.
+            tokio::select! {
+                biased;
+                () = shutdown => return Ok(0),
+                r = read => return r,
+                () = asked => {}
             }
-        };
-        // Shutdown first, so a client that always has input still sees it.
-        tokio::select! {
-            biased;
-            () = &mut self.shutdown => Ok(0),
-            r = read => r,
+            trim_idle(&mut self.meter, self.trim.as_mut(), buf, spare.as_deref_mut());
         }
     }
 
@@ -348,7 +395,13 @@ impl<S: ClientStream> Conn<'_, S> {
     /// same waits, polled by hand. It runs once per request at `-P 1`, where
     /// the futures `tokio::select!` builds and drops on every call cost more
     /// than the read.
-    async fn fill_plain(&mut self, buf: &mut ReadBuffer, want: usize, killed: &mut Event) -> io::Result<usize> {
+    async fn fill_plain(
+        &mut self,
+        buf: &mut ReadBuffer,
+        want: usize,
+        killed: &mut Event,
+        spare: &mut Spare<'_>,
+    ) -> io::Result<usize> {
         let limits = &self.state.limits;
         if buf.pending().len() > limits.query_buffer_limit() {
             return Ok(0);
@@ -357,20 +410,31 @@ impl<S: ClientStream> Conn<'_, S> {
             // Rare enough to take the general path, with its timer.
             return tokio::select! {
                 biased;
-                r = self.fill(buf, want) => r,
+                r = self.fill(buf, want, Some(spare)) => r,
                 () = &mut *killed => Ok(0),
             };
         }
         buf.make_room(want);
         self.meter.note_read_buffer(buf);
         self.meter.publish();
+        let Conn { stream, shutdown, trim, meter, .. } = self;
         std::future::poll_fn(|cx| {
             // Shutdown and kill first, so a client that always has input
             // still sees them.
-            if Pin::new(&mut self.shutdown).poll(cx).is_ready() || Pin::new(&mut *killed).poll(cx).is_ready() {
+            if Pin::new(&mut *shutdown).poll(cx).is_ready() || Pin::new(&mut *killed).poll(cx).is_ready() {
                 return Poll::Ready(Ok(0));
             }
-            buf.poll_read_into(cx, &mut self.stream)
+            loop {
+                if let Poll::Ready(r) = buf.poll_read_into(cx, stream) {
+                    return Poll::Ready(r);
+                }
+                // Nothing to read: the buffers go back if asked.
+                let Some(t) = trim.as_mut() else { return Poll::Pending };
+                if Pin::new(&mut t.raised).poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                trim_idle(meter, Some(t), buf, Some(&mut *spare));
+            }
         })
         .await
     }
@@ -384,13 +448,14 @@ impl<S: ClientStream> Conn<'_, S> {
         want: usize,
         session: &mut Session,
         killed: &mut Event,
+        spare: &mut Spare<'_>,
     ) -> io::Result<usize> {
         loop {
             if session.handle().is_some_and(|h| h.is_killed()) {
                 return Ok(0);
             }
             if session.monitor.is_none() && session.subscriptions.inbox().is_none() {
-                return self.fill_plain(buf, want, killed).await;
+                return self.fill_plain(buf, want, killed, spare).await;
             }
             let protocol = session.protocol;
             let event = {
@@ -411,7 +476,7 @@ impl<S: ClientStream> Conn<'_, S> {
                 // so a client that always has input cannot miss it.
                 tokio::select! {
                     biased;
-                    r = self.fill(buf, want) => Wake::Read(r),
+                    r = self.fill(buf, want, Some(&mut *spare)) => Wake::Read(r),
                     () = &mut *killed => Wake::Killed,
                     line = feed => Wake::Monitor(line),
                     msg = inbox => Wake::Message(msg),
@@ -428,7 +493,12 @@ impl<S: ClientStream> Conn<'_, S> {
                     if !drain_messages(session, &mut out) {
                         return Ok(0);
                     }
-                    self.write_all(&out).await?;
+                    // A subscriber that stopped reading holds this write
+                    // until it is cut off for the messages behind it.
+                    tokio::select! {
+                        r = self.write_all(&out) => r?,
+                        () = &mut *killed => return Ok(0),
+                    }
                 }
                 Wake::Message(None) => {}
             }
@@ -630,8 +700,15 @@ impl<S: ClientStream> Conn<'_, S> {
 /// event loop's own signal, so waiting on it touches nothing other cores use.
 pub async fn serve<S: ClientStream>(stream: S, state: &ServerState, shutdown: Arc<Signal>, peer: Peer) {
     let stream = MeteredStream::new(stream, &state.stats);
-    let mut conn =
-        Conn { stream, state, shutdown: Event::raised(shutdown), peer, over_soft_since: None, meter: Meter::default() };
+    let mut conn = Conn {
+        stream,
+        state,
+        shutdown: Event::raised(shutdown),
+        peer,
+        over_soft_since: None,
+        meter: Meter::default(),
+        trim: None,
+    };
     let _seat = LoopSeat::take();
     // An I/O error only means the client is gone; there is nobody to tell.
     let _ = run(&mut conn).await;
@@ -662,7 +739,7 @@ pub async fn close_gracefully<S: ClientStream>(stream: &mut S) {
 
 async fn run<S: ClientStream>(conn: &mut Conn<'_, S>) -> io::Result<()> {
     let mut buf = ReadBuffer::default();
-    if conn.fill(&mut buf, 0).await? == 0 {
+    if conn.fill(&mut buf, 0, None).await? == 0 {
         return Ok(());
     }
     let Some(&first) = buf.pending().first() else {
@@ -692,6 +769,8 @@ struct ReadBuffer {
     data: Vec<u8>,
     start: usize,
     end: usize,
+    /// Cut down to [`IDLE_READ`] until a read fills it.
+    trimmed: bool,
 }
 
 impl ReadBuffer {
@@ -727,10 +806,33 @@ impl ReadBuffer {
             self.end -= self.start;
             self.start = 0;
         }
-        let room = want.clamp(MIN_READ, MAX_GROWTH);
+        let least = if self.trimmed { IDLE_READ } else { MIN_READ };
+        let room = want.clamp(least, MAX_GROWTH);
         if self.data.len() - self.end < room {
             self.data.resize(self.end + room, 0);
         }
+    }
+
+    /// Whether the buffer holds more than an idle connection keeps.
+    fn holds(&self) -> bool {
+        self.data.len() > IDLE_READ
+    }
+
+    /// Give back all but [`IDLE_READ`] bytes, when no request is partly
+    /// read (a partial one keeps its bytes where the decoder left them).
+    fn trim(&mut self) {
+        if self.start == self.end && self.holds() {
+            self.data = vec![0; IDLE_READ];
+            (self.start, self.end, self.trimmed) = (0, 0, true);
+        }
+    }
+
+    /// `n` bytes arrived: a trimmed buffer grows to its usual room with
+    /// the next read, the connection being busy again.
+    #[inline]
+    fn arrived(&mut self, n: usize) {
+        self.end += n;
+        self.trimmed &= n == 0;
     }
 
     /// [`ReadBuffer::fill`] as a poll, for a task that also polls the socket's
@@ -752,7 +854,7 @@ impl ReadBuffer {
             match Pin::new(&mut *stream).poll_read(cx, &mut read) {
                 Poll::Ready(Ok(())) => {
                     let n = read.filled().len();
-                    self.end += n;
+                    self.arrived(n);
                     return Poll::Ready(Ok(n));
                 }
                 Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -768,7 +870,7 @@ impl ReadBuffer {
         loop {
             match stream.read(&mut self.data[self.end..]).await {
                 Ok(n) => {
-                    self.end += n;
+                    self.arrived(n);
                     return Ok(n);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -776,6 +878,38 @@ impl ReadBuffer {
             }
         }
     }
+}
+
+/// A RESP connection's reply buffer and argument list, which go back with
+/// its read buffer when it has waited long enough ([`crate::idle_trim`]).
+struct Spare<'a> {
+    out: &'a mut Vec<u8>,
+    args: &'a mut CommandArgs,
+}
+
+/// Give back the buffers of a RESP connection asked to (see
+/// [`crate::idle_trim`]), unless a request is partly read (its bytes and
+/// arguments stay), and show what it holds now; `trim` waits for the next
+/// request.
+#[cold]
+fn trim_idle(meter: &mut Meter, trim: Option<&mut TrimWake>, buf: &mut ReadBuffer, spare: Option<&mut Spare<'_>>) {
+    if let Some(trim) = trim {
+        trim.rearm();
+    }
+    let asked = meter.handle.as_ref().is_some_and(|h| h.take_trim_request());
+    if !asked || !buf.pending().is_empty() {
+        return;
+    }
+    buf.trim();
+    if let Some(spare) = spare {
+        if spare.out.is_empty() {
+            *spare.out = Vec::new();
+        }
+        *spare.args = CommandArgs::new();
+        meter.note(buf, spare.args, spare.out);
+    }
+    meter.note_read_buffer(buf);
+    meter.publish();
 }
 
 /// Replies for a RESP connection, in the session's RESP version.
@@ -841,6 +975,11 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
     let mut killed = Event::raised(Arc::clone(&wake));
     let mut out = Vec::new();
     conn.meter.handle = session.handle().cloned();
+    let trim = TrimWake::new();
+    if let Some(handle) = session.handle() {
+        handle.on_trim(&trim.signal);
+    }
+    conn.trim = Some(trim);
     // The first read came before the client was listed: shown from the start.
     conn.meter.note(buf, &args, &out);
     conn.meter.note_read_buffer(buf);
@@ -896,7 +1035,7 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
         }
         // BCAST invalidations go out once per batch, gathered, as Redis
         // sends them before it waits for input again.
-        state.tracking.flush_broadcasts(&state.clients, state.pubsub.hard_limit());
+        state.tracking.flush_broadcasts(&state.clients, state.pubsub.limit());
         if !drain_messages(&mut session, &mut out) {
             return Ok(());
         }
@@ -916,9 +1055,11 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
             session.upgrade_respb = false;
             // From now on the channels publish, the session as channel 0.
             conn.meter.handle = None;
+            conn.trim = None;
             return Box::pin(serve_respb(conn, buf, Some((session, wake)))).await;
         }
-        if close || conn.fill_for(buf, want, &mut session, &mut killed).await? == 0 {
+        let mut spare = Spare { out: &mut out, args: &mut args };
+        if close || conn.fill_for(buf, want, &mut session, &mut killed, &mut spare).await? == 0 {
             return Ok(());
         }
     }
@@ -1016,7 +1157,7 @@ async fn greet<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffer) ->
     loop {
         match handshake::read_greeting(buf.pending()) {
             Greeting::Incomplete => {
-                if conn.fill(buf, handshake::LEN).await? == 0 {
+                if conn.fill(buf, handshake::LEN, None).await? == 0 {
                     return Ok(false);
                 }
             }
@@ -1168,17 +1309,21 @@ async fn serve_respb<S: ClientStream>(
             // and until one of its channels authenticates a connection may
             // only send small frames (as a RESP client may only send small
             // requests).
-            let limits = RespbLimits::for_bulk_len(state.limits.proto_max_bulk_len())
-                .unauthenticated(!channels.trusted() && state.limits.auth_required());
-            if limits != decoder.limits() {
+            // (A connection is trusted from the start when no password is
+            // required then, so "not trusted" is "not authenticated".)
+            let max_bulk_len = state.limits.proto_max_bulk_len();
+            let now = decoder.limits();
+            if max_bulk_len != now.max_bulk_len || now.unauthenticated == channels.trusted() {
+                let limits = RespbLimits::for_bulk_len(max_bulk_len).unauthenticated(!channels.trusted());
                 decoder.set_limits(limits);
+                ahead.set_limits(limits);
             }
             let out = &mut output.out;
             // A frame the scan decoded comes back as two scalars, and the
             // match below reads them from registers: built into a `Decoded`
             // and matched again, they went through memory in pieces of
             // other widths, a store-forwarding stall per frame.
-            let (consumed, frame) = match ahead.take(&decoder, &mut args) {
+            let (consumed, frame) = match ahead.take(&mut args) {
                 Some(found) => found,
                 None => match decoder.decode(pending, &mut args) {
                     Ok(Decoded::Frame { frame, consumed }) => (consumed, frame),
@@ -1249,7 +1394,7 @@ async fn serve_respb<S: ClientStream>(
                 break;
             }
         }
-        state.tracking.flush_broadcasts(&state.clients, state.pubsub.hard_limit());
+        state.tracking.flush_broadcasts(&state.clients, state.pubsub.limit());
         channels.drain_all(&mut output.out);
         drop(batch);
         // After the client's end of input, the frames it sent run (a blocked
@@ -1268,7 +1413,7 @@ async fn serve_respb<S: ClientStream>(
             output.timer = reply_pacing::before_write(output.inflight.len() - output.sent).await;
         }
         output.args_held = args.retained_bytes();
-        match wait_respb(conn, buf, want, eof, &mut channels, &mut kill, &wake, &mut output).await {
+        match wait_respb(conn, buf, want, eof, &mut channels, &mut kill, &wake, (&mut output, &mut args)).await {
             MuxWake::Closed => return Ok(()),
             MuxWake::Eof => eof = true,
             _ => {}
@@ -1440,7 +1585,7 @@ async fn wait_respb<S: ClientStream>(
     channels: &mut Channels<'_>,
     kill: &mut Event,
     wake: &Arc<Signal>,
-    output: &mut Outgoing,
+    (output, args): (&mut Outgoing, &mut CommandArgs),
 ) -> MuxWake {
     let state = conn.state;
     let within_limit = buf.pending().len() <= state.limits.query_buffer_limit();
@@ -1459,6 +1604,7 @@ async fn wait_respb<S: ClientStream>(
     };
     let Conn { stream, shutdown, .. } = conn;
     let read_want = may_read.then_some(want);
+    let poll_io = |cx: &mut Context<'_>| poll_respb(cx, stream, buf, read_want, channels, output);
     let why = if timers.none() {
         // Nearly every wait: polled by hand in the order of
         // `wait_respb_timed`. At `-P 1` this runs once per frame, and the
@@ -1475,21 +1621,42 @@ async fn wait_respb<S: ClientStream>(
         })
         .await
     } else {
-        let io = std::future::poll_fn(|cx| poll_respb(cx, stream, buf, read_want, channels, output));
-        wait_respb_timed(state, shutdown, kill, io, timers).await
+        wait_respb_timed(state, shutdown, kill, std::future::poll_fn(poll_io), timers).await
     };
     match why {
         MuxWake::Killed => {
             // A kill here means "look at the channels again": lowered
-            // before looking, so a kill meanwhile raises it anew.
+            // before looking, so a kill meanwhile raises it anew. The same
+            // signal asks for the buffers back ([`crate::idle_trim`]).
             wake.lower();
             *kill = Event::raised(Arc::clone(wake));
             channels.close_killed();
+            if channels.take_trim_request() {
+                trim_respb(buf, output, args);
+            }
         }
         MuxWake::Timeout => channels.expire(Instant::now()),
         MuxWake::Progress | MuxWake::Eof | MuxWake::Closed => {}
     }
     why
+}
+
+/// Give back the buffers of a RESPB connection asked to (see
+/// [`crate::idle_trim`]): the read buffer unless a frame is partly read,
+/// the reply buffers once their replies are all sent, the argument list.
+/// The next wait shows the figures.
+#[cold]
+fn trim_respb(buf: &mut ReadBuffer, output: &mut Outgoing, args: &mut CommandArgs) {
+    buf.trim();
+    if output.idle() && output.out.is_empty() {
+        output.out = Vec::new();
+        output.inflight = Vec::new();
+        output.sent = 0;
+    }
+    if buf.pending().is_empty() {
+        *args = CommandArgs::new();
+        output.args_held = 0;
+    }
 }
 
 /// What a RESPB connection's buffers hold as it waits (see

@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use socket2::{Domain, SockRef, Socket, TcpKeepalive, Type};
 use tokio::io::AsyncWriteExt;
@@ -390,18 +390,23 @@ async fn accept_all(
 }
 
 /// Sample the totals behind `INFO`'s instantaneous rates, ten times a
-/// second, and the memory a reply may take once a second, for as long as
-/// the server accepts clients (never ends).
+/// second, and once a second the memory a reply may take, the clients
+/// whose buffers are to go back ([`crate::idle_trim`]) and whether freed
+/// memory is to go back ([`crate::heap_return`]), for as long as the server
+/// accepts clients (never ends).
 async fn sample_rates(state: &ServerState) {
     let mut tick = tokio::time::interval(crate::instant_metrics::PERIOD);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let per_second = (Duration::from_secs(1).as_millis() / crate::instant_metrics::PERIOD.as_millis()).max(1);
     let mut ticks = 0u128;
+    let mut heap = crate::heap_return::HeapReturn::default();
     loop {
         tick.tick().await;
         state.stats.sample_rates();
         if ticks.is_multiple_of(per_second) {
             crate::reply_budget::sample();
+            crate::idle_trim::request_trims(&state.clients, Instant::now());
+            heap.tick(state.used_memory());
         }
         ticks += 1;
     }

@@ -183,54 +183,56 @@ struct Opening<'x> {
     extra_slots: &'x mut usize,
 }
 
-/// The [`Opening`] of a `Channels`, its fields borrowed one by one.
-macro_rules! opening {
-    ($channels:expr) => {
-        Opening {
-            state: $channels.state,
-            peer: &$channels.peer,
-            wake: &$channels.wake,
-            listening: &mut $channels.listening,
-            trusted: $channels.trusted,
-            extra_slots: &mut $channels.extra_slots,
-        }
-    };
+/// Channel `mux` of a `Channels`, opened by [`new_channel`] on first use:
+/// the fields borrowed one by one, so that the channel found can be used
+/// beside the others, and nothing but the lookup on the common path.
+macro_rules! open {
+    ($channels:expr, $mux:expr) => {{
+        let (open, mux) = ($channels.map.len(), $mux);
+        let mut refused = TOO_MANY;
+        let (state, trusted) = ($channels.state, $channels.trusted);
+        let (peer, wake) = (&$channels.peer, &$channels.wake);
+        let (listening, extra_slots) = (&mut $channels.listening, &mut $channels.extra_slots);
+        $channels
+            .map
+            .get_or_try_insert_with(mux, || {
+                let with = Opening { state, peer, wake, listening, trusted, extra_slots };
+                new_channel(with, open, mux).map_err(|e| refused = e).ok()
+            })
+            .ok_or(refused)
+    }};
 }
 
-/// Channel `mux` of `map`, opened with fresh state on first use, or the
+/// A new channel `mux` for a connection with `open` channels, or the
 /// error that refuses it: past `respb-max-channels`, past
 /// [`UNAUTHENTICATED_CHANNELS`] before authentication, or past
 /// `maxclients` (every channel after a connection's first is a client of
 /// its own, and takes a slot as an accepted connection does).
-fn open_in<'m>(map: &'m mut IdMap<Channel>, mux: u16, with: Opening<'_>) -> Result<&'m mut Channel, &'static [u8]> {
-    let open = map.len();
+#[cold]
+fn new_channel(with: Opening<'_>, open: usize, mux: u16) -> Result<Channel, &'static [u8]> {
     let state = with.state;
-    let mut refused = None;
-    let found = map.get_or_try_insert_with(mux, || {
-        if open >= state.limits.respb_max_channels() {
-            refused = Some(TOO_MANY);
-            return None;
+    if open >= state.limits.respb_max_channels() {
+        return Err(TOO_MANY);
+    }
+    if !with.trusted && open >= UNAUTHENTICATED_CHANNELS {
+        return Err(NOAUTH);
+    }
+    if open > 0 {
+        if !state.admit_client() {
+            state.stats.rejected_connections.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return Err(MAX_CLIENTS);
         }
-        if !with.trusted && open >= UNAUTHENTICATED_CHANNELS {
-            refused = Some(NOAUTH);
-            return None;
-        }
-        if open > 0 {
-            if !state.admit_client() {
-                state.stats.rejected_connections.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                refused = Some(MAX_CLIENTS);
-                return None;
-            }
-            *with.extra_slots += 1;
-        }
-        let session = crate::connection::new_session(state, with.peer, Some(Arc::clone(with.wake)));
-        let channel = Channel::adopting(mux, session);
-        if channel.listening {
-            with.listening.push(mux);
-        }
-        Some(channel)
-    });
-    found.ok_or(refused.unwrap_or(TOO_MANY))
+        *with.extra_slots += 1;
+    }
+    let session = crate::connection::new_session(state, with.peer, Some(Arc::clone(with.wake)));
+    if let Some(handle) = session.handle() {
+        handle.on_trim(with.wake);
+    }
+    let channel = Channel::adopting(mux, session);
+    if channel.listening {
+        with.listening.push(mux);
+    }
+    Ok(channel)
 }
 
 /// `after_command` in place, on a channel whose command went on: the
@@ -304,6 +306,13 @@ impl<'a> Channels<'a> {
         }
     }
 
+    /// Whether the connection was asked to give its buffers back
+    /// ([`crate::idle_trim`]): through the channel that shows them, the
+    /// only one whose figures can call for it.
+    pub fn take_trim_request(&self) -> bool {
+        self.lead.as_ref().is_some_and(|(_, handle, _)| handle.take_trim_request())
+    }
+
     /// Whether a channel of the connection has authenticated, or was
     /// created while no password was required.
     #[inline]
@@ -339,9 +348,10 @@ impl<'a> Channels<'a> {
     }
 
     /// Channel `mux`, opened with fresh state on first use, or the error
-    /// that refuses it (see [`open_in`]). One lookup of the map.
+    /// that refuses it (see [`new_channel`]). One lookup of the map.
+    #[inline]
     pub fn open(&mut self, mux: u16) -> Result<&mut Channel, &'static [u8]> {
-        open_in(&mut self.map, mux, opening!(self))
+        open!(self, mux)
     }
 
     /// Run a command on channel `mux`, opened on first use, if the channel
@@ -356,7 +366,7 @@ impl<'a> Channels<'a> {
         prepare: impl FnOnce(usize) -> M,
         run: impl FnOnce(&mut Session, &mut Vec<u8>) -> Outcome,
     ) -> RunFree {
-        let ch = match open_in(&mut self.map, mux, opening!(self)) {
+        let ch = match open!(self, mux) {
             Ok(ch) => ch,
             Err(refused) => return RunFree::Refused(refused),
         };
@@ -407,6 +417,9 @@ impl<'a> Channels<'a> {
 
     /// Make `session` channel `mux` (a RESP client that switched to RESPB).
     pub fn adopt(&mut self, mux: u16, session: Session) {
+        if let Some(handle) = session.handle() {
+            handle.on_trim(&self.wake);
+        }
         let channel = Channel::adopting(mux, session);
         self.trusted |= channel.session.authenticated;
         if channel.listening {

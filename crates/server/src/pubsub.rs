@@ -29,6 +29,7 @@ use kvik_protocol::ReplySink;
 use tokio::sync::mpsc;
 
 use crate::keyspace::glob;
+use crate::signal::Signal;
 
 /// Number of channel map shards.
 const SHARDS: usize = 64;
@@ -192,6 +193,30 @@ pub struct Subscriber {
     messages: AtomicUsize,
     /// Set when the subscriber fell too far behind; its client is to be closed.
     overflowed: AtomicBool,
+    /// Since when (in [`crate::clock::now_mono_us`] microseconds, 0: not)
+    /// the queue has been above the soft limit.
+    over_soft_since_us: AtomicU64,
+    /// Raised when the subscriber overflows, so that its connection closes
+    /// it even while it waits for the client to take earlier messages.
+    wake: Option<Arc<Signal>>,
+}
+
+/// `client-output-buffer-limit pubsub`: the bytes a subscriber's queue may
+/// reach (`hard`), or stay above for `soft_seconds` (`soft`), before its
+/// client is closed; 0 turns a limit off.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueLimit {
+    /// Bytes past which the client is closed at once.
+    pub hard: usize,
+    /// Bytes the queue may stay above for `soft_seconds` only.
+    pub soft: usize,
+    /// Seconds allowed above `soft`.
+    pub soft_seconds: u64,
+}
+
+impl QueueLimit {
+    /// No limit at all.
+    pub const NONE: QueueLimit = QueueLimit { hard: 0, soft: 0, soft_seconds: 0 };
 }
 
 /// The receiving end, held by the subscriber's connection task.
@@ -259,8 +284,9 @@ impl Inbox {
     }
 }
 
-/// A new subscriber for client `id` and its inbox.
-pub fn subscriber(id: u64) -> Inbox {
+/// A new subscriber for client `id` and its inbox; `wake` is raised when
+/// it overflows.
+pub fn subscriber(id: u64, wake: Option<Arc<Signal>>) -> Inbox {
     let (tx, rx) = mpsc::unbounded_channel();
     let subscriber = Arc::new(Subscriber {
         id,
@@ -268,21 +294,30 @@ pub fn subscriber(id: u64) -> Inbox {
         queued: AtomicUsize::new(0),
         messages: AtomicUsize::new(0),
         overflowed: AtomicBool::new(false),
+        over_soft_since_us: AtomicU64::new(0),
+        wake,
     });
     Inbox { subscriber, rx }
 }
 
 impl Subscriber {
-    /// Queue `msg` unless the subscriber is over `hard_limit` bytes (0: no
-    /// limit); true when queued.
-    pub fn deliver(&self, msg: Message, hard_limit: usize) -> bool {
+    /// Whether the subscriber overflowed: its client is being closed, and
+    /// no longer counts as a receiver.
+    pub fn is_cut_off(&self) -> bool {
+        self.overflowed.load(Ordering::Relaxed)
+    }
+
+    /// Queue `msg` unless that puts the subscriber past `limit`; true when
+    /// queued. Past it, the subscriber is cut off for good and its
+    /// connection woken to close it.
+    pub fn deliver(&self, msg: Message, limit: QueueLimit) -> bool {
         if self.overflowed.load(Ordering::Relaxed) {
             return false;
         }
         let size = msg.size();
         let queued = self.queued.load(Ordering::Relaxed) + size;
-        if hard_limit > 0 && queued > hard_limit {
-            self.overflowed.store(true, Ordering::Relaxed);
+        if (limit.hard > 0 && queued > limit.hard) || self.too_long_over_soft(queued, limit) {
+            self.cut_off();
             return false;
         }
         // Counted before sending, so the receiver's subtraction never
@@ -295,6 +330,38 @@ impl Subscriber {
         }
         self.messages.fetch_sub(1, Ordering::AcqRel);
         false
+    }
+
+    /// Whether a queue of `queued` bytes has been above the soft limit for
+    /// longer than it allows (noting when it went above it, or that it no
+    /// longer is).
+    fn too_long_over_soft(&self, queued: usize, limit: QueueLimit) -> bool {
+        if limit.soft == 0 || limit.soft_seconds == 0 || queued <= limit.soft {
+            if self.over_soft_since_us.load(Ordering::Relaxed) != 0 {
+                self.over_soft_since_us.store(0, Ordering::Relaxed);
+            }
+            return false;
+        }
+        let now_us = crate::clock::now_mono_us().max(1);
+        let since_us = self.over_soft_since_us.load(Ordering::Relaxed);
+        if since_us == 0 {
+            self.over_soft_since_us.store(now_us, Ordering::Relaxed);
+            return false;
+        }
+        now_us.saturating_sub(since_us) > limit.soft_seconds.saturating_mul(1_000_000)
+    }
+
+    #[cold]
+    fn cut_off(&self) {
+        if !self.overflowed.swap(true, Ordering::Relaxed) {
+            static LIMIT: crate::log::RateLimit = crate::log::RateLimit::per(1000);
+            if LIMIT.allow() {
+                crate::log!(Warning, "Client id={} closed for overcoming of output buffer limits.", self.id);
+            }
+            if let Some(wake) = &self.wake {
+                wake.raise();
+            }
+        }
     }
 }
 
@@ -318,8 +385,11 @@ pub struct PubSub {
     channels: Vec<Mutex<ChannelMap>>,
     shard_channels: Vec<Mutex<ChannelMap>>,
     patterns: RwLock<PatternList>,
-    /// `client-output-buffer-limit pubsub` hard limit in bytes (0: none).
+    /// `client-output-buffer-limit pubsub`: hard and soft limits in bytes
+    /// (0: none) and the soft limit's seconds.
     hard_limit: AtomicUsize,
+    soft_limit: AtomicUsize,
+    soft_seconds: AtomicU64,
     /// Messages delivered, for statistics.
     delivered: AtomicU64,
 }
@@ -331,6 +401,8 @@ impl Default for PubSub {
             shard_channels: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
             patterns: RwLock::new(Vec::new()),
             hard_limit: AtomicUsize::new(32 * 1024 * 1024),
+            soft_limit: AtomicUsize::new(8 * 1024 * 1024),
+            soft_seconds: AtomicU64::new(60),
             delivered: AtomicU64::new(0),
         }
     }
@@ -347,14 +419,20 @@ fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl PubSub {
-    /// The byte limit past which a subscriber is cut off (0: none).
-    pub fn hard_limit(&self) -> usize {
-        self.hard_limit.load(Ordering::Relaxed)
+    /// The limits past which a subscriber is cut off.
+    pub fn limit(&self) -> QueueLimit {
+        QueueLimit {
+            hard: self.hard_limit.load(Ordering::Relaxed),
+            soft: self.soft_limit.load(Ordering::Relaxed),
+            soft_seconds: self.soft_seconds.load(Ordering::Relaxed),
+        }
     }
 
-    /// Set the byte limit past which a subscriber is cut off (0: none).
-    pub fn set_hard_limit(&self, bytes: usize) {
-        self.hard_limit.store(bytes, Ordering::Relaxed);
+    /// Set the limits past which a subscriber is cut off.
+    pub fn set_limit(&self, limit: QueueLimit) {
+        self.hard_limit.store(limit.hard, Ordering::Relaxed);
+        self.soft_limit.store(limit.soft, Ordering::Relaxed);
+        self.soft_seconds.store(limit.soft_seconds, Ordering::Relaxed);
     }
 
     fn map(&self, kind: Kind, channel: &[u8]) -> MutexGuard<'_, ChannelMap> {
@@ -409,9 +487,11 @@ impl PubSub {
 
     /// Deliver `payload` to the listeners of `channel` (and, for ordinary
     /// channels, of matching patterns); the number of receivers, as PUBLISH
-    /// replies (a client listening both ways counts twice).
+    /// replies (a client listening both ways counts twice). A listener cut
+    /// off for falling behind is being closed and counts no more (the one
+    /// this message cuts off still counts, as in Redis).
     pub fn publish(&self, kind: Kind, channel: &[u8], payload: &[u8]) -> usize {
-        let limit = self.hard_limit.load(Ordering::Relaxed);
+        let limit = self.limit();
         let channel: Arc<[u8]> = Arc::from(channel);
         let payload: Arc<[u8]> = Arc::from(payload);
         let mut receivers = 0;
@@ -421,16 +501,18 @@ impl PubSub {
                 Kind::Channel => Message::Message { channel: channel.clone(), payload: payload.clone() },
                 Kind::Shard => Message::SMessage { channel: channel.clone(), payload: payload.clone() },
             };
+            let gone = sub.is_cut_off();
             sub.deliver(msg, limit);
-            receivers += 1;
+            receivers += usize::from(!gone);
         }
         if kind == Kind::Channel {
             let patterns = self.patterns.read().unwrap_or_else(|e| e.into_inner());
             for (pattern, sub) in patterns.iter().filter(|(p, _)| glob::matches(p, &channel, false)) {
                 let msg =
                     Message::PMessage { pattern: pattern.clone(), channel: channel.clone(), payload: payload.clone() };
+                let gone = sub.is_cut_off();
                 sub.deliver(msg, limit);
-                receivers += 1;
+                receivers += usize::from(!gone);
             }
         }
         self.delivered.fetch_add(receivers as u64, Ordering::Relaxed);
@@ -472,6 +554,8 @@ impl PubSub {
 #[derive(Debug)]
 pub struct Subscriptions {
     client_id: u64,
+    /// The client's connection's wake, raised when its subscriber overflows.
+    wake: Option<Arc<Signal>>,
     registry: Option<Arc<PubSub>>,
     inbox: Option<Inbox>,
     channels: IndexSet<Arc<[u8]>>,
@@ -484,6 +568,7 @@ impl Subscriptions {
     pub fn new(client_id: u64) -> Subscriptions {
         Subscriptions {
             client_id,
+            wake: None,
             registry: None,
             inbox: None,
             channels: IndexSet::new(),
@@ -516,6 +601,12 @@ impl Subscriptions {
         self.count() + self.shard_count() > 0
     }
 
+    /// Raise `wake` when the client's subscriber overflows (set before it
+    /// has one).
+    pub fn set_wake(&mut self, wake: Option<Arc<Signal>>) {
+        self.wake = wake;
+    }
+
     /// The inbox, once the client subscribed to something.
     pub fn inbox(&mut self) -> Option<&mut Inbox> {
         self.inbox.as_mut()
@@ -524,8 +615,8 @@ impl Subscriptions {
     /// The client's subscriber, its inbox made now if it had none: what
     /// other clients deliver tracking invalidations to.
     pub fn open_inbox(&mut self) -> Arc<Subscriber> {
-        let id = self.client_id;
-        self.inbox.get_or_insert_with(|| subscriber(id)).subscriber().clone()
+        let (id, wake) = (self.client_id, &self.wake);
+        self.inbox.get_or_insert_with(|| subscriber(id, wake.clone())).subscriber().clone()
     }
 
     /// The subscriber registered in `registry`, made on first use.
@@ -533,8 +624,8 @@ impl Subscriptions {
         if self.registry.is_none() {
             self.registry = Some(registry.clone());
         }
-        let id = self.client_id;
-        self.inbox.get_or_insert_with(|| subscriber(id)).subscriber().clone()
+        let (id, wake) = (self.client_id, &self.wake);
+        self.inbox.get_or_insert_with(|| subscriber(id, wake.clone())).subscriber().clone()
     }
 
     fn set_of(&mut self, kind: Kind) -> &mut IndexSet<Arc<[u8]>> {
@@ -648,22 +739,22 @@ mod tests {
         let counter = Arc::new(Counted(std::sync::atomic::AtomicUsize::new(0)));
         let waker = Waker::from(Arc::clone(&counter));
         let mut cx = Context::from_waker(&waker);
-        let mut inbox = subscriber(7);
+        let mut inbox = subscriber(7, None);
         let tx = Arc::clone(inbox.subscriber());
         assert!(inbox.poll_recv(&mut cx).is_pending());
         assert!(inbox.poll_recv(&mut cx).is_pending());
         assert!(inbox.poll_recv(&mut cx).is_pending());
-        assert!(tx.deliver(message(b"one"), 0));
+        assert!(tx.deliver(message(b"one"), QueueLimit::NONE));
         assert_eq!(counter.0.load(Ordering::SeqCst), 1, "a send wakes the registered task");
         assert!(matches!(inbox.poll_recv(&mut cx), Poll::Ready(Some(_))));
         assert!(inbox.poll_recv(&mut cx).is_pending());
-        assert!(tx.deliver(message(b"two"), 0));
+        assert!(tx.deliver(message(b"two"), QueueLimit::NONE));
         assert_eq!(counter.0.load(Ordering::SeqCst), 2);
         // Taken without polling: the next poll registers again.
         assert!(inbox.try_recv().is_some());
         assert!(inbox.try_recv().is_none());
         assert!(inbox.poll_recv(&mut cx).is_pending());
-        assert!(tx.deliver(message(b"three"), 0));
+        assert!(tx.deliver(message(b"three"), QueueLimit::NONE));
         assert_eq!(counter.0.load(Ordering::SeqCst), 3);
         assert!(matches!(inbox.poll_recv(&mut cx), Poll::Ready(Some(_))));
         assert_eq!(tx.queued.load(Ordering::SeqCst), 0);
@@ -675,7 +766,7 @@ mod tests {
         let rt = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
         let counter = Arc::new(Counted(std::sync::atomic::AtomicUsize::new(0)));
         let waker = Waker::from(Arc::clone(&counter));
-        let mut inbox = subscriber(9);
+        let mut inbox = subscriber(9, None);
         let tx = Arc::clone(inbox.subscriber());
         let (filler, mut busy) = mpsc::unbounded_channel::<u8>();
         for _ in 0..1000 {
@@ -694,15 +785,15 @@ mod tests {
             assert!(inbox.poll_recv(&mut Context::from_waker(&waker)).is_pending());
             Poll::Ready(())
         }));
-        assert!(tx.deliver(message(b"late"), 0));
+        assert!(tx.deliver(message(b"late"), QueueLimit::NONE));
         assert_eq!(counter.0.load(Ordering::SeqCst), 1, "the message never woke the task");
     }
 
     #[test]
     fn channels_and_patterns_reach_their_listeners() {
         let ps = PubSub::default();
-        let mut a = subscriber(1);
-        let mut b = subscriber(2);
+        let mut a = subscriber(1, None);
+        let mut b = subscriber(2, None);
         assert!(ps.subscribe(Kind::Channel, b"news", a.subscriber()));
         assert!(!ps.subscribe(Kind::Channel, b"news", a.subscriber()));
         assert!(ps.psubscribe(b"n*", b.subscriber()));
@@ -782,8 +873,8 @@ mod tests {
     #[test]
     fn a_subscriber_that_falls_behind_is_cut_off() {
         let ps = PubSub::default();
-        ps.set_hard_limit(1000);
-        let mut slow = subscriber(7);
+        ps.set_limit(QueueLimit { hard: 1000, ..QueueLimit::NONE });
+        let mut slow = subscriber(7, None);
         ps.subscribe(Kind::Shard, b"c", slow.subscriber());
         for _ in 0..10 {
             ps.publish(Kind::Shard, b"c", &[0u8; 200]);

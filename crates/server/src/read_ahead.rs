@@ -18,7 +18,7 @@
 
 use kvik_protocol::commands::{by_id, id, lookup};
 use kvik_protocol::resp::request::{Progress, RequestParser};
-use kvik_protocol::respb::decode::{Decoded, Frame, RespbDecoder};
+use kvik_protocol::respb::decode::{Decoded, Frame, RespbDecoder, RespbLimits};
 use kvik_protocol::CommandArgs;
 
 pub use crate::keyspace::lookahead::min_keyspace_bytes;
@@ -452,20 +452,17 @@ impl RespbReadAhead {
         FrameScan::with_peek(RespbDecoder::new(decoder.limits()))
     }
 
-    /// The frame at the start of the pending bytes, if the scan decoded it
-    /// under the limits `decoder` has now: its length and kind, its
-    /// arguments swapped into `args`.
+    /// Decode under `limits` from now on, as the connection's decoder
+    /// does: frames scanned under other limits are scanned again.
+    pub fn set_limits(&mut self, limits: RespbLimits) {
+        self.peek.set_limits(limits);
+        self.reset_at(self.running);
+    }
+
+    /// The frame at the start of the pending bytes, if the scan decoded it:
+    /// its length and kind, its arguments swapped into `args`.
     #[inline]
-    pub fn take(&mut self, decoder: &RespbDecoder, args: &mut CommandArgs) -> Option<(usize, Frame)> {
-        if !self.active {
-            return None;
-        }
-        if self.peek.limits() != decoder.limits() {
-            // Frames scanned under other limits are scanned again.
-            self.peek.set_limits(decoder.limits());
-            self.reset_at(self.running);
-            return None;
-        }
+    pub fn take(&mut self, args: &mut CommandArgs) -> Option<(usize, Frame)> {
         match self.take_decoded(args)? {
             (n, Some(frame)) => Some((n, frame)),
             (_, None) => None,
@@ -861,7 +858,7 @@ mod tests {
         let (mut args, mut check_args) = (CommandArgs::new(), CommandArgs::new());
         let (mut at, mut taken) = (0, 0);
         loop {
-            let consumed = match scan.take(&main, &mut args) {
+            let consumed = match scan.take(&mut args) {
                 Some((consumed, frame)) => {
                     taken += 1;
                     let decoded = main.decode(&input[at..], &mut check_args);

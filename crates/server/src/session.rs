@@ -134,6 +134,7 @@ impl Session {
         let id = state.ids.next_id();
         let mut session = Session::new(id);
         session.tracking = ClientTracking::attached(id, Arc::clone(&state.tracking), wake.is_some());
+        session.subscriptions.set_wake(wake.clone());
         session.authenticated = !auth::required(state);
         session.registration = Some(state.clients.register(id, addr, laddr, fd, wake));
         state.stats.total_connections.fetch_add(1, Ordering::Relaxed);

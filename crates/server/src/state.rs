@@ -240,10 +240,16 @@ impl ConnectionLimits {
 }
 
 /// Copy the pubsub class of `client-output-buffer-limit` to the registry:
-/// a subscriber further behind than its hard limit is cut off.
+/// a subscriber further behind than its hard limit, or than its soft limit
+/// for longer than its seconds, is cut off.
 fn load_pubsub_limit(pubsub: &PubSub, config: &Config) {
     let [_, _, limit] = parse_output_limits(config.get("client-output-buffer-limit"));
-    pubsub.set_hard_limit(usize::try_from(limit.hard).unwrap_or(usize::MAX));
+    let bytes = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+    pubsub.set_limit(crate::pubsub::QueueLimit {
+        hard: bytes(limit.hard),
+        soft: bytes(limit.soft),
+        soft_seconds: limit.soft_seconds,
+    });
 }
 
 /// Copy `lfu-log-factor`, `lfu-decay-time` and whether the policy is an LFU
@@ -311,7 +317,7 @@ impl ServerState {
         load_lfu_tuning(&self.keyspace, &guard);
         load_pubsub_limit(&self.pubsub, &guard);
         self.tracking.set_max_keys(guard.usize("tracking-table-max-keys"));
-        self.tracking.enforce_max_keys(&self.clients, self.pubsub.hard_limit());
+        self.tracking.enforce_max_keys(&self.clients, self.pubsub.limit());
         // Redis trims the slow log after each command it offers the log, the
         // CONFIG SET that lowered slowlog-max-len among them, unless the log is off.
         if self.limits.slowlog_slower_than() >= 0 {

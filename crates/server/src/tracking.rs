@@ -133,7 +133,7 @@ struct Clients {
 /// Where messages go and how big a backlog a receiver may have.
 struct Post<'a> {
     clients: &'a ClientRegistry,
-    limit: usize,
+    limit: crate::pubsub::QueueLimit,
 }
 
 /// The server's tracking state.
@@ -350,7 +350,7 @@ impl Tracking {
 
     /// Forget keys past a lowered `tracking-table-max-keys` now, telling
     /// their clients, rather than at the next read.
-    pub fn enforce_max_keys(&self, clients: &ClientRegistry, limit: usize) {
+    pub fn enforce_max_keys(&self, clients: &ClientRegistry, limit: crate::pubsub::QueueLimit) {
         self.evict(&Post { clients, limit });
     }
 
@@ -400,7 +400,7 @@ impl Tracking {
         self.keys.load(Ordering::Relaxed) == 0 && self.prefix_count.load(Ordering::Relaxed) == 0
     }
 
-    pub fn key_changed(&self, clients: &ClientRegistry, limit: usize, key: &[u8], by_client: u64) {
+    pub fn key_changed(&self, clients: &ClientRegistry, limit: crate::pubsub::QueueLimit, key: &[u8], by_client: u64) {
         let tracked = self.keys.load(Ordering::Relaxed) > 0;
         let followed = self.prefix_count.load(Ordering::Relaxed) > 0;
         if !tracked && !followed {
@@ -435,7 +435,7 @@ impl Tracking {
 
     /// Every key of some database (or of all) was deleted: every tracking
     /// client is told to drop everything, and the table starts over.
-    pub fn flushed(&self, clients: &ClientRegistry, limit: usize) {
+    pub fn flushed(&self, clients: &ClientRegistry, limit: crate::pubsub::QueueLimit) {
         if self.clients_on() == 0 && self.keys.load(Ordering::Relaxed) == 0 {
             return;
         }
@@ -455,7 +455,7 @@ impl Tracking {
     }
 
     /// Send the `BCAST` invalidations gathered since the last call.
-    pub fn flush_broadcasts(&self, clients: &ClientRegistry, limit: usize) {
+    pub fn flush_broadcasts(&self, clients: &ClientRegistry, limit: crate::pubsub::QueueLimit) {
         if !self.pending.swap(false, Ordering::Relaxed) {
             return;
         }
@@ -693,7 +693,7 @@ impl Drop for ClientTracking {
 pub fn remember<'k>(
     tracking: &Tracking,
     clients: &ClientRegistry,
-    limit: usize,
+    limit: crate::pubsub::QueueLimit,
     id: u64,
     keys: impl Iterator<Item = &'k [u8]>,
 ) {
@@ -711,7 +711,7 @@ mod tests {
 
     /// A tracking client with a mailbox.
     fn client(t: &Arc<Tracking>, id: u64, options: Options) -> (ClientTracking, Inbox) {
-        let inbox = subscriber(id);
+        let inbox = subscriber(id, None);
         t.set_mailbox(id, Arc::clone(inbox.subscriber()));
         let mut c = ClientTracking::attached(id, Arc::clone(t), true);
         c.enable(t, options, true);
@@ -732,10 +732,10 @@ mod tests {
         let t = Arc::new(Tracking::default());
         let clients = registry();
         let (_c, mut inbox) = client(&t, 1, Options::default());
-        remember(&t, &clients, 0, 1, [&b"k"[..], b"k", b"j"].into_iter());
+        remember(&t, &clients, crate::pubsub::QueueLimit::NONE, 1, [&b"k"[..], b"k", b"j"].into_iter());
         assert_eq!(t.totals(), Totals { keys: 2, items: 2, prefixes: 0 });
-        t.key_changed(&clients, 0, b"k", 2);
-        t.key_changed(&clients, 0, b"k", 2);
+        t.key_changed(&clients, crate::pubsub::QueueLimit::NONE, b"k", 2);
+        t.key_changed(&clients, crate::pubsub::QueueLimit::NONE, b"k", 2);
         assert_eq!(keys_of(inbox.try_recv()), Some(vec![b"k".to_vec()]));
         assert!(inbox.try_recv().is_none(), "forgotten after the first change");
         assert_eq!(t.totals().keys, 1);
@@ -748,10 +748,10 @@ mod tests {
         let (_a, mut a) = client(&t, 1, Options::default());
         let (_b, mut b) = client(&t, 2, Options::default());
         for id in [1, 2, 1] {
-            remember(&t, &clients, 0, id, [&b"k"[..]].into_iter());
+            remember(&t, &clients, crate::pubsub::QueueLimit::NONE, id, [&b"k"[..]].into_iter());
         }
         assert_eq!(t.totals(), Totals { keys: 1, items: 2, prefixes: 0 });
-        t.key_changed(&clients, 0, b"k", 3);
+        t.key_changed(&clients, crate::pubsub::QueueLimit::NONE, b"k", 3);
         assert_eq!(keys_of(a.try_recv()), Some(vec![b"k".to_vec()]));
         assert_eq!(keys_of(b.try_recv()), Some(vec![b"k".to_vec()]));
         assert_eq!(t.totals(), Totals { keys: 0, items: 0, prefixes: 0 });
@@ -762,13 +762,13 @@ mod tests {
         let t = Arc::new(Tracking::default());
         let clients = registry();
         let (mut c, mut inbox) = client(&t, 1, Options { noloop: true, ..Options::default() });
-        remember(&t, &clients, 0, 1, [&b"k"[..]].into_iter());
-        t.key_changed(&clients, 0, b"k", 1);
+        remember(&t, &clients, crate::pubsub::QueueLimit::NONE, 1, [&b"k"[..]].into_iter());
+        t.key_changed(&clients, crate::pubsub::QueueLimit::NONE, b"k", 1);
         assert!(inbox.try_recv().is_none());
-        remember(&t, &clients, 0, 1, [&b"k"[..]].into_iter());
+        remember(&t, &clients, crate::pubsub::QueueLimit::NONE, 1, [&b"k"[..]].into_iter());
         c.disable();
         assert_eq!(t.clients_on(), 0);
-        t.key_changed(&clients, 0, b"k", 2);
+        t.key_changed(&clients, crate::pubsub::QueueLimit::NONE, b"k", 2);
         assert!(inbox.try_recv().is_none());
     }
 
@@ -780,10 +780,10 @@ mod tests {
         let (_c, mut inbox) = client(&t, 1, Options { bcast: true, prefixes, ..Options::default() });
         assert_eq!(t.totals().prefixes, 2);
         for k in [&b"a2"[..], b"b1", b"c1", b"a1", b"a2"] {
-            t.key_changed(&clients, 0, k, 7);
+            t.key_changed(&clients, crate::pubsub::QueueLimit::NONE, k, 7);
         }
         assert!(inbox.try_recv().is_none(), "nothing before the flush");
-        t.flush_broadcasts(&clients, 0);
+        t.flush_broadcasts(&clients, crate::pubsub::QueueLimit::NONE);
         assert_eq!(keys_of(inbox.try_recv()), Some(vec![b"a1".to_vec(), b"a2".to_vec()]));
         assert_eq!(keys_of(inbox.try_recv()), Some(vec![b"b1".to_vec()]));
         assert!(inbox.try_recv().is_none());
@@ -794,8 +794,8 @@ mod tests {
         let t = Arc::new(Tracking::default());
         let clients = registry();
         let (_c, mut inbox) = client(&t, 1, Options::default());
-        remember(&t, &clients, 0, 1, [&b"k"[..]].into_iter());
-        t.flushed(&clients, 0);
+        remember(&t, &clients, crate::pubsub::QueueLimit::NONE, 1, [&b"k"[..]].into_iter());
+        t.flushed(&clients, crate::pubsub::QueueLimit::NONE);
         assert!(matches!(inbox.try_recv(), Some(Message::Invalidate { keys: None, .. })));
         assert_eq!(t.totals().keys, 0);
     }
@@ -807,7 +807,7 @@ mod tests {
         t.set_max_keys(2);
         let (_c, mut inbox) = client(&t, 1, Options::default());
         let names: Vec<Vec<u8>> = (0..5).map(|i| format!("k{i}").into_bytes()).collect();
-        remember(&t, &clients, 0, 1, names.iter().map(|n| &n[..]));
+        remember(&t, &clients, crate::pubsub::QueueLimit::NONE, 1, names.iter().map(|n| &n[..]));
         assert_eq!(t.totals().keys, 2);
         let mut evicted = 0;
         while let Some(keys) = keys_of(inbox.try_recv()) {
@@ -816,7 +816,7 @@ mod tests {
         }
         assert_eq!(evicted, 3);
         t.set_max_keys(1);
-        t.enforce_max_keys(&clients, 0);
+        t.enforce_max_keys(&clients, crate::pubsub::QueueLimit::NONE);
         assert_eq!(t.totals(), Totals { keys: 1, items: 1, prefixes: 0 });
         assert!(keys_of(inbox.try_recv()).is_some());
     }
@@ -826,8 +826,8 @@ mod tests {
         let t = Arc::new(Tracking::default());
         let clients = registry();
         let (c, mut inbox) = client(&t, 1, Options { redirect: 9, ..Options::default() });
-        remember(&t, &clients, 0, 1, [&b"k"[..]].into_iter());
-        t.key_changed(&clients, 0, b"k", 2);
+        remember(&t, &clients, crate::pubsub::QueueLimit::NONE, 1, [&b"k"[..]].into_iter());
+        t.key_changed(&clients, crate::pubsub::QueueLimit::NONE, b"k", 2);
         assert_eq!(inbox.try_recv(), Some(Message::RedirectBroken { to: 9 }));
         assert!(c.broken());
     }

@@ -464,15 +464,9 @@ fn rss_bytes(pid: u32) -> u64 {
     kib * 1024
 }
 
-#[test]
-fn memory_purge_gives_flushed_memory_back() {
-    // Small blocks freed by FLUSHALL stay in the allocator's arenas until
-    // MEMORY PURGE returns them: without it most of the loaded memory would
-    // stay resident.
-    let server = start_kvik_with(&["--threads", "2"]);
-    let mut stream = connect(server.port);
+/// Load `KEYS` small keys into `server`; the resident size before and after.
+fn load_small_keys(server: &ServerProcess, stream: &mut TcpStream) -> (u64, u64) {
     let baseline = rss_bytes(server.pid());
-    const KEYS: usize = 200_000;
     let value = vec![b'v'; 100];
     let mut batch = Vec::new();
     for chunk in 0..KEYS / 1000 {
@@ -481,12 +475,38 @@ fn memory_purge_gives_flushed_memory_back() {
             batch.extend_from_slice(&multibulk(&[b"SET", format!("purge:{i}").as_bytes(), &value]));
         }
         stream.write_all(&batch).expect("send a batch");
-        let answer = common::read_until(&mut stream, |got| got.len() >= 1000 * 5);
+        let answer = common::read_until(stream, |got| got.len() >= 1000 * 5);
         assert_eq!(answer.bytes.len(), 1000 * 5, "{}", answer.show());
     }
-    assert_eq!(dbsize(&mut stream), KEYS);
+    assert_eq!(dbsize(stream), KEYS);
     let loaded = rss_bytes(server.pid());
     assert!(loaded > baseline + 20 * 1024 * 1024, "loading {KEYS} keys took {baseline} -> {loaded} bytes");
+    (baseline, loaded)
+}
+
+const KEYS: usize = 200_000;
+
+#[test]
+fn flushed_memory_goes_back_by_itself_and_with_memory_purge() {
+    // Small blocks freed by FLUSHALL stay in the allocator's arenas until
+    // they are returned: without that most of the loaded memory would stay
+    // resident. The server returns them within a few seconds by itself.
+    let server = start_kvik_with(&["--threads", "2"]);
+    let mut stream = connect(server.port);
+    let (baseline, loaded) = load_small_keys(&server, &mut stream);
+    assert_eq!(call(&mut stream, &[b"FLUSHALL"]), b"+OK\r\n");
+    let deadline = Instant::now() + Duration::from_secs(4);
+    let returned = |residual: u64| residual - baseline.min(residual) < (loaded - baseline) / 5;
+    loop {
+        let residual = rss_bytes(server.pid());
+        if returned(residual) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "baseline {baseline}, loaded {loaded}, 4 s after FLUSHALL {residual}");
+        thread::sleep(Duration::from_millis(100));
+    }
+    // MEMORY PURGE returns them at once.
+    let (baseline, loaded) = load_small_keys(&server, &mut stream);
     assert_eq!(call(&mut stream, &[b"FLUSHALL"]), b"+OK\r\n");
     assert_eq!(call(&mut stream, &[b"MEMORY", b"PURGE"]), b"+OK\r\n");
     let residual = rss_bytes(server.pid());
@@ -774,4 +794,61 @@ fn a_reply_of_picks_that_could_not_be_sent_is_refused_at_once() {
     assert_eq!(call(&mut s, &[b"SRANDMEMBER", b"nokey", b"-9223372036854775807"]), b"*0\r\n");
     assert!(call(&mut s, &[b"ZRANDMEMBER", b"str", b"-9223372036854775807"]).starts_with(b"-WRONGTYPE"));
     assert_eq!(call(&mut s, &[b"DBSIZE"]), b":4\r\n", "the server is still up");
+}
+
+/// `tot-mem` of client `id` as `watcher` sees it.
+fn tot_mem(watcher: &mut TcpStream, id: i64) -> usize {
+    client_fields(watcher, id).get("tot-mem").and_then(|v| v.parse().ok()).unwrap_or(usize::MAX)
+}
+
+#[test]
+fn connections_that_go_quiet_give_their_buffers_back() {
+    const VALUE: usize = 8 << 20;
+    let kvik = start_kvik_with(&[]);
+    let mut watcher = connect(kvik.port);
+    let mut writer = connect(kvik.port);
+    let mut reader = connect(kvik.port);
+    let (writer_id, reader_id) =
+        (integer(&call(&mut writer, &[b"CLIENT", b"ID"])), integer(&call(&mut reader, &[b"CLIENT", b"ID"])));
+    let value = vec![b'v'; VALUE];
+    assert_eq!(set(&mut writer, "big", &value), b"+OK\r\n");
+    assert_eq!(call(&mut reader, &[b"GET", b"big"]).len(), VALUE + 12);
+    // A RESPB connection holds its frame's bytes in the same way.
+    let mut respb = connect(kvik.port);
+    respb.write_all(&kvik_protocol::respb::handshake::client_hello(1)).expect("greet");
+    let mut frame = Vec::new();
+    kvik_protocol::respb::encode_request(&[&b"SET"[..], b"big2", &value], 0, &mut frame);
+    respb.write_all(&frame).expect("send");
+    let mut frame = Vec::new();
+    kvik_protocol::respb::encode_request(&[&b"CLIENT"[..], b"ID"], 0, &mut frame);
+    respb.write_all(&frame).expect("send");
+    // The greeting, `OK` and the integer frame: 4 + 8 + 12 bytes.
+    let answer = common::read_until(&mut respb, |got| got.len() >= 4 + 8 + 12);
+    let respb_id = i64::from_be_bytes(answer.bytes[answer.bytes.len() - 8..].try_into().expect("8 bytes"));
+    // Each holds its request or reply at first (shown once its connection
+    // waits again, which may come after the reply was read).
+    for id in [writer_id, reader_id, respb_id] {
+        wait_for(&format!("client {id} holding its buffers"), || tot_mem(&mut watcher, id), |&n| n >= VALUE);
+    }
+    let clients = number(&info_fields(&mut watcher, &["memory"]), "mem_clients_normal");
+    assert!(clients >= 3 * VALUE, "{clients}");
+    // After two seconds without a request, each keeps a small read buffer.
+    for id in [writer_id, reader_id, respb_id] {
+        let deadline = Instant::now() + Duration::from_secs(6);
+        while tot_mem(&mut watcher, id) > 1024 {
+            assert!(Instant::now() < deadline, "client {id} still holds {}", tot_mem(&mut watcher, id));
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+    let clients = number(&info_fields(&mut watcher, &["memory"]), "mem_clients_normal");
+    assert!(clients < 64 << 10, "mem_clients_normal {clients} once they went quiet");
+    // And they work as before: a large reply, then a pipeline of requests.
+    assert_eq!(call(&mut reader, &[b"GET", b"big"]).len(), VALUE + 12);
+    writer.write_all(&b"PING\r\n".repeat(5000)).expect("send");
+    assert_eq!(common::read_until(&mut writer, |got| got.len() >= 7 * 5000).bytes, b"+PONG\r\n".repeat(5000));
+    let mut frame = Vec::new();
+    kvik_protocol::respb::encode_request(&[&b"STRLEN"[..], b"big2"], 0, &mut frame);
+    respb.write_all(&frame).expect("send");
+    let answer = common::read_until(&mut respb, |got| got.len() >= 12);
+    assert_eq!(i64::from_be_bytes(answer.bytes[4..12].try_into().expect("8 bytes")), VALUE as i64);
 }

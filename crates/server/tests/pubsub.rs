@@ -199,3 +199,59 @@ fn client_list_shows_subscriptions() {
     let text = String::from_utf8_lossy(&info);
     assert!(text.contains("flags=N db=0 sub=0 psub=0 ssub=0 "), "{text}");
 }
+
+/// Publish `payload` on `channel` until PUBLISH counts no receiver (at
+/// most `most` times); how many publishes counted one.
+fn publish_until_none(publisher: &mut TcpStream, channel: &str, payload: &[u8], most: usize) -> usize {
+    for n in 0..most {
+        let reply = call(publisher, &[b"PUBLISH", channel.as_bytes(), payload]);
+        if reply == b":0\r\n" {
+            return n;
+        }
+        assert_eq!(reply, b":1\r\n", "publish {n}");
+    }
+    panic!("the subscriber still counted after {most} messages");
+}
+
+/// A subscriber that stops reading, listening on `channel`: its id.
+fn stalled_subscriber(port: u16, channel: &str) -> (TcpStream, i64) {
+    let mut sub = connect(port);
+    let id = call(&mut sub, &[b"CLIENT", b"ID"]);
+    let id: i64 = String::from_utf8_lossy(&id[1..id.len() - 2]).parse().expect("an id");
+    sub.write_all(&encode(&["SUBSCRIBE", channel])).expect("subscribe");
+    read_until(&mut sub, |got| got.ends_with(b":1\r\n"));
+    (sub, id)
+}
+
+fn encode(words: &[&str]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", words.len()).into_bytes();
+    for w in words {
+        out.extend_from_slice(format!("${}\r\n{w}\r\n", w.len()).as_bytes());
+    }
+    out
+}
+
+#[test]
+fn a_subscriber_that_stops_reading_is_cut_off_at_its_limits_and_no_longer_counted() {
+    let kvik = start_kvik();
+    let mut admin = connect(kvik.port);
+    let payload = vec![b'm'; 64 * 1024];
+    // The hard limit: once a megabyte waits beyond what the socket took,
+    // the subscriber is closed, and PUBLISH stops counting it.
+    assert_eq!(call_text(&mut admin, &["CONFIG", "SET", "client-output-buffer-limit", "pubsub 1mb 0 0"]), b"+OK\r\n");
+    let (mut sub, id) = stalled_subscriber(kvik.port, "news");
+    let counted = publish_until_none(&mut admin, "news", &payload, 2000);
+    assert!(counted >= 16, "at least the limit's worth was taken first: {counted}");
+    let listed = String::from_utf8_lossy(&call_text(&mut admin, &["CLIENT", "LIST"])).to_string();
+    assert!(!listed.contains(&format!("id={id} ")), "{listed}");
+    assert_eq!(call_text(&mut admin, &["PUBSUB", "NUMSUB", "news"]), b"*2\r\n$4\r\nnews\r\n:0\r\n");
+    assert!(read_until(&mut sub, |_| false).closed, "the subscriber's connection is closed");
+    // The soft limit: above 64 KiB for more than a second.
+    let set = "pubsub 0 64kb 1";
+    assert_eq!(call_text(&mut admin, &["CONFIG", "SET", "client-output-buffer-limit", set]), b"+OK\r\n");
+    let (mut sub, _) = stalled_subscriber(kvik.port, "slow");
+    let started = std::time::Instant::now();
+    let counted = publish_until_none(&mut admin, "slow", &payload[..1024], 1_000_000);
+    assert!(started.elapsed() >= std::time::Duration::from_secs(1), "cut off only after a second: {counted}");
+    assert!(read_until(&mut sub, |_| false).closed);
+}

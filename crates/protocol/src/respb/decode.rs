@@ -311,44 +311,55 @@ impl RespbDecoder {
             }),
             None => self.other_frame(op, mux, &mut rd, out),
         };
-        let decoded = match result {
-            Ok(frame) => Ok(Decoded::Frame { frame, consumed: rd.pos }),
-            Err(stop) => finish_stop(stop, Some(mux), out),
-        };
-        if self.limits.unauthenticated {
-            return self.check_unauthenticated(decoded, buf.len(), mux, out);
+        match result {
+            Ok(frame) if !self.limits.unauthenticated => Ok(Decoded::Frame { frame, consumed: rd.pos }),
+            Ok(frame) => self.unauthenticated_frame(frame, rd.pos, mux, out),
+            Err(stop) if !self.limits.unauthenticated => finish_stop(stop, Some(mux), out),
+            Err(stop) => self.unauthenticated_stop(stop, buf.len(), mux, out),
         }
-        decoded
     }
 
-    /// `decoded` held to the pre-authentication bounds: arguments, frame
-    /// length (a partial frame fails as soon as its bytes so far pass the
-    /// bound, so no more of it is buffered), and bulk lengths reported as
-    /// RESP reports them.
+    /// A whole frame under the pre-authentication bounds: no longer than
+    /// [`UNAUTHENTICATED_MAX_FRAME`], with at most RESP's argument count.
     #[cold]
-    fn check_unauthenticated(
+    fn unauthenticated_frame(
         &self,
-        decoded: Result<Decoded, DecodeError>,
+        frame: Frame,
+        consumed: usize,
+        mux: u16,
+        out: &mut CommandArgs,
+    ) -> Result<Decoded, DecodeError> {
+        let kind = if consumed > UNAUTHENTICATED_MAX_FRAME {
+            DecodeErrorKind::UnauthenticatedFrame
+        } else if out.len() > UNAUTHENTICATED_MAX_MULTIBULK {
+            DecodeErrorKind::Resp(RequestError::UnauthenticatedMultibulkLength)
+        } else {
+            return Ok(Decoded::Frame { frame, consumed });
+        };
+        out.clear();
+        Err(DecodeError { mux: Some(mux), kind })
+    }
+
+    /// A partial or failed frame under the pre-authentication bounds: a
+    /// partial one fails as soon as its bytes so far pass the frame bound,
+    /// so no more of it is buffered, and a bulk over the bound is reported
+    /// as RESP reports it.
+    #[cold]
+    fn unauthenticated_stop(
+        &self,
+        stop: Stop,
         buffered: usize,
         mux: u16,
         out: &mut CommandArgs,
     ) -> Result<Decoded, DecodeError> {
-        let kind = match decoded {
-            Ok(Decoded::Frame { consumed, .. }) if consumed > UNAUTHENTICATED_MAX_FRAME => {
+        let kind = match stop {
+            Stop::NeedMore(hint) if buffered.saturating_add(hint) > UNAUTHENTICATED_MAX_FRAME => {
                 DecodeErrorKind::UnauthenticatedFrame
             }
-            Ok(Decoded::Frame { .. }) if out.len() > UNAUTHENTICATED_MAX_MULTIBULK => {
-                DecodeErrorKind::Resp(RequestError::UnauthenticatedMultibulkLength)
-            }
-            Ok(Decoded::NeedMore { hint }) if buffered.saturating_add(hint) > UNAUTHENTICATED_MAX_FRAME => {
-                DecodeErrorKind::UnauthenticatedFrame
-            }
-            Err(DecodeError { kind: DecodeErrorKind::LengthOverLimit(n), .. })
-                if n <= self.limits.max_bulk_len as u64 =>
-            {
+            Stop::Fatal(DecodeErrorKind::LengthOverLimit(n)) if n <= self.limits.max_bulk_len as u64 => {
                 DecodeErrorKind::Resp(RequestError::UnauthenticatedBulkLength)
             }
-            other => return other,
+            other => return finish_stop(other, Some(mux), out),
         };
         out.clear();
         Err(DecodeError { mux: Some(mux), kind })

@@ -70,7 +70,7 @@ mod connection;
 mod geo;
 mod hash;
 mod hll;
-mod info;
+pub mod info;
 mod keys;
 mod keyword;
 mod list;

@@ -44,7 +44,7 @@ pub(super) fn before_command(state: &ServerState, session: &Session, spec: &Comm
     if keys.is_empty() {
         return;
     }
-    let limit = state.pubsub.hard_limit();
+    let limit = state.pubsub.limit();
     tracking::remember(&state.tracking, &state.clients, limit, session.id, keys.iter().map(|&i| req.arg(i)));
 }
 

@@ -584,6 +584,14 @@ impl KnownKey {
     }
 }
 
+/// A command asked a multi-key lock for a key whose shard it did not lock:
+/// a bug in the command, stopped before it touches another shard's data.
+#[cold]
+#[inline(never)]
+fn unlocked_key(key: &[u8]) -> ! {
+    panic!("a command used key {:?}, whose shard it did not lock", String::from_utf8_lossy(key));
+}
+
 impl<'a> MultiLock<'a, '_> {
     /// No shard locked yet.
     fn new() -> Self {
@@ -604,14 +612,22 @@ impl<'a> MultiLock<'a, '_> {
     /// other key is hashed and its shard searched for.
     #[inline]
     pub fn shard_for(&mut self, keyspace: &Keyspace, key: &[u8]) -> &mut Shard {
+        // A remembered key is one of the slices the lock was taken for, so
+        // its guard is right by construction; any other key's shard is
+        // checked, in every build: a command that used the nearest locked
+        // shard for a key it did not lock would corrupt that shard's data,
+        // where stopping it costs one comparison after the search.
         let at = match self.remembered_guard(key) {
             Some(at) => at,
             None => {
                 let want = keyspace.shard_of(key);
-                self.order.partition_point(|&i| i < want).min(self.order.len().saturating_sub(1))
+                let at = self.order.partition_point(|&i| i < want).min(self.order.len().saturating_sub(1));
+                if self.order.get(at) != Some(&want) {
+                    unlocked_key(key);
+                }
+                at
             }
         };
-        debug_assert_eq!(self.order.get(at), Some(&keyspace.shard_of(key)), "key's shard was not locked");
         match self.guards.get_mut(at) {
             Some(guard) => guard,
             None => panic!("a multi-key lock holds no shard"),
@@ -808,6 +824,24 @@ mod tests {
         }
         let total: usize = ks.lock_all().shards().into_iter().map(|s| s.db(0).len()).sum();
         assert_eq!(total, keys.len());
+    }
+
+    #[test]
+    fn a_key_whose_shard_was_not_locked_is_refused_in_every_build() {
+        let ks = Keyspace::new(16, 1);
+        let locked: &[u8] = b"locked";
+        let other = (0..1000)
+            .map(|i| format!("other:{i}").into_bytes())
+            .find(|k| ks.shard_of(k) != ks.shard_of(locked))
+            .expect("a key in another shard");
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut lock = ks.lock_keys(0, [locked]);
+            lock.shard_for(&ks, &other).db(0).set_string(&other, b"v", None);
+        }));
+        assert!(outcome.is_err(), "the wrong shard was used");
+        // Nothing was written anywhere.
+        let total: usize = ks.lock_all().shards().into_iter().map(|s| s.db(0).len()).sum();
+        assert_eq!(total, 0);
     }
 
     #[test]
