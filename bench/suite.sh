@@ -27,7 +27,7 @@
 # Writes suite.md, suite_runs.csv (every run), suite_memory.csv, suite.json
 # and SVG charts (suite_vs_<peer>.svg, suite_bytes_per_key.svg) into
 # bench/results (or OUT_DIR). bench/suite_readme.py turns suite.json into the
-# README's comparison section.
+# comparison section of docs/benchmarks.md.
 #
 # Environment (defaults in brackets):
 #   BENCH_N      [1000000]  requests per run at -c 50 -P 1

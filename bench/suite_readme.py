@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The README's "How kvik compares" section, built from a suite run.
+"""The "How kvik compares" section of docs/benchmarks.md, built from a suite run.
 
 Reads suite.json, which bench/suite.sh writes next to suite.md with the same
 medians, and prints a short Markdown section: date and machine of the run,
@@ -7,9 +7,9 @@ kvik's ratio to each peer per client setting (geometric mean over the tests
 and value sizes, with the lowest and highest ratio), and bytes per key.
 
   bench/suite_readme.py [--results DIR]                   print the section
-  bench/suite_readme.py [--results DIR] --update README.md
+  bench/suite_readme.py [--results DIR] --update docs/benchmarks.md
         replace the text between <!-- compare:start --> and <!-- compare:end -->
-        in README.md (both markers must be there, once each, in that order)
+        in that file (both markers must be there, once each, in that order)
 
 Python 3 standard library only.
 """
@@ -108,7 +108,7 @@ def render(data):
              "%s repetitions, the servers alternating within each repetition and each ratio "
              "the median of the ratios within a repetition, "
              "clients on the same machine over loopback%s. Full tables, per-CPU-second figures and "
-             "charts: [bench/results/suite.md](bench/results/suite.md)."
+             "charts: [bench/results/suite.md](../bench/results/suite.md)."
              % (meta.get("date", "?"), meta.get("cpu", "?"), meta.get("cores", "?"),
                 meta.get("memtotal", "?"), meta.get("profile", "?"), meta.get("kvik_version", "?"),
                 meta.get("repeats", "?"),

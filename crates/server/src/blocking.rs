@@ -25,7 +25,7 @@
 //! follows the client's command (`EXEC`), not the commands it queued. A
 //! blocked RESPB channel holds up only itself (see [`crate::mux`]).
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -38,14 +38,9 @@ use kvik_protocol::{CommandArgs, ReplySink};
 use tokio::sync::Notify;
 
 use crate::commands::{self, Ctx, Outcome, ReplyTarget, Request};
-use crate::keyspace::{now_ms, CommandClock};
+use crate::keyspace::{now_ms, ready, CommandClock};
 use crate::session::Session;
 use crate::state::ServerState;
-
-/// Most ready keys a thread remembers between two commands; beyond, it
-/// remembers only that there were more, and then looks at every key someone
-/// waits on.
-const READY_LIMIT: usize = 1024;
 
 /// Most waiters one round of [`serve_ready`] runs before leaving the rest
 /// for the next command: a bound on the work one write can cause.
@@ -451,38 +446,15 @@ pub fn deadline_after(ms: i64) -> Option<Instant> {
 }
 
 thread_local! {
-    /// Keys made ready on this thread since the last [`serve_ready`].
-    static READY: RefCell<ReadyList> = RefCell::new(ReadyList::default());
-    /// Whether this thread has ready keys (read on every command).
-    static HAS_READY: Cell<bool> = const { Cell::new(false) };
     /// The key a waiter is being served from, while its command runs.
     static SERVING: RefCell<Option<Box<[u8]>>> = const { RefCell::new(None) };
 }
 
-/// Ready keys of one thread, in the order they became ready, without repeats.
-#[derive(Default)]
-struct ReadyList {
-    keys: VecDeque<(usize, Box<[u8]>)>,
-    /// More keys became ready than were kept.
-    overflow: bool,
-}
-
 /// Note that `key` of database `db` may now serve blocked clients. The
-/// keyspace calls it for every key it creates or deletes while clients are
-/// blocked; XADD for the stream it grew.
+/// keyspace notes every key it creates or deletes while clients are
+/// blocked itself ([`ready`]); XADD and XGROUP DESTROY for the stream.
 pub fn push_ready(db: usize, key: &[u8]) {
-    READY.with(|r| {
-        let mut r = r.borrow_mut();
-        if r.keys.iter().any(|(d, k)| *d == db && &k[..] == key) {
-            return;
-        }
-        if r.keys.len() >= READY_LIMIT {
-            r.overflow = true;
-        } else {
-            r.keys.push_back((db, key.into()));
-        }
-    });
-    HAS_READY.with(|h| h.set(true));
+    ready::push(db, key);
 }
 
 /// [`push_ready`] when anyone in `state` is blocked (XADD, XGROUP DESTROY).
@@ -490,10 +462,6 @@ pub fn signal(state: &ServerState, db: usize, key: &[u8]) {
     if state.blocking.blocked() > 0 {
         push_ready(db, key);
     }
-}
-
-fn pop_ready() -> Option<(usize, Box<[u8]>)> {
-    READY.with(|r| r.borrow_mut().keys.pop_front())
 }
 
 /// The keys a blocking command looks at: those it names, or in serve mode
@@ -518,7 +486,7 @@ pub fn serving() -> Option<Box<[u8]>> {
 /// command one thread-local load rather than a call into the large body.
 #[inline]
 pub fn serve_ready(state: &ServerState) {
-    if HAS_READY.with(Cell::get) {
+    if ready::any() {
         serve_ready_keys(state);
     }
 }
@@ -528,7 +496,7 @@ pub fn serve_ready(state: &ServerState) {
 fn serve_ready_keys(state: &ServerState) {
     let mut runs = 0;
     loop {
-        if READY.with(|r| std::mem::take(&mut r.borrow_mut().overflow)) {
+        if ready::take_overflow() {
             let keys: Vec<(usize, Box<[u8]>)> = state.blocking.lock().queues.keys().cloned().collect();
             for (db, key) in keys {
                 push_ready(db, &key);
@@ -539,12 +507,12 @@ fn serve_ready_keys(state: &ServerState) {
             // next command.
             return;
         }
-        let Some((db, key)) = pop_ready() else { break };
+        let Some((db, key)) = ready::pop() else { break };
         if state.blocking.blocked() > 0 {
             runs += serve_key(state, db, &key);
         }
     }
-    HAS_READY.with(|h| h.set(false));
+    ready::settled();
 }
 
 /// Serve the waiters on `key` in order until one finds nothing there; the
@@ -816,16 +784,5 @@ mod tests {
         assert_eq!(ctx.outcome, Outcome::Continue);
         assert_eq!(out.0, b"$-1\r\n");
         assert_eq!(state.blocking.blocked(), 0);
-    }
-
-    #[test]
-    fn ready_keys_are_kept_once_in_order() {
-        push_ready(0, b"a");
-        push_ready(0, b"b");
-        push_ready(0, b"a");
-        push_ready(1, b"a");
-        let got: Vec<_> = std::iter::from_fn(pop_ready).collect();
-        assert_eq!(got, [(0, Box::from(&b"a"[..])), (0, Box::from(&b"b"[..])), (1, Box::from(&b"a"[..]))]);
-        HAS_READY.with(|h| h.set(false));
     }
 }

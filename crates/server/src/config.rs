@@ -164,17 +164,7 @@ const fn mem(min: i64, max: i64) -> Kind {
 
 use Change::{Immutable, Protected, Runtime};
 
-/// Eviction policies `maxmemory-policy` accepts, in Redis's order.
-pub const MAXMEMORY_POLICIES: &[&str] = &[
-    "volatile-lru",
-    "volatile-lfu",
-    "volatile-random",
-    "volatile-ttl",
-    "allkeys-lru",
-    "allkeys-lfu",
-    "allkeys-random",
-    "noeviction",
-];
+pub use crate::keyspace::evict::MAXMEMORY_POLICIES;
 
 /// Every option kvik knows, with Redis's defaults and ranges, and what kvik
 /// does with each ([`Support`]).

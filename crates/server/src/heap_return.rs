@@ -47,12 +47,22 @@ impl HeapReturn {
 
     /// Once a second: return the free pages if [`HeapReturn::due`].
     pub fn tick(&mut self, used: usize) {
-        let resident = || usize::try_from(crate::commands::info::resident_bytes()).unwrap_or(usize::MAX);
+        let resident = || usize::try_from(resident_bytes()).unwrap_or(usize::MAX);
         if self.due(used, resident()) {
             kvik_heap::release_free_memory();
             self.returned(used, resident());
         }
     }
+}
+
+/// The resident set size of this process (`VmRSS`), in bytes; 0 where
+/// the system does not say.
+pub fn resident_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
+        .map(|pages| pages * 4096)
+        .unwrap_or(0)
 }
 
 #[cfg(test)]

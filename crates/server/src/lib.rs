@@ -14,10 +14,15 @@
 //! - [`commands`]: validation against the command table and the command implementations;
 //! - [`blocking`]: clients waiting in BLPOP, XREAD BLOCK and the like, and
 //!   serving them when a write makes their keys ready;
-//! - [`state`]: what all connections share; [`keyspace`]: the sharded databases;
-//!   [`types`]: the stored value types and their encodings.
+//! - [`state`]: what all connections share;
+//! - below the server, in the `kvik-store` crate (re-exported here as
+//!   [`keyspace`], [`types`] and [`inline_list`]): the sharded databases and
+//!   the stored value types with their encodings, which cannot import
+//!   anything above them.
 
 #![forbid(unsafe_code)]
+
+pub use kvik_store::{inline_list, keyspace, types};
 
 pub mod auth;
 pub mod blocking;
@@ -31,9 +36,7 @@ pub mod heap_return;
 pub mod histogram;
 pub mod id_map;
 pub mod idle_trim;
-pub mod inline_list;
 pub mod instant_metrics;
-pub mod keyspace;
 pub mod latency;
 pub mod listener;
 pub mod log;
@@ -52,7 +55,6 @@ pub mod stats;
 pub mod supervision;
 pub mod tracking;
 pub mod transaction;
-pub mod types;
 pub mod watch;
 
 /// Version of kvik itself, as printed in the startup line.

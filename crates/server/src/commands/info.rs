@@ -168,15 +168,6 @@ fn cpu_times(path: &str, children: bool) -> (f64, f64) {
     (tick(base), tick(base + 1))
 }
 
-/// The resident set size of this process (`VmRSS`), in bytes.
-pub fn resident_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
-        .map(|pages| pages * 4096)
-        .unwrap_or(0)
-}
-
 fn total_system_memory() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
@@ -296,7 +287,7 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             // Read once: the dataset and the clients' share add up to `used`.
             let (dataset, clients) = (dataset_bytes(state), client_bytes(state));
             let used = (dataset + clients) as u64;
-            let rss = resident_bytes();
+            let rss = crate::heap_return::resident_bytes();
             let system = total_system_memory();
             line("used_memory", &used);
             line("used_memory_human", &human_bytes(used));

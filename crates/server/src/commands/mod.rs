@@ -70,7 +70,7 @@ mod connection;
 mod geo;
 mod hash;
 mod hll;
-pub mod info;
+mod info;
 mod keys;
 mod keyword;
 mod list;

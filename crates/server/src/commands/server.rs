@@ -268,7 +268,7 @@ fn memory_doctor<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let text = if used < 5 * 1024 * 1024 {
         "Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I will be back to our programming as soon as I finished rebooting.\n".to_string()
     } else {
-        let rss = info::resident_bytes();
+        let rss = crate::heap_return::resident_bytes();
         let times = rss as f64 / used as f64;
         let mut report = format!(
             "Hi Sam, I can only compare the data ({}) and the client buffers ({}) with the memory the process \

@@ -33,8 +33,20 @@ pub enum Policy {
     NoEviction,
 }
 
+/// Eviction policies `maxmemory-policy` accepts, in Redis's order.
+pub const MAXMEMORY_POLICIES: &[&str] = &[
+    "volatile-lru",
+    "volatile-lfu",
+    "volatile-random",
+    "volatile-ttl",
+    "allkeys-lru",
+    "allkeys-lfu",
+    "allkeys-random",
+    "noeviction",
+];
+
 impl Policy {
-    /// Every policy, in the order of [`crate::config::MAXMEMORY_POLICIES`].
+    /// Every policy, in the order of [`MAXMEMORY_POLICIES`].
     const ALL: [Policy; 8] = [
         Policy::VolatileLru,
         Policy::VolatileLfu,
@@ -48,7 +60,7 @@ impl Policy {
 
     /// The policy named `name` (a canonical `maxmemory-policy` value).
     pub fn from_name(name: &str) -> Policy {
-        crate::config::MAXMEMORY_POLICIES
+        MAXMEMORY_POLICIES
             .iter()
             .position(|p| *p == name)
             .and_then(|i| Self::ALL.get(i).copied())
@@ -223,7 +235,7 @@ mod tests {
 
     #[test]
     fn policies_round_trip_through_names_and_indexes() {
-        for (i, name) in crate::config::MAXMEMORY_POLICIES.iter().enumerate() {
+        for (i, name) in MAXMEMORY_POLICIES.iter().enumerate() {
             let p = Policy::from_name(name);
             assert_eq!(usize::from(p.index()), i);
             assert_eq!(Policy::from_index(p.index()), p);

@@ -61,7 +61,7 @@ pub(super) fn table_hash(key: &[u8]) -> u64 {
 
 /// The hasher of every database's table: fast, and seeded at random once
 /// per process, so clients cannot choose keys that collide.
-pub(crate) fn key_hasher() -> FixedState {
+pub fn key_hasher() -> FixedState {
     static SEED: OnceLock<u64> = OnceLock::new();
     // The standard library seeds its hashers from the operating system.
     FixedState::with_seed(*SEED.get_or_init(|| std::hash::RandomState::new().hash_one(0x6b76_696b_u64)))
@@ -106,7 +106,7 @@ pub struct Db {
     /// the shard, which hands databases out by number).
     pub(super) index: usize,
     /// Number of blocked clients; while non-zero, keys created and deleted
-    /// are reported to [`crate::blocking::push_ready`].
+    /// are noted in [`super::ready`].
     blocked: Option<Arc<AtomicUsize>>,
     /// The bucket count this database last published (see `hint`).
     hint_buckets: usize,
@@ -796,7 +796,7 @@ impl Db {
 /// clients are blocked (`blocked` non-zero), as they may now be served.
 fn report(blocked: &Option<Arc<AtomicUsize>>, index: usize, key: &[u8]) {
     if blocked.as_ref().is_some_and(|b| b.load(Ordering::Relaxed) > 0) {
-        crate::blocking::push_ready(index, key);
+        super::ready::push(index, key);
     }
 }
 

@@ -23,6 +23,7 @@ pub mod glob;
 pub mod lfu;
 pub mod lookahead;
 pub mod lru;
+pub mod ready;
 pub mod scan;
 mod shard_guards;
 pub mod slot;
@@ -195,6 +196,7 @@ impl DerefMut for ShardGuard<'_> {
 }
 
 impl Drop for ShardGuard<'_> {
+    #[inline]
     fn drop(&mut self) {
         let now = self.guard.used_memory();
         // Only a holder of this shard's lock writes its published figure, so
@@ -240,7 +242,7 @@ pub struct Keyspace {
     evict_pool: Mutex<(evict::Pool, Option<Policy>)>,
     /// LFU parameters every database reads.
     tuning: Arc<lfu::Tuning>,
-    /// Number of blocked clients (owned by [`crate::blocking`]): while it is
+    /// Number of blocked clients (owned by the server's blocked-client registry): while it is
     /// non-zero, databases report keys they create and delete.
     blocked: Arc<AtomicUsize>,
     databases: usize,
@@ -301,7 +303,9 @@ impl Keyspace {
         self.used.load(Ordering::Relaxed)
     }
 
-    /// The count of blocked clients the databases watch (see [`crate::blocking`]).
+    /// The count of blocked clients the databases watch (owned by the
+    /// server's blocked-client registry; keys they may want are noted in
+    /// [`ready`]).
     pub fn blocked_gate(&self) -> Arc<AtomicUsize> {
         Arc::clone(&self.blocked)
     }
@@ -401,7 +405,7 @@ impl Keyspace {
     /// [`lookahead::min_keyspace_bytes`]) the lock also starts loading what
     /// the command's lookups of its keys will read: each key's table lines
     /// before the shards are locked, each key's entry once they are. The
-    /// frame scan ([`crate::read_ahead`]) prefetches only a command's first
+    /// frame scan (the server's read-ahead) prefetches only a command's first
     /// key; without this an MSET of ten keys waits on some twenty misses in
     /// a row, where with it their loads overlap.
     pub fn lock_keys<'k>(&self, db: usize, keys: impl IntoIterator<Item = &'k [u8]>) -> MultiLock<'_, 'k> {

@@ -5,7 +5,7 @@
 //! the slot points to. Each is a miss of some hundred nanoseconds, several
 //! times the rest of a pipelined GET. A connection that holds many
 //! commands in its buffer knows their keys in advance, so it starts those
-//! loads a few commands ahead ([`crate::connection`]'s frame loops), in two
+//! loads a few commands ahead (the server's connection loops), in two
 //! steps, each far enough ahead for its loads to arrive:
 //!
 //! 1. [`Keyspace::prefetch_table`] starts loading the key's shard lock, the
@@ -35,7 +35,7 @@ use super::{
 };
 
 /// The keyspace size (its memory estimate) from which the frame scan
-/// ([`crate::read_ahead`]) and multi-key locks ([`Keyspace::lock_keys`]) prefetch: the
+/// (the server's read-ahead) and multi-key locks ([`Keyspace::lock_keys`]) prefetch: the
 /// size of a core's L2 cache, as the kernel reports it
 /// ([`l2_cache_bytes`]), or [`DEFAULT_MIN_KEYSPACE_BYTES`] where it does not.
 ///
@@ -268,19 +268,19 @@ impl Ahead {
     }
 
     /// Where the key lives, leaving out where its bytes were.
-    #[cfg(test)]
+    #[doc(hidden)]
     pub fn place(&self) -> (usize, usize, u16, u64) {
         (self.shard, self.db, self.slot, self.hash)
     }
 
     /// Where the key's bytes were.
-    #[cfg(test)]
+    #[doc(hidden)]
     pub fn addr_for_tests(&self) -> usize {
         self.addr
     }
 
     /// Whether the key's bytes lie within `buf`.
-    #[cfg(test)]
+    #[doc(hidden)]
     pub fn within(&self, buf: &[u8]) -> bool {
         let start = buf.as_ptr().addr();
         start <= self.addr && self.addr + self.len <= start + buf.len()
