@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The import graph of a Rust crate's modules: its circles and its floors.
 
-    build/layers.py [crates/server/src] [--folders] [--edges]
+    build/layers.py [crates/server/src] [--folders] [--edges] [--floors]
 
 Every file of the crate is a module (`a/b.rs` and `a/b/mod.rs` are
 `crate::a::b`). A module depends on another when its text names it:
@@ -19,7 +19,8 @@ It prints:
   directly under `src/` is a folder of its own), so that a layering by
   folders can be checked: no circle, and a count of the imports between
   folders;
-- with `--edges`, every dependency inside a circle.
+- with `--edges`, every dependency inside a circle;
+- with `--floors`, the modules of each floor, top first.
 
 The measure is textual, not the compiler's, and counts a module named in a
 doc comment link as a dependency; good enough to compare two layouts.
@@ -125,7 +126,7 @@ def sccs(nodes, edges):
     return out
 
 
-def floors(nodes, edges):
+def floors(nodes, edges, per_floor=None):
     comps = sccs(nodes, edges)
     comp_of = {v: i for i, c in enumerate(comps) for v in c}
     cedges = defaultdict(set)
@@ -140,6 +141,9 @@ def floors(nodes, edges):
             depth[c] = 1 + max((height(d) for d in cedges[c]), default=0)
         return depth[c]
 
+    if per_floor is not None:
+        for c, members in enumerate(comps):
+            per_floor.setdefault(height(c), []).extend(members)
     return comps, max((height(c) for c in range(len(comps))), default=0)
 
 
@@ -147,11 +151,14 @@ def name(module):
     return "::".join(module) or "crate"
 
 
-def report(title, nodes, edges, show_edges):
-    comps, n_floors = floors(nodes, edges)
+def report(title, nodes, edges, show_edges, show_floors=False):
+    per_floor = {}
+    comps, n_floors = floors(nodes, edges, per_floor)
     circles = sorted((c for c in comps if len(c) > 1), key=len, reverse=True)
     n_edges = sum(len(v) for v in edges.values())
     print(f"{title}: {len(nodes)} modules, {n_edges} imports, {n_floors} floors, {len(circles)} circles")
+    if show_floors:
+        print_floors(per_floor)
     for c in circles:
         print(f"  circle of {len(c)}: {', '.join(sorted(name(m) for m in c))}")
         if show_edges:
@@ -162,11 +169,16 @@ def report(title, nodes, edges, show_edges):
                         print(f"    {name(v)} -> {name(w)}")
 
 
+def print_floors(per_floor):
+    for floor in sorted(per_floor, reverse=True):
+        print(f"  floor {floor}: {', '.join(sorted(name(m) for m in per_floor[floor]))}")
+
+
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     src = args[0] if args else "crates/server/src"
     known, edges = graph(src)
-    report("modules", list(known), edges, "--edges" in sys.argv)
+    report("modules", list(known), edges, "--edges" in sys.argv, "--floors" in sys.argv)
     if "--folders" in sys.argv:
         top = lambda m: m[:1] if m else ("crate",)
         fedges = defaultdict(set)
@@ -175,7 +187,7 @@ def main():
                 if top(v) != top(w):
                     fedges[top(v)].add(top(w))
         folders = sorted({top(m) for m in known})
-        report("folders", folders, fedges, "--edges" in sys.argv)
+        report("folders", folders, fedges, "--edges" in sys.argv, "--floors" in sys.argv)
 
 
 if __name__ == "__main__":

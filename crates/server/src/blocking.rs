@@ -9,12 +9,15 @@
 //! every key it deletes, for XREADGROUP's sake) while anyone is blocked, XADD
 //! reports the stream it grew, XGROUP DESTROY the stream it changed, and
 //! SWAPDB, FLUSHDB and FLUSHALL every waited-on key of their databases. The
-//! reports go to a list of the writing thread; when the writer's command has
-//! finished and released its locks, [`serve_ready`] runs, on that thread,
-//! the commands of the clients waiting on those keys, first come first
-//! served, in *serve mode*: the command looks only at the ready key and
-//! either produces the reply, encoded for the waiter's connection, or
-//! nothing, in which case the client stays blocked.
+//! reports go to a list of the writing thread ([`crate::keyspace::ready`]);
+//! when the writer's command has finished and released its locks, the
+//! command layer (`commands::blocked::serve_ready`) runs, on that thread,
+//! the commands of the clients waiting on those keys through
+//! [`Blocking::serve_key`], first come first served, in *serve mode*: the
+//! command looks only at the ready key and either produces the reply,
+//! encoded for the waiter's connection, or nothing, in which case the
+//! client stays blocked. This module is the registry and its state
+//! machine; it knows nothing of commands.
 //!
 //! While nobody is blocked, all of this costs the keyspace one relaxed load
 //! per key stored or deleted, and the command path one thread-local read:
@@ -25,7 +28,6 @@
 //! follows the client's command (`EXEC`), not the commands it queued. A
 //! blocked RESPB channel holds up only itself (see [`crate::mux`]).
 
-use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -37,14 +39,8 @@ use kvik_protocol::respb::RespbReplyWriter;
 use kvik_protocol::{CommandArgs, ReplySink};
 use tokio::sync::Notify;
 
-use crate::commands::{self, Ctx, Outcome, ReplyTarget, Request};
-use crate::keyspace::{now_ms, ready, CommandClock};
-use crate::session::Session;
-use crate::state::ServerState;
-
-/// Most waiters one round of [`serve_ready`] runs before leaving the rest
-/// for the next command: a bound on the work one write can cause.
-const SERVE_LIMIT: usize = 100_000;
+use crate::keyspace::ready;
+use crate::stats::Stats;
 
 /// Redis's error for a client unblocked by `CLIENT UNBLOCK ... ERROR`.
 pub const UNBLOCKED: &[u8] = b"UNBLOCKED client unblocked via CLIENT UNBLOCK";
@@ -56,15 +52,6 @@ pub enum Encoding {
     Resp(Protocol),
     /// RESPB frames on a mux channel.
     Respb(u16),
-}
-
-/// What a blocking command answers at once when it may not block.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Empty {
-    /// A null array (BLPOP, BLMPOP, BZPOP*, BZMPOP, XREAD, XREADGROUP).
-    NullArray,
-    /// A null bulk string (BRPOPLPUSH and BLMOVE, when they may not block).
-    NullBulk,
 }
 
 /// Why a wait ended without the command being served.
@@ -102,6 +89,29 @@ pub enum Ended {
     Gone,
 }
 
+/// What a blocking command that found nothing registers ([`Blocking::block`]).
+#[derive(Debug)]
+pub struct NewWaiter {
+    /// The blocked client's id.
+    pub client: u64,
+    /// Its selected database.
+    pub db: usize,
+    /// How its replies are encoded.
+    pub encoding: Encoding,
+    /// Whether `CLIENT REPLY OFF`/`SKIP` drops the reply.
+    pub silent: bool,
+    /// The command to run again, and its arguments.
+    pub cmd: CommandId,
+    /// See `cmd`.
+    pub args: CommandArgs,
+    /// The keys it waits on, in the order given.
+    pub keys: Vec<Box<[u8]>>,
+    /// Whether deleting a key ends the wait (XREADGROUP).
+    pub on_delete: bool,
+    /// When the wait ends without data; `None`: never.
+    pub deadline: Option<Instant>,
+}
+
 /// One blocked client: its command, ready to run again, and its wait.
 #[derive(Debug)]
 pub struct Waiter {
@@ -134,7 +144,7 @@ impl Waiter {
     }
 
     /// The final state, when the wait has ended.
-    fn ended(&self, state: &ServerState) -> Option<Ended> {
+    fn ended(&self, stats: &Stats) -> Option<Ended> {
         let mut status = self.status();
         let ended = match &mut *status {
             Status::Waiting | Status::Serving { .. } => return None,
@@ -144,7 +154,7 @@ impl Waiter {
             // BLMOVE too (its immediate answer inside EXEC is a null bulk).
             Status::Cancelled(Cancel::Timeout) => Ended::Reply(self.encode(|s| s.null_array())),
             Status::Cancelled(Cancel::Error) => {
-                state.stats.error_reply(UNBLOCKED);
+                stats.error_reply(UNBLOCKED);
                 Ended::Reply(self.encode(|s| s.error(UNBLOCKED)))
             }
         };
@@ -162,6 +172,26 @@ impl Waiter {
             Encoding::Respb(mux) => write(&mut RespbReplyWriter::new(&mut out, mux)),
         }
         out
+    }
+
+    /// The database its command runs in.
+    pub fn db(&self) -> usize {
+        self.db
+    }
+
+    /// How its replies are encoded.
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+
+    /// Its command.
+    pub fn cmd(&self) -> CommandId {
+        self.cmd
+    }
+
+    /// Its command's arguments.
+    pub fn args(&self) -> &CommandArgs {
+        &self.args
     }
 
     /// Wait until the waiter's state changes (served, cancelled, or a
@@ -308,146 +338,100 @@ impl Blocking {
         reg.by_client.values().filter(|w| w.deadline.is_some() && !is_final(&w.status())).count()
     }
 
-    /// The state of a wait, once it ended.
-    pub fn ended(&self, state: &ServerState, waiter: &Waiter) -> Option<Ended> {
-        waiter.ended(state)
+    /// The state of a wait, once it ended (an `UNBLOCKED` error counted in `stats`).
+    pub fn ended(&self, stats: &Stats, waiter: &Waiter) -> Option<Ended> {
+        waiter.ended(stats)
+    }
+
+    /// Block a client: queue its waiter on its keys.
+    pub fn block(&self, w: NewWaiter) {
+        let waiter = Waiter {
+            client: w.client,
+            db: w.db,
+            encoding: w.encoding,
+            silent: w.silent,
+            cmd: w.cmd,
+            args: w.args,
+            keys: w.keys,
+            on_delete: w.on_delete,
+            deadline: w.deadline,
+            status: Mutex::new(Status::Waiting),
+            wake: Notify::new(),
+        };
+        self.add(Arc::new(waiter));
+    }
+
+    /// Every key someone waits on, with its database.
+    pub fn waited_keys(&self) -> Vec<(usize, Box<[u8]>)> {
+        self.lock().queues.keys().cloned().collect()
+    }
+
+    /// Serve the waiters on `key` of `db` in order until one finds nothing
+    /// there: `run` runs a waiter's command in serve mode (its reply, empty
+    /// when it found nothing), `exists` says whether the key still holds a
+    /// value. The number of commands run.
+    pub fn serve_key(
+        &self,
+        db: usize,
+        key: &[u8],
+        mut run: impl FnMut(&Waiter) -> Vec<u8>,
+        exists: impl Fn() -> bool,
+    ) -> usize {
+        let blocking = self;
+        let queue: Vec<Arc<Waiter>> = match blocking.lock().queues.get(&(db, Box::from(key))) {
+            Some(q) => q.iter().cloned().collect(),
+            None => return 0,
+        };
+        let mut runs = 0;
+        let mut key_gone = false;
+        for waiter in queue {
+            if key_gone && !waiter.on_delete {
+                continue;
+            }
+            {
+                let _reg = blocking.lock();
+                let mut status = waiter.status();
+                match &mut *status {
+                    Status::Waiting => *status = Status::Serving { cancel: None, recheck: false },
+                    Status::Serving { recheck, .. } => {
+                        // Another thread is trying it: that thread looks at its
+                        // keys again when done, so the order holds.
+                        *recheck = true;
+                        return runs;
+                    }
+                    Status::Done(_) | Status::Cancelled(_) => continue,
+                }
+            }
+            runs += 1;
+            let reply = run(&waiter);
+            let mut reg = blocking.lock();
+            let status = std::mem::replace(&mut *waiter.status(), Status::Waiting);
+            let Status::Serving { cancel, recheck } = status else { continue };
+            if recheck {
+                for k in &waiter.keys {
+                    push_ready(waiter.db, k);
+                }
+            }
+            if !reply.is_empty() {
+                blocking.dequeue(&mut reg, &waiter);
+                waiter.finish(Status::Done(reply));
+                continue;
+            }
+            if let Some(why) = cancel {
+                blocking.dequeue(&mut reg, &waiter);
+                waiter.finish(Status::Cancelled(why));
+            }
+            drop(reg);
+            if !exists() {
+                key_gone = true;
+            }
+        }
+        runs
     }
 }
 
 fn is_final(status: &Status) -> bool {
     matches!(status, Status::Done(_) | Status::Cancelled(_))
-}
-
-/// What a blocking command registers when it finds nothing.
-pub struct Wait<'k> {
-    /// The keys it waits on, in the order given.
-    pub keys: &'k [&'k [u8]],
-    /// The request to run again when a key is ready; `None`: the request as sent.
-    pub args: Option<CommandArgs>,
-    /// When to give up; `None`: never.
-    pub deadline: Option<Instant>,
-    /// The reply when it may not wait (inside `EXEC`).
-    pub empty: Empty,
-    /// Whether deleting a key ends the wait (XREADGROUP).
-    pub on_delete: bool,
-}
-
-/// A blocking command found nothing: block the client (`c.outcome` becomes
-/// [`Outcome::Block`]), answer as on timeout when it may not block (inside
-/// `EXEC`), or leave no reply when this is a waiter being served, which
-/// keeps it blocked. Call it while holding the keys' shard locks.
-pub fn wait<T: ReplyTarget>(c: &mut Ctx<'_, T>, wait: Wait<'_>) {
-    if serving().is_some() {
-        return;
-    }
-    if !c.may_block {
-        return match wait.empty {
-            Empty::NullArray => c.reply(|s| s.null_array()),
-            Empty::NullBulk => c.reply(|s| s.null()),
-        };
-    }
-    // Blocking commands have no subcommands: the name says which it is.
-    let Some(cmd) = kvik_protocol::commands::lookup(c.req.arg(0)).map(|spec| spec.id) else { return };
-    let args = wait.args.unwrap_or_else(|| copy_args(&c.req));
-    let session = &*c.session;
-    let waiter = Waiter {
-        client: session.id,
-        db: session.db,
-        encoding: c.target.encoding(session),
-        silent: session.reply_mode == crate::session::ReplyMode::Off || session.skip_this,
-        cmd,
-        args,
-        keys: wait.keys.iter().map(|k| Box::<[u8]>::from(*k)).collect(),
-        on_delete: wait.on_delete,
-        deadline: wait.deadline,
-        status: Mutex::new(Status::Waiting),
-        wake: Notify::new(),
-    };
-    c.state.blocking.add(Arc::new(waiter));
-    c.outcome = Outcome::Block;
-}
-
-/// An owned copy of the request's arguments.
-pub fn copy_args(req: &Request<'_>) -> CommandArgs {
-    let mut args = CommandArgs::new();
-    for i in 0..req.argc() {
-        args.push_owned(req.arg(i));
-    }
-    args
-}
-
-/// A blocking command's timeout in seconds (BLPOP & co.): its deadline, or
-/// Redis's error. Redis multiplies by 1000 in long double and rounds up; a
-/// product out of a 64-bit integer's range turns negative there, and a
-/// deadline past the clock's range never comes.
-pub fn timeout_secs(text: &[u8]) -> Result<Option<Instant>, &'static [u8]> {
-    use crate::types::float80::F80;
-    const NOT_FLOAT: &[u8] = b"ERR timeout is not a float or out of range";
-    let value = F80::parse(text).ok_or(NOT_FLOAT)?;
-    let ms = match value {
-        F80::Inf { .. } => return Err(NEGATIVE),
-        F80::Finite { neg, mant, exp } => millis_ceil(neg, mant, exp).ok_or(NEGATIVE)?,
-    };
-    if ms < 0 {
-        return Err(NEGATIVE);
-    }
-    Ok(deadline_after(ms))
-}
-
-/// Redis's error for a negative timeout.
-const NEGATIVE: &[u8] = b"ERR timeout is negative";
-
-/// `±mant × 2^exp × 1000`, rounded up; `None` when out of `i64`'s range.
-fn millis_ceil(neg: bool, mant: u64, exp: i32) -> Option<i64> {
-    let scaled = u128::from(mant) * 1000;
-    if scaled == 0 {
-        return Some(0);
-    }
-    let (whole, frac) = if exp >= 0 {
-        if scaled.leading_zeros() <= exp.unsigned_abs() {
-            return None;
-        }
-        (scaled << exp, false)
-    } else {
-        let shift = exp.unsigned_abs();
-        if shift >= 128 {
-            (0, scaled != 0)
-        } else {
-            (scaled >> shift, scaled & ((1u128 << shift) - 1) != 0)
-        }
-    };
-    if neg {
-        // Rounding up a negative value truncates it.
-        let w = i64::try_from(whole).ok()?;
-        Some(-w)
-    } else {
-        i64::try_from(whole + u128::from(frac)).ok()
-    }
-}
-
-/// XREAD's `BLOCK milliseconds`: its deadline, or Redis's error.
-pub fn timeout_ms(text: &[u8]) -> Result<Option<Instant>, &'static [u8]> {
-    let ms = kvik_protocol::number::parse_i64(text).ok_or(&b"ERR timeout is not an integer or out of range"[..])?;
-    if ms < 0 {
-        return Err(NEGATIVE);
-    }
-    Ok(deadline_after(ms))
-}
-
-/// The deadline `ms` milliseconds from now; `None` for 0 (wait forever) and
-/// for deadlines too far to represent.
-pub fn deadline_after(ms: i64) -> Option<Instant> {
-    if ms == 0 {
-        return None;
-    }
-    // Redis adds the timeout to the Unix time; beyond i64 it never fires.
-    now_ms().checked_add(ms)?;
-    Instant::now().checked_add(std::time::Duration::from_millis(ms.unsigned_abs()))
-}
-
-thread_local! {
-    /// The key a waiter is being served from, while its command runs.
-    static SERVING: RefCell<Option<Box<[u8]>>> = const { RefCell::new(None) };
 }
 
 /// Note that `key` of database `db` may now serve blocked clients. The
@@ -457,213 +441,10 @@ pub fn push_ready(db: usize, key: &[u8]) {
     ready::push(db, key);
 }
 
-/// [`push_ready`] when anyone in `state` is blocked (XADD, XGROUP DESTROY).
-pub fn signal(state: &ServerState, db: usize, key: &[u8]) {
-    if state.blocking.blocked() > 0 {
-        push_ready(db, key);
-    }
-}
-
-/// The keys a blocking command looks at: those it names, or in serve mode
-/// only the key it is served from, as Redis serves a blocked client from
-/// the key that became ready.
-pub fn keys_to_serve<'k>(named: Vec<&'k [u8]>, serving: &'k Option<Box<[u8]>>) -> Vec<&'k [u8]> {
-    match serving {
-        Some(key) => vec![&key[..]],
-        None => named,
-    }
-}
-
-/// The key the running command serves a waiter from, in serve mode.
-pub fn serving() -> Option<Box<[u8]>> {
-    SERVING.with(|s| s.borrow().clone())
-}
-
-/// Serve the clients blocked on keys made ready by this thread's last
-/// command. Call it when the command has finished and holds no lock.
-///
-/// Inlined, so that the usual answer (nothing is ready) costs every
-/// command one thread-local load rather than a call into the large body.
-#[inline]
-pub fn serve_ready(state: &ServerState) {
-    if ready::any() {
-        serve_ready_keys(state);
-    }
-}
-
-/// [`serve_ready`] once some key was made ready.
-#[inline(never)]
-fn serve_ready_keys(state: &ServerState) {
-    let mut runs = 0;
-    loop {
-        if ready::take_overflow() {
-            let keys: Vec<(usize, Box<[u8]>)> = state.blocking.lock().queues.keys().cloned().collect();
-            for (db, key) in keys {
-                push_ready(db, &key);
-            }
-        }
-        if runs >= SERVE_LIMIT {
-            // Enough for one write: the rest is served after this thread's
-            // next command.
-            return;
-        }
-        let Some((db, key)) = ready::pop() else { break };
-        if state.blocking.blocked() > 0 {
-            runs += serve_key(state, db, &key);
-        }
-    }
-    ready::settled();
-}
-
-/// Serve the waiters on `key` in order until one finds nothing there; the
-/// number of commands run.
-fn serve_key(state: &ServerState, db: usize, key: &[u8]) -> usize {
-    let blocking = &state.blocking;
-    let queue: Vec<Arc<Waiter>> = match blocking.lock().queues.get(&(db, Box::from(key))) {
-        Some(q) => q.iter().cloned().collect(),
-        None => return 0,
-    };
-    let mut runs = 0;
-    let mut key_gone = false;
-    for waiter in queue {
-        if key_gone && !waiter.on_delete {
-            continue;
-        }
-        {
-            let _reg = blocking.lock();
-            let mut status = waiter.status();
-            match &mut *status {
-                Status::Waiting => *status = Status::Serving { cancel: None, recheck: false },
-                Status::Serving { recheck, .. } => {
-                    // Another thread is trying it: that thread looks at its
-                    // keys again when done, so the order holds.
-                    *recheck = true;
-                    return runs;
-                }
-                Status::Done(_) | Status::Cancelled(_) => continue,
-            }
-        }
-        runs += 1;
-        let reply = run_waiter(state, &waiter, key);
-        let mut reg = blocking.lock();
-        let status = std::mem::replace(&mut *waiter.status(), Status::Waiting);
-        let Status::Serving { cancel, recheck } = status else { continue };
-        if recheck {
-            for k in &waiter.keys {
-                push_ready(waiter.db, k);
-            }
-        }
-        if !reply.is_empty() {
-            blocking.dequeue(&mut reg, &waiter);
-            waiter.finish(Status::Done(reply));
-            continue;
-        }
-        if let Some(why) = cancel {
-            blocking.dequeue(&mut reg, &waiter);
-            waiter.finish(Status::Cancelled(why));
-        }
-        drop(reg);
-        if !key_exists(state, db, key) {
-            key_gone = true;
-        }
-    }
-    runs
-}
-
-/// Whether `key` of `db` holds a value now.
-fn key_exists(state: &ServerState, db: usize, key: &[u8]) -> bool {
-    state.keyspace.lock_key(key).db(db).inspect(key, now_ms()).is_some()
-}
-
-/// Run `waiter`'s command in serve mode on `key`: its reply, or nothing
-/// when it found nothing to serve.
-fn run_waiter(state: &ServerState, waiter: &Waiter, key: &[u8]) -> Vec<u8> {
-    let mut session = Session::new(waiter.client);
-    session.db = waiter.db;
-    // A RESPB channel's replies have RESP3 shapes.
-    session.protocol = match waiter.encoding {
-        Encoding::Resp(protocol) => protocol,
-        Encoding::Respb(_) => Protocol::Resp3,
-    };
-    let mut out = Vec::new();
-    let mut target = Encoded { out: &mut out, encoding: waiter.encoding };
-    SERVING.with(|s| *s.borrow_mut() = Some(key.into()));
-    let clock = CommandClock::start();
-    let req = Request::new(&waiter.args, &[]);
-    let mut ctx = Ctx {
-        state,
-        req,
-        session: &mut session,
-        target: &mut target,
-        failed: false,
-        outcome: Outcome::Continue,
-        may_block: false,
-        changes: 0,
-    };
-    commands::dispatch(waiter.cmd, &mut ctx);
-    state.stats.record_changes(ctx.changes);
-    // A wait that ends in an error (NOGROUP for a destroyed group) is a
-    // failed call, as Redis counts it when the client is unblocked.
-    if ctx.failed {
-        if let Some(stat) = state.stats.command(waiter.cmd) {
-            stat.failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-    }
-    drop(clock);
-    SERVING.with(|s| *s.borrow_mut() = None);
-    out
-}
-
-/// Replies written in a waiter's encoding.
-struct Encoded<'a> {
-    out: &'a mut Vec<u8>,
-    encoding: Encoding,
-}
-
-impl ReplyTarget for Encoded<'_> {
-    fn reply<F: FnOnce(&mut dyn ReplySink)>(&mut self, _session: &Session, write: F) {
-        match self.encoding {
-            Encoding::Resp(protocol) => write(&mut RespWriter::new(self.out, protocol)),
-            Encoding::Respb(mux) => write(&mut RespbReplyWriter::new(self.out, mux)),
-        }
-    }
-
-    fn encoding(&self, _session: &Session) -> Encoding {
-        self.encoding
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn timeouts_parse_as_redis_reads_them() {
-        assert_eq!(timeout_secs(b"0"), Ok(None));
-        assert!(timeout_secs(b"0.01").is_ok_and(|d| d.is_some()));
-        assert!(timeout_secs(b"0.0001").is_ok_and(|d| d.is_some()), "rounded up to a millisecond");
-        assert!(timeout_secs(b"0x10").is_ok_and(|d| d.is_some()));
-        assert_eq!(timeout_secs(b"abc"), Err(&b"ERR timeout is not a float or out of range"[..]));
-        assert_eq!(timeout_secs(b" 1"), Err(&b"ERR timeout is not a float or out of range"[..]));
-        assert_eq!(timeout_secs(b"nan"), Err(&b"ERR timeout is not a float or out of range"[..]));
-        assert_eq!(timeout_secs(b"-1"), Err(NEGATIVE));
-        assert_eq!(timeout_secs(b"inf"), Err(NEGATIVE));
-        assert_eq!(timeout_secs(b"1e100"), Err(NEGATIVE));
-        assert_eq!(timeout_secs(b"9223372036854775.808"), Err(NEGATIVE));
-        assert_eq!(timeout_secs(b"9223372036854775.807"), Ok(None), "beyond the clock: forever");
-        assert_eq!(timeout_ms(b"1.5"), Err(&b"ERR timeout is not an integer or out of range"[..]));
-        assert_eq!(timeout_ms(b"-1"), Err(NEGATIVE));
-        assert_eq!(timeout_ms(b"0"), Ok(None));
-    }
-
-    #[test]
-    fn millis_round_up_exactly() {
-        assert_eq!(millis_ceil(false, 1, 0), Some(1000));
-        assert_eq!(millis_ceil(false, 1, -11), Some(1), "1/2048 s is 0.49 ms, rounded up");
-        assert_eq!(millis_ceil(true, 1, -11), Some(0));
-        assert_eq!(millis_ceil(false, 1, 80), None);
-        assert_eq!(millis_ceil(false, 0, 200), Some(0));
-    }
+    use kvik_protocol::resp::writer::Protocol;
 
     fn waiter(client: u64, keys: &[&[u8]]) -> Arc<Waiter> {
         Arc::new(Waiter {
@@ -698,10 +479,10 @@ mod tests {
         assert!(!blocking.unblock(1, Cancel::Timeout), "already unblocked");
         assert_eq!(blocking.blocked(), 1);
         assert!(!blocking.lock().queues.contains_key(&(0, Box::from(&b"j"[..]))));
-        let state = ServerState::default();
-        assert_eq!(a.ended(&state), Some(Ended::Reply(b"*-1\r\n".to_vec())));
+        let stats = Stats::default();
+        assert_eq!(a.ended(&stats), Some(Ended::Reply(b"*-1\r\n".to_vec())));
         assert!(blocking.cancel(&b, Cancel::Error));
-        assert_eq!(b.ended(&state), Some(Ended::Reply(b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n".to_vec())));
+        assert_eq!(b.ended(&stats), Some(Ended::Reply(b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n".to_vec())));
         assert_eq!(blocking.blocked(), 0);
         assert!(blocking.lock().queues.is_empty());
         blocking.release(1);
@@ -717,72 +498,7 @@ mod tests {
         *w.status() = Status::Serving { cancel: None, recheck: false };
         assert!(blocking.cancel(&w, Cancel::Timeout));
         assert!(!blocking.cancel(&w, Cancel::Gone), "one cancel at a time");
-        assert!(w.ended(&ServerState::default()).is_none(), "the run decides");
+        assert!(w.ended(&Stats::default()).is_none(), "the run decides");
         assert_eq!(blocking.blocked(), 1);
-    }
-
-    /// Collects RESP replies, as a connection does.
-    struct Collect(Vec<u8>);
-
-    impl ReplyTarget for Collect {
-        fn reply<F: FnOnce(&mut dyn ReplySink)>(&mut self, session: &Session, write: F) {
-            write(&mut RespWriter::new(&mut self.0, session.protocol));
-        }
-    }
-
-    fn send(state: &ServerState, session: &mut Session, words: &[&str]) -> (Vec<u8>, Outcome) {
-        let mut args = CommandArgs::new();
-        for w in words {
-            args.push_owned(w.as_bytes());
-        }
-        let mut out = Collect(Vec::new());
-        let outcome = commands::execute(state, Request::new(&args, &[]), session, &mut out);
-        (out.0, outcome)
-    }
-
-    #[test]
-    fn a_push_serves_waiters_first_come_first_served() {
-        let state = ServerState::default();
-        let (mut a, mut b, mut pusher) = (Session::new(1), Session::new(2), Session::new(3));
-        assert_eq!(send(&state, &mut a, &["BLPOP", "k", "0"]), (Vec::new(), Outcome::Block));
-        assert_eq!(send(&state, &mut b, &["BRPOP", "other", "k", "0"]), (Vec::new(), Outcome::Block));
-        assert_eq!(state.blocking.blocked(), 2);
-        // The waiter is served before the pusher's next command runs.
-        assert_eq!(send(&state, &mut pusher, &["RPUSH", "k", "x"]).0, b":1\r\n");
-        assert_eq!(send(&state, &mut pusher, &["LPOP", "k"]).0, b"$-1\r\n");
-        let wa = state.blocking.waiter(1).expect("waiter a");
-        assert_eq!(wa.ended(&state), Some(Ended::Reply(b"*2\r\n$1\r\nk\r\n$1\r\nx\r\n".to_vec())));
-        let wb = state.blocking.waiter(2).expect("waiter b");
-        assert_eq!(wb.ended(&state), None, "still waiting");
-        assert_eq!(state.blocking.blocked(), 1);
-        assert_eq!(send(&state, &mut pusher, &["RPUSH", "k", "y", "z"]).0, b":2\r\n");
-        assert_eq!(wb.ended(&state), Some(Ended::Reply(b"*2\r\n$1\r\nk\r\n$1\r\nz\r\n".to_vec())));
-        assert_eq!(send(&state, &mut pusher, &["LRANGE", "k", "0", "-1"]).0, b"*1\r\n$1\r\ny\r\n");
-        assert_eq!(state.blocking.blocked(), 0);
-    }
-
-    #[test]
-    fn inside_exec_a_blocking_command_answers_at_once() {
-        let state = ServerState::default();
-        let mut session = Session::new(1);
-        let mut args = CommandArgs::new();
-        for w in ["BLMOVE", "a", "b", "LEFT", "LEFT", "0"] {
-            args.push_owned(w.as_bytes());
-        }
-        let mut out = Collect(Vec::new());
-        let mut ctx = Ctx {
-            state: &state,
-            req: Request::new(&args, &[]),
-            session: &mut session,
-            target: &mut out,
-            failed: false,
-            outcome: Outcome::Continue,
-            may_block: false,
-            changes: 0,
-        };
-        commands::dispatch(kvik_protocol::commands::id::BLMOVE, &mut ctx);
-        assert_eq!(ctx.outcome, Outcome::Continue);
-        assert_eq!(out.0, b"$-1\r\n");
-        assert_eq!(state.blocking.blocked(), 0);
     }
 }

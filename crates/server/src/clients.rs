@@ -32,6 +32,28 @@ use tokio::sync::mpsc;
 
 use crate::signal::Signal;
 
+/// Hands out client ids, unique for the life of the server.
+///
+/// Redis numbers clients from 1 upwards and never reuses an id; `HELLO`,
+/// `CLIENT ID` and `CLIENT KILL ID` rely on that, so kvik does the same.
+#[derive(Debug)]
+pub struct ClientIds {
+    next: AtomicU64,
+}
+
+impl Default for ClientIds {
+    fn default() -> Self {
+        ClientIds { next: AtomicU64::new(1) }
+    }
+}
+
+impl ClientIds {
+    /// The next unused id.
+    pub fn next_id(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
 /// What `CLIENT LIST` shows about one client.
 #[derive(Debug, Clone)]
 pub struct ClientInfo {
@@ -58,9 +80,39 @@ pub struct ClientInfo {
     /// See `lib_name`.
     pub lib_ver: Vec<u8>,
     /// Tracking state while `CLIENT TRACKING` is on (flags `t`, `R`, `B`, `redir=`).
-    pub tracking: Option<Arc<crate::tracking::Shown>>,
+    pub tracking: Option<Arc<TrackingShown>>,
     /// The mux id of a RESPB channel (`mux=`, shown for channels only).
     pub mux: Option<u16>,
+}
+
+/// What `CLIENT LIST` shows of a tracking client, shared between its
+/// session, the tracking table (which marks a broken redirect) and the
+/// client list.
+#[derive(Debug)]
+pub struct TrackingShown {
+    /// The client invalidations are redirected to (0: none), `redir=`.
+    pub redirect: u64,
+    /// `BCAST` mode (flag `B`).
+    pub bcast: bool,
+    /// Set once the redirect target was found gone (flag `R`).
+    broken: AtomicBool,
+}
+
+impl TrackingShown {
+    /// Tracking just turned on, redirected to `redirect` (0: none).
+    pub fn new(redirect: u64, bcast: bool) -> TrackingShown {
+        TrackingShown { redirect, bcast, broken: AtomicBool::new(false) }
+    }
+
+    /// Whether the redirect target was found gone.
+    pub fn broken(&self) -> bool {
+        self.broken.load(Ordering::Relaxed)
+    }
+
+    /// The redirect target is gone.
+    pub fn mark_broken(&self) {
+        self.broken.store(true, Ordering::Relaxed);
+    }
 }
 
 /// One measurement of a connection's buffers, as its connection takes it

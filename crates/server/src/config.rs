@@ -169,7 +169,7 @@ pub use crate::keyspace::evict::MAXMEMORY_POLICIES;
 /// Every option kvik knows, with Redis's defaults and ranges, and what kvik
 /// does with each ([`Support`]).
 pub const OPTIONS: &[OptionSpec] = &[
-    // CONFIG SET rebinds (crate::listener::Rebind).
+    // CONFIG SET rebinds (crate::sockets::Rebind).
     opt("port", int(0, 65535), "6379", Runtime),
     opt("bind", Kind::Bind, "127.0.0.1", Immutable),
     opt("unixsocket", Kind::Str, "", Immutable),

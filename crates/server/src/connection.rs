@@ -42,14 +42,12 @@
 
 use std::future::Future;
 use std::io;
-use std::os::fd::AsRawFd;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::{TcpStream, UnixStream};
 
 use kvik_protocol::commands::CommandSpec;
 use kvik_protocol::resp::request::{Progress, RequestError, RequestLimits, RequestParser};
@@ -64,6 +62,7 @@ use crate::clock;
 use crate::commands::{execute, held_by_pause, Outcome, ReplyTarget, Request};
 use crate::mux::{self, Channels, Queued, RespbTarget, RunFree};
 use crate::net_meter::MeteredStream;
+pub use crate::peer::Peer;
 use crate::pubsub::{encode_message, Message};
 use crate::read_ahead::{RespReadAhead, RespbReadAhead};
 use crate::reply_pacing::{self, BatchSplit, LoopSeat, WriteTimer};
@@ -93,39 +92,6 @@ const LINGER_BYTES: usize = 1024 * 1024;
 pub trait ClientStream: AsyncRead + AsyncWrite + Unpin {}
 
 impl<S: AsyncRead + AsyncWrite + Unpin> ClientStream for S {}
-
-/// Where a connection comes from, as `CLIENT LIST` shows it.
-#[derive(Debug, Clone, Default)]
-pub struct Peer {
-    /// The client's address (`addr=`).
-    pub addr: String,
-    /// The server's end (`laddr=`).
-    pub laddr: String,
-    /// The socket's file descriptor (`fd=`).
-    pub fd: i32,
-    /// Whether the client is on this machine as Redis judges it (a unix
-    /// socket, or TCP from 127.0.0.1 or ::1), for `enable-debug-command local`.
-    pub local: bool,
-}
-
-impl Peer {
-    /// A TCP client.
-    pub fn tcp(stream: &TcpStream) -> Peer {
-        let show = |a: io::Result<std::net::SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
-        let local = stream
-            .peer_addr()
-            .is_ok_and(|a| a.ip() == std::net::Ipv4Addr::LOCALHOST || a.ip() == std::net::Ipv6Addr::LOCALHOST);
-        Peer { addr: show(stream.peer_addr()), laddr: show(stream.local_addr()), fd: stream.as_raw_fd(), local }
-    }
-
-    /// A unix socket client: both ends shown as the socket's path with port 0, as Redis shows them.
-    pub fn unix(stream: &UnixStream) -> Peer {
-        let path =
-            stream.local_addr().ok().and_then(|a| a.as_pathname().map(|p| p.display().to_string())).unwrap_or_default();
-        let addr = format!("{path}:0");
-        Peer { laddr: addr.clone(), addr, fd: stream.as_raw_fd(), local: true }
-    }
-}
 
 /// One connection's socket with what decides when reading stops: the idle
 /// timeout, the query buffer limit and the server's shutdown.
@@ -549,7 +515,7 @@ impl<S: ClientStream> Conn<'_, S> {
         let state = self.state;
         let mut cancelled = false;
         loop {
-            match state.blocking.ended(state, waiter) {
+            match state.blocking.ended(&state.stats, waiter) {
                 Some(Ended::Reply(bytes)) => return Some(bytes),
                 Some(Ended::Gone) => return None,
                 None => {}
@@ -939,19 +905,23 @@ fn protocol_error_text(e: &RequestError) -> Vec<u8> {
     }
 }
 
-/// A new logical client, registered in the client list; it starts
-/// authenticated when no password is required. `wake` is notified when the
-/// client is killed (only clients with a socket of their own have one).
-pub(crate) fn new_session(state: &ServerState, peer: &Peer, wake: Option<Arc<Signal>>) -> Session {
-    let mut session = Session::connected(state, peer.addr.clone(), peer.laddr.clone(), peer.fd, wake);
-    session.local = peer.local;
-    session
-}
-
 /// Append the messages waiting for `session` (after the replies already in
 /// `out`, so a client sees its subscription confirmed before any message).
 /// False when the client fell too far behind and must be closed.
+///
+/// Inlined down to the test for an inbox, which nearly every client lacks:
+/// it runs twice per batch.
+#[inline]
 fn drain_messages(session: &mut Session, out: &mut Vec<u8>) -> bool {
+    if session.subscriptions.inbox().is_none() {
+        return true;
+    }
+    drain_inbox(session, out)
+}
+
+/// [`drain_messages`] for a client with an inbox.
+#[inline(never)]
+fn drain_inbox(session: &mut Session, out: &mut Vec<u8>) -> bool {
     let (protocol, listening) = (session.protocol, session.subscriptions.active());
     let Some(inbox) = session.subscriptions.inbox() else { return true };
     while let Some(msg) = inbox.try_recv() {
@@ -971,7 +941,7 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
     let mut args = CommandArgs::new();
     let mut ahead = RespReadAhead::default();
     let wake = Signal::new();
-    let mut session = new_session(state, &conn.peer, Some(Arc::clone(&wake)));
+    let mut session = Session::for_peer(state, &conn.peer, Some(Arc::clone(&wake)));
     let mut killed = Event::raised(Arc::clone(&wake));
     let mut out = Vec::new();
     conn.meter.handle = session.handle().cloned();

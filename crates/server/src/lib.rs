@@ -1,20 +1,28 @@
 //! The kvik server as a library, so that the binary stays a thin shell and tests
 //! can start a server inside their own process when that is simpler than a child.
 //!
-//! Layers, outside in:
-//! - [`config`]: the option registry, redis.conf files and `--name value` flags;
-//! - [`supervision`]: daemonizing, the pid file, supervisors, the OOM score;
-//!   [`log`]: the server log in Redis's format;
-//! - [`listener`]: listening sockets, one event loop per thread, and the
-//!   acceptor that hands connections to the loops in turn;
+//! Layers, top down; a module imports only modules below it (no circles,
+//! `build/layers.py` measures it, docs/architecture.md has the table):
+//! - [`listener`]: one event loop per thread and the acceptor that hands
+//!   connections to the loops in turn; [`sockets`]: binding and rebinding;
 //! - [`connection`]: one client connection: read buffer, protocol detection,
 //!   batched parsing and one write per batch, for RESP and RESPB alike;
-//! - [`session`]: the state of one logical client (a RESP connection or a RESPB channel);
-//! - [`mux`]: the channels of a RESPB connection, their queues and pushes;
-//! - [`commands`]: validation against the command table and the command implementations;
-//! - [`blocking`]: clients waiting in BLPOP, XREAD BLOCK and the like, and
-//!   serving them when a write makes their keys ready;
+//!   [`mux`]: the channels of a RESPB connection, their queues and pushes;
+//!   [`read_ahead`], [`reply_pacing`], [`net_meter`], [`peer`];
+//! - [`commands`]: validation against the command table, execution and the
+//!   command implementations, one module per family (`commands::blocked`:
+//!   blocking commands' waits, and serving waiters once their keys are ready);
+//! - [`session`]: the state of one logical client (a RESP connection or a
+//!   RESPB channel); [`auth`];
+//! - [`changes`]: what follows a change to a key (events, WATCH, tracking);
 //! - [`state`]: what all connections share;
+//! - the registries: [`clients`], [`pubsub`], [`tracking`], [`watch`],
+//!   [`blocking`] (waiters), [`pause`], [`transaction`] (a MULTI's queue);
+//!   [`events`]: the vocabulary of changes;
+//! - [`config`], [`log`], [`supervision`], [`stats`] and the metrics
+//!   ([`stat_lanes`], [`instant_metrics`], [`histogram`], [`latency`]), the
+//!   process-level housekeeping ([`idle_trim`], [`heap_return`],
+//!   [`reply_budget`]) and small pieces ([`clock`], [`id_map`], [`signal`]);
 //! - below the server, in the `kvik-store` crate (re-exported here as
 //!   [`keyspace`], [`types`] and [`inline_list`]): the sharded databases and
 //!   the stored value types with their encodings, which cannot import
@@ -32,6 +40,7 @@ pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod connection;
+pub mod events;
 pub mod heap_return;
 pub mod histogram;
 pub mod id_map;
@@ -43,12 +52,14 @@ pub mod log;
 pub mod mux;
 pub mod net_meter;
 pub mod pause;
+pub mod peer;
 pub mod pubsub;
 pub mod read_ahead;
 pub mod reply_budget;
 pub mod reply_pacing;
 pub mod session;
 pub mod signal;
+pub mod sockets;
 pub mod stat_lanes;
 pub mod state;
 pub mod stats;

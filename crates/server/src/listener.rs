@@ -26,15 +26,15 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use socket2::{Domain, SockRef, Socket, TcpKeepalive, Type};
+use socket2::{SockRef, TcpKeepalive};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::sync::mpsc;
 
-use crate::config::Config;
 use crate::connection::{self, close_gracefully, ClientStream, Peer};
 use crate::keyspace::expire::ActiveExpiry;
 use crate::signal::Signal;
+use crate::sockets::bind_all;
 use crate::state::ServerState;
 
 /// Reply to a client over `maxclients`.
@@ -79,90 +79,6 @@ pub struct Server {
     tcp: Vec<std::net::TcpListener>,
     unix: Option<(std::os::unix::net::UnixListener, PathBuf)>,
     state: Arc<ServerState>,
-}
-
-/// `*` and `::*` are Redis's spellings of "every address".
-fn parse_bind(address: &str) -> Option<IpAddr> {
-    match address {
-        "*" => Some(IpAddr::from([0, 0, 0, 0])),
-        "::*" => Some(IpAddr::from([0u16; 8])),
-        other => other.parse().ok(),
-    }
-}
-
-/// A listening socket on `ip` and `port`, with `backlog` (`tcp-backlog`)
-/// connections waiting to be accepted at most.
-fn bind_tcp(ip: IpAddr, port: u16, backlog: i32) -> io::Result<std::net::TcpListener> {
-    let addr = SocketAddr::new(ip, port);
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
-    socket.set_reuse_address(true)?;
-    if ip.is_ipv6() {
-        // Leave IPv4 to its own listener, as Redis does with `bind * -::*`.
-        socket.set_only_v6(true)?;
-    }
-    socket.bind(&addr.into())?;
-    socket.listen(backlog)?;
-    socket.set_nonblocking(true)?;
-    Ok(socket.into())
-}
-
-/// Listening sockets opened by `CONFIG SET port`, handed to the acceptor,
-/// which drops the old ones and accepts on these from then on. Clients
-/// already connected stay.
-#[derive(Debug, Default)]
-pub struct Rebind {
-    next: std::sync::Mutex<Option<Vec<std::net::TcpListener>>>,
-    ready: tokio::sync::Notify,
-}
-
-impl Rebind {
-    /// Open listening sockets for `port` on every `bind` address of
-    /// `config`, for [`Rebind::hand_over`]; none for port 0.
-    pub fn open(config: &Config, port: u16) -> io::Result<Vec<std::net::TcpListener>> {
-        if port == 0 {
-            return Ok(Vec::new());
-        }
-        let backlog = i32::try_from(config.int("tcp-backlog")).unwrap_or(i32::MAX);
-        bind_all(&config.bind_addresses(), port, backlog)
-    }
-
-    /// Give the acceptor `listeners` in place of the ones it has.
-    pub fn hand_over(&self, listeners: Vec<std::net::TcpListener>) {
-        *self.next.lock().unwrap_or_else(|e| e.into_inner()) = Some(listeners);
-        self.ready.notify_one();
-    }
-
-    /// Wait for listeners handed over.
-    async fn take(&self) -> Vec<std::net::TcpListener> {
-        loop {
-            if let Some(listeners) = self.next.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                return listeners;
-            }
-            self.ready.notified().await;
-        }
-    }
-}
-
-/// Listening sockets on `port` for each of `addresses` (`-` before one
-/// that may be missing on this machine).
-fn bind_all(addresses: &[String], port: u16, backlog: i32) -> io::Result<Vec<std::net::TcpListener>> {
-    let mut tcp = Vec::new();
-    for address in addresses {
-        // A leading `-` marks an address that may be missing on this machine.
-        let (optional, address) = match address.strip_prefix('-') {
-            Some(rest) => (true, rest),
-            None => (false, address.as_str()),
-        };
-        let Some(ip) = parse_bind(address) else {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("invalid bind address '{address}'")));
-        };
-        match bind_tcp(ip, port, backlog) {
-            Ok(listener) => tcp.push(listener),
-            Err(_) if optional => {}
-            Err(e) => return Err(io::Error::new(e.kind(), format!("cannot listen on {address}:{port}: {e}"))),
-        }
-    }
-    Ok(tcp)
 }
 
 impl Server {

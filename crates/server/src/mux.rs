@@ -176,7 +176,7 @@ pub enum RunFree {
 /// the channel found can be used beside them.
 struct Opening<'x> {
     state: &'x ServerState,
-    peer: &'x crate::connection::Peer,
+    peer: &'x crate::peer::Peer,
     wake: &'x Arc<Signal>,
     listening: &'x mut Vec<u16>,
     trusted: bool,
@@ -224,7 +224,7 @@ fn new_channel(with: Opening<'_>, open: usize, mux: u16) -> Result<Channel, &'st
         }
         *with.extra_slots += 1;
     }
-    let session = crate::connection::new_session(state, with.peer, Some(Arc::clone(with.wake)));
+    let session = Session::for_peer(state, with.peer, Some(Arc::clone(with.wake)));
     if let Some(handle) = session.handle() {
         handle.on_trim(with.wake);
     }
@@ -254,7 +254,7 @@ pub struct Channels<'a> {
     /// By mux id.
     map: IdMap<Channel>,
     /// The client address the channels show (their connection's).
-    peer: crate::connection::Peer,
+    peer: crate::peer::Peer,
     /// Notified when a channel of this connection is killed.
     wake: Arc<Signal>,
     /// Channels that are blocked or have queued frames.
@@ -290,7 +290,7 @@ impl Drop for Channels<'_> {
 
 impl<'a> Channels<'a> {
     /// No channels yet; `wake` is notified when one of them is killed.
-    pub fn new(state: &'a ServerState, peer: crate::connection::Peer, wake: Arc<Signal>) -> Self {
+    pub fn new(state: &'a ServerState, peer: crate::peer::Peer, wake: Arc<Signal>) -> Self {
         Channels {
             state,
             map: IdMap::default(),
@@ -643,7 +643,7 @@ impl<'a> Channels<'a> {
     pub fn settle_wait(&mut self, mux: u16, out: &mut Vec<u8>) -> bool {
         let Some(ch) = self.map.get_mut(mux) else { return false };
         let Some(b) = &ch.blocked else { return true };
-        match self.state.blocking.ended(self.state, &b.waiter) {
+        match self.state.blocking.ended(&self.state.stats, &b.waiter) {
             None => false,
             Some(Ended::Gone) => {
                 self.close(mux);
@@ -700,7 +700,7 @@ impl<'a> Channels<'a> {
 
 /// An owned copy of a request's arguments, and its size for the queue bounds.
 pub fn owned(req: &Request<'_>) -> (CommandArgs, usize) {
-    let args = crate::blocking::copy_args(req);
+    let args = crate::commands::blocked::copy_args(req);
     let size = (0..req.argc()).map(|i| req.arg(i).len() + 16).sum();
     (args, size)
 }
@@ -708,7 +708,7 @@ pub fn owned(req: &Request<'_>) -> (CommandArgs, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::connection::Peer;
+    use crate::peer::Peer;
 
     fn channels(state: &ServerState) -> Channels<'_> {
         Channels::new(state, Peer::default(), Signal::new())

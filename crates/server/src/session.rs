@@ -5,7 +5,7 @@
 //! name, and later the selected database, MULTI and subscriptions) works the
 //! same way on both without special cases.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use kvik_protocol::resp::writer::Protocol;
@@ -18,28 +18,6 @@ use crate::state::ServerState;
 use crate::tracking::ClientTracking;
 use crate::transaction::Multi;
 use crate::watch::Watched;
-
-/// Hands out client ids, unique for the life of the server.
-///
-/// Redis numbers clients from 1 upwards and never reuses an id; `HELLO`,
-/// `CLIENT ID` and `CLIENT KILL ID` rely on that, so kvik does the same.
-#[derive(Debug)]
-pub struct ClientIds {
-    next: AtomicU64,
-}
-
-impl Default for ClientIds {
-    fn default() -> Self {
-        ClientIds { next: AtomicU64::new(1) }
-    }
-}
-
-impl ClientIds {
-    /// The next unused id.
-    pub fn next_id(&self) -> u64 {
-        self.next.fetch_add(1, Ordering::Relaxed)
-    }
-}
 
 /// Whether replies are sent (`CLIENT REPLY`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -105,6 +83,53 @@ struct Listed {
 }
 
 impl Session {
+    /// A new logical client of `peer`, registered in the client list; it
+    /// starts authenticated when no password is required. `wake` is
+    /// notified when the client is killed (only clients with a socket of
+    /// their own have one).
+    pub fn for_peer(state: &ServerState, peer: &crate::peer::Peer, wake: Option<Arc<Signal>>) -> Session {
+        let mut session = Session::connected(state, peer.addr.clone(), peer.laddr.clone(), peer.fd, wake);
+        session.local = peer.local;
+        session
+    }
+
+    /// Open a transaction (no check that none is open).
+    pub fn begin_multi(&mut self) {
+        self.multi = Some(Multi::default());
+        self.show_queued();
+    }
+
+    /// Close the transaction, if any, and forget the watches (`DISCARD`,
+    /// `EXEC`, `RESET`). Returns the transaction.
+    pub fn discard_multi(&mut self) -> Option<Multi> {
+        let multi = self.multi.take();
+        self.watched.clear();
+        if multi.is_some() {
+            self.show_queued();
+        }
+        multi
+    }
+
+    /// Close the transaction, if any, keeping the watches for `EXEC` to
+    /// check.
+    pub fn take_multi_keeping_watches(&mut self) -> Option<Multi> {
+        let multi = self.multi.take();
+        if multi.is_some() {
+            self.show_queued();
+        }
+        multi
+    }
+
+    /// Copy the queued count into the client list (`multi=`, `flags=x`),
+    /// and what the queued commands hold (`multi-mem`, counted in `tot-mem`).
+    pub fn show_queued(&self) {
+        let count = self.multi.as_ref().map(Multi::len);
+        if let Some(handle) = self.handle() {
+            handle.info().multi = count;
+            handle.show_multi(self.multi.as_ref().map_or(0, Multi::memory));
+        }
+    }
+
     /// A fresh client: RESP2, no name, authenticated (no password is set).
     pub fn new(id: u64) -> Self {
         Session {
@@ -177,5 +202,20 @@ impl Session {
     /// The registry entry, when the client is registered.
     pub fn handle(&self) -> Option<&Arc<ClientHandle>> {
         self.registration.as_ref().map(|r| &r.handle)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn discard_closes_and_unwatches() {
+        let mut session = Session::new(1);
+        assert!(session.discard_multi().is_none());
+        session.begin_multi();
+        assert!(session.multi.is_some());
+        assert!(session.discard_multi().is_some());
+        assert!(session.multi.is_none());
     }
 }

@@ -7,13 +7,12 @@ use std::sync::{Arc, RwLock, RwLockReadGuard};
 use tokio::sync::watch;
 
 use crate::blocking::Blocking;
-use crate::changes::{parse_flags, Hub};
-use crate::clients::ClientRegistry;
+use crate::clients::{ClientIds, ClientRegistry};
 use crate::config::{find_option, parse_output_limits, Config, OutputLimit};
+use crate::events::{parse_flags, Hub};
 use crate::keyspace::{Keyspace, Policy};
 use crate::pause::Pause;
 use crate::pubsub::PubSub;
-use crate::session::ClientIds;
 use crate::stats::Stats;
 use crate::tracking::Tracking;
 use crate::types::hash::HashLimits;
@@ -58,7 +57,7 @@ pub struct ServerState {
     /// The TCP port the server listens on, for INFO.
     pub port: AtomicU16,
     /// Listening sockets `CONFIG SET port` opened, for the acceptor to take.
-    pub rebind: crate::listener::Rebind,
+    pub rebind: crate::sockets::Rebind,
     /// Set to true once the server is to stop; every loop watches it.
     shutdown: watch::Sender<bool>,
     /// The options connections read on every batch, copied out of `config`
@@ -298,7 +297,7 @@ impl ServerState {
             pubsub,
             watches: Arc::default(),
             port: AtomicU16::new(0),
-            rebind: crate::listener::Rebind::default(),
+            rebind: crate::sockets::Rebind::default(),
             shutdown: watch::Sender::new(false),
         }
     }
@@ -353,19 +352,22 @@ impl ServerState {
     /// the data is brought down to what the buffers leave of the limit. When
     /// the buffers alone pass it, every key goes and writes are refused,
     /// as in Redis.
-    pub fn enforce_maxmemory(&self) -> bool {
+    ///
+    /// `None` when the server is within the limit and nothing was done;
+    /// otherwise eviction ran, and its expiry and eviction events are to be
+    /// announced ([`crate::changes::enforce_maxmemory`] does both).
+    pub fn evict_to_maxmemory(&self) -> Option<bool> {
         let limit = self.limits.maxmemory();
         if limit == 0 {
-            return true;
+            return None;
         }
         let clients = self.clients.memory();
         if self.keyspace.used_memory() + clients <= limit {
-            return true;
+            return None;
         }
         let room = limit.saturating_sub(clients);
         let freed = self.keyspace.free_memory(room, self.limits.maxmemory_policy(), self.limits.maxmemory_samples());
-        crate::changes::flush_server_events(self);
-        freed && self.keyspace.used_memory() + clients <= limit
+        Some(freed && self.keyspace.used_memory() + clients <= limit)
     }
 
     /// Ask the whole server to stop (signal or `SHUTDOWN`).

@@ -34,33 +34,14 @@ use std::mem;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::changes::Hub;
-use crate::clients::ClientRegistry;
+use crate::clients::{ClientRegistry, TrackingShown as Shown};
+use crate::events::Hub;
 use crate::pubsub::{Message, Subscriber, Subscriptions};
 
 /// Most keys forgotten in one go to get back under `tracking-table-max-keys`;
 /// the rest goes on the next read, so lowering the limit never stalls a
 /// command for long.
 const EVICT_BATCH: usize = 10_000;
-
-/// What `CLIENT LIST` shows of a tracking client, shared between its
-/// session, the table (which marks a broken redirect) and the client list.
-#[derive(Debug)]
-pub struct Shown {
-    /// The client invalidations are redirected to (0: none), `redir=`.
-    pub redirect: u64,
-    /// `BCAST` mode (flag `B`).
-    pub bcast: bool,
-    /// Set once the redirect target was found gone (flag `R`).
-    broken: AtomicBool,
-}
-
-impl Shown {
-    /// Whether the redirect target was found gone.
-    pub fn broken(&self) -> bool {
-        self.broken.load(Ordering::Relaxed)
-    }
-}
 
 /// How one tracking client wants its invalidations, as the table needs it.
 #[derive(Debug)]
@@ -262,8 +243,7 @@ impl Tracking {
 
     /// Start (or change) tracking for client `id`; `resp3` is its protocol now.
     fn enable(&self, id: u64, options: &Options, resp3: bool) -> Arc<Shown> {
-        let shown =
-            Arc::new(Shown { redirect: options.redirect, bcast: options.bcast, broken: AtomicBool::new(false) });
+        let shown = Arc::new(Shown::new(options.redirect, options.bcast));
         let tracker = Tracker {
             redirect: options.redirect,
             bcast: options.bcast,
@@ -507,7 +487,7 @@ impl Clients {
         if let Some(target) = self.mailboxes.get(&t.redirect) {
             target.deliver(Message::Invalidate { keys, redirected: true, null_resp3 }, post.limit);
         } else if !post.clients.contains(t.redirect) {
-            t.shown.broken.store(true, Ordering::Relaxed);
+            t.shown.mark_broken();
             if let Some(own) = self.mailboxes.get(&id) {
                 own.deliver(Message::RedirectBroken { to: t.redirect }, post.limit);
             }

@@ -10,8 +10,6 @@
 use kvik_protocol::commands::{CommandFlags, CommandSpec};
 use kvik_protocol::CommandArgs;
 
-use crate::session::Session;
-
 /// Most commands one transaction may queue.
 pub const MAX_QUEUED: usize = 1 << 20;
 
@@ -116,43 +114,6 @@ impl Multi {
     }
 }
 
-/// Open a transaction for `session` (no check that none is open).
-pub fn begin(session: &mut Session) {
-    session.multi = Some(Multi::default());
-    show_queued(session);
-}
-
-/// Close the session's transaction, if any, and forget its watches
-/// (`DISCARD`, `EXEC`, `RESET`). Returns the transaction.
-pub fn discard(session: &mut Session) -> Option<Multi> {
-    let multi = session.multi.take();
-    session.watched.clear();
-    if multi.is_some() {
-        show_queued(session);
-    }
-    multi
-}
-
-/// Close the session's transaction, if any, keeping its watches for
-/// `EXEC` to check.
-pub fn discard_keeping_watches(session: &mut Session) -> Option<Multi> {
-    let multi = session.multi.take();
-    if multi.is_some() {
-        show_queued(session);
-    }
-    multi
-}
-
-/// Copy the queued count into the client list (`multi=`, `flags=x`), and
-/// what the queued commands hold (`multi-mem`, counted in `tot-mem`).
-pub fn show_queued(session: &Session) {
-    let count = session.multi.as_ref().map(Multi::len);
-    if let Some(handle) = session.handle() {
-        handle.info().multi = count;
-        handle.show_multi(session.multi.as_ref().map_or(0, Multi::memory));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,15 +131,5 @@ mod tests {
         assert!(multi.may_add_data());
         let queued = multi.into_queued();
         assert_eq!(queued[0].args.get(&[], 2), Some(&b"v"[..]));
-    }
-
-    #[test]
-    fn discard_closes_and_unwatches() {
-        let mut session = Session::new(1);
-        assert!(discard(&mut session).is_none());
-        begin(&mut session);
-        assert!(session.multi.is_some());
-        assert!(discard(&mut session).is_some());
-        assert!(session.multi.is_none());
     }
 }

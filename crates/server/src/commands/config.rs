@@ -103,7 +103,7 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
                 c.state.changes.set_flags(flags);
             }
             // A lower limit applies at once, as in Redis, not at the next write.
-            c.state.enforce_maxmemory();
+            crate::changes::enforce_maxmemory(c.state);
             let oom = {
                 let config = c.state.config();
                 crate::log::apply_level(&config);
@@ -134,7 +134,7 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// the new port cannot be had, the old one stays, in the configuration too.
 fn rebind(state: &crate::state::ServerState, old_port: u16) -> Result<(), String> {
     let port = state.config().port();
-    let opened = crate::listener::Rebind::open(&state.config(), port);
+    let opened = crate::sockets::Rebind::open(&state.config(), port);
     match opened {
         Ok(listeners) => {
             let bound = listeners.first().and_then(|l| l.local_addr().ok()).map_or(port, |a| a.port());

@@ -255,7 +255,7 @@ fn reset<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     c.session.monitor = None;
     c.session.subscriptions.clear();
     c.session.tracking.disable();
-    crate::transaction::discard(c.session);
+    c.session.discard_multi();
     if let Some(h) = c.session.handle() {
         let mut info = h.info();
         info.tracking = None;

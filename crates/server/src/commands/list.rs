@@ -11,8 +11,8 @@ use kvik_protocol::number::parse_i64;
 use kvik_protocol::ReplySink;
 
 use super::access::{self, count_reply, reply_or_wrongtype, WrongType};
+use super::blocked::{self as blocking, Empty, Wait};
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
-use crate::blocking::{self, Empty, Wait};
 use crate::changes::EventClass;
 use crate::keyspace::now_ms;
 use crate::types::compact::CompactBytes;

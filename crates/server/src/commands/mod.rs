@@ -64,6 +64,7 @@ macro_rules! handlers {
 
 mod access;
 mod bitmap;
+pub mod blocked;
 mod command;
 mod config;
 mod connection;
@@ -549,7 +550,7 @@ fn execute_checked<T: ReplyTarget>(
         // Redis checks authentication after the name and the arity, and lets
         // the commands that can carry credentials (AUTH, HELLO) through.
         Some(auth::NOAUTH.to_vec())
-    } else if !state.enforce_maxmemory()
+    } else if !crate::changes::enforce_maxmemory(state)
         && (spec.flags.contains(CommandFlags::DENYOOM) || transaction::refused_over_maxmemory(session, spec))
     {
         // Redis frees memory for `maxmemory` before every command, and
@@ -581,7 +582,7 @@ fn execute_checked<T: ReplyTarget>(
     let outcome = run_checked(state, req, session, target, spec, Run::Direct);
     // Clients blocked on keys this command (or this EXEC) filled are served
     // now that it holds no lock, before this client's next command.
-    crate::blocking::serve_ready(state);
+    blocked::serve_ready(state);
     outcome
 }
 

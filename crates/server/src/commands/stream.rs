@@ -11,8 +11,8 @@ use kvik_protocol::resp::writer::Protocol;
 use kvik_protocol::ReplySink;
 
 use super::access::{self, WrongType};
+use super::blocked::{self as blocking, Empty, Wait};
 use super::{help, unknown_subcommand_syntax, Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
-use crate::blocking::{self, Empty, Wait};
 use crate::changes::EventClass;
 use crate::keyspace::{now_ms, Db};
 use crate::types::compact::CompactBytes;

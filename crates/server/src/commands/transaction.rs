@@ -17,7 +17,7 @@ use super::{reject, run_checked, runs, unknown_command, unknown_subcommand, Ctx,
 use crate::keyspace::{now_ms, Keyspace};
 use crate::session::Session;
 use crate::state::ServerState;
-use crate::transaction::{self as multi, Queued};
+use crate::transaction::Queued;
 
 handlers! {
     MULTI(c) => begin(c),
@@ -64,7 +64,7 @@ pub(super) fn refused_over_maxmemory(session: &Session, spec: &CommandSpec) -> b
 /// `EXEC` itself refused (arity, OOM, …): the transaction is discarded and
 /// the refusal told as `EXECABORT`, without its `ERR ` code.
 pub(super) fn exec_refused(session: &mut Session, msg: &[u8]) -> Vec<u8> {
-    multi::discard(session);
+    session.discard_multi();
     let reason = msg.strip_prefix(b"ERR ").unwrap_or(msg);
     [&b"EXECABORT Transaction discarded because of: "[..], reason].concat()
 }
@@ -93,7 +93,7 @@ pub(super) fn queue<T: ReplyTarget>(
         open.abort();
         return reject(state, session, target, b"ERR Transaction queue limit reached");
     }
-    multi::show_queued(session);
+    session.show_queued();
     target.reply(session, |s| s.simple(b"QUEUED"));
 }
 
@@ -102,7 +102,7 @@ fn begin<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     if c.session.multi.is_some() {
         return c.error(b"ERR MULTI calls can not be nested");
     }
-    multi::begin(c.session);
+    c.session.begin_multi();
     c.ok();
 }
 
@@ -113,7 +113,7 @@ fn discard<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     if c.session.multi.is_none() {
         return c.error(b"ERR DISCARD without MULTI");
     }
-    multi::discard(c.session);
+    c.session.discard_multi();
     c.ok();
 }
 
@@ -143,7 +143,7 @@ fn unwatch<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 
 /// `EXEC`: run the queued commands as one, unless a watched key changed.
 fn exec<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
-    let Some(open) = multi::discard_keeping_watches(c.session) else {
+    let Some(open) = c.session.take_multi_keeping_watches() else {
         return c.error(b"ERR EXEC without MULTI");
     };
     if open.aborted() {

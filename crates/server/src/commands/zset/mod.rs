@@ -18,12 +18,12 @@ use kvik_protocol::resp::writer::Protocol;
 use kvik_protocol::ReplySink;
 
 use super::access::{self, count_reply, WrongType};
+use super::blocked::{self as blocking, Empty, Wait};
 use super::keys::parse_cursor;
 use super::keyword::Keyword;
 use super::random::Picker;
 use super::set::{reply_scan, scan_options};
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
-use crate::blocking::{self, Empty, Wait};
 use crate::changes::EventClass;
 use crate::inline_list::InlineList;
 use crate::keyspace::{glob, now_ms, Db, Keyspace, MultiLock};
