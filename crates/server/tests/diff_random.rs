@@ -20,8 +20,9 @@
 mod common;
 
 use common::rng::Rng;
+use common::seeded;
 use common::{elements_of, split_replies};
-use common::{start_kvik, start_redis_or_skip, Answer};
+use common::{start_kvik, start_redis_or_skip};
 
 /// Seeds run by default, and commands per seed.
 const SEEDS: u64 = 100;
@@ -43,16 +44,7 @@ enum Mask {
     AnyBulk,
 }
 
-struct Command {
-    args: Vec<Vec<u8>>,
-    mask: Mask,
-}
-
-impl Command {
-    fn show(&self) -> String {
-        common::diff::show_args(&self.args)
-    }
-}
+type Command = seeded::Command<Mask>;
 
 /// Keys shared by every family; `{a}c` and `{b}d` sit in the slots of `a` and `b`.
 const KEYS: &[&str] = &["a", "b", "{a}c", "{b}d", "n", "bits", "\u{0}k\u{7f}"];
@@ -594,16 +586,7 @@ impl Gen {
 }
 
 fn sorted(reply: &[u8]) -> Vec<u8> {
-    match elements_of(reply, false) {
-        Some((mut out, mut items)) => {
-            items.sort();
-            for item in items {
-                out.extend(item);
-            }
-            out
-        }
-        None => reply.to_vec(),
-    }
+    seeded::sorted(reply, 1, false)
 }
 
 fn normalise(reply: &[u8], mask: Mask) -> Vec<u8> {
@@ -647,37 +630,14 @@ fn sequence(seed: u64) -> Vec<Command> {
     commands
 }
 
-/// Send every command pipelined on one connection, and the replies one by one.
-fn run(port: u16, commands: &[Command]) -> (Vec<Vec<u8>>, Answer) {
-    common::diff::run_sequence(port, commands.iter().map(|c| &c.args[..]))
-}
-
 /// The first difference between the servers' replies to `seed`'s sequence, described.
 fn compare_seed(seed: u64, redis_port: u16, kvik_port: u16) -> Option<String> {
     let commands = sequence(seed);
-    let (expected, redis_answer) = run(redis_port, &commands);
-    assert!(!redis_answer.closed, "seed {seed}: redis closed the connection: {}", redis_answer.show());
+    let (expected, redis_closed) = seeded::run(redis_port, &commands);
+    assert!(!redis_closed, "seed {seed}: redis closed the connection");
     assert_eq!(expected.len(), commands.len(), "seed {seed}: redis's replies do not split into one per command");
-    let (got, kvik_answer) = run(kvik_port, &commands);
-    for (i, command) in commands.iter().enumerate() {
-        let want = normalise(&expected[i], command.mask);
-        let have = got.get(i).map(|r| normalise(r, command.mask));
-        if have.as_deref() != Some(want.as_slice()) {
-            let before: Vec<String> = commands[i.saturating_sub(5)..i].iter().map(Command::show).collect();
-            return Some(format!(
-                "seed {seed}, command {i}: {}\n  after: {}\n  redis {}\n  kvik  {}{}",
-                command.show(),
-                before.join(" | "),
-                want.escape_ascii(),
-                have.map(|h| h.escape_ascii().to_string()).unwrap_or_else(|| "<no reply>".into()),
-                if kvik_answer.closed { " <closed>" } else { "" },
-            ));
-        }
-    }
-    if got.len() != expected.len() {
-        return Some(format!("seed {seed}: kvik sent {} replies for {} commands", got.len(), commands.len()));
-    }
-    None
+    let (got, kvik_closed) = seeded::run(kvik_port, &commands);
+    seeded::first_difference(seed, &commands, (&expected, &got), kvik_closed, 5, |i, r| normalise(r, commands[i].mask))
 }
 
 #[test]
@@ -686,21 +646,9 @@ fn random_mixed_sequences_match_redis() {
         return;
     };
     let kvik = start_kvik();
-    let seeds: Vec<u64> = match std::env::var("KVIK_DIFF_SEED") {
-        Ok(s) => match s.split_once("..") {
-            Some((from, to)) => (from.parse().expect("a seed")..to.parse().expect("a seed")).collect(),
-            None => vec![s.parse().expect("KVIK_DIFF_SEED is a seed or a range of seeds")],
-        },
-        Err(_) => (1..=SEEDS).collect(),
-    };
+    let seeds = seeded::seeds(1..=SEEDS);
     let failures: Vec<String> = seeds.iter().filter_map(|&seed| compare_seed(seed, redis.port, kvik.port)).collect();
-    assert!(
-        failures.is_empty(),
-        "{} of {} seeds differ from redis-server (rerun one with KVIK_DIFF_SEED=<seed>):\n{}",
-        failures.len(),
-        seeds.len(),
-        failures.join("\n")
-    );
+    seeded::assert_all_matched(&failures, &seeds);
 }
 
 #[test]

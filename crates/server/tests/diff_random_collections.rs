@@ -28,7 +28,8 @@ use std::collections::HashSet;
 
 use common::elements_of;
 use common::rng::Rng;
-use common::{call_text, connect, start_kvik, start_redis_or_skip, Answer};
+use common::seeded;
+use common::{call_text, connect, start_kvik, start_redis_or_skip};
 
 const SEEDS: u64 = 100;
 const COMMANDS_PER_SEED: usize = 400;
@@ -47,18 +48,11 @@ enum Mask {
     Shape,
 }
 
-struct Command {
-    args: Vec<Vec<u8>>,
-    mask: Mask,
-}
+type Command = seeded::Command<Mask>;
 
 impl Command {
     fn new(words: &[&str], mask: Mask) -> Command {
         Command { args: words.iter().map(|w| w.as_bytes().to_vec()).collect(), mask }
-    }
-
-    fn show(&self) -> String {
-        common::diff::show_args(&self.args)
     }
 }
 
@@ -397,11 +391,7 @@ impl Gen {
 
 /// `reply`'s elements sorted, taken `group` at a time (2 keeps member/score pairs together).
 fn sorted(reply: &[u8], group: usize) -> Vec<u8> {
-    let Some((mut out, items)) = elements_of(reply, false) else { return reply.to_vec() };
-    let mut groups: Vec<Vec<u8>> = items.chunks(group).map(|c| c.concat()).collect();
-    groups.sort();
-    out.extend(groups.concat());
-    out
+    seeded::sorted(reply, group, false)
 }
 
 fn normalise(reply: &[u8], mask: Mask) -> Vec<u8> {
@@ -450,49 +440,24 @@ fn sequence(seed: u64, zsets: bool) -> Vec<Command> {
     commands
 }
 
-/// Send every command pipelined on one connection; the replies one by one.
-fn run(port: u16, commands: &[Command]) -> (Vec<Vec<u8>>, Answer) {
-    common::diff::run_sequence(port, commands.iter().map(|c| &c.args[..]))
-}
-
 /// The first difference between the servers' replies to a seed's sequence.
 fn compare_seed(seed: u64, zsets: bool, redis_port: u16, kvik_port: u16) -> Result<usize, String> {
     let commands = sequence(seed, zsets);
-    let (expected, redis_answer) = run(redis_port, &commands);
-    assert!(!redis_answer.closed, "seed {seed}: redis closed the connection: {}", redis_answer.show());
+    let (expected, redis_closed) = seeded::run(redis_port, &commands);
+    assert!(!redis_closed, "seed {seed}: redis closed the connection");
     assert_eq!(expected.len(), commands.len(), "seed {seed}: redis's replies do not split into one per command");
-    let (got, _) = run(kvik_port, &commands);
-    for (i, command) in commands.iter().enumerate() {
-        let want = normalise(&expected[i], command.mask);
-        let have = got.get(i).map(|r| normalise(r, command.mask));
-        if have.as_deref() != Some(want.as_slice()) {
-            let before: Vec<String> = commands[i.saturating_sub(6)..i].iter().map(Command::show).collect();
-            return Err(format!(
-                "seed {seed}, command {i}: {}\n  after: {}\n  redis {}\n  kvik  {}",
-                command.show(),
-                before.join(" | "),
-                want.escape_ascii(),
-                have.map(|h| h.escape_ascii().to_string()).unwrap_or_else(|| "<no reply>".into()),
-            ));
-        }
-    }
-    Ok(commands.len())
-}
-
-fn seeds() -> Vec<u64> {
-    match std::env::var("KVIK_DIFF_SEED") {
-        Ok(s) => match s.split_once("..") {
-            Some((from, to)) => (from.parse().expect("a seed")..to.parse().expect("a seed")).collect(),
-            None => vec![s.parse().expect("KVIK_DIFF_SEED is a seed or a range of seeds")],
-        },
-        Err(_) => (1..=SEEDS).collect(),
+    let (got, kvik_closed) = seeded::run(kvik_port, &commands);
+    let normalised = |i: usize, r: &[u8]| normalise(r, commands[i].mask);
+    match seeded::first_difference(seed, &commands, (&expected, &got), kvik_closed, 6, normalised) {
+        Some(difference) => Err(difference),
+        None => Ok(commands.len()),
     }
 }
 
 fn compare_family(test: &str, zsets: bool) {
     let Some(redis) = start_redis_or_skip(test) else { return };
     let kvik = start_kvik();
-    let seeds = seeds();
+    let seeds = seeded::seeds(1..=SEEDS);
     let mut failures = Vec::new();
     let mut compared = 0;
     for &seed in &seeds {
@@ -501,13 +466,7 @@ fn compare_family(test: &str, zsets: bool) {
             Err(e) => failures.push(e),
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} seeds differ from redis-server (rerun one with KVIK_DIFF_SEED=<seed>):\n{}",
-        failures.len(),
-        seeds.len(),
-        failures.join("\n")
-    );
+    seeded::assert_all_matched(&failures, &seeds);
     eprintln!("{test}: {compared} commands over {} seeds matched redis-server", seeds.len());
 }
 

@@ -38,7 +38,8 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::rng::Rng;
-use common::{elements_of, split_replies};
+use common::seeded;
+use common::split_replies;
 use common::{start_kvik, start_redis_with_or_skip};
 
 /// Seeds run by default, and commands per seed.
@@ -61,18 +62,11 @@ enum Mask {
     },
 }
 
-struct Command {
-    args: Vec<Vec<u8>>,
-    mask: Mask,
-}
+type Command = seeded::Command<Mask>;
 
 impl Command {
     fn new(args: Vec<Vec<u8>>) -> Command {
         Command { args, mask: Mask::Exact }
-    }
-
-    fn show(&self) -> String {
-        common::diff::show_args(&self.args)
     }
 }
 
@@ -1042,11 +1036,7 @@ fn sequence(seed: u64, extended: bool) -> Vec<Command> {
 
 /// `reply` with its elements sorted, in pairs when `pairs`.
 fn sorted(reply: &[u8], pairs: bool) -> Vec<u8> {
-    let Some((mut out, items)) = elements_of(reply, true) else { return reply.to_vec() };
-    let mut groups: Vec<Vec<u8>> = items.chunks(if pairs { 2 } else { 1 }).map(|c| c.concat()).collect();
-    groups.sort();
-    out.extend(groups.concat());
-    out
+    seeded::sorted(reply, if pairs { 2 } else { 1 }, true)
 }
 
 fn normalise(reply: &[u8], mask: Mask, previous: Option<&[u8]>) -> Vec<u8> {
@@ -1058,11 +1048,7 @@ fn normalise(reply: &[u8], mask: Mask, previous: Option<&[u8]>) -> Vec<u8> {
     }
 }
 
-/// Send every command pipelined on one connection; the replies one by one, and whether the server closed.
-fn run(port: u16, commands: &[Command]) -> (Vec<Vec<u8>>, bool) {
-    let (replies, answer) = common::diff::run_sequence(port, commands.iter().map(|c| &c.args[..]));
-    (replies, answer.closed)
-}
+use seeded::run;
 
 /// What a matching seed exercised.
 #[derive(Default)]
@@ -1189,17 +1175,6 @@ fn compare_seed(seed: u64, extended: bool, redis_port: u16, kvik_port: u16) -> R
     Ok(tally)
 }
 
-/// The seeds to run: `KVIK_DIFF_SEED` when set, else `usual`.
-fn seeds_to_run(usual: impl Iterator<Item = u64>) -> Vec<u64> {
-    match std::env::var("KVIK_DIFF_SEED") {
-        Ok(s) => match s.split_once("..") {
-            Some((from, to)) => (from.parse().expect("a seed")..to.parse().expect("a seed")).collect(),
-            None => vec![s.parse().expect("KVIK_DIFF_SEED is a seed or a range of seeds")],
-        },
-        Err(_) => usual.collect(),
-    }
-}
-
 /// Runs the seeds against both servers, fails listing every seed that
 /// differs, and returns what matched.
 fn compare_run(test: &str, seeds: &[u64], extended: bool, redis_options: &[&str]) -> Option<Tally> {
@@ -1213,13 +1188,7 @@ fn compare_run(test: &str, seeds: &[u64], extended: bool, redis_options: &[&str]
             Err(msg) => failures.push(msg),
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} seeds differ from redis-server (rerun one with KVIK_DIFF_SEED=<seed>):\n{}",
-        failures.len(),
-        seeds.len(),
-        failures.join("\n")
-    );
+    seeded::assert_all_matched(&failures, seeds);
     eprintln!(
         "{test}: {} commands over {} seeds, all replies matched ({} error replies, {} of them WRONGTYPE)",
         total.commands,
@@ -1235,7 +1204,7 @@ fn compare_run(test: &str, seeds: &[u64], extended: bool, redis_options: &[&str]
 #[test]
 fn random_sequences_of_all_families_match_redis() {
     let test = "random_sequences_of_all_families_match_redis";
-    let seeds = seeds_to_run(1..=SEEDS);
+    let seeds = seeded::seeds(1..=SEEDS);
     let Some(total) = compare_run(test, &seeds, false, &[]) else { return };
     assert!(total.commands >= seeds.len() * COMMANDS_PER_SEED, "{test}: only {} commands compared", total.commands);
 }
@@ -1243,7 +1212,7 @@ fn random_sequences_of_all_families_match_redis() {
 #[test]
 fn random_transactions_and_blocking_match_redis() {
     let test = "random_transactions_and_blocking_match_redis";
-    let seeds = seeds_to_run(TX_SEEDS);
+    let seeds = seeded::seeds(TX_SEEDS);
     // Redis checks blocked clients' deadlines on its cron: at 100 Hz a 10 ms
     // timeout ends within about 10 ms rather than 100.
     let Some(total) = compare_run(test, &seeds, true, &["--hz", "100"]) else { return };

@@ -42,6 +42,11 @@ impl Server {
         format!("127.0.0.1:{}", self.port)
     }
 
+    /// The process id (0 once stopped), to read its memory use from `/proc`.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
     /// Kill the process and wait for it.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -136,7 +141,9 @@ pub fn free_port() -> u16 {
     }
 }
 
-fn start(label: &'static str, program: PathBuf, args: Vec<String>) -> Server {
+/// Start `program` with `args` (`{port}` stands for the port it is given)
+/// on a free loopback port, and wait until it listens there.
+pub fn start(label: &'static str, program: PathBuf, args: Vec<String>) -> Server {
     // Another process may take the port between picking and binding: retry.
     for _ in 0..3 {
         let mut server = Server { child: None, program: program.clone(), args: args.clone(), port: free_port(), label };

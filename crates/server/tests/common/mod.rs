@@ -8,83 +8,23 @@
 
 pub mod diff;
 pub mod rng;
+pub mod seeded;
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// How long a server may take to accept its first connection.
-const STARTUP: Duration = Duration::from_secs(10);
 /// How long a reply may take before the test gives up.
 pub const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A server process, killed and reaped on drop.
-pub struct ServerProcess {
-    child: Child,
-    /// The loopback port it listens on.
-    pub port: u16,
-    /// Which server this is, for messages.
-    pub label: &'static str,
-}
+/// A server process, killed and reaped on drop (kvik-testkit's, which
+/// also checks that the process listening is the one it started).
+pub type ServerProcess = kvik_testkit::Server;
 
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A port nobody listens on right now (the OS picks it), never handed out
-/// twice in one test process: tests run in parallel threads, and the OS may
-/// offer a port again as soon as the probe closes it.
-pub fn free_port() -> u16 {
-    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
-    loop {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
-        let port = listener.local_addr().expect("local address").port();
-        let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
-        if !given.contains(&port) {
-            given.push(port);
-            return port;
-        }
-    }
-}
-
-pub use kvik_testkit::listens_on;
-
-fn start(label: &'static str, program: &str, args: impl Fn(u16) -> Vec<String>) -> ServerProcess {
-    // Another process can take the port between picking and binding; retry then.
-    for _ in 0..3 {
-        let port = free_port();
-        let child = Command::new(program)
-            .args(args(port))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {program}: {e}"));
-        let mut server = ServerProcess { child, port, label };
-        let deadline = Instant::now() + STARTUP;
-        while Instant::now() < deadline {
-            if let Ok(Some(_status)) = server.child.try_wait() {
-                break;
-            }
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                // Something listens there; it must be this child, not a
-                // server another test started on a port it was also given.
-                if listens_on(server.child.id(), port) {
-                    return server;
-                }
-                break;
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
-        let _ = server.child.kill();
-    }
-    panic!("{label} did not start listening");
-}
+#[allow(unused_imports)]
+pub use kvik_testkit::{free_port, listens_on};
 
 /// Start the kvik-server binary built for these tests.
 pub fn start_kvik() -> ServerProcess {
@@ -93,18 +33,9 @@ pub fn start_kvik() -> ServerProcess {
 
 /// Start kvik-server with extra options (`--requirepass secret`).
 pub fn start_kvik_with(extra: &[&str]) -> ServerProcess {
-    start("kvik", env!("CARGO_BIN_EXE_kvik-server"), |port| {
-        let mut args: Vec<String> = vec!["--bind".into(), "127.0.0.1".into(), "--port".into(), port.to_string()];
-        args.extend(extra.iter().map(|s| s.to_string()));
-        args
-    })
-}
-
-impl ServerProcess {
-    /// The process id, to read its memory use from `/proc`.
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
+    let mut args: Vec<String> = ["--bind", "127.0.0.1", "--port", "{port}"].iter().map(|s| s.to_string()).collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    kvik_testkit::start("kvik", env!("CARGO_BIN_EXE_kvik-server").into(), args)
 }
 
 /// Whether `redis-server` can be run from PATH.
@@ -134,26 +65,13 @@ pub fn start_redis_with_or_skip(test: &str, extra: &[&str]) -> Option<ServerProc
         eprintln!("{test}: skipped, redis-server is not on PATH (make test installs it)");
         return None;
     }
-    Some(start("redis", "redis-server", |port| {
-        [
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--daemonize",
-            "no",
-            "--loglevel",
-            "warning",
-        ]
+    let mut args: Vec<String> = ["--port", "{port}", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
         .iter()
-        .chain(extra)
+        .chain(&["--daemonize", "no", "--loglevel", "warning"])
         .map(|s| s.to_string())
-        .collect()
-    }))
+        .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    Some(kvik_testkit::start("redis", "redis-server".into(), args))
 }
 
 /// A connection to `port` with a read timeout, so a missing reply fails the test instead of hanging it.

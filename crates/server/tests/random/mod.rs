@@ -17,6 +17,7 @@
 
 use crate::common::elements_of;
 use crate::common::rng::Rng;
+use crate::common::seeded;
 use crate::common::{start_kvik, start_redis_or_skip};
 
 /// Seeds run by default, and commands per seed.
@@ -47,18 +48,11 @@ enum Mask {
     },
 }
 
-struct Command {
-    args: Vec<Vec<u8>>,
-    mask: Mask,
-}
+type Command = seeded::Command<Mask>;
 
 impl Command {
     fn new(args: Vec<Vec<u8>>) -> Command {
         Command { args, mask: Mask::Exact }
-    }
-
-    fn show(&self) -> String {
-        crate::common::diff::show_args(&self.args)
     }
 }
 
@@ -400,11 +394,7 @@ pub fn sequence_args(family: Family, seed: u64) -> Vec<Vec<Vec<u8>>> {
 
 /// `reply` with its elements sorted, in pairs when `pairs`.
 fn sorted(reply: &[u8], pairs: bool) -> Vec<u8> {
-    let Some((mut out, items)) = elements_of(reply, true) else { return reply.to_vec() };
-    let mut groups: Vec<Vec<u8>> = items.chunks(if pairs { 2 } else { 1 }).map(|c| c.concat()).collect();
-    groups.sort();
-    out.extend(groups.concat());
-    out
+    seeded::sorted(reply, if pairs { 2 } else { 1 }, true)
 }
 
 /// An HRANDFIELD reply reduced to what both servers must agree on: its
@@ -450,11 +440,7 @@ fn normalise(reply: &[u8], mask: Mask, previous: Option<&[u8]>) -> Vec<u8> {
     }
 }
 
-/// Send every command pipelined on one connection; the replies one by one.
-fn run(port: u16, commands: &[Command]) -> (Vec<Vec<u8>>, bool) {
-    let (replies, answer) = crate::common::diff::run_sequence(port, commands.iter().map(|c| &c.args[..]));
-    (replies, answer.closed)
-}
+use seeded::run;
 
 /// What a matching seed exercised.
 #[derive(Default)]
@@ -473,39 +459,24 @@ fn compare_seed(family: Family, seed: u64, redis_port: u16, kvik_port: u16) -> R
     assert_eq!(expected.len(), commands.len(), "seed {seed}: redis's replies do not split one per command");
     let (got, kvik_closed) = run(kvik_port, &commands);
     let mut tally = Tally { commands: commands.len(), ..Tally::default() };
+    let previous = |i: usize| i.checked_sub(1).map(|p| expected[p].as_slice());
     for (i, command) in commands.iter().enumerate() {
-        let previous = i.checked_sub(1).map(|p| expected[p].as_slice());
         tally.errors += usize::from(expected[i].starts_with(b"-"));
         tally.wrong_type += usize::from(expected[i].starts_with(b"-WRONGTYPE"));
-        tally.unordered += usize::from(command.mask != Mask::Exact && previous != Some(b"$8\r\nlistpack\r\n"));
-        let want = normalise(&expected[i], command.mask, previous);
-        let have = got.get(i).map(|r| normalise(r, command.mask, previous));
-        if have.as_deref() != Some(want.as_slice()) {
-            let before: Vec<String> = commands[i.saturating_sub(6)..i].iter().map(Command::show).collect();
-            return Err(format!(
-                "seed {seed}, command {i}: {}\n  after: {}\n  redis {}\n  kvik  {}{}",
-                command.show(),
-                before.join(" | "),
-                want.escape_ascii(),
-                have.map(|h| h.escape_ascii().to_string()).unwrap_or_else(|| "<no reply>".into()),
-                if kvik_closed { " <closed>" } else { "" },
-            ));
-        }
+        tally.unordered += usize::from(command.mask != Mask::Exact && previous(i) != Some(b"$8\r\nlistpack\r\n"));
     }
-    Ok(tally)
+    let normalised = |i: usize, r: &[u8]| normalise(r, commands[i].mask, previous(i));
+    match seeded::first_difference(seed, &commands, (&expected, &got), kvik_closed, 6, normalised) {
+        Some(difference) => Err(difference),
+        None => Ok(tally),
+    }
 }
 
 /// Run the family's seeds against both servers and fail listing every seed that differs.
 pub fn compare_seeds(test: &str, family: Family) {
     let Some(redis) = start_redis_or_skip(test) else { return };
     let kvik = start_kvik();
-    let seeds: Vec<u64> = match std::env::var("KVIK_DIFF_SEED") {
-        Ok(s) => match s.split_once("..") {
-            Some((from, to)) => (from.parse().expect("a seed")..to.parse().expect("a seed")).collect(),
-            None => vec![s.parse().expect("KVIK_DIFF_SEED is a seed or a range of seeds")],
-        },
-        Err(_) => (1..=SEEDS).collect(),
-    };
+    let seeds = seeded::seeds(1..=SEEDS);
     let mut failures = Vec::new();
     let mut total = Tally::default();
     for &seed in &seeds {
@@ -519,13 +490,7 @@ pub fn compare_seeds(test: &str, family: Family) {
             Err(msg) => failures.push(msg),
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} seeds differ from redis-server (rerun one with KVIK_DIFF_SEED=<seed>):\n{}",
-        failures.len(),
-        seeds.len(),
-        failures.join("\n")
-    );
+    seeded::assert_all_matched(&failures, &seeds);
     eprintln!(
         "{test}: {} commands over {} seeds, all replies matched ({} errors, {} WRONGTYPE, {} unordered or random replies compared by property)",
         total.commands,
