@@ -583,7 +583,7 @@ pub fn canonical(kind: Kind, value: &str) -> Result<String, InvalidValue> {
             }
             Ok(scores.iter().map(i64::to_string).collect::<Vec<_>>().join(" "))
         }
-        Kind::Percentiles => crate::histogram::canonical_percentiles(value).map_err(invalid),
+        Kind::Percentiles => crate::metrics::histogram::canonical_percentiles(value).map_err(invalid),
         Kind::ShutdownFlags => {
             let words: Vec<String> = value.split_ascii_whitespace().map(str::to_ascii_lowercase).collect();
             let known = ["save", "nosave", "now", "force"];

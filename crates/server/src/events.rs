@@ -3,7 +3,7 @@
 //! [`Hub`] that holds the parsed flags and the count of consumers and tells
 //! the keyspace which of its own events anyone wants. Below the registries
 //! and the state, which hold a [`Hub`]; what follows a change (publishing,
-//! `WATCH`, tracking) is [`crate::changes`], above them.
+//! `WATCH`, tracking) is [`crate::effects::changes`], above them.
 
 use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Mutex;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use kvik_server::config::Config;
-use kvik_server::listener::Server;
+use kvik_server::net::listener::Server;
 use kvik_server::state::ServerState;
 use kvik_server::{log, supervision};
 use kvik_server::{KVIK_VERSION, REDIS_VERSION};

@@ -6,17 +6,17 @@ use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use tokio::sync::watch;
 
-use crate::blocking::Blocking;
-use crate::clients::{ClientIds, ClientRegistry};
 use crate::config::{find_option, parse_output_limits, Config, OutputLimit};
 use crate::events::{parse_flags, Hub};
 use crate::keyspace::{Keyspace, Policy};
-use crate::pause::Pause;
-use crate::pubsub::PubSub;
-use crate::stats::Stats;
-use crate::tracking::Tracking;
+use crate::metrics::stats::Stats;
+use crate::registries::blocking::Blocking;
+use crate::registries::clients::{ClientIds, ClientRegistry};
+use crate::registries::pause::Pause;
+use crate::registries::pubsub::PubSub;
+use crate::registries::tracking::Tracking;
+use crate::registries::watch::WatchRegistry;
 use crate::types::hash::HashLimits;
-use crate::watch::WatchRegistry;
 
 /// Default number of keyspace shards: many more than cores, so that commands
 /// from different threads rarely meet on one lock.
@@ -244,7 +244,7 @@ impl ConnectionLimits {
 fn load_pubsub_limit(pubsub: &PubSub, config: &Config) {
     let [_, _, limit] = parse_output_limits(config.get("client-output-buffer-limit"));
     let bytes = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
-    pubsub.set_limit(crate::pubsub::QueueLimit {
+    pubsub.set_limit(crate::registries::pubsub::QueueLimit {
         hard: bytes(limit.hard),
         soft: bytes(limit.soft),
         soft_seconds: limit.soft_seconds,
@@ -331,7 +331,7 @@ impl ServerState {
     pub fn latency_percentiles(&self) -> Vec<f64> {
         let config = self.config();
         let value = option_or(&config, "latency-tracking-info-percentiles", "50 99 99.9");
-        crate::histogram::parse_percentiles(value).unwrap_or_default()
+        crate::metrics::histogram::parse_percentiles(value).unwrap_or_default()
     }
 
     /// `used_memory`: the data estimate and the clients' buffers
@@ -355,7 +355,7 @@ impl ServerState {
     ///
     /// `None` when the server is within the limit and nothing was done;
     /// otherwise eviction ran, and its expiry and eviction events are to be
-    /// announced ([`crate::changes::enforce_maxmemory`] does both).
+    /// announced ([`crate::effects::changes::enforce_maxmemory`] does both).
     pub fn evict_to_maxmemory(&self) -> Option<bool> {
         let limit = self.limits.maxmemory();
         if limit == 0 {

@@ -5,7 +5,7 @@
 use kvik_protocol::ReplySink;
 
 use super::{Ctx, ReplyTarget, WRONGTYPE};
-use crate::changes::EventClass;
+use crate::effects::changes::EventClass;
 use crate::keyspace::{now_ms, Db, Entry};
 use crate::types::Boxed;
 
@@ -181,11 +181,15 @@ pub(super) fn read_with<T: ReplyTarget, V: Boxed, R>(
 
 /// For a reply of `elements` picks from the `V` at `key` (a negative
 /// count of `SRANDMEMBER`, `HRANDFIELD`, `ZRANDMEMBER`): when the reply
-/// could not be sent ([`crate::reply_budget`]) and the key holds a `V`
+/// could not be sent ([`crate::housekeeping::reply_budget`]) and the key holds a `V`
 /// (so the reply would not be empty), answer the error and say so. A
 /// missing key or one of another type goes on to its usual reply.
 pub(super) fn refused_as_too_large<T: ReplyTarget, V: Boxed>(c: &mut Ctx<'_, T>, key: &[u8], elements: u64) -> bool {
-    let Err(refusal) = crate::reply_budget::check(c.state, elements, crate::reply_budget::MIN_ELEMENT_BYTES) else {
+    let Err(refusal) = crate::housekeeping::reply_budget::check(
+        c.state,
+        elements,
+        crate::housekeeping::reply_budget::MIN_ELEMENT_BYTES,
+    ) else {
         return false;
     };
     if !matches!(read_with::<_, V, _>(c, key, |v| v.is_some()), Ok(true)) {

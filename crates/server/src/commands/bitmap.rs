@@ -8,7 +8,7 @@
 use kvik_protocol::number::parse_i64;
 
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
-use crate::changes::EventClass;
+use crate::effects::changes::EventClass;
 use crate::keyspace::{now_ms, Db};
 use crate::types::string::StrValue;
 use crate::types::{Value, ValueRef};

@@ -2,7 +2,7 @@
 //! finds nothing ([`wait`]), the timeouts they take, and serving waiters
 //! once their keys are ready ([`serve_ready`]): running a waiter's command
 //! again in serve mode and handing its reply to the waiting connection.
-//! The waiters themselves live in [`crate::blocking`], which knows nothing
+//! The waiters themselves live in [`crate::registries::blocking`], which knows nothing
 //! of commands.
 
 use std::cell::RefCell;
@@ -13,9 +13,9 @@ use kvik_protocol::respb::RespbReplyWriter;
 use kvik_protocol::{CommandArgs, ReplySink};
 
 use super::{Ctx, Outcome, ReplyTarget, Request};
-use crate::blocking::{push_ready, Encoding, NewWaiter, Waiter};
+use crate::client::session::Session;
 use crate::keyspace::{now_ms, ready, CommandClock};
-use crate::session::Session;
+use crate::registries::blocking::{push_ready, Encoding, NewWaiter, Waiter};
 use crate::state::ServerState;
 
 /// What a blocking command answers at once when it may not block.
@@ -67,7 +67,7 @@ pub fn wait<T: ReplyTarget>(c: &mut Ctx<'_, T>, wait: Wait<'_>) {
         client: session.id,
         db: session.db,
         encoding: c.target.encoding(session),
-        silent: session.reply_mode == crate::session::ReplyMode::Off || session.skip_this,
+        silent: session.reply_mode == crate::client::session::ReplyMode::Off || session.skip_this,
         cmd,
         args,
         keys: wait.keys.iter().map(|k| Box::<[u8]>::from(*k)).collect(),
@@ -284,7 +284,7 @@ impl ReplyTarget for Encoded<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::blocking::Ended;
+    use crate::registries::blocking::Ended;
 
     #[test]
     fn timeouts_parse_as_redis_reads_them() {

@@ -99,11 +99,11 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             // The flags come from the value as given: Redis prints `A`
             // without the `n` it may hold, so the stored text can lose it.
             let events = borrowed.iter().rev().find(|(n, _)| n.eq_ignore_ascii_case("notify-keyspace-events"));
-            if let Some(flags) = events.and_then(|(_, v)| crate::changes::parse_flags(v)) {
+            if let Some(flags) = events.and_then(|(_, v)| crate::effects::changes::parse_flags(v)) {
                 c.state.changes.set_flags(flags);
             }
             // A lower limit applies at once, as in Redis, not at the next write.
-            crate::changes::enforce_maxmemory(c.state);
+            crate::effects::changes::enforce_maxmemory(c.state);
             let oom = {
                 let config = c.state.config();
                 crate::log::apply_level(&config);

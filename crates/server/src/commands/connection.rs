@@ -10,12 +10,12 @@ use kvik_protocol::number::parse_i64;
 use kvik_protocol::resp::writer::Protocol;
 
 use super::{unknown_subcommand_syntax, until_nul, valid_client_name, Ctx, Outcome, ReplyTarget, SYNTAX_ERROR};
-use crate::auth::{self, WRONGPASS};
-use crate::blocking::Cancel;
-use crate::clients::ClientHandle;
+use crate::client::auth::{self, WRONGPASS};
+use crate::client::session::ReplyMode;
 use crate::keyspace::now_ms;
-use crate::pause::PauseMode;
-use crate::session::ReplyMode;
+use crate::registries::blocking::Cancel;
+use crate::registries::clients::ClientHandle;
+use crate::registries::pause::PauseMode;
 use crate::REDIS_VERSION;
 
 handlers! {
@@ -186,7 +186,7 @@ fn hello<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     }
     // A RESPB channel has no RESP2 mode: its replies keep RESP3 shapes
     // whatever version HELLO asks for, and HELLO says so.
-    let on_respb = matches!(c.target.encoding(c.session), crate::blocking::Encoding::Respb(_));
+    let on_respb = matches!(c.target.encoding(c.session), crate::registries::blocking::Encoding::Respb(_));
     if on_respb {
         c.session.protocol = Protocol::Resp3;
     } else if respb {
@@ -280,7 +280,7 @@ fn argv_mem<T: ReplyTarget>(c: &Ctx<'_, T>) -> usize {
 /// One `CLIENT LIST` line, in Redis's field order.
 ///
 /// The buffer fields are what the client's connection measured when it
-/// last stopped to wait (see [`crate::clients::BufferFigures`] for what each
+/// last stopped to wait (see [`crate::registries::clients::BufferFigures`] for what each
 /// maps onto), and for the calling client the bytes of this batch's input:
 /// `qbuf` counts the request being run, as Redis's does. `argv-mem` is the
 /// running command's, so `argv` for the caller and 0 for every other client

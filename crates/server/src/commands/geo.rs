@@ -13,7 +13,7 @@ use super::access::{self, count_reply, WrongType};
 use super::keyword::Keyword;
 use super::zset::{build, limits, store_zset, zadd_at, zset_at, ZaddOptions};
 use super::{Ctx, ReplyTarget, SYNTAX_ERROR, WRONGTYPE};
-use crate::changes::EventClass;
+use crate::effects::changes::EventClass;
 use crate::inline_list::InlineList;
 use crate::keyspace::now_ms;
 use crate::types::double::parse_score;

@@ -17,7 +17,7 @@ use kvik_protocol::ReplySink;
 use super::access::{self, count_reply, reply_or_wrongtype, WrongType};
 use super::keys::parse_cursor;
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
-use crate::changes::EventClass;
+use crate::effects::changes::EventClass;
 use crate::keyspace::Entry;
 use crate::keyspace::{glob, now_ms};
 use crate::types::float80::F80;

@@ -7,7 +7,7 @@
 //! `OBJECT ENCODING` agrees too.
 
 use super::{Ctx, ReplyTarget, WRONGTYPE};
-use crate::changes::EventClass;
+use crate::effects::changes::EventClass;
 use crate::keyspace::{now_ms, Db};
 use crate::types::hll::{self, REGISTERS};
 use crate::types::string::{StrRef, StrValue};
@@ -131,7 +131,7 @@ fn count_one<T: ReplyTarget>(c: &mut Ctx<'_, T>) -> Result<u64, Refusal> {
     hll::store_count(bytes, n);
     // Storing the count rewrites the value: Redis counts it as a change
     // (a watch on the key breaks, tracking clients are told), without an event.
-    crate::changes::key_changed(c.state, db, key, c.session.id);
+    crate::effects::changes::key_changed(c.state, db, key, c.session.id);
     c.count_changes(1);
     Ok(n)
 }

@@ -30,7 +30,7 @@
 //! `used_memory` is what kvik measures of its memory: the running estimate
 //! of its data (`used_memory_dataset`) and the bytes its clients' buffers
 //! hold (`mem_clients_normal`, the sum of `CLIENT LIST`'s `tot-mem`, kept
-//! by each connection as its buffers grow; see [`crate::clients`]). It is
+//! by each connection as its buffers grow; see [`crate::registries::clients`]). It is
 //! the same figure `maxmemory` is checked against
 //! ([`ServerState::used_memory`]), so that a server never sits above
 //! `maxmemory` by its own INFO without evicting, and client buffers make
@@ -52,7 +52,7 @@
 //!
 //! `latencystats` gives each command's percentiles
 //! (`latency-tracking-info-percentiles`) from its duration histogram
-//! ([`crate::histogram`]: at most 6.25% above the measured durations), and
+//! ([`crate::metrics::histogram`]: at most 6.25% above the measured durations), and
 //! only its header while `latency-tracking` is off, as Redis.
 
 use std::fmt::Write as _;
@@ -61,8 +61,8 @@ use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 
 use super::{Ctx, ReplyTarget};
+use crate::metrics::stats::unix_micros;
 use crate::state::ServerState;
-use crate::stats::unix_micros;
 use crate::{KVIK_VERSION, REDIS_VERSION};
 
 /// Every section, in the order Redis prints them.
@@ -287,7 +287,7 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             // Read once: the dataset and the clients' share add up to `used`.
             let (dataset, clients) = (dataset_bytes(state), client_bytes(state));
             let used = (dataset + clients) as u64;
-            let rss = crate::heap_return::resident_bytes();
+            let rss = crate::housekeeping::heap_return::resident_bytes();
             let system = total_system_memory();
             line("used_memory", &used);
             line("used_memory_human", &human_bytes(used));
@@ -396,9 +396,9 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             let (hits, misses) = ks.lookup_counts();
             line("keyspace_hits", &hits);
             line("keyspace_misses", &misses);
-            line("pubsub_channels", &state.pubsub.channels(crate::pubsub::Kind::Channel, None).len());
+            line("pubsub_channels", &state.pubsub.channels(crate::registries::pubsub::Kind::Channel, None).len());
             line("pubsub_patterns", &state.pubsub.numpat());
-            line("pubsubshard_channels", &state.pubsub.channels(crate::pubsub::Kind::Shard, None).len());
+            line("pubsubshard_channels", &state.pubsub.channels(crate::registries::pubsub::Kind::Shard, None).len());
             for k in [
                 "latest_fork_usec",
                 "total_forks",
@@ -491,7 +491,7 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
                 for (i, p) in percentiles.iter().enumerate() {
                     let sep = if i == 0 { "" } else { "," };
                     let usec = s.calls.percentile(*p) as f64;
-                    let _ = write!(values, "{sep}p{}={usec:.3}", crate::histogram::percentile_name(*p));
+                    let _ = write!(values, "{sep}p{}={usec:.3}", crate::metrics::histogram::percentile_name(*p));
                 }
                 line(&format!("latency_percentiles_usec_{name}"), &values);
             }

@@ -8,7 +8,7 @@ use std::hash::{BuildHasher, Hasher};
 use kvik_protocol::number::parse_i64;
 
 use super::{until_nul, Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR};
-use crate::changes::{self, EventClass};
+use crate::effects::changes::{self, EventClass};
 use crate::keyspace::{glob, lfu, lru, now_ms, Entry, Meta};
 use crate::types::dump::{self, PayloadError};
 use crate::types::string::StrRef;

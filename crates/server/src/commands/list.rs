@@ -13,7 +13,7 @@ use kvik_protocol::ReplySink;
 use super::access::{self, count_reply, reply_or_wrongtype, WrongType};
 use super::blocked::{self as blocking, Empty, Wait};
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
-use crate::changes::EventClass;
+use crate::effects::changes::EventClass;
 use crate::keyspace::now_ms;
 use crate::types::compact::CompactBytes;
 use crate::types::list::{push_packed, rank_range, ListRef, ListValue};

@@ -27,13 +27,13 @@ use kvik_protocol::commands::{
 use kvik_protocol::resp::writer::{Protocol, RespWriter};
 use kvik_protocol::{CommandArgs, ReplySink};
 
-use crate::auth;
-use crate::changes::{self, EventClass};
+use crate::client::auth;
+use crate::client::session::{ReplyMode, Session};
 use crate::clock::CommandStart;
+use crate::effects::changes::{self, EventClass};
 use crate::keyspace::CommandClock;
-use crate::session::{ReplyMode, Session};
+use crate::metrics::stats;
 use crate::state::ServerState;
-use crate::stats;
 
 /// Declares the commands a module runs, one `ID(c) => expression` line each,
 /// `c` naming the [`Ctx`] in the expression.
@@ -235,7 +235,7 @@ impl<'a, T: ReplyTarget> Ctx<'a, T> {
 
     /// This command changed `key` in the client's database: the one call
     /// every write makes per changed key and event, while it still holds the
-    /// key's shard lock (see [`crate::changes`]). `event` is Redis's event
+    /// key's shard lock (see [`crate::effects::changes`]). `event` is Redis's event
     /// name for the change (`lpush`, `del`, `expire`, …).
     ///
     /// The change counts once; [`Ctx::notify_counted`] is for changes
@@ -390,8 +390,8 @@ pub trait ReplyTarget {
 
     /// How replies for `session` are encoded, for a blocked client's reply
     /// written later by another thread.
-    fn encoding(&self, session: &Session) -> crate::blocking::Encoding {
-        crate::blocking::Encoding::Resp(session.protocol)
+    fn encoding(&self, session: &Session) -> crate::registries::blocking::Encoding {
+        crate::registries::blocking::Encoding::Resp(session.protocol)
     }
 }
 
@@ -403,7 +403,7 @@ pub enum Outcome {
     /// Send what was written, then close (the client sent `QUIT`).
     Close,
     /// Send what was written, then wait for the client's blocking command
-    /// to be served (see [`crate::blocking`]) before running anything else.
+    /// to be served (see [`crate::registries::blocking`]) before running anything else.
     Block,
 }
 
@@ -456,13 +456,13 @@ impl<T: ReplyTarget> ReplyTarget for Gate<'_, T> {
         self.0.reply(session, write);
     }
 
-    fn encoding(&self, session: &Session) -> crate::blocking::Encoding {
+    fn encoding(&self, session: &Session) -> crate::registries::blocking::Encoding {
         self.0.encoding(session)
     }
 }
 
 /// The command `req` names when a `CLIENT PAUSE` holds it back, for the
-/// connection to wait on ([`crate::pause::Pause::wait_for`]) before running it.
+/// connection to wait on ([`crate::registries::pause::Pause::wait_for`]) before running it.
 ///
 /// As in Redis, only a command that would run waits: unknown names, wrong
 /// argument counts and unauthenticated clients are answered at once. While
@@ -477,7 +477,7 @@ pub fn held_by_pause(state: &ServerState, req: Request<'_>, session: &Session) -
 #[inline(never)]
 fn held_in(
     state: &ServerState,
-    mode: crate::pause::PauseMode,
+    mode: crate::registries::pause::PauseMode,
     req: Request<'_>,
     session: &Session,
 ) -> Option<&'static CommandSpec> {
@@ -488,12 +488,12 @@ fn held_in(
     let runnable = runs(spec.id)
         && spec.arity_ok(req.argc())
         && (session.authenticated || !auth::required(state) || spec.flags.contains(CommandFlags::NO_AUTH));
-    if runnable && spec.id == id::EXEC && !crate::pause::holds(mode, spec) {
+    if runnable && spec.id == id::EXEC && !crate::registries::pause::holds(mode, spec) {
         // EXEC waits as long as one of its queued commands would (Redis
         // 7.0's rule), so that command is what the connection waits on.
-        return session.multi.as_ref().and_then(|m| m.first_queued(|q| crate::pause::holds(mode, q)));
+        return session.multi.as_ref().and_then(|m| m.first_queued(|q| crate::registries::pause::holds(mode, q)));
     }
-    (runnable && crate::pause::holds(mode, spec)).then_some(spec)
+    (runnable && crate::registries::pause::holds(mode, spec)).then_some(spec)
 }
 
 /// Reply with an error before the command ran, counting it as Redis does.
@@ -550,7 +550,7 @@ fn execute_checked<T: ReplyTarget>(
         // Redis checks authentication after the name and the arity, and lets
         // the commands that can carry credentials (AUTH, HELLO) through.
         Some(auth::NOAUTH.to_vec())
-    } else if !crate::changes::enforce_maxmemory(state)
+    } else if !crate::effects::changes::enforce_maxmemory(state)
         && (spec.flags.contains(CommandFlags::DENYOOM) || transaction::refused_over_maxmemory(session, spec))
     {
         // Redis frees memory for `maxmemory` before every command, and

@@ -1,6 +1,6 @@
 //! Pub/sub commands: SUBSCRIBE and friends, PUBLISH, SPUBLISH, PUBSUB.
 //!
-//! Subscriptions belong to the session ([`crate::pubsub::Subscriptions`]);
+//! Subscriptions belong to the session ([`crate::registries::pubsub::Subscriptions`]);
 //! the messages themselves reach the client through its connection, which
 //! drains the session's inbox (see `connection.rs`). Every (un)subscription
 //! is confirmed with its own reply, a push in RESP3, as Redis confirms it.
@@ -8,7 +8,7 @@
 use kvik_protocol::ReplySink;
 
 use super::{help, Ctx, ReplyTarget};
-use crate::pubsub::{write_message, Kind};
+use crate::registries::pubsub::{write_message, Kind};
 
 handlers! {
     SUBSCRIBE(c) => subscribe(c, Kind::Channel),

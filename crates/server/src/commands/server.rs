@@ -8,10 +8,10 @@ use kvik_protocol::commands::{CommandSpec, COMMANDS};
 use kvik_protocol::number::parse_i64;
 
 use super::{info, Ctx, Outcome, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR};
-use crate::changes;
+use crate::effects::changes;
 use crate::keyspace::db::{charge, ENTRY_OVERHEAD};
 use crate::keyspace::now_ms;
-use crate::stats::unix_micros;
+use crate::metrics::stats::unix_micros;
 use crate::types::ValueRef;
 
 handlers! {
@@ -268,7 +268,7 @@ fn memory_doctor<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let text = if used < 5 * 1024 * 1024 {
         "Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I will be back to our programming as soon as I finished rebooting.\n".to_string()
     } else {
-        let rss = crate::heap_return::resident_bytes();
+        let rss = crate::housekeeping::heap_return::resident_bytes();
         let times = rss as f64 / used as f64;
         let mut report = format!(
             "Hi Sam, I can only compare the data ({}) and the client buffers ({}) with the memory the process \
@@ -374,7 +374,7 @@ fn debug<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 
 /// `LATENCY LATEST`: each event's newest sample and its worst latency ever.
 fn latency_latest<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
-    let rows: Vec<(&'static str, crate::latency::Sample, u64)> =
+    let rows: Vec<(&'static str, crate::metrics::latency::Sample, u64)> =
         c.state.stats.latency().events().map(|(name, series)| (name, series.latest(), series.max)).collect();
     c.reply(|s| {
         s.array(rows.len());
@@ -391,7 +391,7 @@ fn latency_latest<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// `LATENCY HISTORY event`: the event's samples, oldest first, as
 /// `[unix time, milliseconds]` pairs; none for an event never recorded.
 fn latency_history<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
-    let samples: Vec<crate::latency::Sample> =
+    let samples: Vec<crate::metrics::latency::Sample> =
         c.state.stats.latency().find(c.arg(2)).map(|(_, series)| series.samples().collect()).unwrap_or_default();
     c.reply(|s| {
         s.array(samples.len());
@@ -425,20 +425,20 @@ fn latency_doctor<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         let config = c.state.config();
         (config.int("latency-monitor-threshold"), config.int("slowlog-log-slower-than"))
     };
-    let inputs = crate::latency::DoctorInputs {
+    let inputs = crate::metrics::latency::DoctorInputs {
         threshold_ms,
         slowlog_slower_than,
-        anon_huge_pages: crate::latency::anon_huge_pages(),
+        anon_huge_pages: crate::metrics::latency::anon_huge_pages(),
         now: unix_micros() / 1_000_000,
     };
-    let report = crate::latency::doctor(&c.state.stats.latency(), inputs);
+    let report = crate::metrics::latency::doctor(&c.state.stats.latency(), inputs);
     c.reply(|s| s.verbatim(b"txt", report.as_bytes()));
 }
 
 /// `LATENCY HISTOGRAM [command ...]`: per command, the calls whose
 /// duration was counted (`latency-tracking`) and their cumulative
 /// distribution at powers of two of microseconds (see
-/// [`crate::histogram`]; Redis's bounds are powers of two of 1.024 µs, so
+/// [`crate::metrics::histogram`]; Redis's bounds are powers of two of 1.024 µs, so
 /// where it reads 33, 66, 132 … kvik reads 32, 64, 128 …). A container
 /// name stands for its subcommands; commands with no counted call are left out.
 fn latency_histogram<T: ReplyTarget>(c: &mut Ctx<'_, T>) {

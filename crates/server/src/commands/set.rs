@@ -17,7 +17,7 @@ use super::access::{self, count_reply, WrongType};
 use super::keys::parse_cursor;
 use super::random::Picker;
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
-use crate::changes::EventClass;
+use crate::effects::changes::EventClass;
 use crate::keyspace::{glob, now_ms, Db, Keyspace, MultiLock};
 use crate::types::set::{Member, SetValue};
 

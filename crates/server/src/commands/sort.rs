@@ -20,7 +20,7 @@ use kvik_protocol::number::{parse_i64, write_i64};
 
 use super::access::{self, count_reply};
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
-use crate::changes::EventClass;
+use crate::effects::changes::EventClass;
 use crate::keyspace::{now_ms, Db, Keyspace, MultiLock};
 use crate::types::double::strtod;
 use crate::types::list::ListValue;

@@ -13,7 +13,7 @@ use kvik_protocol::ReplySink;
 use super::access::{self, WrongType};
 use super::blocked::{self as blocking, Empty, Wait};
 use super::{help, unknown_subcommand_syntax, Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
-use crate::changes::EventClass;
+use crate::effects::changes::EventClass;
 use crate::keyspace::{now_ms, Db};
 use crate::types::compact::CompactBytes;
 use crate::types::stream::{
@@ -1220,8 +1220,8 @@ fn xautoclaim<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// it in the change counter.
 fn announce<T: ReplyTarget>(c: &mut Ctx<'_, T>, event: &str, key: &[u8]) {
     c.count_changes(1);
-    crate::changes::flush_server_events(c.state);
-    crate::changes::publish_event(c.state, EventClass::Stream, event, c.session.db, key);
+    crate::effects::changes::flush_server_events(c.state);
+    crate::effects::changes::publish_event(c.state, EventClass::Stream, event, c.session.db, key);
 }
 
 /// `XSETID key last-id [ENTRIESADDED n] [MAXDELETEDID id]`

@@ -7,7 +7,7 @@ use crate::inline_list::InlineList;
 use kvik_protocol::number::parse_i64;
 
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
-use crate::changes::EventClass;
+use crate::effects::changes::EventClass;
 use crate::keyspace::{now_ms, Db, Meta};
 use crate::types::float80::F80;
 use crate::types::string::{byte_range, write_at, StrRef, StrValue};

@@ -1,7 +1,7 @@
 //! Client-side caching commands: `CLIENT TRACKING`, `CLIENT CACHING`,
 //! `CLIENT GETREDIR`, `CLIENT TRACKINGINFO`, and the two hooks around every
 //! command of a tracking client (remembering what it reads, using up
-//! `CLIENT CACHING`). The table itself lives in [`crate::tracking`].
+//! `CLIENT CACHING`). The table itself lives in [`crate::registries::tracking`].
 
 use std::sync::Arc;
 
@@ -11,9 +11,9 @@ use kvik_protocol::resp::writer::Protocol;
 
 use super::command::key_positions;
 use super::{until_nul, Ctx, ReplyTarget, Request, NOT_AN_INTEGER, SYNTAX_ERROR};
-use crate::session::Session;
+use crate::client::session::Session;
+use crate::registries::tracking::{self, Options};
 use crate::state::ServerState;
-use crate::tracking::{self, Options};
 
 handlers! {
     CLIENT_TRACKING(c) => client_tracking(c),

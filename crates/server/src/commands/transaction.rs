@@ -14,10 +14,10 @@ use kvik_protocol::commands::{id, BeginSearch, CommandSpec, FindKeys, KeySpecFla
 
 use super::command::find_keys;
 use super::{reject, run_checked, runs, unknown_command, unknown_subcommand, Ctx, Outcome, ReplyTarget, Request, Run};
+use crate::client::session::Session;
+use crate::client::transaction::Queued;
 use crate::keyspace::{now_ms, Keyspace};
-use crate::session::Session;
 use crate::state::ServerState;
-use crate::transaction::Queued;
 
 handlers! {
     MULTI(c) => begin(c),

@@ -6,10 +6,10 @@ use std::collections::HashMap;
 use kvik_protocol::number::parse_i64;
 
 use super::{build, limits, resp3, source_at, store_zset, write_items, Items, Limits, Source};
-use crate::changes::EventClass;
 use crate::commands::access::{self, count_reply, WrongType};
 use crate::commands::keyword::Keyword;
 use crate::commands::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
+use crate::effects::changes::EventClass;
 use crate::keyspace::now_ms;
 use crate::types::double::parse_score;
 

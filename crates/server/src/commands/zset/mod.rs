@@ -24,7 +24,7 @@ use super::keyword::Keyword;
 use super::random::Picker;
 use super::set::{reply_scan, scan_options};
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
-use crate::changes::EventClass;
+use crate::effects::changes::EventClass;
 use crate::inline_list::InlineList;
 use crate::keyspace::{glob, now_ms, Db, Keyspace, MultiLock};
 use crate::types::double::parse_score;

@@ -14,10 +14,10 @@ use super::{
     build_incrementally, limits, read_zset, resp3, store_zset, write_members, zset_at, Items, BAD_LEX_RANGE,
     BAD_SCORE_RANGE,
 };
-use crate::changes::EventClass;
 use crate::commands::access::{self, count_reply, WrongType};
 use crate::commands::keyword::Keyword;
 use crate::commands::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
+use crate::effects::changes::EventClass;
 use crate::keyspace::now_ms;
 use crate::types::list::rank_range;
 use crate::types::zset::{LexBound, ScoreBound, ZSetValue};

@@ -3,9 +3,9 @@
 //! Counters are atomics so that every connection thread updates them without
 //! a shared lock on the hot path; what every command adds to (commands run,
 //! writes, per-command calls and durations) is kept per thread
-//! ([`crate::stat_lanes`]) and summed when reported. Per-command counters
+//! ([`crate::metrics::stat_lanes`]) and summed when reported. Per-command counters
 //! are indexed by command id. Error counts, the slow log and the latency
-//! monitor ([`crate::latency`]) change rarely and use a mutex.
+//! monitor ([`crate::metrics::latency`]) change rarely and use a mutex.
 //!
 //! The slow log follows `slowlog-log-slower-than` and `slowlog-max-len`,
 //! which the command path reads from [`crate::state::ConnectionLimits`]:
@@ -20,8 +20,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use kvik_protocol::commands::{CommandId, CommandSpec, COMMANDS};
 
-use crate::instant_metrics::{InstantMetrics, Rates, Totals};
-use crate::latency::LatencyMonitor;
+use crate::metrics::instant_metrics::{InstantMetrics, Rates, Totals};
+use crate::metrics::latency::LatencyMonitor;
 
 /// Most arguments a slow log entry keeps, as Redis.
 const SLOWLOG_MAX_ARGC: usize = 32;
@@ -30,7 +30,7 @@ const SLOWLOG_MAX_ARGLEN: usize = 128;
 
 /// Refused and failed calls of one command: rare, so shared atomics; the
 /// per-call counters (calls, time, durations) are per thread, in
-/// [`crate::stat_lanes`].
+/// [`crate::metrics::stat_lanes`].
 #[derive(Debug, Default)]
 pub struct CommandStat {
     /// Calls refused before running (arity, authentication).
@@ -39,7 +39,7 @@ pub struct CommandStat {
     pub failed: AtomicU64,
 }
 
-pub use crate::stat_lanes::{CallTotals, NetTotals};
+pub use crate::metrics::stat_lanes::{CallTotals, NetTotals};
 
 /// One command's counters for the reports.
 #[derive(Debug, Clone)]
@@ -99,7 +99,7 @@ pub struct Stats {
     /// Counters by command id.
     commands: Vec<(&'static str, CommandStat)>,
     /// Commands run, writes, and per-command calls, time and durations, per thread.
-    lanes: crate::stat_lanes::Lanes,
+    lanes: crate::metrics::stat_lanes::Lanes,
     errors: Mutex<BTreeMap<Vec<u8>, u64>>,
     slowlog: Mutex<SlowLog>,
     latency: Mutex<LatencyMonitor>,
@@ -135,7 +135,7 @@ impl Default for Stats {
             lastsave: AtomicI64::new(started_unix),
             active_expire: AtomicBool::new(true),
             commands,
-            lanes: crate::stat_lanes::Lanes::default(),
+            lanes: crate::metrics::stat_lanes::Lanes::default(),
             errors: Mutex::new(BTreeMap::new()),
             slowlog: Mutex::new(SlowLog::default()),
             latency: Mutex::new(LatencyMonitor::default()),
@@ -211,7 +211,7 @@ impl Stats {
     }
 
     /// Take one sample of the commands and client traffic so far, for the
-    /// instantaneous rates (every [`crate::instant_metrics::PERIOD`]).
+    /// instantaneous rates (every [`crate::metrics::instant_metrics::PERIOD`]).
     pub fn sample_rates(&self) {
         let net = self.net();
         let totals =

@@ -4,7 +4,7 @@
 //! A paused command waits in its connection's task before it runs, so its
 //! event loop keeps serving other connections and no keyspace lock is held
 //! while it waits; on a RESPB connection only the command's channel waits
-//! (see `crate::mux`), and the connection goes on with the others, waking
+//! (see `crate::net::mux`), and the connection goes on with the others, waking
 //! when the pause ends or changes ([`Pause::next_change`]).
 //!
 //! Commands a pause holds back: every command in `ALL` mode; in `WRITE` mode

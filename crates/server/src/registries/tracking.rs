@@ -34,9 +34,9 @@ use std::mem;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::clients::{ClientRegistry, TrackingShown as Shown};
 use crate::events::Hub;
-use crate::pubsub::{Message, Subscriber, Subscriptions};
+use crate::registries::clients::{ClientRegistry, TrackingShown as Shown};
+use crate::registries::pubsub::{Message, Subscriber, Subscriptions};
 
 /// Most keys forgotten in one go to get back under `tracking-table-max-keys`;
 /// the rest goes on the next read, so lowering the limit never stalls a
@@ -114,7 +114,7 @@ struct Clients {
 /// Where messages go and how big a backlog a receiver may have.
 struct Post<'a> {
     clients: &'a ClientRegistry,
-    limit: crate::pubsub::QueueLimit,
+    limit: crate::registries::pubsub::QueueLimit,
 }
 
 /// The server's tracking state.
@@ -330,7 +330,7 @@ impl Tracking {
 
     /// Forget keys past a lowered `tracking-table-max-keys` now, telling
     /// their clients, rather than at the next read.
-    pub fn enforce_max_keys(&self, clients: &ClientRegistry, limit: crate::pubsub::QueueLimit) {
+    pub fn enforce_max_keys(&self, clients: &ClientRegistry, limit: crate::registries::pubsub::QueueLimit) {
         self.evict(&Post { clients, limit });
     }
 
@@ -380,7 +380,13 @@ impl Tracking {
         self.keys.load(Ordering::Relaxed) == 0 && self.prefix_count.load(Ordering::Relaxed) == 0
     }
 
-    pub fn key_changed(&self, clients: &ClientRegistry, limit: crate::pubsub::QueueLimit, key: &[u8], by_client: u64) {
+    pub fn key_changed(
+        &self,
+        clients: &ClientRegistry,
+        limit: crate::registries::pubsub::QueueLimit,
+        key: &[u8],
+        by_client: u64,
+    ) {
         let tracked = self.keys.load(Ordering::Relaxed) > 0;
         let followed = self.prefix_count.load(Ordering::Relaxed) > 0;
         if !tracked && !followed {
@@ -415,7 +421,7 @@ impl Tracking {
 
     /// Every key of some database (or of all) was deleted: every tracking
     /// client is told to drop everything, and the table starts over.
-    pub fn flushed(&self, clients: &ClientRegistry, limit: crate::pubsub::QueueLimit) {
+    pub fn flushed(&self, clients: &ClientRegistry, limit: crate::registries::pubsub::QueueLimit) {
         if self.clients_on() == 0 && self.keys.load(Ordering::Relaxed) == 0 {
             return;
         }
@@ -435,7 +441,7 @@ impl Tracking {
     }
 
     /// Send the `BCAST` invalidations gathered since the last call.
-    pub fn flush_broadcasts(&self, clients: &ClientRegistry, limit: crate::pubsub::QueueLimit) {
+    pub fn flush_broadcasts(&self, clients: &ClientRegistry, limit: crate::registries::pubsub::QueueLimit) {
         if !self.pending.swap(false, Ordering::Relaxed) {
             return;
         }
@@ -673,7 +679,7 @@ impl Drop for ClientTracking {
 pub fn remember<'k>(
     tracking: &Tracking,
     clients: &ClientRegistry,
-    limit: crate::pubsub::QueueLimit,
+    limit: crate::registries::pubsub::QueueLimit,
     id: u64,
     keys: impl Iterator<Item = &'k [u8]>,
 ) {
@@ -683,7 +689,7 @@ pub fn remember<'k>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pubsub::{subscriber, Inbox};
+    use crate::registries::pubsub::{subscriber, Inbox};
 
     fn registry() -> Arc<ClientRegistry> {
         Arc::new(ClientRegistry::default())
@@ -712,10 +718,10 @@ mod tests {
         let t = Arc::new(Tracking::default());
         let clients = registry();
         let (_c, mut inbox) = client(&t, 1, Options::default());
-        remember(&t, &clients, crate::pubsub::QueueLimit::NONE, 1, [&b"k"[..], b"k", b"j"].into_iter());
+        remember(&t, &clients, crate::registries::pubsub::QueueLimit::NONE, 1, [&b"k"[..], b"k", b"j"].into_iter());
         assert_eq!(t.totals(), Totals { keys: 2, items: 2, prefixes: 0 });
-        t.key_changed(&clients, crate::pubsub::QueueLimit::NONE, b"k", 2);
-        t.key_changed(&clients, crate::pubsub::QueueLimit::NONE, b"k", 2);
+        t.key_changed(&clients, crate::registries::pubsub::QueueLimit::NONE, b"k", 2);
+        t.key_changed(&clients, crate::registries::pubsub::QueueLimit::NONE, b"k", 2);
         assert_eq!(keys_of(inbox.try_recv()), Some(vec![b"k".to_vec()]));
         assert!(inbox.try_recv().is_none(), "forgotten after the first change");
         assert_eq!(t.totals().keys, 1);
@@ -728,10 +734,10 @@ mod tests {
         let (_a, mut a) = client(&t, 1, Options::default());
         let (_b, mut b) = client(&t, 2, Options::default());
         for id in [1, 2, 1] {
-            remember(&t, &clients, crate::pubsub::QueueLimit::NONE, id, [&b"k"[..]].into_iter());
+            remember(&t, &clients, crate::registries::pubsub::QueueLimit::NONE, id, [&b"k"[..]].into_iter());
         }
         assert_eq!(t.totals(), Totals { keys: 1, items: 2, prefixes: 0 });
-        t.key_changed(&clients, crate::pubsub::QueueLimit::NONE, b"k", 3);
+        t.key_changed(&clients, crate::registries::pubsub::QueueLimit::NONE, b"k", 3);
         assert_eq!(keys_of(a.try_recv()), Some(vec![b"k".to_vec()]));
         assert_eq!(keys_of(b.try_recv()), Some(vec![b"k".to_vec()]));
         assert_eq!(t.totals(), Totals { keys: 0, items: 0, prefixes: 0 });
@@ -742,13 +748,13 @@ mod tests {
         let t = Arc::new(Tracking::default());
         let clients = registry();
         let (mut c, mut inbox) = client(&t, 1, Options { noloop: true, ..Options::default() });
-        remember(&t, &clients, crate::pubsub::QueueLimit::NONE, 1, [&b"k"[..]].into_iter());
-        t.key_changed(&clients, crate::pubsub::QueueLimit::NONE, b"k", 1);
+        remember(&t, &clients, crate::registries::pubsub::QueueLimit::NONE, 1, [&b"k"[..]].into_iter());
+        t.key_changed(&clients, crate::registries::pubsub::QueueLimit::NONE, b"k", 1);
         assert!(inbox.try_recv().is_none());
-        remember(&t, &clients, crate::pubsub::QueueLimit::NONE, 1, [&b"k"[..]].into_iter());
+        remember(&t, &clients, crate::registries::pubsub::QueueLimit::NONE, 1, [&b"k"[..]].into_iter());
         c.disable();
         assert_eq!(t.clients_on(), 0);
-        t.key_changed(&clients, crate::pubsub::QueueLimit::NONE, b"k", 2);
+        t.key_changed(&clients, crate::registries::pubsub::QueueLimit::NONE, b"k", 2);
         assert!(inbox.try_recv().is_none());
     }
 
@@ -760,10 +766,10 @@ mod tests {
         let (_c, mut inbox) = client(&t, 1, Options { bcast: true, prefixes, ..Options::default() });
         assert_eq!(t.totals().prefixes, 2);
         for k in [&b"a2"[..], b"b1", b"c1", b"a1", b"a2"] {
-            t.key_changed(&clients, crate::pubsub::QueueLimit::NONE, k, 7);
+            t.key_changed(&clients, crate::registries::pubsub::QueueLimit::NONE, k, 7);
         }
         assert!(inbox.try_recv().is_none(), "nothing before the flush");
-        t.flush_broadcasts(&clients, crate::pubsub::QueueLimit::NONE);
+        t.flush_broadcasts(&clients, crate::registries::pubsub::QueueLimit::NONE);
         assert_eq!(keys_of(inbox.try_recv()), Some(vec![b"a1".to_vec(), b"a2".to_vec()]));
         assert_eq!(keys_of(inbox.try_recv()), Some(vec![b"b1".to_vec()]));
         assert!(inbox.try_recv().is_none());
@@ -774,8 +780,8 @@ mod tests {
         let t = Arc::new(Tracking::default());
         let clients = registry();
         let (_c, mut inbox) = client(&t, 1, Options::default());
-        remember(&t, &clients, crate::pubsub::QueueLimit::NONE, 1, [&b"k"[..]].into_iter());
-        t.flushed(&clients, crate::pubsub::QueueLimit::NONE);
+        remember(&t, &clients, crate::registries::pubsub::QueueLimit::NONE, 1, [&b"k"[..]].into_iter());
+        t.flushed(&clients, crate::registries::pubsub::QueueLimit::NONE);
         assert!(matches!(inbox.try_recv(), Some(Message::Invalidate { keys: None, .. })));
         assert_eq!(t.totals().keys, 0);
     }
@@ -787,7 +793,7 @@ mod tests {
         t.set_max_keys(2);
         let (_c, mut inbox) = client(&t, 1, Options::default());
         let names: Vec<Vec<u8>> = (0..5).map(|i| format!("k{i}").into_bytes()).collect();
-        remember(&t, &clients, crate::pubsub::QueueLimit::NONE, 1, names.iter().map(|n| &n[..]));
+        remember(&t, &clients, crate::registries::pubsub::QueueLimit::NONE, 1, names.iter().map(|n| &n[..]));
         assert_eq!(t.totals().keys, 2);
         let mut evicted = 0;
         while let Some(keys) = keys_of(inbox.try_recv()) {
@@ -796,7 +802,7 @@ mod tests {
         }
         assert_eq!(evicted, 3);
         t.set_max_keys(1);
-        t.enforce_max_keys(&clients, crate::pubsub::QueueLimit::NONE);
+        t.enforce_max_keys(&clients, crate::registries::pubsub::QueueLimit::NONE);
         assert_eq!(t.totals(), Totals { keys: 1, items: 1, prefixes: 0 });
         assert!(keys_of(inbox.try_recv()).is_some());
     }
@@ -806,8 +812,8 @@ mod tests {
         let t = Arc::new(Tracking::default());
         let clients = registry();
         let (c, mut inbox) = client(&t, 1, Options { redirect: 9, ..Options::default() });
-        remember(&t, &clients, crate::pubsub::QueueLimit::NONE, 1, [&b"k"[..]].into_iter());
-        t.key_changed(&clients, crate::pubsub::QueueLimit::NONE, b"k", 2);
+        remember(&t, &clients, crate::registries::pubsub::QueueLimit::NONE, 1, [&b"k"[..]].into_iter());
+        t.key_changed(&clients, crate::registries::pubsub::QueueLimit::NONE, b"k", 2);
         assert_eq!(inbox.try_recv(), Some(Message::RedirectBroken { to: 9 }));
         assert!(c.broken());
     }

@@ -26,7 +26,7 @@
 //! `EXEC` runs its commands with `may_block` false, so they answer at once;
 //! waiters are served once, after the whole transaction, since serving
 //! follows the client's command (`EXEC`), not the commands it queued. A
-//! blocked RESPB channel holds up only itself (see [`crate::mux`]).
+//! blocked RESPB channel holds up only itself (see [`crate::net::mux`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -40,7 +40,7 @@ use kvik_protocol::{CommandArgs, ReplySink};
 use tokio::sync::Notify;
 
 use crate::keyspace::ready;
-use crate::stats::Stats;
+use crate::metrics::stats::Stats;
 
 /// Redis's error for a client unblocked by `CLIENT UNBLOCK ... ERROR`.
 pub const UNBLOCKED: &[u8] = b"UNBLOCKED client unblocked via CLIENT UNBLOCK";

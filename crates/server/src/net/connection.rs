@@ -7,7 +7,7 @@
 //! output buffer, and send that buffer with one write. Pipelined clients get
 //! their whole batch answered with one system call each way, or two for a
 //! large batch, whose first part's replies go out while the rest runs
-//! ([`crate::reply_pacing`]).
+//! ([`crate::net::reply_pacing`]).
 //!
 //! Output is bounded by backpressure: while the socket does not take a
 //! client's replies, kvik neither reads nor runs that client's requests, so
@@ -21,10 +21,10 @@
 //! unread reply as no interaction.
 //!
 //! A blocking command that found nothing (BLPOP & co., see
-//! [`crate::blocking`]) makes the connection send the replies already due
+//! [`crate::registries::blocking`]) makes the connection send the replies already due
 //! and wait for its answer; requests pipelined behind it stay in the read
 //! buffer until then. On RESPB a blocked channel waits alone: the
-//! connection goes on serving its other channels (see [`crate::mux`]), and
+//! connection goes on serving its other channels (see [`crate::net::mux`]), and
 //! it writes large replies while it goes on reading and running frames.
 //!
 //! A request that breaks the protocol cannot be skipped (there is no way to
@@ -38,7 +38,7 @@
 //! the moments another client can see it at, and a few relaxed stores there
 //! cost nothing next to the system call that follows; between them, while
 //! commands run, nothing is measured. A RESPB connection's buffers are
-//! shared by its channels and shown on one of them (see [`crate::mux`]).
+//! shared by its channels and shown on one of them (see [`crate::net::mux`]).
 
 use std::future::Future;
 use std::io;
@@ -56,24 +56,24 @@ use kvik_protocol::respb::handshake::{self, Greeting};
 use kvik_protocol::respb::{detect, Decoded, Detected, Frame, RespbDecoder, RespbLimits, RespbReplyWriter};
 use kvik_protocol::{CommandArgs, ReplySink};
 
-use crate::blocking::{Cancel, Ended, Waiter};
-use crate::clients::{BufferFigures, ClientHandle, Shown};
+pub use crate::client::peer::Peer;
+use crate::client::session::Session;
 use crate::clock;
 use crate::commands::{execute, held_by_pause, Outcome, ReplyTarget, Request};
-use crate::mux::{self, Channels, Queued, RespbTarget, RunFree};
-use crate::net_meter::MeteredStream;
-pub use crate::peer::Peer;
-use crate::pubsub::{encode_message, Message};
-use crate::read_ahead::{RespReadAhead, RespbReadAhead};
-use crate::reply_pacing::{self, BatchSplit, LoopSeat, WriteTimer};
-use crate::session::Session;
+use crate::net::mux::{self, Channels, Queued, RespbTarget, RunFree};
+use crate::net::net_meter::MeteredStream;
+use crate::net::read_ahead::{RespReadAhead, RespbReadAhead};
+use crate::net::reply_pacing::{self, BatchSplit, LoopSeat, WriteTimer};
+use crate::registries::blocking::{Cancel, Ended, Waiter};
+use crate::registries::clients::{BufferFigures, ClientHandle, Shown};
+use crate::registries::pubsub::{encode_message, Message};
 use crate::signal::Signal;
 use crate::state::ServerState;
 
 /// Smallest free space offered to a read.
 const MIN_READ: usize = 16 * 1024;
 /// The read buffer a connection keeps once its buffers went back
-/// ([`crate::idle_trim`]): room for a typical request, grown again to
+/// ([`crate::housekeeping::idle_trim`]): room for a typical request, grown again to
 /// [`MIN_READ`] by the next read that finds it filled.
 const IDLE_READ: usize = 512;
 /// Most the read buffer grows in one step, whatever length a client announces:
@@ -106,7 +106,7 @@ struct Conn<'a, S> {
     /// What the buffers hold, for the client list.
     meter: Meter,
     /// Raised when a RESP connection's buffers are to go back
-    /// ([`crate::idle_trim`]); `None` on RESPB, whose channels are woken
+    /// ([`crate::housekeeping::idle_trim`]); `None` on RESPB, whose channels are woken
     /// through their shared signal.
     trim: Option<TrimWake>,
 }
@@ -313,7 +313,7 @@ impl<S: ClientStream> Conn<'_, S> {
     /// the connection is to end without an error: the client closed, stayed
     /// idle past `timeout`, outgrew `client-query-buffer-limit`, or the
     /// server is stopping. Meanwhile the buffers go back when asked
-    /// ([`crate::idle_trim`]; `spare`: the reply buffer and argument list
+    /// ([`crate::housekeeping::idle_trim`]; `spare`: the reply buffer and argument list
     /// that go with the read buffer).
     async fn fill(
         &mut self,
@@ -481,7 +481,7 @@ impl<S: ClientStream> Conn<'_, S> {
         }
     }
 
-    /// Wait while client `id` is blocked (see [`crate::blocking`]), after
+    /// Wait while client `id` is blocked (see [`crate::registries::blocking`]), after
     /// sending the replies already due in `out`: the reply to send once it
     /// was served, timed out or unblocked; `None` when the client is to be
     /// closed (killed, gone, or the server stopping). The socket is still
@@ -847,14 +847,14 @@ impl ReadBuffer {
 }
 
 /// A RESP connection's reply buffer and argument list, which go back with
-/// its read buffer when it has waited long enough ([`crate::idle_trim`]).
+/// its read buffer when it has waited long enough ([`crate::housekeeping::idle_trim`]).
 struct Spare<'a> {
     out: &'a mut Vec<u8>,
     args: &'a mut CommandArgs,
 }
 
 /// Give back the buffers of a RESP connection asked to (see
-/// [`crate::idle_trim`]), unless a request is partly read (its bytes and
+/// [`crate::housekeeping::idle_trim`]), unless a request is partly read (its bytes and
 /// arguments stay), and show what it holds now; `trim` waits for the next
 /// request.
 #[cold]
@@ -1597,7 +1597,7 @@ async fn wait_respb<S: ClientStream>(
         MuxWake::Killed => {
             // A kill here means "look at the channels again": lowered
             // before looking, so a kill meanwhile raises it anew. The same
-            // signal asks for the buffers back ([`crate::idle_trim`]).
+            // signal asks for the buffers back ([`crate::housekeeping::idle_trim`]).
             wake.lower();
             *kill = Event::raised(Arc::clone(wake));
             channels.close_killed();
@@ -1612,7 +1612,7 @@ async fn wait_respb<S: ClientStream>(
 }
 
 /// Give back the buffers of a RESPB connection asked to (see
-/// [`crate::idle_trim`]): the read buffer unless a frame is partly read,
+/// [`crate::housekeeping::idle_trim`]): the read buffer unless a frame is partly read,
 /// the reply buffers once their replies are all sent, the argument list.
 /// The next wait shows the figures.
 #[cold]

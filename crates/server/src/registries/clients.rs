@@ -264,7 +264,7 @@ pub struct ClientHandle {
     /// connection closes only the channels marked killed.
     wake: Option<Arc<Signal>>,
     /// Raised to ask the connection to give its buffers back
-    /// ([`crate::idle_trim`]); set by the connection, which alone knows
+    /// ([`crate::housekeeping::idle_trim`]); set by the connection, which alone knows
     /// which of its waits may be woken for it.
     trim_wake: Mutex<Option<Arc<Signal>>>,
     trim_requested: AtomicBool,

@@ -20,7 +20,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::clients::ClientRegistry;
+use crate::registries::clients::ClientRegistry;
 
 /// How long a client runs no command before its buffers go back (as
 /// Redis's client cron treats a client idle for two seconds).

@@ -31,8 +31,8 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::sync::mpsc;
 
-use crate::connection::{self, close_gracefully, ClientStream, Peer};
 use crate::keyspace::expire::ActiveExpiry;
+use crate::net::connection::{self, close_gracefully, ClientStream, Peer};
 use crate::signal::Signal;
 use crate::sockets::bind_all;
 use crate::state::ServerState;
@@ -140,7 +140,7 @@ impl Server {
         ActiveExpiry::spawn(
             Arc::downgrade(&self.state),
             |state: &ServerState| state.stats.active_expire.load(Ordering::Relaxed).then_some(&state.keyspace),
-            crate::changes::flush_server_events,
+            crate::effects::changes::flush_server_events,
         )?;
         let threads = self.state.config().threads();
         let mut loops = Vec::with_capacity(threads);
@@ -307,21 +307,21 @@ async fn accept_all(
 
 /// Sample the totals behind `INFO`'s instantaneous rates, ten times a
 /// second, and once a second the memory a reply may take, the clients
-/// whose buffers are to go back ([`crate::idle_trim`]) and whether freed
-/// memory is to go back ([`crate::heap_return`]), for as long as the server
+/// whose buffers are to go back ([`crate::housekeeping::idle_trim`]) and whether freed
+/// memory is to go back ([`crate::housekeeping::heap_return`]), for as long as the server
 /// accepts clients (never ends).
 async fn sample_rates(state: &ServerState) {
-    let mut tick = tokio::time::interval(crate::instant_metrics::PERIOD);
+    let mut tick = tokio::time::interval(crate::metrics::instant_metrics::PERIOD);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let per_second = (Duration::from_secs(1).as_millis() / crate::instant_metrics::PERIOD.as_millis()).max(1);
+    let per_second = (Duration::from_secs(1).as_millis() / crate::metrics::instant_metrics::PERIOD.as_millis()).max(1);
     let mut ticks = 0u128;
-    let mut heap = crate::heap_return::HeapReturn::default();
+    let mut heap = crate::housekeeping::heap_return::HeapReturn::default();
     loop {
         tick.tick().await;
         state.stats.sample_rates();
         if ticks.is_multiple_of(per_second) {
-            crate::reply_budget::sample();
-            crate::idle_trim::request_trims(&state.clients, Instant::now());
+            crate::housekeeping::reply_budget::sample();
+            crate::housekeeping::idle_trim::request_trims(&state.clients, Instant::now());
             heap.tick(state.used_memory());
         }
         ticks += 1;

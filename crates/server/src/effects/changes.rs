@@ -27,7 +27,7 @@
 
 use crate::keyspace::events::{self, ServerEvent};
 use crate::keyspace::MultiLock;
-use crate::pubsub::Kind;
+use crate::registries::pubsub::Kind;
 use crate::state::ServerState;
 
 pub use crate::events::{parse_flags, EventClass, Hub, KEYEVENT, KEYSPACE};
@@ -137,7 +137,7 @@ mod tests {
     #[test]
     fn events_reach_pattern_subscribers_only_for_enabled_classes() {
         let state = ServerState::default();
-        let mut inbox = crate::pubsub::subscriber(7, None);
+        let mut inbox = crate::registries::pubsub::subscriber(7, None);
         state.pubsub.psubscribe(b"__key*__:*", inbox.subscriber());
         publish_event(&state, EventClass::List, "lpush", 0, b"k");
         assert!(inbox.try_recv().is_none(), "off by default");
@@ -145,7 +145,7 @@ mod tests {
         publish_event(&state, EventClass::Generic, "del", 0, b"k");
         publish_event(&state, EventClass::List, "lpush", 3, b"k");
         match inbox.try_recv() {
-            Some(crate::pubsub::Message::PMessage { channel, payload, .. }) => {
+            Some(crate::registries::pubsub::Message::PMessage { channel, payload, .. }) => {
                 assert_eq!((&*channel, &*payload), (&b"__keyspace@3__:k"[..], &b"lpush"[..]));
             }
             other => panic!("expected one keyspace message, got {other:?}"),

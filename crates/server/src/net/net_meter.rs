@@ -5,7 +5,7 @@
 //! [`MeteredStream`] wraps the socket, so every read and write a
 //! connection makes is counted, whichever path of the connection makes it,
 //! and the counts go to the serving thread's own lane
-//! ([`crate::stat_lanes`]): no shared cache line per system call.
+//! ([`crate::metrics::stat_lanes`]): no shared cache line per system call.
 
 use std::io;
 use std::pin::Pin;
@@ -13,7 +13,7 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::stats::Stats;
+use crate::metrics::stats::Stats;
 
 /// A client's socket that counts its reads and writes in `stats`.
 pub struct MeteredStream<'a, S> {

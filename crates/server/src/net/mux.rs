@@ -45,12 +45,12 @@ use kvik_protocol::resp::writer::Protocol;
 use kvik_protocol::respb::RespbReplyWriter;
 use kvik_protocol::{CommandArgs, ReplySink};
 
-use crate::blocking::{Cancel, Encoding, Ended, Waiter};
-use crate::clients::{BufferFigures, ClientHandle, Shown};
+use crate::client::session::Session;
 use crate::commands::{held_by_pause, Outcome, ReplyTarget, Request};
-use crate::id_map::IdMap;
-use crate::pubsub::write_message;
-use crate::session::Session;
+use crate::net::id_map::IdMap;
+use crate::registries::blocking::{Cancel, Encoding, Ended, Waiter};
+use crate::registries::clients::{BufferFigures, ClientHandle, Shown};
+use crate::registries::pubsub::write_message;
 use crate::signal::Signal;
 use crate::state::ServerState;
 
@@ -176,7 +176,7 @@ pub enum RunFree {
 /// the channel found can be used beside them.
 struct Opening<'x> {
     state: &'x ServerState,
-    peer: &'x crate::peer::Peer,
+    peer: &'x crate::client::peer::Peer,
     wake: &'x Arc<Signal>,
     listening: &'x mut Vec<u16>,
     trusted: bool,
@@ -254,7 +254,7 @@ pub struct Channels<'a> {
     /// By mux id.
     map: IdMap<Channel>,
     /// The client address the channels show (their connection's).
-    peer: crate::peer::Peer,
+    peer: crate::client::peer::Peer,
     /// Notified when a channel of this connection is killed.
     wake: Arc<Signal>,
     /// Channels that are blocked or have queued frames.
@@ -290,7 +290,7 @@ impl Drop for Channels<'_> {
 
 impl<'a> Channels<'a> {
     /// No channels yet; `wake` is notified when one of them is killed.
-    pub fn new(state: &'a ServerState, peer: crate::peer::Peer, wake: Arc<Signal>) -> Self {
+    pub fn new(state: &'a ServerState, peer: crate::client::peer::Peer, wake: Arc<Signal>) -> Self {
         Channels {
             state,
             map: IdMap::default(),
@@ -307,7 +307,7 @@ impl<'a> Channels<'a> {
     }
 
     /// Whether the connection was asked to give its buffers back
-    /// ([`crate::idle_trim`]): through the channel that shows them, the
+    /// ([`crate::housekeeping::idle_trim`]): through the channel that shows them, the
     /// only one whose figures can call for it.
     pub fn take_trim_request(&self) -> bool {
         self.lead.as_ref().is_some_and(|(_, handle, _)| handle.take_trim_request())
@@ -496,7 +496,7 @@ impl<'a> Channels<'a> {
     }
 
     /// Whether any channel waits for a pause to end, so the connection is
-    /// to wake when it ends or changes ([`crate::pause::Pause::next_change`]).
+    /// to wake when it ends or changes ([`crate::registries::pause::Pause::next_change`]).
     pub fn any_held(&self) -> bool {
         self.held > 0
     }
@@ -708,7 +708,7 @@ pub fn owned(req: &Request<'_>) -> (CommandArgs, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::peer::Peer;
+    use crate::client::peer::Peer;
 
     fn channels(state: &ServerState) -> Channels<'_> {
         Channels::new(state, Peer::default(), Signal::new())
@@ -796,7 +796,7 @@ mod tests {
         let mut ch = channels(&state);
         assert!(ch.open(1).is_ok());
         assert!(ch.open(2).is_ok());
-        state.pause.start(crate::keyspace::now_ms() + 60_000, crate::pause::PauseMode::Write);
+        state.pause.start(crate::keyspace::now_ms() + 60_000, crate::registries::pause::PauseMode::Write);
         ch.hold(1, Queued::Command(args(&[b"SET", b"k", b"v"])), 40);
         ch.enqueue(1, Queued::Command(args(&[b"GET", b"k"])), 30);
         assert!(ch.any_held() && ch.get(1).is_some_and(|c| c.busy()));
@@ -808,7 +808,7 @@ mod tests {
         assert!(matches!(ch.next_queued(1), Some(Queued::Command(a)) if a.len() == 2));
         assert!(!ch.any_busy());
         // A command queued behind a free one is held when it comes to the head.
-        state.pause.start(crate::keyspace::now_ms() + 60_000, crate::pause::PauseMode::All);
+        state.pause.start(crate::keyspace::now_ms() + 60_000, crate::registries::pause::PauseMode::All);
         ch.enqueue(2, Queued::Ok, 16);
         ch.enqueue(2, Queued::Command(args(&[b"GET", b"k"])), 30);
         assert!(matches!(ch.next_queued(2), Some(Queued::Ok)), "an OK is never held");

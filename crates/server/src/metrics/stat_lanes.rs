@@ -18,7 +18,7 @@
 //! baseline that later reports subtract, so a reset never races a thread's
 //! own updates.
 //!
-//! Each command's durations are counted in a [`crate::histogram`] of
+//! Each command's durations are counted in a [`crate::metrics::histogram`] of
 //! [`SLOTS`] slots (about 4 KiB), made in a lane the first time the lane
 //! counts a duration of that command: a server that runs a dozen kinds of
 //! command holds a dozen histograms per thread, not one for each of the
@@ -31,7 +31,7 @@ use std::thread::ThreadId;
 
 use kvik_protocol::commands::{CommandId, COMMAND_COUNT};
 
-use crate::histogram::{self, SLOTS};
+use crate::metrics::histogram::{self, SLOTS};
 
 /// Most lanes of one's own; further threads share the last one.
 pub const MAX_LANES: usize = 64;

@@ -10,14 +10,14 @@ use std::sync::Arc;
 
 use kvik_protocol::resp::writer::Protocol;
 
-use crate::auth;
-use crate::clients::{ClientHandle, MonitorFeed, Registration};
-use crate::pubsub::Subscriptions;
+use crate::client::auth;
+use crate::client::transaction::Multi;
+use crate::registries::clients::{ClientHandle, MonitorFeed, Registration};
+use crate::registries::pubsub::Subscriptions;
+use crate::registries::tracking::ClientTracking;
+use crate::registries::watch::Watched;
 use crate::signal::Signal;
 use crate::state::ServerState;
-use crate::tracking::ClientTracking;
-use crate::transaction::Multi;
-use crate::watch::Watched;
 
 /// Whether replies are sent (`CLIENT REPLY`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -87,7 +87,7 @@ impl Session {
     /// starts authenticated when no password is required. `wake` is
     /// notified when the client is killed (only clients with a socket of
     /// their own have one).
-    pub fn for_peer(state: &ServerState, peer: &crate::peer::Peer, wake: Option<Arc<Signal>>) -> Session {
+    pub fn for_peer(state: &ServerState, peer: &crate::client::peer::Peer, wake: Option<Arc<Signal>>) -> Session {
         let mut session = Session::connected(state, peer.addr.clone(), peer.laddr.clone(), peer.fd, wake);
         session.local = peer.local;
         session

@@ -1,7 +1,7 @@
 //! `WATCH`: which clients watch which keys, and the flag a change raises.
 //!
 //! A client's watches share one *dirty* flag. Every change to a key goes
-//! through [`crate::changes`], which asks the [`WatchRegistry`] to raise the
+//! through [`crate::effects::changes`], which asks the [`WatchRegistry`] to raise the
 //! flags of the clients watching it; `EXEC` fails when its flag is up.
 //! While nobody watches anything the registry costs a change one relaxed
 //! atomic load.

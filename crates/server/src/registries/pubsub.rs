@@ -61,7 +61,7 @@ pub enum Message {
         payload: Arc<[u8]>,
     },
     /// Keys a tracking client may have cached changed (client-side
-    /// caching; see [`crate::tracking`]).
+    /// caching; see [`crate::registries::tracking`]).
     Invalidate {
         /// The keys, or `None` for every key (after a flush).
         keys: Option<Vec<Box<[u8]>>>,
