@@ -40,23 +40,6 @@ pub enum EventClass {
 }
 
 impl EventClass {
-    /// The letter `notify-keyspace-events` uses for the class.
-    pub fn letter(self) -> u8 {
-        match self {
-            EventClass::Generic => b'g',
-            EventClass::String => b'$',
-            EventClass::List => b'l',
-            EventClass::Set => b's',
-            EventClass::Hash => b'h',
-            EventClass::ZSet => b'z',
-            EventClass::Stream => b't',
-            EventClass::Expired => b'x',
-            EventClass::Evicted => b'e',
-            EventClass::New => b'n',
-            EventClass::KeyMiss => b'm',
-        }
-    }
-
     /// The class's bit in parsed `notify-keyspace-events` flags.
     pub const fn bit(self) -> u32 {
         1 << (self as u32 + 2)

@@ -19,28 +19,33 @@
 //! - [`log`], [`sockets`] (binding and rebinding), [`config`];
 //! - [`metrics`], [`events`] (the vocabulary of changes), [`clock`],
 //!   [`signal`];
-//! - below the server, in the `kvik-store` crate (re-exported here as
+//! - below the server, in the `kvik-store` crate (brought in here as
 //!   [`keyspace`], [`types`] and [`inline_list`]): the sharded databases and
 //!   the stored value types with their encodings, which cannot import
 //!   anything above them.
 
 #![forbid(unsafe_code)]
 
-pub use kvik_store::{inline_list, keyspace, types};
+pub(crate) use kvik_store::{inline_list, keyspace, types};
 
-pub mod client;
-pub mod clock;
-pub mod commands;
+// What the binary and the tests use; everything else is the crate's own.
+pub use commands::install_renames;
+pub use net::listener::{Server, StopReason};
+pub use net::read_ahead::min_keyspace_bytes;
+
+pub(crate) mod client;
+pub(crate) mod clock;
+pub(crate) mod commands;
 pub mod config;
-pub mod effects;
-pub mod events;
-pub mod housekeeping;
+pub(crate) mod effects;
+pub(crate) mod events;
+pub(crate) mod housekeeping;
 pub mod log;
-pub mod metrics;
-pub mod net;
-pub mod registries;
-pub mod signal;
-pub mod sockets;
+pub(crate) mod metrics;
+pub(crate) mod net;
+pub(crate) mod registries;
+pub(crate) mod signal;
+pub(crate) mod sockets;
 pub mod state;
 pub mod supervision;
 

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use kvik_server::config::Config;
-use kvik_server::net::listener::Server;
 use kvik_server::state::ServerState;
+use kvik_server::Server;
 use kvik_server::{log, supervision};
 use kvik_server::{KVIK_VERSION, REDIS_VERSION};
 
@@ -47,7 +47,7 @@ fn main() -> ExitCode {
         eprintln!("kvik-server: {e}");
         return ExitCode::from(1);
     }
-    if let Err(e) = kvik_server::commands::install_renames(config.renames()) {
+    if let Err(e) = kvik_server::install_renames(config.renames()) {
         eprintln!("kvik-server: {e}");
         return ExitCode::from(1);
     }

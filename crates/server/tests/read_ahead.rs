@@ -15,7 +15,7 @@ use common::{call, connect, read_until, split_replies, start_kvik, ServerProcess
 use kvik_protocol::resp::reply_parser::ReplyLimits;
 use kvik_protocol::respb::{decode_reply, encode_request, handshake};
 use kvik_protocol::Value;
-use kvik_server::net::read_ahead::min_keyspace_bytes;
+use kvik_server::min_keyspace_bytes;
 
 /// Keys written before the pipelines, with 64-byte values: well past the
 /// keyspace estimate from which the scan runs on any usual L2 size

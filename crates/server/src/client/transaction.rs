@@ -45,11 +45,6 @@ impl Multi {
         self.queued.len()
     }
 
-    /// Whether nothing is queued.
-    pub fn is_empty(&self) -> bool {
-        self.queued.is_empty()
-    }
-
     /// A command was refused while queuing.
     pub fn abort(&mut self) {
         self.aborted = true;

@@ -135,15 +135,6 @@ fn millis_ceil(neg: bool, mant: u64, exp: i32) -> Option<i64> {
     }
 }
 
-/// XREAD's `BLOCK milliseconds`: its deadline, or Redis's error.
-pub fn timeout_ms(text: &[u8]) -> Result<Option<Instant>, &'static [u8]> {
-    let ms = kvik_protocol::number::parse_i64(text).ok_or(&b"ERR timeout is not an integer or out of range"[..])?;
-    if ms < 0 {
-        return Err(NEGATIVE);
-    }
-    Ok(deadline_after(ms))
-}
-
 /// The deadline `ms` milliseconds from now; `None` for 0 (wait forever) and
 /// for deadlines too far to represent.
 pub fn deadline_after(ms: i64) -> Option<Instant> {
@@ -300,9 +291,6 @@ mod tests {
         assert_eq!(timeout_secs(b"1e100"), Err(NEGATIVE));
         assert_eq!(timeout_secs(b"9223372036854775.808"), Err(NEGATIVE));
         assert_eq!(timeout_secs(b"9223372036854775.807"), Ok(None), "beyond the clock: forever");
-        assert_eq!(timeout_ms(b"1.5"), Err(&b"ERR timeout is not an integer or out of range"[..]));
-        assert_eq!(timeout_ms(b"-1"), Err(NEGATIVE));
-        assert_eq!(timeout_ms(b"0"), Ok(None));
     }
 
     #[test]

@@ -30,7 +30,7 @@ use crate::keyspace::MultiLock;
 use crate::registries::pubsub::Kind;
 use crate::state::ServerState;
 
-pub use crate::events::{parse_flags, EventClass, Hub, KEYEVENT, KEYSPACE};
+pub use crate::events::{parse_flags, EventClass, KEYEVENT, KEYSPACE};
 
 /// Publish what the keyspace recorded on this thread (expired, evicted and
 /// new keys, read misses; see [`events`]) and tell `WATCH` and tracking of

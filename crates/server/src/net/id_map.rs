@@ -37,11 +37,6 @@ impl<V> IdMap<V> {
         self.len
     }
 
-    /// Whether no id has a value.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// The value of `id`.
     #[inline]
     pub fn get(&self, id: u16) -> Option<&V> {
@@ -188,7 +183,7 @@ mod tests {
     #[test]
     fn small_ids_need_no_hashing_and_grow_only_as_far_as_used() {
         let mut map = IdMap::default();
-        assert!(map.is_empty());
+        assert_eq!(map.len(), 0);
         assert_eq!(map.get_or_try_insert_with(0, || Some("zero")), Some(&mut "zero"));
         assert_eq!(map.direct.len(), 1);
         assert_eq!(map.get_or_try_insert_with(0, || Some("again")), Some(&mut "zero"), "an open id keeps its value");

@@ -34,7 +34,9 @@ use crate::signal::Signal;
 /// Number of channel map shards.
 const SHARDS: usize = 64;
 
-/// A message on its way to one subscriber.
+/// A message on its way to one subscriber. The variants are named after
+/// the push types clients see (`message`, `pmessage`, `smessage`).
+#[allow(clippy::enum_variant_names)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Message {
     /// Published on a channel the subscriber listens to.

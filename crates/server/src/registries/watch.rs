@@ -202,11 +202,6 @@ impl Watched {
         self.dirty.load(Ordering::Relaxed) || self.keys.iter().any(|k| k.deadline.is_some_and(|d| d <= now))
     }
 
-    /// Whether any key is watched.
-    pub fn any(&self) -> bool {
-        !self.keys.is_empty()
-    }
-
     /// Forget every watch (`UNWATCH`, `EXEC`, `DISCARD`, `RESET`).
     pub fn clear(&mut self) {
         if let Some(registry) = &self.registry {
