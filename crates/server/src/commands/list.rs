@@ -16,8 +16,7 @@ use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
 use crate::effects::changes::EventClass;
 use crate::keyspace::now_ms;
 use crate::types::compact::CompactBytes;
-use crate::types::list::{push_packed, rank_range, ListRef, ListValue};
-use crate::types::packed::Kind;
+use crate::types::list::{rank_range, ListRef, ListValue};
 
 handlers! {
     LPUSH(c) => push(c, Head, false),
@@ -166,25 +165,7 @@ fn push<T: ReplyTarget>(c: &mut Ctx<'_, T>, end: End, only_existing: bool) {
     let state = c.state;
     let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(c.session.db);
-    let make = (!only_existing).then_some(ListValue::new);
-    let len = access::change_packed_or(
-        d,
-        key,
-        now,
-        make,
-        |entry| entry.extend_packed(Kind::List, |bytes, at| push_packed(bytes, at, end.is_head(), &elements)),
-        |found| {
-            found.map_or(0, |l| {
-                for e in &elements {
-                    l.push(end.is_head(), e);
-                }
-                l.len()
-            })
-        },
-        // Pushes never leave a list empty.
-        |_| false,
-    )
-    .map(|(len, _)| len);
+    let len = crate::keyspace::typed::push_list(d, key, now, end.is_head(), &elements, !only_existing);
     if len.as_ref().is_ok_and(|n| *n > 0) {
         c.notify_counted(EventClass::List, push_event(end), key, elements.len() as u64);
     }

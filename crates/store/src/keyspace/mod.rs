@@ -27,6 +27,7 @@ pub mod ready;
 pub mod scan;
 mod shard_guards;
 pub mod slot;
+pub mod typed;
 
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
