@@ -21,8 +21,7 @@ use crate::effects::changes::EventClass;
 use crate::keyspace::Entry;
 use crate::keyspace::{glob, now_ms};
 use crate::types::float80::F80;
-use crate::types::hash::{self, HashLimits, HashRef, HashValue};
-use crate::types::packed::Kind;
+use crate::types::hash::{HashRef, HashValue};
 
 handlers! {
     HSET(c) => hset(c, false),
@@ -147,33 +146,15 @@ fn hset<T: ReplyTarget>(c: &mut Ctx<'_, T>, ok_reply: bool) {
     }
     let pairs: InlineList<(&[u8], &[u8]), 4> = (2..c.argc()).step_by(2).map(|i| (c.arg(i), c.arg(i + 1))).collect();
     let limits = c.state.limits.hash_limits();
-    let packed = |e: &mut Entry| set_packed(e, &pairs, limits);
-    let added = write_hash(
-        c,
-        c.arg(1),
-        packed,
-        |h| pairs.iter().filter(|(f, v)| h.set(f, v, limits)).count(),
+    let key = c.arg(1);
+    let mut shard = c.state.keyspace.lock_key(key);
+    let added = crate::keyspace::typed::set_hash_fields(shard.db(c.session.db), key, now_ms(), &pairs, limits);
+    if added.is_ok() {
         // Redis counts every pair set as a change, new or not.
-        |_| Some(("hset", pairs.len() as u64)),
-    );
-    reply_or_wrongtype(c, added, |s, n| if ok_reply { s.simple(b"OK") } else { s.integer(count_reply(n)) });
-}
-
-/// `HSET`'s pairs set on a packed hash without boxing it: in place when
-/// every value changed keeps its length (new fields appended), else
-/// rewritten; `None` when the hash is
-/// not packed or would not stay packed. How many fields are new.
-fn set_packed(entry: &mut Entry, pairs: &[(&[u8], &[u8])], limits: HashLimits) -> Option<usize> {
-    let mut plan = None;
-    let in_place = entry.extend_packed(Kind::Hash, |bytes, at| {
-        let found = plan.insert(hash::plan_set(&bytes[at..], pairs, limits)?);
-        hash::set_in_place(bytes, at, pairs, limits, found)
-    });
-    if in_place.is_some() {
-        return in_place;
+        c.notify_counted(EventClass::Hash, "hset", key, pairs.len() as u64);
     }
-    let plan = plan?;
-    entry.rewrite_packed(Kind::Hash, |h, out| hash::set_packed(h, pairs, limits, &plan, out))
+    drop(shard);
+    reply_or_wrongtype(c, added, |s, n| if ok_reply { s.simple(b"OK") } else { s.integer(count_reply(n)) });
 }
 
 /// `HSETNX key field value`: 1 when set, 0 when the field existed.

@@ -2,10 +2,11 @@
 //! has: the lookups every collection type's commands share, with Redis's
 //! choice of which ones count as keyspace hits and misses (reads do, writes
 //! do not), and the changes that try the packed form first
-//! ([`change_packed_or`], [`push_list`]). The command layer calls these
+//! ([`change_packed_or`], [`push_list`], [`set_hash_fields`]). The command layer calls these
 //! rather than driving entries and encodings itself.
 
 use super::{Db, Entry};
+use crate::types::hash::{self, HashLimits, HashValue};
 use crate::types::list::{push_packed, ListValue};
 use crate::types::packed::Kind;
 use crate::types::Boxed;
@@ -163,4 +164,45 @@ pub fn push_list(
         |_| false,
     )
     .map(|(len, _)| len)
+}
+
+/// `HSET` of `pairs` on the hash at `key`, created when missing: how many
+/// fields are new. A packed hash takes them in place, or is rewritten,
+/// while it stays within `limits`; otherwise the hash is boxed.
+#[inline(always)]
+pub fn set_hash_fields(
+    db: &mut Db,
+    key: &[u8],
+    now: i64,
+    pairs: &[(&[u8], &[u8])],
+    limits: HashLimits,
+) -> Result<usize, WrongType> {
+    change_packed_or(
+        db,
+        key,
+        now,
+        Some(HashValue::new),
+        |entry| set_packed_hash(entry, pairs, limits),
+        |found: Option<&mut HashValue>| found.map_or(0, |h| pairs.iter().filter(|(f, v)| h.set(f, v, limits)).count()),
+        // Setting fields never leaves a hash empty.
+        |_| false,
+    )
+    .map(|(added, _)| added)
+}
+
+/// `HSET`'s pairs set on a packed hash without boxing it: in place when
+/// every value changed keeps its length (new fields appended), else
+/// rewritten; `None` when the hash is
+/// not packed or would not stay packed. How many fields are new.
+fn set_packed_hash(entry: &mut Entry, pairs: &[(&[u8], &[u8])], limits: HashLimits) -> Option<usize> {
+    let mut plan = None;
+    let in_place = entry.extend_packed(Kind::Hash, |bytes, at| {
+        let found = plan.insert(hash::plan_set(&bytes[at..], pairs, limits)?);
+        hash::set_in_place(bytes, at, pairs, limits, found)
+    });
+    if in_place.is_some() {
+        return in_place;
+    }
+    let plan = plan?;
+    entry.rewrite_packed(Kind::Hash, |h, out| hash::set_packed(h, pairs, limits, &plan, out))
 }
