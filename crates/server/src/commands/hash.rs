@@ -18,7 +18,6 @@ use super::access::{self, count_reply, reply_or_wrongtype, WrongType};
 use super::keys::parse_cursor;
 use super::{Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR, WRONGTYPE};
 use crate::effects::changes::EventClass;
-use crate::keyspace::Entry;
 use crate::keyspace::{glob, now_ms};
 use crate::types::float80::F80;
 use crate::types::hash::{HashRef, HashValue};
@@ -62,16 +61,14 @@ fn reply_from_hash<T: ReplyTarget>(
 
 /// Run `write` on the hash at `key` under its shard lock: a missing key
 /// gets a new empty hash, and the key is deleted if the hash is left empty.
-/// A packed hash is offered to `packed` first, which may change it in place
-/// but must not leave it empty (`None`: it declines and `write` runs on the
-/// hash boxed).
+/// (`HSET`, which can change a packed hash in place, goes through
+/// [`crate::keyspace::typed::set_hash_fields`] instead.)
 ///
 /// `event` names the change's keyspace event from the result, with the
 /// changes it counts (`None`: nothing changed).
 fn write_hash<T: ReplyTarget, R>(
     c: &mut Ctx<'_, T>,
     key: &[u8],
-    packed: impl FnOnce(&mut Entry) -> Option<R>,
     write: impl FnOnce(&mut HashValue) -> R,
     event: impl FnOnce(&R) -> Option<(&'static str, u64)>,
 ) -> Result<R, WrongType> {
@@ -80,12 +77,9 @@ fn write_hash<T: ReplyTarget, R>(
     let d = shard.db(c.session.db);
     let now = now_ms();
     let make = Some(HashValue::new);
-    // A change made packed only sets fields, so it never leaves the hash
-    // empty; one boxed is looked at while it is at hand.
-    let packed = |e: &mut Entry| packed(e).map(Some);
     // The key is created when missing, so `write` always gets a hash.
     let (result, emptied) =
-        access::change_packed_or(d, key, now, make, packed, |h| h.map(write), |h: HashRef<'_>| h.is_empty())?;
+        access::change_packed_or(d, key, now, make, |_| None, |h| h.map(write), |h: HashRef<'_>| h.is_empty())?;
     let result = result.ok_or(WrongType)?;
     let deleted = emptied && d.remove(key).is_some();
     if let Some((name, changes)) = event(&result) {
@@ -164,7 +158,6 @@ fn hsetnx<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let set = write_hash(
         c,
         c.arg(1),
-        |_| None,
         |h| !h.contains(field) && h.set(field, value, limits),
         |set| set.then_some(("hset", 1)),
     );
@@ -253,7 +246,6 @@ fn hincrby<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let result = write_hash(
         c,
         c.arg(1),
-        |_| None,
         |h| -> Result<i64, &'static [u8]> {
             let old = match h.get(field) {
                 None => 0,
@@ -281,7 +273,6 @@ fn hincrbyfloat<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let result = write_hash(
         c,
         c.arg(1),
-        |_| None,
         |h| -> Result<Vec<u8>, &'static [u8]> {
             let old = match h.get(field) {
                 None => F80::from_i64(0),
