@@ -73,9 +73,11 @@ use crate::state::ServerState;
 /// Smallest free space offered to a read.
 const MIN_READ: usize = 16 * 1024;
 /// The read buffer a connection keeps once its buffers went back
-/// ([`crate::housekeeping::idle_trim`]): room for a typical request, grown again to
-/// [`MIN_READ`] by the next read that finds it filled.
-const IDLE_READ: usize = 512;
+/// ([`crate::housekeeping::idle_trim`]): room for a typical request, grown
+/// again to [`MIN_READ`] by the next read. The figure the once-a-second
+/// check compares with, or it would ask again for a trim that changes
+/// nothing.
+const IDLE_READ: usize = crate::housekeeping::idle_trim::IDLE_HELD_BYTES;
 /// Most the read buffer grows in one step, whatever length a client announces:
 /// memory follows the bytes that actually arrive, not the bytes promised.
 const MAX_GROWTH: usize = 1024 * 1024;

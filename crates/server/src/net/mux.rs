@@ -73,8 +73,8 @@ pub const UNAUTHENTICATED_QUEUE_BYTES: usize = 64 * 1024;
 /// The error a frame for one channel too many gets.
 pub const TOO_MANY: &[u8] = b"ERR too many mux channels on this connection (respb-max-channels)";
 /// The error a frame for a new channel gets when an unauthenticated
-/// connection has [`UNAUTHENTICATED_CHANNELS`] open.
-pub const NOAUTH: &[u8] = b"NOAUTH Authentication required.";
+/// connection has [`UNAUTHENTICATED_CHANNELS`] open: the one commands get.
+pub use crate::client::auth::NOAUTH;
 /// The error a frame for a new channel gets when the server has
 /// `maxclients` clients, channels included.
 pub const MAX_CLIENTS: &[u8] = b"ERR max number of clients reached";
