@@ -270,18 +270,40 @@ await_server() {
     fi
 }
 
-# write_meta COMMAND_LINE: machine and version lines into $work/meta.
-write_meta() {
+# measure_memory HELPER SERVER SET: bytes per key of SERVER for key set SET
+# (a value size, or a data set name the helper knows): the server started
+# fresh, `HELPER memory SERVER PID PORT $MEM_KEYS SET $work/memory.csv`
+# within the run bound, then stopped; a failed run is added to `failures`.
+measure_memory() {
+    local helper=$1 name=$2 set=$3
+    echo "bytes per key: $name, $MEM_KEYS keys, $set" >&2
+    start_server "$name"
+    if ! run_bounded /dev/null "$work/memory-$name-$set.err" python3 "$helper" memory \
+        "$name" "${pid[$name]}" "${port[$name]}" "$MEM_KEYS" "$set" "$work/memory.csv"; then
+        failures+=("bytes per key: $name $set")
+        echo "  failed: $(tail -3 "$work/memory-$name-$set.err" | tr '\n' ' ')" >&2
+    fi
+    stop_server "$name"
+}
+
+# machine_meta: the lines every report starts from (machine, load, the
+# kvik-server at $KVIK_BIN and the commit), on stdout.
+machine_meta() {
     local cpu memtotal
     cpu=$(lscpu 2>/dev/null | sed -n 's/^Model name:[[:space:]]*//p' | head -1)
     memtotal=$(awk '/^MemTotal:/ {printf "%.0f GiB RAM", $2/1048576}' /proc/meminfo)
+    echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "cpu=${cpu:-unknown}"
+    echo "cores=$(nproc)"
+    echo "memtotal=$memtotal"
+    echo "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "kvik_version=$("$KVIK_BIN" --version 2>&1 | head -1) ($(git describe --always --dirty 2>/dev/null || echo '?'))"
+}
+
+# write_meta COMMAND_LINE: machine and version lines into $work/meta.
+write_meta() {
     {
-        echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
-        echo "cpu=${cpu:-unknown}"
-        echo "cores=$(nproc)"
-        echo "memtotal=$memtotal"
-        echo "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
-        echo "kvik_version=$("$KVIK_BIN" --version 2>&1 | head -1) ($(git describe --always --dirty 2>/dev/null || echo '?'))"
+        machine_meta
         echo "kvik_bench_version=$("$BENCH_BIN" --version 2>&1 | head -1)"
         echo "profile=$PROFILE"
         echo "threads=$THREADS"
@@ -294,6 +316,15 @@ write_meta() {
     } >"$work/meta"
 }
 
+# outcome_meta: the run's failures and notes (arrays `failures`, `notes`)
+# appended to $work/meta.
+outcome_meta() {
+    {
+        echo "failures=${failures[*]:-}"
+        echo "notes=$(IFS='|'; echo "${notes[*]:-}")"
+    } >>"$work/meta"
+}
+
 # finish_meta: failures and notes (arrays `failures`, `notes`) into $work/meta.
 finish_meta() {
     if [ "$((THREADS + ${BENCH_THREADS:-1}))" -gt "$(nproc)" ]; then
@@ -302,8 +333,5 @@ finish_meta() {
     if [ "${PROFILE%%,*}" != release ]; then
         notes+=("kvik binaries are not release builds ($PROFILE): the figures only show that the script works.")
     fi
-    {
-        echo "failures=${failures[*]:-}"
-        echo "notes=$(IFS='|'; echo "${notes[*]:-}")"
-    } >>"$work/meta"
+    outcome_meta
 }

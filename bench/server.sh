@@ -62,15 +62,8 @@ fi
 [ -x "$KVIK_BIN" ] || { echo "no binary at $KVIK_BIN" >&2; exit 1; }
 
 # ------------------------------------------------------------------ metadata
-cpu=$(lscpu 2>/dev/null | sed -n 's/^Model name:[[:space:]]*//p' | head -1)
-memtotal=$(awk '/^MemTotal:/ {printf "%.0f GiB RAM", $2/1048576}' /proc/meminfo)
 {
-    echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
-    echo "cpu=${cpu:-unknown}"
-    echo "cores=$(nproc)"
-    echo "memtotal=$memtotal"
-    echo "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "kvik_version=$("$KVIK_BIN" --version 2>&1 | head -1) ($(git rev-parse --short HEAD 2>/dev/null || echo '?'))"
+    machine_meta
     echo "redis_version=$(redis-server --version | head -1)"
     echo "bench_version=$(redis-benchmark --version 2>&1 | head -1)"
     echo "threads=$THREADS"
@@ -116,14 +109,7 @@ stop_server redis
 if [ "$MEM_KEYS" -gt 0 ]; then
     for size in 3 64; do
         for name in kvik redis; do
-            echo "bytes per key: $name, $MEM_KEYS keys, $size-byte values" >&2
-            start_server "$name"
-            if ! run_bounded /dev/null "$work/memory-$name-$size.err" python3 "$HELPER" memory \
-                "$name" "${pid[$name]}" "${port[$name]}" "$MEM_KEYS" "$size" "$work/memory.csv"; then
-                failures+=("bytes per key: $name $size-byte values")
-                echo "  failed: $(tail -3 "$work/memory-$name-$size.err" | tr '\n' ' ')" >&2
-            fi
-            stop_server "$name"
+            measure_memory "$HELPER" "$name" "$size"
         done
     done
 fi
@@ -135,10 +121,7 @@ fi
 if grep -qi 'unknown command' "$work"/*.err 2>/dev/null; then
     notes+=("some requests got 'unknown command': $(grep -hi 'unknown command' "$work"/*.err | sort -u | head -3 | tr '\n' ' ')")
 fi
-{
-    echo "failures=${failures[*]:-}"
-    echo "notes=$(IFS='|'; echo "${notes[*]:-}")"
-} >>"$work/meta"
+outcome_meta
 
 mkdir -p "$OUT_DIR"
 python3 "$HELPER" report "$work" "$OUT_DIR/server.md" "$OUT_DIR/server.csv"

@@ -306,14 +306,7 @@ fi
 if [ "$MEM_KEYS" -gt 0 ]; then
     for set in $MEM_SETS; do
         for s in $MEM_SERVERS; do
-            echo "bytes per key: $s, $MEM_KEYS keys, $set" >&2
-            start_server "$s"
-            if ! run_bounded /dev/null "$work/memory-$s-$set.err" python3 "$SUITE_REPORT" memory \
-                "$s" "${pid[$s]}" "${port[$s]}" "$MEM_KEYS" "$set" "$work/memory.csv"; then
-                failures+=("bytes per key: $s $set")
-                echo "  failed: $(tail -3 "$work/memory-$s-$set.err" | tr '\n' ' ')" >&2
-            fi
-            stop_server "$s"
+            measure_memory "$SUITE_REPORT" "$s" "$set"
         done
     done
 fi
@@ -331,10 +324,7 @@ fi
 if [ "$QUICK" = 1 ]; then
     notes+=("QUICK=1: a check that the suite works, not a measurement.")
 fi
-{
-    echo "failures=${failures[*]:-}"
-    echo "notes=$(IFS='|'; echo "${notes[*]:-}")"
-} >>"$work/meta"
+outcome_meta
 
 mkdir -p "$OUT_DIR"
 python3 "$SUITE_REPORT" report "$work" "$OUT_DIR"

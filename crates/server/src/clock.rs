@@ -23,7 +23,7 @@
 //!
 //! The reading itself is the CPU's cycle counter where the kernel keeps
 //! time with it ([`kvik_clock::cycle_counter`]), turned into monotonic
-//! microseconds from a per-thread [`Ticks`] anchor: the monotonic clock
+//! microseconds from a per-thread anchor ([`Ticks`]): the monotonic clock
 //! read together with the counter, refreshed every [`REANCHOR_US`] like
 //! the wall-clock anchor. The counter's rate is measured, not assumed: from
 //! the readings of the origin and of each new anchor, once they are
@@ -38,6 +38,8 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::per_thread::{self, Handoff, Ticks};
 
 /// How old (monotonic microseconds) a thread's wall-clock anchor may get
 /// before the wall clock is read again.
@@ -77,37 +79,6 @@ static ORIGIN: OnceLock<Origin> = OnceLock::new();
 /// (see [`calibrate`]); 0 until then.
 static US_PER_TICK: AtomicU64 = AtomicU64::new(0);
 
-/// A thread's counter reading and the monotonic time read with it.
-#[derive(Debug, Clone, Copy)]
-struct Ticks {
-    /// The counter.
-    ticks: u64,
-    /// The monotonic time, as microseconds after the origin.
-    mono_us: u64,
-    /// The latest time this thread was given, which the next is never below.
-    last_us: u64,
-}
-
-thread_local! {
-    /// This thread's `(monotonic µs, wall-clock Unix µs)` read together.
-    static ANCHOR: Cell<Option<(u64, i64)>> = const { Cell::new(None) };
-    /// This thread's counter anchor.
-    static TICKS: Cell<Option<Ticks>> = const { Cell::new(None) };
-    /// What the next [`CommandStart::now`] on this thread may reuse.
-    static HANDOFF: Cell<Handoff> = const { Cell::new(Handoff::Closed) };
-}
-
-/// The state of this thread's [`Batch`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Handoff {
-    /// No batch is open: every start reads the clock.
-    Closed,
-    /// A batch is open, and no command has ended in it since the last start.
-    Open,
-    /// A batch is open, and a command just ended at this monotonic time.
-    Ended(u64),
-}
-
 /// Commands that run one after another on this thread with no await in
 /// between: each starts at the reading that ended the one before.
 ///
@@ -124,15 +95,17 @@ pub struct Batch {
 impl Batch {
     /// Open this thread's batch.
     pub fn open() -> Batch {
-        debug_assert_eq!(HANDOFF.get(), Handoff::Closed, "batches do not nest");
-        HANDOFF.set(Handoff::Open);
+        per_thread::with(|t| {
+            debug_assert_eq!(t.handoff.get(), Handoff::Closed, "batches do not nest");
+            t.handoff.set(Handoff::Open);
+        });
         Batch { _thread: std::marker::PhantomData }
     }
 }
 
 impl Drop for Batch {
     fn drop(&mut self) {
-        HANDOFF.set(Handoff::Closed);
+        per_thread::with(|t| t.handoff.set(Handoff::Closed));
     }
 }
 
@@ -191,7 +164,8 @@ fn read_mono_ns() -> u64 {
 /// is fresh and the rate is known; otherwise from a new anchor.
 #[inline]
 fn counted_us(ticks: u64) -> u64 {
-    TICKS.with(|cell| {
+    per_thread::with(|t| {
+        let cell = &t.ticks;
         let anchor = cell.get();
         let rate = US_PER_TICK.load(Ordering::Relaxed);
         if let Some(mut a) = anchor.filter(|a| rate != 0 && ticks >= a.ticks) {
@@ -256,9 +230,9 @@ fn wall_clock_us() -> i64 {
 /// thread's anchor (read afresh when it is stale or from another time line).
 #[inline]
 fn wall_us_at(mono: u64) -> i64 {
-    ANCHOR.with(|anchor| match anchor.get() {
+    per_thread::with(|t| match t.wall_anchor.get() {
         Some((m, w)) if mono >= m && mono - m < REANCHOR_US => w.saturating_add((mono - m) as i64),
-        _ => wall_anchored_at(anchor, mono),
+        _ => wall_anchored_at(&t.wall_anchor, mono),
     })
 }
 
@@ -284,11 +258,15 @@ impl CommandStart {
     /// the reading that ended the command before it.
     #[inline(always)]
     pub fn now() -> CommandStart {
-        let mono_us = match HANDOFF.get() {
-            Handoff::Ended(at) => {
-                HANDOFF.set(Handoff::Open);
-                at
+        let handoff = per_thread::with(|t| {
+            let h = t.handoff.get();
+            if let Handoff::Ended(_) = h {
+                t.handoff.set(Handoff::Open);
             }
+            h
+        });
+        let mono_us = match handoff {
+            Handoff::Ended(at) => at,
             Handoff::Open | Handoff::Closed => now_mono_us(),
         };
         CommandStart { mono_us, wall_ms: wall_us_at(mono_us).div_euclid(1000) }
@@ -299,9 +277,11 @@ impl CommandStart {
     #[inline]
     pub fn elapsed_us(&self) -> u64 {
         let end = now_mono_us();
-        if HANDOFF.get() != Handoff::Closed {
-            HANDOFF.set(Handoff::Ended(end));
-        }
+        per_thread::with(|t| {
+            if t.handoff.get() != Handoff::Closed {
+                t.handoff.set(Handoff::Ended(end));
+            }
+        });
         end.saturating_sub(self.mono_us)
     }
 }

@@ -43,6 +43,7 @@ pub(crate) mod housekeeping;
 pub mod log;
 pub(crate) mod metrics;
 pub(crate) mod net;
+pub(crate) mod per_thread;
 pub(crate) mod registries;
 pub(crate) mod signal;
 pub(crate) mod sockets;

@@ -59,7 +59,11 @@ fn start(port: u16, args: &[&str], env: &[(&str, &Path)]) -> Child {
         command.env(name, value);
     }
     let child = command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start");
-    wait_for("the server to listen", || TcpStream::connect(("127.0.0.1", port)).is_ok());
+    // Its own listening socket, not another test's server that took the port.
+    let pid = child.id();
+    wait_for("the server to listen", || {
+        TcpStream::connect(("127.0.0.1", port)).is_ok() && kvik_testkit::listens_on(pid, port)
+    });
     Child { child, port }
 }
 

@@ -1,7 +1,8 @@
 //! kvik's data, below everything that serves it: the stored value types
 //! and their encodings ([`types`]), and the sharded databases that hold
 //! them ([`keyspace`]), with expiry, eviction, scans and the per-thread
-//! note of keys that became ready for blocked clients.
+//! note of keys that became ready for blocked clients; what a thread
+//! carries for the store is in one place, [`per_thread`].
 //!
 //! It is a crate of its own so that the direction of every dependency is a
 //! build error to get wrong: nothing here can reach the network, the
@@ -15,4 +16,5 @@
 
 pub mod inline_list;
 pub mod keyspace;
+pub mod per_thread;
 pub mod types;

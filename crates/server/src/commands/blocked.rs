@@ -5,14 +5,13 @@
 //! The waiters themselves live in [`crate::registries::blocking`], which knows nothing
 //! of commands.
 
-use std::cell::RefCell;
 use std::time::Instant;
 
 use kvik_protocol::resp::writer::{Protocol, RespWriter};
 use kvik_protocol::respb::RespbReplyWriter;
 use kvik_protocol::{CommandArgs, ReplySink};
 
-use super::{Ctx, Outcome, ReplyTarget, Request};
+use super::{Ctx, Outcome, ReplyTarget, Request, Waits};
 use crate::client::session::Session;
 use crate::keyspace::{now_ms, ready, CommandClock};
 use crate::registries::blocking::{push_ready, Encoding, NewWaiter, Waiter};
@@ -50,14 +49,15 @@ pub struct Wait<'k> {
 /// `EXEC`), or leave no reply when this is a waiter being served, which
 /// keeps it blocked. Call it while holding the keys' shard locks.
 pub fn wait<T: ReplyTarget>(c: &mut Ctx<'_, T>, wait: Wait<'_>) {
-    if serving().is_some() {
-        return;
-    }
-    if !c.may_block {
-        return match wait.empty {
-            Empty::NullArray => c.reply(|s| s.null_array()),
-            Empty::NullBulk => c.reply(|s| s.null()),
-        };
+    match c.waits {
+        Waits::Block => {}
+        Waits::Serve(_) => return,
+        Waits::AnswerNow => {
+            return match wait.empty {
+                Empty::NullArray => c.reply(|s| s.null_array()),
+                Empty::NullBulk => c.reply(|s| s.null()),
+            }
+        }
     }
     // Blocking commands have no subcommands: the name says which it is.
     let Some(cmd) = kvik_protocol::commands::lookup(c.req.arg(0)).map(|spec| spec.id) else { return };
@@ -146,11 +146,6 @@ pub fn deadline_after(ms: i64) -> Option<Instant> {
     Instant::now().checked_add(std::time::Duration::from_millis(ms.unsigned_abs()))
 }
 
-thread_local! {
-    /// The key a waiter is being served from, while its command runs.
-    static SERVING: RefCell<Option<Box<[u8]>>> = const { RefCell::new(None) };
-}
-
 /// [`push_ready`] when anyone in `state` is blocked (XADD, XGROUP DESTROY).
 pub fn signal(state: &ServerState, db: usize, key: &[u8]) {
     if state.blocking.blocked() > 0 {
@@ -161,16 +156,11 @@ pub fn signal(state: &ServerState, db: usize, key: &[u8]) {
 /// The keys a blocking command looks at: those it names, or in serve mode
 /// only the key it is served from, as Redis serves a blocked client from
 /// the key that became ready.
-pub fn keys_to_serve<'k>(named: Vec<&'k [u8]>, serving: &'k Option<Box<[u8]>>) -> Vec<&'k [u8]> {
+pub fn keys_to_serve<'k>(named: Vec<&'k [u8]>, serving: Option<&'k [u8]>) -> Vec<&'k [u8]> {
     match serving {
-        Some(key) => vec![&key[..]],
+        Some(key) => vec![key],
         None => named,
     }
-}
-
-/// The key the running command serves a waiter from, in serve mode.
-pub fn serving() -> Option<Box<[u8]>> {
-    SERVING.with(|s| s.borrow().clone())
 }
 
 /// Serve the clients blocked on keys made ready by this thread's last
@@ -226,7 +216,6 @@ fn run_waiter(state: &ServerState, waiter: &Waiter, key: &[u8]) -> Vec<u8> {
     };
     let mut out = Vec::new();
     let mut target = Encoded { out: &mut out, encoding: waiter.encoding() };
-    SERVING.with(|s| *s.borrow_mut() = Some(key.into()));
     let clock = CommandClock::start();
     let req = Request::new(waiter.args(), &[]);
     let mut ctx = Ctx {
@@ -236,7 +225,7 @@ fn run_waiter(state: &ServerState, waiter: &Waiter, key: &[u8]) -> Vec<u8> {
         target: &mut target,
         failed: false,
         outcome: Outcome::Continue,
-        may_block: false,
+        waits: Waits::Serve(key),
         changes: 0,
     };
     super::dispatch(waiter.cmd(), &mut ctx);
@@ -249,7 +238,6 @@ fn run_waiter(state: &ServerState, waiter: &Waiter, key: &[u8]) -> Vec<u8> {
         }
     }
     drop(clock);
-    SERVING.with(|s| *s.borrow_mut() = None);
     out
 }
 
@@ -364,7 +352,7 @@ mod tests {
             target: &mut out,
             failed: false,
             outcome: Outcome::Continue,
-            may_block: false,
+            waits: Waits::AnswerNow,
             changes: 0,
         };
         super::super::dispatch(kvik_protocol::commands::id::BLMOVE, &mut ctx);

@@ -587,7 +587,7 @@ fn object<T: ReplyTarget>(c: &mut Ctx<'_, T>, name: &str) {
     let (value, meta) = (entry.value(), entry.meta());
     let encoding = value.encoding();
     let idle = i64::from(meta.idle_seconds(now));
-    let freq = i64::from(lfu::decayed(&meta, now, c.state.keyspace.lfu_tuning()));
+    let freq = i64::from(lfu::decayed(meta.clock, now, c.state.keyspace.lfu_tuning()));
     let refcount = match value {
         ValueRef::Str(StrRef::Int(n)) if (0..SHARED_INTEGERS).contains(&n) && !meta.private_copy => SHARED_REFCOUNT,
         _ => 1,

@@ -525,7 +525,7 @@ fn pop_first<'k, T: ReplyTarget>(
                 return Ok(Some((key, items)));
             }
             Ok(None) => {}
-            Err(WrongType) if blocking::serving().is_some() => {}
+            Err(WrongType) if c.serving().is_some() => {}
             Err(WrongType) => return Err(WrongType),
         }
     }
@@ -539,8 +539,8 @@ fn blocking_pop<T: ReplyTarget>(c: &mut Ctx<'_, T>, end: End) {
         Ok(d) => d,
         Err(msg) => return c.error(msg),
     };
-    let serving = blocking::serving();
-    let keys = blocking::keys_to_serve((1..c.argc() - 1).map(|i| c.arg(i)).collect(), &serving);
+    let serving = c.serving();
+    let keys = blocking::keys_to_serve((1..c.argc() - 1).map(|i| c.arg(i)).collect(), serving);
     let ks = &c.state.keyspace;
     let mut lock = ks.lock_keys(c.session.db, keys.iter().copied());
     match pop_first(c, &mut lock, &keys, end, 1) {
@@ -571,8 +571,8 @@ fn blmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         Ok(d) => d,
         Err(msg) => return c.error(msg),
     };
-    let serving = blocking::serving();
-    let keys = blocking::keys_to_serve(keys, &serving);
+    let serving = c.serving();
+    let keys = blocking::keys_to_serve(keys, serving);
     let ks = &c.state.keyspace;
     let mut lock = ks.lock_keys(c.session.db, keys.iter().copied());
     match pop_first(c, &mut lock, &keys, end, count) {
@@ -601,7 +601,7 @@ fn blocking_move<T: ReplyTarget>(c: &mut Ctx<'_, T>, from: End, to: End, timeout
         Err(msg) => return c.error(msg),
     };
     let (src, dst) = (c.arg(1), c.arg(2));
-    let serving = blocking::serving().is_some();
+    let serving = c.serving().is_some();
     let (db, now) = (c.session.db, now_ms());
     let ks = &c.state.keyspace;
     let mut lock = ks.lock_keys(db, [src, dst]);

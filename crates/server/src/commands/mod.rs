@@ -201,16 +201,39 @@ pub struct Ctx<'a, T: ReplyTarget> {
     pub failed: bool,
     /// What the connection does next (RESET and CLIENT KILL of oneself may close it).
     pub outcome: Outcome,
-    /// Whether a blocking command may wait for data: false for commands run
-    /// by `EXEC` and for a blocked client being served, which answer at once.
-    pub may_block: bool,
+    /// What a blocking command does when it finds nothing.
+    pub waits: Waits<'a>,
     /// What this command adds to the change counter
     /// (`rdb_changes_since_last_save`), counted as Redis counts: elements
     /// pushed, fields set, keys deleted, not write commands run.
     pub changes: u64,
 }
 
+/// What a blocking command does when it finds nothing to pop or read.
+///
+/// Passed in the context, not kept per thread: the one place that runs a
+/// served waiter says so, and the command reads it from its own call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waits<'a> {
+    /// Sent by the client: it blocks until a key is ready or it times out.
+    Block,
+    /// Run by `EXEC`: it answers at once, as on timeout.
+    AnswerNow,
+    /// A blocked client served from the key that became ready: only that
+    /// key is looked at, and finding nothing (or the wrong type) leaves no
+    /// reply, which keeps the client blocked.
+    Serve(&'a [u8]),
+}
+
 impl<'a, T: ReplyTarget> Ctx<'a, T> {
+    /// The key a blocked client is being served from, in serve mode.
+    pub fn serving(&self) -> Option<&'a [u8]> {
+        match self.waits {
+            Waits::Serve(key) => Some(key),
+            Waits::Block | Waits::AnswerNow => None,
+        }
+    }
+
     /// Write one reply through the session's encoding.
     pub fn reply(&mut self, write: impl FnOnce(&mut dyn ReplySink)) {
         self.target.reply(self.session, write);
@@ -618,8 +641,8 @@ fn run_checked<T: ReplyTarget>(
         tracking::before_command(state, session, spec, req);
     }
     let clock = (how == Run::Direct).then(|| CommandClock::at(started.wall_ms));
-    let may_block = how == Run::Direct;
-    let mut ctx = Ctx { state, req, session, target, failed: false, outcome: Outcome::Continue, may_block, changes: 0 };
+    let waits = if how == Run::Direct { Waits::Block } else { Waits::AnswerNow };
+    let mut ctx = Ctx { state, req, session, target, failed: false, outcome: Outcome::Continue, waits, changes: 0 };
     let known = dispatch(spec.id, &mut ctx);
     changes::flush_server_events(state);
     drop(clock);

@@ -493,10 +493,10 @@ fn xread<T: ReplyTarget>(c: &mut Ctx<'_, T>, group_cmd: bool) {
         Err(msg) => return c.error(&msg),
     };
     let id_args_at = c.argc() - a.ids.len();
-    let serving = blocking::serving();
-    if let Some(key) = &serving {
+    let serving = c.serving();
+    if let Some(key) = serving {
         // Served from one ready stream: only that one is read.
-        let keep: Vec<bool> = a.keys.iter().map(|k| *k == &key[..]).collect();
+        let keep: Vec<bool> = a.keys.iter().map(|k| *k == key).collect();
         let mut flags = keep.iter();
         a.keys.retain(|_| flags.next().copied().unwrap_or(false));
         let mut flags = keep.iter();

@@ -24,7 +24,6 @@
 //! command holds a dozen histograms per thread, not one for each of the
 //! hundreds of commands in the table.
 
-use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::thread::ThreadId;
@@ -32,6 +31,7 @@ use std::thread::ThreadId;
 use kvik_protocol::commands::{CommandId, COMMAND_COUNT};
 
 use crate::metrics::histogram::{self, SLOTS};
+use crate::per_thread;
 
 /// Most lanes of one's own; further threads share the last one.
 pub const MAX_LANES: usize = 64;
@@ -199,12 +199,6 @@ struct Baseline {
 
 static NEXT_LANES_ID: AtomicU64 = AtomicU64::new(1);
 
-thread_local! {
-    /// `(id of a Lanes, index of this thread's lane in it)`, for the one this
-    /// thread last used; plain numbers, so reading it costs no lazy setup.
-    static MINE: Cell<(u64, usize)> = const { Cell::new((0, 0)) };
-}
-
 /// Every lane of one server.
 #[derive(Debug)]
 pub struct Lanes {
@@ -238,7 +232,7 @@ impl Lanes {
     /// lane-known path is inlined and the first use kept apart.
     #[inline(always)]
     fn with_mine<R>(&self, f: impl FnOnce(&Lane) -> R) -> R {
-        let (id, index) = MINE.with(Cell::get);
+        let (id, index) = per_thread::with(|t| t.stat_lane.get());
         if id == self.id {
             if let Some(lane) = self.lanes.get(index).and_then(OnceLock::get) {
                 return f(lane);
@@ -252,7 +246,7 @@ impl Lanes {
     #[inline(never)]
     fn with_new<R>(&self, f: impl FnOnce(&Lane) -> R) -> R {
         let index = self.register();
-        MINE.with(|m| m.set((self.id, index)));
+        per_thread::with(|t| t.stat_lane.set((self.id, index)));
         match self.lanes.get(index).and_then(OnceLock::get) {
             Some(lane) => f(lane),
             None => f(&Lane::new(true)),
@@ -303,7 +297,7 @@ impl Lanes {
     /// This thread's lane, when it has been registered.
     #[inline(always)]
     fn known_lane(&self) -> Option<&Lane> {
-        let (id, index) = MINE.with(Cell::get);
+        let (id, index) = per_thread::with(|t| t.stat_lane.get());
         if id == self.id {
             return self.lanes.get(index).and_then(OnceLock::get);
         }

@@ -521,7 +521,7 @@ fn first_key<'a>(args: &'a CommandArgs, input: &'a [u8]) -> Option<&'a [u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::keyspace::db::key_hasher;
+    use crate::keyspace::hashing::key_hasher;
     use crate::keyspace::lookahead::{remembered_hash, remembered_slot};
     use crate::keyspace::{key_slot, Entry, Meta};
     use crate::types::hash::{HashLimits, HashValue};

@@ -42,9 +42,8 @@
 //!
 //! The state is per loop thread and needs no locking.
 
-use std::cell::Cell;
-
 use crate::clock::now_mono_us;
+use crate::per_thread::{self, Pacing};
 
 /// Largest batch of replies (bytes) that may wait for the loop's other
 /// connections, and whose write is timed.
@@ -89,7 +88,7 @@ impl BatchSplit {
         if input < SPLIT_INPUT_BYTES || more_input {
             return BatchSplit { rest_bytes: None };
         }
-        BatchSplit::plan_among(input, PACING.with(Cell::get).connections)
+        BatchSplit::plan_among(input, per_thread::with(|t| t.pacing.get().connections))
     }
 
     /// The split of a batch of `input` bytes on a loop serving `connections`.
@@ -110,20 +109,6 @@ impl BatchSplit {
             _ => false,
         }
     }
-}
-
-#[derive(Debug, Clone, Copy, Default)]
-struct Pacing {
-    /// Connections served by this loop.
-    connections: usize,
-    /// Moving average of whether timed writes were slow (out of [`SCORE_ONE`]).
-    slow_score: u32,
-    /// Batches since the last probe, while deferring.
-    since_probe: u32,
-}
-
-thread_local! {
-    static PACING: Cell<Pacing> = const { Cell::new(Pacing { connections: 0, slow_score: 0, since_probe: 0 }) };
 }
 
 impl Pacing {
@@ -185,10 +170,10 @@ impl Drop for LoopSeat {
 }
 
 fn update<R>(f: impl FnOnce(&mut Pacing) -> R) -> R {
-    PACING.with(|cell| {
-        let mut pacing = cell.get();
+    per_thread::with(|t| {
+        let mut pacing = t.pacing.get();
         let r = f(&mut pacing);
-        cell.set(pacing);
+        t.pacing.set(pacing);
         r
     })
 }
@@ -387,11 +372,11 @@ mod tests {
         std::thread::spawn(|| {
             let a = LoopSeat::take();
             let b = LoopSeat::take();
-            assert_eq!(PACING.get().connections, 2);
+            assert_eq!(per_thread::with(|t| t.pacing.get().connections), 2);
             drop(a);
-            assert_eq!(PACING.get().connections, 1);
+            assert_eq!(per_thread::with(|t| t.pacing.get().connections), 1);
             drop(b);
-            assert_eq!(PACING.get().connections, 0);
+            assert_eq!(per_thread::with(|t| t.pacing.get().connections), 0);
         })
         .join()
         .expect("thread");

@@ -23,7 +23,7 @@
 //! per key stored or deleted, and the command path one thread-local read:
 //! no lock, no allocation.
 //!
-//! `EXEC` runs its commands with `may_block` false, so they answer at once;
+//! `EXEC` runs its commands with `Waits::AnswerNow`, so they answer at once;
 //! waiters are served once, after the whole transaction, since serving
 //! follows the client's command (`EXEC`), not the commands it queued. A
 //! blocked RESPB channel holds up only itself (see [`crate::net::mux`]).

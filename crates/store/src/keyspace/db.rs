@@ -14,15 +14,15 @@
 use std::collections::BTreeSet;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use foldhash::fast::FixedState;
 use hashbrown::hash_table::Entry as Slot;
 use hashbrown::HashTable;
 
 pub use super::entry::{Entry, Meta};
 use super::events::{self, ServerEvent};
 use super::evict::Policy;
+use super::hashing::{key_hasher, LINE};
 use super::lfu::{self, Tuning};
 use super::lookahead::{HintSlot, MemberStep};
 #[cfg(test)]
@@ -57,14 +57,6 @@ pub fn charge(entry: &Entry) -> usize {
 /// [`super::lookahead::KeyMemo`]), computed otherwise.
 pub(super) fn table_hash(key: &[u8]) -> u64 {
     super::lookahead::remembered_hash(key).unwrap_or_else(|| key_hasher().hash_one(key))
-}
-
-/// The hasher of every database's table: fast, and seeded at random once
-/// per process, so clients cannot choose keys that collide.
-pub fn key_hasher() -> FixedState {
-    static SEED: OnceLock<u64> = OnceLock::new();
-    // The standard library seeds its hashers from the operating system.
-    FixedState::with_seed(*SEED.get_or_init(|| std::hash::RandomState::new().hash_one(0x6b76_696b_u64)))
 }
 
 /// The keys of one database that live in one shard.
@@ -126,9 +118,6 @@ pub struct Db {
     /// lookahead (see [`super::lookahead`]).
     hint: Option<HintSlot>,
 }
-
-/// The size of a cache line on the targets kvik is tuned for.
-pub(super) const LINE: usize = 64;
 
 const _: () = {
     assert!(std::mem::offset_of!(Db, open) < LINE, "a lookup reads one line");
@@ -560,9 +549,7 @@ impl Db {
         let Some(entry) = self.table.find_mut(hash, |e| e.is_key(key)) else { return false };
         // A key rewritten here has no deadline, so it is live.
         if lfu {
-            let mut kept = entry.meta();
-            lfu::record_access(&mut kept, now, &self.tuning, random);
-            meta.clock = kept.clock;
+            meta.clock = lfu::accessed(entry.meta().clock, now, &self.tuning, random);
         }
         if !entry.rewrite_string(bytes, meta) {
             return false;
@@ -630,9 +617,8 @@ impl Db {
                     // policy its frequency stays (under another the new
                     // value keeps its own access time).
                     if self.tuning.lfu_policy() {
-                        let mut kept = kept.meta();
-                        lfu::record_access(&mut kept, now, &self.tuning, random);
-                        entry.set_meta(Meta { clock: kept.clock, ..entry.meta() });
+                        let clock = lfu::accessed(kept.meta().clock, now, &self.tuning, random);
+                        entry.set_meta(Meta { clock, ..entry.meta() });
                     }
                 }
                 Some(std::mem::replace(slot.get_mut(), entry))
@@ -766,7 +752,7 @@ impl Db {
             let score = match policy {
                 Policy::AllkeysLru | Policy::VolatileLru => u64::from(meta.idle_seconds(now_ms)),
                 Policy::AllkeysLfu | Policy::VolatileLfu => {
-                    u64::from(u8::MAX - lfu::decayed(&meta, now_ms, &self.tuning))
+                    u64::from(u8::MAX - lfu::decayed(meta.clock, now_ms, &self.tuning))
                 }
                 _ => {
                     x = x.rotate_left(17).wrapping_mul(0x2545_F491_4F6C_DD1D) | 1;

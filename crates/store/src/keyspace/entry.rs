@@ -82,12 +82,12 @@ impl Meta {
 
     /// The LFU counter, reading the clock as LFU data.
     pub fn lfu_counter(&self) -> u8 {
-        (self.clock & 0xff) as u8
+        lfu::counter(self.clock)
     }
 
     /// The LFU minutes clock, reading the clock as LFU data.
     pub fn lfu_minutes(&self) -> u16 {
-        ((self.clock >> 8) & 0xffff) as u16
+        lfu::minutes_of(self.clock)
     }
 
     /// Seconds since the last access at `now_ms`, reading the clock as the
@@ -101,7 +101,7 @@ impl Meta {
     /// number) or the LRU time.
     pub fn touch(&mut self, now_ms: i64, tuning: &lfu::Tuning, random: u64) {
         if tuning.lfu_policy() {
-            lfu::record_access(self, now_ms, tuning, random);
+            self.clock = lfu::accessed(self.clock, now_ms, tuning, random);
         } else {
             self.clock = lru::clock(now_ms);
         }

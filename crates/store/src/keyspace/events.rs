@@ -11,39 +11,11 @@
 //! Nothing is recorded unless some server asked for that kind of event
 //! ([`adjust`]), so with notifications off a lookup pays one relaxed load.
 
-use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// A kind of event the keyspace records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ServerEvent {
-    /// A key was removed because its deadline passed.
-    Expired = 0,
-    /// A key was removed to bring memory under `maxmemory`.
-    Evicted = 1,
-    /// A key was created.
-    New = 2,
-    /// A read lookup found no key.
-    KeyMiss = 3,
-}
+use crate::per_thread;
 
-impl ServerEvent {
-    /// The kind's bit in a mask of wanted kinds.
-    pub const fn bit(self) -> u8 {
-        1 << self as u8
-    }
-}
-
-/// One recorded event.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pending {
-    /// What happened.
-    pub kind: ServerEvent,
-    /// The database of the key.
-    pub db: usize,
-    /// The key.
-    pub key: Box<[u8]>,
-}
+pub use crate::per_thread::{Pending, ServerEvent};
 
 /// Most events kept between two drains on one thread. A drain follows
 /// every command, every shard visited by the expiry cycle and every
@@ -57,10 +29,6 @@ static WANTED: [AtomicUsize; 4] = [AtomicUsize::new(0), AtomicUsize::new(0), Ato
 /// How many (server, kind) pairs want events: the one load callers make
 /// before draining.
 static ANY: AtomicUsize = AtomicUsize::new(0);
-
-thread_local! {
-    static PENDING: RefCell<Vec<Pending>> = const { RefCell::new(Vec::new()) };
-}
 
 /// A server's wanted kinds changed from mask `old` to mask `new` (bits of
 /// [`ServerEvent::bit`]).
@@ -102,8 +70,8 @@ pub fn record(kind: ServerEvent, db: usize, key: &[u8]) {
 }
 
 fn push(event: Pending) {
-    PENDING.with(|p| {
-        let mut p = p.borrow_mut();
+    per_thread::with_notes(|n| {
+        let mut p = n.events.borrow_mut();
         if p.len() < LIMIT {
             p.push(event);
         }
@@ -112,7 +80,7 @@ fn push(event: Pending) {
 
 /// The events recorded on this thread since the last call, oldest first.
 pub fn take() -> Vec<Pending> {
-    PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()))
+    per_thread::with_notes(|n| std::mem::take(&mut *n.events.borrow_mut()))
 }
 
 #[cfg(test)]

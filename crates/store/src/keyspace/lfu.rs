@@ -11,13 +11,11 @@
 //! `RESTORE ... FREQ` mean what they mean in Redis.
 //!
 //! The counter and the minutes clock of its last change share a key's
-//! 24-bit access clock ([`Meta::clock`]: minutes in the top 16 bits, the
+//! 24-bit access clock (`entry::Meta::clock`: minutes in the top 16 bits, the
 //! counter in the low 8) while an LFU policy is in force; under any other
 //! policy the same bits hold the LRU time (see [`super::lru`]).
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-
-use super::entry::Meta;
 
 /// Counter of a new key.
 pub const INIT_VAL: u8 = 5;
@@ -91,15 +89,26 @@ pub fn fresh(now_ms: i64) -> u32 {
     clock(minutes(now_ms), INIT_VAL)
 }
 
-/// The counter of `meta` after the decay due at `now_ms`, without storing it
-/// (what `OBJECT FREQ` reports and what eviction compares).
-pub fn decayed(meta: &Meta, now_ms: i64, tuning: &Tuning) -> u8 {
+/// The counter held in access clock `clock`.
+pub fn counter(clock: u32) -> u8 {
+    (clock & 0xff) as u8
+}
+
+/// The minutes clock of the counter's last change, held in access clock `clock`.
+pub fn minutes_of(clock: u32) -> u16 {
+    ((clock >> 8) & 0xffff) as u16
+}
+
+/// The counter of access clock `clock` after the decay due at `now_ms`,
+/// without storing it (what `OBJECT FREQ` reports and what eviction
+/// compares).
+pub fn decayed(clock: u32, now_ms: i64, tuning: &Tuning) -> u8 {
     let period = tuning.decay_minutes();
     if period == 0 {
-        return meta.lfu_counter();
+        return counter(clock);
     }
-    let periods = u32::from(elapsed(meta.lfu_minutes(), minutes(now_ms))) / period;
-    u8::try_from(u32::from(meta.lfu_counter()).saturating_sub(periods)).unwrap_or(0)
+    let periods = u32::from(elapsed(minutes_of(clock), minutes(now_ms))) / period;
+    u8::try_from(u32::from(counter(clock)).saturating_sub(periods)).unwrap_or(0)
 }
 
 /// One logarithmic increment of `counter`; `random` is a uniform 64-bit number.
@@ -117,43 +126,39 @@ pub fn log_incr(counter: u8, log_factor: u32, random: u64) -> u8 {
     }
 }
 
-/// Record one access in `meta` at `now_ms`: decay, then increment.
-pub fn record_access(meta: &mut Meta, now_ms: i64, tuning: &Tuning, random: u64) {
-    let counter = decayed(meta, now_ms, tuning);
-    meta.clock = clock(minutes(now_ms), log_incr(counter, tuning.log_factor(), random));
+/// Access clock `clock` after one access at `now_ms`: decayed, then
+/// incremented.
+pub fn accessed(clock_then: u32, now_ms: i64, tuning: &Tuning, random: u64) -> u32 {
+    let counter = decayed(clock_then, now_ms, tuning);
+    clock(minutes(now_ms), log_incr(counter, tuning.log_factor(), random))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn entry() -> Meta {
-        Meta::new(0, true)
-    }
-
     #[test]
     fn new_keys_start_at_five_and_grow_logarithmically() {
         let tuning = Tuning::default();
-        let mut e = entry();
-        assert_eq!(e.lfu_counter(), INIT_VAL);
+        assert_eq!(counter(fresh(0)), INIT_VAL);
         let mut x: u64 = 0x1234_5678;
         let now = 1_000_000_000_000;
-        e.clock = clock(minutes(now), INIT_VAL);
-        let mut step = |e: &mut Meta, n: usize| {
+        let mut e = clock(minutes(now), INIT_VAL);
+        let mut step = |e: &mut u32, n: usize| {
             for _ in 0..n {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                record_access(e, now, &tuning, x);
+                *e = accessed(*e, now, &tuning, x);
             }
         };
         step(&mut e, 100);
         // Redis's table for factor 10: about 10 after 100 hits, 18 after 1000
         // (the second varies between about 15 and 25 from run to run).
-        assert!((8..=14).contains(&e.lfu_counter()), "{}", e.lfu_counter());
+        assert!((8..=14).contains(&counter(e)), "{}", counter(e));
         step(&mut e, 900);
-        assert!((15..=25).contains(&e.lfu_counter()), "{}", e.lfu_counter());
-        assert_eq!(e.lfu_minutes(), minutes(now));
+        assert!((15..=25).contains(&counter(e)), "{}", counter(e));
+        assert_eq!(minutes_of(e), minutes(now));
         assert_eq!(log_incr(255, 10, 0), 255);
         assert_eq!(log_incr(5, 10, u64::MAX), 6, "p is 1 at the initial value");
     }
@@ -161,28 +166,26 @@ mod tests {
     #[test]
     fn counters_decay_one_per_period_idle() {
         let tuning = Tuning::default();
-        let mut e = entry();
-        e.clock = clock(minutes(0), 20);
-        assert_eq!(decayed(&e, 0, &tuning), 20);
-        assert_eq!(decayed(&e, 3 * 60_000, &tuning), 17);
-        assert_eq!(decayed(&e, 100 * 60_000, &tuning), 0);
+        let mut e = clock(minutes(0), 20);
+        assert_eq!(decayed(e, 0, &tuning), 20);
+        assert_eq!(decayed(e, 3 * 60_000, &tuning), 17);
+        assert_eq!(decayed(e, 100 * 60_000, &tuning), 0);
         tuning.set(10, 2);
-        assert_eq!(decayed(&e, 4 * 60_000, &tuning), 18);
+        assert_eq!(decayed(e, 4 * 60_000, &tuning), 18);
         tuning.set(10, 0);
-        assert_eq!(decayed(&e, 400 * 60_000, &tuning), 20);
+        assert_eq!(decayed(e, 400 * 60_000, &tuning), 20);
         // The clock wraps at 2^16 minutes; as in Redis, the distance over
         // the wrap is counted one short.
-        e.clock = clock(u16::MAX - 1, 20);
+        e = clock(u16::MAX - 1, 20);
         tuning.set(10, 1);
-        assert_eq!(decayed(&e, 65_537 * 60_000, &tuning), 18);
+        assert_eq!(decayed(e, 65_537 * 60_000, &tuning), 18);
     }
 
     #[test]
     fn the_counter_and_minutes_share_24_bits() {
         let c = clock(0xabcd, 0x12);
         assert_eq!(c, 0xab_cd12);
-        let m = Meta { clock: c, private_copy: false };
-        assert_eq!((m.lfu_minutes(), m.lfu_counter()), (0xabcd, 0x12));
+        assert_eq!((minutes_of(c), counter(c)), (0xabcd, 0x12));
         assert_eq!(fresh(120_000) & 0xff, u32::from(INIT_VAL));
         assert_eq!(fresh(120_000) >> 8, 2);
         let tuning = Tuning::default();

@@ -21,16 +21,17 @@
 //! or a SWAPDB moved it) or wrong (a command whose first argument is not
 //! a key) only costs the few instructions that issued it.
 
-use std::cell::Cell;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use kvik_prefetch::prefetch;
 
+use crate::per_thread;
+
 use super::{
-    db::{key_hasher, LINE},
     entry::same_key,
+    hashing::{key_hasher, LINE},
     key_slot, Entry, Keyspace,
 };
 
@@ -184,15 +185,6 @@ pub struct Ahead {
     hash: u64,
 }
 
-thread_local! {
-    /// The located key of the command running on this thread (see
-    /// [`KeyMemo`]): its address and length (0, 0 when none), then its slot
-    /// and hash. Kept apart so that the check every lookup makes reads two
-    /// words, not the whole record.
-    static MEMO_KEY: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
-    static MEMO_PLACE: Cell<(u16, u64)> = const { Cell::new((0, 0)) };
-}
-
 /// Remembers, while it lives, the slot and hash of the key of the command
 /// about to run on this thread, which the scan computed when it located
 /// the key: [`remembered_slot`] and [`remembered_hash`] answer for those
@@ -219,8 +211,10 @@ impl KeyMemo {
 
     /// Remember `at` for this thread until the memo is dropped.
     pub fn remember(at: &Ahead) -> KeyMemo {
-        MEMO_PLACE.set((at.slot, at.hash));
-        MEMO_KEY.set((at.addr, at.len));
+        per_thread::with(|t| {
+            t.memo_place.set((at.slot, at.hash));
+            t.memo_key.set((at.addr, at.len));
+        });
         KeyMemo { set: true, _thread: std::marker::PhantomData }
     }
 }
@@ -228,7 +222,7 @@ impl KeyMemo {
 impl Drop for KeyMemo {
     fn drop(&mut self) {
         if self.set {
-            MEMO_KEY.set((0, 0));
+            per_thread::with(|t| t.memo_key.set((0, 0)));
         }
     }
 }
@@ -237,7 +231,7 @@ impl Drop for KeyMemo {
 /// lives at address 0, so the empty memo matches nothing.)
 #[inline]
 fn remembered(key: &[u8]) -> Option<(u16, u64)> {
-    (MEMO_KEY.get() == (key.as_ptr().addr(), key.len())).then(|| MEMO_PLACE.get())
+    per_thread::with(|t| (t.memo_key.get() == (key.as_ptr().addr(), key.len())).then(|| t.memo_place.get()))
 }
 
 /// The hash slot of `key`, if it is the remembered key (see [`KeyMemo`]).

@@ -20,6 +20,7 @@ pub mod events;
 pub mod evict;
 pub mod expire;
 pub mod glob;
+pub mod hashing;
 pub mod lfu;
 pub mod lookahead;
 pub mod lru;
@@ -36,6 +37,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::inline_list::InlineList;
+use crate::per_thread;
 pub use db::{Db, Entry, Meta};
 pub use evict::Policy;
 use lookahead::HintSlot;
@@ -507,7 +509,7 @@ impl Keyspace {
             }
             None => (0..self.shards.len()).collect(),
         };
-        CURRENT_TRANSACTION.with(|t| t.set(Some(owner)));
+        per_thread::with(|t| t.transaction.set(Some(owner)));
         for &i in &shards {
             let mut guard = self.lock(i);
             guard.reserved_by = Some(owner);
@@ -536,18 +538,18 @@ impl Drop for Reservation<'_> {
             self.keyspace.raw_lock(i).reserved_by = None;
             self.keyspace.released[i].notify_all();
         }
-        CURRENT_TRANSACTION.with(|t| t.set(None));
+        per_thread::with(|t| t.transaction.set(None));
     }
 }
 
 /// Whether transaction `owner` is the one running on this thread.
 fn is_current_transaction(owner: u64) -> bool {
-    CURRENT_TRANSACTION.with(|t| t.get()) == Some(owner)
+    per_thread::with(|t| t.transaction.get()) == Some(owner)
 }
 
 /// Whether a transaction runs on this thread (its `EXEC` holds reservations).
 pub fn in_transaction() -> bool {
-    CURRENT_TRANSACTION.with(|t| t.get()).is_some()
+    per_thread::with(|t| t.transaction.get()).is_some()
 }
 
 /// Locks on several shards, taken in ascending order.
@@ -666,21 +668,15 @@ impl<'a> MultiLock<'a, '_> {
     }
 }
 
-thread_local! {
-    /// The transaction whose `EXEC` runs on this thread, if one does.
-    static CURRENT_TRANSACTION: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
-    /// The time the running command started at, while one runs on this thread.
-    static COMMAND_TIME_MS: std::cell::Cell<Option<i64>> = const { std::cell::Cell::new(None) };
-}
-
 /// The current Unix time in milliseconds: while a command runs on this
 /// thread, the time it started at.
 ///
 /// As in Redis, one command sees one time: every key it creates gets the
 /// same access time and every expiry check agrees, and a command touching
 /// many keys (MSET) reads the clock once instead of once per key.
+#[inline]
 pub fn now_ms() -> i64 {
-    COMMAND_TIME_MS.with(|t| t.get()).unwrap_or_else(wall_clock_ms)
+    per_thread::with(|t| t.command_time_ms.get()).unwrap_or_else(wall_clock_ms)
 }
 
 /// Until when (Unix milliseconds) keys that expire are not deleted: a
@@ -717,14 +713,14 @@ impl CommandClock {
     /// Fix the time for the command about to run on this thread at `ms`
     /// (Unix milliseconds), a time the caller read already.
     pub fn at(ms: i64) -> CommandClock {
-        COMMAND_TIME_MS.with(|t| t.set(Some(ms)));
+        per_thread::with(|t| t.command_time_ms.set(Some(ms)));
         CommandClock(())
     }
 }
 
 impl Drop for CommandClock {
     fn drop(&mut self) {
-        COMMAND_TIME_MS.with(|t| t.set(None));
+        per_thread::with(|t| t.command_time_ms.set(None));
     }
 }
 
@@ -733,7 +729,7 @@ mod tests {
     use super::*;
     use crate::types::string::StrRef;
     use crate::types::Value;
-    use db::key_hasher;
+    use hashing::key_hasher;
     use std::hash::BuildHasher;
 
     #[test]
@@ -753,7 +749,7 @@ mod tests {
                 let mut guard = ks.lock(shard);
                 for (db, d) in guard.dbs().iter().enumerate() {
                     assert_eq!(ks.db_heads[db * ks.shard_count() + shard], d.head_addr(), "db {db} of shard {shard}");
-                    assert_eq!(d.head_addr() % db::LINE, 0, "a database starts a cache line");
+                    assert_eq!(d.head_addr() % hashing::LINE, 0, "a database starts a cache line");
                 }
             }
         };

@@ -7,32 +7,17 @@
 //! ready has finished and holds no lock. The list lives in the store, not
 //! with the waiters, so that the store never calls up into the server.
 
-use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
+use crate::per_thread;
 
 /// Most keys kept; past it the list only notes that more became ready
 /// ([`take_overflow`]), and the server looks at every key it has waiters on.
 pub const READY_LIMIT: usize = 1024;
 
-thread_local! {
-    /// Keys made ready on this thread since they were last taken.
-    static READY: RefCell<ReadyList> = RefCell::new(ReadyList::default());
-    /// Whether this thread has ready keys (read after every command).
-    static HAS_READY: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Ready keys of one thread, in the order they became ready, without repeats.
-#[derive(Default)]
-struct ReadyList {
-    keys: VecDeque<(usize, Box<[u8]>)>,
-    /// More keys became ready than were kept.
-    overflow: bool,
-}
-
 /// Note that `key` of database `db` may now serve blocked clients.
 pub fn push(db: usize, key: &[u8]) {
-    READY.with(|r| {
-        let mut r = r.borrow_mut();
+    per_thread::with(|t| t.has_ready.set(true));
+    per_thread::with_notes(|n| {
+        let mut r = n.ready.borrow_mut();
         if r.keys.iter().any(|(d, k)| *d == db && &k[..] == key) {
             return;
         }
@@ -42,28 +27,27 @@ pub fn push(db: usize, key: &[u8]) {
             r.keys.push_back((db, key.into()));
         }
     });
-    HAS_READY.with(|h| h.set(true));
 }
 
 /// The oldest ready key, taken.
 pub fn pop() -> Option<(usize, Box<[u8]>)> {
-    READY.with(|r| r.borrow_mut().keys.pop_front())
+    per_thread::with_notes(|n| n.ready.borrow_mut().keys.pop_front())
 }
 
 /// Whether a key was noted since [`settled`]: one thread-local load.
 #[inline]
 pub fn any() -> bool {
-    HAS_READY.with(Cell::get)
+    per_thread::with(|t| t.has_ready.get())
 }
 
 /// Every noted key was dealt with.
 pub fn settled() {
-    HAS_READY.with(|h| h.set(false));
+    per_thread::with(|t| t.has_ready.set(false));
 }
 
 /// Whether more keys became ready than were kept, since the last call.
 pub fn take_overflow() -> bool {
-    READY.with(|r| std::mem::take(&mut r.borrow_mut().overflow))
+    per_thread::with_notes(|n| std::mem::take(&mut n.ready.borrow_mut().overflow))
 }
 
 #[cfg(test)]

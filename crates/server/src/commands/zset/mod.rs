@@ -506,8 +506,8 @@ fn bzpop<T: ReplyTarget>(c: &mut Ctx<'_, T>, max: bool) {
         Ok(d) => d,
         Err(msg) => return c.error(msg),
     };
-    let serving = blocking::serving();
-    let keys = blocking::keys_to_serve((1..c.argc() - 1).map(|i| c.arg(i)).collect(), &serving);
+    let serving = c.serving();
+    let keys = blocking::keys_to_serve((1..c.argc() - 1).map(|i| c.arg(i)).collect(), serving);
     let (db, now) = (c.session.db, now_ms());
     let ks = &c.state.keyspace;
     let mut lock = ks.lock_keys(db, keys.iter().copied());
@@ -544,8 +544,8 @@ fn bzmpop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         Ok(d) => d,
         Err(msg) => return c.error(msg),
     };
-    let serving = blocking::serving();
-    let keys = blocking::keys_to_serve(keys, &serving);
+    let serving = c.serving();
+    let keys = blocking::keys_to_serve(keys, serving);
     let (db, now) = (c.session.db, now_ms());
     let ks = &c.state.keyspace;
     let mut lock = ks.lock_keys(db, keys.iter().copied());
