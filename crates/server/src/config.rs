@@ -335,7 +335,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     knob("auto-aof-rewrite-percentage", int(0, INT_MAX), "100", Runtime),
     knob("auto-aof-rewrite-min-size", mem(0, LONG_MAX), "67108864", Runtime),
     knob("no-appendfsync-on-rewrite", BOOL, "no", Runtime),
-    knob("rdbcompression", BOOL, "yes", Runtime),
+    opt("rdbcompression", BOOL, "yes", Runtime),
     knob("rdbchecksum", BOOL, "yes", Immutable),
     knob("rdb-del-sync-files", BOOL, "no", Runtime),
     knob("rdb-save-incremental-fsync", BOOL, "yes", Runtime),

@@ -308,6 +308,28 @@ impl ServerState {
         self.config.read().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The encoding limits a value loaded from a file or a RESTORE payload
+    /// is fitted to, as the configuration says now.
+    pub fn load_limits(&self) -> kvik_persist::rdb::value::LoadLimits {
+        let config = self.config();
+        kvik_persist::rdb::value::LoadLimits {
+            hash: self.limits.hash_limits(),
+            set_max_intset_entries: self.limits.set_max_intset_entries.load(Ordering::Relaxed),
+            zset_max_entries: self.limits.zset_max_listpack_entries.load(Ordering::Relaxed),
+            zset_max_value: self.limits.zset_max_listpack_value.load(Ordering::Relaxed),
+            stream: kvik_store::types::stream::NodeLimits {
+                max_entries: u64::try_from(config.int("stream-node-max-entries")).unwrap_or(0),
+                max_bytes: config.usize("stream-node-max-bytes"),
+            },
+        }
+    }
+
+    /// `rdbcompression`: whether strings in payloads and snapshots are
+    /// LZF-compressed where that saves space.
+    pub fn rdb_compression(&self) -> bool {
+        self.config().get("rdbcompression") == "yes"
+    }
+
     /// Change the running configuration with `f`.
     pub fn update_config<R>(&self, f: impl FnOnce(&mut Config) -> R) -> R {
         let mut guard = self.config.write().unwrap_or_else(|e| e.into_inner());

@@ -426,26 +426,6 @@ fn dump_payload(port: u16, setup: &[u8]) -> Vec<u8> {
     reply[header_end + 2..header_end + 2 + len].to_vec()
 }
 
-/// kvik's payloads are not Redis's: redis-server must refuse them rather
-/// than restore them as something else.
-#[test]
-fn redis_refuses_kvik_payloads() {
-    let Some(redis) = common::start_redis_or_skip("redis_refuses_kvik_payloads") else { return };
-    let kvik = start_kvik();
-    let list: String = (0..1000).map(|i| format!(" item{i}")).collect();
-    for setup in [
-        "FLUSHALL\r\nSET k hello\r\n".to_string(),
-        "FLUSHALL\r\nHSET k f v g w\r\n".to_string(),
-        format!("FLUSHALL\r\nRPUSH k{list}\r\n"),
-        "FLUSHALL\r\nSADD k 1 2 3\r\nSADD k x\r\n".to_string(),
-        "FLUSHALL\r\nZADD k 1 a 2 b\r\n".to_string(),
-    ] {
-        let payload = dump_payload(kvik.port, setup.as_bytes());
-        let got = send(redis.port, &multibulk(&[b"RESTORE", b"k", b"0", &payload, b"REPLACE"]));
-        assert_eq!(got, b"-ERR DUMP payload version or checksum are wrong\r\n", "{setup:?}");
-    }
-}
-
 /// DUMP's payload restores the value, its TTL and its idle time.
 #[test]
 fn dump_and_restore_round_trip() {

@@ -910,7 +910,13 @@ fn dump_and_restore_keep_sets_and_sorted_sets() {
         let payload = bulk_body(&run(&[b"DUMP", key]));
         let copy = [key, b"-copy"].concat();
         assert_eq!(run(&[b"RESTORE", &copy, b"0", &payload]), b"+OK\r\n");
-        assert_eq!(run(&[b"OBJECT", b"ENCODING", &copy]), run(&[b"OBJECT", b"ENCODING", key]));
+        // As Redis loads a value, the limits in force pick the encoding: with
+        // zset-max-listpack-entries 1 both sorted sets come back as skiplists.
+        let want = match key {
+            b"small" | b"large" => b"$8\r\nskiplist\r\n".to_vec(),
+            _ => run(&[b"OBJECT", b"ENCODING", key]),
+        };
+        assert_eq!(run(&[b"OBJECT", b"ENCODING", &copy]), want);
         assert_eq!(run(&[b"TYPE", &copy]), run(&[b"TYPE", key]));
         let mut damaged = payload.clone();
         damaged[1] ^= 0x20;

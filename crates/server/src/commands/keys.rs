@@ -10,9 +10,9 @@ use kvik_protocol::number::parse_i64;
 use super::{until_nul, Ctx, ReplyTarget, NOT_AN_INTEGER, SYNTAX_ERROR};
 use crate::effects::changes::{self, EventClass};
 use crate::keyspace::{glob, lfu, lru, now_ms, Entry, Meta};
-use crate::types::dump::{self, PayloadError};
 use crate::types::string::StrRef;
-use crate::types::{Value, ValueRef};
+use crate::types::ValueRef;
+use kvik_persist::payload::{self, PayloadError};
 
 const NO_SUCH_KEY: &[u8] = b"ERR no such key";
 const SAME_OBJECT: &[u8] = b"ERR source and destination objects are the same";
@@ -612,13 +612,14 @@ fn object<T: ReplyTarget>(c: &mut Ctx<'_, T>, name: &str) {
     }
 }
 
-/// `DUMP key`: the value in kvik's payload format, or null.
+/// `DUMP key`: the value in Redis's payload format, or null.
 fn dump_key<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let key = c.req.arg(1);
     let db = c.session.db;
     let state = c.state;
+    let compress = state.rdb_compression();
     let mut shard = state.keyspace.lock_key(key);
-    let payload = shard.db(db).get(key, now_ms()).map(|e| dump::dump(e.value()));
+    let payload = shard.db(db).get(key, now_ms()).map(|e| payload::dump(e.value(), compress));
     drop(shard);
     match payload {
         Some(p) => c.reply(|s| s.bulk(&p)),
@@ -669,6 +670,8 @@ fn restore<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let db = c.session.db;
     let now = now_ms();
     let state = c.state;
+    // Read before the shard lock: the configuration has a lock of its own.
+    let limits = state.load_limits();
     let mut shard = state.keyspace.lock_key(key);
     let d = shard.db(db);
     let result = (|| -> Result<(), &[u8]> {
@@ -679,14 +682,10 @@ fn restore<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         if ttl < 0 {
             return Err(b"ERR Invalid TTL value, must be >= 0");
         }
-        let mut value = dump::restore(req.arg(3)).map_err(|e| match e {
+        let value = payload::restore(req.arg(3), &limits).map_err(|e| match e {
             PayloadError::VersionOrChecksum => &b"ERR DUMP payload version or checksum are wrong"[..],
             PayloadError::BadFormat => b"ERR Bad data format",
         })?;
-        // A restored hash is encoded as the limits in force say, as Redis loads it.
-        if let Value::Hash(h) = &mut value {
-            h.conform(c.state.limits.hash_limits());
-        }
         let deleted = replace && d.take(key, now).is_some();
         if ttl != 0 && !absttl {
             ttl = ttl.saturating_add(now);

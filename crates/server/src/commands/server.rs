@@ -12,7 +12,6 @@ use crate::effects::changes;
 use crate::keyspace::db::{charge, ENTRY_OVERHEAD};
 use crate::keyspace::now_ms;
 use crate::metrics::stats::unix_micros;
-use crate::types::ValueRef;
 
 handlers! {
     SELECT(c) => select(c),
@@ -339,14 +338,12 @@ fn debug<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         b"object" if c.argc() == 3 => {
             let (db, key) = (c.session.db, c.arg(2));
             let now = now_ms();
+            let compress = c.state.rdb_compression();
             let found = {
                 let mut shard = c.state.keyspace.lock_key(key);
                 shard.db(db).inspect(key, now).map(|e| {
                     let value = e.value();
-                    let serialized = match value {
-                        ValueRef::Str(s) => s.len() + 1,
-                        other => crate::types::dump::dump(other).len(),
-                    };
+                    let serialized = kvik_persist::payload::serialized_len(value, compress);
                     (value.encoding(), serialized, e.meta())
                 })
             };

@@ -3,7 +3,6 @@
 
 pub mod compact;
 pub mod double;
-pub mod dump;
 pub mod float80;
 pub mod geo;
 pub mod hash;
