@@ -115,7 +115,10 @@ pub enum Support {
 /// Why kvik refuses settings that ask for persistence: until it can write
 /// and load RDB and AOF files, accepting them would let a user believe
 /// their data survives a restart.
-const NO_PERSISTENCE: &str = "kvik does not persist data yet (no RDB snapshots or append-only file)";
+const NO_SIGNAL_SAVE: &str = "kvik does not save on a signal yet: SHUTDOWN SAVE saves, then stops";
+const NO_AOF: &str = "kvik does not write an append-only file yet";
+const NO_SAVE_POINTS: &str =
+    "kvik has no background saves yet: SAVE and SHUTDOWN SAVE write the snapshot, save points need BGSAVE";
 const NO_TLS: &str = "kvik does not support TLS yet";
 const NO_REPLICATION: &str = "kvik does not replicate yet";
 const NO_CLUSTER: &str = "kvik does not run in cluster mode yet";
@@ -213,13 +216,14 @@ pub const OPTIONS: &[OptionSpec] = &[
     opt("stream-node-max-entries", int(0, LONG_MAX), "100", Runtime),
     opt("stream-node-max-bytes", mem(0, LONG_MAX), "4096", Runtime),
     opt("notify-keyspace-events", Kind::KeyspaceEvents, "", Runtime),
-    only_default(opt("appendonly", Kind::Bool, "no", Runtime), NO_PERSISTENCE),
+    only_default(opt("appendonly", Kind::Bool, "no", Runtime), NO_AOF),
     // Kept for when kvik writes an append-only file.
     knob("appendfsync", Kind::Enum(&["everysec", "always", "no"]), "everysec", Runtime),
-    // Redis saves every hour by default; kvik cannot, so it says it does not.
-    only_default(opt("save", Kind::Save, "", Runtime), NO_PERSISTENCE),
+    // Redis saves every hour by default; kvik has no background save yet,
+    // so it says it does not (SAVE and SHUTDOWN SAVE write a snapshot).
+    only_default(opt("save", Kind::Save, "", Runtime), NO_SAVE_POINTS),
     opt("dir", Kind::Str, ".", Protected),
-    knob("dbfilename", Kind::Str, "dump.rdb", Protected),
+    opt("dbfilename", Kind::Str, "dump.rdb", Protected),
     opt("loglevel", Kind::Enum(&["debug", "verbose", "notice", "warning"]), "notice", Runtime),
     opt("logfile", Kind::Str, "", Immutable),
     opt("slowlog-log-slower-than", int(-1, LONG_MAX), "10000", Runtime),
@@ -336,7 +340,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     knob("auto-aof-rewrite-min-size", mem(0, LONG_MAX), "67108864", Runtime),
     knob("no-appendfsync-on-rewrite", BOOL, "no", Runtime),
     opt("rdbcompression", BOOL, "yes", Runtime),
-    knob("rdbchecksum", BOOL, "yes", Immutable),
+    opt("rdbchecksum", BOOL, "yes", Immutable),
     knob("rdb-del-sync-files", BOOL, "no", Runtime),
     knob("rdb-save-incremental-fsync", BOOL, "yes", Runtime),
     knob("stop-writes-on-bgsave-error", BOOL, "yes", Runtime),
@@ -856,7 +860,7 @@ impl Config {
             }
         }
         if spec.kind == Kind::ShutdownFlags && text.split(' ').any(|w| w == "save") {
-            return Err(invalid(NO_PERSISTENCE));
+            return Err(invalid(NO_SIGNAL_SAVE));
         }
         if let Some(slot) = self.values.get_mut(index) {
             *slot = text;
@@ -1240,10 +1244,15 @@ mod tests {
     }
 
     #[test]
-    fn settings_that_ask_for_persistence_are_refused() {
-        for words in [&["--appendonly", "yes"][..], &["--save", "60", "1"], &["--save", "3600 1"]] {
+    fn settings_that_ask_for_what_kvik_cannot_do_yet_are_refused() {
+        for (words, why) in [
+            (&["--appendonly", "yes"][..], "append-only file"),
+            (&["--save", "60", "1"], "no background saves"),
+            (&["--save", "3600 1"], "no background saves"),
+            (&["--shutdown-on-sigterm", "save"], "does not save on a signal"),
+        ] {
             let e = args(words).unwrap_err().to_string();
-            assert!(e.contains("kvik does not persist data yet"), "{words:?}: {e}");
+            assert!(e.contains(why), "{words:?}: {e}");
         }
         assert_eq!(args(&["--appendonly", "no", "--save", ""]).unwrap().get("save"), "");
         let mut c = Config::default();

@@ -44,6 +44,7 @@ pub mod log;
 pub(crate) mod metrics;
 pub(crate) mod net;
 pub(crate) mod per_thread;
+pub mod persistence;
 pub(crate) mod registries;
 pub(crate) mod signal;
 pub(crate) mod sockets;

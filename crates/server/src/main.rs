@@ -84,6 +84,12 @@ fn main() -> ExitCode {
     supervision::write_pidfile(&config);
     let threads = config.threads();
     let state = Arc::new(ServerState::new(config, file));
+    if let Err(e) = kvik_server::persistence::loading::load_snapshot(&state) {
+        kvik_server::log!(Warning, "{e}");
+        eprintln!("kvik-server: {e}");
+        supervision::remove_pidfile(&state.config());
+        return ExitCode::from(1);
+    }
     let server = match Server::bind(Arc::clone(&state)) {
         Ok(server) => server,
         Err(e) => {

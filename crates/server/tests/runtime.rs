@@ -349,13 +349,17 @@ fn bad_options_stop_startup_with_a_message() {
 }
 
 #[test]
-fn settings_that_ask_for_persistence_are_refused() {
+fn settings_that_ask_for_what_kvik_cannot_do_yet_are_refused() {
     // At startup, from flags and from a file, with the reason.
-    for args in [&["--appendonly", "yes"][..], &["--save", "60 1"], &["--save", "3600", "1", "300", "100"]] {
+    for (args, why) in [
+        (&["--appendonly", "yes"][..], "kvik does not write an append-only file yet"),
+        (&["--save", "60 1"], "kvik has no background saves yet"),
+        (&["--save", "3600", "1", "300", "100"], "kvik has no background saves yet"),
+    ] {
         let out = run_to_exit(args);
         assert_eq!(out.status.code(), Some(1), "{args:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains("kvik does not persist data yet"), "{args:?}: {stderr}");
+        assert!(stderr.contains(why), "{args:?}: {stderr}");
     }
     let dir = temp_dir("persist");
     let file = dir.join("kvik.conf");
@@ -378,9 +382,24 @@ fn settings_that_ask_for_persistence_are_refused() {
     assert_eq!(config_get(&mut s, "dir"), canonical.display().to_string(), "dir is entered");
     let info = String::from_utf8_lossy(&call(&mut s, &[b"INFO", b"persistence"])).into_owned();
     assert!(info.contains("aof_enabled:0\r\n"), "{info}");
-    // SHUTDOWN SAVE fails as a failed save does in Redis; the server stays up.
+    // SHUTDOWN SAVE writes the snapshot, then stops.
+    s.write_all(b"SHUTDOWN SAVE\r\n").expect("send");
+    assert!(read_until(&mut s, |_| false).closed, "saved and stopped");
+    let (status, stderr) = kvik.wait_exit();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(dir.join("dump.rdb").exists(), "the snapshot is written");
+    // One whose save fails (its directory went away) keeps the server up,
+    // as in Redis, unless FORCE says to stop all the same.
+    let gone = dir.join("gone");
+    std::fs::create_dir(&gone).expect("mkdir");
+    let kvik = Kvik::start(&["--dir", gone.to_str().unwrap_or("")]);
+    let mut s = connect(kvik.port);
+    std::fs::remove_dir(&gone).expect("rmdir");
     assert_eq!(call(&mut s, &[b"SHUTDOWN", b"SAVE"]), b"-ERR Errors trying to SHUTDOWN. Check logs.\r\n");
     assert_eq!(call(&mut s, &[b"PING"]), b"+PONG\r\n");
+    assert!(
+        String::from_utf8_lossy(&call(&mut s, &[b"INFO", b"persistence"])).contains("rdb_last_bgsave_status:err\r\n")
+    );
     s.write_all(b"SHUTDOWN SAVE FORCE\r\n").expect("send");
     assert!(read_until(&mut s, |_| false).closed, "FORCE exits all the same");
     let (status, stderr) = kvik.wait_exit();
@@ -553,7 +572,7 @@ fn config_cases() -> Vec<Case> {
         "appendfsync",
         "save",
         "dbfilename",
-        "dir",
+        // Not `dir`: each test server has a directory of its own.
         "unixsocket",
         "unixsocketperm",
         "slowlog-log-slower-than",

@@ -8,6 +8,11 @@
 //! alone needs `cargo build -p kvik-server` first). Without redis-server
 //! installed, the redis halves of tests are skipped, except under CI
 //! (`CI` set), where that is a failure.
+//!
+//! Every server gets a working directory of its own (`--dir`, unless the
+//! arguments name one), removed when it is dropped: a `SAVE` or `SHUTDOWN
+//! SAVE` in one test must not leave a `dump.rdb` that the next server
+//! started in the crate's directory loads.
 
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -28,12 +33,27 @@ pub struct Server {
     pub port: u16,
     /// Which server, for messages.
     pub label: &'static str,
+    /// The `--dir` made for this server, removed when it is dropped.
+    scratch_dir: Option<PathBuf>,
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
         self.stop();
+        if let Some(dir) = self.scratch_dir.take() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
+}
+
+/// A fresh, empty directory for one server.
+fn scratch_dir(label: &str) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("kvik-testkit-{}-{label}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a scratch directory for the server");
+    dir
 }
 
 impl Server {
@@ -143,13 +163,27 @@ pub fn free_port() -> u16 {
 
 /// Start `program` with `args` (`{port}` stands for the port it is given)
 /// on a free loopback port, and wait until it listens there.
-pub fn start(label: &'static str, program: PathBuf, args: Vec<String>) -> Server {
+pub fn start(label: &'static str, program: PathBuf, mut args: Vec<String>) -> Server {
+    let mut scratch = None;
+    if !args.iter().any(|a| a == "--dir") {
+        let dir = scratch_dir(label);
+        args.extend(["--dir".to_string(), dir.display().to_string()]);
+        scratch = Some(dir);
+    }
     // Another process may take the port between picking and binding: retry.
     for _ in 0..3 {
-        let mut server = Server { child: None, program: program.clone(), args: args.clone(), port: free_port(), label };
+        let mut server = Server {
+            child: None,
+            program: program.clone(),
+            args: args.clone(),
+            port: free_port(),
+            label,
+            scratch_dir: scratch.take(),
+        };
         if server.spawn_and_wait() {
             return server;
         }
+        scratch = server.scratch_dir.take();
     }
     panic!("{label} did not start listening");
 }

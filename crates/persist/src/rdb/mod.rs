@@ -10,6 +10,7 @@
 //! a damaged file or payload is an error, never a panic or a huge
 //! allocation.
 
+pub mod file;
 pub mod listpack;
 pub mod packed;
 pub mod read;

@@ -339,14 +339,16 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             line("rdb_changes_since_last_save", &stats.dirty());
             line("rdb_bgsave_in_progress", &0);
             line("rdb_last_save_time", &stats.lastsave.load(Ordering::Relaxed));
+            line("rdb_last_bgsave_status", &if stats.last_save_ok.load(Ordering::Relaxed) { "ok" } else { "err" });
+            for (k, v) in [("rdb_last_bgsave_time_sec", "-1"), ("rdb_current_bgsave_time_sec", "-1")] {
+                line(k, &v);
+            }
+            line("rdb_saves", &stats.rdb_saves.load(Ordering::Relaxed));
+            // No fork, so no pages copied on write.
+            line("rdb_last_cow_size", &0);
+            line("rdb_last_load_keys_expired", &stats.loaded_expired.load(Ordering::Relaxed));
+            line("rdb_last_load_keys_loaded", &stats.loaded_keys.load(Ordering::Relaxed));
             for (k, v) in [
-                ("rdb_last_bgsave_status", "ok"),
-                ("rdb_last_bgsave_time_sec", "-1"),
-                ("rdb_current_bgsave_time_sec", "-1"),
-                ("rdb_saves", "0"),
-                ("rdb_last_cow_size", "0"),
-                ("rdb_last_load_keys_expired", "0"),
-                ("rdb_last_load_keys_loaded", "0"),
                 ("aof_enabled", "0"),
                 ("aof_rewrite_in_progress", "0"),
                 ("aof_rewrite_scheduled", "0"),

@@ -1,5 +1,5 @@
 //! Server and database commands: SELECT, DBSIZE, FLUSHDB, FLUSHALL, INFO,
-//! TIME, LASTSAVE, MEMORY, SLOWLOG, LATENCY, DEBUG and SHUTDOWN.
+//! TIME, SAVE, LASTSAVE, MEMORY, SLOWLOG, LATENCY, DEBUG and SHUTDOWN.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -27,6 +27,11 @@ handlers! {
             s.bulk(secs.to_string().as_bytes());
             s.bulk(micros.to_string().as_bytes());
         });
+    },
+    SAVE(c) => match crate::persistence::snapshot::save(c.state) {
+        Ok(_) => c.ok(),
+        // Redis answers a failed save with a bare ERR; the log says why.
+        Err(_) => c.error(b"ERR"),
     },
     LASTSAVE(c) => {
         let t = c.state.stats.lastsave.load(Ordering::Relaxed);
@@ -134,12 +139,12 @@ fn flush<T: ReplyTarget>(c: &mut Ctx<'_, T>, all: bool) {
 
 /// `SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]`.
 ///
-/// Options are checked as Redis checks them. kvik cannot save, so `SAVE`
-/// fails the shutdown as a failed save does in Redis, unless `FORCE` says
-/// to exit all the same. There is nothing to wait for, so any other valid
-/// SHUTDOWN stops the server at once: the client gets no reply, its
-/// connection closes with all the others, and an ABORT always finds no
-/// shutdown in progress.
+/// Options are checked as Redis checks them. `SAVE` writes the snapshot
+/// first, and a failed save keeps the server running (and says so) unless
+/// `FORCE` says to exit all the same. There is nothing else to wait for,
+/// so a valid SHUTDOWN then stops the server at once: the client gets no
+/// reply, its connection closes with all the others, and an ABORT always
+/// finds no shutdown in progress.
 pub fn shutdown<T: ReplyTarget>(c: &mut Ctx<'_, T>) -> Outcome {
     let (mut nosave, mut save, mut other, mut abort, mut force) = (false, false, false, false, false);
     for i in 1..c.argc() {
@@ -167,12 +172,15 @@ pub fn shutdown<T: ReplyTarget>(c: &mut Ctx<'_, T>) -> Outcome {
         c.error(b"ERR No shutdown in progress.");
         return Outcome::Continue;
     }
-    // A save asked for cannot be made: Redis then keeps running and says so.
-    if save && !force {
-        crate::log!(Warning, "Error trying to save the DB, can't exit: kvik cannot save the dataset yet.");
-        crate::log!(Warning, "Errors trying to shut down the server. Check the logs for more information.");
-        c.error(b"ERR Errors trying to SHUTDOWN. Check logs.");
-        return Outcome::Continue;
+    if save {
+        crate::log!(Notice, "Saving the final RDB snapshot before exiting.");
+        if crate::persistence::snapshot::save(c.state).is_err() && !force {
+            // A failed save keeps the server running, and says so.
+            crate::log!(Warning, "Error trying to save the DB, can't exit.");
+            crate::log!(Warning, "Errors trying to shut down the server. Check the logs for more information.");
+            c.error(b"ERR Errors trying to SHUTDOWN. Check logs.");
+            return Outcome::Continue;
+        }
     }
     c.state.request_shutdown();
     Outcome::Close

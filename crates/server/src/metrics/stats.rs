@@ -94,6 +94,17 @@ pub struct Stats {
     pub total_error_replies: AtomicU64,
     /// Unix time of the last save.
     pub lastsave: AtomicI64,
+    /// The change counter at the last save (what `dirty()` counts from).
+    pub dirty_at_save: AtomicU64,
+    /// Snapshots written since start (`rdb_saves`).
+    pub rdb_saves: AtomicU64,
+    /// Whether the last snapshot was written (`rdb_last_bgsave_status`).
+    pub last_save_ok: AtomicBool,
+    /// Keys the startup load put in the keyspace, and those it dropped as
+    /// expired (`rdb_last_load_keys_loaded` / `_expired`).
+    pub loaded_keys: AtomicU64,
+    /// See [`Stats::loaded_keys`].
+    pub loaded_expired: AtomicU64,
     /// Whether the active expiry cycle runs (`DEBUG SET-ACTIVE-EXPIRE`).
     pub active_expire: AtomicBool,
     /// Counters by command id.
@@ -133,6 +144,11 @@ impl Default for Stats {
             rejected_connections: AtomicU64::new(0),
             total_error_replies: AtomicU64::new(0),
             lastsave: AtomicI64::new(started_unix),
+            dirty_at_save: AtomicU64::new(0),
+            rdb_saves: AtomicU64::new(0),
+            last_save_ok: AtomicBool::new(true),
+            loaded_keys: AtomicU64::new(0),
+            loaded_expired: AtomicU64::new(0),
             active_expire: AtomicBool::new(true),
             commands,
             lanes: crate::metrics::stat_lanes::Lanes::default(),
@@ -182,8 +198,13 @@ impl Stats {
         self.lanes.total_commands()
     }
 
-    /// Changes since the last save (kvik does not save yet, so since start).
+    /// Changes since the last save (or since start).
     pub fn dirty(&self) -> u64 {
+        self.lanes.dirty().saturating_sub(self.dirty_at_save.load(Ordering::Relaxed))
+    }
+
+    /// The change counter since start, whatever was saved.
+    pub fn dirty_total(&self) -> u64 {
         self.lanes.dirty()
     }
 

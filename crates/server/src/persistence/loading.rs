@@ -1,0 +1,84 @@
+//! Loading `dir`/`dbfilename` when the server starts, before it accepts
+//! connections, as Redis does.
+//!
+//! A missing file is an empty start. A file that cannot be read whole —
+//! truncated, corrupt, a later RDB version, a value kvik cannot hold
+//! (module data, function libraries), a database number past `databases`,
+//! a key twice — stops the start with the reason and where in the file it
+//! was found: starting empty would throw the data away at the next save.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use kvik_persist::rdb::file::{load, LoadError};
+
+use crate::keyspace::entry::Entry;
+use crate::keyspace::now_ms;
+use crate::state::ServerState;
+
+/// What the load found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Loaded {
+    /// Keys put in the keyspace.
+    pub keys: u64,
+    /// Keys dropped because their deadline had passed.
+    pub expired: u64,
+    /// Keys dropped because their value was empty.
+    pub empty: u64,
+}
+
+/// Load the snapshot into `state`'s (empty) keyspace; `Ok(None)` when
+/// there is no file. The error is the text to log before exiting.
+pub fn load_snapshot(state: &ServerState) -> Result<Option<Loaded>, String> {
+    let path = super::snapshot_path(state);
+    let data = match std::fs::read(&path) {
+        Ok(data) => data,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("Fatal error loading the DB: {e} ({}). Exiting.", path.display())),
+    };
+    let started = Instant::now();
+    let limits = state.load_limits();
+    let lfu_policy = state.limits.maxmemory_policy().lfu();
+    let databases = state.keyspace.databases();
+    let now = now_ms();
+    let mut loaded = Loaded::default();
+    let summary = load(&data, &limits, |key| {
+        if key.db >= databases {
+            return Err("database number (the file was written by a server with more databases)");
+        }
+        if key.deadline_ms.is_some_and(|at| at <= now) {
+            loaded.expired += 1;
+            return Ok(());
+        }
+        let meta = super::meta_of(key.access, lfu_policy, now);
+        let entry = Entry::new(&key.key, key.value, key.deadline_ms, meta);
+        let mut shard = state.keyspace.lock_key(&key.key);
+        if shard.db(key.db).insert(entry).is_some() {
+            return Err("key: the same key twice");
+        }
+        loaded.keys += 1;
+        Ok(())
+    })
+    .map_err(|e: LoadError| {
+        format!(
+            "Internal error in RDB reading offset {} of {}: {}. Terminating server after rdb file reading failure.",
+            e.offset,
+            path.display(),
+            e.error
+        )
+    })?;
+    loaded.empty = summary.empty_skipped;
+    state.stats.loaded_keys.store(loaded.keys, Ordering::Relaxed);
+    state.stats.loaded_expired.store(loaded.expired, Ordering::Relaxed);
+    crate::log!(Notice, "Loading RDB produced by version {}", aux(&summary.aux, b"redis-ver").unwrap_or("?".into()));
+    crate::log!(Notice, "Done loading RDB, keys loaded: {}, keys expired: {}.", loaded.keys, loaded.expired);
+    if loaded.empty > 0 {
+        crate::log!(Notice, "Empty keys skipped: {}", loaded.empty);
+    }
+    crate::log!(Notice, "DB loaded from disk: {:.3} seconds", started.elapsed().as_secs_f64());
+    Ok(Some(loaded))
+}
+
+fn aux(fields: &[(Vec<u8>, Vec<u8>)], name: &[u8]) -> Option<String> {
+    fields.iter().find(|(n, _)| n == name).map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+}

@@ -1,0 +1,133 @@
+//! Writing the keyspace to an RDB file.
+//!
+//! `SAVE` is Redis's blocking save: every shard is locked for the whole
+//! write, so the file is one point in time and no command runs meanwhile.
+//! The file is written next to its final name as `temp-<pid>.rdb`, flushed
+//! to disk, renamed over `dbfilename`, and the directory flushed, so that a
+//! crash at any moment leaves either the old file or the new one whole.
+
+use std::fs::File;
+use std::io;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use kvik_persist::rdb::file::{FileWriter, SaveInfo};
+
+use crate::keyspace::now_ms;
+use crate::state::ServerState;
+
+/// What a save wrote.
+#[derive(Debug, Clone, Copy)]
+pub struct Saved {
+    /// Keys written.
+    pub keys: u64,
+    /// The file's size.
+    pub bytes: u64,
+    /// How long it took.
+    pub took: Duration,
+}
+
+/// Write the whole keyspace to `dir`/`dbfilename`, holding every shard.
+/// Counts the save in the statistics either way and logs as Redis does.
+pub fn save(state: &ServerState) -> io::Result<Saved> {
+    let started = Instant::now();
+    let result = write_file(state, started);
+    match &result {
+        Ok(saved) => {
+            crate::log!(Notice, "DB saved on disk");
+            let stats = &state.stats;
+            stats.lastsave.store(unix_seconds(), Ordering::Relaxed);
+            stats.rdb_saves.fetch_add(1, Ordering::Relaxed);
+            stats.last_save_ok.store(true, Ordering::Relaxed);
+            crate::log!(
+                Verbose,
+                "Saved {} keys, {} bytes in {:.3} seconds",
+                saved.keys,
+                saved.bytes,
+                saved.took.as_secs_f64()
+            );
+        }
+        Err(e) => {
+            state.stats.last_save_ok.store(false, Ordering::Relaxed);
+            crate::log!(Warning, "Error saving DB on disk: {e}");
+        }
+    }
+    result
+}
+
+fn unix_seconds() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+fn write_file(state: &ServerState, started: Instant) -> io::Result<Saved> {
+    let path = super::snapshot_path(state);
+    let dir = path.parent().map_or_else(|| Path::new(".").to_path_buf(), Path::to_path_buf);
+    let temp = dir.join(format!("temp-{}.rdb", std::process::id()));
+    let (compress, checksum) = {
+        let config = state.config();
+        (config.get("rdbcompression") == "yes", config.get("rdbchecksum") == "yes")
+    };
+    let file = File::create(&temp).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "Failed opening the temp RDB file {} (in server root dir {}) for saving: {e}",
+                temp.display(),
+                dir.display()
+            ),
+        )
+    })?;
+    let written = write_keyspace(state, file, compress, checksum).and_then(|(file, keys)| {
+        file.sync_all()?;
+        let bytes = file.metadata()?.len();
+        std::fs::rename(&temp, &path)?;
+        // The rename is durable once the directory is.
+        File::open(&dir)?.sync_all()?;
+        Ok(Saved { keys, bytes, took: started.elapsed() })
+    });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
+}
+
+/// Every live key of every database, under all the shard locks at once.
+fn write_keyspace(state: &ServerState, file: File, compress: bool, checksum: bool) -> io::Result<(File, u64)> {
+    let ks = &state.keyspace;
+    let info = SaveInfo {
+        redis_version: crate::REDIS_VERSION.to_string(),
+        ctime_s: unix_seconds(),
+        used_mem: ks.used_memory() as u64,
+        aof_base: false,
+    };
+    let mut w = FileWriter::start(file, &info, compress, checksum)?;
+    let policy = state.limits.maxmemory_policy();
+    let mut all = ks.lock_all();
+    let mut shards = all.shards();
+    let now = now_ms();
+    let mut keys = 0u64;
+    for db in 0..ks.databases() {
+        let (size, expires) =
+            shards.iter_mut().fold((0, 0), |(n, e), shard| (n + shard.db(db).len(), e + shard.db(db).expiring()));
+        if size == 0 {
+            continue;
+        }
+        w.select_db(db, size, expires)?;
+        for shard in shards.iter_mut() {
+            for entry in shard.db(db).entries() {
+                if entry.is_expired(now) {
+                    continue;
+                }
+                let access = super::access_of(entry.meta(), policy, ks.lfu_tuning(), now);
+                w.entry(entry.key(), entry.value(), entry.deadline(), access)?;
+                keys += 1;
+            }
+        }
+    }
+    // The change counter now counts from this file.
+    state.stats.dirty_at_save.store(state.stats.dirty_total(), Ordering::Relaxed);
+    drop(shards);
+    drop(all);
+    Ok((w.finish()?, keys))
+}

@@ -1,0 +1,204 @@
+//! Snapshots: kvik's RDB files load in a real redis-server and redis-server's
+//! load in kvik, with the same data (redis-server's `DEBUG DIGEST` is the
+//! judge, an order-independent hash of every database); `redis-check-rdb`
+//! accepts kvik's files; data, deadlines and databases survive a restart;
+//! damaged files stop the start with the reason.
+
+mod common;
+
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::{call, connect, start_kvik_with, start_redis_with_or_skip};
+
+/// A fresh directory for one test's files.
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("kvik-persist-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn run(conn: &mut TcpStream, words: &[&[u8]]) -> Vec<u8> {
+    let reply = call(conn, words);
+    assert!(!reply.starts_with(b"-"), "{}: {}", String::from_utf8_lossy(&words.join(&b' ')), reply.escape_ascii());
+    reply
+}
+
+fn text(conn: &mut TcpStream, line: &str) -> Vec<u8> {
+    let words: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+    run(conn, &words)
+}
+
+/// A data set over three databases: every type, deadlines, encodings both
+/// small and large, a stream with a group.
+fn fill(conn: &mut TcpStream) {
+    for line in [
+        "SET plain hello",
+        "SET counter 12345",
+        "SET deadline later PXAT 4102444800000",
+        "RPUSH list a b c 1 2 3",
+        "HSET small f1 v1 f2 2",
+        "SADD ints 3 1 2",
+        "SADD words x y z",
+        "ZADD board 1 alice 2.5 bob -3 carol",
+        "XADD events 1-1 kind login user 7",
+        "XADD events 1-2 kind logout user 7",
+        "XGROUP CREATE events audit 0",
+        "XREADGROUP GROUP audit worker COUNT 1 STREAMS events >",
+        "SELECT 2",
+        "SET other-db yes",
+        "HSET h2 a b",
+        "SELECT 15",
+        "LPUSH last-db x",
+        "SELECT 0",
+    ] {
+        text(conn, line);
+    }
+    let long: Vec<Vec<u8>> = (0..600).map(|i| format!("member:{i}:{}", "p".repeat(i % 50)).into_bytes()).collect();
+    for (cmd, key) in [(&b"SADD"[..], &b"big-set"[..]), (b"RPUSH", b"big-list")] {
+        let mut args: Vec<&[u8]> = vec![cmd, key];
+        args.extend(long.iter().map(Vec::as_slice));
+        run(conn, &args);
+    }
+    let mut hset: Vec<Vec<u8>> = vec![b"HSET".to_vec(), b"big-hash".to_vec()];
+    let mut zadd: Vec<Vec<u8>> = vec![b"ZADD".to_vec(), b"big-zset".to_vec()];
+    for (i, m) in long.iter().enumerate() {
+        hset.extend([m.clone(), format!("{}", i * 3).into_bytes()]);
+        zadd.extend([format!("{}.5", i).into_bytes(), m.clone()]);
+    }
+    for args in [hset, zadd] {
+        let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        run(conn, &args);
+    }
+}
+
+fn digest(redis: &mut TcpStream) -> Vec<u8> {
+    run(redis, &[b"DEBUG", b"DIGEST"])
+}
+
+fn redis_in(dir: &Path) -> Option<kvik_testkit::Server> {
+    let dir = dir.to_str().unwrap_or("");
+    start_redis_with_or_skip("persistence", &["--dir", dir, "--enable-debug-command", "yes"])
+}
+
+fn kvik_in(dir: &Path) -> kvik_testkit::Server {
+    start_kvik_with(&["--dir", dir.to_str().unwrap_or(""), "--save", ""])
+}
+
+#[test]
+fn kvik_snapshots_load_in_redis_and_redis_snapshots_load_in_kvik() {
+    let (kvik_dir, redis_dir) = (temp_dir("kvik-side"), temp_dir("redis-side"));
+    let Some(redis) = redis_in(&redis_dir) else { return };
+    let mut r = connect(redis.port);
+    fill(&mut r);
+    let want = digest(&mut r);
+    run(&mut r, &[b"SAVE"]);
+    drop(redis);
+
+    // kvik writes a file redis-check-rdb accepts and redis-server loads whole.
+    let kvik = kvik_in(&kvik_dir);
+    let mut k = connect(kvik.port);
+    fill(&mut k);
+    assert_eq!(call(&mut k, &[b"SAVE"]), b"+OK\r\n");
+    drop(kvik);
+    let kvik_file = kvik_dir.join("dump.rdb");
+    // Debian's redis-server package installs redis-check-rdb with it.
+    let out = Command::new("redis-check-rdb").arg(&kvik_file).output().expect("redis-check-rdb runs");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && report.contains("RDB looks OK"), "{report}");
+    let redis = redis_in(&kvik_dir).expect("redis ran above");
+    let mut r = connect(redis.port);
+    assert_eq!(digest(&mut r), want, "redis-server loading kvik's file");
+    drop(redis);
+
+    // kvik loads redis-server's file; what it saves again is the same data.
+    let from_redis = temp_dir("from-redis");
+    std::fs::copy(redis_dir.join("dump.rdb"), from_redis.join("dump.rdb")).expect("copy");
+    let kvik = kvik_in(&from_redis);
+    let mut k = connect(kvik.port);
+    assert_eq!(call(&mut k, &[b"DBSIZE"]), b":13\r\n");
+    assert_eq!(call(&mut k, &[b"HGET", b"big-hash", b"member:3:ppp"]), b"$1\r\n9\r\n");
+    assert_eq!(call(&mut k, &[b"OBJECT", b"ENCODING", b"big-zset"]), b"$8\r\nskiplist\r\n");
+    let info = String::from_utf8_lossy(&call(&mut k, &[b"INFO", b"persistence"])).into_owned();
+    assert!(info.contains("rdb_last_load_keys_loaded:16\r\n"), "{info}");
+    assert_eq!(call(&mut k, &[b"SAVE"]), b"+OK\r\n");
+    drop(kvik);
+    let redis = redis_in(&from_redis).expect("redis ran above");
+    let mut r = connect(redis.port);
+    assert_eq!(digest(&mut r), want, "redis's file through kvik");
+    drop(redis);
+    for dir in [kvik_dir, redis_dir, from_redis] {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+#[test]
+fn data_deadlines_and_databases_survive_a_restart() {
+    let dir = temp_dir("restart");
+    let kvik = kvik_in(&dir);
+    let mut k = connect(kvik.port);
+    fill(&mut k);
+    text(&mut k, "SET gone x PX 300");
+    assert_eq!(call(&mut k, &[b"SAVE"]), b"+OK\r\n");
+    let info = String::from_utf8_lossy(&call(&mut k, &[b"INFO", b"persistence"])).into_owned();
+    assert!(info.contains("rdb_changes_since_last_save:0\r\n") && info.contains("rdb_saves:1\r\n"), "{info}");
+    drop(kvik);
+    assert!(!dir
+        .read_dir()
+        .expect("dir")
+        .any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("temp-"))));
+    std::thread::sleep(std::time::Duration::from_millis(400));
+
+    let kvik = kvik_in(&dir);
+    let mut k = connect(kvik.port);
+    assert_eq!(call(&mut k, &[b"DBSIZE"]), b":13\r\n", "the key past its deadline is not loaded");
+    assert_eq!(call(&mut k, &[b"GET", b"plain"]), b"$5\r\nhello\r\n");
+    assert_eq!(call(&mut k, &[b"OBJECT", b"ENCODING", b"counter"]), b"$3\r\nint\r\n");
+    assert_eq!(call(&mut k, &[b"PEXPIRETIME", b"deadline"]), b":4102444800000\r\n");
+    assert_eq!(call(&mut k, &[b"XPENDING", b"events", b"audit"])[..4], *b"*4\r\n");
+    assert_eq!(call(&mut k, &[b"SELECT", b"2"]), b"+OK\r\n");
+    assert_eq!(call(&mut k, &[b"GET", b"other-db"]), b"$3\r\nyes\r\n");
+    assert_eq!(call(&mut k, &[b"SELECT", b"15"]), b"+OK\r\n");
+    assert_eq!(call(&mut k, &[b"LRANGE", b"last-db", b"0", b"-1"]), b"*1\r\n$1\r\nx\r\n");
+    let info = String::from_utf8_lossy(&call(&mut k, &[b"INFO", b"persistence"])).into_owned();
+    assert!(info.contains("rdb_last_load_keys_loaded:16\r\n"), "{info}");
+    assert!(info.contains("rdb_last_load_keys_expired:1\r\n"), "{info}");
+    drop(kvik);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_damaged_snapshot_stops_the_start_with_the_reason() {
+    let dir = temp_dir("damaged");
+    let kvik = kvik_in(&dir);
+    let mut k = connect(kvik.port);
+    fill(&mut k);
+    assert_eq!(call(&mut k, &[b"SAVE"]), b"+OK\r\n");
+    drop(kvik);
+    let file = dir.join("dump.rdb");
+    let good = std::fs::read(&file).expect("the snapshot");
+    let mut flipped = good.clone();
+    flipped[good.len() / 2] ^= 0x40;
+    let cases: [(&str, Vec<u8>); 4] = [
+        ("truncated", good[..good.len() / 3].to_vec()),
+        ("a changed byte", flipped),
+        ("not an RDB file", b"hello world".to_vec()),
+        ("a later version", [&b"REDIS0011"[..], &good[9..]].concat()),
+    ];
+    for (what, bytes) in cases {
+        std::fs::write(&file, &bytes).expect("write");
+        let out = Command::new(env!("CARGO_BIN_EXE_kvik-server"))
+            .args(["--bind", "127.0.0.1", "--port", &kvik_testkit::free_port().to_string()])
+            .args(["--dir", dir.to_str().unwrap_or(""), "--save", ""])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run kvik-server");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{what}: {stderr}");
+        assert!(stderr.contains("RDB reading offset") && stderr.contains("dump.rdb"), "{what}: {stderr}");
+        assert_eq!(std::fs::read(&file).expect("still there"), bytes, "{what}: the file is left as it was");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
