@@ -42,6 +42,7 @@ release: cargo
 test: deps
 	cargo test --workspace
 	cargo test --manifest-path crates/protocol/fuzz/Cargo.toml --target-dir "$(TARGET_DIR)"
+	cargo test --manifest-path crates/persist/fuzz/Cargo.toml --target-dir "$(TARGET_DIR)"
 	KVIK_SERVER_BIN="$(SERVER_BIN)" $(VENV)/bin/python -m pytest -q tests/python
 
 deps: cargo redis-server $(VENV)/.installed
@@ -110,3 +111,4 @@ bench-mux: cargo
 ## Every fuzz target for 10 minutes (nightly toolchain and cargo-fuzz needed).
 fuzz:
 	crates/protocol/fuzz/run.sh 600
+	crates/persist/fuzz/run.sh 600
