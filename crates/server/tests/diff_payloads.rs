@@ -176,3 +176,90 @@ fn crc64(data: &[u8]) -> u64 {
     }
     crc
 }
+
+/// MIGRATE from kvik and from redis-server, each to a redis-server target
+/// of its own, gives the same replies and leaves the same keys on both
+/// sides; what kvik moves digests in the target as redis's own value does.
+#[test]
+fn migrate_matches_redis_both_ways() {
+    let name = "migrate_matches_redis_both_ways";
+    let Some(redis) = common::start_redis_with_or_skip(name, &["--enable-debug-command", "yes"]) else { return };
+    let targets: Vec<kvik_testkit::Server> = (0..2)
+        .map(|_| {
+            common::start_redis_with_or_skip(name, &["--enable-debug-command", "yes", "--requirepass", "pw"])
+                .expect("redis-server is there")
+        })
+        .collect();
+    let kvik = start_kvik();
+    let sources = [(kvik.port, targets[0].port), (redis.port, targets[1].port)];
+    let closed = kvik_testkit::free_port();
+    let steps: Vec<String> = vec![
+        "SET s hello".into(),
+        "RPUSH l a b c".into(),
+        "HSET h f v".into(),
+        "SET t x PX 100000".into(),
+        "ZADD z 1 a 2 b".into(),
+        "MIGRATE 127.0.0.1 {port} missing 0 1000 AUTH pw".into(),
+        "MIGRATE 127.0.0.1 {port} s 0 1000".into(),
+        "MIGRATE 127.0.0.1 {port} s 0 1000 AUTH wrong".into(),
+        "MIGRATE 127.0.0.1 {port} s 0 1000 AUTH pw".into(),
+        "EXISTS s".into(),
+        "SET s again".into(),
+        "MIGRATE 127.0.0.1 {port} s 0 1000 AUTH pw".into(),
+        "MIGRATE 127.0.0.1 {port} s 0 1000 AUTH pw COPY REPLACE".into(),
+        "EXISTS s".into(),
+        "MIGRATE 127.0.0.1 {port} l 0 1000 AUTH2 default pw KEYS l".into(),
+        "MIGRATE 127.0.0.1 {port} \"\" 3 1000 AUTH2 default pw KEYS l h t nosuch z".into(),
+        "EXISTS l h t z".into(),
+        "MIGRATE 127.0.0.1 {port} s notanumber 1000".into(),
+        "MIGRATE 127.0.0.1 {port} s 0 1000 BOGUS".into(),
+        "MIGRATE 127.0.0.1 {port} s 0 1000 AUTH".into(),
+        format!("MIGRATE 127.0.0.1 {closed} s 0 200"),
+    ];
+    let mut replies: Vec<Vec<Vec<u8>>> = Vec::new();
+    for (source, target) in sources {
+        let mut conn = connect(source);
+        let mut got = Vec::new();
+        for step in &steps {
+            let line = step.replace("{port}", &target.to_string());
+            let words: Vec<Vec<u8>> =
+                line.split(' ').map(|w| if w == "\"\"" { Vec::new() } else { w.as_bytes().to_vec() }).collect();
+            let args: Vec<&[u8]> = words.iter().map(Vec::as_slice).collect();
+            got.push(call(&mut conn, &args));
+        }
+        replies.push(got);
+    }
+    for (i, step) in steps.iter().enumerate() {
+        assert_eq!(
+            replies[0][i],
+            replies[1][i],
+            "{step}: kvik {} redis {}",
+            replies[0][i].escape_ascii(),
+            replies[1][i].escape_ascii()
+        );
+    }
+    // The targets hold the same data, key by key.
+    let (mut a, mut b) = (connect(targets[0].port), connect(targets[1].port));
+    for conn in [&mut a, &mut b] {
+        assert_eq!(call(conn, &[b"AUTH", b"pw"]), b"+OK\r\n");
+    }
+    for (db, keys) in [(&b"0"[..], &[&b"s"[..]][..]), (b"3", &[b"l", b"h", b"t", b"z"])] {
+        for conn in [&mut a, &mut b] {
+            assert_eq!(call(conn, &[b"SELECT", db]), b"+OK\r\n");
+        }
+        for key in keys {
+            let (da, dbb) = (digest(&mut a, key), digest(&mut b, key));
+            assert!(da.len() == 47, "{}", da.escape_ascii());
+            assert_eq!(da, dbb, "db {} key {}", String::from_utf8_lossy(db), String::from_utf8_lossy(key));
+        }
+        assert_eq!(call(&mut a, &[b"DBSIZE"]), call(&mut b, &[b"DBSIZE"]));
+    }
+    // And the other way: redis-server migrates into kvik.
+    let mut r = connect(redis.port);
+    run_setup(&mut r, &[b"SADD ints 1 2 3".split(|&c| c == b' ').map(<[u8]>::to_vec).collect()]);
+    let port = kvik.port.to_string();
+    assert_eq!(call(&mut r, &[b"MIGRATE", b"127.0.0.1", port.as_bytes(), b"ints", b"0", b"1000"]), b"+OK\r\n");
+    let mut k = connect(kvik.port);
+    assert_eq!(call(&mut k, &[b"SMEMBERS", b"ints"]), b"*3\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n3\r\n");
+    assert_eq!(call(&mut k, &[b"OBJECT", b"ENCODING", b"ints"]), b"$6\r\nintset\r\n");
+}

@@ -77,6 +77,7 @@ handlers! {
     }),
     DUMP(c) => dump_key(c),
     RESTORE(c) => restore(c),
+    MIGRATE(c) => super::migrate::migrate(c),
 }
 
 /// Reply with a count.

@@ -75,6 +75,7 @@ mod info;
 mod keys;
 mod keyword;
 mod list;
+mod migrate;
 mod pubsub;
 mod random;
 mod server;
