@@ -202,3 +202,35 @@ fn a_damaged_snapshot_stops_the_start_with_the_reason() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn debug_reload_saves_empties_and_loads_back() {
+    let dir = temp_dir("reload");
+    let kvik = start_kvik_with(&["--dir", dir.to_str().unwrap_or(""), "--enable-debug-command", "yes"]);
+    let mut k = connect(kvik.port);
+    fill(&mut k);
+    let keys = ["plain", "counter", "deadline", "list", "small", "ints", "words", "board", "events", "big-zset"];
+    let dump_all =
+        |k: &mut TcpStream| -> Vec<Vec<u8>> { keys.iter().map(|key| call(k, &[b"DUMP", key.as_bytes()])).collect() };
+    let before = dump_all(&mut k);
+    assert_eq!(call(&mut k, &[b"DEBUG", b"RELOAD"]), b"+OK\r\n");
+    assert_eq!(dump_all(&mut k), before, "the same values after a reload");
+    assert_eq!(call(&mut k, &[b"DBSIZE"]), b":13\r\n");
+    // NOSAVE loads the file as it is: a key set since is gone again.
+    text(&mut k, "SET after-save x");
+    assert_eq!(call(&mut k, &[b"DEBUG", b"RELOAD", b"NOSAVE"]), b"+OK\r\n");
+    assert_eq!(call(&mut k, &[b"EXISTS", b"after-save"]), b":0\r\n");
+    // NOFLUSH keeps what is there; the same keys again fail the load unless MERGE.
+    assert_eq!(
+        call(&mut k, &[b"DEBUG", b"RELOAD", b"NOFLUSH", b"NOSAVE"]),
+        b"-ERR Error trying to load the RDB dump\r\n"
+    );
+    assert_eq!(call(&mut k, &[b"DEBUG", b"RELOAD", b"NOFLUSH", b"NOSAVE", b"MERGE"]), b"+OK\r\n");
+    assert_eq!(dump_all(&mut k), before);
+    assert_eq!(
+        call(&mut k, &[b"DEBUG", b"RELOAD", b"SOON"]),
+        b"-ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.\r\n"
+    );
+    drop(kvik);
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -186,6 +186,66 @@ pub fn shutdown<T: ReplyTarget>(c: &mut Ctx<'_, T>) -> Outcome {
     Outcome::Close
 }
 
+/// `DEBUG RELOAD`: save the snapshot, empty the keyspace and load the file
+/// back (`NOSAVE`: load the file there; `NOFLUSH`: keep what is there;
+/// `MERGE`: a loaded key replaces one there instead of failing the load).
+/// Every shard is held from the flush to the end of the load, so no client
+/// sees the keyspace half loaded.
+fn debug_reload<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    let (mut merge, mut flush, mut save) = (false, true, true);
+    for i in 2..c.argc() {
+        let opt = c.arg(i);
+        if opt.eq_ignore_ascii_case(b"merge") {
+            merge = true;
+        } else if opt.eq_ignore_ascii_case(b"noflush") {
+            flush = false;
+        } else if opt.eq_ignore_ascii_case(b"nosave") {
+            save = false;
+        } else {
+            return c.error(b"ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.");
+        }
+    }
+    if save && crate::persistence::snapshot::save(c.state).is_err() {
+        return c.error(b"ERR");
+    }
+    let state = c.state;
+    let ks = &state.keyspace;
+    let mut lock = ks.lock_all();
+    let mut removed = 0;
+    if flush {
+        changes::db_flushed(state, None);
+        for shard in lock.shards() {
+            for d in shard.dbs().iter_mut() {
+                removed += d.len();
+                d.clear();
+            }
+        }
+    }
+    let loaded = crate::persistence::loading::load_with(state, merge, |db, entry| {
+        let key = entry.key().to_vec();
+        lock.shard_for(ks, &key).db(db).insert(entry).is_none()
+    });
+    drop(lock);
+    c.count_changes(removed as u64);
+    if flush {
+        state.blocking.dbs_changed(None);
+    }
+    match loaded {
+        Ok(None) => {
+            crate::log!(Warning, "Fatal error loading the DB: no such file. The keyspace is as it was.");
+            c.error(b"ERR Error trying to load the RDB dump")
+        }
+        Ok(Some(_)) => {
+            crate::log!(Warning, "DB reloaded by DEBUG RELOAD");
+            c.ok()
+        }
+        Err(e) => {
+            crate::log!(Warning, "{e}");
+            c.error(b"ERR Error trying to load the RDB dump")
+        }
+    }
+}
+
 /// `MEMORY USAGE key [SAMPLES count]`: the key's share of the memory
 /// estimate ([`charge`]), without marking the key accessed, as in Redis.
 fn memory_usage<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
@@ -327,10 +387,12 @@ fn slowlog_get<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     });
 }
 
-/// `DEBUG SLEEP seconds`, `DEBUG SET-ACTIVE-EXPIRE 0|1`, `DEBUG OBJECT key`.
+/// `DEBUG SLEEP seconds`, `DEBUG SET-ACTIVE-EXPIRE 0|1`, `DEBUG OBJECT key`,
+/// `DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]`.
 fn debug<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let sub = c.arg(1).to_ascii_lowercase();
     match sub.as_slice() {
+        b"reload" => debug_reload(c),
         b"sleep" if c.argc() == 3 => {
             let secs = std::str::from_utf8(c.arg(2)).ok().and_then(|s| s.trim().parse::<f64>().ok()).unwrap_or(0.0);
             if secs.is_finite() && secs > 0.0 {

@@ -30,6 +30,20 @@ pub struct Loaded {
 /// Load the snapshot into `state`'s (empty) keyspace; `Ok(None)` when
 /// there is no file. The error is the text to log before exiting.
 pub fn load_snapshot(state: &ServerState) -> Result<Option<Loaded>, String> {
+    load_with(state, false, |db, entry| {
+        let mut shard = state.keyspace.lock_key(entry.key());
+        shard.db(db).insert(entry).is_none()
+    })
+}
+
+/// Load the snapshot through `insert`, which puts one key in database
+/// `db` and says whether it was new; a key seen twice is an error unless
+/// `merge` (DEBUG RELOAD MERGE replaces the one there).
+pub fn load_with(
+    state: &ServerState,
+    merge: bool,
+    mut insert: impl FnMut(usize, Entry) -> bool,
+) -> Result<Option<Loaded>, String> {
     let path = super::snapshot_path(state);
     let data = match std::fs::read(&path) {
         Ok(data) => data,
@@ -52,8 +66,7 @@ pub fn load_snapshot(state: &ServerState) -> Result<Option<Loaded>, String> {
         }
         let meta = super::meta_of(key.access, lfu_policy, now);
         let entry = Entry::new(&key.key, key.value, key.deadline_ms, meta);
-        let mut shard = state.keyspace.lock_key(&key.key);
-        if shard.db(key.db).insert(entry).is_some() {
+        if !insert(key.db, entry) && !merge {
             return Err("key: the same key twice");
         }
         loaded.keys += 1;
