@@ -25,8 +25,12 @@ const MAX_OFFSET: usize = 1 << 13;
 const MAX_MATCH: usize = 264;
 /// Shortest match worth a reference (it costs 2 bytes).
 const MIN_MATCH: usize = 3;
-/// Slots of the prefix table (a power of two).
+/// Most slots of the prefix table (a power of two); a short input gets a
+/// table near its own size, so that clearing the table does not cost more
+/// than compressing.
 const TABLE_SLOTS: usize = 1 << 14;
+/// Fewest slots of the prefix table.
+const MIN_TABLE_SLOTS: usize = 1 << 6;
 
 /// Why a stream does not decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,11 +40,12 @@ pub struct Corrupt;
 /// (Redis stores a string compressed only when it saves at least 4 bytes).
 pub fn compress(data: &[u8], max_len: usize) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(max_len.min(data.len()));
-    let mut table = vec![0u32; TABLE_SLOTS];
+    let slots = data.len().next_power_of_two().clamp(MIN_TABLE_SLOTS, TABLE_SLOTS);
+    let mut table = vec![0u32; slots];
     let mut literal_start = 0;
     let mut i = 0;
     while i + MIN_MATCH <= data.len() {
-        let slot = prefix_slot(&data[i..i + MIN_MATCH]);
+        let slot = prefix_slot(&data[i..i + MIN_MATCH], slots);
         // Table entries are position + 1, so 0 means "never seen".
         let seen = table[slot] as usize;
         table[slot] = u32::try_from(i + 1).unwrap_or(0);
@@ -69,9 +74,10 @@ pub fn compress(data: &[u8], max_len: usize) -> Option<Vec<u8>> {
     (out.len() <= max_len).then_some(out)
 }
 
-fn prefix_slot(three: &[u8]) -> usize {
+/// The table slot of a 3-byte prefix, in a table of `slots` slots.
+fn prefix_slot(three: &[u8], slots: usize) -> usize {
     let v = u32::from(three[0]) << 16 | u32::from(three[1]) << 8 | u32::from(three[2]);
-    (v.wrapping_mul(0x9E37_79B1) >> (32 - 14)) as usize & (TABLE_SLOTS - 1)
+    (v.wrapping_mul(0x9E37_79B1) >> 18) as usize & (slots - 1)
 }
 
 fn put_literals(out: &mut Vec<u8>, mut bytes: &[u8]) {

@@ -61,12 +61,17 @@ pub struct BadListpack;
 /// `text` as an integer when it is the canonical decimal text of one: no
 /// sign but a leading `-`, no leading zeros, no `-0`, within `i64`.
 pub fn canonical_i64(text: &[u8]) -> Option<i64> {
-    if text.is_empty() || text.len() > 20 {
+    let digits = text.strip_prefix(b"-").unwrap_or(text);
+    let canonical = match digits {
+        [] => false,
+        [b'0'] => digits.len() == text.len(),
+        [first, ..] => first.is_ascii_digit() && *first != b'0' && digits.len() <= 19,
+    };
+    if !canonical || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    let n: i64 = std::str::from_utf8(text).ok()?.parse().ok()?;
-    // Only the canonical form writes back the same bytes.
-    (n.to_string().as_bytes() == text).then_some(n)
+    // All ASCII digits, so the text is UTF-8; out of range fails the parse.
+    std::str::from_utf8(text).ok()?.parse().ok()
 }
 
 /// Builds a listpack element by element.
@@ -312,6 +317,27 @@ mod tests {
         let items = Reader::new(&lp).expect("header").collect_all().expect("elements");
         let want: Vec<Item<'_>> = ints.iter().map(|&n| Item::Int(n)).chain(strs.iter().map(|s| Item::Str(s))).collect();
         assert_eq!(items, want);
+    }
+
+    #[test]
+    fn only_canonical_integer_text_is_an_integer() {
+        for (text, want) in [
+            (&b"0"[..], Some(0)),
+            (b"-1", Some(-1)),
+            (b"9223372036854775807", Some(i64::MAX)),
+            (b"-9223372036854775808", Some(i64::MIN)),
+            (b"9223372036854775808", None),
+            (b"-0", None),
+            (b"007", None),
+            (b"+5", None),
+            (b" 5", None),
+            (b"5 ", None),
+            (b"", None),
+            (b"-", None),
+            (b"1e3", None),
+        ] {
+            assert_eq!(canonical_i64(text), want, "{}", String::from_utf8_lossy(text));
+        }
     }
 
     #[test]
