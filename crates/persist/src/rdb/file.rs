@@ -353,6 +353,128 @@ mod tests {
         assert_eq!(keys(&function).unwrap_err().error, RdbError::Unsupported("function library"));
     }
 
+    /// A file as Redis 5 and 6 wrote one (RDB 9): the ziplist, zipmap and
+    /// intset encodings, text doubles, a deadline in seconds, a version-1
+    /// stream.
+    fn version_9_file() -> Vec<u8> {
+        use crate::rdb::packed::{intset, ziplist};
+        use crate::rdb::write::{put_len, put_string};
+        let mut f = b"REDIS0009".to_vec();
+        f.push(opcode::AUX);
+        put_string(&mut f, b"redis-ver", false);
+        put_string(&mut f, b"6.0.16", false);
+        f.push(opcode::SELECTDB);
+        put_len(&mut f, 0);
+        let key = |f: &mut Vec<u8>, kind: u8, name: &[u8]| {
+            f.push(kind);
+            put_string(f, name, false);
+        };
+        key(&mut f, kind::LIST_ZIPLIST, b"old-list");
+        put_string(&mut f, &ziplist(&[b"a", b"7", b"1000"]), false);
+        key(&mut f, kind::LIST_QUICKLIST, b"quicklist");
+        put_len(&mut f, 2);
+        put_string(&mut f, &ziplist(&[b"x", b"y"]), false);
+        put_string(&mut f, &ziplist(&[b"z"]), false);
+        key(&mut f, kind::HASH_ZIPLIST, b"hash");
+        put_string(&mut f, &ziplist(&[b"f1", b"v1", b"f2", b"2"]), false);
+        key(&mut f, kind::HASH_ZIPMAP, b"zipmap");
+        put_string(&mut f, &[1, 1, b'k', 1, 0, b'v', 0xFF], false);
+        key(&mut f, kind::ZSET_ZIPLIST, b"zset");
+        put_string(&mut f, &ziplist(&[b"m1", b"1", b"m2", b"2.5"]), false);
+        key(&mut f, kind::ZSET, b"text-scores");
+        put_len(&mut f, 2);
+        put_string(&mut f, b"low", false);
+        f.extend_from_slice(&[4, b'-', b'1', b'.', b'5']);
+        put_string(&mut f, b"top", false);
+        f.push(254);
+        f.push(opcode::EXPIRETIME);
+        f.extend_from_slice(&2_000_000_000i32.to_le_bytes());
+        key(&mut f, kind::SET_INTSET, b"ints");
+        put_string(&mut f, &intset(&[2, 3, 5]), false);
+        // A version-1 stream: one node with entries 1-1 and 1-2 (same
+        // fields as the master), no group.
+        key(&mut f, kind::STREAM_LISTPACKS, b"stream");
+        put_len(&mut f, 1);
+        let mut id = [0u8; 16];
+        id[7] = 1;
+        id[15] = 1;
+        put_string(&mut f, &id, false);
+        let mut lp = crate::rdb::listpack::Writer::new();
+        for n in [2, 0, 1] {
+            lp.push_int(n);
+        }
+        lp.push(b"field");
+        lp.push_int(0);
+        for (seq, value) in [(0i64, &b"one"[..]), (1, b"two")] {
+            lp.push_int(2);
+            lp.push_int(0);
+            lp.push_int(seq);
+            lp.push(value);
+            lp.push_int(4);
+        }
+        put_string(&mut f, &lp.finish(), false);
+        put_len(&mut f, 2);
+        put_len(&mut f, 1);
+        put_len(&mut f, 2);
+        put_len(&mut f, 0);
+        f.push(opcode::EOF);
+        let crc = crc64(0, &f);
+        f.extend_from_slice(&crc.to_le_bytes());
+        f
+    }
+
+    #[test]
+    fn files_of_redis_5_and_6_load() {
+        use kvik_store::types::ValueRef;
+        let mut got = std::collections::BTreeMap::new();
+        let summary = load(&version_9_file(), &LoadLimits::default(), |k| {
+            got.insert(k.key.into_owned(), (k.value, k.deadline_ms));
+            Ok(())
+        })
+        .expect("loads");
+        assert_eq!(summary.version, 9);
+        let list = |v: &Value| match v.view() {
+            ValueRef::List(l) => l.iter().map(<[u8]>::to_vec).collect::<Vec<_>>(),
+            _ => panic!("not a list"),
+        };
+        assert_eq!(list(&got[&b"old-list"[..]].0), [b"a".to_vec(), b"7".to_vec(), b"1000".to_vec()]);
+        assert_eq!(list(&got[&b"quicklist"[..]].0), [b"x".to_vec(), b"y".to_vec(), b"z".to_vec()]);
+        match got[&b"hash"[..]].0.view() {
+            ValueRef::Hash(h) => {
+                assert_eq!((h.get(b"f1"), h.get(b"f2"), h.encoding()), (Some(&b"v1"[..]), Some(&b"2"[..]), "listpack"))
+            }
+            _ => panic!("not a hash"),
+        }
+        match got[&b"zipmap"[..]].0.view() {
+            ValueRef::Hash(h) => assert_eq!(h.get(b"k"), Some(&b"v"[..])),
+            _ => panic!("not a hash"),
+        }
+        match got[&b"zset"[..]].0.view() {
+            ValueRef::ZSet(z) => assert_eq!((z.score(b"m1"), z.score(b"m2")), (Some(1.0), Some(2.5))),
+            _ => panic!("not a sorted set"),
+        }
+        match got[&b"text-scores"[..]].0.view() {
+            ValueRef::ZSet(z) => assert_eq!((z.score(b"low"), z.score(b"top")), (Some(-1.5), Some(f64::INFINITY))),
+            _ => panic!("not a sorted set"),
+        }
+        assert_eq!(got[&b"ints"[..]].1, Some(2_000_000_000_000), "a deadline in seconds");
+        match got[&b"ints"[..]].0.view() {
+            ValueRef::Set(s) => assert_eq!((s.len(), s.encoding()), (3, "intset")),
+            _ => panic!("not a set"),
+        }
+        match got[&b"stream"[..]].0.view() {
+            ValueRef::Stream(s) => {
+                assert_eq!((s.len(), s.entries_added), (2, 2));
+                let values: Vec<Vec<u8>> = s
+                    .range(kvik_store::types::stream::StreamId::MIN, kvik_store::types::stream::StreamId::MAX)
+                    .map(|(_, f)| f[1].to_vec())
+                    .collect();
+                assert_eq!(values, [b"one".to_vec(), b"two".to_vec()]);
+            }
+            _ => panic!("not a stream"),
+        }
+    }
+
     #[test]
     fn a_refused_key_stops_the_load_with_its_reason() {
         let data = file(true);

@@ -193,6 +193,42 @@ pub fn read_zipmap(blob: &[u8]) -> Result<Vec<Pair<'_>>, RdbError> {
     Ok(pairs)
 }
 
+/// A ziplist of `items` as Redis 6 wrote one (for tests of the readers).
+#[cfg(test)]
+pub(crate) fn ziplist(items: &[&[u8]]) -> Vec<u8> {
+    let mut body = Vec::new();
+    let (mut prev, mut tail) = (0usize, 10usize);
+    for item in items {
+        let start = 10 + body.len();
+        if prev < 254 {
+            body.push(prev as u8);
+        } else {
+            body.push(0xFE);
+            body.extend_from_slice(&(prev as u32).to_le_bytes());
+        }
+        match super::listpack::canonical_i64(item) {
+            Some(n @ 0..=12) => body.push(0xF1 + n as u8),
+            Some(n) if i16::try_from(n).is_ok() => {
+                body.push(0xC0);
+                body.extend_from_slice(&(n as i16).to_le_bytes());
+            }
+            _ => {
+                body.push(item.len() as u8);
+                body.extend_from_slice(item);
+            }
+        }
+        prev = 10 + body.len() - start;
+        tail = start;
+    }
+    let mut out = Vec::new();
+    out.extend_from_slice(&((11 + body.len()) as u32).to_le_bytes());
+    out.extend_from_slice(&(tail as u32).to_le_bytes());
+    out.extend_from_slice(&(items.len() as u16).to_le_bytes());
+    out.extend_from_slice(&body);
+    out.push(0xFF);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,41 +246,6 @@ mod tests {
         unsorted[10] = 5;
         assert_eq!(read_intset(&unsorted), Err(BAD_INTSET));
         assert_eq!(read_intset(&small[..12]), Err(BAD_INTSET));
-    }
-
-    /// A ziplist of `items` as Redis 6 wrote one.
-    fn ziplist(items: &[&[u8]]) -> Vec<u8> {
-        let mut body = Vec::new();
-        let (mut prev, mut tail) = (0usize, 10usize);
-        for item in items {
-            let start = 10 + body.len();
-            if prev < 254 {
-                body.push(prev as u8);
-            } else {
-                body.push(0xFE);
-                body.extend_from_slice(&(prev as u32).to_le_bytes());
-            }
-            match super::super::listpack::canonical_i64(item) {
-                Some(n @ 0..=12) => body.push(0xF1 + n as u8),
-                Some(n) if i16::try_from(n).is_ok() => {
-                    body.push(0xC0);
-                    body.extend_from_slice(&(n as i16).to_le_bytes());
-                }
-                _ => {
-                    body.push(item.len() as u8);
-                    body.extend_from_slice(item);
-                }
-            }
-            prev = 10 + body.len() - start;
-            tail = start;
-        }
-        let mut out = Vec::new();
-        out.extend_from_slice(&((11 + body.len()) as u32).to_le_bytes());
-        out.extend_from_slice(&(tail as u32).to_le_bytes());
-        out.extend_from_slice(&(items.len() as u16).to_le_bytes());
-        out.extend_from_slice(&body);
-        out.push(0xFF);
-        out
     }
 
     #[test]
