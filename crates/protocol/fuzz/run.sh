@@ -1,39 +1,4 @@
 #!/usr/bin/env bash
-# Run every fuzz target of kvik-protocol for SECONDS seconds each (default 600).
-#
-#   ./run.sh            # 10 minutes per target
-#   ./run.sh 10         # smoke run, fit for CI
-#   ./run.sh 60 resp_reply respb_reply   # only some targets
-#
-# Needs a nightly toolchain and cargo-fuzz. Seeds are regenerated into
-# corpus/<target>/ first, so a fresh checkout starts from valid inputs.
-# Exits non-zero on the first target that finds a crash; the input is left
-# in artifacts/<target>/.
-set -euo pipefail
-
-cd "$(dirname "$0")"
-seconds="${1:-600}"
-shift || true
-targets=("$@")
-if [ ${#targets[@]} -eq 0 ]; then
-    targets=(resp_request respb_request resp_reply respb_reply)
-fi
-jobs="${FUZZ_BUILD_JOBS:-2}"
-toolchain="${FUZZ_TOOLCHAIN:-nightly}"
-
-if ! cargo fuzz --version >/dev/null 2>&1; then
-    echo "cargo-fuzz is missing: cargo install cargo-fuzz" >&2
-    exit 2
-fi
-
-cargo run --quiet --release -j "$jobs" --example seeds -- corpus
-CARGO_BUILD_JOBS="$jobs" cargo "+$toolchain" fuzz build
-
-for target in "${targets[@]}"; do
-    echo "== $target: ${seconds}s"
-    # Each target gets its own corpus folder; new inputs it finds are kept
-    # there (ignored by git) so later runs start further along.
-    cargo "+$toolchain" fuzz run "$target" "corpus/$target" -- \
-        -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
-done
-echo "all targets ran ${seconds}s without a crash"
+# Run every fuzz target of kvik-protocol for SECONDS seconds each (default 600):
+#   ./run.sh [SECONDS] [TARGET ...]   (see build/fuzz.sh)
+exec "$(dirname "$0")/../../../build/fuzz.sh" "$(dirname "$0")" "$@"

@@ -181,7 +181,20 @@ fn a_damaged_snapshot_stops_the_start_with_the_reason() {
     let good = std::fs::read(&file).expect("the snapshot");
     let mut flipped = good.clone();
     flipped[good.len() / 2] ^= 0x40;
-    let cases: [(&str, Vec<u8>); 4] = [
+    let twice = {
+        use kvik_persist::rdb::file::{Access, FileWriter, SaveInfo};
+        use kvik_store::types::{string::StrValue, ValueRef};
+        let info = SaveInfo { redis_version: "7.0.15".into(), ctime_s: 0, used_mem: 0, aof_base: false };
+        let mut w = FileWriter::start(Vec::new(), &info, true, true).expect("in memory");
+        w.select_db(0, 2, 0).expect("in memory");
+        for value in [&b"one"[..], b"two"] {
+            let v = StrValue::from_bytes(value);
+            w.entry(b"same", ValueRef::Str(v.view()), None, Access::None).expect("in memory");
+        }
+        w.finish().expect("in memory")
+    };
+    let cases: [(&str, Vec<u8>); 5] = [
+        ("the same key twice", twice),
         ("truncated", good[..good.len() / 3].to_vec()),
         ("a changed byte", flipped),
         ("not an RDB file", b"hello world".to_vec()),
@@ -197,7 +210,7 @@ fn a_damaged_snapshot_stops_the_start_with_the_reason() {
             .expect("run kvik-server");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{what}: {stderr}");
-        assert!(stderr.contains("RDB reading offset") && stderr.contains("dump.rdb"), "{what}: {stderr}");
+        assert!(stderr.contains("Internal error in RDB reading") && stderr.contains("dump.rdb"), "{what}: {stderr}");
         assert_eq!(std::fs::read(&file).expect("still there"), bytes, "{what}: the file is left as it was");
     }
     let _ = std::fs::remove_dir_all(dir);

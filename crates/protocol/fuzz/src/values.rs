@@ -34,7 +34,7 @@ pub fn same(a: &Value, b: &Value) -> bool {
 pub fn canonical_resp3(v: &Value) -> Value {
     map_value(v, &|leaf| match leaf {
         Value::Simple(s) => Some(Value::Simple(unbreak(s))),
-        Value::Error(s) => Some(Value::Error(unbreak(s))),
+        Value::Error(s) => Some(Value::Error(unbreak(trim_breaks(s)))),
         Value::NullArray => Some(Value::Null),
         _ => None,
     })
@@ -71,6 +71,14 @@ fn map_value(v: &Value, leaf: &dyn Fn(&Value) -> Option<Value>) -> Value {
         }
         other => other.clone(),
     }
+}
+
+/// `s` without the line breaks at either end, which the reply writer trims
+/// off an error before turning the ones inside into spaces, as Redis does.
+fn trim_breaks(s: &[u8]) -> &[u8] {
+    let start = s.iter().position(|b| !matches!(b, b'\r' | b'\n')).unwrap_or(s.len());
+    let end = s.iter().rposition(|b| !matches!(b, b'\r' | b'\n')).map_or(start, |i| i + 1);
+    &s[start..end]
 }
 
 fn unbreak(s: &[u8]) -> Vec<u8> {

@@ -7,7 +7,7 @@
 //! a key twice — stops the start with the reason and where in the file it
 //! was found: starting empty would throw the data away at the next save.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use kvik_persist::rdb::file::{load, LoadError};
@@ -27,13 +27,62 @@ pub struct Loaded {
     pub empty: u64,
 }
 
+/// Keys handed to an inserting thread at once.
+const BATCH: usize = 512;
+
 /// Load the snapshot into `state`'s (empty) keyspace; `Ok(None)` when
 /// there is no file. The error is the text to log before exiting.
+///
+/// The file is read on this thread and its keys inserted on one thread
+/// per core, each owning a share of the shards: inserting into a table
+/// far larger than the caches is mostly waiting for memory, and the
+/// threads wait in parallel. Every shard is written by one thread only,
+/// so the locks are never contended.
 pub fn load_snapshot(state: &ServerState) -> Result<Option<Loaded>, String> {
-    load_with(state, false, |db, entry| {
-        let mut shard = state.keyspace.lock_key(entry.key());
-        shard.db(db).insert(entry).is_none()
-    })
+    let ks = &state.keyspace;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, ks.shard_count());
+    let duplicate = AtomicBool::new(false);
+    let loaded = std::thread::scope(|scope| {
+        let mut senders = Vec::with_capacity(threads);
+        for _ in 0..threads {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(usize, Entry)>>(4);
+            senders.push(tx);
+            let duplicate = &duplicate;
+            scope.spawn(move || {
+                for batch in rx {
+                    for (db, entry) in batch {
+                        let mut shard = ks.lock(ks.shard_of(entry.key()));
+                        if shard.db(db).insert(entry).is_some() {
+                            duplicate.store(true, Ordering::Relaxed);
+                        }
+                    }
+                }
+            });
+        }
+        let mut pending: Vec<Vec<(usize, Entry)>> = (0..threads).map(|_| Vec::with_capacity(BATCH)).collect();
+        let loaded = load_with(state, false, |db, entry| {
+            let to = ks.shard_of(entry.key()) % threads;
+            pending[to].push((db, entry));
+            if pending[to].len() == BATCH {
+                let batch = std::mem::replace(&mut pending[to], Vec::with_capacity(BATCH));
+                // A thread that stopped has panicked, which the scope reports.
+                let _ = senders[to].send(batch);
+            }
+            !duplicate.load(Ordering::Relaxed)
+        });
+        for (to, batch) in pending.into_iter().enumerate() {
+            let _ = senders[to].send(batch);
+        }
+        loaded
+    })?;
+    if duplicate.load(Ordering::Relaxed) {
+        let path = super::snapshot_path(state);
+        return Err(format!(
+            "Internal error in RDB reading {}: key: the same key twice. Terminating server after rdb file reading failure.",
+            path.display()
+        ));
+    }
+    Ok(loaded)
 }
 
 /// Load the snapshot through `insert`, which puts one key in database
