@@ -6,16 +6,16 @@
 //! ```
 //!
 //! The checksum covers every byte before it. RESTORE accepts any RDB
-//! version up to the one written (10), as Redis does, so payloads from
-//! Redis 4 to 7.0 restore; a payload of a later version, or one whose
-//! checksum does not hold, is refused before anything is decoded.
+//! version up to 11, so payloads from Redis 4 to 7.2 and Valkey 8 restore
+//! (Redis 7.0 itself stops at 10); a payload of a later version, or one
+//! whose checksum does not hold, is refused before anything is decoded.
 
 use kvik_store::types::{Value, ValueRef};
 
 use crate::crc64::crc64;
 use crate::rdb::read::Input;
 use crate::rdb::value::{read_value, write_value, LoadLimits};
-use crate::rdb::RDB_VERSION;
+use crate::rdb::{MAX_READ_VERSION, RDB_VERSION};
 
 /// Version and checksum bytes at the end of every payload.
 const FOOTER: usize = 10;
@@ -57,7 +57,7 @@ pub fn verify(payload: &[u8]) -> Result<(u8, &[u8]), PayloadError> {
     let version = u16::from_le_bytes([data[data.len() - 2], data[data.len() - 1]]);
     let mut stored = [0u8; 8];
     stored.copy_from_slice(crc);
-    if version > RDB_VERSION || crc64(0, data) != u64::from_le_bytes(stored) {
+    if version > MAX_READ_VERSION || crc64(0, data) != u64::from_le_bytes(stored) {
         return Err(PayloadError::VersionOrChecksum);
     }
     Ok((data[0], &data[1..data.len() - 2]))

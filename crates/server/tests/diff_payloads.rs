@@ -150,7 +150,7 @@ fn payloads_with_a_later_version_or_a_bad_checksum_are_refused() {
     assert_eq!(&payload[7..9], &[10, 0]);
     let refused = b"-ERR DUMP payload version or checksum are wrong\r\n";
     let mut later = payload.clone();
-    later[7] = 11;
+    later[7] = 12;
     assert_eq!(call(&mut k, &[b"RESTORE", b"a", b"0", &later]), refused);
     let mut damaged = payload.clone();
     damaged[3] ^= 1;

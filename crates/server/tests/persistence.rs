@@ -247,3 +247,54 @@ fn debug_reload_saves_empties_and_loads_back() {
     drop(kvik);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Valkey 8 writes RDB version 11 (listpack sets, streams with consumers'
+/// active time): its snapshot loads in kvik, and its payloads restore.
+/// Skipped where valkey-server is not installed (make test does not
+/// install it).
+#[test]
+fn valkey_snapshots_and_payloads_load_in_kvik() {
+    let installed = Command::new("valkey-server").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !installed {
+        eprintln!("valkey-server is not installed: skipped");
+        return;
+    }
+    let dir = temp_dir("valkey");
+    let args: Vec<String> =
+        ["--port", "{port}", "--bind", "127.0.0.1", "--save", "", "--dir", dir.to_str().unwrap_or("")]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+    let valkey = kvik_testkit::start("valkey", "valkey-server".into(), args);
+    let mut v = connect(valkey.port);
+    for line in [
+        "SADD words b a c",
+        "SADD ints 3 1 2",
+        "HSET h f v",
+        "XADD events 1-1 kind login",
+        "XADD events 1-2 kind logout",
+        "XGROUP CREATE events audit 0",
+        "XREADGROUP GROUP audit worker COUNT 1 STREAMS events >",
+    ] {
+        text(&mut v, line);
+    }
+    let payload = call(&mut v, &[b"DUMP", b"words"]);
+    let payload = payload[payload.iter().position(|&b| b == b'\n').expect("bulk") + 1..payload.len() - 2].to_vec();
+    assert_eq!(payload[payload.len() - 10], 11, "a version 11 payload");
+    assert_eq!(call(&mut v, &[b"SAVE"]), b"+OK\r\n");
+    drop(valkey);
+    assert_eq!(&std::fs::read(dir.join("dump.rdb")).expect("valkey's snapshot")[..9], b"REDIS0011");
+
+    let kvik = kvik_in(&dir);
+    let mut k = connect(kvik.port);
+    assert_eq!(call(&mut k, &[b"DBSIZE"]), b":4\r\n");
+    assert_eq!(call(&mut k, &[b"SORT", b"words", b"ALPHA"]), b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n");
+    assert_eq!(call(&mut k, &[b"OBJECT", b"ENCODING", b"ints"]), b"$6\r\nintset\r\n");
+    assert_eq!(call(&mut k, &[b"HGET", b"h", b"f"]), b"$1\r\nv\r\n");
+    let pending = call(&mut k, &[b"XPENDING", b"events", b"audit", b"-", b"+", b"10"]);
+    assert!(pending.starts_with(b"*1\r\n*4\r\n$3\r\n1-1\r\n$6\r\nworker\r\n"), "{}", pending.escape_ascii());
+    assert_eq!(call(&mut k, &[b"RESTORE", b"copy", b"0", &payload]), b"+OK\r\n");
+    assert_eq!(call(&mut k, &[b"SCARD", b"copy"]), b":3\r\n");
+    drop(kvik);
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -9,7 +9,7 @@
 //! ```
 //!
 //! The writer streams into any `Write` through a buffer, keeping the
-//! checksum as it goes. The loader reads a file of RDB version 1 to 10
+//! checksum as it goes. The loader reads a file of RDB version 1 to 11
 //! from memory and hands each key to a callback; it checks the checksum
 //! (unless the file says 0, as Redis does), and refuses what kvik cannot
 //! hold (module values, function libraries) with a reason instead of
@@ -22,7 +22,7 @@ use kvik_store::types::{Value, ValueRef};
 use super::read::Input;
 use super::value::{read_value, write_value, LoadLimits};
 use super::write::{put_int, put_len, put_ms, put_string};
-use super::{kind, opcode, RdbError, RDB_VERSION};
+use super::{kind, opcode, RdbError, MAX_READ_VERSION, RDB_VERSION};
 use crate::crc64::crc64;
 
 /// Bytes gathered before a write to the underlying writer.
@@ -218,7 +218,7 @@ pub fn load(
     let version = std::str::from_utf8(&magic[5..])
         .ok()
         .and_then(|v| v.parse::<u16>().ok())
-        .filter(|v| (1..=RDB_VERSION).contains(v))
+        .filter(|v| (1..=MAX_READ_VERSION).contains(v))
         .ok_or_else(|| fail(&r, RdbError::Unsupported("RDB version")))?;
     let mut summary = LoadSummary { version, ..LoadSummary::default() };
     let (mut db, mut deadline_ms, mut access) = (0usize, None, Access::None);
@@ -243,7 +243,7 @@ pub fn load(
                 }
                 opcode::MODULE_AUX => return Err(RdbError::Unsupported("module data")),
                 opcode::FUNCTION2 | opcode::FUNCTION_PRE_GA => return Err(RdbError::Unsupported("function library")),
-                kind::STRING..=kind::STREAM_LISTPACKS_2 => {
+                kind::STRING..=kind::STREAM_LISTPACKS_3 => {
                     let key = r.string()?;
                     match read_value(r, op, limits)? {
                         Some(value) => {
@@ -346,7 +346,7 @@ mod tests {
         for cut in [0, 5, 9, 20, data.len() / 2, data.len() - 9, data.len() - 1] {
             assert!(keys(&data[..cut]).is_err(), "cut at {cut}");
         }
-        assert_eq!(keys(b"REDIS0011\xff").map(|_| ()).unwrap_err().error, RdbError::Unsupported("RDB version"));
+        assert_eq!(keys(b"REDIS0012\xff").map(|_| ()).unwrap_err().error, RdbError::Unsupported("RDB version"));
         assert!(keys(b"NOTREDIS0").is_err());
         let mut function = b"REDIS0010".to_vec();
         function.push(opcode::FUNCTION2);

@@ -20,6 +20,13 @@ pub mod write;
 /// The RDB version written, Redis 7.0's.
 pub const RDB_VERSION: u16 = 10;
 
+/// The latest RDB version read: Redis 7.2's and Valkey 7.2 and 8's, so that
+/// their files and payloads move into kvik too. Version 11 adds listpack
+/// sets and a consumer's active time in streams, which kvik reads (and,
+/// writing version 10, leaves as Redis 7.0 has them: table or intset sets,
+/// no active time).
+pub const MAX_READ_VERSION: u16 = 11;
+
 /// Value types (the byte before a key).
 pub mod kind {
     pub const STRING: u8 = 0;
@@ -41,6 +48,8 @@ pub mod kind {
     pub const ZSET_LISTPACK: u8 = 17;
     pub const LIST_QUICKLIST_2: u8 = 18;
     pub const STREAM_LISTPACKS_2: u8 = 19;
+    pub const SET_LISTPACK: u8 = 20;
+    pub const STREAM_LISTPACKS_3: u8 = 21;
 }
 
 /// File opcodes (bytes that are not value types).

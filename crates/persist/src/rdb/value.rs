@@ -306,6 +306,11 @@ pub fn read_value(r: &mut Input<'_>, kind: u8, limits: &LoadLimits) -> Result<Op
         }
         kind::LIST_QUICKLIST | kind::LIST_QUICKLIST_2 => return read_quicklist(r, kind == kind::LIST_QUICKLIST_2),
         kind::SET => return read_table_set(r, limits),
+        kind::SET_LISTPACK => {
+            let blob = r.string()?;
+            let members: Vec<Vec<u8>> = listpack_items(&blob)?.iter().map(|i| i.to_bytes()).collect();
+            return set_of_members(members.iter().map(|m| &m[..]), members.len(), limits);
+        }
         kind::SET_INTSET => {
             let ints = packed::read_intset(&r.string()?)?;
             return Ok(set_of_ints(ints, limits));
@@ -354,9 +359,9 @@ pub fn read_value(r: &mut Input<'_>, kind: u8, limits: &LoadLimits) -> Result<Op
             let owned: Vec<Vec<u8>> = items.iter().map(|i| i.to_bytes()).collect();
             return hash_of(owned.chunks_exact(2).map(|p| (&p[0][..], &p[1][..])), limits);
         }
-        kind::STREAM_LISTPACKS | kind::STREAM_LISTPACKS_2 => {
-            Value::Stream(Box::new(read_stream(r, kind == kind::STREAM_LISTPACKS_2, limits)?))
-        }
+        kind::STREAM_LISTPACKS => Value::Stream(Box::new(read_stream(r, 1, limits)?)),
+        kind::STREAM_LISTPACKS_2 => Value::Stream(Box::new(read_stream(r, 2, limits)?)),
+        kind::STREAM_LISTPACKS_3 => Value::Stream(Box::new(read_stream(r, 3, limits)?)),
         kind::MODULE_PRE_GA | kind::MODULE_2 => return Err(RdbError::Unsupported("module value")),
         _ => return Err(RdbError::Bad("value type")),
     }))
@@ -401,8 +406,18 @@ fn read_quicklist(r: &mut Input<'_>, version_2: bool) -> Result<Option<Value>, R
 fn read_table_set(r: &mut Input<'_>, limits: &LoadLimits) -> Result<Option<Value>, RdbError> {
     let n = r.count(1)?;
     let members = (0..n).map(|_| r.string()).collect::<Result<Vec<Cow<'_, [u8]>>, _>>()?;
+    set_of_members(members.iter().map(|m| &m[..]), n, limits)
+}
+
+/// A set of `n` members: an intset when every member is an integer and
+/// they fit `set-max-intset-entries`, else a table.
+fn set_of_members<'a>(
+    members: impl Iterator<Item = &'a [u8]> + Clone,
+    n: usize,
+    limits: &LoadLimits,
+) -> Result<Option<Value>, RdbError> {
     if n <= limits.set_max_intset_entries {
-        let ints: Option<Vec<i64>> = members.iter().map(|m| listpack::canonical_i64(m)).collect();
+        let ints: Option<Vec<i64>> = members.clone().map(listpack::canonical_i64).collect();
         if let Some(mut ints) = ints {
             ints.sort_unstable();
             if ints.windows(2).any(|w| w[0] == w[1]) {
@@ -412,7 +427,7 @@ fn read_table_set(r: &mut Input<'_>, limits: &LoadLimits) -> Result<Option<Value
         }
     }
     let mut table = MemberTable::with_capacity(n);
-    for m in &members {
+    for m in members {
         if let Inserted::Replaced(()) = table.insert(m, ()) {
             return Err(RdbError::Bad("set: duplicate member"));
         }
@@ -498,7 +513,12 @@ fn read_raw_id(r: &mut Input<'_>) -> Result<StreamId, RdbError> {
     Ok(StreamId { ms, seq })
 }
 
-fn read_stream(r: &mut Input<'_>, version_2: bool, limits: &LoadLimits) -> Result<StreamValue, RdbError> {
+/// A stream of type version `version`: 1 (`stream listpacks`), 2 (adds the
+/// first id, the largest deleted id, the entries ever added and a group's
+/// read counter) or 3 (adds a consumer's active time, which kvik, keeping
+/// Redis 7.0's model, does not hold).
+fn read_stream(r: &mut Input<'_>, version: u8, limits: &LoadLimits) -> Result<StreamValue, RdbError> {
+    let version_2 = version >= 2;
     let bad = RdbError::Bad("stream");
     let mut s = StreamValue::new();
     let nodes = r.count(2)?;
@@ -545,6 +565,9 @@ fn read_stream(r: &mut Input<'_>, version_2: bool, limits: &LoadLimits) -> Resul
         for _ in 0..r.count(10)? {
             let cname = CompactBytes::new(&r.string()?);
             let seen_ms = r.ms()?;
+            if version >= 3 {
+                r.ms()?;
+            }
             let mut consumer = Consumer { seen_ms, ..Consumer::default() };
             for _ in 0..r.count(16)? {
                 let id = read_raw_id(r)?;
