@@ -298,3 +298,106 @@ fn valkey_snapshots_and_payloads_load_in_kvik() {
     drop(kvik);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The total of the accounts after loading `dir`'s snapshot in a fresh kvik.
+fn total_in_snapshot(dir: &Path, accounts: usize) -> i64 {
+    let kvik = kvik_in(dir);
+    let mut k = connect(kvik.port);
+    let keys: Vec<String> = (0..accounts).map(|i| format!("account:{i}")).collect();
+    let mut args: Vec<&[u8]> = vec![b"MGET"];
+    args.extend(keys.iter().map(|k| k.as_bytes()));
+    let reply = String::from_utf8_lossy(&call(&mut k, &args)).into_owned();
+    reply
+        .split("\r\n")
+        .filter(|l| !l.is_empty() && !l.starts_with(['*', '$']))
+        .map(|n| n.parse::<i64>().expect("a balance"))
+        .sum()
+}
+
+/// Transfers between accounts run in MULTI/EXEC on several connections
+/// while snapshots are taken: every snapshot holds the same total, so each
+/// is one point in time, never half a transaction.
+#[test]
+fn a_snapshot_taken_during_transfers_is_one_point_in_time() {
+    const ACCOUNTS: usize = 50;
+    const START: i64 = 1000;
+    let dir = temp_dir("transfers");
+    let kvik = kvik_in(&dir);
+    let mut k = connect(kvik.port);
+    for i in 0..ACCOUNTS {
+        text(&mut k, &format!("SET account:{i} {START}"));
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = (0..3u64)
+        .map(|w| {
+            let (port, stop) = (kvik.port, std::sync::Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut c = connect(port);
+                let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ w;
+                let mut done = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let (from, to, amount) = (x as usize % ACCOUNTS, (x >> 20) as usize % ACCOUNTS, (x >> 40) % 50);
+                    let request =
+                        format!("MULTI\r\nDECRBY account:{from} {amount}\r\nINCRBY account:{to} {amount}\r\nEXEC\r\n");
+                    std::io::Write::write_all(&mut c, request.as_bytes()).expect("send");
+                    common::read_until(&mut c, |b| b.windows(2).filter(|w| w == b"\r\n").count() >= 6);
+                    done += 1;
+                }
+                done
+            })
+        })
+        .collect();
+    for _ in 0..5 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(call(&mut k, &[b"SAVE"]), b"+OK\r\n");
+        let copy = temp_dir("transfers-copy");
+        std::fs::copy(dir.join("dump.rdb"), copy.join("dump.rdb")).expect("copy");
+        assert_eq!(total_in_snapshot(&copy, ACCOUNTS), START * ACCOUNTS as i64, "a snapshot holds the whole total");
+        let _ = std::fs::remove_dir_all(copy);
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let transfers: u64 = writers.into_iter().map(|w| w.join().expect("writer")).sum();
+    assert!(transfers > 50, "transfers ran during the snapshots ({transfers})");
+    drop(kvik);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A server killed in the middle of a SAVE leaves the previous snapshot
+/// whole: the next start loads it.
+#[test]
+fn a_kill_during_save_leaves_the_previous_snapshot() {
+    let dir = temp_dir("killed");
+    let mut kvik = kvik_in(&dir);
+    let mut k = connect(kvik.port);
+    text(&mut k, "SET marker first");
+    assert_eq!(call(&mut k, &[b"SAVE"]), b"+OK\r\n");
+    let before = std::fs::read(dir.join("dump.rdb")).expect("the first snapshot");
+    // Enough data that the second save takes a while, then kill it mid-way.
+    let value = "x".repeat(2000);
+    for batch in 0..40 {
+        let mut args: Vec<Vec<u8>> = vec![b"MSET".to_vec()];
+        for i in 0..500 {
+            args.push(format!("k:{batch}:{i}").into_bytes());
+            args.push(format!("{value}{i}").into_bytes());
+        }
+        let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        run(&mut k, &args);
+    }
+    std::io::Write::write_all(&mut k, b"SAVE\r\n").expect("send");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !dir.read_dir().expect("dir").any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("temp-"))) {
+        assert!(std::time::Instant::now() < deadline, "the save never started writing");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    kvik.stop();
+    assert_eq!(std::fs::read(dir.join("dump.rdb")).expect("still there"), before, "the old snapshot is whole");
+    let kvik = kvik_in(&dir);
+    let mut k = connect(kvik.port);
+    assert_eq!(call(&mut k, &[b"GET", b"marker"]), b"$5\r\nfirst\r\n");
+    assert_eq!(call(&mut k, &[b"DBSIZE"]), b":1\r\n");
+    drop(kvik);
+    let _ = std::fs::remove_dir_all(dir);
+}
