@@ -20,7 +20,7 @@ ifdef CI
 export CARGO_INCREMENTAL = 0
 endif
 
-.PHONY: run release test deps cargo redis-server fmt lint bench bench-protocol bench-server bench-respb bench-mux bench-keyspace fuzz
+.PHONY: run release test deps cargo redis-server fmt lint bench bench-protocol bench-server bench-respb bench-mux bench-keyspace bench-persistence fuzz
 
 ## Build in release mode and serve on 127.0.0.1:6379 (kvik-server's defaults,
 ## no configuration file). PGO=1 serves the profile-guided build instead
@@ -103,6 +103,11 @@ bench-respb: cargo redis-server
 ## bench/results/keyspace.md. QUICK=1 for a check that it works.
 bench-keyspace: cargo redis-server
 	bench/keyspace.sh
+
+## SAVE time, file size and load time against redis-server (1M keys; KEYS="1000000 5000000"
+## for both sizes): bench/results/persistence.md.
+bench-persistence: cargo redis-server
+	bench/persistence.sh
 
 ## 1,000 clients over RESPB mux vs a connection each: bench/results/mux.md.
 bench-mux: cargo
