@@ -98,7 +98,8 @@ pub struct Stats {
     pub dirty_at_save: AtomicU64,
     /// Snapshots written since start (`rdb_saves`).
     pub rdb_saves: AtomicU64,
-    /// Whether the last snapshot was written (`rdb_last_bgsave_status`).
+    /// Whether the last background snapshot was written
+    /// (`rdb_last_bgsave_status`; a SAVE that works sets it, as in Redis).
     pub last_save_ok: AtomicBool,
     /// Keys the startup load put in the keyspace, and those it dropped as
     /// expired (`rdb_last_load_keys_loaded` / `_expired`).

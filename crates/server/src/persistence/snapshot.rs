@@ -29,7 +29,7 @@ pub struct Saved {
 }
 
 /// Write the whole keyspace to `dir`/`dbfilename`, holding every shard.
-/// Counts the save in the statistics either way and logs as Redis does.
+/// Counts a save that worked in the statistics and logs as Redis does.
 pub fn save(state: &ServerState) -> io::Result<Saved> {
     let started = Instant::now();
     let result = write_file(state, started);
@@ -48,10 +48,9 @@ pub fn save(state: &ServerState) -> io::Result<Saved> {
                 saved.took.as_secs_f64()
             );
         }
-        Err(e) => {
-            state.stats.last_save_ok.store(false, Ordering::Relaxed);
-            crate::log!(Warning, "Error saving DB on disk: {e}");
-        }
+        // As in Redis, a failed SAVE leaves `rdb_last_bgsave_status` alone:
+        // that field tells of background saves.
+        Err(e) => crate::log!(Warning, "Error saving DB on disk: {e}"),
     }
     result
 }
