@@ -105,7 +105,9 @@ fn put_reference(out: &mut Vec<u8>, offset: usize, len: usize) {
 
 /// `data` decompressed to exactly `len` bytes.
 pub fn decompress(data: &[u8], len: usize) -> Result<Vec<u8>, Corrupt> {
-    let mut out = Vec::with_capacity(len);
+    // The stated length is the input's claim; reserve what the bytes at
+    // hand plausibly make and grow as they prove more.
+    let mut out = Vec::with_capacity(len.min(data.len().saturating_mul(4).saturating_add(64)));
     let mut i = 0;
     while i < data.len() {
         let ctrl = usize::from(data[i]);

@@ -66,9 +66,69 @@ pub fn verify(payload: &[u8]) -> Result<(u8, &[u8]), PayloadError> {
 /// Decode a payload, fitting the value to `limits`.
 pub fn restore(payload: &[u8], limits: &LoadLimits) -> Result<Value, PayloadError> {
     let (kind, body) = verify(payload)?;
+    // As in Redis, bytes after the value (under a checksum that holds) are
+    // not looked at.
     let mut r = Input::new(body);
     match read_value(&mut r, kind, limits) {
-        Ok(Some(value)) if r.is_empty() => Ok(value),
+        Ok(Some(value)) => Ok(value),
         _ => Err(PayloadError::BadFormat),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rdb::kind;
+    use crate::rdb::listpack::Writer;
+    use crate::rdb::write::{put_len, put_string};
+
+    fn with_footer(mut body: Vec<u8>) -> Vec<u8> {
+        body.extend_from_slice(&RDB_VERSION.to_le_bytes());
+        let crc = crc64(0, &body);
+        body.extend_from_slice(&crc.to_le_bytes());
+        body
+    }
+
+    #[test]
+    fn bytes_after_the_value_are_not_looked_at_as_in_redis() {
+        let mut body = vec![kind::STRING];
+        put_string(&mut body, b"hello", false);
+        body.extend_from_slice(b"trailing");
+        let value = restore(&with_footer(body), &LoadLimits::default()).expect("restores");
+        assert_eq!(value.type_name(), "string");
+    }
+
+    #[test]
+    fn a_stream_cannot_unfold_its_master_fields_into_gigabytes() {
+        // One node: a master entry with a 200 KB field name, then 2,000
+        // entries that each take it: some 220 KB of payload that kvik,
+        // which keeps names with every entry, would turn into 400 MB.
+        let entries = 2000i64;
+        let mut lp = Writer::new();
+        for n in [entries, 0, 1] {
+            lp.push_int(n);
+        }
+        lp.push_str(&vec![b'n'; 200_000]);
+        lp.push_int(0);
+        for seq in 0..entries {
+            for n in [2, 0, seq] {
+                lp.push_int(n);
+            }
+            lp.push(b"v");
+            lp.push_int(4);
+        }
+        let mut body = vec![kind::STREAM_LISTPACKS_2];
+        put_len(&mut body, 1);
+        let mut id = [0u8; 16];
+        id[7] = 1;
+        put_string(&mut body, &id, false);
+        put_string(&mut body, &lp.finish(), false);
+        put_len(&mut body, entries as u64);
+        for n in [1u64, entries as u64 - 1, 1, 0, 0, 0, entries as u64, 0] {
+            put_len(&mut body, n);
+        }
+        let started = std::time::Instant::now();
+        assert_eq!(restore(&with_footer(body), &LoadLimits::default()).map(|_| ()), Err(PayloadError::BadFormat));
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
     }
 }

@@ -241,6 +241,12 @@ pub fn load(
                     let value = r.string()?.into_owned();
                     summary.aux.push((name, value));
                 }
+                opcode::SLOT_INFO => {
+                    // Slot, keys and expiring keys in it: a sizing hint only.
+                    for _ in 0..3 {
+                        r.len()?;
+                    }
+                }
                 opcode::MODULE_AUX => return Err(RdbError::Unsupported("module data")),
                 opcode::FUNCTION2 | opcode::FUNCTION_PRE_GA => return Err(RdbError::Unsupported("function library")),
                 kind::STRING..=kind::STREAM_LISTPACKS_3 => {
@@ -473,6 +479,20 @@ mod tests {
             }
             _ => panic!("not a stream"),
         }
+    }
+
+    #[test]
+    fn valkey_slot_sizes_are_read_past() {
+        let mut data = b"REDIS0011".to_vec();
+        data.push(opcode::SELECTDB);
+        data.push(0);
+        data.extend_from_slice(&[opcode::SLOT_INFO, 5, 1, 0]);
+        data.push(kind::STRING);
+        crate::rdb::write::put_string(&mut data, b"k", false);
+        crate::rdb::write::put_string(&mut data, b"v", false);
+        data.push(opcode::EOF);
+        data.extend_from_slice(&[0; 8]);
+        assert_eq!(keys(&data).expect("loads").len(), 1);
     }
 
     #[test]

@@ -175,22 +175,22 @@ impl Writer {
     }
 }
 
-/// The back length of an element of `len` bytes.
+/// The back length of an element of `len` bytes: as many bytes as Redis's
+/// thresholds give (1 to 127: one; under 16,383: two; under 2,097,151:
+/// three; under 268,435,455: four; else five; so the largest value of each
+/// width takes one byte more, as Redis writes it), most significant group
+/// first, every group after the first with its top bit set.
 fn put_back_len(out: &mut Vec<u8>, len: usize) {
-    let mut groups = [0u8; 5];
-    let mut n = 0;
-    let mut rest = len;
-    loop {
-        groups[n] = (rest & 0x7f) as u8;
-        n += 1;
-        rest >>= 7;
-        if rest == 0 || n == groups.len() {
-            break;
-        }
-    }
-    // Most significant group first; every group after the first is marked.
-    for (i, g) in groups[..n].iter().rev().enumerate() {
-        out.push(if i == 0 { *g } else { g | 0x80 });
+    let width = match len {
+        0..=127 => 1,
+        128..=16_382 => 2,
+        16_383..=2_097_150 => 3,
+        2_097_151..=268_435_454 => 4,
+        _ => 5,
+    };
+    for i in (0..width).rev() {
+        let group = ((len >> (7 * i)) & 0x7f) as u8;
+        out.push(if i == width - 1 { group } else { group | 0x80 });
     }
 }
 
@@ -362,6 +362,29 @@ mod tests {
         // 202 bytes of encoding and data: back length 0x01 0xCA.
         assert_eq!(&lp[lp.len() - 3..lp.len() - 1], &[0x01, 0xCA]);
         assert_eq!(Reader::new(&lp).expect("header").collect_all().expect("reads").len(), 1);
+    }
+
+    #[test]
+    fn back_lengths_take_the_widths_redis_gives_them() {
+        let back = |len| {
+            let mut out = Vec::new();
+            put_back_len(&mut out, len);
+            out
+        };
+        assert_eq!(back(127), [127]);
+        assert_eq!(back(128), [0x01, 0x80]);
+        assert_eq!(back(16_382), [0x7f, 0xfe]);
+        // Redis gives the largest 14-bit value three bytes.
+        assert_eq!(back(16_383), [0x00, 0xff, 0xff]);
+        assert_eq!(back(2_097_150), [0x7f, 0xff, 0xfe]);
+        assert_eq!(back(2_097_151), [0x00, 0xff, 0xff, 0xff]);
+        assert_eq!(back(268_435_455).len(), 5);
+        // A string whose element is exactly 16,383 bytes reads back.
+        let mut w = Writer::new();
+        w.push_str(&vec![b'q'; 16_378]);
+        let lp = w.finish();
+        assert_eq!(&lp[lp.len() - 4..lp.len() - 1], &[0x00, 0xff, 0xff]);
+        assert_eq!(Reader::new(&lp).and_then(Reader::collect_all).map(|v| v.len()), Ok(1));
     }
 
     #[test]

@@ -54,6 +54,8 @@ pub mod kind {
 
 /// File opcodes (bytes that are not value types).
 pub mod opcode {
+    /// Valkey 8's per-slot sizes in cluster mode (RDB 11): three lengths.
+    pub const SLOT_INFO: u8 = 244;
     pub const FUNCTION2: u8 = 245;
     pub const FUNCTION_PRE_GA: u8 = 246;
     pub const MODULE_AUX: u8 = 247;

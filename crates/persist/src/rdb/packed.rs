@@ -45,15 +45,16 @@ pub fn intset(ints: &[i64]) -> Vec<u8> {
     out
 }
 
-/// The integers of an intset blob, checked: a known width, the stated
-/// count filling the blob exactly, strictly ascending.
+/// The integers of an intset blob, checked: a known width, a count of at
+/// least one filling the blob exactly, strictly ascending.
 pub fn read_intset(blob: &[u8]) -> Result<Vec<i64>, RdbError> {
     if blob.len() < 8 {
         return Err(BAD_INTSET);
     }
     let width = u32::from_le_bytes([blob[0], blob[1], blob[2], blob[3]]) as usize;
     let count = u32::from_le_bytes([blob[4], blob[5], blob[6], blob[7]]) as usize;
-    if !matches!(width, 2 | 4 | 8) || count.checked_mul(width) != Some(blob.len() - 8) {
+    // Redis refuses an empty intset as corrupt, and so does kvik.
+    if !matches!(width, 2 | 4 | 8) || count == 0 || count.checked_mul(width) != Some(blob.len() - 8) {
         return Err(BAD_INTSET);
     }
     let ints: Vec<i64> = blob[8..]

@@ -36,6 +36,22 @@ use super::{kind, packed, RdbError};
 
 /// Bytes of one list node's listpack before a new node starts.
 const LIST_NODE_BYTES: usize = 8192;
+/// Most items reserved ahead from a count read from the input: a count
+/// is checked against the bytes left, but an item in memory is larger
+/// than its least size on disk, so reserving for the whole count at once
+/// could ask for many times the input; past this the vector grows as
+/// items actually arrive.
+const RESERVE_LIMIT: usize = 4096;
+
+/// How many times the node's own size the field names that stream entries
+/// take from their node's master entry may add up to (plus
+/// [`COPIED_ALLOWANCE`]): kvik keeps the names with every entry, where
+/// Redis shares one copy per node, so without a bound a payload of a few
+/// hundred KB could unfold into gigabytes.
+const COPIED_RATIO: usize = 64;
+/// See [`COPIED_RATIO`].
+const COPIED_ALLOWANCE: usize = 1 << 20;
+
 /// Entries of one stream node before a new node starts.
 const STREAM_NODE_ENTRIES: usize = 100;
 /// Bytes of one stream node's listpack before a new node starts.
@@ -316,8 +332,9 @@ pub fn read_value(r: &mut Input<'_>, kind: u8, limits: &LoadLimits) -> Result<Op
             return Ok(set_of_ints(ints, limits));
         }
         kind::ZSET | kind::ZSET_2 => {
-            let n = r.count(2)?;
-            let mut pairs = Vec::with_capacity(n);
+            // A member of at least one byte and a score of at least one (8 in ZSET_2).
+            let n = r.count(if kind == kind::ZSET_2 { 9 } else { 2 })?;
+            let mut pairs = Vec::with_capacity(n.min(RESERVE_LIMIT));
             for _ in 0..n {
                 let member = r.string()?.into_owned();
                 let score = if kind == kind::ZSET_2 { r.binary_double()? } else { r.text_double()? };
@@ -339,7 +356,7 @@ pub fn read_value(r: &mut Input<'_>, kind: u8, limits: &LoadLimits) -> Result<Op
         }
         kind::HASH => {
             let n = r.count(2)?;
-            let mut pairs = Vec::with_capacity(n);
+            let mut pairs = Vec::with_capacity(n.min(RESERVE_LIMIT));
             for _ in 0..n {
                 pairs.push((r.string()?, r.string()?));
             }
@@ -426,7 +443,7 @@ fn set_of_members<'a>(
             return Ok((!ints.is_empty()).then(|| Value::Set(Box::new(SetValue::Ints(ints)))));
         }
     }
-    let mut table = MemberTable::with_capacity(n);
+    let mut table = MemberTable::with_capacity(n.min(RESERVE_LIMIT));
     for m in members {
         if let Inserted::Replaced(()) = table.insert(m, ()) {
             return Err(RdbError::Bad("set: duplicate member"));
@@ -529,7 +546,8 @@ fn read_stream(r: &mut Input<'_>, version: u8, limits: &LoadLimits) -> Result<St
             Err(_) => return Err(bad.clone()),
         };
         let blob = r.string()?;
-        read_stream_node(&mut s, master, &listpack_items(&blob)?, limits.stream)?;
+        let budget = blob.len().saturating_mul(COPIED_RATIO).saturating_add(COPIED_ALLOWANCE);
+        read_stream_node(&mut s, master, &listpack_items(&blob)?, limits.stream, budget)?;
     }
     let length = r.len()?;
     let last_id = id_from_lens(r)?;
@@ -593,12 +611,14 @@ fn read_stream(r: &mut Input<'_>, version: u8, limits: &LoadLimits) -> Result<St
     Ok(s)
 }
 
-/// Append the live entries of one stream node to `s`.
+/// Append the live entries of one stream node to `s`; the master's field
+/// names its entries take may add up to `budget` bytes.
 fn read_stream_node(
     s: &mut StreamValue,
     master: StreamId,
     items: &[Item<'_>],
     limits: NodeLimits,
+    mut budget: usize,
 ) -> Result<(), RdbError> {
     let bad = RdbError::Bad("stream node");
     let mut it = items.iter().copied();
@@ -622,6 +642,10 @@ fn read_stream_node(
         let id = StreamId { ms, seq };
         let mut fields: Vec<Vec<u8>> = Vec::new();
         if flags & ENTRY_SAME_FIELDS != 0 {
+            let copied: usize = names.iter().map(Vec::len).sum();
+            budget = budget
+                .checked_sub(copied)
+                .ok_or(RdbError::Bad("stream node: field names repeated past any real stream"))?;
             for name in &names {
                 fields.push(name.clone());
                 fields.push(it.next().map(Item::to_bytes).ok_or(bad.clone())?);
