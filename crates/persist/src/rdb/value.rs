@@ -478,26 +478,27 @@ fn item_score(item: Item<'_>) -> Result<f64, RdbError> {
     Ok(score)
 }
 
+/// A sorted set of `n` members, in the encoding picked before the first
+/// insert from all of them, as Redis picks it after loading: starting
+/// small and growing midway would pass the first members through the
+/// small encoding, which keeps a score as text and loses the sign of a
+/// zero.
 fn zset_of<'a>(
-    pairs: impl Iterator<Item = (&'a [u8], f64)>,
+    pairs: impl Iterator<Item = (&'a [u8], f64)> + Clone,
     n: usize,
     limits: &LoadLimits,
 ) -> Result<Option<Value>, RdbError> {
-    let mut z = if n > limits.zset_max_entries { ZSetValue::new_large() } else { ZSetValue::new() };
-    let mut longest = 0;
+    let longest = pairs.clone().map(|(m, _)| m.len()).max().unwrap_or(0);
+    let large = n > limits.zset_max_entries || longest > limits.zset_max_value;
+    let mut z = if large { ZSetValue::new_large() } else { ZSetValue::new() };
     for (member, score) in pairs {
         if score.is_nan() {
             return Err(RdbError::Bad("sorted set score"));
-        }
-        longest = longest.max(member.len());
-        if longest > limits.zset_max_value {
-            z.grow_if_needed(0, 0, 1);
         }
         if z.insert(member, score).is_some() {
             return Err(RdbError::Bad("sorted set: duplicate member"));
         }
     }
-    z.grow_if_needed(limits.zset_max_entries, limits.zset_max_value, longest);
     Ok((!z.is_empty()).then(|| Value::ZSet(Box::new(z))))
 }
 
