@@ -77,12 +77,15 @@ fn write_file(state: &ServerState, started: Instant) -> io::Result<Saved> {
             ),
         )
     })?;
-    let written = write_keyspace(state, file, compress, checksum).and_then(|(file, keys)| {
+    let written = write_keyspace(state, file, compress, checksum).and_then(|(file, keys, dirty)| {
         file.sync_all()?;
         let bytes = file.metadata()?.len();
         std::fs::rename(&temp, &path)?;
         // The rename is durable once the directory is.
         File::open(&dir)?.sync_all()?;
+        // The change counter now counts from this file, once it is the one
+        // under the name.
+        state.stats.dirty_at_save.store(dirty, Ordering::Relaxed);
         Ok(Saved { keys, bytes, took: started.elapsed() })
     });
     if written.is_err() {
@@ -91,8 +94,9 @@ fn write_file(state: &ServerState, started: Instant) -> io::Result<Saved> {
     written
 }
 
-/// Every live key of every database, under all the shard locks at once.
-fn write_keyspace(state: &ServerState, file: File, compress: bool, checksum: bool) -> io::Result<(File, u64)> {
+/// Every live key of every database, under all the shard locks at once:
+/// the file, the keys written, and the change counter at that moment.
+fn write_keyspace(state: &ServerState, file: File, compress: bool, checksum: bool) -> io::Result<(File, u64, u64)> {
     let ks = &state.keyspace;
     let info = SaveInfo {
         redis_version: crate::REDIS_VERSION.to_string(),
@@ -124,9 +128,8 @@ fn write_keyspace(state: &ServerState, file: File, compress: bool, checksum: boo
             }
         }
     }
-    // The change counter now counts from this file.
-    state.stats.dirty_at_save.store(state.stats.dirty_total(), Ordering::Relaxed);
+    let dirty = state.stats.dirty_total();
     drop(shards);
     drop(all);
-    Ok((w.finish()?, keys))
+    Ok((w.finish()?, keys, dirty))
 }
