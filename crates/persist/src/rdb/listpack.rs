@@ -20,6 +20,8 @@
 //! header's sizes, each element inside the blob, each back length, the end
 //! marker), since a listpack comes from a file or a client.
 
+use kvik_store::types::listpack_size::back_len_width;
+
 /// The size of the header (total bytes, element count).
 const HEADER: usize = 6;
 /// The last byte of every listpack.
@@ -175,19 +177,11 @@ impl Writer {
     }
 }
 
-/// The back length of an element of `len` bytes: as many bytes as Redis's
-/// thresholds give (1 to 127: one; under 16,383: two; under 2,097,151:
-/// three; under 268,435,455: four; else five; so the largest value of each
-/// width takes one byte more, as Redis writes it), most significant group
-/// first, every group after the first with its top bit set.
+/// The back length of an element of `len` bytes: as many bytes as Redis
+/// gives it (`back_len_width`), most significant group first, every group
+/// after the first with its top bit set.
 fn put_back_len(out: &mut Vec<u8>, len: usize) {
-    let width = match len {
-        0..=127 => 1,
-        128..=16_382 => 2,
-        16_383..=2_097_150 => 3,
-        2_097_151..=268_435_454 => 4,
-        _ => 5,
-    };
+    let width = back_len_width(len);
     for i in (0..width).rev() {
         let group = ((len >> (7 * i)) & 0x7f) as u8;
         out.push(if i == width - 1 { group } else { group | 0x80 });

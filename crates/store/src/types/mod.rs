@@ -8,6 +8,7 @@ pub mod geo;
 pub mod hash;
 pub mod hll;
 pub mod list;
+pub mod listpack_size;
 pub mod member_table;
 pub mod packed;
 pub mod set;

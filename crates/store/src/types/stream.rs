@@ -162,14 +162,7 @@ fn lp_str_size(s: &[u8]) -> usize {
     } else {
         5 + len
     };
-    let backlen = match body {
-        0..=127 => 1,
-        128..=16383 => 2,
-        16384..=2_097_151 => 3,
-        2_097_152..=268_435_455 => 4,
-        _ => 5,
-    };
-    body + backlen
+    body + super::listpack_size::back_len_width(body)
 }
 
 /// An empty listpack: header and end byte.
