@@ -233,7 +233,7 @@ start_server() {
     case "$name" in kvik-t1 | redis | valkey) pin=("${server_pin[@]}") ;; esac
     case "$name" in
         kvik)
-            "$KVIK_BIN" --bind 127.0.0.1 --port "$p" --threads "$THREADS" >>"$work/kvik.log" 2>&1 &
+            "$KVIK_BIN" --bind 127.0.0.1 --port "$p" --threads "$THREADS" --save '' --appendonly no >>"$work/kvik.log" 2>&1 &
             ;;
         kvik-t[1-9] | kvik-t[1-9][0-9])
             "${pin[@]}" "$KVIK_BIN" --bind 127.0.0.1 --port "$p" --threads "${name#kvik-t}" \
@@ -334,4 +334,18 @@ finish_meta() {
         notes+=("kvik binaries are not release builds ($PROFILE): the figures only show that the script works.")
     fi
     outcome_meta
+}
+
+# KVIK_BIN: $KVIK_SERVER_BIN when set, else a plain release build of
+# kvik-server made now (the scripts that measure one server binary, not
+# the profile-guided suite).
+release_kvik_bin() {
+    if [ -n "${KVIK_SERVER_BIN:-}" ]; then
+        KVIK_BIN=$KVIK_SERVER_BIN
+    else
+        echo "building kvik-server (release)" >&2
+        cargo build --release -q -p kvik-server
+        KVIK_BIN="${CARGO_TARGET_DIR:-target}/release/kvik-server"
+    fi
+    [ -x "$KVIK_BIN" ] || { echo "no kvik-server at $KVIK_BIN" >&2; exit 1; }
 }

@@ -23,14 +23,10 @@ if [ "${QUICK:-0}" = 1 ]; then
 fi
 KEYS="${KEYS:-1000000}"
 OUT_DIR="${OUT_DIR:-bench/results}"
-command -v redis-server >/dev/null || { echo "redis-server is missing: make redis-server" >&2; exit 2; }
-if [ -n "${KVIK_SERVER_BIN:-}" ]; then
-    kvik=$KVIK_SERVER_BIN
-else
-    echo "building kvik-server (release)" >&2
-    cargo build --release -q -p kvik-server
-    kvik="${CARGO_TARGET_DIR:-target}/release/kvik-server"
-fi
+# shellcheck source=bench/common.sh
+source bench/common.sh
+need_redis
+release_kvik_bin
 mkdir -p "$OUT_DIR"
 # shellcheck disable=SC2086  # KEYS is a list
-python3 bench/persistence.py "$kvik" "$OUT_DIR/persistence.md" $KEYS
+python3 bench/persistence.py "$KVIK_BIN" "$OUT_DIR/persistence.md" $KEYS

@@ -52,14 +52,7 @@ command_line="BENCH_N=$BENCH_N REPEATS=$REPEATS THREADS=$THREADS MEM_KEYS=$MEM_K
 source bench/common.sh
 need_redis
 
-if [ -n "${KVIK_SERVER_BIN:-}" ]; then
-    KVIK_BIN=$KVIK_SERVER_BIN
-else
-    echo "building kvik-server (release)" >&2
-    cargo build --release -q -p kvik-server
-    KVIK_BIN="${CARGO_TARGET_DIR:-target}/release/kvik-server"
-fi
-[ -x "$KVIK_BIN" ] || { echo "no binary at $KVIK_BIN" >&2; exit 1; }
+release_kvik_bin
 
 # ------------------------------------------------------------------ metadata
 {

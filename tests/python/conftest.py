@@ -51,12 +51,15 @@ def wait_for_ping(proc, port, name, output):
 
 
 @pytest.fixture
-def kvik_port():
-    """Start kvik-server on a free loopback port, wait until it answers PING, stop it afterwards."""
+def kvik_port(tmp_path):
+    """Start kvik-server on a free loopback port, wait until it answers PING, stop it afterwards.
+
+    It has no save points and its own `dir`, as the redis-server it is
+    compared with, so no snapshot of one test reaches another."""
     binary = find_server_binary()
     port = free_port()
     proc = subprocess.Popen(
-        [str(binary), "--bind", "127.0.0.1", "--port", str(port)],
+        [str(binary), "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--dir", str(tmp_path)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

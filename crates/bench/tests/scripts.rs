@@ -1,5 +1,5 @@
 //! Smoke tests of the benchmark scripts `bench/respb.sh`, `bench/mux.sh`,
-//! `bench/keyspace.sh` and `bench/suite.sh`, and the Python unit tests of the suite's report code
+//! `bench/keyspace.sh`, `bench/bgsave.sh` and `bench/suite.sh`, and the Python unit tests of the suite's report code
 //! (`bench/tests/`):
 //! each runs in QUICK mode (a few thousand requests, one repeat) against the
 //! debug kvik-server and this crate's kvik-benchmark, and must write a
@@ -80,6 +80,8 @@ fn run_script(script: &str, out: &Path, env: &[(&str, &str)]) {
         "BENCH_N_SLOW",
         "KEYS",
         "FILL",
+        "STEADY_SECONDS",
+        "LOAD_RATE",
     ] {
         cmd.env_remove(var);
     }
@@ -220,6 +222,33 @@ fn keyspace_script_reports_kvik_against_both_references() {
         assert!(cells[1..6].iter().all(|c| positive(c)), "{cell}: {cells:?}");
         assert!(cells[6..9].iter().all(|c| c.parse::<f64>().is_ok()), "{cell}: {cells:?}");
     }
+}
+
+#[test]
+fn bgsave_script_reports_kvik_against_redis() {
+    if !on_path("redis-server") {
+        eprintln!("redis-server is not installed: the bgsave smoke test is skipped");
+        return;
+    }
+    let out = OutDir::new("bgsave");
+    run_script(
+        "bgsave.sh",
+        &out.0,
+        &[("KEYS", "5000"), ("STEADY_SECONDS", "1"), ("SERVERS", "kvik redis"), ("THREADS", "2")],
+    );
+    let md = read(&out.0.join("bgsave.md"));
+    assert!(md.starts_with("# Background snapshots: BGSAVE under write load"), "{md}");
+    let kvik = md.lines().filter(|l| l.starts_with("| kvik-server |")).collect::<Vec<_>>();
+    assert_eq!(kvik.len(), 2, "both tables have kvik's row: {md}");
+    let cells = row(&md, "kvik-server");
+    assert!(positive(cells[1]), "the save's duration: {cells:?}");
+    assert_eq!(cells[5], "— (no fork)", "{cells:?}");
+    assert!(cells[6..10].iter().all(|c| positive(c)), "steady latencies: {cells:?}");
+    // A save this small may end before the latency client's next request.
+    assert!(cells[10..14].iter().all(|c| positive(c) || *c == "—"), "latencies during the save: {cells:?}");
+    let redis = row(&md, "redis-server");
+    assert!(positive(redis[5]), "redis forks: {redis:?}");
+    assert!(kvik[1].contains("| ok |"), "the save worked: {}", kvik[1]);
 }
 
 #[test]

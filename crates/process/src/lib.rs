@@ -6,6 +6,8 @@
 //! - [`open_files_limit`], [`set_open_files_limit`]: `maxclients` needs a
 //!   file descriptor per client, as many as the soft limit allows.
 //! - [`stop_self`]: `supervised upstart` stops the ready server with SIGSTOP.
+//! - [`lower_thread_priority`]: the thread writing a background snapshot
+//!   yields the cores to the event loops when both want one.
 //! - [`utc_offset_secs`]: log lines carry local time, as Redis's do, and
 //!   only the C library knows the time zone's rules.
 //!
@@ -60,6 +62,34 @@ fn detach() -> io::Result<()> {
 #[cfg(not(unix))]
 fn detach() -> io::Result<()> {
     Err(io::Error::new(io::ErrorKind::Unsupported, "daemonize needs a Unix system"))
+}
+
+/// Give the calling thread (not the whole process) the scheduling
+/// priority `nice` (0 is the default, 19 the lowest), on Linux; elsewhere,
+/// an `Unsupported` error.
+pub fn lower_thread_priority(nice: i32) -> io::Result<()> {
+    thread_nice(nice)
+}
+
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn thread_nice(nice: i32) -> io::Result<()> {
+    // SAFETY: gettid takes no arguments and cannot fail.
+    let tid = unsafe { libc::gettid() };
+    let Ok(who) = libc::id_t::try_from(tid) else {
+        return Err(io::Error::other("a negative thread id"));
+    };
+    // SAFETY: setpriority reads its three integer arguments only; on Linux
+    // PRIO_PROCESS with a thread id sets that thread's nice value.
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, who, nice) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn thread_nice(_nice: i32) -> io::Result<()> {
+    Err(io::Error::new(io::ErrorKind::Unsupported, "per-thread priorities need Linux"))
 }
 
 /// The soft and hard limits on this process's open files.

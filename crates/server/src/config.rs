@@ -115,10 +115,7 @@ pub enum Support {
 /// Why kvik refuses settings that ask for persistence: until it can write
 /// and load RDB and AOF files, accepting them would let a user believe
 /// their data survives a restart.
-const NO_SIGNAL_SAVE: &str = "kvik does not save on a signal yet: SHUTDOWN SAVE saves, then stops";
 const NO_AOF: &str = "kvik does not write an append-only file yet";
-const NO_SAVE_POINTS: &str =
-    "kvik has no background saves yet: SAVE and SHUTDOWN SAVE write the snapshot, save points need BGSAVE";
 const NO_TLS: &str = "kvik does not support TLS yet";
 const NO_REPLICATION: &str = "kvik does not replicate yet";
 const NO_CLUSTER: &str = "kvik does not run in cluster mode yet";
@@ -219,9 +216,8 @@ pub const OPTIONS: &[OptionSpec] = &[
     only_default(opt("appendonly", Kind::Bool, "no", Runtime), NO_AOF),
     // Kept for when kvik writes an append-only file.
     knob("appendfsync", Kind::Enum(&["everysec", "always", "no"]), "everysec", Runtime),
-    // Redis saves every hour by default; kvik has no background save yet,
-    // so it says it does not (SAVE and SHUTDOWN SAVE write a snapshot).
-    only_default(opt("save", Kind::Save, "", Runtime), NO_SAVE_POINTS),
+    // Redis's save points when no configuration names any.
+    opt("save", Kind::Save, "3600 1 300 100 60 10000", Runtime),
     opt("dir", Kind::Str, ".", Protected),
     opt("dbfilename", Kind::Str, "dump.rdb", Protected),
     opt("loglevel", Kind::Enum(&["debug", "verbose", "notice", "warning"]), "notice", Runtime),
@@ -343,7 +339,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     opt("rdbchecksum", BOOL, "yes", Immutable),
     knob("rdb-del-sync-files", BOOL, "no", Runtime),
     knob("rdb-save-incremental-fsync", BOOL, "yes", Runtime),
-    knob("stop-writes-on-bgsave-error", BOOL, "yes", Runtime),
+    opt("stop-writes-on-bgsave-error", BOOL, "yes", Runtime),
     // Of replication, for when kvik is a replica.
     knob("repl-backlog-size", mem(1, LONG_MAX), "1048576", Runtime),
     knob("repl-backlog-ttl", int(0, INT_MAX), "3600", Runtime),
@@ -859,9 +855,6 @@ impl Config {
                 return Err(invalid(why));
             }
         }
-        if spec.kind == Kind::ShutdownFlags && text.split(' ').any(|w| w == "save") {
-            return Err(invalid(NO_SIGNAL_SAVE));
-        }
         if let Some(slot) = self.values.get_mut(index) {
             *slot = text;
         }
@@ -1226,7 +1219,7 @@ mod tests {
         assert_eq!(c.bind_addresses(), ["127.0.0.1"]);
         assert_eq!(c.port(), 6379);
         assert!(c.threads() >= 1);
-        assert_eq!(c.get("save"), "");
+        assert_eq!(c.get("save"), "3600 1 300 100 60 10000");
         assert_eq!(c.get("appendonly"), "no");
         assert_eq!(c.int("proto-max-bulk-len"), 512 * 1024 * 1024);
     }
@@ -1247,9 +1240,8 @@ mod tests {
     fn settings_that_ask_for_what_kvik_cannot_do_yet_are_refused() {
         for (words, why) in [
             (&["--appendonly", "yes"][..], "append-only file"),
-            (&["--save", "60", "1"], "no background saves"),
-            (&["--save", "3600 1"], "no background saves"),
-            (&["--shutdown-on-sigterm", "save"], "does not save on a signal"),
+            (&["--save", "60"], "Invalid save parameters"),
+            (&["--save", "60 -1"], "Invalid save parameters"),
         ] {
             let e = args(words).unwrap_err().to_string();
             assert!(e.contains(why), "{words:?}: {e}");
@@ -1261,7 +1253,11 @@ mod tests {
             e.starts_with("ERR CONFIG SET failed (possibly related to argument 'appendonly') - kvik does not"),
             "{e}"
         );
-        assert!(c.set_many(&[("save", "900 1")]).is_err());
+        assert!(c.set_many(&[("save", "900 x")]).is_err());
+        assert!(c.set_many(&[("save", "900 1")]).is_ok());
+        assert_eq!(c.get("save"), "900 1");
+        assert!(args(&["--shutdown-on-sigterm", "save"]).is_ok());
+        assert_eq!(args(&["--save", "60", "1"]).unwrap().get("save"), "60 1");
         assert_eq!(c.get("appendonly"), "no");
         assert!(c.set_many(&[("save", ""), ("appendonly", "no")]).is_ok());
     }

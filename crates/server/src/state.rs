@@ -63,6 +63,8 @@ pub struct ServerState {
     /// The options connections read on every batch, copied out of `config`
     /// so that reading them touches no lock shared between cores.
     pub limits: ConnectionLimits,
+    /// Background saves (`BGSAVE`, the save points).
+    pub saver: crate::persistence::background::Background,
 }
 
 /// Configuration read on every batch of every connection, as atomics kept
@@ -298,6 +300,7 @@ impl ServerState {
             watches: Arc::default(),
             port: AtomicU16::new(0),
             rebind: crate::sockets::Rebind::default(),
+            saver: Default::default(),
             shutdown: watch::Sender::new(false),
         }
     }

@@ -314,6 +314,42 @@ fn total_in_snapshot(dir: &Path, accounts: usize) -> i64 {
         .sum()
 }
 
+/// Three connections moving amounts between `accounts` accounts in
+/// MULTI/EXEC until `stop`, each also rewriting, deleting and creating a
+/// key per transfer (`filler:*`, `born:*`); each returns its transfers.
+fn spawn_transfers(
+    port: u16,
+    accounts: usize,
+    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Vec<std::thread::JoinHandle<u64>> {
+    (0..3u64)
+        .map(|w| {
+            let stop = std::sync::Arc::clone(stop);
+            std::thread::spawn(move || {
+                let mut c = connect(port);
+                let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ w;
+                let mut done = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let (from, to, amount) = (x as usize % accounts, (x >> 20) as usize % accounts, (x >> 40) % 50);
+                    let filler = (x >> 8) % 100_000;
+                    let request = format!(
+                        "MULTI\r\nDECRBY account:{from} {amount}\r\nINCRBY account:{to} {amount}\r\nEXEC\r\n\
+                         SET filler:{filler} changed\r\nDEL filler:{}\r\nSET born:{w}:{done} x\r\n",
+                        (filler * 7) % 100_000
+                    );
+                    std::io::Write::write_all(&mut c, request.as_bytes()).expect("send");
+                    common::read_until(&mut c, |b| b.windows(2).filter(|w| w == b"\r\n").count() >= 9);
+                    done += 1;
+                }
+                done
+            })
+        })
+        .collect()
+}
+
 /// Transfers between accounts run in MULTI/EXEC on several connections
 /// while snapshots are taken: every snapshot holds the same total, so each
 /// is one point in time, never half a transaction.
@@ -328,28 +364,7 @@ fn a_snapshot_taken_during_transfers_is_one_point_in_time() {
         text(&mut k, &format!("SET account:{i} {START}"));
     }
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let writers: Vec<_> = (0..3u64)
-        .map(|w| {
-            let (port, stop) = (kvik.port, std::sync::Arc::clone(&stop));
-            std::thread::spawn(move || {
-                let mut c = connect(port);
-                let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ w;
-                let mut done = 0u64;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    let (from, to, amount) = (x as usize % ACCOUNTS, (x >> 20) as usize % ACCOUNTS, (x >> 40) % 50);
-                    let request =
-                        format!("MULTI\r\nDECRBY account:{from} {amount}\r\nINCRBY account:{to} {amount}\r\nEXEC\r\n");
-                    std::io::Write::write_all(&mut c, request.as_bytes()).expect("send");
-                    common::read_until(&mut c, |b| b.windows(2).filter(|w| w == b"\r\n").count() >= 6);
-                    done += 1;
-                }
-                done
-            })
-        })
-        .collect();
+    let writers = spawn_transfers(kvik.port, ACCOUNTS, &stop);
     for _ in 0..5 {
         std::thread::sleep(std::time::Duration::from_millis(50));
         assert_eq!(call(&mut k, &[b"SAVE"]), b"+OK\r\n");
@@ -398,6 +413,274 @@ fn a_kill_during_save_leaves_the_previous_snapshot() {
     let mut k = connect(kvik.port);
     assert_eq!(call(&mut k, &[b"GET", b"marker"]), b"$5\r\nfirst\r\n");
     assert_eq!(call(&mut k, &[b"DBSIZE"]), b":1\r\n");
+    drop(kvik);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `INFO persistence` once no background save runs (waiting up to 60 s).
+fn after_bgsave(conn: &mut TcpStream) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let info = String::from_utf8_lossy(&call(conn, &[b"INFO", b"persistence"])).into_owned();
+        if common::info_value(&info, "rdb_bgsave_in_progress") == "0" {
+            return info;
+        }
+        assert!(std::time::Instant::now() < deadline, "the background save did not end");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// `count` keys of 100 bytes or so, in MSETs of 1,000: enough that a
+/// background save takes a while.
+fn filler(conn: &mut TcpStream, count: usize) {
+    for batch in 0..count.div_ceil(1000) {
+        let mut args: Vec<Vec<u8>> = vec![b"MSET".to_vec()];
+        for i in batch * 1000..((batch + 1) * 1000).min(count) {
+            args.push(format!("filler:{i}").into_bytes());
+            args.push(format!("{i:0>100}").into_bytes());
+        }
+        let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        run(conn, &args);
+    }
+}
+
+#[test]
+fn a_background_save_writes_what_redis_loads_and_checks() {
+    let (kvik_dir, redis_dir) = (temp_dir("bg-kvik"), temp_dir("bg-redis"));
+    let Some(redis) = redis_in(&redis_dir) else { return };
+    let mut r = connect(redis.port);
+    fill(&mut r);
+    let want = digest(&mut r);
+    drop(redis);
+    let kvik = kvik_in(&kvik_dir);
+    let mut k = connect(kvik.port);
+    fill(&mut k);
+    assert_eq!(call(&mut k, &[b"BGSAVE"]), b"+Background saving started\r\n");
+    let info = after_bgsave(&mut k);
+    assert_eq!(common::info_value(&info, "rdb_last_bgsave_status"), "ok", "{info}");
+    assert_eq!(common::info_value(&info, "rdb_changes_since_last_save"), "0", "{info}");
+    assert_eq!(common::info_value(&info, "rdb_saves"), "1", "{info}");
+    assert_eq!(common::info_value(&info, "rdb_last_cow_size"), "0", "nothing changed during the save: {info}");
+    drop(kvik);
+    let file = kvik_dir.join("dump.rdb");
+    let out = Command::new("redis-check-rdb").arg(&file).output().expect("redis-check-rdb runs");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && report.contains("RDB looks OK"), "{report}");
+    let redis = redis_in(&kvik_dir).expect("redis ran above");
+    let mut r = connect(redis.port);
+    assert_eq!(digest(&mut r), want, "redis-server loading kvik's background save");
+    drop(redis);
+    for dir in [kvik_dir, redis_dir] {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+/// Transfers in MULTI/EXEC, and keys created and deleted, on several
+/// connections while background saves run: every snapshot holds the
+/// accounts' total and none of the keys created after it began, and the
+/// keys changed before the saver reached them were copied (the copy
+/// memory is reported).
+#[test]
+fn a_background_save_during_transfers_is_one_point_in_time() {
+    const ACCOUNTS: usize = 50;
+    const START: i64 = 1000;
+    let dir = temp_dir("bg-transfers");
+    let kvik = kvik_in(&dir);
+    let mut k = connect(kvik.port);
+    filler(&mut k, 100_000);
+    for i in 0..ACCOUNTS {
+        text(&mut k, &format!("SET account:{i} {START}"));
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers = spawn_transfers(kvik.port, ACCOUNTS, &stop);
+    let mut copied = 0u64;
+    for round in 0..4 {
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        assert_eq!(call(&mut k, &[b"BGSAVE"]), b"+Background saving started\r\n");
+        let info = after_bgsave(&mut k);
+        assert_eq!(common::info_value(&info, "rdb_last_bgsave_status"), "ok", "{info}");
+        copied += common::info_value(&info, "rdb_last_cow_size").parse::<u64>().expect("a size");
+        let copy = temp_dir("bg-transfers-copy");
+        std::fs::copy(dir.join("dump.rdb"), copy.join("dump.rdb")).expect("copy");
+        assert_eq!(total_in_snapshot(&copy, ACCOUNTS), START * ACCOUNTS as i64, "round {round}: the whole total");
+        let _ = std::fs::remove_dir_all(copy);
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let transfers: u64 = writers.into_iter().map(|w| w.join().expect("writer")).sum();
+    assert!(transfers > 50, "transfers ran during the snapshots ({transfers})");
+    assert!(copied > 0, "some keys were changed before the saver reached them");
+    drop(kvik);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn bgsave_answers_as_redis_and_save_points_start_it() {
+    let dir = temp_dir("bg-replies");
+    let kvik = start_kvik_with(&["--dir", dir.to_str().unwrap_or(""), "--save", "1 1"]);
+    let mut k = connect(kvik.port);
+    assert_eq!(call(&mut k, &[b"BGSAVE", b"now"]), b"-ERR syntax error\r\n");
+    assert_eq!(call(&mut k, &[b"BGSAVE", b"schedule", b"x"]), b"-ERR syntax error\r\n");
+    filler(&mut k, 50_000);
+    // Saves in a row: the second finds the first running, as SAVE does.
+    let replies = common::exchange(kvik.port, b"BGSAVE\r\nBGSAVE\r\nSAVE\r\n", |b| {
+        b.windows(2).filter(|w| w == b"\r\n").count() >= 3
+    });
+    assert_eq!(
+        replies.bytes,
+        b"+Background saving started\r\n-ERR Background save already in progress\r\n-ERR Background save already in progress\r\n"
+    );
+    after_bgsave(&mut k);
+    // Inside a transaction it is scheduled, and starts soon after.
+    let replies = common::exchange(kvik.port, b"MULTI\r\nBGSAVE\r\nEXEC\r\n", |b| b.ends_with(b"scheduled\r\n"));
+    assert_eq!(replies.bytes, b"+OK\r\n+QUEUED\r\n*1\r\n+Background saving scheduled\r\n");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while common::info_value(&after_bgsave(&mut k), "rdb_saves") != "2" {
+        assert!(std::time::Instant::now() < deadline, "the scheduled save never ran");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(call(&mut k, &[b"BGSAVE", b"SCHEDULE"]), b"+Background saving started\r\n");
+    after_bgsave(&mut k);
+    // `save 1 1`: a change is saved within about two seconds.
+    text(&mut k, "SET fresh value");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while common::info_value(&after_bgsave(&mut k), "rdb_changes_since_last_save") != "0" {
+        assert!(std::time::Instant::now() < deadline, "the save point never started a save");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    drop(kvik);
+    let kvik = kvik_in(&dir);
+    let mut k = connect(kvik.port);
+    assert_eq!(call(&mut k, &[b"GET", b"fresh"]), b"$5\r\nvalue\r\n");
+    drop(kvik);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// With save points set, a background save that fails stops writes (and
+/// PING) with Redis's MISCONF error until a save works again, unless
+/// `stop-writes-on-bgsave-error` is off.
+#[test]
+fn a_failed_background_save_stops_writes_until_a_save_works() {
+    let dir = temp_dir("bg-failing");
+    let kvik = start_kvik_with(&["--dir", dir.to_str().unwrap_or(""), "--save", "3600 1"]);
+    let mut k = connect(kvik.port);
+    text(&mut k, "SET before yes");
+    std::fs::remove_dir_all(&dir).expect("the directory goes");
+    assert_eq!(call(&mut k, &[b"BGSAVE"]), b"+Background saving started\r\n");
+    let info = after_bgsave(&mut k);
+    assert_eq!(common::info_value(&info, "rdb_last_bgsave_status"), "err", "{info}");
+    let misconf = b"-MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.\r\n";
+    assert_eq!(call(&mut k, &[b"SET", b"a", b"1"]), misconf);
+    assert_eq!(call(&mut k, &[b"PING"]), misconf);
+    assert_eq!(call(&mut k, &[b"GET", b"before"]), b"$3\r\nyes\r\n", "reads go on");
+    let replies =
+        common::exchange(kvik.port, b"MULTI\r\nGET before\r\nSET b 1\r\nEXEC\r\n", |b| b.ends_with(b"errors.\r\n"));
+    assert!(
+        replies.bytes.ends_with(b"-EXECABORT Transaction discarded because of previous errors.\r\n"),
+        "{}",
+        replies.show()
+    );
+    text(&mut k, "CONFIG SET stop-writes-on-bgsave-error no");
+    assert_eq!(call(&mut k, &[b"SET", b"a", b"1"]), b"+OK\r\n");
+    text(&mut k, "CONFIG SET stop-writes-on-bgsave-error yes");
+    assert_eq!(call(&mut k, &[b"SET", b"a", b"1"]), misconf);
+    std::fs::create_dir_all(&dir).expect("the directory is back");
+    assert_eq!(call(&mut k, &[b"BGSAVE"]), b"+Background saving started\r\n");
+    assert_eq!(common::info_value(&after_bgsave(&mut k), "rdb_last_bgsave_status"), "ok");
+    assert_eq!(call(&mut k, &[b"SET", b"a", b"2"]), b"+OK\r\n");
+    drop(kvik);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// As Redis: with save points set, SHUTDOWN and SIGTERM save first
+/// (`shutdown-on-sigterm nosave` and `SHUTDOWN NOSAVE` do not); without,
+/// only `SHUTDOWN SAVE` does. FLUSHALL with save points empties the file.
+#[test]
+fn stopping_saves_when_save_points_are_set() {
+    let dir = temp_dir("bg-stops");
+    let d = dir.to_str().unwrap_or("");
+    let keys = |dir: &Path| {
+        let kvik = kvik_in(dir);
+        let mut k = connect(kvik.port);
+        String::from_utf8_lossy(&call(&mut k, &[b"KEYS", b"*"])).into_owned()
+    };
+    // Redis's default save points.
+    let points = "3600 1 300 100 60 10000";
+    let mut kvik = start_kvik_with(&["--dir", d, "--save", points]);
+    let mut k = connect(kvik.port);
+    text(&mut k, "SET by-shutdown 1");
+    std::io::Write::write_all(&mut k, b"SHUTDOWN\r\n").expect("send");
+    assert!(kvik.wait_for_exit().is_some_and(|s| s.success()), "SHUTDOWN stops the server");
+    assert!(keys(&dir).contains("by-shutdown"));
+
+    let mut kvik = start_kvik_with(&["--dir", d, "--save", points]);
+    let mut k = connect(kvik.port);
+    text(&mut k, "SET by-sigterm 1");
+    assert!(kvik.signal_and_wait("TERM").is_some(), "SIGTERM stops the server");
+    assert!(keys(&dir).contains("by-sigterm"));
+
+    let mut kvik = start_kvik_with(&["--dir", d, "--save", points, "--shutdown-on-sigterm", "nosave"]);
+    let mut k = connect(kvik.port);
+    text(&mut k, "SET not-saved 1");
+    assert!(kvik.signal_and_wait("TERM").is_some());
+    let mut kvik = start_kvik_with(&["--dir", d, "--save", ""]);
+    let mut k = connect(kvik.port);
+    text(&mut k, "SET not-saved-either 1");
+    std::io::Write::write_all(&mut k, b"SHUTDOWN\r\n").expect("send");
+    assert!(kvik.wait_for_exit().is_some());
+    let left = keys(&dir);
+    assert!(left.contains("by-sigterm") && !left.contains("not-saved"), "{left}");
+
+    let kvik = start_kvik_with(&["--dir", d, "--save", points]);
+    let mut k = connect(kvik.port);
+    assert_eq!(call(&mut k, &[b"FLUSHALL"]), b"+OK\r\n");
+    let info = String::from_utf8_lossy(&call(&mut k, &[b"INFO", b"persistence"])).into_owned();
+    assert_eq!(common::info_value(&info, "rdb_changes_since_last_save"), "0", "{info}");
+    drop(kvik);
+    assert_eq!(keys(&dir), "*0\r\n", "FLUSHALL saved the empty keyspace");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// FLUSHDB during a background save: the snapshot keeps the keys as they
+/// were when it began (the flushed table is set aside for it). FLUSHALL
+/// during one stops it, as Redis kills its child, and with save points
+/// the empty keyspace is what the file holds afterwards.
+#[test]
+fn flushes_during_a_background_save() {
+    let dir = temp_dir("bg-flushes");
+    let kvik = kvik_in(&dir);
+    let mut k = connect(kvik.port);
+    filler(&mut k, 100_000);
+    let replies = common::exchange(kvik.port, b"BGSAVE\r\nFLUSHDB\r\nSET after-flush 1\r\n", |b| {
+        b.windows(2).filter(|w| w == b"\r\n").count() >= 3
+    });
+    assert_eq!(replies.bytes, b"+Background saving started\r\n+OK\r\n+OK\r\n");
+    let info = after_bgsave(&mut k);
+    assert_eq!(common::info_value(&info, "rdb_last_bgsave_status"), "ok", "{info}");
+    drop(kvik);
+    let kvik = kvik_in(&dir);
+    let mut k = connect(kvik.port);
+    assert_eq!(call(&mut k, &[b"DBSIZE"]), b":100000\r\n", "the keys before the flush");
+    assert_eq!(call(&mut k, &[b"EXISTS", b"after-flush"]), b":0\r\n");
+    drop(kvik);
+
+    let kvik = start_kvik_with(&["--dir", dir.to_str().unwrap_or(""), "--save", "3600 1"]);
+    let mut k = connect(kvik.port);
+    assert_eq!(call(&mut k, &[b"DBSIZE"]), b":100000\r\n");
+    let replies =
+        common::exchange(kvik.port, b"BGSAVE\r\nFLUSHALL\r\n", |b| b.windows(2).filter(|w| w == b"\r\n").count() >= 2);
+    assert_eq!(replies.bytes, b"+Background saving started\r\n+OK\r\n");
+    let info = after_bgsave(&mut k);
+    assert_eq!(common::info_value(&info, "rdb_last_bgsave_status"), "ok", "a stopped save is no error: {info}");
+    let temp: Vec<String> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .filter(|n| n.starts_with("temp-"))
+        .collect();
+    assert!(temp.is_empty(), "no temporary file is left: {temp:?}");
+    drop(kvik);
+    let kvik = kvik_in(&dir);
+    let mut k = connect(kvik.port);
+    assert_eq!(call(&mut k, &[b"DBSIZE"]), b":0\r\n", "the stopped save did not replace FLUSHALL's");
     drop(kvik);
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -37,6 +37,8 @@ fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
 struct Child {
     child: std::process::Child,
     port: u16,
+    /// Its working directory (the default `dir`), removed after it.
+    _cwd: kvik_testkit::ScratchDir,
 }
 
 impl Drop for Child {
@@ -58,13 +60,15 @@ fn start(port: u16, args: &[&str], env: &[(&str, &Path)]) -> Child {
     for (name, value) in env {
         command.env(name, value);
     }
+    let cwd = kvik_testkit::ScratchDir::new("process");
+    command.current_dir(cwd.path());
     let child = command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start");
     // Its own listening socket, not another test's server that took the port.
     let pid = child.id();
     wait_for("the server to listen", || {
         TcpStream::connect(("127.0.0.1", port)).is_ok() && kvik_testkit::listens_on(pid, port)
     });
-    Child { child, port }
+    Child { child, port, _cwd: cwd }
 }
 
 /// Stop the server with SHUTDOWN and wait for it to exit.
@@ -158,6 +162,7 @@ fn daemonize_detaches_and_keeps_serving() {
     let status = Command::new(KVIK)
         .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--daemonize", "yes"])
         .args(["--pidfile", pidfile.to_str().unwrap_or(""), "--logfile", log.to_str().unwrap_or("")])
+        .args(["--dir", dir.to_str().unwrap_or("")])
         .stdin(Stdio::null())
         .status()
         .expect("run kvik-server");

@@ -46,6 +46,31 @@ impl Drop for Server {
     }
 }
 
+/// A fresh, empty directory, removed with everything in it when dropped:
+/// the working directory of a server a test starts, so that the snapshot
+/// it saves on shutdown (save points are on by default, as in Redis) lands
+/// nowhere another server would load it.
+#[derive(Debug)]
+pub struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    /// A new directory, `label` in its name.
+    pub fn new(label: &str) -> ScratchDir {
+        ScratchDir(scratch_dir(label))
+    }
+
+    /// Where it is.
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A fresh, empty directory for one server.
 fn scratch_dir(label: &str) -> PathBuf {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -73,6 +98,30 @@ impl Server {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+
+    /// Wait up to ten seconds for the process to exit by itself (after a
+    /// `SHUTDOWN`); its status, or `None` when it did not exit.
+    pub fn wait_for_exit(&mut self) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            let child = self.child.as_mut()?;
+            if let Ok(Some(status)) = child.try_wait() {
+                self.child = None;
+                return Some(status);
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// Send `signal` (a name `kill` knows: `TERM`, `INT`) and wait for the
+    /// process to exit, as [`Server::wait_for_exit`].
+    pub fn signal_and_wait(&mut self, signal: &str) -> Option<std::process::ExitStatus> {
+        let pid = self.child.as_ref()?.id().to_string();
+        let sent = Command::new("kill").args([format!("-{signal}"), pid]).status().ok()?;
+        assert!(sent.success(), "kill -{signal} failed");
+        self.wait_for_exit()
     }
 
     /// Start the same server again on the same port.
@@ -204,9 +253,13 @@ pub fn kvik_bin() -> PathBuf {
     }
 }
 
-/// Start kvik-server with extra options.
+/// Start kvik-server with extra options; without a `--save` among them it
+/// has no save points, as [`start_redis`]'s server.
 pub fn start_kvik(extra: &[&str]) -> Server {
     let mut args: Vec<String> = ["--bind", "127.0.0.1", "--port", "{port}"].iter().map(|s| s.to_string()).collect();
+    if !extra.contains(&"--save") {
+        args.extend(["--save".to_string(), String::new()]);
+    }
     args.extend(extra.iter().map(|s| s.to_string()));
     start("kvik", kvik_bin(), args)
 }

@@ -28,11 +28,20 @@
 //!   (checked at compile time when a `Thin<T>` is boxed), so that bit is
 //!   free in every such pointer.
 //!
+//! * **Mark** (bit 1 of `ptr`): one bit of the owner's own, kept through
+//!   every change in place ([`Thin::edit_vec`]) and cleared in a new
+//!   `Thin`. It means nothing here; the keyspace uses it to tell the keys a
+//!   background snapshot has written from those it has not (`kvik-store`'s
+//!   `keyspace::snapshot`), so that the mark costs no byte per key. `T`
+//!   must be aligned to at least 4 so that the bit is free in a box's
+//!   pointer.
+//!
 //! A byte string's allocation has alignment 1, so nothing in the type
-//! system keeps its address even. Every allocator in practice (glibc,
-//! musl, jemalloc, mimalloc) returns blocks aligned to 8 or 16; the
-//! address is still checked whenever a byte string is adopted, and an odd
-//! one aborts the process rather than be mistaken for a box.
+//! system keeps its address a multiple of 4. Every allocator in practice
+//! (glibc, musl, jemalloc, mimalloc) returns blocks aligned to 8 or 16; the
+//! address is still checked whenever a byte string is adopted, and one with
+//! either low bit set aborts the process rather than be mistaken for a box
+//! or a mark.
 //! Alignment 1 is what makes the allocation a valid `Vec<u8>` buffer, so
 //! [`Thin::edit_vec`] can grow a byte string in place (a `realloc`) and
 //! [`Thin::try_build`] can write one without copying it afterwards.
@@ -76,6 +85,10 @@ const _: () = assert!(usize::BITS >= 32);
 const LONG: u8 = u8::MAX;
 /// Bit 0 of the pointer: set for a boxed value.
 const BOXED: usize = 1;
+/// Bit 1 of the pointer: the owner's mark (see "Layout and invariants").
+const MARK: usize = 2;
+/// The bits of the pointer that are not part of the address.
+const TAGS: usize = BOXED | MARK;
 
 /// A byte string longer than [`MAX_LEN`], refused; it holds the length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,11 +174,11 @@ impl<T> Thin<T> {
 
     /// Holds the boxed `value` (no new allocation).
     pub fn from_box(value: Box<T>) -> Thin<T> {
-        const { assert!(std::mem::align_of::<T>() >= 2, "Thin<T> needs bit 0 of a Box<T> pointer free") };
+        const { assert!(std::mem::align_of::<T>() >= 4, "Thin<T> needs bits 0 and 1 of a Box<T> pointer free") };
         // Box::leak gives a valid, non-null, aligned pointer that we now own.
         let ptr = NonNull::from(Box::leak(value)).cast::<u8>();
-        // T's alignment is at least 2, so bit 0 is clear and can carry the
-        // tag; map_addr keeps the pointer's provenance.
+        // T's alignment is at least 4, so bits 0 and 1 are clear and can
+        // carry the tags; map_addr keeps the pointer's provenance.
         Thin { ptr: ptr.map_addr(|a| a | BOXED), _owns: PhantomData }
     }
 
@@ -231,12 +244,12 @@ impl<T> Thin<T> {
     /// Take ownership of `whole`, a prefix and its payload.
     #[inline]
     fn adopt(whole: Box<[u8]>) -> Thin<T> {
-        if whole.as_ptr().addr() & BOXED != 0 {
+        if whole.as_ptr().addr() & TAGS != 0 {
             // Never seen with a real allocator (see the crate docs). An
             // abort rather than a panic: this may run while an edit's
             // `Refill` puts a string back, where unwinding would leave a
             // stale pointer behind.
-            eprintln!("kvik-thin: the allocator returned an odd address for a byte string");
+            eprintln!("kvik-thin: the allocator returned an address that is not a multiple of 4 for a byte string");
             std::process::abort();
         }
         Thin { ptr: NonNull::from(Box::leak(whole)).cast::<u8>(), _owns: PhantomData }
@@ -246,7 +259,25 @@ impl<T> Thin<T> {
     /// hint: a number, never turned back into a pointer.
     #[inline]
     pub fn addr(&self) -> usize {
-        self.ptr.as_ptr().addr() & !BOXED
+        self.ptr.as_ptr().addr() & !TAGS
+    }
+
+    /// The owner's mark (see "Layout and invariants"); clear in a new `Thin`.
+    #[inline]
+    pub fn is_marked(&self) -> bool {
+        self.ptr.addr().get() & MARK != 0
+    }
+
+    /// Set or clear the owner's mark.
+    #[inline]
+    pub fn set_marked(&mut self, marked: bool) {
+        // Only bit 1 changes: the address and the boxed tag stay, so every
+        // invariant above still holds; map_addr keeps the provenance, and
+        // the address stays non-zero because it was a real allocation's.
+        self.ptr = self.ptr.map_addr(|a| {
+            let bits = if marked { a.get() | MARK } else { a.get() & !MARK };
+            std::num::NonZeroUsize::new(bits).unwrap_or(a)
+        });
     }
 
     /// True when this holds a boxed value rather than bytes.
@@ -255,10 +286,16 @@ impl<T> Thin<T> {
         self.ptr.addr().get() & BOXED != 0
     }
 
+    /// The allocation's start, untagged.
+    #[inline]
+    fn base(&self) -> *mut u8 {
+        self.ptr.as_ptr().map_addr(|a| a & !TAGS)
+    }
+
     /// The boxed value's pointer, untagged. Only meaningful when boxed.
     #[inline]
     fn boxed_ptr(&self) -> *mut T {
-        self.ptr.as_ptr().map_addr(|a| a & !BOXED).cast::<T>()
+        self.base().cast::<T>()
     }
 
     /// Where the payload of a byte string starts, and its length. Only
@@ -266,7 +303,7 @@ impl<T> Thin<T> {
     #[inline]
     fn header(&self) -> (usize, usize) {
         debug_assert!(!self.is_boxed());
-        let p = self.ptr.as_ptr();
+        let p = self.base();
         // SAFETY: a byte string's allocation starts with its prefix, at
         // least one initialized byte (invariant), which we may read through
         // &self.
@@ -295,7 +332,7 @@ impl<T> Thin<T> {
             // SAFETY: the payload is `len` initialized bytes at `start` of
             // the allocation (invariant), alive and unchanged while &self
             // is borrowed.
-            View::Bytes(unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(start), len) })
+            View::Bytes(unsafe { std::slice::from_raw_parts(self.base().add(start), len) })
         }
     }
 
@@ -309,7 +346,7 @@ impl<T> Thin<T> {
             let (start, len) = self.header();
             // SAFETY: as in `view`; &mut self makes the access exclusive,
             // and the slice leaves out the prefix, so it cannot be broken.
-            ViewMut::Bytes(unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().add(start), len) })
+            ViewMut::Bytes(unsafe { std::slice::from_raw_parts_mut(self.base().add(start), len) })
         }
     }
 
@@ -389,12 +426,13 @@ impl<T> Thin<T> {
             return None;
         }
         let (start, _) = self.header();
+        let marked = self.is_marked();
         // SAFETY: `reclaim` hands ownership of the allocation to `whole`;
         // `self` still points at it but is not used again until `Refill`
         // (on every path, unwinding included) overwrites it with a new
         // pointer without dropping the stale one.
         let Owned::Bytes(whole) = (unsafe { self.reclaim() }) else { unreachable!("checked bytes above") };
-        let mut refill = Refill { thin: self, out: whole.into_vec(), start };
+        let mut refill = Refill { thin: self, out: whole.into_vec(), start, marked };
         let result = edit(&mut refill.out, start);
         let len = refill.out.len().saturating_sub(start);
         drop(refill);
@@ -423,7 +461,7 @@ impl<T> Thin<T> {
             Owned::Boxed(unsafe { Box::from_raw(self.boxed_ptr()) })
         } else {
             let (start, len) = self.header();
-            let whole = ptr::slice_from_raw_parts_mut(self.ptr.as_ptr(), start + len);
+            let whole = ptr::slice_from_raw_parts_mut(self.base(), start + len);
             // SAFETY: the allocation is a Box<[u8]> of exactly prefix +
             // payload bytes starting at `ptr` (invariant), so this rebuilds
             // that box with its original layout; the caller gives up `self`.
@@ -440,16 +478,19 @@ struct Refill<'a, T> {
     /// The allocation: prefix, then payload from `start`.
     out: Vec<u8>,
     start: usize,
+    /// The stale Thin's mark, which the new one keeps.
+    marked: bool,
 }
 
 impl<T> Drop for Refill<'_, T> {
     fn drop(&mut self) {
         let mut out = std::mem::take(&mut self.out);
         out.truncate(self.start.saturating_add(MAX_LEN));
-        let fresh = match Thin::seal(out, self.start) {
+        let mut fresh = match Thin::seal(out, self.start) {
             Ok(thin) => thin,
             Err(_) => unreachable!("cut to MAX_LEN above"),
         };
+        fresh.set_marked(self.marked);
         // The stale Thin's allocation was handed to `out` by `reclaim`:
         // forgetting it, not dropping it, is what keeps it freed once.
         std::mem::forget(std::mem::replace(self.thin, fresh));

@@ -199,6 +199,37 @@ fn a_panic_inside_an_edit_leaves_a_valid_string() {
 }
 
 #[test]
+fn the_mark_is_kept_through_changes_and_left_out_of_copies() {
+    let mut t = bytes(b"key");
+    assert!(!t.is_marked(), "a new Thin is unmarked");
+    t.set_marked(true);
+    assert_eq!((t.is_marked(), t.bytes(), t.is_boxed()), (true, Some(&b"key"[..]), false));
+    // Growing across the prefix forms moves the allocation.
+    t.edit_vec(|v, _| v.extend_from_slice(&[b'z'; 600]));
+    assert_eq!((t.is_marked(), t.bytes().map(<[u8]>::len), t.addr() % 4), (true, Some(603), 0));
+    t.bytes_mut().expect("bytes")[0] = b'K';
+    assert_eq!(&t.bytes().expect("bytes")[..3], b"Key");
+    assert!(!t.clone().is_marked(), "a copy is a new Thin");
+    t.set_marked(false);
+    assert!(!t.is_marked());
+    t.set_marked(true);
+    drop(t);
+
+    let (mut boxed, drops) = counted(7);
+    boxed.set_marked(true);
+    assert_eq!((boxed.is_marked(), boxed.is_boxed()), (true, true));
+    assert_eq!(boxed.boxed().map(|c| c.value), Some(7));
+    boxed.boxed_mut().expect("boxed").value = 8;
+    boxed.set_marked(false);
+    assert_eq!((boxed.is_marked(), boxed.boxed().map(|c| c.value)), (false, Some(8)));
+    boxed.set_marked(true);
+    let inner = boxed.into_box().map_err(|_| "boxed").expect("boxed");
+    assert_eq!(inner.value, 8);
+    drop(inner);
+    assert_eq!(drops.get(), 1, "a marked box is freed once");
+}
+
+#[test]
 fn thin_pointers_move_between_threads() {
     let t: Thin<String> = Thin::new_boxed("boxed".to_owned());
     let b: Thin<String> = Thin::try_from_bytes(b"bytes").expect("fits");
@@ -224,6 +255,9 @@ fn many_values_of_both_kinds_are_freed() {
     }
     for t in all.iter_mut().skip(1).step_by(5) {
         t.edit_vec(|v, _| v.push(1));
+    }
+    for t in all.iter_mut().step_by(2) {
+        t.set_marked(true);
     }
     let copies = all.clone();
     drop(all);

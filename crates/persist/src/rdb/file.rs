@@ -97,6 +97,14 @@ impl<W: Write> FileWriter<W> {
         deadline_ms: Option<i64>,
         access: Access,
     ) -> io::Result<()> {
+        self.put_entry(key, value, deadline_ms, access);
+        self.maybe_flush()
+    }
+
+    /// [`FileWriter::entry`] into the buffer only, with no write to the
+    /// underlying writer: a background save encodes keys under a shard's
+    /// lock and writes them out after letting go ([`FileWriter::flush_if_full`]).
+    pub fn put_entry(&mut self, key: &[u8], value: ValueRef<'_>, deadline_ms: Option<i64>, access: Access) {
         if let Some(at) = deadline_ms {
             self.buf.push(opcode::EXPIRETIME_MS);
             put_ms(&mut self.buf, at);
@@ -116,6 +124,15 @@ impl<W: Write> FileWriter<W> {
         self.buf.push(0);
         put_string(&mut self.buf, key, self.compress);
         self.buf[at] = write_value(&mut self.buf, value, self.compress);
+    }
+
+    /// Bytes encoded and not yet written out.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Write the buffer out once it holds enough to be worth a write.
+    pub fn flush_if_full(&mut self) -> io::Result<()> {
         self.maybe_flush()
     }
 

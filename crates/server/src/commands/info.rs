@@ -324,28 +324,32 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             line("lazyfreed_objects", &0);
         }
         "persistence" => {
-            for (k, v) in [
-                ("loading", "0"),
-                ("async_loading", "0"),
-                ("current_cow_peak", "0"),
-                ("current_cow_size", "0"),
-                ("current_cow_size_age", "0"),
-                ("current_fork_perc", "0.00"),
-                ("current_save_keys_processed", "0"),
-                ("current_save_keys_total", "0"),
-            ] {
-                line(k, &v);
-            }
+            let bg = state.saver.progress();
+            line("loading", &0);
+            line("async_loading", &0);
+            // There is no fork: what a background save costs in memory is
+            // the keys it copied before a change (see
+            // `persistence::background`), reported where Redis reports
+            // the pages copied on write.
+            line("current_cow_peak", &if bg.in_progress { bg.copied } else { 0 });
+            line("current_cow_size", &if bg.in_progress { bg.copied } else { 0 });
+            line("current_cow_size_age", &0);
+            let perc = if bg.in_progress && bg.keys_total > 0 {
+                bg.keys_done as f64 * 100.0 / bg.keys_total as f64
+            } else {
+                0.0
+            };
+            line("current_fork_perc", &format!("{perc:.2}"));
+            line("current_save_keys_processed", &if bg.in_progress { bg.keys_done } else { 0 });
+            line("current_save_keys_total", &if bg.in_progress { bg.keys_total } else { 0 });
             line("rdb_changes_since_last_save", &stats.dirty());
-            line("rdb_bgsave_in_progress", &0);
+            line("rdb_bgsave_in_progress", &i32::from(bg.in_progress));
             line("rdb_last_save_time", &stats.lastsave.load(Ordering::Relaxed));
             line("rdb_last_bgsave_status", &if stats.last_save_ok.load(Ordering::Relaxed) { "ok" } else { "err" });
-            for (k, v) in [("rdb_last_bgsave_time_sec", "-1"), ("rdb_current_bgsave_time_sec", "-1")] {
-                line(k, &v);
-            }
+            line("rdb_last_bgsave_time_sec", &bg.last_secs);
+            line("rdb_current_bgsave_time_sec", &bg.current_secs);
             line("rdb_saves", &stats.rdb_saves.load(Ordering::Relaxed));
-            // No fork, so no pages copied on write.
-            line("rdb_last_cow_size", &0);
+            line("rdb_last_cow_size", &bg.last_copied);
             line("rdb_last_load_keys_expired", &stats.loaded_expired.load(Ordering::Relaxed));
             line("rdb_last_load_keys_loaded", &stats.loaded_keys.load(Ordering::Relaxed));
             for (k, v) in [

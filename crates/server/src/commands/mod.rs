@@ -581,6 +581,10 @@ fn execute_checked<T: ReplyTarget>(
         // refuses the ones that may add data while it stays over the limit.
         log_oom_refusal();
         Some(OOM.to_vec())
+    } else if crate::persistence::writes_refused(state) && refused_for_disk_error(session, spec) {
+        // A background save failed with save points set: Redis stops
+        // writes (and PING) until a save works again.
+        Some(crate::persistence::MISCONF.to_vec())
     } else if session.subscriptions.active() && session.protocol == Protocol::Resp2 && !allowed_while_subscribed(spec) {
         // A RESP2 connection listening for messages cannot tell replies
         // from messages, so Redis lets it run only these commands.
@@ -675,6 +679,15 @@ fn cross_protocol_warning() {
              your Redis instance. Connection aborted."
         );
     }
+}
+
+/// Whether `spec` is one `stop-writes-on-bgsave-error` refuses, as
+/// Redis's: a write, PING, or an EXEC with a write queued.
+fn refused_for_disk_error(session: &Session, spec: &CommandSpec) -> bool {
+    let writes = |s: &CommandSpec| s.flags.contains(CommandFlags::WRITE);
+    writes(spec)
+        || spec.id == id::PING
+        || spec.id == id::EXEC && session.multi.as_ref().is_some_and(|m| m.any_queued(writes))
 }
 
 /// Log, at most once a second, that a command was refused over `maxmemory`.

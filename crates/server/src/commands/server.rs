@@ -28,11 +28,18 @@ handlers! {
             s.bulk(micros.to_string().as_bytes());
         });
     },
-    SAVE(c) => match crate::persistence::snapshot::save(c.state) {
-        Ok(_) => c.ok(),
-        // Redis answers a failed save with a bare ERR; the log says why.
-        Err(_) => c.error(b"ERR"),
+    SAVE(c) => {
+        if c.state.saver.in_progress() {
+            return c.error(BGSAVE_IN_PROGRESS);
+        }
+        c.state.stats.rdb_saves.fetch_add(1, Ordering::Relaxed);
+        match crate::persistence::snapshot::save(c.state) {
+            Ok(_) => c.ok(),
+            // Redis answers a failed save with a bare ERR; the log says why.
+            Err(_) => c.error(b"ERR"),
+        }
     },
+    BGSAVE(c) => bgsave(c),
     LASTSAVE(c) => {
         let t = c.state.stats.lastsave.load(Ordering::Relaxed);
         c.reply(|s| s.integer(t));
@@ -107,6 +114,31 @@ fn dbsize<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// `FLUSHDB [ASYNC | SYNC]` and `FLUSHALL [ASYNC | SYNC]`.
 ///
 /// Every shard is locked before any is cleared, so no client sees half a flush.
+/// Redis's refusal of a save while a background one runs.
+const BGSAVE_IN_PROGRESS: &[u8] = b"ERR Background save already in progress";
+
+/// `BGSAVE [SCHEDULE]`: begin a background save (see
+/// [`crate::persistence::background`]). Inside `EXEC` it is scheduled
+/// instead, as in Redis, to start once the transaction is over.
+fn bgsave<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    use crate::persistence::background::{self, Refused};
+    if c.argc() > 2 || c.argc() == 2 && !c.arg(1).eq_ignore_ascii_case(b"schedule") {
+        return c.error(SYNTAX_ERROR);
+    }
+    if c.state.saver.in_progress() {
+        return c.error(BGSAVE_IN_PROGRESS);
+    }
+    if crate::keyspace::in_transaction() {
+        c.state.saver.schedule();
+        return c.reply(|s| s.simple(b"Background saving scheduled"));
+    }
+    match background::start(c.state) {
+        Ok(()) => c.reply(|s| s.simple(b"Background saving started")),
+        Err(Refused::InProgress) => c.error(BGSAVE_IN_PROGRESS),
+        Err(Refused::NotRunning) => c.error(b"ERR the server is stopping: no background save can start"),
+    }
+}
+
 fn flush<T: ReplyTarget>(c: &mut Ctx<'_, T>, all: bool) {
     if c.argc() > 2
         || c.argc() == 2 && !(c.arg(1).eq_ignore_ascii_case(b"async") || c.arg(1).eq_ignore_ascii_case(b"sync"))
@@ -130,7 +162,20 @@ fn flush<T: ReplyTarget>(c: &mut Ctx<'_, T>, all: bool) {
         }
     }
     drop(lock);
-    c.count_changes(removed as u64);
+    if all && c.state.saver.in_progress() {
+        // As Redis kills its saving child: the snapshot would bring back
+        // what was just flushed.
+        crate::log!(Notice, "FLUSHALL: the background save in progress is stopped");
+        c.state.saver.abort();
+    }
+    if all && crate::persistence::save_points_set(c.state) {
+        // With save points, the file is emptied too, as in Redis: the
+        // removals are counted first, so that the save counts from after them.
+        c.state.stats.record_changes(removed as u64);
+        let _ = crate::persistence::snapshot::save(c.state);
+    } else {
+        c.count_changes(removed as u64);
+    }
     // XREADGROUP waiters on a flushed stream learn that it is gone.
     let flushed = [db];
     c.state.blocking.dbs_changed(if all { None } else { Some(&flushed) });
@@ -139,9 +184,10 @@ fn flush<T: ReplyTarget>(c: &mut Ctx<'_, T>, all: bool) {
 
 /// `SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]`.
 ///
-/// Options are checked as Redis checks them. `SAVE` writes the snapshot
-/// first, and a failed save keeps the server running (and says so) unless
-/// `FORCE` says to exit all the same. There is nothing else to wait for,
+/// Options are checked as Redis checks them. The snapshot is written first
+/// when save points are set (unless `NOSAVE`) or `SAVE` asks, and a failed
+/// save keeps the server running (and says so) unless `FORCE` says to exit
+/// all the same (see [`crate::persistence::prepare_for_stop`]). There is nothing else to wait for,
 /// so a valid SHUTDOWN then stops the server at once: the client gets no
 /// reply, its connection closes with all the others, and an ABORT always
 /// finds no shutdown in progress.
@@ -172,15 +218,12 @@ pub fn shutdown<T: ReplyTarget>(c: &mut Ctx<'_, T>) -> Outcome {
         c.error(b"ERR No shutdown in progress.");
         return Outcome::Continue;
     }
-    if save {
-        crate::log!(Notice, "Saving the final RDB snapshot before exiting.");
-        if crate::persistence::snapshot::save(c.state).is_err() && !force {
-            // A failed save keeps the server running, and says so.
-            crate::log!(Warning, "Error trying to save the DB, can't exit.");
-            crate::log!(Warning, "Errors trying to shut down the server. Check the logs for more information.");
-            c.error(b"ERR Errors trying to SHUTDOWN. Check logs.");
-            return Outcome::Continue;
-        }
+    let flags = crate::persistence::StopFlags { save, nosave, force };
+    if !crate::persistence::prepare_for_stop(c.state, flags) {
+        // A failed save keeps the server running, and says so.
+        crate::log!(Warning, "Errors trying to shut down the server. Check the logs for more information.");
+        c.error(b"ERR Errors trying to SHUTDOWN. Check logs.");
+        return Outcome::Continue;
     }
     c.state.request_shutdown();
     Outcome::Close

@@ -142,6 +142,8 @@ impl Server {
             |state: &ServerState| state.stats.active_expire.load(Ordering::Relaxed).then_some(&state.keyspace),
             crate::effects::changes::flush_server_events,
         )?;
+        // Background saves and the save points.
+        crate::persistence::background::spawn(Arc::downgrade(&self.state))?;
         let threads = self.state.config().threads();
         let mut loops = Vec::with_capacity(threads);
         let mut handles = Vec::with_capacity(threads);
@@ -291,18 +293,48 @@ async fn accept_all(
                     }
                 }
             };
-            let reason = tokio::select! {
-                () = tcp_task => StopReason::Command,
-                () = unix_task => StopReason::Command,
-                _ = sigterm.recv() => StopReason::Terminate,
-                _ = sigint.recv() => StopReason::Interrupt,
-                _ = shutdown.wait_for(|stop| *stop) => StopReason::Command,
-                () = sample_rates(state) => StopReason::Command,
-            };
-            state.request_shutdown();
-            Ok(reason)
+            let sampling = sample_rates(state);
+            tokio::pin!(tcp_task, unix_task, sampling);
+            loop {
+                let reason = tokio::select! {
+                    () = &mut tcp_task => StopReason::Command,
+                    () = &mut unix_task => StopReason::Command,
+                    _ = sigterm.recv() => StopReason::Terminate,
+                    _ = sigint.recv() => StopReason::Interrupt,
+                    _ = shutdown.wait_for(|stop| *stop) => StopReason::Command,
+                    () = &mut sampling => StopReason::Command,
+                };
+                if !stop_on_signal(state, reason) {
+                    continue;
+                }
+                state.request_shutdown();
+                return Ok(reason);
+            }
         })
         .await
+}
+
+/// Whether the server stops for `reason`: a signal first saves the
+/// snapshot as `shutdown-on-sigterm` / `shutdown-on-sigint` and the save
+/// points say, and a failed save keeps the server running, as in Redis.
+fn stop_on_signal(state: &ServerState, reason: StopReason) -> bool {
+    let setting = match reason {
+        StopReason::Terminate => "shutdown-on-sigterm",
+        StopReason::Interrupt => "shutdown-on-sigint",
+        // SHUTDOWN got ready itself.
+        StopReason::Command => return true,
+    };
+    let flags = crate::persistence::StopFlags::from_setting(state.config().get(setting));
+    crate::log!(Warning, "User requested shutdown...");
+    if crate::persistence::prepare_for_stop(state, flags) {
+        return true;
+    }
+    let name = if reason == StopReason::Terminate { "SIGTERM" } else { "SIGINT" };
+    crate::log!(
+        Warning,
+        "{name} received but errors trying to shut down the server, check the logs for more information"
+    );
+    false
 }
 
 /// Sample the totals behind `INFO`'s instantaneous rates, ten times a

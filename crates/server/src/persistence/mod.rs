@@ -4,6 +4,7 @@
 //! this module decides where files go, when they are written, and what the
 //! server reports about them.
 
+pub mod background;
 pub mod loading;
 pub mod snapshot;
 
@@ -41,4 +42,78 @@ pub fn meta_of(access: Access, lfu_policy: bool, now_ms: i64) -> Meta {
         _ => {}
     }
     meta
+}
+
+/// Redis's refusal of a write while `stop-writes-on-bgsave-error` holds.
+pub const MISCONF: &[u8] = b"MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+
+/// Whether writes are refused because the last background save failed,
+/// save points are set and `stop-writes-on-bgsave-error` is on. One load
+/// of a flag that is true while saves work, on every command.
+#[inline]
+pub fn writes_refused(state: &ServerState) -> bool {
+    !state.stats.last_save_ok.load(std::sync::atomic::Ordering::Relaxed) && writes_refused_slow(state)
+}
+
+#[cold]
+fn writes_refused_slow(state: &ServerState) -> bool {
+    let stop = state.config().get("stop-writes-on-bgsave-error") == "yes";
+    stop && save_points_set(state)
+}
+
+/// Whether the `save` setting has save points (Redis's `saveparamslen > 0`).
+pub fn save_points_set(state: &ServerState) -> bool {
+    !background::save_points(state.config().get("save")).is_empty()
+}
+
+/// What a stop asks of the snapshot (`SHUTDOWN`'s words, or the
+/// `shutdown-on-sigterm` / `shutdown-on-sigint` setting's).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StopFlags {
+    /// `SAVE`: save even without save points.
+    pub save: bool,
+    /// `NOSAVE`: do not save even with save points.
+    pub nosave: bool,
+    /// `FORCE`: stop even if the save fails.
+    pub force: bool,
+}
+
+impl StopFlags {
+    /// The flags a `shutdown-on-sig*` setting names (`default`: none).
+    pub fn from_setting(setting: &str) -> StopFlags {
+        let mut flags = StopFlags::default();
+        for word in setting.split_ascii_whitespace() {
+            match word {
+                "save" => flags.save = true,
+                "nosave" => flags.nosave = true,
+                "force" => flags.force = true,
+                _ => {}
+            }
+        }
+        flags
+    }
+}
+
+/// Get ready to stop, as Redis's `prepareForShutdown`: a background save
+/// in progress is stopped and its file removed; the snapshot is written
+/// when save points are set (unless `NOSAVE`) or `SAVE` asks. False when
+/// that save failed and `FORCE` was not given: the server must keep
+/// running, and the log says why.
+pub fn prepare_for_stop(state: &ServerState, flags: StopFlags) -> bool {
+    if state.saver.in_progress() {
+        crate::log!(Warning, "There is a background save in progress. Stopping it!");
+        state.saver.abort();
+        background::Background::remove_temp_file(state);
+    }
+    if (save_points_set(state) && !flags.nosave) || flags.save {
+        crate::log!(Notice, "Saving the final RDB snapshot before exiting.");
+        if snapshot::save(state).is_err() {
+            if !flags.force {
+                crate::log!(Warning, "Error trying to save the DB, can't exit.");
+                return false;
+            }
+            crate::log!(Warning, "Error trying to save the DB. Exit anyway.");
+        }
+    }
+    true
 }

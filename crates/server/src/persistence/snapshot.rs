@@ -29,7 +29,10 @@ pub struct Saved {
 }
 
 /// Write the whole keyspace to `dir`/`dbfilename`, holding every shard.
-/// Counts a save that worked in the statistics and logs as Redis does.
+/// A save that worked moves `LASTSAVE` and the change counter's start, and
+/// sets `rdb_last_bgsave_status` to ok, as Redis's `rdbSave` does (the
+/// `SAVE` command counts itself in `rdb_saves`; a save on `FLUSHALL`, on
+/// shutdown or by `DEBUG RELOAD` is not counted, as in Redis).
 pub fn save(state: &ServerState) -> io::Result<Saved> {
     let started = Instant::now();
     let result = write_file(state, started);
@@ -38,7 +41,6 @@ pub fn save(state: &ServerState) -> io::Result<Saved> {
             crate::log!(Notice, "DB saved on disk");
             let stats = &state.stats;
             stats.lastsave.store(unix_seconds(), Ordering::Relaxed);
-            stats.rdb_saves.fetch_add(1, Ordering::Relaxed);
             stats.last_save_ok.store(true, Ordering::Relaxed);
             crate::log!(
                 Verbose,
@@ -55,7 +57,8 @@ pub fn save(state: &ServerState) -> io::Result<Saved> {
     result
 }
 
-fn unix_seconds() -> i64 {
+/// Unix time now, in seconds.
+pub fn unix_seconds() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 

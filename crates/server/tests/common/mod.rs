@@ -31,9 +31,14 @@ pub fn start_kvik() -> ServerProcess {
     start_kvik_with(&[])
 }
 
-/// Start kvik-server with extra options (`--requirepass secret`).
+/// Start kvik-server with extra options (`--requirepass secret`). Without a
+/// `--save` among them it has no save points, as the redis-server the
+/// differential tests compare it with (`kvik_testkit::start_redis`).
 pub fn start_kvik_with(extra: &[&str]) -> ServerProcess {
     let mut args: Vec<String> = ["--bind", "127.0.0.1", "--port", "{port}"].iter().map(|s| s.to_string()).collect();
+    if !extra.contains(&"--save") {
+        args.extend(["--save".to_string(), String::new()]);
+    }
     args.extend(extra.iter().map(|s| s.to_string()));
     kvik_testkit::start("kvik", env!("CARGO_BIN_EXE_kvik-server").into(), args)
 }

@@ -27,6 +27,7 @@ use super::lfu::{self, Tuning};
 use super::lookahead::{HintSlot, MemberStep};
 #[cfg(test)]
 use super::lru;
+use super::snapshot::{self, SnapshotState};
 use crate::types::hash::{HashRef, HashValue};
 use crate::types::member_table::MemberTable;
 use crate::types::set::SetValue;
@@ -74,7 +75,7 @@ pub struct Db {
     // Line 0: every lookup.
     /// The keys; each entry holds its own name (see [`Entry`]). Hashed with
     /// the process's [`key_hasher`], which the lookahead uses too.
-    table: HashTable<Entry>,
+    pub(super) table: HashTable<Entry>,
     /// LFU parameters shared with the rest of the keyspace.
     tuning: Arc<Tuning>,
     /// State of the generator behind LFU increments and eviction samples.
@@ -85,6 +86,12 @@ pub struct Db {
     hits: u64,
     /// Whether `open_key` holds an open key.
     open: bool,
+    /// A background snapshot runs (see [`super::snapshot`]): the write
+    /// paths hand a key it has not saved to it before they change it. The
+    /// one test a write pays when none runs, on the line it reads anyway.
+    pub(super) snapshot_running: bool,
+    /// The snapshot mark a saved key carries; a new key is born with it.
+    pub(super) saved_mark: bool,
     // Line 1: misses and writes.
     misses: u64,
     /// Memory estimate of every key except the open one (see `open`).
@@ -117,10 +124,14 @@ pub struct Db {
     /// Where this database publishes its table's address for the
     /// lookahead (see [`super::lookahead`]).
     hint: Option<HintSlot>,
+    /// The running snapshot's state for this database.
+    pub(super) snap: Option<Box<SnapshotState>>,
 }
 
 const _: () = {
     assert!(std::mem::offset_of!(Db, open) < LINE, "a lookup reads one line");
+    assert!(std::mem::offset_of!(Db, saved_mark) < LINE, "so do a write's snapshot test and an insert's mark");
+    assert!(std::mem::offset_of!(Db, snapshot_running) < LINE);
     assert!(std::mem::offset_of!(Db, hits) + size_of::<u64>() <= LINE);
     assert!(std::mem::offset_of!(Db, misses) >= LINE);
     assert!(std::mem::offset_of!(Db, expired) + size_of::<u64>() <= 2 * LINE, "a write adds one more");
@@ -144,6 +155,9 @@ enum Lookup {
     ReadQuiet,
     /// A write command's lookup: marks the key accessed, counts nothing.
     Write,
+    /// `Write` handing the entry out for a change whose charge the caller
+    /// settles itself (`update`, `change`).
+    Update,
     /// A write lookup handing the entry out for a change: its charge is
     /// recomputed afterwards (see `Db::open`).
     Change,
@@ -300,6 +314,11 @@ impl Db {
         }
     }
 
+    /// [`Db::settle`], for the snapshot's walk.
+    pub(super) fn settle_for_snapshot(&mut self) {
+        self.settle();
+    }
+
     /// Memory estimate of every key in this database, in bytes.
     pub fn used_memory(&mut self) -> usize {
         self.settle();
@@ -359,7 +378,7 @@ impl Db {
     fn lookup(&mut self, key: &[u8], now_ms: i64, how: Lookup) -> Option<&mut Entry> {
         self.settle();
         let hash = self.hash(key);
-        let touch = matches!(how, Lookup::Read | Lookup::Write | Lookup::Change);
+        let touch = matches!(how, Lookup::Read | Lookup::Write | Lookup::Update | Lookup::Change);
         let random = if touch { self.next_random() } else { 0 };
         let found = match self.table.find_entry(hash, |e| e.is_key(key)) {
             // Gone for every reader; left in place while a pause holds
@@ -371,6 +390,7 @@ impl Db {
                 unindex(&mut self.deadlines, key, old.deadline());
                 self.expired += 1;
                 events::record(ServerEvent::Expired, self.index, key);
+                snapshot::keep_removed(self.snapshot_running, self.saved_mark, &mut self.snap, old);
                 None
             }
             Ok(found) => Some(found.into_mut()),
@@ -383,9 +403,12 @@ impl Db {
                 self.misses += 1;
                 events::record(ServerEvent::KeyMiss, self.index, key);
             }
-            Lookup::Write | Lookup::Change | Lookup::Open | Lookup::Inspect => {}
+            Lookup::Write | Lookup::Update | Lookup::Change | Lookup::Open | Lookup::Inspect => {}
         }
         let entry = found?;
+        if matches!(how, Lookup::Update | Lookup::Change | Lookup::Open) {
+            snapshot::keep(self.snapshot_running, self.saved_mark, &mut self.snap, entry);
+        }
         if touch {
             let mut meta = entry.meta();
             meta.touch(now_ms, &self.tuning, random);
@@ -461,7 +484,7 @@ impl Db {
     /// at once: for small changes such as INCR's, this saves the second
     /// lookup that [`Db::get_mut`]'s deferred accounting costs.
     pub fn update<R>(&mut self, key: &[u8], now_ms: i64, f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
-        let entry = self.lookup(key, now_ms, Lookup::Write)?;
+        let entry = self.lookup(key, now_ms, Lookup::Update)?;
         let before = charge(entry);
         let result = f(entry);
         let after = charge(entry);
@@ -474,7 +497,7 @@ impl Db {
     /// and settle its memory charge at once. One probe of the table, where
     /// [`Db::get_mut`] costs a second one when its charge is settled later.
     pub fn change<R>(&mut self, key: &[u8], now_ms: i64, f: impl FnOnce(Option<&mut Entry>) -> R) -> R {
-        let Some(entry) = self.lookup(key, now_ms, Lookup::Write) else { return f(None) };
+        let Some(entry) = self.lookup(key, now_ms, Lookup::Update) else { return f(None) };
         let before = charge(entry);
         let result = f(Some(&mut *entry));
         entry.repack();
@@ -494,7 +517,7 @@ impl Db {
         make: impl FnOnce() -> Value,
         f: impl FnOnce(&mut Entry) -> R,
     ) -> Option<R> {
-        if let Some(entry) = self.lookup(key, now_ms, Lookup::Write) {
+        if let Some(entry) = self.lookup(key, now_ms, Lookup::Update) {
             let before = charge(entry);
             let result = f(entry);
             entry.repack();
@@ -547,6 +570,7 @@ impl Db {
         let lfu = self.tuning.lfu_policy();
         let random = if lfu { self.next_random() } else { 0 };
         let Some(entry) = self.table.find_mut(hash, |e| e.is_key(key)) else { return false };
+        snapshot::keep(self.snapshot_running, self.saved_mark, &mut self.snap, entry);
         // A key rewritten here has no deadline, so it is live.
         if lfu {
             meta.clock = lfu::accessed(entry.meta().clock, now, &self.tuning, random);
@@ -592,6 +616,8 @@ impl Db {
     /// [`Db::insert_announced`] after [`Db::settle`], given the key's hash
     /// when the caller has it.
     fn insert_hashed(&mut self, mut entry: Entry, announce_new: bool, hash: Option<u64>) -> Option<Entry> {
+        // Born saved: a running snapshot does not hold it (see `snapshot`).
+        entry.set_marked(self.saved_mark);
         self.used += charge(&entry);
         let new_deadline = entry.deadline();
         let random = self.next_random();
@@ -604,6 +630,7 @@ impl Db {
         report(&self.blocked, self.index, key);
         let old = match self.table.entry(hash, |e| e.is_key(key), |e| hasher.hash_one(e.key())) {
             Slot::Occupied(mut slot) => {
+                snapshot::keep(self.snapshot_running, self.saved_mark, &mut self.snap, slot.get_mut());
                 let kept = slot.get();
                 let now = super::now_ms();
                 if kept.is_expired(now) {
@@ -645,7 +672,9 @@ impl Db {
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         self.settle();
         let hash = self.hash(key);
-        let (old, _) = self.table.find_entry(hash, |e| e.is_key(key)).ok()?.remove();
+        let mut found = self.table.find_entry(hash, |e| e.is_key(key)).ok()?;
+        snapshot::keep(self.snapshot_running, self.saved_mark, &mut self.snap, found.get_mut());
+        let (old, _) = found.remove();
         self.used -= charge(&old).min(self.used);
         unindex(&mut self.deadlines, key, old.deadline());
         report(&self.blocked, self.index, key);
@@ -657,6 +686,7 @@ impl Db {
         self.settle();
         let hash = self.hash(key);
         let Some(entry) = self.table.find_mut(hash, |e| e.is_key(key)) else { return false };
+        snapshot::keep(self.snapshot_running, self.saved_mark, &mut self.snap, entry);
         let before = charge(entry);
         let was = entry.deadline();
         entry.set_deadline(at_ms);
@@ -668,9 +698,11 @@ impl Db {
     /// Remove every key.
     pub fn clear(&mut self) {
         self.open = false;
-        self.used = 0;
-        // A new table rather than `clear`, which would keep the old one's memory.
-        self.table = HashTable::new();
+        let held = std::mem::take(&mut self.used);
+        // A new table rather than `clear`, which would keep the old one's
+        // memory; a running snapshot may still need the old one's keys.
+        let old = std::mem::take(&mut self.table);
+        drop(self.detach_for_snapshot(old, held));
         self.deadlines.clear();
         self.refresh_hint();
     }

@@ -377,13 +377,35 @@ impl Entry {
     /// The value, for a change in place; a packed key is boxed first (once).
     pub fn value_mut(&mut self) -> &mut Value {
         if !self.0.is_boxed() {
-            self.0 = Thin::new_boxed(self.node());
+            self.replace_thin(Thin::new_boxed(self.node()));
         }
         match self.0.view_mut() {
             ViewMut::Boxed(n) => &mut n.value,
             // Boxed just above.
             ViewMut::Bytes(_) => unreachable!("entry was boxed"),
         }
+    }
+
+    /// Hold `thin` instead of what this entry held, keeping the snapshot
+    /// mark: every change of representation goes through here, so that a
+    /// key a snapshot has written is never written twice.
+    fn replace_thin(&mut self, thin: Thin<Node>) {
+        let marked = self.0.is_marked();
+        self.0 = thin;
+        self.0.set_marked(marked);
+    }
+
+    /// The snapshot mark (see [`super::snapshot`]): compared with the
+    /// database's, it tells whether a running snapshot has this key.
+    #[inline]
+    pub(super) fn is_marked(&self) -> bool {
+        self.0.is_marked()
+    }
+
+    /// Set the snapshot mark.
+    #[inline]
+    pub(super) fn set_marked(&mut self, marked: bool) {
+        self.0.set_marked(marked);
     }
 
     /// The [`Node`] holding what this entry holds.
@@ -397,7 +419,10 @@ impl Entry {
         let packable = Packable::of(&value).is_some();
         match self.0.view_mut() {
             ViewMut::Boxed(n) if !packable => n.value = value,
-            _ => *self = Entry::new(self.key(), value, self.deadline(), self.meta()),
+            _ => {
+                let Entry(fresh) = Entry::new(self.key(), value, self.deadline(), self.meta());
+                self.replace_thin(fresh);
+            }
         }
     }
 
@@ -424,7 +449,7 @@ impl Entry {
                 None => return false,
             },
         };
-        self.0 = packed;
+        self.replace_thin(packed);
         true
     }
 
@@ -467,7 +492,7 @@ impl Entry {
             result = edit(&b[end..], out);
         });
         let result = result?;
-        self.0 = rewritten.ok()?;
+        self.replace_thin(rewritten.ok()?);
         Some(result)
     }
 
@@ -576,7 +601,8 @@ impl Entry {
                 }
             },
         };
-        self.0 = repacked.unwrap_or_else(|| Thin::new_boxed(Node { deadline: at, ..self.node() }));
+        let fresh = repacked.unwrap_or_else(|| Thin::new_boxed(Node { deadline: at, ..self.node() }));
+        self.replace_thin(fresh);
     }
 
     /// True when the deadline has passed at `now_ms`.

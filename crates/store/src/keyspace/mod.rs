@@ -28,6 +28,7 @@ pub mod ready;
 pub mod scan;
 mod shard_guards;
 pub mod slot;
+pub mod snapshot;
 pub mod typed;
 
 use std::marker::PhantomData;
@@ -153,6 +154,14 @@ impl Shard {
                 x.swap_hint_slots(y);
             }
         }
+    }
+
+    /// The database of this shard that was number `number` when the
+    /// running snapshot began (`SWAPDB` may have moved it since).
+    pub fn snapshot_db(&mut self, number: usize) -> Option<&mut Db> {
+        let index = self.dbs.iter().position(|d| d.snapshot_number() == Some(number))?;
+        self.touch(index);
+        Some(&mut self.dbs[index])
     }
 
     /// Databases `a` and `b` of this shard, both mutable (`COPY ... DB`,

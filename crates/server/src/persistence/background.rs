@@ -1,0 +1,449 @@
+//! `BGSAVE` without fork: a point-in-time snapshot written by a thread of
+//! its own while every event loop keeps serving.
+//!
+//! [`start`] fixes the moment: holding every shard at once (as `SAVE`
+//! does, but only for as long as it takes to flip one flag per database,
+//! see `kvik_store::keyspace::snapshot`), it begins a snapshot of every
+//! database and notes the change counter. The persistence thread
+//! ([`spawn`]) then walks the databases in order, shard by shard, in
+//! slices: it holds one shard for at most [`SLICE_BUCKETS`] buckets and
+//! [`SLICE_KEYS`] keys, encodes those keys into the file's buffer, lets the
+//! shard go and writes the buffer out. Keys a command changed before the
+//! walk reached them were copied by the command; the walk writes those
+//! copies after letting the shard go. The file is then flushed and renamed
+//! as `SAVE`'s is (see [`super::snapshot`]).
+//!
+//! The same thread checks the `save <seconds> <changes>` points ten times
+//! a second, as Redis's `serverCron` does, and starts a scheduled save
+//! (`BGSAVE` inside `MULTI`).
+//!
+//! A save that cannot write its file still walks to the end, without
+//! writing, so that every key carries the saved mark again: the next
+//! snapshot relies on it. `FLUSHALL` and `SHUTDOWN` abort a save in
+//! progress, as Redis kills its child.
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, Weak};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use kvik_persist::rdb::file::{FileWriter, SaveInfo};
+
+use crate::keyspace::evict::Policy;
+use crate::keyspace::now_ms;
+use crate::keyspace::snapshot::Walk;
+use crate::keyspace::Entry;
+use crate::state::ServerState;
+
+/// Buckets of a table one slice visits at most.
+pub const SLICE_BUCKETS: usize = 1024;
+/// Keys one slice encodes at most, under the shard's lock.
+pub const SLICE_KEYS: usize = 64;
+/// The persistence thread's nice value (0 is the default, 19 the lowest).
+const SAVER_NICE: i32 = 10;
+/// How often the thread looks at the save points.
+const TICK: Duration = Duration::from_millis(100);
+/// After a failed background save, the save points wait this long before
+/// trying again (Redis's `CONFIG_BGSAVE_RETRY_DELAY`).
+const RETRY_DELAY_S: i64 = 5;
+
+/// Why a background save did not start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// One runs already.
+    InProgress,
+    /// The persistence thread is not running (the server is stopping).
+    NotRunning,
+}
+
+/// A background save begun and waiting for the thread, or being written.
+#[derive(Debug)]
+struct Job {
+    path: PathBuf,
+    temp: PathBuf,
+    info: SaveInfo,
+    compress: bool,
+    checksum: bool,
+    policy: Policy,
+    /// The moment: keys past their deadline then are left out.
+    at_ms: i64,
+    /// The change counter at the moment.
+    dirty: u64,
+    /// Keys and keys with a deadline per database, at the moment.
+    sizes: Vec<(usize, usize)>,
+}
+
+/// The state of background saving, for the commands and `INFO`.
+#[derive(Debug)]
+pub struct Background {
+    job: Mutex<Option<Job>>,
+    wake: Condvar,
+    /// The persistence thread runs.
+    thread_running: AtomicBool,
+    /// A save is begun and not finished (`rdb_bgsave_in_progress`).
+    in_progress: AtomicBool,
+    /// The save in progress is to stop writing (`FLUSHALL`, `SHUTDOWN`).
+    abort: AtomicBool,
+    /// `BGSAVE` inside a transaction: start one as soon as possible.
+    scheduled: AtomicBool,
+    /// When the save in progress began.
+    started: Mutex<Option<Instant>>,
+    /// Unix seconds of the last attempt to start one.
+    last_try_unix: AtomicI64,
+    /// Seconds the last one took (`rdb_last_bgsave_time_sec`; -1: none yet).
+    last_secs: AtomicI64,
+    /// Bytes copied or set aside for the last one (`rdb_last_cow_size`).
+    last_copied: AtomicU64,
+    /// … for the one in progress (`current_cow_size`).
+    copied: AtomicU64,
+    /// Keys written by the one in progress, and keys it holds.
+    keys_done: AtomicU64,
+    keys_total: AtomicU64,
+}
+
+impl Default for Background {
+    fn default() -> Self {
+        Background {
+            job: Mutex::new(None),
+            wake: Condvar::new(),
+            thread_running: AtomicBool::new(false),
+            in_progress: AtomicBool::new(false),
+            abort: AtomicBool::new(false),
+            scheduled: AtomicBool::new(false),
+            started: Mutex::new(None),
+            last_try_unix: AtomicI64::new(0),
+            last_secs: AtomicI64::new(-1),
+            last_copied: AtomicU64::new(0),
+            copied: AtomicU64::new(0),
+            keys_done: AtomicU64::new(0),
+            keys_total: AtomicU64::new(0),
+        }
+    }
+}
+
+/// What `INFO persistence` reports of background saving.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub in_progress: bool,
+    /// Seconds the one in progress has run, -1 when none runs.
+    pub current_secs: i64,
+    pub last_secs: i64,
+    pub last_copied: u64,
+    pub copied: u64,
+    pub keys_done: u64,
+    pub keys_total: u64,
+}
+
+impl Background {
+    /// True while a background save runs.
+    pub fn in_progress(&self) -> bool {
+        self.in_progress.load(Ordering::Acquire)
+    }
+
+    /// Ask for a save as soon as none runs (`BGSAVE` inside `MULTI`).
+    pub fn schedule(&self) {
+        self.scheduled.store(true, Ordering::Relaxed);
+    }
+
+    /// Stop the save in progress, if any, from writing its file.
+    pub fn abort(&self) {
+        if self.in_progress() {
+            self.abort.store(true, Ordering::Relaxed);
+            self.wake.notify_all();
+        }
+    }
+
+    /// The figures `INFO persistence` reports.
+    pub fn progress(&self) -> Progress {
+        let started = *self.started.lock().unwrap_or_else(|p| p.into_inner());
+        Progress {
+            in_progress: self.in_progress(),
+            current_secs: started.map_or(-1, |t| i64::try_from(t.elapsed().as_secs()).unwrap_or(i64::MAX)),
+            last_secs: self.last_secs.load(Ordering::Relaxed),
+            last_copied: self.last_copied.load(Ordering::Relaxed),
+            copied: self.copied.load(Ordering::Relaxed),
+            keys_done: self.keys_done.load(Ordering::Relaxed),
+            keys_total: self.keys_total.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The temporary file a background save writes.
+    fn temp_path(dir: &Path) -> PathBuf {
+        dir.join(format!("temp-bgsave-{}.rdb", std::process::id()))
+    }
+
+    /// Remove the file of a save cut short by the process stopping.
+    pub fn remove_temp_file(state: &ServerState) {
+        let path = super::snapshot_path(state);
+        let dir = path.parent().map_or_else(|| Path::new(".").to_path_buf(), Path::to_path_buf);
+        let _ = std::fs::remove_file(Background::temp_path(&dir));
+    }
+}
+
+/// Begin a background save of the keyspace as it is now; the persistence
+/// thread writes it. The caller holds no shard lock.
+pub fn start(state: &ServerState) -> Result<(), Refused> {
+    let bg = &state.saver;
+    if !bg.thread_running.load(Ordering::Acquire) {
+        return Err(Refused::NotRunning);
+    }
+    if bg.in_progress.swap(true, Ordering::AcqRel) {
+        return Err(Refused::InProgress);
+    }
+    bg.scheduled.store(false, Ordering::Relaxed);
+    bg.abort.store(false, Ordering::Relaxed);
+    // Counted when it starts, as Redis counts a fork.
+    state.stats.rdb_saves.fetch_add(1, Ordering::Relaxed);
+    bg.last_try_unix.store(super::snapshot::unix_seconds(), Ordering::Relaxed);
+    let path = super::snapshot_path(state);
+    let dir = path.parent().map_or_else(|| Path::new(".").to_path_buf(), Path::to_path_buf);
+    let (compress, checksum) = {
+        let config = state.config();
+        (config.get("rdbcompression") == "yes", config.get("rdbchecksum") == "yes")
+    };
+    let ks = &state.keyspace;
+    let mut sizes = vec![(0, 0); ks.databases()];
+    let (at_ms, dirty, used_mem) = {
+        let mut all = ks.lock_all();
+        for shard in all.shards() {
+            for (i, db) in shard.dbs().iter_mut().enumerate() {
+                sizes[i].0 += db.len();
+                sizes[i].1 += db.expiring();
+                db.begin_snapshot(i);
+            }
+        }
+        (now_ms(), state.stats.dirty_total(), ks.used_memory() as u64)
+    };
+    let info = SaveInfo {
+        redis_version: crate::REDIS_VERSION.to_string(),
+        ctime_s: super::snapshot::unix_seconds(),
+        used_mem,
+        aof_base: false,
+    };
+    bg.copied.store(0, Ordering::Relaxed);
+    bg.keys_done.store(0, Ordering::Relaxed);
+    bg.keys_total.store(sizes.iter().map(|s| s.0 as u64).sum(), Ordering::Relaxed);
+    *bg.started.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+    let job = Job {
+        temp: Background::temp_path(&dir),
+        path,
+        info,
+        compress,
+        checksum,
+        policy: state.limits.maxmemory_policy(),
+        at_ms,
+        dirty,
+        sizes,
+    };
+    *bg.job.lock().unwrap_or_else(|p| p.into_inner()) = Some(job);
+    bg.wake.notify_all();
+    crate::log!(Notice, "Background saving started");
+    Ok(())
+}
+
+/// Start the persistence thread: background saves and the save points.
+/// It ends when the server state is gone or the server stops.
+pub fn spawn(state: Weak<ServerState>) -> io::Result<thread::JoinHandle<()>> {
+    if let Some(s) = state.upgrade() {
+        s.saver.thread_running.store(true, Ordering::Release);
+    }
+    thread::Builder::new().name("kvik-persist".into()).spawn(move || {
+        // Saving is background work: where the event loops and this thread
+        // want the same core, the loops get it (a snapshot on a busy
+        // machine takes longer rather than slowing commands down).
+        if let Err(e) = kvik_process::lower_thread_priority(SAVER_NICE) {
+            crate::log!(Verbose, "The persistence thread keeps the default priority: {e}");
+        }
+        while let Some(state) = state.upgrade() {
+            if state.shutting_down() {
+                state.saver.thread_running.store(false, Ordering::Release);
+                break;
+            }
+            let job = {
+                let bg = &state.saver;
+                let guard = bg.job.lock().unwrap_or_else(|p| p.into_inner());
+                let (mut guard, _) =
+                    bg.wake.wait_timeout_while(guard, TICK, |j| j.is_none()).unwrap_or_else(|p| p.into_inner());
+                guard.take()
+            };
+            match job {
+                Some(job) => run(&state, job),
+                None => cron(&state),
+            }
+        }
+    })
+}
+
+/// What the thread does between saves: start one when a save point is
+/// reached or one was scheduled.
+fn cron(state: &ServerState) {
+    let bg = &state.saver;
+    if bg.in_progress() {
+        return;
+    }
+    let now = super::snapshot::unix_seconds();
+    let may_retry = now - bg.last_try_unix.load(Ordering::Relaxed) > RETRY_DELAY_S
+        || state.stats.last_save_ok.load(Ordering::Relaxed);
+    if !may_retry {
+        return;
+    }
+    if bg.scheduled.load(Ordering::Relaxed) {
+        let _ = start(state);
+        return;
+    }
+    let points = save_points(state.config().get("save"));
+    let dirty = state.stats.dirty();
+    let since = now - state.stats.lastsave.load(Ordering::Relaxed);
+    if let Some((secs, changes)) = points.into_iter().find(|&(s, c)| dirty >= c && since > s) {
+        crate::log!(Notice, "{changes} changes in {secs} seconds. Saving...");
+        let _ = start(state);
+    }
+}
+
+/// The `save` setting's pairs: seconds, changes.
+pub fn save_points(setting: &str) -> Vec<(i64, u64)> {
+    let words: Vec<&str> = setting.split_ascii_whitespace().collect();
+    words.chunks_exact(2).filter_map(|p| Some((p[0].parse().ok()?, p[1].parse().ok()?))).collect()
+}
+
+/// Write the begun snapshot, then report how it went.
+fn run(state: &ServerState, job: Job) {
+    let bg = &state.saver;
+    let started = Instant::now();
+    let written = write(state, &job);
+    let took = started.elapsed();
+    let copied = bg.copied.load(Ordering::Relaxed);
+    bg.last_secs.store(i64::try_from(took.as_secs()).unwrap_or(i64::MAX), Ordering::Relaxed);
+    bg.last_copied.store(copied, Ordering::Relaxed);
+    let stats = &state.stats;
+    match written {
+        Ok(keys) => {
+            stats.dirty_at_save.store(job.dirty, Ordering::Relaxed);
+            stats.lastsave.store(super::snapshot::unix_seconds(), Ordering::Relaxed);
+            stats.last_save_ok.store(true, Ordering::Relaxed);
+            crate::log!(Notice, "DB saved on disk");
+            crate::log!(
+                Notice,
+                "Snapshot of {keys} keys in {:.3} seconds: {} MB copied for changes during the save",
+                took.as_secs_f64(),
+                copied / (1024 * 1024)
+            );
+            crate::log!(Notice, "Background saving terminated with success");
+        }
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+            crate::log!(Warning, "Background saving aborted: {e}");
+        }
+        Err(e) => {
+            stats.last_save_ok.store(false, Ordering::Relaxed);
+            crate::log!(Warning, "Background saving error: {e}");
+        }
+    }
+    *bg.started.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    bg.abort.store(false, Ordering::Relaxed);
+    bg.in_progress.store(false, Ordering::Release);
+}
+
+/// Walk every database of every shard, writing the snapshot's keys into
+/// the temporary file, then flush and rename it. Returns the keys written.
+///
+/// The walk always goes to the end: after an error, or when aborted, it
+/// goes on without writing, so that the snapshot ends in every database.
+fn write(state: &ServerState, job: &Job) -> io::Result<u64> {
+    let bg = &state.saver;
+    let ks = &state.keyspace;
+    let dir = job.path.parent().map_or_else(|| Path::new(".").to_path_buf(), Path::to_path_buf);
+    let mut failed: Option<io::Error> = None;
+    let mut out =
+        match File::create(&job.temp).and_then(|f| FileWriter::start(f, &job.info, job.compress, job.checksum)) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                failed = Some(io::Error::new(
+                    e.kind(),
+                    format!(
+                        "Failed opening the temp RDB file {} (in server root dir {}) for saving: {e}",
+                        job.temp.display(),
+                        dir.display()
+                    ),
+                ));
+                None
+            }
+        };
+    let tuning = ks.lfu_tuning();
+    let mut keys = 0u64;
+    for (db, &(size, expires)) in job.sizes.iter().enumerate() {
+        if size > 0 {
+            if let Some(w) = out.as_mut() {
+                if let Err(e) = w.select_db(db, size, expires) {
+                    failed = Some(e);
+                    out = None;
+                }
+            }
+        }
+        for shard in 0..ks.shard_count() {
+            loop {
+                if out.is_some() && bg.abort.load(Ordering::Relaxed) {
+                    out = None;
+                    failed = Some(io::Error::new(io::ErrorKind::Interrupted, "the save was cut short"));
+                }
+                let mut encode = |w: &mut Option<FileWriter<File>>, e: &Entry| {
+                    let Some(w) = w.as_mut() else { return };
+                    if e.is_expired(job.at_ms) {
+                        return;
+                    }
+                    let access = super::access_of(e.meta(), job.policy, tuning, job.at_ms);
+                    w.put_entry(e.key(), e.value(), e.deadline(), access);
+                    keys += 1;
+                };
+                let (walk, leftovers) = {
+                    let mut guard = ks.lock(shard);
+                    let Some(d) = guard.snapshot_db(db) else { break };
+                    let walk = d.snapshot_slice(SLICE_BUCKETS, SLICE_KEYS, |e| encode(&mut out, e));
+                    let leftovers = d.take_snapshot_leftovers();
+                    let ended = walk == Walk::Done && d.end_snapshot();
+                    (if ended { Walk::Done } else { Walk::More }, leftovers)
+                };
+                bg.copied.fetch_add(leftovers.copied_bytes as u64, Ordering::Relaxed);
+                leftovers.for_each(|e| encode(&mut out, e));
+                // The set-aside tables are freed here, off the event loops.
+                drop(leftovers);
+                if let Some(w) = out.as_mut() {
+                    if let Err(e) = w.flush_if_full() {
+                        failed = Some(e);
+                        out = None;
+                    }
+                }
+                bg.keys_done.store(keys, Ordering::Relaxed);
+                if walk == Walk::Done {
+                    break;
+                }
+            }
+        }
+    }
+    let finished = match (out, failed) {
+        (Some(w), None) => w.finish().and_then(|file| {
+            file.sync_all()?;
+            std::fs::rename(&job.temp, &job.path)?;
+            File::open(&dir)?.sync_all()
+        }),
+        (_, Some(e)) => Err(e),
+        (None, None) => Err(io::Error::other("no file was written")),
+    };
+    if finished.is_err() {
+        let _ = std::fs::remove_file(&job.temp);
+    }
+    finished.map(|()| keys)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn save_points_read_as_pairs() {
+        assert_eq!(save_points("3600 1 300 100 60 10000"), vec![(3600, 1), (300, 100), (60, 10000)]);
+        assert_eq!(save_points(""), vec![]);
+    }
+}

@@ -1,0 +1,438 @@
+//! A point-in-time view of a database that a background saver reads while
+//! commands keep changing it: the keyspace's half of `BGSAVE` without fork.
+//!
+//! Redis forks, and the kernel copies every 4 KB page the parent writes
+//! while the child saves: a pause for the fork that grows with the page
+//! tables, and up to twice the memory under heavy writes. Here the unit of
+//! copying is a key, and the pause is a flag flipped per database:
+//!
+//! * **One bit per key, free.** Every entry's `kvik-thin` pointer has a
+//!   spare bit (bit 1, see [`Entry::is_marked`]). A database keeps the
+//!   value that bit has on keys that are *saved* (`saved_mark` in [`Db`]).
+//!   Outside a snapshot every key carries it.
+//! * **The moment.** [`Db::begin_snapshot`] flips `saved_mark`, under the
+//!   shard's lock, while the caller holds every shard (`lock_all`): every
+//!   key now reads as not saved, and the snapshot is the keyspace as it is
+//!   at that moment. That is O(databases), not O(keys).
+//! * **Copy before change.** While the snapshot runs, the write paths of
+//!   [`Db`] hand a key that is not saved yet to [`keep`] before they change
+//!   or remove it: it is cloned into the database's copy list and marked
+//!   saved. A key removed outright is moved there, not cloned. Keys created
+//!   meanwhile are born saved, so they are not part of the snapshot. A
+//!   flushed table is set aside whole ([`Db::clear`]), in O(1).
+//! * **The saver walks in slices.** [`Db::snapshot_slice`] visits a bounded
+//!   number of the table's buckets in order, hands each key not yet saved
+//!   to the saver and marks it. The table may grow or rehash between
+//!   slices and move keys behind the walk: the database counts the keys
+//!   still unsaved, and the walk starts over from the first bucket until
+//!   that count is zero (saved keys are skipped at the cost of a bit test),
+//!   so no key is missed and none is written twice.
+//! * **The end.** When a database has no unsaved key and its copies and
+//!   set-aside tables are taken ([`Db::take_snapshot_leftovers`]),
+//!   [`Db::end_snapshot`] turns the write paths' check off again. Every key
+//!   then carries `saved_mark`, ready for the next flip.
+//!
+//! The extra memory is the copies of keys changed before the saver reached
+//! them (at most what changes during the snapshot, by key, not by page),
+//! counted in [`Leftovers::copied_bytes`] for `INFO`.
+
+use hashbrown::HashTable;
+
+use super::db::{charge, Db, Entry};
+
+/// What a running snapshot keeps for one database.
+#[derive(Debug)]
+pub(super) struct SnapshotState {
+    /// The database's number when the snapshot began: `SWAPDB` moves the
+    /// contents, and this state with them, to another number.
+    pub(super) number: usize,
+    /// Keys in the table not saved yet (marked `!saved_mark`).
+    pub(super) unsaved: usize,
+    /// The next bucket the walk visits.
+    cursor: usize,
+    /// The table's bucket count when the walk last looked.
+    buckets: usize,
+    /// Keys as they were at the moment, copied before a change.
+    pub(super) copies: Vec<Entry>,
+    /// Tables flushed during the snapshot, with the keys they still held.
+    pub(super) detached: Vec<HashTable<Entry>>,
+    /// Memory estimate of what was copied or set aside, bytes.
+    pub(super) copied_bytes: usize,
+}
+
+/// What a database handed over since the saver last asked: keys copied
+/// before a change, and tables flushed during the snapshot.
+#[derive(Debug, Default)]
+pub struct Leftovers {
+    copies: Vec<Entry>,
+    detached: Vec<HashTable<Entry>>,
+    saved_mark: bool,
+    /// Memory estimate of the copies and set-aside tables handed over.
+    pub copied_bytes: usize,
+}
+
+impl Leftovers {
+    /// True when there is nothing to write.
+    pub fn is_empty(&self) -> bool {
+        self.copies.is_empty() && self.detached.is_empty()
+    }
+
+    /// Every key of the snapshot among the leftovers, each once: all the
+    /// copies, and the keys of set-aside tables the walk had not reached.
+    pub fn for_each(&self, mut f: impl FnMut(&Entry)) {
+        self.copies.iter().for_each(&mut f);
+        for table in &self.detached {
+            table.iter().filter(|e| e.is_marked() != self.saved_mark).for_each(&mut f);
+        }
+    }
+}
+
+/// How far a walk got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Walk {
+    /// More keys are left; call again.
+    More,
+    /// Every key of the snapshot in the table was handed over.
+    Done,
+}
+
+/// Hand `entry` to the running snapshot before it changes: cloned into the
+/// copy list and marked saved, unless it is saved already. The write paths
+/// call this with their own fields so that the table can stay borrowed.
+#[inline]
+pub(super) fn keep(running: bool, saved_mark: bool, state: &mut Option<Box<SnapshotState>>, entry: &mut Entry) {
+    if running && entry.is_marked() != saved_mark {
+        keep_copy(saved_mark, state, entry);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn keep_copy(saved_mark: bool, state: &mut Option<Box<SnapshotState>>, entry: &mut Entry) {
+    let Some(s) = state.as_mut() else { return };
+    s.copied_bytes += charge(entry);
+    s.copies.push(entry.clone());
+    s.unsaved -= 1;
+    entry.set_marked(saved_mark);
+}
+
+/// [`keep`] for an entry already out of the table and about to be
+/// dropped: moved into the copy list rather than cloned.
+#[inline]
+pub(super) fn keep_removed(running: bool, saved_mark: bool, state: &mut Option<Box<SnapshotState>>, entry: Entry) {
+    if running && entry.is_marked() != saved_mark {
+        if let Some(s) = state.as_mut() {
+            s.copied_bytes += charge(&entry);
+            s.unsaved -= 1;
+            s.copies.push(entry);
+        }
+    }
+}
+
+impl Db {
+    /// Start a snapshot of this database as it is now, under number
+    /// `number`. The caller holds every shard, so that all databases begin
+    /// at the same moment.
+    ///
+    /// # Panics
+    ///
+    /// When a snapshot already runs here (the server runs one at a time).
+    pub fn begin_snapshot(&mut self, number: usize) {
+        assert!(self.snap.is_none(), "one snapshot at a time");
+        self.settle_for_snapshot();
+        self.saved_mark = !self.saved_mark;
+        self.snap = Some(Box::new(SnapshotState {
+            number,
+            unsaved: self.table.len(),
+            cursor: 0,
+            buckets: self.table.num_buckets(),
+            copies: Vec::new(),
+            detached: Vec::new(),
+            copied_bytes: 0,
+        }));
+        self.snapshot_running = true;
+    }
+
+    /// The number this database had when the running snapshot began, if one runs.
+    pub fn snapshot_number(&self) -> Option<usize> {
+        self.snap.as_ref().map(|s| s.number)
+    }
+
+    /// Keys of the snapshot still in the table and not handed over yet.
+    pub fn snapshot_unsaved(&self) -> usize {
+        self.snap.as_ref().map_or(0, |s| s.unsaved)
+    }
+
+    /// Visit up to `max_buckets` buckets of the table from where the last
+    /// slice stopped, handing each key of the snapshot found there to `f`
+    /// (at most `max_keys` of them) and marking it saved.
+    ///
+    /// A slice's cost is bounded by its arguments, whatever the table's
+    /// size (and by the size of the values `f` writes). Keys the table
+    /// moved behind the walk are found by starting over (see the module
+    /// docs). `Done` when every key of the snapshot left in the table has
+    /// been handed to `f` or copied.
+    pub fn snapshot_slice(&mut self, max_buckets: usize, max_keys: usize, mut f: impl FnMut(&Entry)) -> Walk {
+        self.settle_for_snapshot();
+        let saved_mark = self.saved_mark;
+        let Some(s) = self.snap.as_mut() else { return Walk::Done };
+        let buckets = self.table.num_buckets();
+        if buckets != s.buckets {
+            // Grown or shrunk: keys are in new places.
+            s.buckets = buckets;
+            s.cursor = 0;
+        }
+        let (mut visited, mut handed) = (0, 0);
+        while s.unsaved > 0 && visited < max_buckets && handed < max_keys {
+            if s.cursor >= buckets {
+                // A rehash in place moved keys behind the walk.
+                s.cursor = 0;
+            }
+            if let Some(entry) = self.table.get_bucket_mut(s.cursor) {
+                if entry.is_marked() != saved_mark {
+                    f(entry);
+                    entry.set_marked(saved_mark);
+                    s.unsaved -= 1;
+                    handed += 1;
+                }
+            }
+            s.cursor += 1;
+            visited += 1;
+        }
+        if s.unsaved == 0 {
+            Walk::Done
+        } else {
+            Walk::More
+        }
+    }
+
+    /// The keys copied before a change and the tables flushed since the
+    /// last call, for the saver to write outside the shard's lock.
+    pub fn take_snapshot_leftovers(&mut self) -> Leftovers {
+        let Some(s) = self.snap.as_mut() else { return Leftovers::default() };
+        Leftovers {
+            copies: std::mem::take(&mut s.copies),
+            detached: std::mem::take(&mut s.detached),
+            saved_mark: self.saved_mark,
+            copied_bytes: std::mem::take(&mut s.copied_bytes),
+        }
+    }
+
+    /// End the snapshot once the walk is done and the leftovers are taken;
+    /// false (and the snapshot goes on) while keys are left.
+    pub fn end_snapshot(&mut self) -> bool {
+        let finished =
+            self.snap.as_ref().is_none_or(|s| s.unsaved == 0 && s.copies.is_empty() && s.detached.is_empty());
+        if finished {
+            self.snap = None;
+            self.snapshot_running = false;
+        }
+        finished
+    }
+
+    /// Set `table`, flushed while the snapshot runs, aside for it, counting
+    /// `held_bytes` (its keys' estimate) as memory the snapshot keeps; the
+    /// table comes back when the snapshot needs nothing of it, to be dropped.
+    pub(super) fn detach_for_snapshot(
+        &mut self,
+        table: HashTable<Entry>,
+        held_bytes: usize,
+    ) -> Option<HashTable<Entry>> {
+        let s = match self.snap.as_mut() {
+            Some(s) if self.snapshot_running && s.unsaved > 0 => s,
+            _ => return Some(table),
+        };
+        s.copied_bytes += held_bytes;
+        s.unsaved = 0;
+        s.detached.push(table);
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::Value;
+    use std::collections::BTreeMap;
+
+    fn val(s: &str) -> Value {
+        Value::Str(crate::types::string::StrValue::from_bytes(s.as_bytes()))
+    }
+
+    /// Everything a finished snapshot handed over, key by key.
+    fn drain(db: &mut Db, budget: usize) -> BTreeMap<Vec<u8>, String> {
+        let mut got = BTreeMap::new();
+        let mut add = |e: &Entry| {
+            let text = format!("{:?}", e.value().to_owned());
+            assert!(got.insert(e.key().to_vec(), text).is_none(), "{:?} handed over twice", e.key());
+        };
+        loop {
+            let walk = db.snapshot_slice(budget, budget, &mut add);
+            db.take_snapshot_leftovers().for_each(&mut add);
+            if walk == Walk::Done && db.end_snapshot() {
+                break;
+            }
+        }
+        got
+    }
+
+    fn contents(db: &Db) -> BTreeMap<Vec<u8>, String> {
+        db.entries().map(|e| (e.key().to_vec(), format!("{:?}", e.value().to_owned()))).collect()
+    }
+
+    #[test]
+    fn a_snapshot_is_the_table_at_its_beginning() {
+        let mut db = Db::default();
+        for i in 0..1000 {
+            db.set(format!("k{i}").as_bytes(), val(&format!("v{i}")), None);
+        }
+        let before = contents(&db);
+        db.begin_snapshot(0);
+        // Changes of every kind while the saver has walked part of the table.
+        let mut handed = BTreeMap::new();
+        db.snapshot_slice(300, 100, |e| {
+            handed.insert(e.key().to_vec(), format!("{:?}", e.value().to_owned()));
+        });
+        for i in 0..1000 {
+            match i % 5 {
+                0 => db.set(format!("k{i}").as_bytes(), val("new"), None),
+                1 => {
+                    db.remove(format!("k{i}").as_bytes());
+                }
+                2 => db.set(format!("n{i}").as_bytes(), val("born later"), None),
+                3 => {
+                    db.set_expire(format!("k{i}").as_bytes(), Some(1));
+                }
+                _ => {}
+            }
+        }
+        let rest = drain(&mut db, 64);
+        assert!(rest.keys().all(|k| !handed.contains_key(k)), "no key handed over twice");
+        handed.extend(rest);
+        assert_eq!(handed, before, "the keys and values of the beginning, none born later");
+        assert_eq!(db.snapshot_number(), None);
+        // Every key now carries the saved mark: a second snapshot sees all.
+        db.begin_snapshot(0);
+        assert_eq!(drain(&mut db, 1000), contents(&db));
+    }
+
+    /// The model: any interleaving of writes, flushes and slices hands
+    /// over exactly the table as it was when the snapshot began.
+    #[test]
+    fn any_interleaving_hands_over_exactly_the_beginning() {
+        let mut seed = 0x1234_5678_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for round in 0..60 {
+            let mut db = Db::default();
+            let keys = 50 + (next() % 2000) as usize;
+            for i in 0..keys {
+                db.set(format!("k{}", next() % (keys as u64 * 2)).as_bytes(), val(&i.to_string()), None);
+            }
+            let before = contents(&db);
+            db.begin_snapshot(0);
+            let mut got = BTreeMap::new();
+            let mut add = |e: &Entry| {
+                let text = format!("{:?}", e.value().to_owned());
+                assert!(got.insert(e.key().to_vec(), text).is_none(), "handed over twice");
+            };
+            let budget = 1 + (next() % 200) as usize;
+            let mut born = 0;
+            loop {
+                for _ in 0..(next() % 40) {
+                    let key = format!("k{}", next() % (keys as u64 * 3));
+                    match next() % 12 {
+                        0..=3 => db.set(key.as_bytes(), val("changed"), None),
+                        4 | 5 => drop(db.remove(key.as_bytes())),
+                        6 => {
+                            db.change(key.as_bytes(), 0, |e| {
+                                if let Some(e) = e {
+                                    *e.value_mut() = val("in place");
+                                }
+                            });
+                        }
+                        7 => {
+                            db.set_expire(key.as_bytes(), Some(i64::MAX / 2));
+                        }
+                        8 => drop(db.take(key.as_bytes(), 0)),
+                        9 if round % 7 == 0 && next() % 50 == 0 => db.clear(),
+                        // Many new keys at once: the table grows under the walk.
+                        10 if born < 4 * keys => {
+                            born += 300;
+                            for j in 0..(next() % 300) {
+                                db.set(format!("new{round}-{j}-{}", next()).as_bytes(), val("born"), None);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                let walk = db.snapshot_slice(budget, budget, &mut add);
+                db.take_snapshot_leftovers().for_each(&mut add);
+                if walk == Walk::Done && db.end_snapshot() {
+                    break;
+                }
+            }
+            assert_eq!(got, before, "round {round}");
+            db.begin_snapshot(1);
+            assert_eq!(drain(&mut db, 97), contents(&db), "round {round}: every key saved-marked after the end");
+        }
+    }
+
+    /// `SWAPDB` during a snapshot moves each database's state with its
+    /// keys: the snapshot still writes each database under the number it
+    /// had when the snapshot began.
+    #[test]
+    fn swapped_databases_keep_their_snapshot_numbers() {
+        let ks = crate::keyspace::Keyspace::new(4, 3);
+        for i in 0..200 {
+            let key = format!("k{i}");
+            let mut shard = ks.lock_key(key.as_bytes());
+            shard.db(i % 3).set(key.as_bytes(), val(&format!("db{}", i % 3)), None);
+        }
+        let mut before: Vec<BTreeMap<Vec<u8>, String>> = vec![BTreeMap::new(); 3];
+        {
+            let mut all = ks.lock_all();
+            for shard in all.shards() {
+                for (n, db) in shard.dbs().iter_mut().enumerate() {
+                    before[n].extend(contents(db));
+                    db.begin_snapshot(n);
+                }
+            }
+        }
+        for shard in 0..ks.shard_count() {
+            let mut guard = ks.lock(shard);
+            guard.swap_dbs(0, 2);
+            guard.db(0).set(b"after-swap", val("new"), None);
+        }
+        for (n, want) in before.iter().enumerate() {
+            let mut got = BTreeMap::new();
+            for shard in 0..ks.shard_count() {
+                let mut guard = ks.lock(shard);
+                let db = guard.snapshot_db(n).expect("a database of the snapshot");
+                got.extend(drain(db, 7));
+            }
+            assert_eq!(&got, want, "database {n} as it was");
+        }
+    }
+
+    #[test]
+    fn slices_are_bounded() {
+        let mut db = Db::default();
+        for i in 0..10_000 {
+            db.set(format!("k{i}").as_bytes(), val("v"), None);
+        }
+        db.begin_snapshot(0);
+        let mut n = 0;
+        assert_eq!(db.snapshot_slice(1_000_000, 10, |_| n += 1), Walk::More);
+        assert_eq!(n, 10, "at most max_keys");
+        let mut m = 0;
+        db.snapshot_slice(16, 1_000_000, |_| m += 1);
+        assert!(m <= 16, "at most max_buckets");
+        assert_eq!(db.snapshot_unsaved(), 10_000 - n - m);
+        assert!(!db.end_snapshot(), "not over while keys are left");
+    }
+}
