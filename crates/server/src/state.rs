@@ -64,7 +64,7 @@ pub struct ServerState {
     /// so that reading them touches no lock shared between cores.
     pub limits: ConnectionLimits,
     /// Background saves (`BGSAVE`, the save points).
-    pub saver: crate::persistence::background::Background,
+    pub saver: crate::registries::saves::Background,
 }
 
 /// Configuration read on every batch of every connection, as atomics kept

@@ -121,7 +121,8 @@ const BGSAVE_IN_PROGRESS: &[u8] = b"ERR Background save already in progress";
 /// [`crate::persistence::background`]). Inside `EXEC` it is scheduled
 /// instead, as in Redis, to start once the transaction is over.
 fn bgsave<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
-    use crate::persistence::background::{self, Refused};
+    use crate::persistence::background;
+    use crate::registries::saves::Refused;
     if c.argc() > 2 || c.argc() == 2 && !c.arg(1).eq_ignore_ascii_case(b"schedule") {
         return c.error(SYNTAX_ERROR);
     }

@@ -24,18 +24,18 @@
 
 use std::fs::File;
 use std::io;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, Weak};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Weak;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use kvik_persist::rdb::file::{FileWriter, SaveInfo};
 
-use crate::keyspace::evict::Policy;
 use crate::keyspace::now_ms;
 use crate::keyspace::snapshot::Walk;
 use crate::keyspace::Entry;
+use crate::registries::saves::{Background, Job, Refused};
 use crate::state::ServerState;
 
 /// Buckets of a table one slice visits at most.
@@ -50,137 +50,11 @@ const TICK: Duration = Duration::from_millis(100);
 /// trying again (Redis's `CONFIG_BGSAVE_RETRY_DELAY`).
 const RETRY_DELAY_S: i64 = 5;
 
-/// Why a background save did not start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refused {
-    /// One runs already.
-    InProgress,
-    /// The persistence thread is not running (the server is stopping).
-    NotRunning,
-}
-
-/// A background save begun and waiting for the thread, or being written.
-#[derive(Debug)]
-struct Job {
-    path: PathBuf,
-    temp: PathBuf,
-    info: SaveInfo,
-    compress: bool,
-    checksum: bool,
-    policy: Policy,
-    /// The moment: keys past their deadline then are left out.
-    at_ms: i64,
-    /// The change counter at the moment.
-    dirty: u64,
-    /// Keys and keys with a deadline per database, at the moment.
-    sizes: Vec<(usize, usize)>,
-}
-
-/// The state of background saving, for the commands and `INFO`.
-#[derive(Debug)]
-pub struct Background {
-    job: Mutex<Option<Job>>,
-    wake: Condvar,
-    /// The persistence thread runs.
-    thread_running: AtomicBool,
-    /// A save is begun and not finished (`rdb_bgsave_in_progress`).
-    in_progress: AtomicBool,
-    /// The save in progress is to stop writing (`FLUSHALL`, `SHUTDOWN`).
-    abort: AtomicBool,
-    /// `BGSAVE` inside a transaction: start one as soon as possible.
-    scheduled: AtomicBool,
-    /// When the save in progress began.
-    started: Mutex<Option<Instant>>,
-    /// Unix seconds of the last attempt to start one.
-    last_try_unix: AtomicI64,
-    /// Seconds the last one took (`rdb_last_bgsave_time_sec`; -1: none yet).
-    last_secs: AtomicI64,
-    /// Bytes copied or set aside for the last one (`rdb_last_cow_size`).
-    last_copied: AtomicU64,
-    /// … for the one in progress (`current_cow_size`).
-    copied: AtomicU64,
-    /// Keys written by the one in progress, and keys it holds.
-    keys_done: AtomicU64,
-    keys_total: AtomicU64,
-}
-
-impl Default for Background {
-    fn default() -> Self {
-        Background {
-            job: Mutex::new(None),
-            wake: Condvar::new(),
-            thread_running: AtomicBool::new(false),
-            in_progress: AtomicBool::new(false),
-            abort: AtomicBool::new(false),
-            scheduled: AtomicBool::new(false),
-            started: Mutex::new(None),
-            last_try_unix: AtomicI64::new(0),
-            last_secs: AtomicI64::new(-1),
-            last_copied: AtomicU64::new(0),
-            copied: AtomicU64::new(0),
-            keys_done: AtomicU64::new(0),
-            keys_total: AtomicU64::new(0),
-        }
-    }
-}
-
-/// What `INFO persistence` reports of background saving.
-#[derive(Debug, Clone, Copy)]
-pub struct Progress {
-    pub in_progress: bool,
-    /// Seconds the one in progress has run, -1 when none runs.
-    pub current_secs: i64,
-    pub last_secs: i64,
-    pub last_copied: u64,
-    pub copied: u64,
-    pub keys_done: u64,
-    pub keys_total: u64,
-}
-
-impl Background {
-    /// True while a background save runs.
-    pub fn in_progress(&self) -> bool {
-        self.in_progress.load(Ordering::Acquire)
-    }
-
-    /// Ask for a save as soon as none runs (`BGSAVE` inside `MULTI`).
-    pub fn schedule(&self) {
-        self.scheduled.store(true, Ordering::Relaxed);
-    }
-
-    /// Stop the save in progress, if any, from writing its file.
-    pub fn abort(&self) {
-        if self.in_progress() {
-            self.abort.store(true, Ordering::Relaxed);
-            self.wake.notify_all();
-        }
-    }
-
-    /// The figures `INFO persistence` reports.
-    pub fn progress(&self) -> Progress {
-        let started = *self.started.lock().unwrap_or_else(|p| p.into_inner());
-        Progress {
-            in_progress: self.in_progress(),
-            current_secs: started.map_or(-1, |t| i64::try_from(t.elapsed().as_secs()).unwrap_or(i64::MAX)),
-            last_secs: self.last_secs.load(Ordering::Relaxed),
-            last_copied: self.last_copied.load(Ordering::Relaxed),
-            copied: self.copied.load(Ordering::Relaxed),
-            keys_done: self.keys_done.load(Ordering::Relaxed),
-            keys_total: self.keys_total.load(Ordering::Relaxed),
-        }
-    }
-
-    /// The temporary file a background save writes.
-    fn temp_path(dir: &Path) -> PathBuf {
-        dir.join(format!("temp-bgsave-{}.rdb", std::process::id()))
-    }
-
-    /// Remove the file of a save cut short by the process stopping.
-    pub fn remove_temp_file(state: &ServerState) {
-        let path = super::snapshot_path(state);
-        let dir = path.parent().map_or_else(|| Path::new(".").to_path_buf(), Path::to_path_buf);
-        let _ = std::fs::remove_file(Background::temp_path(&dir));
-    }
+/// Remove the file of a save cut short by the process stopping.
+pub fn remove_temp_file(state: &ServerState) {
+    let path = super::snapshot_path(state);
+    let dir = path.parent().map_or_else(|| Path::new(".").to_path_buf(), Path::to_path_buf);
+    let _ = std::fs::remove_file(Background::temp_path(&dir));
 }
 
 /// Begin a background save of the keyspace as it is now; the persistence

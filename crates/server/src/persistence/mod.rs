@@ -103,7 +103,7 @@ pub fn prepare_for_stop(state: &ServerState, flags: StopFlags) -> bool {
     if state.saver.in_progress() {
         crate::log!(Warning, "There is a background save in progress. Stopping it!");
         state.saver.abort();
-        background::Background::remove_temp_file(state);
+        background::remove_temp_file(state);
     }
     if (save_points_set(state) && !flags.nosave) || flags.save {
         crate::log!(Notice, "Saving the final RDB snapshot before exiting.");

@@ -1,12 +1,13 @@
 //! What clients share, one registry each: the client list ([`clients`]),
 //! pub/sub ([`pubsub`]), client-side caching ([`tracking`]), `WATCH`
 //! ([`watch`]), clients waiting in blocking commands ([`blocking`]) and
-//! `CLIENT PAUSE` ([`pause`]). The state holds one of each; none of them
+//! `CLIENT PAUSE` ([`pause`]), background saves ([`saves`]). The state holds one of each; none of them
 //! imports the state.
 
 pub mod blocking;
 pub mod clients;
 pub mod pause;
 pub mod pubsub;
+pub mod saves;
 pub mod tracking;
 pub mod watch;

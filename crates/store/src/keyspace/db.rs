@@ -27,7 +27,7 @@ use super::lfu::{self, Tuning};
 use super::lookahead::{HintSlot, MemberStep};
 #[cfg(test)]
 use super::lru;
-use super::snapshot::{self, SnapshotState};
+use super::snapshot::{self, Leftovers, SnapshotState, Walk};
 use crate::types::hash::{HashRef, HashValue};
 use crate::types::member_table::MemberTable;
 use crate::types::set::SetValue;
@@ -75,7 +75,7 @@ pub struct Db {
     // Line 0: every lookup.
     /// The keys; each entry holds its own name (see [`Entry`]). Hashed with
     /// the process's [`key_hasher`], which the lookahead uses too.
-    pub(super) table: HashTable<Entry>,
+    table: HashTable<Entry>,
     /// LFU parameters shared with the rest of the keyspace.
     tuning: Arc<Tuning>,
     /// State of the generator behind LFU increments and eviction samples.
@@ -89,9 +89,9 @@ pub struct Db {
     /// A background snapshot runs (see [`super::snapshot`]): the write
     /// paths hand a key it has not saved to it before they change it. The
     /// one test a write pays when none runs, on the line it reads anyway.
-    pub(super) snapshot_running: bool,
+    snapshot_running: bool,
     /// The snapshot mark a saved key carries; a new key is born with it.
-    pub(super) saved_mark: bool,
+    saved_mark: bool,
     // Line 1: misses and writes.
     misses: u64,
     /// Memory estimate of every key except the open one (see `open`).
@@ -125,7 +125,7 @@ pub struct Db {
     /// lookahead (see [`super::lookahead`]).
     hint: Option<HintSlot>,
     /// The running snapshot's state for this database.
-    pub(super) snap: Option<Box<SnapshotState>>,
+    snap: Option<Box<SnapshotState>>,
 }
 
 const _: () = {
@@ -312,11 +312,6 @@ impl Db {
             entry.repack();
             self.used += charge(entry);
         }
-    }
-
-    /// [`Db::settle`], for the snapshot's walk.
-    pub(super) fn settle_for_snapshot(&mut self) {
-        self.settle();
     }
 
     /// Memory estimate of every key in this database, in bytes.
@@ -807,6 +802,124 @@ impl Db {
             return None;
         }
         Some(key)
+    }
+}
+
+/// The keyspace's half of a background snapshot (see [`super::snapshot`]).
+impl Db {
+    /// Start a snapshot of this database as it is now, under number
+    /// `number`. The caller holds every shard, so that all databases begin
+    /// at the same moment.
+    ///
+    /// # Panics
+    ///
+    /// When a snapshot already runs here (the server runs one at a time).
+    pub fn begin_snapshot(&mut self, number: usize) {
+        assert!(self.snap.is_none(), "one snapshot at a time");
+        self.settle();
+        self.saved_mark = !self.saved_mark;
+        self.snap = Some(Box::new(SnapshotState {
+            number,
+            unsaved: self.table.len(),
+            cursor: 0,
+            buckets: self.table.num_buckets(),
+            copies: Vec::new(),
+            detached: Vec::new(),
+            detached_bytes: 0,
+        }));
+        self.snapshot_running = true;
+    }
+
+    /// The number this database had when the running snapshot began, if one runs.
+    pub fn snapshot_number(&self) -> Option<usize> {
+        self.snap.as_ref().map(|s| s.number)
+    }
+
+    /// Keys of the snapshot still in the table and not handed over yet.
+    pub fn snapshot_unsaved(&self) -> usize {
+        self.snap.as_ref().map_or(0, |s| s.unsaved)
+    }
+
+    /// Visit up to `max_buckets` buckets of the table from where the last
+    /// slice stopped, handing each key of the snapshot found there to `f`
+    /// (at most `max_keys` of them) and marking it saved.
+    ///
+    /// A slice's cost is bounded by its arguments, whatever the table's
+    /// size (and by the size of the values `f` writes). Keys the table
+    /// moved behind the walk are found by starting over (see the module
+    /// docs). `Done` when every key of the snapshot left in the table has
+    /// been handed to `f` or copied.
+    pub fn snapshot_slice(&mut self, max_buckets: usize, max_keys: usize, mut f: impl FnMut(&Entry)) -> Walk {
+        self.settle();
+        let saved_mark = self.saved_mark;
+        let Some(s) = self.snap.as_mut() else { return Walk::Done };
+        let buckets = self.table.num_buckets();
+        if buckets != s.buckets {
+            // Grown or shrunk: keys are in new places.
+            s.buckets = buckets;
+            s.cursor = 0;
+        }
+        let (mut visited, mut handed) = (0, 0);
+        while s.unsaved > 0 && visited < max_buckets && handed < max_keys {
+            if s.cursor >= buckets {
+                // A rehash in place moved keys behind the walk.
+                s.cursor = 0;
+            }
+            if let Some(entry) = self.table.get_bucket_mut(s.cursor) {
+                if entry.is_marked() != saved_mark {
+                    f(entry);
+                    entry.set_marked(saved_mark);
+                    s.unsaved -= 1;
+                    handed += 1;
+                }
+            }
+            s.cursor += 1;
+            visited += 1;
+        }
+        if s.unsaved == 0 {
+            Walk::Done
+        } else {
+            Walk::More
+        }
+    }
+
+    /// The keys copied before a change and the tables flushed since the
+    /// last call, for the saver to write outside the shard's lock.
+    pub fn take_snapshot_leftovers(&mut self) -> Leftovers {
+        let Some(s) = self.snap.as_mut() else { return Leftovers::default() };
+        let copies = std::mem::take(&mut s.copies);
+        let copied_bytes = copies.iter().map(charge).sum::<usize>() + std::mem::take(&mut s.detached_bytes);
+        Leftovers { copies, detached: std::mem::take(&mut s.detached), saved_mark: self.saved_mark, copied_bytes }
+    }
+
+    /// End the snapshot once the walk is done and the leftovers are taken;
+    /// false (and the snapshot goes on) while keys are left.
+    pub fn end_snapshot(&mut self) -> bool {
+        let finished =
+            self.snap.as_ref().is_none_or(|s| s.unsaved == 0 && s.copies.is_empty() && s.detached.is_empty());
+        if finished {
+            self.snap = None;
+            self.snapshot_running = false;
+        }
+        finished
+    }
+
+    /// Set `table`, flushed while the snapshot runs, aside for it, counting
+    /// `held_bytes` (its keys' estimate) as memory the snapshot keeps; the
+    /// table comes back when the snapshot needs nothing of it, to be dropped.
+    pub(super) fn detach_for_snapshot(
+        &mut self,
+        table: HashTable<Entry>,
+        held_bytes: usize,
+    ) -> Option<HashTable<Entry>> {
+        let s = match self.snap.as_mut() {
+            Some(s) if self.snapshot_running && s.unsaved > 0 => s,
+            _ => return Some(table),
+        };
+        s.detached_bytes += held_bytes;
+        s.unsaved = 0;
+        s.detached.push(table);
+        None
     }
 }
 

@@ -35,10 +35,20 @@
 //! The extra memory is the copies of keys changed before the saver reached
 //! them (at most what changes during the snapshot, by key, not by page),
 //! counted in [`Leftovers::copied_bytes`] for `INFO`.
+//!
+//! The state and the write paths' hooks live here; the walk is
+//! [`Db`]'s own (in `db.rs`), as it reads the table.
+//!
+//! [`Db`]: super::db::Db
+//! [`Db::begin_snapshot`]: super::db::Db::begin_snapshot
+//! [`Db::clear`]: super::db::Db::clear
+//! [`Db::snapshot_slice`]: super::db::Db::snapshot_slice
+//! [`Db::take_snapshot_leftovers`]: super::db::Db::take_snapshot_leftovers
+//! [`Db::end_snapshot`]: super::db::Db::end_snapshot
 
 use hashbrown::HashTable;
 
-use super::db::{charge, Db, Entry};
+use super::entry::Entry;
 
 /// What a running snapshot keeps for one database.
 #[derive(Debug)]
@@ -49,24 +59,25 @@ pub(super) struct SnapshotState {
     /// Keys in the table not saved yet (marked `!saved_mark`).
     pub(super) unsaved: usize,
     /// The next bucket the walk visits.
-    cursor: usize,
+    pub(super) cursor: usize,
     /// The table's bucket count when the walk last looked.
-    buckets: usize,
+    pub(super) buckets: usize,
     /// Keys as they were at the moment, copied before a change.
     pub(super) copies: Vec<Entry>,
     /// Tables flushed during the snapshot, with the keys they still held.
     pub(super) detached: Vec<HashTable<Entry>>,
-    /// Memory estimate of what was copied or set aside, bytes.
-    pub(super) copied_bytes: usize,
+    /// Memory estimate of the tables set aside, bytes (the copies are
+    /// counted when the saver takes them).
+    pub(super) detached_bytes: usize,
 }
 
 /// What a database handed over since the saver last asked: keys copied
 /// before a change, and tables flushed during the snapshot.
 #[derive(Debug, Default)]
 pub struct Leftovers {
-    copies: Vec<Entry>,
-    detached: Vec<HashTable<Entry>>,
-    saved_mark: bool,
+    pub(super) copies: Vec<Entry>,
+    pub(super) detached: Vec<HashTable<Entry>>,
+    pub(super) saved_mark: bool,
     /// Memory estimate of the copies and set-aside tables handed over.
     pub copied_bytes: usize,
 }
@@ -110,7 +121,6 @@ pub(super) fn keep(running: bool, saved_mark: bool, state: &mut Option<Box<Snaps
 #[inline(never)]
 fn keep_copy(saved_mark: bool, state: &mut Option<Box<SnapshotState>>, entry: &mut Entry) {
     let Some(s) = state.as_mut() else { return };
-    s.copied_bytes += charge(entry);
     s.copies.push(entry.clone());
     s.unsaved -= 1;
     entry.set_marked(saved_mark);
@@ -122,136 +132,16 @@ fn keep_copy(saved_mark: bool, state: &mut Option<Box<SnapshotState>>, entry: &m
 pub(super) fn keep_removed(running: bool, saved_mark: bool, state: &mut Option<Box<SnapshotState>>, entry: Entry) {
     if running && entry.is_marked() != saved_mark {
         if let Some(s) = state.as_mut() {
-            s.copied_bytes += charge(&entry);
             s.unsaved -= 1;
             s.copies.push(entry);
         }
     }
 }
 
-impl Db {
-    /// Start a snapshot of this database as it is now, under number
-    /// `number`. The caller holds every shard, so that all databases begin
-    /// at the same moment.
-    ///
-    /// # Panics
-    ///
-    /// When a snapshot already runs here (the server runs one at a time).
-    pub fn begin_snapshot(&mut self, number: usize) {
-        assert!(self.snap.is_none(), "one snapshot at a time");
-        self.settle_for_snapshot();
-        self.saved_mark = !self.saved_mark;
-        self.snap = Some(Box::new(SnapshotState {
-            number,
-            unsaved: self.table.len(),
-            cursor: 0,
-            buckets: self.table.num_buckets(),
-            copies: Vec::new(),
-            detached: Vec::new(),
-            copied_bytes: 0,
-        }));
-        self.snapshot_running = true;
-    }
-
-    /// The number this database had when the running snapshot began, if one runs.
-    pub fn snapshot_number(&self) -> Option<usize> {
-        self.snap.as_ref().map(|s| s.number)
-    }
-
-    /// Keys of the snapshot still in the table and not handed over yet.
-    pub fn snapshot_unsaved(&self) -> usize {
-        self.snap.as_ref().map_or(0, |s| s.unsaved)
-    }
-
-    /// Visit up to `max_buckets` buckets of the table from where the last
-    /// slice stopped, handing each key of the snapshot found there to `f`
-    /// (at most `max_keys` of them) and marking it saved.
-    ///
-    /// A slice's cost is bounded by its arguments, whatever the table's
-    /// size (and by the size of the values `f` writes). Keys the table
-    /// moved behind the walk are found by starting over (see the module
-    /// docs). `Done` when every key of the snapshot left in the table has
-    /// been handed to `f` or copied.
-    pub fn snapshot_slice(&mut self, max_buckets: usize, max_keys: usize, mut f: impl FnMut(&Entry)) -> Walk {
-        self.settle_for_snapshot();
-        let saved_mark = self.saved_mark;
-        let Some(s) = self.snap.as_mut() else { return Walk::Done };
-        let buckets = self.table.num_buckets();
-        if buckets != s.buckets {
-            // Grown or shrunk: keys are in new places.
-            s.buckets = buckets;
-            s.cursor = 0;
-        }
-        let (mut visited, mut handed) = (0, 0);
-        while s.unsaved > 0 && visited < max_buckets && handed < max_keys {
-            if s.cursor >= buckets {
-                // A rehash in place moved keys behind the walk.
-                s.cursor = 0;
-            }
-            if let Some(entry) = self.table.get_bucket_mut(s.cursor) {
-                if entry.is_marked() != saved_mark {
-                    f(entry);
-                    entry.set_marked(saved_mark);
-                    s.unsaved -= 1;
-                    handed += 1;
-                }
-            }
-            s.cursor += 1;
-            visited += 1;
-        }
-        if s.unsaved == 0 {
-            Walk::Done
-        } else {
-            Walk::More
-        }
-    }
-
-    /// The keys copied before a change and the tables flushed since the
-    /// last call, for the saver to write outside the shard's lock.
-    pub fn take_snapshot_leftovers(&mut self) -> Leftovers {
-        let Some(s) = self.snap.as_mut() else { return Leftovers::default() };
-        Leftovers {
-            copies: std::mem::take(&mut s.copies),
-            detached: std::mem::take(&mut s.detached),
-            saved_mark: self.saved_mark,
-            copied_bytes: std::mem::take(&mut s.copied_bytes),
-        }
-    }
-
-    /// End the snapshot once the walk is done and the leftovers are taken;
-    /// false (and the snapshot goes on) while keys are left.
-    pub fn end_snapshot(&mut self) -> bool {
-        let finished =
-            self.snap.as_ref().is_none_or(|s| s.unsaved == 0 && s.copies.is_empty() && s.detached.is_empty());
-        if finished {
-            self.snap = None;
-            self.snapshot_running = false;
-        }
-        finished
-    }
-
-    /// Set `table`, flushed while the snapshot runs, aside for it, counting
-    /// `held_bytes` (its keys' estimate) as memory the snapshot keeps; the
-    /// table comes back when the snapshot needs nothing of it, to be dropped.
-    pub(super) fn detach_for_snapshot(
-        &mut self,
-        table: HashTable<Entry>,
-        held_bytes: usize,
-    ) -> Option<HashTable<Entry>> {
-        let s = match self.snap.as_mut() {
-            Some(s) if self.snapshot_running && s.unsaved > 0 => s,
-            _ => return Some(table),
-        };
-        s.copied_bytes += held_bytes;
-        s.unsaved = 0;
-        s.detached.push(table);
-        None
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::keyspace::db::Db;
     use crate::types::Value;
     use std::collections::BTreeMap;
 
