@@ -1,6 +1,6 @@
-//! kvik's files: snapshots in Redis's RDB format and DUMP payloads in
-//! Redis's format, so that data moves between kvik and redis-server either
-//! way (and, next, the append-only file).
+//! kvik's files: snapshots in Redis's RDB format, DUMP payloads in Redis's
+//! format and the append-only file's manifest and commands in Redis 7's
+//! layout, so that data moves between kvik and redis-server either way.
 //!
 //! It sits above the store and below the server: it reads values through
 //! the store's types and builds them back, and knows nothing of
@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod aof;
 pub mod crc64;
 pub mod lzf;
 pub mod payload;

@@ -43,6 +43,9 @@ pub fn check(data: &[u8]) {
     let back = keys_of(&again).expect("a file kvik wrote loads");
     assert_eq!(back.len(), keys.len());
     for (a, b) in back.iter().zip(&keys) {
-        assert!(a.0 == b.0 && a.1 == b.1 && a.2 == b.2 && a.3 == b.3 && a.4 == b.4, "a loaded key writes and loads the same");
+        assert!(
+            a.0 == b.0 && a.1 == b.1 && a.2 == b.2 && a.3 == b.3 && a.4 == b.4,
+            "a loaded key writes and loads the same"
+        );
     }
 }

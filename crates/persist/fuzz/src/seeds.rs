@@ -5,12 +5,12 @@
 
 use kvik_persist::payload::dump;
 use kvik_persist::rdb::file::{Access, FileWriter, SaveInfo};
+use kvik_store::types::compact::CompactBytes;
 use kvik_store::types::hash::{HashLimits, HashValue};
 use kvik_store::types::list::ListValue;
 use kvik_store::types::member_table::MemberTable;
 use kvik_store::types::set::SetValue;
 use kvik_store::types::stream::{Consumer, Group, NodeLimits, Pending, StreamId, StreamValue};
-use kvik_store::types::compact::CompactBytes;
 use kvik_store::types::string::StrValue;
 use kvik_store::types::zset::ZSetValue;
 use kvik_store::types::Value;
@@ -81,8 +81,25 @@ pub fn for_target(name: &str) -> Vec<Vec<u8>> {
             .map(|p| p[..p.len() - 10].to_vec())
             .collect(),
         "rdb_file" => vec![file(true), file(false)],
+        "aof_commands" => vec![aof_commands()],
+        "aof_manifest" => vec![
+            b"file appendonly.aof.1.base.rdb seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\n".to_vec(),
+            b"# kept\nfile \"a b\\x41.aof\" seq 3 type h\nfile x seq 4 type i startoffset 0\n".to_vec(),
+        ],
         _ => Vec::new(),
     }
+}
+
+/// Commands as Redis writes them, with a timestamp annotation.
+fn aof_commands() -> Vec<u8> {
+    let mut out = Vec::new();
+    kvik_persist::aof::commands::put(&mut out, &[b"SELECT", b"0"]);
+    out.extend_from_slice(b"#TS:1700000000\r\n");
+    kvik_persist::aof::commands::put(&mut out, &[b"SET", b"key", b"a\r\nb"]);
+    kvik_persist::aof::commands::put(&mut out, &[b"MULTI"]);
+    kvik_persist::aof::commands::put(&mut out, &[b"RPUSH", b"list", b"", b"x"]);
+    kvik_persist::aof::commands::put(&mut out, &[b"EXEC"]);
+    out
 }
 
 /// A file holding every seed value, in two databases.

@@ -223,6 +223,10 @@ mod tests {
             for i in 0..keys {
                 db.set(format!("k{}", next() % (keys as u64 * 2)).as_bytes(), val(&i.to_string()), None);
             }
+            for i in 0..50 {
+                let name = format!("coll{i}");
+                let _ = crate::keyspace::typed::push_list(&mut db, name.as_bytes(), 0, false, &[b"first"], true);
+            }
             let before = contents(&db);
             db.begin_snapshot(0);
             let mut got = BTreeMap::new();
@@ -235,7 +239,7 @@ mod tests {
             loop {
                 for _ in 0..(next() % 40) {
                     let key = format!("k{}", next() % (keys as u64 * 3));
-                    match next() % 12 {
+                    match next() % 13 {
                         0..=3 => db.set(key.as_bytes(), val("changed"), None),
                         4 | 5 => drop(db.remove(key.as_bytes())),
                         6 => {
@@ -249,6 +253,36 @@ mod tests {
                             db.set_expire(key.as_bytes(), Some(i64::MAX / 2));
                         }
                         8 => drop(db.take(key.as_bytes(), 0)),
+                        // Packed lists and hashes edited in place, rewritten,
+                        // then boxed past their limits, and packed again.
+                        11 => {
+                            let name = format!("coll{}", next() % 50);
+                            let element = "e".repeat((next() % 80) as usize);
+                            if next() % 2 == 0 {
+                                let _ = crate::keyspace::typed::push_list(
+                                    &mut db,
+                                    name.as_bytes(),
+                                    0,
+                                    false,
+                                    &[element.as_bytes()],
+                                    true,
+                                );
+                            } else {
+                                let field = format!("f{}", next() % 200);
+                                let limits = crate::types::hash::HashLimits::default();
+                                let pairs: [(&[u8], &[u8]); 1] = [(field.as_bytes(), element.as_bytes())];
+                                let _ = crate::keyspace::typed::set_hash_fields(
+                                    &mut db,
+                                    format!("h{name}").as_bytes(),
+                                    0,
+                                    &pairs,
+                                    limits,
+                                );
+                            }
+                            if next() % 5 == 0 {
+                                db.set_expire(name.as_bytes(), Some(i64::MAX / 3));
+                            }
+                        }
                         9 if round % 7 == 0 && next() % 50 == 0 => db.clear(),
                         // Many new keys at once: the table grows under the walk.
                         10 if born < 4 * keys => {
