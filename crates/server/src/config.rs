@@ -1098,7 +1098,13 @@ impl Config {
         let spec = &OPTIONS[index];
         let value = self.value(index);
         match spec.kind {
-            Kind::Save | Kind::Bind | Kind::OutputLimits if !value.is_empty() => format!("{} {value}", spec.name),
+            // One line per save point, as Redis rewrites them.
+            Kind::Save if !value.is_empty() => {
+                let words: Vec<&str> = value.split(' ').collect();
+                let lines: Vec<String> = words.chunks(2).map(|p| format!("{} {}", spec.name, p.join(" "))).collect();
+                lines.join("\n")
+            }
+            Kind::Bind | Kind::OutputLimits if !value.is_empty() => format!("{} {value}", spec.name),
             _ => format!("{} {}", spec.name, quote_config_value(value)),
         }
     }
@@ -1260,6 +1266,25 @@ mod tests {
         assert_eq!(args(&["--save", "60", "1"]).unwrap().get("save"), "60 1");
         assert_eq!(c.get("appendonly"), "no");
         assert!(c.set_many(&[("save", ""), ("appendonly", "no")]).is_ok());
+    }
+
+    #[test]
+    fn save_points_are_rewritten_one_line_each_and_read_back() {
+        let path = std::env::temp_dir().join(format!("kvik-config-save-{}.conf", std::process::id()));
+        std::fs::write(&path, "port 7000\nsave 900 1\nsave 60 5\n").expect("write");
+        let mut c = Config::default();
+        c.load_file(&path).expect("load");
+        assert_eq!(c.get("save"), "900 1 60 5", "save lines add up");
+        c.set_many(&[("save", "100 5 30 7")]).expect("set");
+        for _ in 0..2 {
+            c.rewrite(&path).expect("rewrite");
+            let text = std::fs::read_to_string(&path).expect("read");
+            assert_eq!(text, "port 7000\nsave 100 5\nsave 30 7\n", "{text}");
+        }
+        let mut back = Config::default();
+        back.load_file(&path).expect("load");
+        assert_eq!(back.get("save"), "100 5 30 7");
+        let _ = std::fs::remove_file(&path);
     }
 
     #[test]

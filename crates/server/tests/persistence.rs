@@ -509,6 +509,10 @@ fn a_background_save_during_transfers_is_one_point_in_time() {
     let transfers: u64 = writers.into_iter().map(|w| w.join().expect("writer")).sum();
     assert!(transfers > 50, "transfers ran during the snapshots ({transfers})");
     assert!(copied > 0, "some keys were changed before the saver reached them");
+    // Copies written between slices make a file redis-check-rdb accepts.
+    let out = Command::new("redis-check-rdb").arg(dir.join("dump.rdb")).output().expect("redis-check-rdb runs");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && report.contains("RDB looks OK"), "{report}");
     drop(kvik);
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -681,6 +685,33 @@ fn flushes_during_a_background_save() {
     let kvik = kvik_in(&dir);
     let mut k = connect(kvik.port);
     assert_eq!(call(&mut k, &[b"DBSIZE"]), b":0\r\n", "the stopped save did not replace FLUSHALL's");
+    drop(kvik);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A server killed while a background save writes leaves the previous
+/// snapshot whole, as a killed SAVE does.
+#[test]
+fn a_kill_during_a_background_save_leaves_the_previous_snapshot() {
+    let dir = temp_dir("bg-killed");
+    let mut kvik = kvik_in(&dir);
+    let mut k = connect(kvik.port);
+    text(&mut k, "SET marker first");
+    assert_eq!(call(&mut k, &[b"SAVE"]), b"+OK\r\n");
+    let before = std::fs::read(dir.join("dump.rdb")).expect("the first snapshot");
+    filler(&mut k, 200_000);
+    assert_eq!(call(&mut k, &[b"BGSAVE"]), b"+Background saving started\r\n");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !dir.read_dir().expect("dir").any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("temp-"))) {
+        assert!(std::time::Instant::now() < deadline, "the save never started writing");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    kvik.stop();
+    assert_eq!(std::fs::read(dir.join("dump.rdb")).expect("still there"), before, "the old snapshot is whole");
+    let kvik = kvik_in(&dir);
+    let mut k = connect(kvik.port);
+    assert_eq!(call(&mut k, &[b"DBSIZE"]), b":1\r\n");
+    assert_eq!(call(&mut k, &[b"GET", b"marker"]), b"$5\r\nfirst\r\n");
     drop(kvik);
     let _ = std::fs::remove_dir_all(dir);
 }
