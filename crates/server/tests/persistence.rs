@@ -380,43 +380,6 @@ fn a_snapshot_taken_during_transfers_is_one_point_in_time() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// A server killed in the middle of a SAVE leaves the previous snapshot
-/// whole: the next start loads it.
-#[test]
-fn a_kill_during_save_leaves_the_previous_snapshot() {
-    let dir = temp_dir("killed");
-    let mut kvik = kvik_in(&dir);
-    let mut k = connect(kvik.port);
-    text(&mut k, "SET marker first");
-    assert_eq!(call(&mut k, &[b"SAVE"]), b"+OK\r\n");
-    let before = std::fs::read(dir.join("dump.rdb")).expect("the first snapshot");
-    // Enough data that the second save takes a while, then kill it mid-way.
-    let value = "x".repeat(2000);
-    for batch in 0..40 {
-        let mut args: Vec<Vec<u8>> = vec![b"MSET".to_vec()];
-        for i in 0..500 {
-            args.push(format!("k:{batch}:{i}").into_bytes());
-            args.push(format!("{value}{i}").into_bytes());
-        }
-        let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
-        run(&mut k, &args);
-    }
-    std::io::Write::write_all(&mut k, b"SAVE\r\n").expect("send");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !dir.read_dir().expect("dir").any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("temp-"))) {
-        assert!(std::time::Instant::now() < deadline, "the save never started writing");
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-    kvik.stop();
-    assert_eq!(std::fs::read(dir.join("dump.rdb")).expect("still there"), before, "the old snapshot is whole");
-    let kvik = kvik_in(&dir);
-    let mut k = connect(kvik.port);
-    assert_eq!(call(&mut k, &[b"GET", b"marker"]), b"$5\r\nfirst\r\n");
-    assert_eq!(call(&mut k, &[b"DBSIZE"]), b":1\r\n");
-    drop(kvik);
-    let _ = std::fs::remove_dir_all(dir);
-}
-
 /// `INFO persistence` once no background save runs (waiting up to 60 s).
 fn after_bgsave(conn: &mut TcpStream) -> String {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
@@ -689,18 +652,19 @@ fn flushes_during_a_background_save() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// A server killed while a background save writes leaves the previous
-/// snapshot whole, as a killed SAVE does.
-#[test]
-fn a_kill_during_a_background_save_leaves_the_previous_snapshot() {
-    let dir = temp_dir("bg-killed");
+/// Kill the server while `save` (`SAVE` or `BGSAVE`) writes its file, once
+/// the temporary file exists: the previous snapshot stays whole, and the
+/// next start loads it.
+fn killed_while_saving(name: &str, save: &[u8]) {
+    let dir = temp_dir(name);
     let mut kvik = kvik_in(&dir);
     let mut k = connect(kvik.port);
     text(&mut k, "SET marker first");
     assert_eq!(call(&mut k, &[b"SAVE"]), b"+OK\r\n");
     let before = std::fs::read(dir.join("dump.rdb")).expect("the first snapshot");
+    // Enough data that the second save takes a while.
     filler(&mut k, 200_000);
-    assert_eq!(call(&mut k, &[b"BGSAVE"]), b"+Background saving started\r\n");
+    std::io::Write::write_all(&mut k, &[save, b"\r\n"].concat()).expect("send");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while !dir.read_dir().expect("dir").any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("temp-"))) {
         assert!(std::time::Instant::now() < deadline, "the save never started writing");
@@ -710,8 +674,18 @@ fn a_kill_during_a_background_save_leaves_the_previous_snapshot() {
     assert_eq!(std::fs::read(dir.join("dump.rdb")).expect("still there"), before, "the old snapshot is whole");
     let kvik = kvik_in(&dir);
     let mut k = connect(kvik.port);
-    assert_eq!(call(&mut k, &[b"DBSIZE"]), b":1\r\n");
     assert_eq!(call(&mut k, &[b"GET", b"marker"]), b"$5\r\nfirst\r\n");
+    assert_eq!(call(&mut k, &[b"DBSIZE"]), b":1\r\n");
     drop(kvik);
     let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_kill_during_save_leaves_the_previous_snapshot() {
+    killed_while_saving("killed", b"SAVE");
+}
+
+#[test]
+fn a_kill_during_a_background_save_leaves_the_previous_snapshot() {
+    killed_while_saving("bg-killed", b"BGSAVE");
 }
