@@ -24,7 +24,6 @@
 
 use std::fs::File;
 use std::io;
-use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Weak;
 use std::thread;
@@ -52,8 +51,7 @@ const RETRY_DELAY_S: i64 = 5;
 
 /// Remove the file of a save cut short by the process stopping.
 pub fn remove_temp_file(state: &ServerState) {
-    let path = super::snapshot_path(state);
-    let dir = path.parent().map_or_else(|| Path::new(".").to_path_buf(), Path::to_path_buf);
+    let dir = super::dir_of(&super::snapshot_path(state));
     let _ = std::fs::remove_file(Background::temp_path(&dir));
 }
 
@@ -73,11 +71,8 @@ pub fn start(state: &ServerState) -> Result<(), Refused> {
     state.stats.rdb_saves.fetch_add(1, Ordering::Relaxed);
     bg.last_try_unix.store(super::snapshot::unix_seconds(), Ordering::Relaxed);
     let path = super::snapshot_path(state);
-    let dir = path.parent().map_or_else(|| Path::new(".").to_path_buf(), Path::to_path_buf);
-    let (compress, checksum) = {
-        let config = state.config();
-        (config.get("rdbcompression") == "yes", config.get("rdbchecksum") == "yes")
-    };
+    let dir = super::dir_of(&path);
+    let (compress, checksum) = super::save_settings(state);
     let ks = &state.keyspace;
     let mut sizes = vec![(0, 0); ks.databases()];
     let (at_ms, dirty, used_mem) = {
@@ -226,23 +221,16 @@ fn run(state: &ServerState, job: Job) {
 fn write(state: &ServerState, job: &Job) -> io::Result<u64> {
     let bg = &state.saver;
     let ks = &state.keyspace;
-    let dir = job.path.parent().map_or_else(|| Path::new(".").to_path_buf(), Path::to_path_buf);
+    let dir = super::dir_of(&job.path);
     let mut failed: Option<io::Error> = None;
-    let mut out =
-        match File::create(&job.temp).and_then(|f| FileWriter::start(f, &job.info, job.compress, job.checksum)) {
-            Ok(w) => Some(w),
-            Err(e) => {
-                failed = Some(io::Error::new(
-                    e.kind(),
-                    format!(
-                        "Failed opening the temp RDB file {} (in server root dir {}) for saving: {e}",
-                        job.temp.display(),
-                        dir.display()
-                    ),
-                ));
-                None
-            }
-        };
+    let created = super::create_temp(&job.temp, &dir);
+    let mut out = match created.and_then(|f| FileWriter::start(f, &job.info, job.compress, job.checksum)) {
+        Ok(w) => Some(w),
+        Err(e) => {
+            failed = Some(e);
+            None
+        }
+    };
     let tuning = ks.lfu_tuning();
     let mut keys = 0u64;
     for (db, &(size, expires)) in job.sizes.iter().enumerate() {
@@ -295,11 +283,7 @@ fn write(state: &ServerState, job: &Job) -> io::Result<u64> {
         }
     }
     let finished = match (out, failed) {
-        (Some(w), None) => w.finish().and_then(|file| {
-            file.sync_all()?;
-            std::fs::rename(&job.temp, &job.path)?;
-            File::open(&dir)?.sync_all()
-        }),
+        (Some(w), None) => w.finish().and_then(|file| super::install(&file, &job.temp, &job.path, &dir).map(drop)),
         (_, Some(e)) => Err(e),
         (None, None) => Err(io::Error::other("no file was written")),
     };

@@ -8,7 +8,9 @@ pub mod background;
 pub mod loading;
 pub mod snapshot;
 
-use std::path::PathBuf;
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
 
 use crate::keyspace::entry::Meta;
 use crate::keyspace::evict::Policy;
@@ -20,6 +22,45 @@ use kvik_persist::rdb::file::Access;
 pub fn snapshot_path(state: &ServerState) -> PathBuf {
     let config = state.config();
     PathBuf::from(config.get("dir")).join(config.get("dbfilename"))
+}
+
+/// The directory `path` is in (`.` for a bare file name).
+pub fn dir_of(path: &Path) -> PathBuf {
+    path.parent().map_or_else(|| Path::new(".").to_path_buf(), Path::to_path_buf)
+}
+
+/// `rdbcompression` and `rdbchecksum`, as a save reads them when it starts.
+pub fn save_settings(state: &ServerState) -> (bool, bool) {
+    let config = state.config();
+    (config.get("rdbcompression") == "yes", config.get("rdbchecksum") == "yes")
+}
+
+/// Create a save's temporary file `temp` in `dir`, with Redis's words when
+/// it cannot be.
+pub fn create_temp(temp: &Path, dir: &Path) -> io::Result<File> {
+    File::create(temp).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "Failed opening the temp RDB file {} (in server root dir {}) for saving: {e}",
+                temp.display(),
+                dir.display()
+            ),
+        )
+    })
+}
+
+/// Put a written snapshot under its name: flush `file` (the temporary
+/// `temp`) to disk, rename it to `path` and flush `dir`, so that the name
+/// points at the old file or the new one whole, whenever the machine
+/// stops. Returns the file's size.
+pub fn install(file: &File, temp: &Path, path: &Path, dir: &Path) -> io::Result<u64> {
+    file.sync_all()?;
+    let bytes = file.metadata()?.len();
+    std::fs::rename(temp, path)?;
+    // The rename is durable once the directory is.
+    File::open(dir)?.sync_all()?;
+    Ok(bytes)
 }
 
 /// What a file records of a key's accesses under `policy`: the LRU idle

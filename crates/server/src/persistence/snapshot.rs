@@ -8,7 +8,6 @@
 
 use std::fs::File;
 use std::io;
-use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -64,28 +63,12 @@ pub fn unix_seconds() -> i64 {
 
 fn write_file(state: &ServerState, started: Instant) -> io::Result<Saved> {
     let path = super::snapshot_path(state);
-    let dir = path.parent().map_or_else(|| Path::new(".").to_path_buf(), Path::to_path_buf);
+    let dir = super::dir_of(&path);
     let temp = dir.join(format!("temp-{}.rdb", std::process::id()));
-    let (compress, checksum) = {
-        let config = state.config();
-        (config.get("rdbcompression") == "yes", config.get("rdbchecksum") == "yes")
-    };
-    let file = File::create(&temp).map_err(|e| {
-        io::Error::new(
-            e.kind(),
-            format!(
-                "Failed opening the temp RDB file {} (in server root dir {}) for saving: {e}",
-                temp.display(),
-                dir.display()
-            ),
-        )
-    })?;
+    let (compress, checksum) = super::save_settings(state);
+    let file = super::create_temp(&temp, &dir)?;
     let written = write_keyspace(state, file, compress, checksum).and_then(|(file, keys, dirty)| {
-        file.sync_all()?;
-        let bytes = file.metadata()?.len();
-        std::fs::rename(&temp, &path)?;
-        // The rename is durable once the directory is.
-        File::open(&dir)?.sync_all()?;
+        let bytes = super::install(&file, &temp, &path, &dir)?;
         // The change counter now counts from this file, once it is the one
         // under the name.
         state.stats.dirty_at_save.store(dirty, Ordering::Relaxed);
