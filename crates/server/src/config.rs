@@ -338,7 +338,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     opt("rdbcompression", BOOL, "yes", Runtime),
     opt("rdbchecksum", BOOL, "yes", Immutable),
     knob("rdb-del-sync-files", BOOL, "no", Runtime),
-    knob("rdb-save-incremental-fsync", BOOL, "yes", Runtime),
+    opt("rdb-save-incremental-fsync", BOOL, "yes", Runtime),
     opt("stop-writes-on-bgsave-error", BOOL, "yes", Runtime),
     // Of replication, for when kvik is a replica.
     knob("repl-backlog-size", mem(1, LONG_MAX), "1048576", Runtime),

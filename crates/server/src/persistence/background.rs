@@ -22,7 +22,6 @@
 //! snapshot relies on it. `FLUSHALL` and `SHUTDOWN` abort a save in
 //! progress, as Redis kills its child.
 
-use std::fs::File;
 use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::Weak;
@@ -31,6 +30,7 @@ use std::time::{Duration, Instant};
 
 use kvik_persist::rdb::file::{FileWriter, SaveInfo};
 
+use super::SaveFile;
 use crate::keyspace::now_ms;
 use crate::keyspace::snapshot::Walk;
 use crate::keyspace::Entry;
@@ -72,7 +72,7 @@ pub fn start(state: &ServerState) -> Result<(), Refused> {
     bg.last_try_unix.store(super::snapshot::unix_seconds(), Ordering::Relaxed);
     let path = super::snapshot_path(state);
     let dir = super::dir_of(&path);
-    let (compress, checksum) = super::save_settings(state);
+    let settings = super::save_settings(state);
     let ks = &state.keyspace;
     let mut sizes = vec![(0, 0); ks.databases()];
     let (at_ms, dirty, used_mem) = {
@@ -98,8 +98,7 @@ pub fn start(state: &ServerState) -> Result<(), Refused> {
         temp: Background::temp_path(&dir),
         path,
         info,
-        compress,
-        checksum,
+        settings,
         policy: state.limits.maxmemory_policy(),
         at_ms,
         dirty,
@@ -223,14 +222,15 @@ fn write(state: &ServerState, job: &Job) -> io::Result<u64> {
     let ks = &state.keyspace;
     let dir = super::dir_of(&job.path);
     let mut failed: Option<io::Error> = None;
-    let created = super::create_temp(&job.temp, &dir);
-    let mut out = match created.and_then(|f| FileWriter::start(f, &job.info, job.compress, job.checksum)) {
-        Ok(w) => Some(w),
-        Err(e) => {
-            failed = Some(e);
-            None
-        }
-    };
+    let created = super::create_temp(&job.temp, &dir, job.settings);
+    let mut out =
+        match created.and_then(|f| FileWriter::start(f, &job.info, job.settings.compress, job.settings.checksum)) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                failed = Some(e);
+                None
+            }
+        };
     let tuning = ks.lfu_tuning();
     let mut keys = 0u64;
     for (db, &(size, expires)) in job.sizes.iter().enumerate() {
@@ -248,7 +248,7 @@ fn write(state: &ServerState, job: &Job) -> io::Result<u64> {
                     out = None;
                     failed = Some(io::Error::new(io::ErrorKind::Interrupted, "the save was cut short"));
                 }
-                let mut encode = |w: &mut Option<FileWriter<File>>, e: &Entry| {
+                let mut encode = |w: &mut Option<FileWriter<SaveFile>>, e: &Entry| {
                     let Some(w) = w.as_mut() else { return };
                     if e.is_expired(job.at_ms) {
                         return;
@@ -283,7 +283,9 @@ fn write(state: &ServerState, job: &Job) -> io::Result<u64> {
         }
     }
     let finished = match (out, failed) {
-        (Some(w), None) => w.finish().and_then(|file| super::install(&file, &job.temp, &job.path, &dir).map(drop)),
+        (Some(w), None) => {
+            w.finish().and_then(|file| super::install(file.file(), &job.temp, &job.path, &dir).map(drop))
+        }
         (_, Some(e)) => Err(e),
         (None, None) => Err(io::Error::other("no file was written")),
     };

@@ -6,13 +6,13 @@
 //! to disk, renamed over `dbfilename`, and the directory flushed, so that a
 //! crash at any moment leaves either the old file or the new one whole.
 
-use std::fs::File;
 use std::io;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use kvik_persist::rdb::file::{FileWriter, SaveInfo};
 
+use super::{SaveFile, SaveSettings};
 use crate::keyspace::now_ms;
 use crate::state::ServerState;
 
@@ -65,10 +65,10 @@ fn write_file(state: &ServerState, started: Instant) -> io::Result<Saved> {
     let path = super::snapshot_path(state);
     let dir = super::dir_of(&path);
     let temp = dir.join(format!("temp-{}.rdb", std::process::id()));
-    let (compress, checksum) = super::save_settings(state);
-    let file = super::create_temp(&temp, &dir)?;
-    let written = write_keyspace(state, file, compress, checksum).and_then(|(file, keys, dirty)| {
-        let bytes = super::install(&file, &temp, &path, &dir)?;
+    let settings = super::save_settings(state);
+    let file = super::create_temp(&temp, &dir, settings)?;
+    let written = write_keyspace(state, file, settings).and_then(|(file, keys, dirty)| {
+        let bytes = super::install(file.file(), &temp, &path, &dir)?;
         // The change counter now counts from this file, once it is the one
         // under the name.
         state.stats.dirty_at_save.store(dirty, Ordering::Relaxed);
@@ -82,7 +82,7 @@ fn write_file(state: &ServerState, started: Instant) -> io::Result<Saved> {
 
 /// Every live key of every database, under all the shard locks at once:
 /// the file, the keys written, and the change counter at that moment.
-fn write_keyspace(state: &ServerState, file: File, compress: bool, checksum: bool) -> io::Result<(File, u64, u64)> {
+fn write_keyspace(state: &ServerState, file: SaveFile, settings: SaveSettings) -> io::Result<(SaveFile, u64, u64)> {
     let ks = &state.keyspace;
     let info = SaveInfo {
         redis_version: crate::REDIS_VERSION.to_string(),
@@ -90,7 +90,7 @@ fn write_keyspace(state: &ServerState, file: File, compress: bool, checksum: boo
         used_mem: ks.used_memory() as u64,
         aof_base: false,
     };
-    let mut w = FileWriter::start(file, &info, compress, checksum)?;
+    let mut w = FileWriter::start(file, &info, settings.compress, settings.checksum)?;
     let policy = state.limits.maxmemory_policy();
     let mut all = ks.lock_all();
     let mut shards = all.shards();

@@ -28,8 +28,7 @@ pub struct Job {
     pub(crate) path: PathBuf,
     pub(crate) temp: PathBuf,
     pub(crate) info: SaveInfo,
-    pub(crate) compress: bool,
-    pub(crate) checksum: bool,
+    pub(crate) settings: crate::persistence::SaveSettings,
     pub(crate) policy: Policy,
     /// The moment: keys past their deadline then are left out.
     pub(crate) at_ms: i64,
