@@ -225,6 +225,32 @@ fn keyspace_script_reports_kvik_against_both_references() {
 }
 
 #[test]
+fn crash_loop_script_loses_no_acknowledged_write() {
+    let out = OutDir::new("crash-loop");
+    run_script(
+        "crash_loop.sh",
+        &out.0,
+        &[("CYCLES", "3"), ("CLIENTS", "4"), ("MIN_RUN_S", "0.2"), ("MAX_RUN_S", "0.4"), ("THREADS", "2")],
+    );
+    let md = read(&out.0.join("crash_loop.md"));
+    assert!(md.starts_with("# Crash loop: SIGKILL under write load"), "{md}");
+    for policy in ["always", "everysec"] {
+        assert!(md.contains(&format!("`appendfsync {policy}`")), "{md}");
+    }
+    // With always nothing acknowledged may go; everysec's figure is reported.
+    let always = md.split("`appendfsync everysec`").next().unwrap_or("");
+    assert!(always.contains("| acknowledged writes lost | 0 |"), "{md}");
+    assert_eq!(md.matches("| acknowledged writes lost | ").count(), 2, "{md}");
+    assert_eq!(md.matches("| consistency problems (half transactions, disorder) | 0 |").count(), 2, "{md}");
+    let acked: Vec<u64> = md
+        .lines()
+        .filter_map(|l| l.strip_prefix("| acknowledged writes, all cycles | "))
+        .filter_map(|l| l.trim_end_matches(" |").parse().ok())
+        .collect();
+    assert!(acked.len() == 2 && acked.iter().all(|&n| n > 0), "writes were acknowledged: {md}");
+}
+
+#[test]
 fn bgsave_script_reports_kvik_against_redis() {
     if !on_path("redis-server") {
         eprintln!("redis-server is not installed: the bgsave smoke test is skipped");

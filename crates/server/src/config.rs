@@ -112,10 +112,6 @@ pub enum Support {
     NoEffect,
 }
 
-/// Why kvik refuses settings that ask for persistence: until it can write
-/// and load RDB and AOF files, accepting them would let a user believe
-/// their data survives a restart.
-const NO_AOF: &str = "kvik does not write an append-only file yet";
 const NO_TLS: &str = "kvik does not support TLS yet";
 const NO_REPLICATION: &str = "kvik does not replicate yet";
 const NO_CLUSTER: &str = "kvik does not run in cluster mode yet";
@@ -213,9 +209,8 @@ pub const OPTIONS: &[OptionSpec] = &[
     opt("stream-node-max-entries", int(0, LONG_MAX), "100", Runtime),
     opt("stream-node-max-bytes", mem(0, LONG_MAX), "4096", Runtime),
     opt("notify-keyspace-events", Kind::KeyspaceEvents, "", Runtime),
-    only_default(opt("appendonly", Kind::Bool, "no", Runtime), NO_AOF),
-    // Kept for when kvik writes an append-only file.
-    knob("appendfsync", Kind::Enum(&["everysec", "always", "no"]), "everysec", Runtime),
+    opt("appendonly", Kind::Bool, "no", Runtime),
+    opt("appendfsync", Kind::Enum(&["everysec", "always", "no"]), "everysec", Runtime),
     // Redis's save points when no configuration names any.
     opt("save", Kind::Save, "3600 1 300 100 60 10000", Runtime),
     opt("dir", Kind::Str, ".", Protected),
@@ -325,11 +320,11 @@ pub const OPTIONS: &[OptionSpec] = &[
     knob("acl-pubsub-default", Kind::Enum(&["allchannels", "resetchannels"]), "resetchannels", Runtime),
     knob("sanitize-dump-payload", Kind::Enum(&["no", "yes", "clients"]), "no", Runtime),
     // Of the files kvik does not write yet, as Redis has them without persistence.
-    knob("appendfilename", STR, "appendonly.aof", Immutable),
-    knob("appenddirname", STR, "appendonlydir", Immutable),
-    knob("aof-load-truncated", BOOL, "yes", Runtime),
-    knob("aof-use-rdb-preamble", BOOL, "yes", Runtime),
-    knob("aof-timestamp-enabled", BOOL, "no", Runtime),
+    opt("appendfilename", STR, "appendonly.aof", Immutable),
+    opt("appenddirname", STR, "appendonlydir", Immutable),
+    opt("aof-load-truncated", BOOL, "yes", Runtime),
+    opt("aof-use-rdb-preamble", BOOL, "yes", Runtime),
+    opt("aof-timestamp-enabled", BOOL, "no", Runtime),
     knob("aof-rewrite-incremental-fsync", BOOL, "yes", Runtime),
     knob("aof-disable-auto-gc", BOOL, "no", Runtime),
     knob("auto-aof-rewrite-percentage", int(0, INT_MAX), "100", Runtime),
@@ -1244,21 +1239,14 @@ mod tests {
 
     #[test]
     fn settings_that_ask_for_what_kvik_cannot_do_yet_are_refused() {
-        for (words, why) in [
-            (&["--appendonly", "yes"][..], "append-only file"),
-            (&["--save", "60"], "Invalid save parameters"),
-            (&["--save", "60 -1"], "Invalid save parameters"),
-        ] {
+        for (words, why) in
+            [(&["--save", "60"][..], "Invalid save parameters"), (&["--save", "60 -1"], "Invalid save parameters")]
+        {
             let e = args(words).unwrap_err().to_string();
             assert!(e.contains(why), "{words:?}: {e}");
         }
         assert_eq!(args(&["--appendonly", "no", "--save", ""]).unwrap().get("save"), "");
         let mut c = Config::default();
-        let e = c.set_many(&[("appendonly", "yes")]).unwrap_err().reply_text();
-        assert!(
-            e.starts_with("ERR CONFIG SET failed (possibly related to argument 'appendonly') - kvik does not"),
-            "{e}"
-        );
         assert!(c.set_many(&[("save", "900 x")]).is_err());
         assert!(c.set_many(&[("save", "900 1")]).is_ok());
         assert_eq!(c.get("save"), "900 1");

@@ -84,7 +84,7 @@ fn main() -> ExitCode {
     supervision::write_pidfile(&config);
     let threads = config.threads();
     let state = Arc::new(ServerState::new(config, file));
-    if let Err(e) = kvik_server::persistence::loading::load_snapshot(&state) {
+    if let Err(e) = kvik_server::persistence::load_at_start(&state) {
         kvik_server::log!(Warning, "{e}");
         eprintln!("kvik-server: {e}");
         supervision::remove_pidfile(&state.config());
@@ -107,6 +107,7 @@ fn main() -> ExitCode {
     // "Ready to accept connections" comes from the acceptor once its
     // signal handlers are in place, so a SIGTERM after it is a clean stop.
     let outcome = server.serve();
+    kvik_server::persistence::aof::stop(&state);
     supervision::notify_stopping(&state.config());
     supervision::remove_pidfile(&state.config());
     match outcome {

@@ -65,6 +65,10 @@ pub struct ServerState {
     pub limits: ConnectionLimits,
     /// Background saves (`BGSAVE`, the save points).
     pub saver: crate::registries::saves::Background,
+    /// Every change, in an order that replays (for the append-only file).
+    pub journal: crate::effects::journal::Journal,
+    /// The append-only file's writer and files.
+    pub append_only: crate::registries::append_only::AppendOnly,
 }
 
 /// Configuration read on every batch of every connection, as atomics kept
@@ -301,6 +305,8 @@ impl ServerState {
             port: AtomicU16::new(0),
             rebind: crate::sockets::Rebind::default(),
             saver: Default::default(),
+            journal: Default::default(),
+            append_only: Default::default(),
             shutdown: watch::Sender::new(false),
         }
     }

@@ -355,13 +355,13 @@ fn bad_options_stop_startup_with_a_message() {
 #[test]
 fn settings_that_ask_for_what_kvik_cannot_do_yet_are_refused() {
     // At startup, from flags and from a file, with the reason.
-    let out = run_to_exit(&["--appendonly", "yes"]);
+    let out = run_to_exit(&["--cluster-enabled", "yes"]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("kvik does not write an append-only file yet"), "{stderr}");
+    assert!(stderr.contains("kvik does not run in cluster mode yet"), "{stderr}");
     let dir = temp_dir("persist");
     let file = dir.join("kvik.conf");
-    std::fs::write(&file, "port 0\nappendonly yes\n").expect("write");
+    std::fs::write(&file, "port 0\ncluster-enabled yes\n").expect("write");
     let out = run_to_exit(&[file.to_str().unwrap_or("")]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains(":2: "), "{out:?}");

@@ -59,6 +59,10 @@ pub struct Pending {
     pub db: usize,
     /// The key.
     pub key: Box<[u8]>,
+    /// For a key the keyspace removed (expired, evicted): its place in the
+    /// keyspace's order of changes, taken under the shard's lock (see
+    /// [`crate::keyspace::Keyspace::next_change`]); 0 for the other kinds.
+    pub seq: u64,
 }
 
 /// Keys made ready on one thread, in the order they became ready, without
@@ -87,6 +91,9 @@ pub struct PerThread {
     /// Whether [`Notes::ready`] got a key since the server last settled
     /// it (read after every command, so kept here, not with the list).
     pub has_ready: Cell<bool>,
+    /// This thread replays an append-only file: no key expires (see
+    /// [`crate::keyspace::Loading`]).
+    pub loading: Cell<bool>,
 }
 
 /// What the store noticed on this thread for the server to act on.
@@ -106,6 +113,7 @@ impl PerThread {
             command_time_ms: Cell::new(None),
             transaction: Cell::new(None),
             has_ready: Cell::new(false),
+            loading: Cell::new(false),
         }
     }
 }

@@ -66,6 +66,8 @@ pub struct Session {
     pub multi: Option<Multi>,
     /// The keys the client `WATCH`es.
     pub watched: Watched,
+    /// The journal record of the running command (or `EXEC`).
+    pub effects: crate::effects::propagation::Effects,
     /// Set by `HELLO 3 PROTO RESPB`: the connection speaks RESPB after the reply.
     pub upgrade_respb: bool,
     /// What the client registry last showed of this session, so the
@@ -148,6 +150,7 @@ impl Session {
             subscriptions: Subscriptions::new(id),
             tracking: ClientTracking::new(id),
             upgrade_respb: false,
+            effects: Default::default(),
             listed: Listed::default(),
         }
     }

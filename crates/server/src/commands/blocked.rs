@@ -229,6 +229,10 @@ fn run_waiter(state: &ServerState, waiter: &Waiter, key: &[u8]) -> Vec<u8> {
         changes: 0,
     };
     super::dispatch(waiter.cmd(), &mut ctx);
+    if ctx.session.effects.pending() {
+        ctx.session.effects.command_done(&req, ctx.session.db);
+        ctx.session.effects.publish(state);
+    }
     state.stats.record_changes(ctx.changes);
     // A wait that ends in an error (NOGROUP for a destroyed group) is a
     // failed call, as Redis counts it when the client is unblocked.

@@ -88,7 +88,19 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             }
         }
     }
+    let asked = |name: &str| borrowed.iter().rev().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| *v);
+    let turn_on = asked("appendonly").is_some_and(|v| v.eq_ignore_ascii_case("yes"));
+    if turn_on && !c.state.append_only.enabled() {
+        // Turning it on needs a first base written from the keyspace as it
+        // runs (a rewrite); until kvik does that, it says so.
+        return c.error(
+            b"ERR CONFIG SET failed (possibly related to argument 'appendonly') - kvik cannot turn the append-only file on while running yet: set appendonly yes in the configuration and restart",
+        );
+    }
     let result = c.state.update_config(|config| config.set_many(&borrowed));
+    if result.is_ok() {
+        apply_append_only(c.state, &asked);
+    }
     if result.is_ok() && c.state.config().port() != old_port {
         if let Err(e) = rebind(c.state, old_port) {
             return c.error(e.as_bytes());
@@ -126,6 +138,30 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             let text = e.reply_text();
             c.error(text.as_bytes());
         }
+    }
+}
+
+/// What a `CONFIG SET` of the append-only settings changes at once:
+/// `appendonly no` stops the writer (after it wrote and flushed what it
+/// had), `appendfsync` and `aof-timestamp-enabled` apply from the writer's
+/// next round.
+fn apply_append_only<'a>(state: &crate::state::ServerState, asked: &impl Fn(&str) -> Option<&'a str>) {
+    let config = state.config();
+    let (on, fsync, stamps) = (
+        config.get("appendonly") == "yes",
+        config.get("appendfsync").to_string(),
+        config.get("aof-timestamp-enabled") == "yes",
+    );
+    drop(config);
+    if asked("appendonly").is_some() && !on && state.append_only.enabled() {
+        crate::persistence::aof::stop(state);
+        crate::log!(Notice, "Background append only file stopped by CONFIG SET appendonly no");
+    }
+    if asked("appendfsync").is_some() {
+        crate::persistence::aof::set_fsync(state, crate::registries::append_only::Fsync::parse(&fsync));
+    }
+    if asked("aof-timestamp-enabled").is_some() {
+        state.append_only.timestamps.store(stamps, std::sync::atomic::Ordering::Relaxed);
     }
 }
 

@@ -285,6 +285,11 @@ fn hincrbyfloat<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         },
         |r| r.is_ok().then_some(("hincrbyfloat", 1)),
     );
+    if let Ok(Ok(text)) = &result {
+        // The sum redoes as its result, as Redis propagates it (the
+        // change took its place under the lock; what redoes it can follow).
+        c.propagate(&[b"HSET", c.arg(1), field, text]);
+    }
     reply_result(c, result, |s, text| s.bulk(&text));
 }
 

@@ -133,6 +133,8 @@ fn count_one<T: ReplyTarget>(c: &mut Ctx<'_, T>) -> Result<u64, Refusal> {
     // (a watch on the key breaks, tracking clients are told), without an event.
     crate::effects::changes::key_changed(c.state, db, key, c.session.id);
     c.count_changes(1);
+    // The cache is part of the value; the journal redoes the PFCOUNT.
+    c.note_change();
     Ok(n)
 }
 

@@ -305,7 +305,7 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             line("maxmemory", &maxmemory);
             line("maxmemory_human", &human_bytes(maxmemory));
             line("maxmemory_policy", &policy);
-            // True zeros: kvik has no replicas, cluster links or AOF yet.
+            // True zeros: kvik has no replicas or cluster links yet.
             for k in [
                 "mem_not_counted_for_evict",
                 "mem_replication_backlog",
@@ -315,9 +315,8 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
                 line(k, &0);
             }
             line("mem_clients_normal", &clients);
-            for k in ["mem_cluster_links", "mem_aof_buffer"] {
-                line(k, &0);
-            }
+            line("mem_cluster_links", &0);
+            line("mem_aof_buffer", &state.journal.queued_bytes());
             line("mem_allocator", &"libc");
             line("active_defrag_running", &0);
             line("lazyfree_pending_objects", &0);
@@ -352,8 +351,9 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             line("rdb_last_cow_size", &bg.last_copied);
             line("rdb_last_load_keys_expired", &stats.loaded_expired.load(Ordering::Relaxed));
             line("rdb_last_load_keys_loaded", &stats.loaded_keys.load(Ordering::Relaxed));
+            let aof = &state.append_only;
+            line("aof_enabled", &i32::from(aof.enabled()));
             for (k, v) in [
-                ("aof_enabled", "0"),
                 ("aof_rewrite_in_progress", "0"),
                 ("aof_rewrite_scheduled", "0"),
                 ("aof_last_rewrite_time_sec", "-1"),
@@ -361,12 +361,23 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
                 ("aof_last_bgrewrite_status", "ok"),
                 ("aof_rewrites", "0"),
                 ("aof_rewrites_consecutive_failures", "0"),
-                ("aof_last_write_status", "ok"),
-                ("aof_last_cow_size", "0"),
-                ("module_fork_in_progress", "0"),
-                ("module_fork_last_cow_size", "0"),
             ] {
                 line(k, &v);
+            }
+            line("aof_last_write_status", &if aof.write_ok() { "ok" } else { "err" });
+            for k in ["aof_last_cow_size", "module_fork_in_progress", "module_fork_last_cow_size"] {
+                line(k, &0);
+            }
+            if aof.enabled() {
+                let (current, base, delayed) = aof.sizes();
+                line("aof_current_size", &current);
+                line("aof_base_size", &base);
+                line("aof_pending_rewrite", &0);
+                line("aof_buffer_length", &state.journal.queued_bytes());
+                // kvik's writer flushes to disk itself: no fsync waits in
+                // another thread.
+                line("aof_pending_bio_fsync", &0);
+                line("aof_delayed_fsync", &delayed);
             }
         }
         "stats" => {

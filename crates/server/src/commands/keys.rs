@@ -210,14 +210,21 @@ fn expire<T: ReplyTarget>(c: &mut Ctx<'_, T>, name: &str, base: Base, unit: Unit
                 || lt && current.is_some_and(|at| when >= at);
             if refused {
                 false
-            } else if when <= now {
+            } else if when <= now && !crate::keyspace::loading() {
                 d.remove(key);
                 c.notify(EventClass::Generic, "del", key);
+                c.propagate(&[b"DEL", key]);
                 true
             } else {
                 let set = d.set_expire(key, Some(when));
                 if set {
                     c.notify(EventClass::Generic, "expire", key);
+                    // The absolute time, as Redis writes it; the options
+                    // held, and hold again on replay.
+                    let when = when.to_string();
+                    let mut args: Vec<&[u8]> = vec![b"PEXPIREAT", key, when.as_bytes()];
+                    args.extend((3..req.argc()).map(|i| req.arg(i)));
+                    c.propagate(&args);
                 }
                 set
             }
@@ -563,6 +570,7 @@ fn swapdb<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         _ => return c.error(DB_OUT_OF_RANGE),
     };
     let mut lock = c.state.keyspace.lock_all();
+    c.note_change();
     changes::dbs_swapped(c.state, a, b, &mut lock);
     for shard in lock.shards() {
         shard.swap_dbs(a, b);
@@ -691,9 +699,10 @@ fn restore<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         if ttl != 0 && !absttl {
             ttl = ttl.saturating_add(now);
         }
-        if ttl != 0 && ttl <= now {
+        if ttl != 0 && ttl <= now && !crate::keyspace::loading() {
             if deleted {
                 c.notify(EventClass::Generic, "del", key);
+                c.propagate(&[b"DEL", key]);
             }
             return Ok(());
         }
@@ -708,6 +717,13 @@ fn restore<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         }
         d.insert(Entry::new(key, value, (ttl != 0).then_some(ttl), meta));
         c.notify(EventClass::Generic, "restore", key);
+        if ttl != 0 && !absttl {
+            // The deadline it got, as an absolute time.
+            let at = ttl.to_string();
+            let mut args: Vec<&[u8]> = vec![b"RESTORE", key, at.as_bytes(), req.arg(3), b"ABSTTL"];
+            args.extend((4..req.argc()).map(|i| req.arg(i)).filter(|a| !a.eq_ignore_ascii_case(b"absttl")));
+            c.propagate(&args);
+        }
         Ok(())
     })();
     drop(shard);

@@ -107,6 +107,15 @@ fn write_list<T: ReplyTarget, R>(
     access::change_with(c, key, EventClass::List, |l: ListRef<'_>| l.is_empty(), write, event)
 }
 
+/// The word that names `end` in LMOVE.
+fn end_word(end: End) -> &'static [u8] {
+    if end.is_head() {
+        b"LEFT"
+    } else {
+        b"RIGHT"
+    }
+}
+
 /// The event name of a pop from `end`.
 fn pop_event(end: End) -> &'static str {
     if end.is_head() {
@@ -430,6 +439,8 @@ fn move_locked<T: ReplyTarget>(
         // and counts the move as one change.
         c.notify(EventClass::List, push_event(to), dst);
         notify_popped(c, src, from, 0, *emptied);
+        // A blocking move redoes as the move that served it.
+        c.propagate(&[b"LMOVE", src, dst, end_word(from), end_word(to)]);
     }
     moved.map(|m| m.map(|(item, _)| item))
 }
@@ -522,6 +533,9 @@ fn pop_first<'k, T: ReplyTarget>(
                 let items = pop_many(l, end, count);
                 let emptied = access::remove_if_empty::<ListValue>(d, key, now, |l| l.is_empty());
                 notify_popped(c, key, end, items.len() as u64, emptied);
+                // A blocking or multi-key pop redoes as the pop that served it.
+                let name: &[u8] = if end.is_head() { b"LPOP" } else { b"RPOP" };
+                c.propagate(&[name, key, items.len().to_string().as_bytes()]);
                 return Ok(Some((key, items)));
             }
             Ok(None) => {}

@@ -198,6 +198,7 @@ pub fn migrate<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     // is the reply; keys it acknowledged before are moved all the same.
     let head_error = lines[..head].iter().find(|l| l.starts_with(b"-")).cloned();
     let mut first_error = head_error.clone();
+    let mut moved: Vec<&[u8]> = vec![b"DEL"];
     for ((key, _, _), line) in found.iter().zip(&lines[head..]) {
         if line.starts_with(b"-") || head_error.is_some() {
             first_error.get_or_insert_with(|| line.clone());
@@ -205,7 +206,12 @@ pub fn migrate<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         }
         if !r.copy && lock.shard_for(ks, key).db(db).take(key, now).is_some() {
             c.notify(EventClass::Generic, "del", key);
+            moved.push(key);
         }
+    }
+    // What left this server is what its journal redoes: the keys go.
+    if moved.len() > 1 {
+        c.propagate(&moved);
     }
     drop(lock);
     match first_error {

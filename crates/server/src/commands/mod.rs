@@ -288,7 +288,38 @@ impl<'a, T: ReplyTarget> Ctx<'a, T> {
     #[inline]
     pub fn notify_in_counted(&mut self, db: usize, class: EventClass, event: &str, key: &[u8], changes: u64) {
         self.changes += changes;
+        self.note_change();
         self.announce_if_wanted(db, class, event, key);
+    }
+
+    /// This command changed the keyspace (every `notify` says so): its
+    /// request goes into the journal, unless it [`Ctx::propagate`]s
+    /// something else. Called under the lock of what it changed, which
+    /// is where its record takes its place in the order of changes.
+    #[inline]
+    pub fn note_change(&mut self) {
+        if self.state.journal.on() {
+            self.session.effects.changed(self.state);
+        }
+    }
+
+    /// What this command did, as the command `args` that redoes it in the
+    /// client's database, for the journal (see
+    /// [`crate::effects::propagation`]): called, under the lock of what it
+    /// changed, by the commands whose request would not redo the same
+    /// (relative times, random choices, blocking pops); once per
+    /// operation when it takes several.
+    #[inline]
+    pub fn propagate(&mut self, args: &[&[u8]]) {
+        self.propagate_in(self.session.db, args);
+    }
+
+    /// [`Ctx::propagate`] in database `db`.
+    #[inline]
+    pub fn propagate_in(&mut self, db: usize, args: &[&[u8]]) {
+        if self.state.journal.on() {
+            self.session.effects.propagate(self.state, db, args);
+        }
     }
 
     /// Announce that a removal emptied the collection at `key`, which went
@@ -445,7 +476,7 @@ pub fn execute<T: ReplyTarget>(
     if session.handle().is_some_and(|h| h.is_killed()) {
         return Outcome::Close;
     }
-    let outcome = execute_checked(state, req, session, &mut Gate(target));
+    let outcome = execute_checked(state, req, session, &mut Gate(target), Run::Direct);
     session.skip_this = false;
     if session.reply_mode == ReplyMode::SkipNext {
         session.reply_mode = ReplyMode::On;
@@ -526,11 +557,31 @@ fn reject<T: ReplyTarget>(state: &ServerState, session: &Session, target: &mut T
     target.reply(session, |s| s.error(msg));
 }
 
+/// Run a command read from an append-only file, as Redis's loading client
+/// does: its reply goes nowhere, a blocking command answers at once. The
+/// error is Redis's text for a name kvik does not know, which stops the
+/// load.
+pub fn replay(state: &ServerState, req: Request<'_>, session: &mut Session) -> Result<(), String> {
+    if resolve(&req).filter(|s| implemented(s)).is_none() {
+        return Err(String::from_utf8_lossy(req.arg(0)).into_owned());
+    }
+    struct Discard;
+    impl ReplyTarget for Discard {
+        fn reply<F: FnOnce(&mut dyn ReplySink)>(&mut self, session: &Session, write: F) {
+            let mut scratch = Vec::new();
+            write(&mut RespWriter::new(&mut scratch, session.protocol));
+        }
+    }
+    execute_checked(state, req, session, &mut Discard, Run::Load);
+    Ok(())
+}
+
 fn execute_checked<T: ReplyTarget>(
     state: &ServerState,
     req: Request<'_>,
     session: &mut Session,
     target: &mut T,
+    how: Run,
 ) -> Outcome {
     let name = req.arg(0);
     // Redis 7.0 answers QUIT before looking at the table, whatever its arguments.
@@ -607,7 +658,7 @@ fn execute_checked<T: ReplyTarget>(
         transaction::queue(state, req, session, target, spec);
         return Outcome::Continue;
     }
-    let outcome = run_checked(state, req, session, target, spec, Run::Direct);
+    let outcome = run_checked(state, req, session, target, spec, how);
     // Clients blocked on keys this command (or this EXEC) filled are served
     // now that it holds no lock, before this client's next command.
     blocked::serve_ready(state);
@@ -621,6 +672,8 @@ enum Run {
     Direct,
     /// Queued, run by `EXEC`: answers at once, and shares `EXEC`'s time.
     Queued,
+    /// Read from an append-only file: answers at once.
+    Load,
 }
 
 /// Run a command that passed every check, then do what follows a command
@@ -645,10 +698,16 @@ fn run_checked<T: ReplyTarget>(
     if session.tracking.on() {
         tracking::before_command(state, session, spec, req);
     }
-    let clock = (how == Run::Direct).then(|| CommandClock::at(started.wall_ms));
+    let clock = (how != Run::Queued).then(|| CommandClock::at(started.wall_ms));
     let waits = if how == Run::Direct { Waits::Block } else { Waits::AnswerNow };
     let mut ctx = Ctx { state, req, session, target, failed: false, outcome: Outcome::Continue, waits, changes: 0 };
     let known = dispatch(spec.id, &mut ctx);
+    if ctx.session.effects.pending() {
+        ctx.session.effects.command_done(&req, ctx.session.db);
+        if how != Run::Queued {
+            ctx.session.effects.publish(state);
+        }
+    }
     changes::flush_server_events(state);
     drop(clock);
     if !known {

@@ -148,6 +148,7 @@ fn flush<T: ReplyTarget>(c: &mut Ctx<'_, T>, all: bool) {
     }
     let db = c.session.db;
     let mut lock = c.state.keyspace.lock_all();
+    c.note_change();
     changes::db_flushed(c.state, if all { None } else { Some(db) });
     // Each key removed counts as a change, as in Redis.
     let mut removed = 0;
@@ -265,10 +266,15 @@ fn debug_reload<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             }
         }
     }
-    let loaded = crate::persistence::loading::load_with(state, merge, |db, entry| {
-        let key = entry.key().to_vec();
-        lock.shard_for(ks, &key).db(db).insert(entry).is_none()
-    });
+    let loaded = crate::persistence::loading::load_with(
+        state,
+        &crate::persistence::snapshot_path(state),
+        crate::persistence::loading::Load { merge, keep_expired: false },
+        |db, entry| {
+            let key = entry.key().to_vec();
+            lock.shard_for(ks, &key).db(db).insert(entry).is_none()
+        },
+    );
     drop(lock);
     c.count_changes(removed as u64);
     if flush {

@@ -191,6 +191,14 @@ fn spop<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         Ok(p) => p.unwrap_or_default(),
         Err(WrongType) => return c.error(WRONGTYPE),
     };
+    if !popped.is_empty() {
+        // The members chance chose, named (the change took its place under
+        // the lock).
+        let mut args: Vec<&[u8]> = Vec::with_capacity(popped.len() + 2);
+        args.extend([&b"SREM"[..], key]);
+        args.extend(popped.iter().map(|m| &m[..]));
+        c.propagate(&args);
+    }
     reply_members(c, count.is_some(), &popped, true);
 }
 

@@ -5,6 +5,14 @@
 //! Redis's order, so the same bad request gets the same error. Replies whose
 //! length is only known after walking the data are collected first and
 //! written whole.
+//!
+//! For the journal, the writes whose request would not redo the same say
+//! what they did, as Redis 7.0 propagates it: XADD names the id it
+//! generated and trims exactly what an approximate trim removed (so does
+//! XTRIM); reads and claims of a group become the `XCLAIM … FORCE JUSTID`
+//! of each entry they handed out, at its absolute delivery time and count,
+//! and the group's new position (`XGROUP SETID … ENTRIESREAD`); `$` in
+//! XGROUP becomes the id it stood for. The others redo themselves.
 
 use kvik_protocol::number::parse_i64;
 use kvik_protocol::resp::writer::Protocol;
@@ -166,6 +174,13 @@ struct TrimArgs {
     id: Option<IdArg>,
     /// Index of the first field (XADD) or the argument count (XTRIM).
     next: usize,
+    /// Where the `~` is (0: none), for the record that says `=` instead.
+    approx_at: usize,
+    /// Where the MAXLEN or MINID threshold is.
+    threshold_at: usize,
+    /// Where each `LIMIT` keyword is (empty, so not allocated, unless
+    /// given): the record of an approximate trim leaves them out.
+    limit_at: Vec<usize>,
 }
 
 /// Parse XADD's or XTRIM's options as Redis does.
@@ -184,11 +199,16 @@ fn parse_trim_args<T: ReplyTarget>(c: &Ctx<'_, T>, xadd: bool) -> Result<TrimArg
                 return Err(b"ERR syntax error, MAXLEN and MINID options at the same time are not compatible".to_vec());
             }
             a.approx = false;
+            a.approx_at = 0;
             let next = c.arg(i + 1);
             if more >= 2 && (next == b"~" || next == b"=") {
                 a.approx = next == b"~";
+                if a.approx {
+                    a.approx_at = i + 1;
+                }
                 i += 1;
             }
+            a.threshold_at = i + 1;
             let value = c.arg(i + 1);
             a.how = Some(if opt.eq_ignore_ascii_case(b"maxlen") {
                 let n = parse_i64(value).ok_or(NOT_AN_INTEGER.to_vec())?;
@@ -202,6 +222,7 @@ fn parse_trim_args<T: ReplyTarget>(c: &Ctx<'_, T>, xadd: bool) -> Result<TrimArg
             let n = parse_i64(c.arg(i + 1)).ok_or(NOT_AN_INTEGER.to_vec())?;
             a.limit = u64::try_from(n).map_err(|_| b"ERR The LIMIT argument must be >= 0.".to_vec())?;
             limit_given = true;
+            a.limit_at.push(i);
             i += 2;
             continue;
         } else if xadd && opt.eq_ignore_ascii_case(b"nomkstream") {
@@ -220,7 +241,12 @@ fn parse_trim_args<T: ReplyTarget>(c: &Ctx<'_, T>, xadd: bool) -> Result<TrimArg
     if !xadd && a.how.is_none() {
         return Err(b"ERR syntax error, XTRIM must be called with a trimming strategy".to_vec());
     }
-    if limit_given {
+    if crate::keyspace::loading() {
+        // A record trims exactly (see `propagate_trim`); one written by
+        // redis-server keeps its LIMIT beside the `=`, which Redis ignores
+        // when it replays, and so does kvik.
+        a.limit = 0;
+    } else if limit_given {
         if !a.approx {
             return Err(b"ERR syntax error, LIMIT cannot be used without the special ~ option".to_vec());
         }
@@ -282,6 +308,12 @@ fn xadd<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     };
     stream.append(id, &fields, limits);
     let trimmed = a.how.map_or(0, |how| stream.trim(how, a.approx, a.limit));
+    // Redis rewrites what is not the same on replay: an id the clock or the
+    // previous one chose, and an approximate trim, whose outcome depends on
+    // the node sizes of the moment (see `trimmed_to`).
+    let auto_id = !matches!(a.id, Some(IdArg::Id(_)));
+    let rewrite = state.journal.on() && (auto_id || a.approx);
+    let threshold = if rewrite { trimmed_to(stream, &a) } else { None };
     c.notify(EventClass::Stream, "xadd", key);
     // The trim is part of the one change XADD counts.
     if trimmed > 0 {
@@ -290,7 +322,54 @@ fn xadd<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     // A stream that grows can serve clients blocked reading it.
     blocking::signal(c.state, db, key);
     drop(shard);
-    c.reply(|s| s.bulk(&id.to_text()));
+    let id_text = id.to_text();
+    if rewrite {
+        // The change took its place under the lock (notify).
+        propagate_trim(c, &a, threshold.as_deref(), auto_id.then_some(&id_text[..]));
+    }
+    c.reply(|s| s.bulk(&id_text));
+}
+
+/// The exact threshold that removes what an approximate trim of `stream`
+/// removed (`None` when the trim was exact or absent): the length left for
+/// MAXLEN, the first id left for MINID (the largest id when none is, which
+/// removes all), as Redis's `streamRewriteTrimArgument` writes it.
+fn trimmed_to(stream: &StreamValue, a: &TrimArgs) -> Option<Vec<u8>> {
+    if !a.approx {
+        return None;
+    }
+    match a.how? {
+        Trim::MaxLen(_) => Some(stream.len().to_string().into_bytes()),
+        Trim::MinId(_) if stream.is_empty() => Some(StreamId::MAX.to_text()),
+        Trim::MinId(_) => Some(stream.first_id().to_text()),
+    }
+}
+
+/// Propagate XADD's or XTRIM's request with `~ threshold` as
+/// `= exact_threshold` and without LIMIT (an exact trim takes none), and
+/// with XADD's id argument `id` when it was generated.
+///
+/// Redis 7.0 keeps LIMIT in its rewrite and ignores it on replay; leaving
+/// it out makes the record a valid request anywhere.
+fn propagate_trim<T: ReplyTarget>(c: &mut Ctx<'_, T>, a: &TrimArgs, threshold: Option<&[u8]>, id: Option<&[u8]>) {
+    let id_at = a.next - 1;
+    let mut args: Vec<&[u8]> = Vec::with_capacity(c.argc());
+    let mut i = 0;
+    while i < c.argc() {
+        if threshold.is_some() && a.limit_at.contains(&i) {
+            i += 2;
+            continue;
+        }
+        let arg = match (threshold, id) {
+            (Some(_), _) if i == a.approx_at && a.approx_at != 0 => &b"="[..],
+            (Some(t), _) if i == a.threshold_at => t,
+            (_, Some(id)) if i == id_at => id,
+            _ => c.arg(i),
+        };
+        args.push(arg);
+        i += 1;
+    }
+    c.propagate(&args);
 }
 
 /// `XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT n]`
@@ -303,15 +382,25 @@ fn xtrim<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let db = c.session.db;
     let state = c.state;
     let mut shard = state.keyspace.lock_key(key);
-    let removed = match stream_at_mut(shard.db(db), key, now_ms()) {
+    let (removed, threshold) = match stream_at_mut(shard.db(db), key, now_ms()) {
         Err(()) => return c.error(WRONGTYPE),
-        Ok(None) => 0,
-        Ok(Some(s)) => a.how.map_or(0, |how| s.trim(how, a.approx, a.limit)),
+        Ok(None) => (0, None),
+        Ok(Some(s)) => {
+            let removed = a.how.map_or(0, |how| s.trim(how, a.approx, a.limit));
+            // Only a trim that removed something is a change to record.
+            let exact = if removed > 0 && state.journal.on() { trimmed_to(s, &a) } else { None };
+            (removed, exact)
+        }
     };
     if removed > 0 {
         c.notify_counted(EventClass::Stream, "xtrim", key, removed);
     }
     drop(shard);
+    if threshold.is_some() {
+        // An approximate trim redoes as the exact one (the change took its
+        // place under the lock).
+        propagate_trim(c, &a, threshold.as_deref(), None);
+    }
     c.reply(|s| s.integer(i64::try_from(removed).unwrap_or(i64::MAX)));
 }
 
@@ -578,6 +667,10 @@ fn xread<T: ReplyTarget>(c: &mut Ctx<'_, T>, group_cmd: bool) {
                 if created {
                     announce(c, "xgroup-createconsumer", key);
                 }
+                if let Some(e) = entries.as_ref().filter(|_| state.journal.on()) {
+                    let read = GroupRead { key, group, consumer, start, noack: a.noack, created };
+                    propagate_group_read(c, stream, &read, e);
+                }
                 match entries {
                     // Each stream a group read serves is one change, however
                     // many entries it hands out.
@@ -641,6 +734,98 @@ fn xread<T: ReplyTarget>(c: &mut Ctx<'_, T>, group_cmd: bool) {
             }
         }
     });
+}
+
+/// One stream an XREADGROUP served, for [`propagate_group_read`].
+struct GroupRead<'k> {
+    key: &'k [u8],
+    group: &'k [u8],
+    consumer: &'k [u8],
+    start: ReadFrom,
+    noack: bool,
+    /// The read created the consumer.
+    created: bool,
+}
+
+/// Propagate what an XREADGROUP did to one stream (under its lock): the
+/// request itself would read whatever is there at replay, and stamp its
+/// own time on what it delivers.
+///
+/// As Redis does, each entry delivered becomes the `XCLAIM … FORCE JUSTID`
+/// that puts it in the consumer's pending list with the same delivery time
+/// and count, and a NOACK read the `XGROUP SETID … ENTRIESREAD` that moves
+/// the group as it moved, after the `XGROUP CREATECONSUMER` of a consumer
+/// it created. Where Redis 7.0 records nothing (which replays to a different
+/// group), kvik follows its later versions: a read of new entries also
+/// records the group's position and read counter (an `XCLAIM`'s LASTID moves
+/// the position only), deliveries from the consumer's history are recorded
+/// too, and a consumer created by a read that records no `XCLAIM` naming it
+/// is created by `XGROUP CREATECONSUMER`.
+fn propagate_group_read<T: ReplyTarget>(
+    c: &mut Ctx<'_, T>,
+    stream: &StreamValue,
+    read: &GroupRead<'_>,
+    entries: &ServedEntries,
+) {
+    let Some(group) = stream.groups.get(read.group) else { return };
+    let claims = !read.noack && entries.iter().any(|(_, fields)| fields.is_some());
+    if read.created && !claims {
+        c.propagate(&[b"XGROUP", b"CREATECONSUMER", read.key, read.group, read.consumer]);
+    }
+    if !read.noack {
+        for (id, _) in entries.iter().filter(|(_, fields)| fields.is_some()) {
+            let Some(p) = group.pending.get(id) else { continue };
+            // Redis names the group's position when it delivered the entry:
+            // the entry itself for new ones.
+            let last_id = if matches!(read.start, ReadFrom::New) { *id } else { group.last_id };
+            propagate_claim(c, read.key, read.group, *id, p, last_id);
+        }
+    }
+    if matches!(read.start, ReadFrom::New) && !entries.is_empty() {
+        propagate_group_position(c, read.key, read.group, group);
+    }
+}
+
+/// Propagate pending entry `id` of `group` as it is now, `p` (its owner,
+/// delivery time and count), as the XCLAIM that makes it so whatever it
+/// was: `FORCE` creates it, `JUSTID` keeps the count given, `TIME` is
+/// absolute, `LASTID` moves the group's position up to `last_id`. For an
+/// entry that is gone from the stream the same XCLAIM drops it from the
+/// pending list, as the claim that found it gone did.
+fn propagate_claim<T: ReplyTarget>(
+    c: &mut Ctx<'_, T>,
+    key: &[u8],
+    group: &[u8],
+    id: StreamId,
+    p: &Pending,
+    last_id: StreamId,
+) {
+    let (id, time, count, last) =
+        (id.to_text(), p.delivered_ms.to_string(), p.deliveries.to_string(), last_id.to_text());
+    c.propagate(&[
+        b"XCLAIM",
+        key,
+        group,
+        &p.consumer,
+        b"0",
+        &id,
+        b"TIME",
+        time.as_bytes(),
+        b"RETRYCOUNT",
+        count.as_bytes(),
+        b"FORCE",
+        b"JUSTID",
+        b"LASTID",
+        &last,
+    ]);
+}
+
+/// Propagate the position and read counter of `group` (Redis's
+/// `streamPropagateGroupID`); -1 stands for an unknown counter.
+fn propagate_group_position<T: ReplyTarget>(c: &mut Ctx<'_, T>, key: &[u8], name: &[u8], group: &Group) {
+    let last = group.last_id.to_text();
+    let read = group.entries_read.map_or_else(|| "-1".to_string(), |n| n.to_string());
+    c.propagate(&[b"XGROUP", b"SETID", key, name, &last, b"ENTRIESREAD", read.as_bytes()]);
 }
 
 fn nogroup_read(key: &[u8], group: &[u8]) -> Vec<u8> {
@@ -786,6 +971,10 @@ fn xack<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
                 }
             }
         }
+    }
+    if acked > 0 {
+        // The request redoes itself: the record takes its place here.
+        c.note_change();
     }
     drop(shard);
     c.count_changes(acked);
@@ -952,17 +1141,14 @@ fn hand_over(group: &mut Group, id: StreamId, consumer: &CompactBytes, delivered
     group.consumers.entry(consumer.clone()).or_default().pending.insert(id);
 }
 
-/// Drop pending entry `id` from the group and its consumer.
-fn forget(group: &mut Group, id: StreamId) -> bool {
-    match group.pending.remove(&id) {
-        Some(p) => {
-            if let Some(cons) = group.consumers.get_mut(&p.consumer) {
-                cons.pending.remove(&id);
-            }
-            true
-        }
-        None => false,
+/// Drop pending entry `id` from the group and its consumer; what it was,
+/// if it was there.
+fn forget(group: &mut Group, id: StreamId) -> Option<Pending> {
+    let p = group.pending.remove(&id)?;
+    if let Some(cons) = group.consumers.get_mut(&p.consumer) {
+        cons.pending.remove(&id);
     }
+    Some(p)
 }
 
 /// XCLAIM's options after the ids.
@@ -1049,15 +1235,26 @@ fn xclaim<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let delivered = o.idle_or_time.map_or(now, |t| if t < 0 || t > now { now } else { t });
     let Ok(Some(stream)) = stream_at_mut(d, key, now) else { return c.error(WRONGTYPE) };
     let Some(mut group) = stream.groups.remove(group_name) else { return c.error(WRONGTYPE) };
-    if o.last_id > group.last_id {
+    let moved = o.last_id > group.last_id;
+    if moved {
         group.last_id = o.last_id;
     }
+    let journal = state.journal.on();
+    // Whether an XCLAIM was propagated, whose LASTID moves the group.
+    let mut claims = false;
+    let mut forgotten: u64 = 0;
     let consumer = CompactBytes::new(consumer_name);
     let known = group.consumers.len();
     let mut claimed: Vec<(StreamId, Option<Vec<CompactBytes>>)> = Vec::new();
     for id in ids {
         let Some(fields) = stream.get(&id) else {
-            forget(&mut group, id);
+            if let Some(p) = forget(&mut group, id) {
+                forgotten += 1;
+                if journal {
+                    propagate_claim(c, key, group_name, id, &p, group.last_id);
+                    claims = true;
+                }
+            }
             continue;
         };
         let pending = group.pending.get(&id);
@@ -1073,15 +1270,25 @@ fn xclaim<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         let deliveries = o.retrycount.or(if o.justid { None } else { Some(before + 1) });
         group.consumers.entry(consumer.clone()).or_default().seen_ms = now;
         hand_over(&mut group, id, &consumer, delivered, deliveries);
+        if let Some(p) = group.pending.get(&id).filter(|_| journal) {
+            propagate_claim(c, key, group_name, id, p, group.last_id);
+            claims = true;
+        }
         claimed.push((id, (!o.justid).then(|| fields.to_vec())));
     }
     let created = group.consumers.len() > known;
+    // A LASTID that moved the group with nothing claimed is a change of
+    // its own, recorded as the group's new position.
+    let moved_alone = moved && claimed.is_empty() && forgotten == 0;
+    if moved && journal && !claims {
+        propagate_group_position(c, key, group_name, &group);
+    }
     stream.groups.insert(CompactBytes::new(group_name), group);
     if created {
         announce(c, "xgroup-createconsumer", key);
     }
-    // Every entry handed over is a change.
-    c.count_changes(claimed.len() as u64);
+    // Every entry handed over or dropped is a change, as in Redis.
+    c.count_changes(claimed.len() as u64 + forgotten + u64::from(moved_alone));
     drop(shard);
     c.reply(|s| {
         s.array(claimed.len());
@@ -1147,6 +1354,7 @@ fn xautoclaim<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     };
     let consumer = CompactBytes::new(consumer_name);
     let known = group.consumers.len();
+    let journal = state.journal.on();
     let mut attempts = count * 10;
     let mut left = count;
     let mut claimed: Vec<(StreamId, Option<Vec<CompactBytes>>)> = Vec::new();
@@ -1166,7 +1374,10 @@ fn xautoclaim<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             None => StreamId::MAX,
         };
         let Some(fields) = stream.get(&id) else {
-            forget(&mut group, id);
+            if let Some(p) = forget(&mut group, id).filter(|_| journal) {
+                // Replayed, the XCLAIM finds the entry gone too and drops it.
+                propagate_claim(c, key, group_name, id, &p, group.last_id);
+            }
             deleted.push(id);
             left -= 1;
             if id == StreamId::MAX {
@@ -1183,6 +1394,9 @@ fn xautoclaim<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         let deliveries = group.pending.get(&id).map_or(1, |p| p.deliveries);
         group.consumers.entry(consumer.clone()).or_default().seen_ms = now;
         hand_over(&mut group, id, &consumer, now, if justid { None } else { Some(deliveries + 1) });
+        if let Some(p) = group.pending.get(&id).filter(|_| journal) {
+            propagate_claim(c, key, group_name, id, p, group.last_id);
+        }
         claimed.push((id, (!justid).then(|| fields.to_vec())));
         left -= 1;
         if id == StreamId::MAX {
@@ -1194,8 +1408,8 @@ fn xautoclaim<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     if created {
         announce(c, "xgroup-createconsumer", key);
     }
-    // Every entry handed over is a change.
-    c.count_changes(claimed.len() as u64);
+    // Every entry handed over or dropped is a change, as in Redis.
+    c.count_changes((claimed.len() + deleted.len()) as u64);
     drop(shard);
     c.reply(|s| {
         s.array(3);
@@ -1217,9 +1431,11 @@ fn xautoclaim<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// Publish a consumer group or XSETID event without treating it as a
 /// change of the key: Redis 7.0 neither fails the EXEC of a client watching
 /// the key nor invalidates it for tracking clients on these. It does count
-/// it in the change counter.
+/// it in the change counter, and the journal records it.
 fn announce<T: ReplyTarget>(c: &mut Ctx<'_, T>, event: &str, key: &[u8]) {
     c.count_changes(1);
+    // It is a change all the same for the journal (called under the lock).
+    c.note_change();
     crate::effects::changes::flush_server_events(c.state);
     crate::effects::changes::publish_event(c.state, EventClass::Stream, event, c.session.db, key);
 }
@@ -1361,6 +1577,7 @@ fn xgroup<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
                 announce(c, "xgroup-create", key);
             }
             drop(shard);
+            propagate_resolved_id(c, id);
             c.ok();
         }
         b"setid" => {
@@ -1377,6 +1594,9 @@ fn xgroup<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
                 announce(c, "xgroup-setid", key);
             }
             drop(shard);
+            if set {
+                propagate_resolved_id(c, id);
+            }
             c.ok();
         }
         b"destroy" => {
@@ -1430,6 +1650,23 @@ fn xgroup<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             c.reply(|s| s.integer(i64::try_from(pending).unwrap_or(i64::MAX)));
         }
     }
+}
+
+/// For XGROUP CREATE or SETID given `$`, which resolved to `id`: propagate
+/// the request with `id` in its place, after the change took its place
+/// under the lock.
+///
+/// Redis 7.0 writes `$` as it came. Replayed, `$` reads the stream as the
+/// records before it left it, which is the stream this command saw, so
+/// either redoes the same; the id does without that reasoning, and reads
+/// plainly in the file.
+fn propagate_resolved_id<T: ReplyTarget>(c: &mut Ctx<'_, T>, id: StreamId) {
+    if c.arg(4) != b"$" || !c.state.journal.on() {
+        return;
+    }
+    let id = id.to_text();
+    let args: Vec<&[u8]> = (0..c.argc()).map(|i| if i == 4 { &id[..] } else { c.arg(i) }).collect();
+    c.propagate(&args);
 }
 
 fn xgroup_help<T: ReplyTarget>(c: &mut Ctx<'_, T>) {

@@ -201,6 +201,9 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         // Nothing depends on the old value: one probe of the table.
         d.set_string(key, value, o.expire_at_ms);
         notify_set(c, key, o.expire_at_ms.is_some());
+        if let Some(at) = o.expire_at_ms {
+            propagate_deadline(c, key, value, at);
+        }
         drop(shard);
         return c.ok();
     }
@@ -222,6 +225,9 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         let expire_at_ms = if o.keep_ttl { old.as_ref().and_then(|(_, at)| *at) } else { o.expire_at_ms };
         d.set_string(key, value, expire_at_ms);
         notify_set(c, key, o.expire_at_ms.is_some());
+        if let Some(at) = o.expire_at_ms {
+            propagate_deadline(c, key, value, at);
+        }
     }
     drop(shard);
     match (o.get, write) {
@@ -237,6 +243,16 @@ fn notify_set<T: ReplyTarget>(c: &mut Ctx<'_, T>, key: &[u8], with_ttl: bool) {
     c.notify(EventClass::String, "set", key);
     if with_ttl {
         c.notify_counted(EventClass::Generic, "expire", key, 0);
+    }
+}
+
+/// A SET that gave `key` the deadline `at_ms` redoes as `SET key value
+/// PXAT at_ms`, as Redis propagates it: a relative time would move. Out of
+/// line: a SET without a deadline pays only the test of its option.
+#[inline(never)]
+fn propagate_deadline<T: ReplyTarget>(c: &mut Ctx<'_, T>, key: &[u8], value: &[u8], at_ms: i64) {
+    if c.state.journal.on() {
+        c.propagate(&[b"SET", key, value, b"PXAT", at_ms.to_string().as_bytes()]);
     }
 }
 
@@ -396,6 +412,7 @@ fn setex<T: ReplyTarget>(c: &mut Ctx<'_, T>, seconds: bool) {
     let mut shard = state.keyspace.lock_key(key);
     shard.db(db).set_string(key, value, Some(at));
     notify_set(c, key, true);
+    propagate_deadline(c, key, value, at);
     drop(shard);
     c.ok();
 }
@@ -511,6 +528,7 @@ fn getex<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             if d.inspect(key, now).is_some_and(|e| e.deadline().is_some()) {
                 d.set_expire(key, None);
                 c.notify(EventClass::Generic, "persist", key);
+                c.propagate(&[b"PERSIST", key]);
             }
         }
         TtlChange::At(u, text) => {
@@ -520,13 +538,15 @@ fn getex<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
                     drop(shard);
                     return c.error(&msg);
                 }
-                Ok(at) if !relative && at <= now => {
+                Ok(at) if !relative && at <= now && !crate::keyspace::loading() => {
                     d.remove(key);
                     c.notify(EventClass::Generic, "del", key);
+                    c.propagate(&[b"DEL", key]);
                 }
                 Ok(at) => {
                     d.set_expire(key, Some(at));
                     c.notify(EventClass::Generic, "expire", key);
+                    c.propagate(&[b"PEXPIREAT", key, at.to_string().as_bytes()]);
                 }
             }
         }
@@ -566,8 +586,11 @@ fn incrbyfloat<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let state = c.state;
     let mut shard = state.keyspace.lock_key(key);
     let result = add_float(shard.db(db), key, incr, now_ms());
-    if result.is_ok() {
+    if let Ok(text) = &result {
         c.notify(EventClass::String, "incrbyfloat", key);
+        // The sum is redone as its result, as Redis propagates it, so a
+        // replay cannot round differently.
+        c.propagate(&[b"SET", key, text, b"KEEPTTL"]);
     }
     drop(shard);
     match result {

@@ -56,6 +56,7 @@ fn publish_server_events(state: &ServerState) {
             ServerEvent::KeyMiss => (EventClass::KeyMiss, "keymiss"),
         };
         if matches!(e.kind, ServerEvent::Expired | ServerEvent::Evicted) {
+            super::propagation::removed_by_server(state, &e);
             key_changed(state, e.db, &e.key, 0);
         }
         publish_event(state, class, name, e.db, &e.key);

@@ -85,6 +85,21 @@ const MAX_GROWTH: usize = 1024 * 1024;
 /// long pipeline of large replies does not pile up in memory.
 const FLUSH_AT: usize = 1024 * 1024;
 
+thread_local! {
+    /// This event loop's notifier of the append-only file's progress (see
+    /// [`install_settled_notifier`]).
+    static SETTLED: std::cell::RefCell<Option<std::rc::Rc<tokio::sync::Notify>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Give this thread's event loop a notifier its connections wait on for
+/// the append-only file (woken by the loop's relay of the journal).
+pub fn install_settled_notifier() -> std::rc::Rc<tokio::sync::Notify> {
+    let notify = std::rc::Rc::new(tokio::sync::Notify::new());
+    SETTLED.with(|s| *s.borrow_mut() = Some(std::rc::Rc::clone(&notify)));
+    notify
+}
+
 /// How long a closing connection waits for the client to stop sending.
 const LINGER: Duration = Duration::from_millis(200);
 /// Most bytes discarded while lingering.
@@ -562,6 +577,9 @@ impl<S: ClientStream> Conn<'_, S> {
 
     /// Send `bytes`; a client that does not read cannot hold up a shutdown.
     async fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        if self.state.journal.on() {
+            self.wait_for_journal().await?;
+        }
         tokio::select! {
             r = self.stream.write_all(bytes) => r,
             () = &mut self.shutdown => Err(io::Error::other("server shutting down")),
@@ -597,6 +615,9 @@ impl<S: ClientStream> Conn<'_, S> {
     /// Send replies, closing (with an error) a client that stays above the
     /// soft output limit too long or takes nothing for `timeout` seconds.
     async fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
+        if self.state.journal.on() {
+            self.wait_for_journal().await?;
+        }
         // Replies nearly always fit in the socket's buffer: one write, without
         // arming the timers and events a client that does not read needs.
         let mut sent = self.try_write(bytes).await?;
@@ -649,6 +670,38 @@ impl<S: ClientStream> Conn<'_, S> {
         }
         self.over_soft_since = None;
         Ok(())
+    }
+
+    /// Hold replies back until every change made before them is written
+    /// to the append-only file (on disk, with `appendfsync always`): a
+    /// reply may tell of a change, or show one, only once the change
+    /// survives what `appendfsync` promises. Every change counts, not only
+    /// this client's, so no client reads a value that a crash could take
+    /// back; they are committed together, so the wait is one flush.
+    async fn wait_for_journal(&mut self) -> io::Result<()> {
+        let journal = &self.state.journal;
+        let seq = self.state.keyspace.changes_taken();
+        if journal.settled_at(seq) {
+            return Ok(());
+        }
+        let Some(local) = SETTLED.with(|s| s.borrow().clone()) else {
+            return tokio::select! {
+                () = journal.wait_settled(seq) => Ok(()),
+                () = &mut self.shutdown => Err(io::Error::other("server shutting down")),
+            };
+        };
+        loop {
+            let notified = local.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if journal.settled_at(seq) {
+                return Ok(());
+            }
+            tokio::select! {
+                () = &mut notified => {}
+                () = &mut self.shutdown => return Err(io::Error::other("server shutting down")),
+            }
+        }
     }
 
     /// Write what the socket takes now, without waiting: the bytes written,

@@ -195,6 +195,20 @@ fn run_loop(mut rx: mpsc::UnboundedReceiver<Incoming>, state: Arc<ServerState>) 
         let _ = server_stop.wait_for(|stop| *stop).await;
         raise.raise();
     });
+    // Connections waiting for the append-only file wait on this loop's own
+    // notifier, which one relay task wakes when the writer moves on.
+    // It ends with the loop, at the stop.
+    let relay = state.journal.relay();
+    let settled = connection::install_settled_notifier();
+    let mut relay_stop = state.shutdown_watch();
+    local.spawn_local(async move {
+        loop {
+            tokio::select! {
+                () = relay.notified() => settled.notify_waiters(),
+                _ = relay_stop.wait_for(|stop| *stop) => return,
+            }
+        }
+    });
     local.block_on(&runtime, async {
         while let Some(incoming) = rx.recv().await {
             let state = Arc::clone(&state);

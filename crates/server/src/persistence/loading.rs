@@ -7,6 +7,7 @@
 //! a key twice — stops the start with the reason and where in the file it
 //! was found: starting empty would throw the data away at the next save.
 
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -39,6 +40,14 @@ const BATCH: usize = 512;
 /// threads wait in parallel. Every shard is written by one thread only,
 /// so the locks are never contended.
 pub fn load_snapshot(state: &ServerState) -> Result<Option<Loaded>, String> {
+    load_rdb(state, &super::snapshot_path(state), false)
+}
+
+/// Load the RDB file at `path` into the keyspace as [`load_snapshot`]
+/// does; keys past their deadline are kept when `keep_expired` (an
+/// append-only file's base, whose commands may still change them, as
+/// Redis loads one).
+pub fn load_rdb(state: &ServerState, path: &Path, keep_expired: bool) -> Result<Option<Loaded>, String> {
     let ks = &state.keyspace;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, ks.shard_count());
     let duplicate = AtomicBool::new(false);
@@ -60,7 +69,7 @@ pub fn load_snapshot(state: &ServerState) -> Result<Option<Loaded>, String> {
             });
         }
         let mut pending: Vec<Vec<(usize, Entry)>> = (0..threads).map(|_| Vec::with_capacity(BATCH)).collect();
-        let loaded = load_with(state, false, |db, entry| {
+        let loaded = load_with(state, path, Load { merge: false, keep_expired }, |db, entry| {
             let to = ks.shard_of(entry.key()) % threads;
             pending[to].push((db, entry));
             if pending[to].len() == BATCH {
@@ -76,7 +85,6 @@ pub fn load_snapshot(state: &ServerState) -> Result<Option<Loaded>, String> {
         loaded
     })?;
     if duplicate.load(Ordering::Relaxed) {
-        let path = super::snapshot_path(state);
         return Err(format!(
             "Internal error in RDB reading {}: key: the same key twice. Terminating server after rdb file reading failure.",
             path.display()
@@ -85,16 +93,26 @@ pub fn load_snapshot(state: &ServerState) -> Result<Option<Loaded>, String> {
     Ok(loaded)
 }
 
-/// Load the snapshot through `insert`, which puts one key in database
-/// `db` and says whether it was new; a key seen twice is an error unless
-/// `merge` (DEBUG RELOAD MERGE replaces the one there).
+/// How a file's keys are taken.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Load {
+    /// A key seen twice replaces the one there (DEBUG RELOAD MERGE)
+    /// instead of failing the load.
+    pub merge: bool,
+    /// Keys past their deadline are loaded too.
+    pub keep_expired: bool,
+}
+
+/// Load the RDB file at `path` through `insert`, which puts one key in
+/// database `db` and says whether it was new.
 pub fn load_with(
     state: &ServerState,
-    merge: bool,
+    path: &Path,
+    how: Load,
     mut insert: impl FnMut(usize, Entry) -> bool,
 ) -> Result<Option<Loaded>, String> {
-    let path = super::snapshot_path(state);
-    let data = match std::fs::read(&path) {
+    let merge = how.merge;
+    let data = match std::fs::read(path) {
         Ok(data) => data,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("Fatal error loading the DB: {e} ({}). Exiting.", path.display())),
@@ -109,7 +127,7 @@ pub fn load_with(
         if key.db >= databases {
             return Err("database number (the file was written by a server with more databases)");
         }
-        if key.deadline_ms.is_some_and(|at| at <= now) {
+        if !how.keep_expired && key.deadline_ms.is_some_and(|at| at <= now) {
             loaded.expired += 1;
             return Ok(());
         }

@@ -4,6 +4,7 @@
 //! this module decides where files go, when they are written, and what the
 //! server reports about them.
 
+pub mod aof;
 pub mod background;
 pub mod loading;
 pub mod snapshot;
@@ -17,6 +18,18 @@ use crate::keyspace::evict::Policy;
 use crate::keyspace::{lfu, lru};
 use crate::state::ServerState;
 use kvik_persist::rdb::file::Access;
+
+/// Load what the server kept when it starts, as Redis does: with
+/// `appendonly yes` the append-only file (the snapshot is not read even
+/// when there is none yet), else the snapshot; then the append-only file
+/// is opened for writing. The error is the text to log before exiting.
+pub fn load_at_start(state: &std::sync::Arc<ServerState>) -> Result<(), String> {
+    if !aof::wanted(state) {
+        return loading::load_snapshot(state).map(|_| ());
+    }
+    aof::load::load(state)?;
+    aof::open_at_start(state)
+}
 
 /// `dir`/`dbfilename`: where the snapshot is written and read.
 pub fn snapshot_path(state: &ServerState) -> PathBuf {
@@ -210,6 +223,12 @@ impl StopFlags {
 /// that save failed and `FORCE` was not given: the server must keep
 /// running, and the log says why.
 pub fn prepare_for_stop(state: &ServerState, flags: StopFlags) -> bool {
+    if state.append_only.enabled() {
+        crate::log!(Notice, "Calling fsync() on the AOF file.");
+        if !aof::sync_now(state) {
+            crate::log!(Warning, "The AOF file could not be flushed to disk in time");
+        }
+    }
     if state.saver.in_progress() {
         crate::log!(Warning, "There is a background save in progress. Stopping it!");
         state.saver.abort();

@@ -63,16 +63,29 @@ pub fn unix_seconds() -> i64 {
 
 fn write_file(state: &ServerState, started: Instant) -> io::Result<Saved> {
     let path = super::snapshot_path(state);
-    let dir = super::dir_of(&path);
+    let (saved, dirty) = write_rdb(state, &path, false, started)?;
+    // The change counter now counts from this file, once it is the one
+    // under the name.
+    state.stats.dirty_at_save.store(dirty, Ordering::Relaxed);
+    Ok(saved)
+}
+
+/// Write the whole keyspace to `path` (through a temporary file beside
+/// it), as an append-only file's base when `aof_base`: what was written,
+/// and the change counter at the moment it was taken.
+pub fn write_rdb(
+    state: &ServerState,
+    path: &std::path::Path,
+    aof_base: bool,
+    started: Instant,
+) -> io::Result<(Saved, u64)> {
+    let dir = super::dir_of(path);
     let temp = dir.join(format!("temp-{}.rdb", std::process::id()));
     let settings = super::save_settings(state);
     let file = super::create_temp(&temp, &dir, settings)?;
-    let written = write_keyspace(state, file, settings).and_then(|(file, keys, dirty)| {
-        let bytes = super::install(file.file(), &temp, &path, &dir)?;
-        // The change counter now counts from this file, once it is the one
-        // under the name.
-        state.stats.dirty_at_save.store(dirty, Ordering::Relaxed);
-        Ok(Saved { keys, bytes, took: started.elapsed() })
+    let written = write_keyspace(state, file, settings, aof_base).and_then(|(file, keys, dirty)| {
+        let bytes = super::install(file.file(), &temp, path, &dir)?;
+        Ok((Saved { keys, bytes, took: started.elapsed() }, dirty))
     });
     if written.is_err() {
         let _ = std::fs::remove_file(&temp);
@@ -82,13 +95,18 @@ fn write_file(state: &ServerState, started: Instant) -> io::Result<Saved> {
 
 /// Every live key of every database, under all the shard locks at once:
 /// the file, the keys written, and the change counter at that moment.
-fn write_keyspace(state: &ServerState, file: SaveFile, settings: SaveSettings) -> io::Result<(SaveFile, u64, u64)> {
+fn write_keyspace(
+    state: &ServerState,
+    file: SaveFile,
+    settings: SaveSettings,
+    aof_base: bool,
+) -> io::Result<(SaveFile, u64, u64)> {
     let ks = &state.keyspace;
     let info = SaveInfo {
         redis_version: crate::REDIS_VERSION.to_string(),
         ctime_s: unix_seconds(),
         used_mem: ks.used_memory() as u64,
-        aof_base: false,
+        aof_base,
     };
     let mut w = FileWriter::start(file, &info, settings.compress, settings.checksum)?;
     let policy = state.limits.maxmemory_policy();

@@ -4,6 +4,7 @@
 //! `CLIENT PAUSE` ([`pause`]), background saves ([`saves`]). The state holds one of each; none of them
 //! imports the state.
 
+pub mod append_only;
 pub mod blocking;
 pub mod clients;
 pub mod pause;

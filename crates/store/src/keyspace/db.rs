@@ -13,7 +13,7 @@
 
 use std::collections::BTreeSet;
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use hashbrown::hash_table::Entry as Slot;
@@ -126,6 +126,10 @@ pub struct Db {
     hint: Option<HintSlot>,
     /// The running snapshot's state for this database.
     snap: Option<Box<SnapshotState>>,
+    /// The keyspace's counter of changes (see
+    /// [`super::Keyspace::next_change`]): a key this database removes by
+    /// itself takes its place in the order from it.
+    changes: Option<Arc<AtomicU64>>,
 }
 
 const _: () = {
@@ -184,6 +188,12 @@ impl Db {
     pub fn report_to_waiters(&mut self, index: usize, blocked: Arc<AtomicUsize>) {
         self.index = index;
         self.blocked = Some(blocked);
+    }
+
+    /// Take the places of the keys this database removes by itself from
+    /// the keyspace's counter of changes.
+    pub(super) fn order_changes_by(&mut self, changes: Arc<AtomicU64>) {
+        self.changes = Some(changes);
     }
 
     /// Publish this table's address into `slot` for the lookahead.
@@ -384,7 +394,7 @@ impl Db {
                 self.used -= charge(&old).min(self.used);
                 unindex(&mut self.deadlines, key, old.deadline());
                 self.expired += 1;
-                events::record(ServerEvent::Expired, self.index, key);
+                events::record_removal(ServerEvent::Expired, self.index, key, self.changes.as_deref());
                 snapshot::keep_removed(self.snapshot_running, self.saved_mark, &mut self.snap, old);
                 None
             }
@@ -631,7 +641,7 @@ impl Db {
                 if kept.is_expired(now) {
                     // Gone already for every reader: replacing it makes a new key.
                     self.expired += 1;
-                    events::record(ServerEvent::Expired, self.index, kept.key());
+                    events::record_removal(ServerEvent::Expired, self.index, kept.key(), self.changes.as_deref());
                     events::record(ServerEvent::New, self.index, kept.key());
                 } else {
                     // The write is an access to the old key, as Redis's

@@ -607,7 +607,7 @@ impl Entry {
 
     /// True when the deadline has passed at `now_ms`.
     pub fn is_expired(&self, now_ms: i64) -> bool {
-        self.deadline().is_some_and(|at| at <= now_ms)
+        self.deadline().is_some_and(|at| at <= now_ms && !super::loading())
     }
 
     /// Bytes this entry holds on the heap (name, value, bookkeeping), not

@@ -11,7 +11,7 @@
 //! Nothing is recorded unless some server asked for that kind of event
 //! ([`adjust`]), so with notifications off a lookup pays one relaxed load.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::per_thread;
 
@@ -65,14 +65,30 @@ pub fn any_wanted() -> bool {
 #[inline]
 pub fn record(kind: ServerEvent, db: usize, key: &[u8]) {
     if wanted(kind) {
-        push(Pending { kind, db, key: key.into() });
+        push(Pending { kind, db, key: key.into(), seq: 0 });
+    }
+}
+
+/// Record the removal of `key` (expired or evicted) by the keyspace
+/// itself, if some server wants it, with its place in the keyspace's order
+/// of changes taken from `changes` now, under the shard's lock: the
+/// append-only file writes the removal where it happened among the
+/// commands, which is what makes a replay agree with the server.
+#[inline]
+pub fn record_removal(kind: ServerEvent, db: usize, key: &[u8], changes: Option<&AtomicU64>) {
+    if wanted(kind) {
+        let seq = changes.map_or(0, |c| c.fetch_add(1, Ordering::Relaxed) + 1);
+        push(Pending { kind, db, key: key.into(), seq });
     }
 }
 
 fn push(event: Pending) {
     per_thread::with_notes(|n| {
         let mut p = n.events.borrow_mut();
-        if p.len() < LIMIT {
+        // A removal holding a place in the order of changes must reach
+        // whoever waits for that place; the list is bounded by the keys
+        // the command named then.
+        if p.len() < LIMIT || event.seq != 0 {
             p.push(event);
         }
     });
@@ -96,7 +112,7 @@ mod tests {
         assert!(any_wanted() && wanted(ServerEvent::New));
         let got: Vec<Pending> = take().into_iter().filter(|e| e.kind != ServerEvent::KeyMiss).collect();
         adjust(ServerEvent::New.bit(), 0);
-        assert!(got.contains(&Pending { kind: ServerEvent::New, db: 3, key: Box::from(&b"k"[..]) }));
+        assert!(got.contains(&Pending { kind: ServerEvent::New, db: 3, key: Box::from(&b"k"[..]), seq: 0 }));
         assert!(take().iter().all(|e| &*e.key != b"k"), "drained");
     }
 }

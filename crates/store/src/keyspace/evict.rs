@@ -207,7 +207,12 @@ impl Keyspace {
             let eligible =
                 db.inspect(&candidate.key, now).is_some_and(|e| !policy.volatile() || e.deadline().is_some());
             if eligible && db.remove(&candidate.key).is_some() {
-                super::events::record(super::events::ServerEvent::Evicted, candidate.db, &candidate.key);
+                super::events::record_removal(
+                    super::events::ServerEvent::Evicted,
+                    candidate.db,
+                    &candidate.key,
+                    Some(&self.changes),
+                );
                 self.evicted.fetch_add(1, Ordering::Relaxed);
                 return true;
             }

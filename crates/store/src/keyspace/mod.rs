@@ -100,6 +100,7 @@ impl Shard {
                 .map(|i| {
                     let mut db = Db::with_tuning(Arc::clone(ks.tuning), seed.wrapping_mul(31).wrapping_add(i as u64));
                     db.report_to_waiters(i, Arc::clone(ks.blocked));
+                    db.order_changes_by(Arc::clone(ks.changes));
                     db.publish_hints_to(HintSlot::new(ks.hints, i * ks.shards + index));
                     db
                 })
@@ -275,6 +276,8 @@ pub struct Keyspace {
     /// Number of blocked clients (owned by the server's blocked-client registry): while it is
     /// non-zero, databases report keys they create and delete.
     blocked: Arc<AtomicUsize>,
+    /// The order of changes ([`Keyspace::next_change`]).
+    changes: Arc<AtomicU64>,
     databases: usize,
 }
 
@@ -284,6 +287,7 @@ struct KeyspaceShared<'a> {
     tuning: &'a Arc<lfu::Tuning>,
     seed: u64,
     blocked: &'a Arc<AtomicUsize>,
+    changes: &'a Arc<AtomicU64>,
     hints: &'a Arc<[lookahead::TableHint]>,
 }
 
@@ -298,8 +302,10 @@ impl Keyspace {
         let tuning = Arc::new(lfu::Tuning::default());
         let seed = now_ms().unsigned_abs();
         let blocked = Arc::new(AtomicUsize::new(0));
+        let changes = Arc::new(AtomicU64::new(0));
         let hints: Arc<[lookahead::TableHint]> = (0..n * databases).map(|_| lookahead::TableHint::default()).collect();
-        let shared = KeyspaceShared { shards: n, tuning: &tuning, seed, blocked: &blocked, hints: &hints };
+        let shared =
+            KeyspaceShared { shards: n, tuning: &tuning, seed, blocked: &blocked, changes: &changes, hints: &hints };
         let shards: Box<[Mutex<Shard>]> = (0..n).map(|i| Mutex::new(Shard::new(i, databases, &shared))).collect();
         let db_heads = (0..databases)
             .flat_map(|db| {
@@ -314,6 +320,7 @@ impl Keyspace {
             hints: Arc::clone(&hints),
             db_heads,
             blocked,
+            changes,
             released: (0..n).map(|_| Condvar::new()).collect(),
             published: (0..n).map(|_| AtomicUsize::new(0)).collect(),
             used: AtomicUsize::new(0),
@@ -378,6 +385,25 @@ impl Keyspace {
     /// Number of databases (`SELECT` accepts `0..databases`).
     pub fn databases(&self) -> usize {
         self.databases
+    }
+
+    /// The next place in the keyspace's order of changes (1, 2, …).
+    ///
+    /// A change takes its place while it holds the shard locks of the keys
+    /// it changes, so two changes of one key are numbered in the order they
+    /// were made, and a multi-key change (holding all its shards at once)
+    /// gets one place, before or after each other change of its keys.
+    /// Sorted by place, the changes replay to the keyspace as it is: what
+    /// the append-only file relies on. Keys the keyspace removes by itself
+    /// (expired on lookup, evicted) take theirs in the same order (see
+    /// [`events::record_removal`]).
+    pub fn next_change(&self) -> u64 {
+        self.changes.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// The last place handed out by [`Keyspace::next_change`] (0: none yet).
+    pub fn changes_taken(&self) -> u64 {
+        self.changes.load(Ordering::Relaxed)
     }
 
     /// Number of shards.
@@ -743,6 +769,34 @@ impl CommandClock {
         per_thread::with(|t| t.command_time_ms.set(Some(ms)));
         CommandClock(())
     }
+}
+
+/// While alive, keys on this thread do not expire: an append-only file
+/// replays commands written when their keys were live, and a key whose
+/// deadline has passed since must still be there for the commands that
+/// follow it (a `PERSIST` that saved it, an `APPEND` to it), as Redis
+/// replays. The keys past their deadline go once the load is done.
+#[derive(Debug)]
+pub struct Loading(());
+
+impl Loading {
+    /// Start replaying on this thread.
+    pub fn start() -> Loading {
+        per_thread::with(|t| t.loading.set(true));
+        Loading(())
+    }
+}
+
+impl Drop for Loading {
+    fn drop(&mut self) {
+        per_thread::with(|t| t.loading.set(false));
+    }
+}
+
+/// Whether this thread replays an append-only file (see [`Loading`]).
+#[inline]
+pub fn loading() -> bool {
+    per_thread::with(|t| t.loading.get())
 }
 
 impl Drop for CommandClock {

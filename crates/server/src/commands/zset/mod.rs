@@ -591,11 +591,16 @@ fn pop_first_nonempty<'k>(
 
 /// Announce a pop of `popped` members from `key`, and its deletion when the
 /// pop emptied it.
+///
+/// Every pop from a sorted set redoes as `ZPOPMIN`/`ZPOPMAX key count`:
+/// what a blocking or multi-key pop took, from the key it took it from.
 fn notify_pop<T: ReplyTarget>(c: &mut Ctx<'_, T>, key: &[u8], max: bool, popped: usize, deleted: bool) {
     c.notify_counted(EventClass::ZSet, pop_event(max), key, popped as u64);
     if deleted {
         c.notify_emptied(key);
     }
+    let name: &[u8] = if max { b"ZPOPMAX" } else { b"ZPOPMIN" };
+    c.propagate(&[name, key, popped.to_string().as_bytes()]);
 }
 
 /// The event name of a pop from the top (`max`) or the bottom.

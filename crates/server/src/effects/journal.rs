@@ -1,0 +1,325 @@
+//! The journal: every change the server makes, as the commands that
+//! redo it, in one order that replays to the keyspace the server has.
+//!
+//! Commands run on several threads at once, so "the order they ran in" is
+//! not one thing. What replay needs is weaker: two changes of one key in
+//! the order they were made, a multi-key change or a transaction whole.
+//! Each change takes a place from the keyspace's counter while it holds the
+//! shard locks of its keys ([`crate::keyspace::Keyspace::next_change`]),
+//! so changes that meet on a key are numbered in the order they were made,
+//! and changes numbered the other way round touched different keys and
+//! commute. A command publishes its record after it lets go of its locks;
+//! records arrive out of order, and the consumer (the append-only file's
+//! writer) puts them back in order: it writes place `n` only once every
+//! place before it has arrived. Every place taken is published, an empty
+//! record when a change turned out to have nothing to say, or the writer
+//! would wait for it forever.
+//!
+//! A record is a list of operations, each a database number and one
+//! command in RESP ([`put_op`]); the writer adds the `SELECT`s.
+//!
+//! The journal also holds the writer's progress (how far the records are
+//! written, how far on disk), which is what a connection waits on before
+//! it sends replies: with `appendfsync always` a reply goes out once the
+//! change it reports, and every change made before it, is on disk.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+/// What replies wait for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Hold {
+    /// Nothing: no journal, or nobody waits.
+    Nothing = 0,
+    /// The changes they follow are written to the file (handed to the
+    /// kernel): a crash of the server loses none of them.
+    Written = 1,
+    /// The changes they follow are on disk (`appendfsync always`).
+    Synced = 2,
+}
+
+/// One published record, in the queue's data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    /// Its place in the order of changes.
+    pub seq: u64,
+    /// Where its operations are in [`Queue::data`].
+    pub start: usize,
+    pub end: usize,
+}
+
+/// Records published and not yet taken by the consumer.
+#[derive(Debug, Default)]
+pub struct Queue {
+    /// The records' operations, one after the other.
+    pub data: Vec<u8>,
+    /// The records, in the order they were published.
+    pub index: Vec<Entry>,
+    /// The consumer sleeps on the condition variable.
+    consumer_waiting: bool,
+}
+
+/// See the module documentation.
+#[derive(Debug)]
+pub struct Journal {
+    /// Whether changes are recorded: one relaxed load on every write.
+    on: AtomicBool,
+    /// What replies wait for ([`Hold`]).
+    hold: AtomicU8,
+    /// The first place recorded: records of earlier places (taken before
+    /// the journal started) are dropped.
+    first: AtomicU64,
+    queue: Mutex<Queue>,
+    /// Signalled when a record arrives while the consumer sleeps.
+    arrived: Condvar,
+    /// Every place up to this one is written.
+    written: AtomicU64,
+    /// Every place up to this one is on disk.
+    synced: AtomicU64,
+    /// Woken whenever `written` or `synced` moves, or the journal stops.
+    settled: Notify,
+    /// One per event loop, told the same: the loop wakes its own waiting
+    /// connections, so a flush costs one cross-thread wake per loop, not
+    /// one per waiting client.
+    relays: Mutex<Vec<Arc<Notify>>>,
+}
+
+impl Default for Journal {
+    fn default() -> Self {
+        Journal {
+            on: AtomicBool::new(false),
+            hold: AtomicU8::new(Hold::Nothing as u8),
+            first: AtomicU64::new(1),
+            queue: Mutex::new(Queue::default()),
+            arrived: Condvar::new(),
+            written: AtomicU64::new(0),
+            synced: AtomicU64::new(0),
+            settled: Notify::new(),
+            relays: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+/// Append one operation, `args` run in database `db`, to a record's bytes.
+pub fn put_op(out: &mut Vec<u8>, db: usize, args: &[&[u8]]) {
+    let db = u32::try_from(db).unwrap_or(u32::MAX);
+    out.extend_from_slice(&db.to_le_bytes());
+    let at = out.len();
+    out.extend_from_slice(&[0; 4]);
+    kvik_persist::aof::commands::put(out, args);
+    let len = u32::try_from(out.len() - at - 4).unwrap_or(u32::MAX);
+    out[at..at + 4].copy_from_slice(&len.to_le_bytes());
+}
+
+/// The operations of a record's bytes: `(database, command in RESP)`.
+pub fn ops(mut bytes: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
+    std::iter::from_fn(move || {
+        let (db, rest) = bytes.split_first_chunk::<4>()?;
+        let (len, rest) = rest.split_first_chunk::<4>()?;
+        let len = (u32::from_le_bytes(*len) as usize).min(rest.len());
+        let (op, rest) = rest.split_at(len);
+        bytes = rest;
+        Some((u32::from_le_bytes(*db) as usize, op))
+    })
+}
+
+impl Journal {
+    /// Whether changes are recorded.
+    #[inline]
+    pub fn on(&self) -> bool {
+        self.on.load(Ordering::Relaxed)
+    }
+
+    /// Start recording from place `first` on (the next place the keyspace
+    /// hands out, read while every shard is held, so that no change of an
+    /// earlier place is still to be made), replies waiting for `hold`.
+    pub fn start(&self, first: u64, hold: Hold) {
+        let mut queue = self.lock();
+        queue.data.clear();
+        queue.index.clear();
+        self.first.store(first, Ordering::Relaxed);
+        self.written.store(first - 1, Ordering::Relaxed);
+        self.synced.store(first - 1, Ordering::Relaxed);
+        self.hold.store(hold as u8, Ordering::Relaxed);
+        self.on.store(true, Ordering::Release);
+    }
+
+    /// Stop recording; replies waiting are let go.
+    pub fn stop(&self) {
+        self.on.store(false, Ordering::Release);
+        self.hold.store(Hold::Nothing as u8, Ordering::Relaxed);
+        let mut queue = self.lock();
+        queue.data = Vec::new();
+        queue.index = Vec::new();
+        drop(queue);
+        self.arrived.notify_all();
+        self.wake_settled();
+    }
+
+    /// The first place recorded.
+    pub fn first(&self) -> u64 {
+        self.first.load(Ordering::Relaxed)
+    }
+
+    /// Change what replies wait for (`CONFIG SET appendfsync`).
+    pub fn set_hold(&self, hold: Hold) {
+        self.hold.store(hold as u8, Ordering::Relaxed);
+        self.wake_settled();
+    }
+
+    /// Publish the record of place `seq`: `ops` as [`put_op`] wrote them,
+    /// empty for a place that has nothing to say.
+    pub fn publish(&self, seq: u64, ops: &[u8]) {
+        if !self.on() || seq < self.first() {
+            return;
+        }
+        let mut queue = self.lock();
+        let start = queue.data.len();
+        queue.data.extend_from_slice(ops);
+        let end = queue.data.len();
+        queue.index.push(Entry { seq, start, end });
+        let wake = std::mem::take(&mut queue.consumer_waiting);
+        drop(queue);
+        if wake {
+            self.arrived.notify_one();
+        }
+    }
+
+    /// For the consumer: trade `data` and `index` (emptied first) for what
+    /// was published since the last call, waiting up to `wait` for a first
+    /// record. False when the journal is off.
+    pub fn take(&self, data: &mut Vec<u8>, index: &mut Vec<Entry>, wait: Duration) -> bool {
+        data.clear();
+        index.clear();
+        let mut queue = self.lock();
+        if queue.index.is_empty() && self.on() && !wait.is_zero() {
+            queue.consumer_waiting = true;
+            queue = match self.arrived.wait_timeout(queue, wait) {
+                Ok((q, _)) => q,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+            queue.consumer_waiting = false;
+        }
+        std::mem::swap(&mut queue.data, data);
+        std::mem::swap(&mut queue.index, index);
+        self.on()
+    }
+
+    /// Wake the consumer now (to stop, or to rotate files).
+    pub fn wake_consumer(&self) {
+        let _guard = self.lock();
+        self.arrived.notify_all();
+    }
+
+    /// The consumer wrote every place up to `seq`.
+    pub fn written_to(&self, seq: u64) {
+        self.written.store(seq, Ordering::Release);
+        self.wake_settled();
+    }
+
+    /// The consumer flushed every place up to `seq` to disk.
+    pub fn synced_to(&self, seq: u64) {
+        self.synced.store(seq, Ordering::Release);
+        self.wake_settled();
+    }
+
+    /// A relay for one event loop: notified (with a permit kept when its
+    /// loop is busy) whenever replies may be let go.
+    pub fn relay(&self) -> Arc<Notify> {
+        let relay = Arc::new(Notify::new());
+        self.relays.lock().unwrap_or_else(|p| p.into_inner()).push(Arc::clone(&relay));
+        relay
+    }
+
+    fn wake_settled(&self) {
+        self.settled.notify_waiters();
+        for relay in self.relays.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            relay.notify_one();
+        }
+    }
+
+    /// How far the records are written and on disk.
+    pub fn progress(&self) -> (u64, u64) {
+        (self.written.load(Ordering::Acquire), self.synced.load(Ordering::Acquire))
+    }
+
+    /// Whether replies sent once every place up to `seq` was made may go
+    /// out now.
+    #[inline]
+    pub fn settled_at(&self, seq: u64) -> bool {
+        match self.hold.load(Ordering::Relaxed) {
+            0 => true,
+            1 => self.written.load(Ordering::Acquire) >= seq || !self.on(),
+            _ => self.synced.load(Ordering::Acquire) >= seq || !self.on(),
+        }
+    }
+
+    /// Wait until replies following place `seq` may go out.
+    pub async fn wait_settled(&self, seq: u64) {
+        loop {
+            let notified = self.settled.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.settled_at(seq) {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Bytes published and not yet taken by the consumer.
+    pub fn queued_bytes(&self) -> usize {
+        self.lock().data.len()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operations_round_trip_through_a_record() {
+        let mut out = Vec::new();
+        put_op(&mut out, 0, &[b"SET", b"k", b"v"]);
+        put_op(&mut out, 7, &[b"DEL", b"k"]);
+        let got: Vec<(usize, Vec<u8>)> = ops(&out).map(|(db, op)| (db, op.to_vec())).collect();
+        assert_eq!(
+            got,
+            [
+                (0, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n".to_vec()),
+                (7, b"*2\r\n$3\r\nDEL\r\n$1\r\nk\r\n".to_vec())
+            ]
+        );
+    }
+
+    #[test]
+    fn records_before_the_start_are_dropped_and_the_rest_taken_in_turn() {
+        let j = Journal::default();
+        j.publish(1, b"x");
+        j.start(5, Hold::Synced);
+        j.publish(4, b"old");
+        j.publish(6, b"b");
+        j.publish(5, b"a");
+        let (mut data, mut index) = (Vec::new(), Vec::new());
+        assert!(j.take(&mut data, &mut index, Duration::ZERO));
+        assert_eq!(index.iter().map(|e| e.seq).collect::<Vec<_>>(), [6, 5]);
+        assert_eq!(data, b"ba");
+        assert!(!j.settled_at(6));
+        j.written_to(6);
+        assert!(!j.settled_at(6), "always waits for the disk");
+        j.synced_to(6);
+        assert!(j.settled_at(6) && !j.settled_at(7));
+        j.set_hold(Hold::Written);
+        assert!(!j.settled_at(7));
+        j.stop();
+        assert!(j.settled_at(7), "a stopped journal holds nobody");
+    }
+}

@@ -1,0 +1,228 @@
+//! The append-only file, in Redis 7's layout: a directory
+//! (`appenddirname`) holding a manifest, a base file (the keyspace when
+//! the log began, as an RDB file) and incremental files of the commands
+//! that followed.
+//!
+//! - [`load`]: replaying the files at start, before anything else (with
+//!   `appendonly yes` the append-only file wins over `dbfilename`, as in
+//!   Redis).
+//! - [`writer`]: the thread that takes the journal's records
+//!   ([`crate::effects::journal`]), puts them in order, writes them to the
+//!   last incremental file and flushes it to disk as `appendfsync` says.
+//! - here: creating the files at the first start, opening them on later
+//!   ones, and stopping.
+//!
+//! With `appendfsync always` a reply waits until its change, and every
+//! change before it, is flushed to disk: neither a kill of the server nor
+//! a crash of the machine loses a write a client was told of. One flush
+//! covers every record written before it, from every thread, so the
+//! writes of all the clients waiting meanwhile are committed together.
+//! With `everysec` (and `no`) replies do not wait: the writer hands the
+//! records to the kernel every millisecond and flushes them to disk once a
+//! second (`no`: when the kernel likes), so a kill loses at most the last
+//! millisecond or so, and a crash of the machine the last second, which
+//! is what `everysec` promises.
+
+pub mod load;
+pub mod writer;
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kvik_persist::aof::manifest::{base_name, incr_name, manifest_name, FileInfo, FileKind, Manifest};
+
+use crate::effects::journal::Hold;
+use crate::keyspace::events::{self, ServerEvent};
+use crate::registries::append_only::Fsync;
+use crate::state::ServerState;
+
+/// `dir`/`appenddirname` and `appendfilename`.
+pub fn location(state: &ServerState) -> (PathBuf, String) {
+    let config = state.config();
+    (PathBuf::from(config.get("dir")).join(config.get("appenddirname")), config.get("appendfilename").to_string())
+}
+
+/// Whether `appendonly` is set.
+pub fn wanted(state: &ServerState) -> bool {
+    state.config().get("appendonly") == "yes"
+}
+
+/// What replies wait for under `policy`: with `always`, their changes on
+/// disk; otherwise nothing, as `everysec` promises no more than the last
+/// second (the writer hands what arrived to the kernel every
+/// millisecond, and flushes it to disk once a second).
+pub fn hold_for(policy: Fsync) -> Hold {
+    match policy {
+        Fsync::Always => Hold::Synced,
+        Fsync::Everysec | Fsync::No => Hold::Nothing,
+    }
+}
+
+/// The kinds of events the journal needs from the keyspace: the keys it
+/// removes by itself.
+const REMOVALS: u8 = ServerEvent::Expired.bit() | ServerEvent::Evicted.bit();
+
+/// Open the append-only file when the server starts with `appendonly yes`,
+/// after [`load`] replayed it: the last incremental file is appended to;
+/// when there was none (a first start), the directory, an empty base and
+/// the first incremental file are created, as Redis does. Then the writer
+/// starts. The error is the text to log before exiting.
+pub fn open_at_start(state: &Arc<ServerState>) -> Result<(), String> {
+    let (dir, name) = location(state);
+    let manifest_path = dir.join(manifest_name(&name));
+    let existing = match std::fs::read(&manifest_path) {
+        Ok(data) => Some(Manifest::parse(&data).map_err(|e| format!("{e}"))?),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("Can't open the AOF manifest {}: {e}", manifest_path.display())),
+    };
+    let manifest = match existing {
+        Some(mut manifest) if manifest.incr.is_empty() => {
+            let seq = manifest.incr.iter().chain(&manifest.base).map(|f| f.seq).max().unwrap_or(0) + 1;
+            let incr = FileInfo { name: incr_name(&name, seq), seq, kind: FileKind::Incr };
+            crate::log!(Notice, "Creating AOF incr file {} on server start", incr.name);
+            create_empty(&dir.join(&incr.name))?;
+            manifest.incr.push(incr);
+            write_manifest(&dir, &name, &manifest).map_err(|e| e.to_string())?;
+            manifest
+        }
+        Some(manifest) => {
+            if let Some(last) = manifest.incr.last() {
+                crate::log!(Notice, "Opening AOF incr file {} on server start", last.name);
+            }
+            manifest
+        }
+        None => create_files(state, &dir, &name)?,
+    };
+    let Some(last) = manifest.incr.last() else { return Err("The AOF manifest names no incr file".into()) };
+    let path = dir.join(&last.name);
+    let file = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&path)
+        .map_err(|e| format!("Can't open the append-only file {}: {e}", path.display()))?;
+    let sizes = file_sizes(&dir, &manifest);
+    start(state, file, sizes).map_err(|e| format!("Can't start the AOF writer: {e}"))
+}
+
+/// A first start: the directory, a base of the keyspace (empty at start:
+/// an RDB file with `aof-use-rdb-preamble yes`, else an empty file of
+/// commands) and the first incremental file, then the manifest naming
+/// them.
+fn create_files(state: &ServerState, dir: &Path, name: &str) -> Result<Manifest, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("Can't open or create append-only dir {}: {e}", dir.display()))?;
+    let rdb = state.config().get("aof-use-rdb-preamble") == "yes";
+    let base = FileInfo { name: base_name(name, 1, rdb), seq: 1, kind: FileKind::Base };
+    crate::log!(Notice, "Creating AOF base file {} on server start", base.name);
+    if rdb {
+        super::snapshot::write_rdb(state, &dir.join(&base.name), true, Instant::now())
+            .map_err(|e| format!("Can't create the AOF base file {}: {e}", base.name))?;
+    } else {
+        create_empty(&dir.join(&base.name))?;
+    }
+    let incr = FileInfo { name: incr_name(name, 1), seq: 1, kind: FileKind::Incr };
+    crate::log!(Notice, "Creating AOF incr file {} on server start", incr.name);
+    create_empty(&dir.join(&incr.name))?;
+    let manifest = Manifest { base: Some(base), history: Vec::new(), incr: vec![incr] };
+    write_manifest(dir, name, &manifest).map_err(|e| format!("Can't write the AOF manifest: {e}"))?;
+    Ok(manifest)
+}
+
+fn create_empty(path: &Path) -> Result<(), String> {
+    let file = File::create(path).map_err(|e| format!("Can't create the AOF file {}: {e}", path.display()))?;
+    file.sync_all().map_err(|e| format!("Can't flush the AOF file {}: {e}", path.display()))
+}
+
+/// Write `manifest` as Redis does: to a temporary file in `dir`, flushed,
+/// renamed over the manifest, and the directory flushed.
+pub fn write_manifest(dir: &Path, name: &str, manifest: &Manifest) -> io::Result<()> {
+    let target = dir.join(manifest_name(name));
+    let temp = dir.join(format!("temp-{}", manifest_name(name)));
+    let mut file = File::create(&temp)?;
+    file.write_all(&manifest.render())?;
+    super::install(&file, &temp, &target, dir).map(|_| ())
+}
+
+/// `(aof_current_size, aof_base_size)` of the files `manifest` names.
+fn file_sizes(dir: &Path, manifest: &Manifest) -> (u64, u64) {
+    let size = |f: &FileInfo| std::fs::metadata(dir.join(&f.name)).map_or(0, |m| m.len());
+    let base = manifest.base.as_ref().map_or(0, size);
+    (base + manifest.incr.iter().map(size).sum::<u64>(), base)
+}
+
+/// Start the journal and its writer on `file`, the incremental file now
+/// appended to.
+fn start(state: &Arc<ServerState>, file: File, sizes: (u64, u64)) -> io::Result<()> {
+    let aof = &state.append_only;
+    let policy = Fsync::parse(state.config().get("appendfsync"));
+    aof.set_fsync(policy);
+    aof.timestamps.store(state.config().get("aof-timestamp-enabled") == "yes", Ordering::Relaxed);
+    aof.closing.store(false, Ordering::Relaxed);
+    aof.current_size.store(sizes.0, Ordering::Relaxed);
+    aof.base_size.store(sizes.1, Ordering::Relaxed);
+    // The first place is read while every shard is held: no change with
+    // an earlier place is still to be made.
+    {
+        let all = state.keyspace.lock_all();
+        state.journal.start(state.keyspace.changes_taken() + 1, hold_for(policy));
+        drop(all);
+    }
+    events::adjust(0, REMOVALS);
+    let handle = writer::spawn(Arc::clone(state), file)?;
+    *aof.writer.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
+    aof.enabled.store(true, Ordering::Relaxed);
+    Ok(())
+}
+
+/// `CONFIG SET appendfsync`: the writer follows from its next round.
+pub fn set_fsync(state: &ServerState, policy: Fsync) {
+    state.append_only.set_fsync(policy);
+    if state.append_only.enabled() {
+        state.journal.set_hold(hold_for(policy));
+        state.journal.wake_consumer();
+    }
+}
+
+/// Most time [`sync_now`] waits for the writer.
+const SYNC_WAIT: Duration = Duration::from_secs(10);
+
+/// Flush everything published so far to disk and wait for it (before the
+/// server stops, as Redis's `fsync` at shutdown). False when the writer
+/// did not get there in time.
+pub fn sync_now(state: &ServerState) -> bool {
+    if !state.append_only.enabled() {
+        return true;
+    }
+    let target = state.keyspace.changes_taken();
+    state.append_only.sync_requests.fetch_add(1, Ordering::Relaxed);
+    state.journal.wake_consumer();
+    let deadline = Instant::now() + SYNC_WAIT;
+    while state.journal.progress().1 < target {
+        if Instant::now() >= deadline || !state.append_only.enabled() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    true
+}
+
+/// Stop the writer once it has written and flushed what was published,
+/// and stop the journal (`CONFIG SET appendonly no`, and the end of an
+/// in-process server).
+pub fn stop(state: &ServerState) {
+    let aof = &state.append_only;
+    if !aof.enabled.swap(false, Ordering::Relaxed) {
+        return;
+    }
+    aof.closing.store(true, Ordering::Relaxed);
+    state.journal.wake_consumer();
+    let handle = aof.writer.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(handle) = handle {
+        let _ = handle.join();
+    }
+    state.journal.stop();
+    events::adjust(REMOVALS, 0);
+}

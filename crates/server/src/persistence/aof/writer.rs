@@ -1,0 +1,289 @@
+//! The append-only file's writer: one thread that takes the journal's
+//! records, puts them back in the order of their places, writes them to
+//! the incremental file and flushes it to disk as `appendfsync` says.
+//!
+//! Each round takes everything published since the last one, so while a
+//! flush to disk runs the next group gathers: with `appendfsync always`
+//! one `fsync` commits the writes of every client that sent one meanwhile,
+//! and the cost of a flush is shared by as many writes as arrived during
+//! the previous one.
+//!
+//! A record whose place is not the next to write waits in `held` until the
+//! places before it arrive (a command published it while another, on
+//! another thread, that took an earlier place had not yet); every place is
+//! published (see [`crate::effects::journal`]), so that wait is short.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, Write};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::effects::journal::{self, Entry};
+use crate::registries::append_only::Fsync;
+use crate::state::ServerState;
+
+/// How long a round waits for a first record before looking at the clock
+/// (the once-a-second flush, a stop).
+const IDLE_WAIT: Duration = Duration::from_millis(100);
+
+/// With `everysec` and `no`, replies do not wait for the writer, which
+/// writes what arrived every so often rather than being woken by each
+/// record: the longest a change waits in memory before it reaches the
+/// kernel.
+const WRITE_INTERVAL: Duration = Duration::from_millis(1);
+
+/// `everysec`'s period.
+const SYNC_PERIOD: Duration = Duration::from_secs(1);
+
+/// Start the writer thread on `file`.
+pub fn spawn(state: Arc<ServerState>, file: File) -> io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new().name("kvik-aof".into()).spawn(move || Writer::new(file, &state).run(&state))
+}
+
+/// The writer's state.
+struct Writer {
+    file: File,
+    /// The next place to write.
+    next: u64,
+    /// Records that arrived before their turn.
+    held: BTreeMap<u64, Vec<u8>>,
+    /// Bytes to write this round.
+    out: Vec<u8>,
+    /// Written to the kernel and not yet flushed to disk.
+    unsynced: bool,
+    last_sync: Instant,
+    /// The database the file's commands run in now (`None`: not known, a
+    /// `SELECT` goes first).
+    db: Option<usize>,
+    /// The Unix second of the last `#TS:` annotation.
+    last_ts: i64,
+    /// Sync requests answered.
+    syncs_answered: u64,
+    /// The last place reported written.
+    reported: u64,
+}
+
+impl Writer {
+    fn new(file: File, state: &ServerState) -> Writer {
+        Writer {
+            file,
+            next: state.journal.first(),
+            held: BTreeMap::new(),
+            out: Vec::with_capacity(64 * 1024),
+            unsynced: false,
+            last_sync: Instant::now(),
+            db: None,
+            last_ts: 0,
+            syncs_answered: 0,
+            reported: state.journal.first() - 1,
+        }
+    }
+
+    fn run(mut self, state: &ServerState) {
+        let aof = &state.append_only;
+        let (mut data, mut index) = (Vec::new(), Vec::<Entry>::new());
+        loop {
+            let closing = aof.closing.load(Ordering::Relaxed);
+            let policy = aof.fsync();
+            let wait = if closing || policy != Fsync::Always { Duration::ZERO } else { IDLE_WAIT };
+            if wait.is_zero() && !closing {
+                std::thread::sleep(WRITE_INTERVAL);
+            }
+            state.journal.take(&mut data, &mut index, wait);
+            let before = self.next;
+            self.order(state, &data, &mut index);
+            if !self.out.is_empty() {
+                self.write(state, policy);
+            }
+            let moved = self.next != before;
+            if self.out.is_empty() && self.next - 1 > self.reported {
+                self.reported = self.next - 1;
+                state.journal.written_to(self.reported);
+            }
+            let requests = aof.sync_requests.load(Ordering::Relaxed);
+            let asked = requests != self.syncs_answered;
+            let due = match policy {
+                // Places with nothing to write still settle their replies.
+                Fsync::Always => self.unsynced || moved,
+                Fsync::Everysec => self.unsynced && self.last_sync.elapsed() >= SYNC_PERIOD,
+                Fsync::No => false,
+            };
+            if due || asked || closing {
+                self.sync(state, policy);
+                self.syncs_answered = requests;
+            }
+            if closing && index.is_empty() {
+                if !self.held.is_empty() {
+                    crate::log!(Warning, "AOF writer stopping with {} changes out of order", self.held.len());
+                    let held = std::mem::take(&mut self.held);
+                    for bytes in held.values() {
+                        self.emit(state, bytes);
+                    }
+                    self.write(state, policy);
+                    self.sync(state, policy);
+                }
+                return;
+            }
+        }
+    }
+
+    /// Turn this round's records, with those held, into the bytes to
+    /// write, in the order of places, as far as the places are whole.
+    fn order(&mut self, state: &ServerState, data: &[u8], index: &mut [Entry]) {
+        index.sort_unstable_by_key(|e| e.seq);
+        for e in index.iter() {
+            let bytes = &data[e.start..e.end];
+            if e.seq == self.next {
+                self.emit(state, bytes);
+                self.next += 1;
+                while let Some(bytes) = self.held.remove(&self.next) {
+                    self.emit(state, &bytes);
+                    self.next += 1;
+                }
+            } else if e.seq > self.next {
+                self.held.insert(e.seq, bytes.to_vec());
+            }
+        }
+    }
+
+    /// Append one record's operations, each after the `SELECT` of its
+    /// database when the file is in another one.
+    fn emit(&mut self, state: &ServerState, record: &[u8]) {
+        if record.is_empty() {
+            return;
+        }
+        if state.append_only.timestamps.load(Ordering::Relaxed) {
+            let now = crate::persistence::snapshot::unix_seconds();
+            if now > self.last_ts {
+                self.out.extend_from_slice(format!("#TS:{now}\r\n").as_bytes());
+                self.last_ts = now;
+            }
+        }
+        for (db, op) in journal::ops(record) {
+            if self.db != Some(db) {
+                kvik_persist::aof::commands::put(&mut self.out, &[b"SELECT", db.to_string().as_bytes()]);
+                self.db = Some(db);
+            }
+            self.out.extend_from_slice(op);
+        }
+    }
+
+    /// Write this round's bytes. A failed write is retried next round
+    /// with what was not written (writes meanwhile are not acknowledged:
+    /// the journal's written mark does not move); with `always` the server
+    /// cannot keep its promise and stops, as Redis does.
+    fn write(&mut self, state: &ServerState, policy: Fsync) {
+        let mut done = 0;
+        while done < self.out.len() {
+            match self.file.write(&self.out[done..]) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.failed(state, policy, &format!("Error writing to the AOF file: {e}"));
+                    break;
+                }
+            }
+        }
+        state.append_only.current_size.fetch_add(done as u64, Ordering::Relaxed);
+        self.out.drain(..done);
+        self.unsynced |= done > 0;
+        if self.out.is_empty() {
+            if !state.append_only.write_ok.swap(true, Ordering::Relaxed) {
+                crate::log!(Warning, "AOF write error looks solved, Redis can write again.");
+            }
+        } else {
+            // Retry soon; nothing is acknowledged past what was written.
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Flush the file to disk.
+    fn sync(&mut self, state: &ServerState, policy: Fsync) {
+        if !self.unsynced || !self.out.is_empty() {
+            if self.out.is_empty() {
+                state.journal.synced_to(self.next - 1);
+            }
+            return;
+        }
+        let started = Instant::now();
+        match self.file.sync_data() {
+            Ok(()) => {
+                self.unsynced = false;
+                self.last_sync = Instant::now();
+                state.journal.synced_to(self.next - 1);
+                if policy == Fsync::Everysec && started.elapsed() > 2 * SYNC_PERIOD {
+                    state.append_only.delayed_fsync.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Err(e) => self.failed(
+                state,
+                policy,
+                &format!(
+                    "Can't persist AOF for fsync error when the AOF fsync policy is '{}': {e}",
+                    policy_name(policy)
+                ),
+            ),
+        }
+    }
+
+    fn failed(&mut self, state: &ServerState, policy: Fsync, what: &str) {
+        state.append_only.write_ok.store(false, Ordering::Relaxed);
+        crate::log!(Warning, "{what}");
+        if policy == Fsync::Always {
+            crate::log!(
+                Warning,
+                "Can't recover from AOF write error when the AOF fsync policy is 'always'. Exiting..."
+            );
+            std::process::exit(1);
+        }
+    }
+}
+
+fn policy_name(policy: Fsync) -> &'static str {
+    match policy {
+        Fsync::Always => "always",
+        Fsync::Everysec => "everysec",
+        Fsync::No => "no",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::effects::journal::{put_op, Hold};
+
+    #[test]
+    fn records_are_written_in_the_order_of_their_places_with_selects() {
+        let state = ServerState::default();
+        state.journal.start(1, Hold::Written);
+        let path = std::env::temp_dir().join(format!("kvik-aof-writer-{}.aof", std::process::id()));
+        let mut w = Writer::new(File::create(&path).expect("file"), &state);
+        let record = |db, word: &[u8]| {
+            let mut out = Vec::new();
+            put_op(&mut out, db, &[word]);
+            out
+        };
+        // Place 2 arrives first and waits for 1; 4 waits for 3 into the
+        // next round; an empty record settles its place.
+        let (a, b, d) = (record(0, b"A"), record(0, b"B"), record(5, b"D"));
+        let data = [&b[..], &d[..], &a[..]].concat();
+        let mut index = vec![
+            Entry { seq: 2, start: 0, end: b.len() },
+            Entry { seq: 4, start: b.len(), end: b.len() + d.len() },
+            Entry { seq: 1, start: b.len() + d.len(), end: data.len() },
+        ];
+        w.order(&state, &data, &mut index);
+        assert_eq!(w.next, 3, "places 1 and 2 are whole; 4 waits");
+        assert_eq!(w.out, b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*1\r\n$1\r\nA\r\n*1\r\n$1\r\nB\r\n");
+        w.out.clear();
+        w.order(&state, &[], &mut [Entry { seq: 3, start: 0, end: 0 }]);
+        assert_eq!(w.next, 5);
+        assert_eq!(w.out, b"*2\r\n$6\r\nSELECT\r\n$1\r\n5\r\n*1\r\n$1\r\nD\r\n");
+        w.write(&state, Fsync::Always);
+        assert!(w.out.is_empty() && w.unsynced);
+        let _ = std::fs::remove_file(&path);
+    }
+}
