@@ -43,14 +43,7 @@ done
 command -v redis-benchmark >/dev/null || { echo "redis-benchmark is missing: make redis-server" >&2; exit 2; }
 
 {
-    if [ -n "$KVIK_BIN" ]; then
-        machine_meta
-    else
-        KVIK_BIN=true machine_meta | grep -v '^kvik_version='
-    fi
-    for name in redis valkey; do
-        command -v "$name-server" >/dev/null && echo "${name}_version=$("$name-server" --version | head -1)"
-    done
+    servers_meta
     echo "disk=$(df --output=source,fstype "${TMPDIR:-/tmp}" | tail -1)"
 } >"$work/meta"
 mkdir -p "$OUT_DIR"

@@ -58,14 +58,7 @@ done
 
 command_line="KEYS=\"$KEYS\" REPEATS=${REPEATS:-3} SERVERS=\"$SERVERS\" LOAD=${LOAD:-1} LOAD_RATE=${LOAD_RATE:-20000} bench/bgsave.sh"
 {
-    if [ -n "$KVIK_BIN" ]; then
-        machine_meta
-    else
-        KVIK_BIN=true machine_meta | grep -v '^kvik_version='
-    fi
-    for name in redis valkey; do
-        command -v "$name-server" >/dev/null && echo "${name}_version=$("$name-server" --version | head -1)"
-    done
+    servers_meta
     echo "thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo '?')"
     echo "overcommit=$(cat /proc/sys/vm/overcommit_memory 2>/dev/null || echo '?')"
 } >"$work/meta"

@@ -286,6 +286,23 @@ measure_memory() {
     stop_server "$name"
 }
 
+# servers_meta: machine_meta (without kvik's line when $KVIK_BIN is
+# empty: kvik is not among the servers), then the versions of the
+# redis-server and valkey-server installed, on stdout.
+servers_meta() {
+    if [ -n "${KVIK_BIN:-}" ]; then
+        machine_meta
+    else
+        KVIK_BIN=true machine_meta | grep -v '^kvik_version='
+    fi
+    local name
+    for name in redis valkey; do
+        if command -v "$name-server" >/dev/null; then
+            echo "${name}_version=$("$name-server" --version | head -1)"
+        fi
+    done
+}
+
 # machine_meta: the lines every report starts from (machine, load, the
 # kvik-server at $KVIK_BIN and the commit), on stdout.
 machine_meta() {

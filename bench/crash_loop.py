@@ -19,6 +19,10 @@ may not have been applied. The writes, in turn:
   field and the counter agree (both or neither), and the acknowledged ones
   are there.
 
+Meanwhile, with REWRITE_EVERY_S > 0, another client asks for `BGREWRITEAOF`
+that often, so that kills also land in the middle of rewrites (the new
+incremental file begun, the new base not yet in the manifest).
+
 A missing acknowledged write is a loss; the report counts them, and the
 time they stand for (losses ÷ the rate writes were acknowledged at). With
 `appendfsync always` there must be none: the script fails otherwise. With
@@ -34,7 +38,7 @@ script whatever the policy.
 
 Environment: SERVER [kvik; or redis], CYCLES [100], CLIENTS [8],
 FSYNC [always], MIN_RUN_S [0.2], MAX_RUN_S [1.0], THREADS [2] (kvik),
-SEED [1]. Exits with status 1 when a write was lost.
+REWRITE_EVERY_S [0.25] (0: no rewrites), SEED [1]. Exits with status 1 when a write was lost.
 """
 
 import os
@@ -149,6 +153,18 @@ class Writer:
         return lost, problems
 
 
+def rewriter(port, stop, every_s, counts):
+    """Ask for a rewrite every `every_s` seconds until `stop`."""
+    try:
+        c = Client(port, timeout=10.0)
+        while not stop.wait(every_s):
+            reply = c.call("BGREWRITEAOF")
+            if not isinstance(reply, RuntimeError):
+                counts[0] += 1
+    except (OSError, ConnectionError, ValueError):
+        pass
+
+
 def start(server_bin, kind, port, workdir, fsync, threads, log):
     args = [server_bin, "--port", str(port), "--bind", "127.0.0.1", "--dir", workdir,
             "--appendonly", "yes", "--appendfsync", fsync, "--save", ""]
@@ -171,6 +187,8 @@ def main(argv):
     fsync = os.environ.get("FSYNC", "always")
     min_run, max_run = float(os.environ.get("MIN_RUN_S", "0.2")), float(os.environ.get("MAX_RUN_S", "1.0"))
     threads = int(os.environ.get("THREADS", "2"))
+    rewrite_every = float(os.environ.get("REWRITE_EVERY_S", "0.25"))
+    rewrites = [0]
     rng = random.Random(int(os.environ.get("SEED", "1")))
     workdir = tempfile.mkdtemp(prefix="crash-loop-")
     writers = [Writer(i) for i in range(clients)]
@@ -184,6 +202,8 @@ def main(argv):
         for cycle in range(1, cycles + 1):
             stop = threading.Event()
             ts = [threading.Thread(target=w.run, args=(port, stop)) for w in writers]
+            if rewrite_every > 0:
+                ts.append(threading.Thread(target=rewriter, args=(port, stop, rewrite_every, rewrites)))
             for t in ts:
                 t.start()
             run_s = rng.uniform(min_run, max_run)
@@ -223,10 +243,13 @@ def main(argv):
         "| figure | value |",
         "|---|---|",
         "| cycles | %d |" % len(rows),
+        "| rewrites started (`BGREWRITEAOF`) | %d |" % rewrites[0],
         "| acknowledged writes, all cycles | %d |" % acked_total,
         "| acknowledged writes per cycle (median) | %d |" % (sorted(per_cycle)[len(per_cycle) // 2] if rows else 0),
         "| acknowledged writes lost | %d |" % total_lost,
-        "| writes lost, as time at the acknowledged rate | %.2f ms |" % (total_lost / (acked_total / busy_s) * 1000 if acked_total else 0),
+        "| acknowledged writes lost per kill | %.1f |" % (total_lost / len(rows) if rows else 0),
+        "| … as time at the acknowledged rate | %.2f ms |"
+        % (total_lost / len(rows) / (acked_total / busy_s) * 1000 if acked_total and rows else 0),
         "| consistency problems (half transactions, disorder) | %d |" % len(all_problems),
         "| median restart (load) time | %.3f s |" % (sorted(r[4] for r in rows)[len(rows) // 2] if rows else 0),
         "",

@@ -82,6 +82,9 @@ fn run_script(script: &str, out: &Path, env: &[(&str, &str)]) {
         "FILL",
         "STEADY_SECONDS",
         "LOAD_RATE",
+        "POLICIES",
+        "REQUESTS",
+        "CYCLES",
     ] {
         cmd.env_remove(var);
     }
@@ -222,6 +225,35 @@ fn keyspace_script_reports_kvik_against_both_references() {
         assert!(cells[1..6].iter().all(|c| positive(c)), "{cell}: {cells:?}");
         assert!(cells[6..9].iter().all(|c| c.parse::<f64>().is_ok()), "{cell}: {cells:?}");
     }
+}
+
+#[test]
+fn aof_script_reports_kvik_against_redis() {
+    if !on_path("redis-server") {
+        eprintln!("redis-server is not installed: the aof smoke test is skipped");
+        return;
+    }
+    let out = OutDir::new("aof");
+    run_script(
+        "aof.sh",
+        &out.0,
+        &[("REQUESTS", "2000"), ("KEYS", "2000"), ("PIPELINES", "1 4"), ("CLIENTS", "10"), ("THREADS", "2")],
+    );
+    let md = read(&out.0.join("aof.md"));
+    assert!(md.starts_with("# Append-only file: SET throughput and load time"), "{md}");
+    for policy in ["always", "everysec"] {
+        for depth in ["1", "4"] {
+            for server in ["kvik-server", "redis-server"] {
+                let line = md
+                    .lines()
+                    .find(|l| l.starts_with(&format!("| {policy} | {depth} | {server} |")))
+                    .unwrap_or_else(|| panic!("{policy} -P {depth} {server}: {md}"));
+                let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+                assert!(positive(cells[4]) && positive(cells[6]), "{line}");
+            }
+        }
+    }
+    assert!(positive(row(&md, "kvik-server")[1].trim_end_matches(" s")), "load time: {md}");
 }
 
 #[test]

@@ -84,6 +84,7 @@ fn main() -> ExitCode {
     supervision::write_pidfile(&config);
     let threads = config.threads();
     let state = Arc::new(ServerState::new(config, file));
+    state.remember_self();
     if let Err(e) = kvik_server::persistence::load_at_start(&state) {
         kvik_server::log!(Warning, "{e}");
         eprintln!("kvik-server: {e}");

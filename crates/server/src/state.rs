@@ -69,6 +69,10 @@ pub struct ServerState {
     pub journal: crate::effects::journal::Journal,
     /// The append-only file's writer and files.
     pub append_only: crate::registries::append_only::AppendOnly,
+    /// The state itself, for the threads a command starts (the
+    /// append-only file's writer, when `CONFIG SET appendonly yes` turns
+    /// it on); set by [`ServerState::remember_self`].
+    this: std::sync::OnceLock<std::sync::Weak<ServerState>>,
 }
 
 /// Configuration read on every batch of every connection, as atomics kept
@@ -307,6 +311,7 @@ impl ServerState {
             saver: Default::default(),
             journal: Default::default(),
             append_only: Default::default(),
+            this: std::sync::OnceLock::new(),
             shutdown: watch::Sender::new(false),
         }
     }
@@ -337,6 +342,16 @@ impl ServerState {
     /// LZF-compressed where that saves space.
     pub fn rdb_compression(&self) -> bool {
         self.config().get("rdbcompression") == "yes"
+    }
+
+    /// Let the state hand out owning references to itself ([`ServerState::shared`]).
+    pub fn remember_self(self: &Arc<Self>) {
+        let _ = self.this.set(Arc::downgrade(self));
+    }
+
+    /// An owning reference to this state, once [`ServerState::remember_self`] ran.
+    pub fn shared(&self) -> Option<Arc<ServerState>> {
+        self.this.get().and_then(std::sync::Weak::upgrade)
     }
 
     /// Change the running configuration with `f`.

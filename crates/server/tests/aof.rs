@@ -14,7 +14,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::rng::Rng;
-use common::{call, call_text, connect, info_value, run_threads, start_kvik_with, start_redis_with_or_skip};
+use common::{
+    call, call_line as ok, call_ok, call_text, connect, info_value, run_threads, start_kvik_with,
+    start_redis_with_or_skip,
+};
 
 /// A fresh directory for one test's files.
 fn temp_dir(name: &str) -> PathBuf {
@@ -22,13 +25,6 @@ fn temp_dir(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
-}
-
-fn ok(conn: &mut TcpStream, line: &str) -> Vec<u8> {
-    let words: Vec<&str> = line.split(' ').collect();
-    let reply = call_text(conn, &words);
-    assert!(!reply.starts_with(b"-"), "{line}: {}", reply.escape_ascii());
-    reply
 }
 
 fn kvik_aof(dir: &Path, fsync: &str) -> kvik_testkit::Server {
@@ -117,7 +113,7 @@ fn workload(port: u16) {
     ok(&mut k, "EXEC");
     let payload = call(&mut k, &[b"DUMP", b"h"]);
     let bytes = &payload[payload.iter().position(|&b| b == b'\n').map_or(0, |i| i + 1)..payload.len() - 2];
-    ok_args(&mut k, &[b"RESTORE", b"h-restored", b"100000", bytes]);
+    call_ok(&mut k, &[b"RESTORE", b"h-restored", b"100000", bytes]);
     // A blocked pop, served by a push from another client.
     let mut waiter = connect(port);
     std::io::Write::write_all(&mut waiter, b"*3\r\n$5\r\nBLPOP\r\n$6\r\nqueue1\r\n$1\r\n0\r\n").expect("send");
@@ -134,11 +130,6 @@ fn workload(port: u16) {
     for i in 0..20 {
         ok(&mut k, &format!("APPEND short:{i} new"));
     }
-}
-
-fn ok_args(conn: &mut TcpStream, args: &[&[u8]]) {
-    let reply = call(conn, args);
-    assert!(!reply.starts_with(b"-"), "{}", reply.escape_ascii());
 }
 
 /// Clients writing the same few keys at once, from both of the server's
@@ -421,9 +412,143 @@ fn settings_change_at_runtime_as_far_as_kvik_can() {
     assert_eq!(info_value(&info, "aof_enabled"), "0");
     ok(&mut k, "SET b 2");
     assert_eq!(std::fs::read(incr_file(&dir)).expect("incr"), incr, "no longer written");
-    let refused = call_text(&mut k, &["CONFIG", "SET", "appendonly", "yes"]);
-    assert!(refused.starts_with(b"-ERR CONFIG SET failed (possibly related to argument 'appendonly')"));
-    assert_eq!(call_text(&mut k, &["CONFIG", "GET", "appendonly"]), b"*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n");
+    assert!(call_text(&mut k, &["BGREWRITEAOF"]).starts_with(b"-ERR the append-only file is off"));
+    // Turned on again: a rewrite writes what the server holds as the base
+    // of a new log, and the old files go.
+    ok(&mut k, "CONFIG SET appendonly yes");
+    wait_for_rewrite(&mut k);
+    ok(&mut k, "SET c 3");
+    let manifest = std::fs::read_to_string(dir.join("appendonlydir/appendonly.aof.manifest")).expect("manifest");
+    assert_eq!(manifest, "file appendonly.aof.2.base.rdb seq 2 type b\nfile appendonly.aof.2.incr.aof seq 2 type i\n");
+    assert!(!incr_file(&dir).exists(), "the old incremental file is gone");
+    drop(kvik);
+    let kvik = kvik_aof(&dir, "always");
+    let mut k = connect(kvik.port);
+    assert_eq!(call(&mut k, &[b"MGET", b"a", b"b", b"c"]), b"*3\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n3\r\n");
+    drop(kvik);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Wait until no rewrite runs or is scheduled.
+fn wait_for_rewrite(k: &mut TcpStream) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let info = String::from_utf8_lossy(&call(k, &[b"INFO", b"persistence"])).into_owned();
+        if info_value(&info, "aof_rewrite_in_progress") == "0" && info_value(&info, "aof_rewrite_scheduled") == "0" {
+            return info;
+        }
+        assert!(std::time::Instant::now() < deadline, "the rewrite did not end: {info}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A rewrite while clients write: the new base and the new incremental
+/// file hold every write, in kvik after a restart and in redis-server.
+#[test]
+fn a_rewrite_under_writes_keeps_every_write() {
+    let dir = temp_dir("rewrite");
+    let kvik = kvik_aof(&dir, "always");
+    let port = kvik.port;
+    workload(port);
+    let mut k = connect(port);
+    for i in 0..2000 {
+        ok(&mut k, &format!("RPUSH big {i}"));
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let stop = std::sync::Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut k = connect(port);
+            let mut acked = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                assert!(call_text(&mut k, &["INCR", "during"]).starts_with(b":"));
+                acked += 1;
+            }
+            acked
+        })
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(call_text(&mut k, &["BGREWRITEAOF"]), b"+Background append only file rewriting started\r\n");
+    let busy = call_text(&mut k, &["BGSAVE"]);
+    assert!(busy.starts_with(b"-ERR Another child process is active (AOF?)") || busy.starts_with(b"+"), "{busy:?}");
+    let info = wait_for_rewrite(&mut k);
+    assert_eq!(info_value(&info, "aof_last_bgrewrite_status"), "ok");
+    assert_eq!(info_value(&info, "aof_rewrites"), "1");
+    std::thread::sleep(Duration::from_millis(50));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let acked = writer.join().expect("writer");
+    let manifest = std::fs::read_to_string(dir.join("appendonlydir/appendonly.aof.manifest")).expect("manifest");
+    assert_eq!(manifest, "file appendonly.aof.2.base.rdb seq 2 type b\nfile appendonly.aof.2.incr.aof seq 2 type i\n");
+    assert!(!incr_file(&dir).exists() && !dir.join("appendonlydir/appendonly.aof.1.base.rdb").exists());
+    assert_eq!(call(&mut k, &[b"SAVE"]), b"+OK\r\n");
+    drop(kvik);
+    let Some(redis) = redis_on(&dir, false) else { return };
+    let want = digest(redis.port);
+    drop(redis);
+    let redis = redis_on(&dir, true).expect("redis ran above");
+    assert_eq!(digest(redis.port), want, "redis-server replaying the rewritten files");
+    drop(redis);
+    let kvik = kvik_aof(&dir, "always");
+    let mut k = connect(kvik.port);
+    let got = String::from_utf8_lossy(&call_text(&mut k, &["GET", "during"])).into_owned();
+    assert_eq!(got.lines().nth(1).and_then(|v| v.parse::<u64>().ok()), Some(acked), "every acknowledged INCR");
+    assert_eq!(call_text(&mut k, &["LLEN", "big"]), b":2000\r\n");
+    drop(kvik);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn with_auto_gc_off_a_rewrite_keeps_the_old_files_as_history() {
+    let dir = temp_dir("no-gc");
+    let kvik = kvik_aof(&dir, "always");
+    let mut k = connect(kvik.port);
+    ok(&mut k, "SET a 1");
+    ok(&mut k, "CONFIG SET aof-disable-auto-gc yes");
+    ok(&mut k, "BGREWRITEAOF");
+    wait_for_rewrite(&mut k);
+    ok(&mut k, "SET b 2");
+    let manifest = std::fs::read_to_string(dir.join("appendonlydir/appendonly.aof.manifest")).expect("manifest");
+    assert_eq!(
+        manifest,
+        "file appendonly.aof.2.base.rdb seq 2 type b\nfile appendonly.aof.1.base.rdb seq 1 type h\n\
+         file appendonly.aof.1.incr.aof seq 1 type h\nfile appendonly.aof.2.incr.aof seq 2 type i\n"
+    );
+    assert!(incr_file(&dir).exists(), "kept");
+    drop(kvik);
+    let kvik = kvik_aof(&dir, "always");
+    let mut k = connect(kvik.port);
+    assert_eq!(call(&mut k, &[b"MGET", b"a", b"b"]), b"*2\r\n$1\r\n1\r\n$1\r\n2\r\n");
+    drop(kvik);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn the_file_is_rewritten_when_it_has_grown_enough() {
+    let dir = temp_dir("auto-rewrite");
+    let kvik = kvik_aof(&dir, "everysec");
+    let mut k = connect(kvik.port);
+    ok(&mut k, "CONFIG SET auto-aof-rewrite-min-size 100000");
+    ok(&mut k, "CONFIG SET auto-aof-rewrite-percentage 100");
+    let value = "v".repeat(1000);
+    for i in 0..200 {
+        ok(&mut k, &format!("SET k{} {value}", i % 10));
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let info = String::from_utf8_lossy(&call(&mut k, &[b"INFO", b"persistence"])).into_owned();
+        if info_value(&info, "aof_rewrites") == "1" && info_value(&info, "aof_rewrite_in_progress") == "0" {
+            let (current, base) = (info_value(&info, "aof_current_size"), info_value(&info, "aof_base_size"));
+            let (current, base): (u64, u64) = (current.parse().unwrap_or(0), base.parse().unwrap_or(0));
+            assert!(current < 100_000 && base > 0 && current >= base, "the log is a base again: {info}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no automatic rewrite: {info}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(kvik);
+    let kvik = kvik_aof(&dir, "everysec");
+    let mut k = connect(kvik.port);
+    assert_eq!(call_text(&mut k, &["DBSIZE"]), b":10\r\n");
     drop(kvik);
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -18,7 +18,10 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::{call, connect, read_until, reply_complete, start_kvik_with, start_redis_with_or_skip};
+use common::{
+    call, call_line as text, call_ok as run, connect, read_until, reply_complete, start_kvik_with,
+    start_redis_with_or_skip,
+};
 
 /// A fresh directory for one test's files.
 fn temp_dir(name: &str) -> PathBuf {
@@ -42,17 +45,6 @@ fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), target).expect("copy file");
         }
     }
-}
-
-fn run(conn: &mut TcpStream, words: &[&[u8]]) -> Vec<u8> {
-    let reply = call(conn, words);
-    assert!(!reply.starts_with(b"-"), "{}: {}", String::from_utf8_lossy(&words.join(&b' ')), reply.escape_ascii());
-    reply
-}
-
-fn text(conn: &mut TcpStream, line: &str) -> Vec<u8> {
-    let words: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
-    run(conn, &words)
 }
 
 fn now_ms() -> i64 {

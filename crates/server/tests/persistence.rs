@@ -10,7 +10,7 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::{call, connect, start_kvik_with, start_redis_with_or_skip};
+use common::{call, call_line as text, call_ok as run, connect, start_kvik_with, start_redis_with_or_skip};
 
 /// A fresh directory for one test's files.
 fn temp_dir(name: &str) -> PathBuf {
@@ -18,17 +18,6 @@ fn temp_dir(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
-}
-
-fn run(conn: &mut TcpStream, words: &[&[u8]]) -> Vec<u8> {
-    let reply = call(conn, words);
-    assert!(!reply.starts_with(b"-"), "{}: {}", String::from_utf8_lossy(&words.join(&b' ')), reply.escape_ascii());
-    reply
-}
-
-fn text(conn: &mut TcpStream, line: &str) -> Vec<u8> {
-    let words: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
-    run(conn, &words)
 }
 
 /// A data set over three databases: every type, deadlines, encodings both

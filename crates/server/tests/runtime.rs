@@ -368,11 +368,13 @@ fn settings_that_ask_for_what_kvik_cannot_do_yet_are_refused() {
     // At run time, changing nothing.
     let kvik = Kvik::start(&["--dir", dir.to_str().unwrap_or("")]);
     let mut s = connect(kvik.port);
-    let refused = String::from_utf8_lossy(&call(&mut s, &[b"CONFIG", b"SET", b"appendonly", b"yes"])).into_owned();
+    let refused =
+        String::from_utf8_lossy(&call(&mut s, &[b"CONFIG", b"SET", b"aof-use-rdb-preamble", b"no"])).into_owned();
     assert!(
-        refused.starts_with("-ERR CONFIG SET failed (possibly related to argument 'appendonly') - kvik"),
+        refused.starts_with("-ERR CONFIG SET failed (possibly related to argument 'aof-use-rdb-preamble') - kvik"),
         "{refused}"
     );
+    assert_eq!(config_get(&mut s, "aof-use-rdb-preamble"), "yes");
     assert_eq!(config_get(&mut s, "appendonly"), "no");
     assert_eq!(config_get(&mut s, "save"), "3600 1 300 100 60 10000", "Redis's save points");
     assert_eq!(call(&mut s, &[b"CONFIG", b"SET", b"save", b"60 1"]), b"+OK\r\n");

@@ -89,17 +89,14 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         }
     }
     let asked = |name: &str| borrowed.iter().rev().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| *v);
-    let turn_on = asked("appendonly").is_some_and(|v| v.eq_ignore_ascii_case("yes"));
-    if turn_on && !c.state.append_only.enabled() {
-        // Turning it on needs a first base written from the keyspace as it
-        // runs (a rewrite); until kvik does that, it says so.
-        return c.error(
-            b"ERR CONFIG SET failed (possibly related to argument 'appendonly') - kvik cannot turn the append-only file on while running yet: set appendonly yes in the configuration and restart",
-        );
-    }
     let result = c.state.update_config(|config| config.set_many(&borrowed));
     if result.is_ok() {
-        apply_append_only(c.state, &asked);
+        if let Err(e) = apply_append_only(c.state, &asked) {
+            // As Redis: the file could not be turned on, the setting stays off.
+            let _ = c.state.update_config(|config| config.set_many(&[("appendonly", "no")]));
+            let text = format!("ERR CONFIG SET failed (possibly related to argument 'appendonly') - {e}");
+            return c.error(text.as_bytes());
+        }
     }
     if result.is_ok() && c.state.config().port() != old_port {
         if let Err(e) = rebind(c.state, old_port) {
@@ -142,10 +139,14 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 }
 
 /// What a `CONFIG SET` of the append-only settings changes at once:
-/// `appendonly no` stops the writer (after it wrote and flushed what it
-/// had), `appendfsync` and `aof-timestamp-enabled` apply from the writer's
-/// next round.
-fn apply_append_only<'a>(state: &crate::state::ServerState, asked: &impl Fn(&str) -> Option<&'a str>) {
+/// `appendonly yes` turns the file on (its base written by a background
+/// rewrite), `appendonly no` stops the writer (after it wrote and flushed
+/// what it had), `appendfsync` and `aof-timestamp-enabled` apply from the
+/// writer's next round. The error says why the file could not be turned on.
+fn apply_append_only<'a>(
+    state: &crate::state::ServerState,
+    asked: &impl Fn(&str) -> Option<&'a str>,
+) -> Result<(), String> {
     let config = state.config();
     let (on, fsync, stamps) = (
         config.get("appendonly") == "yes",
@@ -163,6 +164,10 @@ fn apply_append_only<'a>(state: &crate::state::ServerState, asked: &impl Fn(&str
     if asked("aof-timestamp-enabled").is_some() {
         state.append_only.timestamps.store(stamps, std::sync::atomic::Ordering::Relaxed);
     }
+    if asked("appendonly").is_some() && on && !state.append_only.enabled() {
+        crate::persistence::aof::rewrite::turn_on(state)?;
+    }
+    Ok(())
 }
 
 /// Listen on the port `CONFIG SET` just changed, as Redis 7.0 does: the new

@@ -352,27 +352,26 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             line("rdb_last_load_keys_expired", &stats.loaded_expired.load(Ordering::Relaxed));
             line("rdb_last_load_keys_loaded", &stats.loaded_keys.load(Ordering::Relaxed));
             let aof = &state.append_only;
+            let rw = aof.rewrites.progress();
             line("aof_enabled", &i32::from(aof.enabled()));
-            for (k, v) in [
-                ("aof_rewrite_in_progress", "0"),
-                ("aof_rewrite_scheduled", "0"),
-                ("aof_last_rewrite_time_sec", "-1"),
-                ("aof_current_rewrite_time_sec", "-1"),
-                ("aof_last_bgrewrite_status", "ok"),
-                ("aof_rewrites", "0"),
-                ("aof_rewrites_consecutive_failures", "0"),
-            ] {
-                line(k, &v);
-            }
+            line("aof_rewrite_in_progress", &i32::from(rw.in_progress));
+            line("aof_rewrite_scheduled", &i32::from(rw.scheduled));
+            line("aof_last_rewrite_time_sec", &rw.last_secs);
+            line("aof_current_rewrite_time_sec", &rw.current_secs);
+            line("aof_last_bgrewrite_status", &if rw.last_ok { "ok" } else { "err" });
+            line("aof_rewrites", &rw.done);
+            line("aof_rewrites_consecutive_failures", &rw.consecutive_failures);
             line("aof_last_write_status", &if aof.write_ok() { "ok" } else { "err" });
-            for k in ["aof_last_cow_size", "module_fork_in_progress", "module_fork_last_cow_size"] {
+            // What the rewrite's snapshot copied for changes, as for BGSAVE.
+            line("aof_last_cow_size", &rw.last_copied);
+            for k in ["module_fork_in_progress", "module_fork_last_cow_size"] {
                 line(k, &0);
             }
             if aof.enabled() {
                 let (current, base, delayed) = aof.sizes();
                 line("aof_current_size", &current);
                 line("aof_base_size", &base);
-                line("aof_pending_rewrite", &0);
+                line("aof_pending_rewrite", &i32::from(rw.scheduled));
                 line("aof_buffer_length", &state.journal.queued_bytes());
                 // kvik's writer flushes to disk itself: no fsync waits in
                 // another thread.

@@ -40,6 +40,7 @@ handlers! {
         }
     },
     BGSAVE(c) => bgsave(c),
+    BGREWRITEAOF(c) => bgrewriteaof(c),
     LASTSAVE(c) => {
         let t = c.state.stats.lastsave.load(Ordering::Relaxed);
         c.reply(|s| s.integer(t));
@@ -117,6 +118,23 @@ fn dbsize<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// Redis's refusal of a save while a background one runs.
 const BGSAVE_IN_PROGRESS: &[u8] = b"ERR Background save already in progress";
 
+/// `BGREWRITEAOF`: rewrite the append-only file from a background
+/// snapshot (see [`crate::persistence::aof::rewrite`]), with Redis's replies.
+fn bgrewriteaof<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    use crate::persistence::aof::rewrite::{self, NotStarted};
+    match rewrite::start(c.state) {
+        Ok(()) => c.reply(|s| s.simple(b"Background append only file rewriting started")),
+        Err(NotStarted::Scheduled) => c.reply(|s| s.simple(b"Background append only file rewriting scheduled")),
+        Err(NotStarted::InProgress) => c.error(b"ERR Background append only file rewriting already in progress"),
+        Err(NotStarted::Off) => {
+            c.error(b"ERR the append-only file is off (appendonly no): kvik rewrites it only while it is on")
+        }
+        Err(NotStarted::Failed(_)) => c.error(
+            b"ERR Can't execute an AOF background rewriting. Please check the server logs for more information.",
+        ),
+    }
+}
+
 /// `BGSAVE [SCHEDULE]`: begin a background save (see
 /// [`crate::persistence::background`]). Inside `EXEC` it is scheduled
 /// instead, as in Redis, to start once the transaction is over.
@@ -125,6 +143,15 @@ fn bgsave<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     use crate::registries::saves::Refused;
     if c.argc() > 2 || c.argc() == 2 && !c.arg(1).eq_ignore_ascii_case(b"schedule") {
         return c.error(SYNTAX_ERROR);
+    }
+    let schedule = c.argc() == 2;
+    if c.state.append_only.rewrites.in_progress() {
+        // The rewrite holds the snapshot, as Redis's child does.
+        if schedule {
+            c.state.saver.schedule();
+            return c.reply(|s| s.simple(b"Background saving scheduled"));
+        }
+        return c.error(b"ERR Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.");
     }
     if c.state.saver.in_progress() {
         return c.error(BGSAVE_IN_PROGRESS);
@@ -164,9 +191,10 @@ fn flush<T: ReplyTarget>(c: &mut Ctx<'_, T>, all: bool) {
         }
     }
     drop(lock);
-    if all && c.state.saver.in_progress() {
+    if all && c.state.saver.in_progress() && !c.state.append_only.rewrites.in_progress() {
         // As Redis kills its saving child: the snapshot would bring back
-        // what was just flushed.
+        // what was just flushed. A rewrite goes on: the FLUSHALL is in
+        // its new incremental file, after the base.
         crate::log!(Notice, "FLUSHALL: the background save in progress is stopped");
         c.state.saver.abort();
     }

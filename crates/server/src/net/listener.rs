@@ -86,6 +86,7 @@ impl Server {
     /// separate from serving so that startup errors (address in use, bad
     /// address) are reported before anything runs.
     pub fn bind(state: Arc<ServerState>) -> io::Result<Server> {
+        state.remember_self();
         let (port, addresses, unixsocket, perm, backlog) = {
             let config = state.config();
             let backlog = i32::try_from(config.int("tcp-backlog")).unwrap_or(i32::MAX);

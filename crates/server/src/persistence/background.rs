@@ -34,7 +34,7 @@ use super::SaveFile;
 use crate::keyspace::now_ms;
 use crate::keyspace::snapshot::Walk;
 use crate::keyspace::Entry;
-use crate::registries::saves::{Background, Job, Refused};
+use crate::registries::saves::{Background, Job, Purpose, Refused};
 use crate::state::ServerState;
 
 /// Buckets of a table one slice visits at most.
@@ -58,6 +58,22 @@ pub fn remove_temp_file(state: &ServerState) {
 /// Begin a background save of the keyspace as it is now; the persistence
 /// thread writes it. The caller holds no shard lock.
 pub fn start(state: &ServerState) -> Result<(), Refused> {
+    let path = super::snapshot_path(state);
+    let temp = Background::temp_path(&super::dir_of(&path));
+    start_job(state, Purpose::Snapshot, path, temp, |_| {})
+}
+
+/// Begin a background snapshot for `purpose`, written to `temp` and then
+/// renamed to `path`. `at_moment` runs while every shard is held, at the
+/// moment the snapshot is of, with the last place of the order of changes
+/// it holds (the append-only file starts its next incremental file there).
+pub fn start_job(
+    state: &ServerState,
+    purpose: Purpose,
+    path: std::path::PathBuf,
+    temp: std::path::PathBuf,
+    at_moment: impl FnOnce(u64),
+) -> Result<(), Refused> {
     let bg = &state.saver;
     if !bg.thread_running.load(Ordering::Acquire) {
         return Err(Refused::NotRunning);
@@ -65,14 +81,18 @@ pub fn start(state: &ServerState) -> Result<(), Refused> {
     if bg.in_progress.swap(true, Ordering::AcqRel) {
         return Err(Refused::InProgress);
     }
-    bg.scheduled.store(false, Ordering::Relaxed);
     bg.abort.store(false, Ordering::Relaxed);
-    // Counted when it starts, as Redis counts a fork.
-    state.stats.rdb_saves.fetch_add(1, Ordering::Relaxed);
-    bg.last_try_unix.store(super::snapshot::unix_seconds(), Ordering::Relaxed);
-    let path = super::snapshot_path(state);
-    let dir = super::dir_of(&path);
-    let settings = super::save_settings(state);
+    if purpose == Purpose::Snapshot {
+        bg.scheduled.store(false, Ordering::Relaxed);
+        // Counted when it starts, as Redis counts a fork.
+        state.stats.rdb_saves.fetch_add(1, Ordering::Relaxed);
+        bg.last_try_unix.store(super::snapshot::unix_seconds(), Ordering::Relaxed);
+    }
+    let mut settings = super::save_settings(state);
+    if purpose == Purpose::AofBase {
+        // A rewritten base is flushed as it grows per its own setting.
+        settings.incremental_sync = state.config().get("aof-rewrite-incremental-fsync") == "yes";
+    }
     let ks = &state.keyspace;
     let mut sizes = vec![(0, 0); ks.databases()];
     let (at_ms, dirty, used_mem) = {
@@ -82,31 +102,25 @@ pub fn start(state: &ServerState) -> Result<(), Refused> {
             // them and moves on.
             shard.begin_snapshot(&mut sizes);
         }
+        at_moment(ks.changes_taken());
         (now_ms(), state.stats.dirty_total(), ks.used_memory() as u64)
     };
     let info = SaveInfo {
         redis_version: crate::REDIS_VERSION.to_string(),
         ctime_s: super::snapshot::unix_seconds(),
         used_mem,
-        aof_base: false,
+        aof_base: purpose == Purpose::AofBase,
     };
     bg.copied.store(0, Ordering::Relaxed);
     bg.keys_done.store(0, Ordering::Relaxed);
     bg.keys_total.store(sizes.iter().map(|s| s.0 as u64).sum(), Ordering::Relaxed);
     *bg.started.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
-    let job = Job {
-        temp: Background::temp_path(&dir),
-        path,
-        info,
-        settings,
-        policy: state.limits.maxmemory_policy(),
-        at_ms,
-        dirty,
-        sizes,
-    };
+    let job = Job { purpose, temp, path, info, settings, policy: state.limits.maxmemory_policy(), at_ms, dirty, sizes };
     *bg.job.lock().unwrap_or_else(|p| p.into_inner()) = Some(job);
     bg.wake.notify_all();
-    crate::log!(Notice, "Background saving started");
+    if purpose == Purpose::Snapshot {
+        crate::log!(Notice, "Background saving started");
+    }
     Ok(())
 }
 
@@ -147,7 +161,7 @@ pub fn spawn(state: Weak<ServerState>) -> io::Result<thread::JoinHandle<()>> {
 /// reached or one was scheduled.
 fn cron(state: &ServerState) {
     let bg = &state.saver;
-    if bg.in_progress() {
+    if bg.in_progress() || super::aof::rewrite::cron(state) {
         return;
     }
     let now = super::snapshot::unix_seconds();
@@ -182,6 +196,13 @@ fn run(state: &ServerState, job: Job) {
     let written = write(state, &job);
     let took = started.elapsed();
     let copied = bg.copied.load(Ordering::Relaxed);
+    if job.purpose == Purpose::AofBase {
+        *bg.started.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        bg.abort.store(false, Ordering::Relaxed);
+        bg.in_progress.store(false, Ordering::Release);
+        super::aof::rewrite::done(state, written, took, copied);
+        return;
+    }
     bg.last_secs.store(i64::try_from(took.as_secs()).unwrap_or(i64::MAX), Ordering::Relaxed);
     bg.last_copied.store(copied, Ordering::Relaxed);
     let stats = &state.stats;

@@ -229,7 +229,11 @@ pub fn prepare_for_stop(state: &ServerState, flags: StopFlags) -> bool {
             crate::log!(Warning, "The AOF file could not be flushed to disk in time");
         }
     }
-    if state.saver.in_progress() {
+    if state.append_only.rewrites.in_progress() {
+        crate::log!(Warning, "There is a background AOF rewrite in progress. Stopping it!");
+        state.saver.abort();
+        aof::rewrite::remove_temp_file(&aof::location(state).0);
+    } else if state.saver.in_progress() {
         crate::log!(Warning, "There is a background save in progress. Stopping it!");
         state.saver.abort();
         background::remove_temp_file(state);

@@ -4,9 +4,14 @@
 //! [`crate::persistence::aof`]'s; this registry imports nothing of the
 //! server's state, which holds it.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
 use std::thread::JoinHandle;
+use std::time::Instant;
+
+use kvik_persist::aof::manifest::Manifest;
 
 /// `appendfsync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +45,101 @@ impl Fsync {
     }
 }
 
+/// The files of the append-only file.
+#[derive(Debug)]
+pub struct Files {
+    /// `dir`/`appenddirname`.
+    pub dir: PathBuf,
+    /// `appendfilename`, the stem of every name.
+    pub name: String,
+    /// The manifest as it is on disk.
+    pub manifest: Manifest,
+}
+
+/// A new incremental file the writer moves to once it has written every
+/// place up to `after_seq` (the moment of a rewrite).
+#[derive(Debug)]
+pub struct Rotation {
+    pub after_seq: u64,
+    pub file: File,
+}
+
+/// The files a rewrite in progress will install.
+#[derive(Debug)]
+pub struct PendingRewrite {
+    /// The new base's sequence number.
+    pub base_seq: i64,
+    /// The incremental file that follows it.
+    pub incr: kvik_persist::aof::manifest::FileInfo,
+}
+
+/// Rewrites (`BGREWRITEAOF`), for `INFO persistence`.
+#[derive(Debug)]
+pub struct Rewrites {
+    /// One runs (`aof_rewrite_in_progress`).
+    pub(crate) in_progress: AtomicBool,
+    /// One is to start once the background save running ends.
+    pub(crate) scheduled: AtomicBool,
+    pub(crate) started: Mutex<Option<Instant>>,
+    /// Seconds the last one took (-1: none yet).
+    pub(crate) last_secs: AtomicI64,
+    pub(crate) last_ok: AtomicBool,
+    pub(crate) done: AtomicU64,
+    pub(crate) consecutive_failures: AtomicU64,
+    /// What the last one copied for changes while it ran (`aof_last_cow_size`).
+    pub(crate) last_copied: AtomicU64,
+}
+
+impl Default for Rewrites {
+    fn default() -> Self {
+        Rewrites {
+            in_progress: AtomicBool::new(false),
+            scheduled: AtomicBool::new(false),
+            started: Mutex::new(None),
+            last_secs: AtomicI64::new(-1),
+            last_ok: AtomicBool::new(true),
+            done: AtomicU64::new(0),
+            consecutive_failures: AtomicU64::new(0),
+            last_copied: AtomicU64::new(0),
+        }
+    }
+}
+
+/// What `INFO persistence` reports of rewrites.
+#[derive(Debug, Clone, Copy)]
+pub struct RewriteProgress {
+    pub in_progress: bool,
+    pub scheduled: bool,
+    pub current_secs: i64,
+    pub last_secs: i64,
+    pub last_ok: bool,
+    pub done: u64,
+    pub consecutive_failures: u64,
+    pub last_copied: u64,
+}
+
+impl Rewrites {
+    /// Whether one runs.
+    pub fn in_progress(&self) -> bool {
+        self.in_progress.load(Ordering::Acquire)
+    }
+
+    /// The figures `INFO persistence` reports.
+    pub fn progress(&self) -> RewriteProgress {
+        let started = *self.started.lock().unwrap_or_else(|p| p.into_inner());
+        RewriteProgress {
+            in_progress: self.in_progress(),
+            scheduled: self.scheduled.load(Ordering::Relaxed),
+            current_secs: started.map_or(-1, |t| i64::try_from(t.elapsed().as_secs()).unwrap_or(i64::MAX)),
+            last_secs: self.last_secs.load(Ordering::Relaxed),
+            last_ok: self.last_ok.load(Ordering::Relaxed),
+            done: self.done.load(Ordering::Relaxed),
+            consecutive_failures: self.consecutive_failures.load(Ordering::Relaxed),
+            last_copied: self.last_copied.load(Ordering::Relaxed),
+        }
+    }
+}
+
 /// See the module documentation.
 #[derive(Debug)]
 pub struct AppendOnly {
@@ -64,6 +164,14 @@ pub struct AppendOnly {
     pub(crate) delayed_fsync: AtomicU64,
     /// The writer thread.
     pub(crate) writer: Mutex<Option<JoinHandle<()>>>,
+    /// The files, while the append-only file is on.
+    pub(crate) files: Mutex<Option<Files>>,
+    /// A move to a new incremental file, for the writer to take.
+    pub(crate) rotation: Mutex<Option<Rotation>>,
+    /// The rewrite in progress.
+    pub(crate) pending: Mutex<Option<PendingRewrite>>,
+    /// Rewrites.
+    pub rewrites: Rewrites,
 }
 
 impl Default for AppendOnly {
@@ -79,6 +187,10 @@ impl Default for AppendOnly {
             base_size: AtomicU64::new(0),
             delayed_fsync: AtomicU64::new(0),
             writer: Mutex::new(None),
+            files: Mutex::new(None),
+            rotation: Mutex::new(None),
+            pending: Mutex::new(None),
+            rewrites: Rewrites::default(),
         }
     }
 }

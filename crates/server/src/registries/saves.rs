@@ -22,9 +22,19 @@ pub enum Refused {
     NotRunning,
 }
 
+/// What a background snapshot is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// `BGSAVE`, the save points: `dir`/`dbfilename`.
+    Snapshot,
+    /// The base of a rewritten append-only file (`BGREWRITEAOF`).
+    AofBase,
+}
+
 /// A background save begun and waiting for the thread, or being written.
 #[derive(Debug)]
 pub struct Job {
+    pub(crate) purpose: Purpose,
     pub(crate) path: PathBuf,
     pub(crate) temp: PathBuf,
     pub(crate) info: SaveInfo,

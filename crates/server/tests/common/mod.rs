@@ -173,6 +173,19 @@ pub fn call_text(stream: &mut TcpStream, args: &[&str]) -> Vec<u8> {
     call(stream, &args)
 }
 
+/// Send `args` and return the reply, which must not be an error.
+pub fn call_ok(stream: &mut TcpStream, args: &[&[u8]]) -> Vec<u8> {
+    let reply = call(stream, args);
+    assert!(!reply.starts_with(b"-"), "{}: {}", String::from_utf8_lossy(&args.join(&b' ')), reply.escape_ascii());
+    reply
+}
+
+/// [`call_ok`] with the words of `line` (split on spaces).
+pub fn call_line(stream: &mut TcpStream, line: &str) -> Vec<u8> {
+    let words: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+    call_ok(stream, &words)
+}
+
 /// Split a stream of replies into single replies; a trailing incomplete part is kept whole.
 pub fn split_replies(mut buf: &[u8]) -> Vec<Vec<u8>> {
     let mut out = Vec::new();

@@ -24,6 +24,7 @@
 //! is what `everysec` promises.
 
 pub mod load;
+pub mod rewrite;
 pub mod writer;
 
 use std::fs::{File, OpenOptions};
@@ -37,7 +38,7 @@ use kvik_persist::aof::manifest::{base_name, incr_name, manifest_name, FileInfo,
 
 use crate::effects::journal::Hold;
 use crate::keyspace::events::{self, ServerEvent};
-use crate::registries::append_only::Fsync;
+use crate::registries::append_only::{Files, Fsync};
 use crate::state::ServerState;
 
 /// `dir`/`appenddirname` and `appendfilename`.
@@ -72,6 +73,7 @@ const REMOVALS: u8 = ServerEvent::Expired.bit() | ServerEvent::Evicted.bit();
 /// the first incremental file are created, as Redis does. Then the writer
 /// starts. The error is the text to log before exiting.
 pub fn open_at_start(state: &Arc<ServerState>) -> Result<(), String> {
+    read_settings(state);
     let (dir, name) = location(state);
     let manifest_path = dir.join(manifest_name(&name));
     let existing = match std::fs::read(&manifest_path) {
@@ -105,24 +107,26 @@ pub fn open_at_start(state: &Arc<ServerState>) -> Result<(), String> {
         .open(&path)
         .map_err(|e| format!("Can't open the append-only file {}: {e}", path.display()))?;
     let sizes = file_sizes(&dir, &manifest);
-    start(state, file, sizes).map_err(|e| format!("Can't start the AOF writer: {e}"))
+    state.append_only.current_size.store(sizes.0, Ordering::Relaxed);
+    state.append_only.base_size.store(sizes.1, Ordering::Relaxed);
+    *state.append_only.files.lock().unwrap_or_else(|p| p.into_inner()) = Some(Files { dir, name, manifest });
+    // The first place is read while every shard is held: no change with
+    // an earlier place is still to be made.
+    let all = state.keyspace.lock_all();
+    let started = start_journal(state, file, state.keyspace.changes_taken() + 1);
+    drop(all);
+    started.map_err(|e| format!("Can't start the AOF writer: {e}"))
 }
 
-/// A first start: the directory, a base of the keyspace (empty at start:
-/// an RDB file with `aof-use-rdb-preamble yes`, else an empty file of
-/// commands) and the first incremental file, then the manifest naming
-/// them.
+/// A first start: the directory, a base of the keyspace (empty at start,
+/// an RDB file as with Redis's `aof-use-rdb-preamble yes`) and the first
+/// incremental file, then the manifest naming them.
 fn create_files(state: &ServerState, dir: &Path, name: &str) -> Result<Manifest, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("Can't open or create append-only dir {}: {e}", dir.display()))?;
-    let rdb = state.config().get("aof-use-rdb-preamble") == "yes";
-    let base = FileInfo { name: base_name(name, 1, rdb), seq: 1, kind: FileKind::Base };
+    let base = FileInfo { name: base_name(name, 1, true), seq: 1, kind: FileKind::Base };
     crate::log!(Notice, "Creating AOF base file {} on server start", base.name);
-    if rdb {
-        super::snapshot::write_rdb(state, &dir.join(&base.name), true, Instant::now())
-            .map_err(|e| format!("Can't create the AOF base file {}: {e}", base.name))?;
-    } else {
-        create_empty(&dir.join(&base.name))?;
-    }
+    super::snapshot::write_rdb(state, &dir.join(&base.name), true, Instant::now())
+        .map_err(|e| format!("Can't create the AOF base file {}: {e}", base.name))?;
     let incr = FileInfo { name: incr_name(name, 1), seq: 1, kind: FileKind::Incr };
     crate::log!(Notice, "Creating AOF incr file {} on server start", incr.name);
     create_empty(&dir.join(&incr.name))?;
@@ -147,34 +151,33 @@ pub fn write_manifest(dir: &Path, name: &str, manifest: &Manifest) -> io::Result
 }
 
 /// `(aof_current_size, aof_base_size)` of the files `manifest` names.
-fn file_sizes(dir: &Path, manifest: &Manifest) -> (u64, u64) {
+pub(crate) fn file_sizes(dir: &Path, manifest: &Manifest) -> (u64, u64) {
     let size = |f: &FileInfo| std::fs::metadata(dir.join(&f.name)).map_or(0, |m| m.len());
     let base = manifest.base.as_ref().map_or(0, size);
     (base + manifest.incr.iter().map(size).sum::<u64>(), base)
 }
 
-/// Start the journal and its writer on `file`, the incremental file now
-/// appended to.
-fn start(state: &Arc<ServerState>, file: File, sizes: (u64, u64)) -> io::Result<()> {
+/// Start the journal at place `first` and its writer on `file`, the
+/// incremental file now appended to. Called while every shard is held, so
+/// that no change of an earlier place is still to be made (the
+/// configuration is read before: it has its own lock).
+fn start_journal(state: &ServerState, file: File, first: u64) -> io::Result<()> {
     let aof = &state.append_only;
-    let policy = Fsync::parse(state.config().get("appendfsync"));
-    aof.set_fsync(policy);
-    aof.timestamps.store(state.config().get("aof-timestamp-enabled") == "yes", Ordering::Relaxed);
+    let shared = state.shared().ok_or_else(|| io::Error::other("the server state is not shared"))?;
     aof.closing.store(false, Ordering::Relaxed);
-    aof.current_size.store(sizes.0, Ordering::Relaxed);
-    aof.base_size.store(sizes.1, Ordering::Relaxed);
-    // The first place is read while every shard is held: no change with
-    // an earlier place is still to be made.
-    {
-        let all = state.keyspace.lock_all();
-        state.journal.start(state.keyspace.changes_taken() + 1, hold_for(policy));
-        drop(all);
-    }
+    state.journal.start(first, hold_for(aof.fsync()));
     events::adjust(0, REMOVALS);
-    let handle = writer::spawn(Arc::clone(state), file)?;
+    let handle = writer::spawn(shared, file)?;
     *aof.writer.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
     aof.enabled.store(true, Ordering::Relaxed);
     Ok(())
+}
+
+/// The settings the writer follows, read from the configuration.
+pub fn read_settings(state: &ServerState) {
+    let config = state.config();
+    state.append_only.set_fsync(Fsync::parse(config.get("appendfsync")));
+    state.append_only.timestamps.store(config.get("aof-timestamp-enabled") == "yes", Ordering::Relaxed);
 }
 
 /// `CONFIG SET appendfsync`: the writer follows from its next round.
@@ -217,6 +220,10 @@ pub fn stop(state: &ServerState) {
     if !aof.enabled.swap(false, Ordering::Relaxed) {
         return;
     }
+    if aof.rewrites.in_progress() {
+        // As Redis kills its rewriting child: the base is not written.
+        state.saver.abort();
+    }
     aof.closing.store(true, Ordering::Relaxed);
     state.journal.wake_consumer();
     let handle = aof.writer.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -225,4 +232,6 @@ pub fn stop(state: &ServerState) {
     }
     state.journal.stop();
     events::adjust(REMOVALS, 0);
+    *aof.files.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    *aof.rotation.lock().unwrap_or_else(|p| p.into_inner()) = None;
 }

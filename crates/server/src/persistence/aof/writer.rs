@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::effects::journal::{self, Entry};
-use crate::registries::append_only::Fsync;
+use crate::registries::append_only::{Fsync, Rotation};
 use crate::state::ServerState;
 
 /// How long a round waits for a first record before looking at the clock
@@ -63,6 +63,8 @@ struct Writer {
     syncs_answered: u64,
     /// The last place reported written.
     reported: u64,
+    /// The incremental file to move to after a rewrite's moment.
+    rotation: Option<Rotation>,
 }
 
 impl Writer {
@@ -78,6 +80,7 @@ impl Writer {
             last_ts: 0,
             syncs_answered: 0,
             reported: state.journal.first() - 1,
+            rotation: None,
         }
     }
 
@@ -92,6 +95,11 @@ impl Writer {
                 std::thread::sleep(WRITE_INTERVAL);
             }
             state.journal.take(&mut data, &mut index, wait);
+            if self.rotation.is_none() {
+                // Taken after the records: a record placed after a
+                // rewrite's moment was published after the move was set.
+                self.rotation = aof.rotation.lock().unwrap_or_else(|p| p.into_inner()).take();
+            }
             let before = self.next;
             self.order(state, &data, &mut index);
             if !self.out.is_empty() {
@@ -136,16 +144,39 @@ impl Writer {
         for e in index.iter() {
             let bytes = &data[e.start..e.end];
             if e.seq == self.next {
-                self.emit(state, bytes);
-                self.next += 1;
+                self.place(state, e.seq, bytes);
                 while let Some(bytes) = self.held.remove(&self.next) {
-                    self.emit(state, &bytes);
-                    self.next += 1;
+                    self.place(state, self.next, &bytes);
                 }
             } else if e.seq > self.next {
                 self.held.insert(e.seq, bytes.to_vec());
             }
         }
+    }
+
+    /// Write the record of place `seq`, the next one, into the file it
+    /// belongs to: after a rewrite's moment, the new incremental file.
+    fn place(&mut self, state: &ServerState, seq: u64, record: &[u8]) {
+        if self.rotation.as_ref().is_some_and(|r| seq > r.after_seq) {
+            self.rotate(state);
+        }
+        self.emit(state, record);
+        self.next = seq + 1;
+    }
+
+    /// Finish the old incremental file (written and flushed to disk) and
+    /// go on in the new one, whose first command selects its database.
+    fn rotate(&mut self, state: &ServerState) {
+        let Some(rotation) = self.rotation.take() else { return };
+        let policy = state.append_only.fsync();
+        while !self.out.is_empty() {
+            self.write(state, policy);
+        }
+        if let Err(e) = self.file.sync_data() {
+            crate::log!(Warning, "Can't flush the old AOF incr file to disk: {e}");
+        }
+        self.file = rotation.file;
+        self.db = None;
     }
 
     /// Append one record's operations, each after the `SELECT` of its
