@@ -33,6 +33,13 @@ pub use commands::install_renames;
 pub use net::listener::{Server, StopReason};
 pub use net::read_ahead::min_keyspace_bytes;
 
+/// Load what the server kept, before it accepts connections (see
+/// [`persistence::load_at_start`]); the append-only file's commands run
+/// through [`commands::replay`]. The error is the text to log before exiting.
+pub fn load_at_start(state: &std::sync::Arc<state::ServerState>) -> Result<(), String> {
+    persistence::load_at_start(state, commands::replay)
+}
+
 pub(crate) mod client;
 pub(crate) mod clock;
 pub(crate) mod commands;

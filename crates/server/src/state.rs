@@ -66,7 +66,7 @@ pub struct ServerState {
     /// Background saves (`BGSAVE`, the save points).
     pub saver: crate::registries::saves::Background,
     /// Every change, in an order that replays (for the append-only file).
-    pub journal: crate::effects::journal::Journal,
+    pub journal: crate::registries::journal::Journal,
     /// The append-only file's writer and files.
     pub append_only: crate::registries::append_only::AppendOnly,
     /// The state itself, for the threads a command starts (the

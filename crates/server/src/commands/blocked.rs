@@ -230,7 +230,7 @@ fn run_waiter(state: &ServerState, waiter: &Waiter, key: &[u8]) -> Vec<u8> {
     };
     super::dispatch(waiter.cmd(), &mut ctx);
     if ctx.session.effects.pending() {
-        ctx.session.effects.command_done(&req, ctx.session.db);
+        ctx.session.effects.command_done(req.argc(), |i| req.arg(i), ctx.session.db);
         ctx.session.effects.publish(state);
     }
     state.stats.record_changes(ctx.changes);

@@ -561,7 +561,8 @@ fn reject<T: ReplyTarget>(state: &ServerState, session: &Session, target: &mut T
 /// does: its reply goes nowhere, a blocking command answers at once. The
 /// error is Redis's text for a name kvik does not know, which stops the
 /// load.
-pub fn replay(state: &ServerState, req: Request<'_>, session: &mut Session) -> Result<(), String> {
+pub fn replay(state: &ServerState, args: &CommandArgs, session: &mut Session) -> Result<(), String> {
+    let req = Request::new(args, &[]);
     if resolve(&req).filter(|s| implemented(s)).is_none() {
         return Err(String::from_utf8_lossy(req.arg(0)).into_owned());
     }
@@ -703,7 +704,7 @@ fn run_checked<T: ReplyTarget>(
     let mut ctx = Ctx { state, req, session, target, failed: false, outcome: Outcome::Continue, waits, changes: 0 };
     let known = dispatch(spec.id, &mut ctx);
     if ctx.session.effects.pending() {
-        ctx.session.effects.command_done(&req, ctx.session.db);
+        ctx.session.effects.command_done(req.argc(), |i| req.arg(i), ctx.session.db);
         if how != Run::Queued {
             ctx.session.effects.publish(state);
         }

@@ -17,11 +17,10 @@
 //! holds more than one operation (a transaction of one write is that
 //! write, as in Redis 7.0).
 
-use crate::commands::Request;
 use crate::keyspace::events::{Pending, ServerEvent};
 use crate::state::ServerState;
 
-use super::journal;
+use crate::registries::journal;
 
 /// A client's record in the making.
 #[derive(Debug, Default)]
@@ -36,6 +35,22 @@ pub struct Effects {
     changed: bool,
     /// The running command said what it propagates.
     explicit: bool,
+    /// The server whose journal the record goes to, for [`Drop`].
+    owner: Option<std::sync::Weak<ServerState>>,
+}
+
+impl Drop for Effects {
+    /// A command that took a place and never finished (it panicked, and
+    /// its connection's task ended) still publishes what it had: the
+    /// writer waits for every place, and with it every reply under
+    /// `appendfsync always`.
+    fn drop(&mut self) {
+        if self.seq != 0 {
+            if let Some(state) = self.owner.as_ref().and_then(std::sync::Weak::upgrade) {
+                self.publish(&state);
+            }
+        }
+    }
 }
 
 /// Largest buffer an idle client keeps for its next record.
@@ -70,15 +85,19 @@ impl Effects {
     fn take_place(&mut self, state: &ServerState) {
         if self.seq == 0 {
             self.seq = state.keyspace.next_change();
+            if self.owner.is_none() {
+                self.owner = state.shared().map(|s| std::sync::Arc::downgrade(&s));
+            }
         }
     }
 
-    /// The command `req`, run in database `db`, is done: what it changed
-    /// goes into the record (its request, unless it said otherwise).
+    /// The command of `argc` arguments (`arg(i)` each), run in database
+    /// `db`, is done: what it changed goes into the record (its request,
+    /// unless it said otherwise).
     #[inline(never)]
-    pub fn command_done(&mut self, req: &Request<'_>, db: usize) {
+    pub fn command_done<'a>(&mut self, argc: usize, arg: impl Fn(usize) -> &'a [u8], db: usize) {
         if std::mem::take(&mut self.changed) && !std::mem::take(&mut self.explicit) {
-            let args: crate::inline_list::InlineList<&[u8], 8> = (0..req.argc()).map(|i| req.arg(i)).collect();
+            let args: crate::inline_list::InlineList<&[u8], 8> = (0..argc).map(arg).collect();
             journal::put_op(&mut self.ops, db, &args);
             self.count += 1;
         }
@@ -131,7 +150,8 @@ pub fn removed_by_server(state: &ServerState, event: &Pending) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::effects::journal::Hold;
+    use crate::commands::Request;
+    use crate::registries::journal::Hold;
     use kvik_protocol::CommandArgs;
 
     fn request(words: &[&str]) -> CommandArgs {
@@ -140,6 +160,11 @@ mod tests {
             args.push_owned(w.as_bytes());
         }
         args
+    }
+
+    fn done(fx: &mut Effects, args: &CommandArgs, db: usize) {
+        let req = Request::new(args, &[]);
+        fx.command_done(req.argc(), |i| req.arg(i), db);
     }
 
     fn published(state: &ServerState) -> Vec<(u64, Vec<(usize, String)>)> {
@@ -163,11 +188,11 @@ mod tests {
         let mut fx = Effects::default();
         let set = request(&["set", "k", "v"]);
         fx.changed(&state);
-        fx.command_done(&Request::new(&set, &[]), 3);
+        done(&mut fx, &set, 3);
         fx.publish(&state);
         let spop = request(&["SPOP", "s"]);
         fx.propagate(&state, 0, &[b"SREM", b"s", b"m"]);
-        fx.command_done(&Request::new(&spop, &[]), 0);
+        done(&mut fx, &spop, 0);
         fx.publish(&state);
         fx.publish(&state);
         let got = published(&state);
@@ -184,10 +209,10 @@ mod tests {
         let mut fx = Effects::default();
         let (a, b) = (request(&["INCR", "a"]), request(&["INCR", "b"]));
         fx.changed(&state);
-        fx.command_done(&Request::new(&a, &[]), 0);
-        fx.command_done(&Request::new(&request(&["GET", "a"]), &[]), 0);
+        done(&mut fx, &a, 0);
+        done(&mut fx, &request(&["GET", "a"]), 0);
         fx.changed(&state);
-        fx.command_done(&Request::new(&b, &[]), 2);
+        done(&mut fx, &b, 2);
         fx.publish(&state);
         let got = published(&state);
         let ops: Vec<(usize, &str)> = got[0].1.iter().map(|(db, op)| (*db, op.as_str())).collect();

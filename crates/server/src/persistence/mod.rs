@@ -23,11 +23,11 @@ use kvik_persist::rdb::file::Access;
 /// `appendonly yes` the append-only file (the snapshot is not read even
 /// when there is none yet), else the snapshot; then the append-only file
 /// is opened for writing. The error is the text to log before exiting.
-pub fn load_at_start(state: &std::sync::Arc<ServerState>) -> Result<(), String> {
+pub fn load_at_start(state: &std::sync::Arc<ServerState>, replay: aof::load::Replay) -> Result<(), String> {
     if !aof::wanted(state) {
         return loading::load_snapshot(state).map(|_| ());
     }
-    aof::load::load(state)?;
+    aof::load::load(state, replay)?;
     aof::open_at_start(state)
 }
 
@@ -42,16 +42,7 @@ pub fn dir_of(path: &Path) -> PathBuf {
     path.parent().map_or_else(|| Path::new(".").to_path_buf(), Path::to_path_buf)
 }
 
-/// The settings a save reads when it starts.
-#[derive(Debug, Clone, Copy)]
-pub struct SaveSettings {
-    /// `rdbcompression`.
-    pub compress: bool,
-    /// `rdbchecksum`.
-    pub checksum: bool,
-    /// `rdb-save-incremental-fsync`.
-    pub incremental_sync: bool,
-}
+pub use crate::registries::saves::SaveSettings;
 
 /// The settings of a save starting now.
 pub fn save_settings(state: &ServerState) -> SaveSettings {

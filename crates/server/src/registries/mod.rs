@@ -7,6 +7,7 @@
 pub mod append_only;
 pub mod blocking;
 pub mod clients;
+pub mod journal;
 pub mod pause;
 pub mod pubsub;
 pub mod saves;

@@ -22,6 +22,18 @@ pub enum Refused {
     NotRunning,
 }
 
+/// The settings a save reads when it starts.
+#[derive(Debug, Clone, Copy)]
+pub struct SaveSettings {
+    /// `rdbcompression`.
+    pub compress: bool,
+    /// `rdbchecksum`.
+    pub checksum: bool,
+    /// `rdb-save-incremental-fsync` (`aof-rewrite-incremental-fsync` for
+    /// a rewritten append-only file's base).
+    pub incremental_sync: bool,
+}
+
 /// What a background snapshot is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Purpose {
@@ -38,7 +50,7 @@ pub struct Job {
     pub(crate) path: PathBuf,
     pub(crate) temp: PathBuf,
     pub(crate) info: SaveInfo,
-    pub(crate) settings: crate::persistence::SaveSettings,
+    pub(crate) settings: SaveSettings,
     pub(crate) policy: Policy,
     /// The moment: keys past their deadline then are left out.
     pub(crate) at_ms: i64,

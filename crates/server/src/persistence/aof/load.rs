@@ -22,7 +22,6 @@ use kvik_persist::aof::manifest::{manifest_name, Manifest};
 use kvik_protocol::CommandArgs;
 
 use crate::client::session::Session;
-use crate::commands::{replay, Request};
 use crate::keyspace::Loading;
 use crate::state::ServerState;
 
@@ -40,7 +39,13 @@ pub struct Loaded {
 /// Replay `dir`/`appenddirname` into the (empty) keyspace; `Ok(None)` when
 /// there is no manifest (a first start with `appendonly yes`). The error
 /// is the text to log before exiting.
-pub fn load(state: &ServerState) -> Result<Option<Loaded>, String> {
+/// Runs one command read from a file, as the server's own client; the
+/// error names a command the server does not know, which stops the load.
+/// (The commands live above this module; the server passes their runner
+/// in.)
+pub type Replay = fn(&ServerState, &CommandArgs, &mut Session) -> Result<(), String>;
+
+pub fn load(state: &ServerState, replay: Replay) -> Result<Option<Loaded>, String> {
     let (dir, name) = super::location(state);
     let manifest_path = dir.join(manifest_name(&name));
     let data = match std::fs::read(&manifest_path) {
@@ -71,7 +76,7 @@ pub fn load(state: &ServerState) -> Result<Option<Loaded>, String> {
             crate::log!(Notice, "RDB is base AOF");
             continue;
         }
-        let file = replay_file(state, &bytes, &mut session, &f.name)?;
+        let file = replay_file(state, replay, &bytes, &mut session, &f.name)?;
         loaded.commands += file.commands;
         if let Some(valid_up_to) = file.cut_at {
             truncate(state, &path, &f.name, valid_up_to, i == last)?;
@@ -92,7 +97,13 @@ struct Replayed {
     cut_at: Option<usize>,
 }
 
-fn replay_file(state: &ServerState, bytes: &[u8], session: &mut Session, name: &str) -> Result<Replayed, String> {
+fn replay_file(
+    state: &ServerState,
+    replay: Replay,
+    bytes: &[u8],
+    session: &mut Session,
+    name: &str,
+) -> Result<Replayed, String> {
     let mut commands = 0;
     let mut before_multi = None;
     let ending = read::<String>(bytes, |cmd| {
@@ -103,7 +114,7 @@ fn replay_file(state: &ServerState, bytes: &[u8], session: &mut Session, name: &
         if cmd.args.first().is_some_and(|n| n.eq_ignore_ascii_case(b"multi")) {
             before_multi = Some(cmd.span.start);
         }
-        replay(state, Request::new(&args, &[]), session)?;
+        replay(state, &args, session)?;
         if session.multi.is_none() {
             before_multi = None;
         }

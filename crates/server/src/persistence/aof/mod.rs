@@ -7,7 +7,7 @@
 //!   `appendonly yes` the append-only file wins over `dbfilename`, as in
 //!   Redis).
 //! - [`writer`]: the thread that takes the journal's records
-//!   ([`crate::effects::journal`]), puts them in order, writes them to the
+//!   ([`crate::registries::journal`]), puts them in order, writes them to the
 //!   last incremental file and flushes it to disk as `appendfsync` says.
 //! - here: creating the files at the first start, opening them on later
 //!   ones, and stopping.
@@ -36,9 +36,9 @@ use std::time::{Duration, Instant};
 
 use kvik_persist::aof::manifest::{base_name, incr_name, manifest_name, FileInfo, FileKind, Manifest};
 
-use crate::effects::journal::Hold;
 use crate::keyspace::events::{self, ServerEvent};
 use crate::registries::append_only::{Files, Fsync};
+use crate::registries::journal::Hold;
 use crate::state::ServerState;
 
 /// `dir`/`appenddirname` and `appendfilename`.

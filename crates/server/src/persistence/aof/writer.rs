@@ -11,7 +11,7 @@
 //! A record whose place is not the next to write waits in `held` until the
 //! places before it arrive (a command published it while another, on
 //! another thread, that took an earlier place had not yet); every place is
-//! published (see [`crate::effects::journal`]), so that wait is short.
+//! published (see [`crate::registries::journal`]), so that wait is short.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -20,8 +20,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::effects::journal::{self, Entry};
 use crate::registries::append_only::{Fsync, Rotation};
+use crate::registries::journal::{self, Entry};
 use crate::state::ServerState;
 
 /// How long a round waits for a first record before looking at the clock
@@ -284,7 +284,7 @@ fn policy_name(policy: Fsync) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::effects::journal::{put_op, Hold};
+    use crate::registries::journal::{put_op, Hold};
 
     #[test]
     fn records_are_written_in_the_order_of_their_places_with_selects() {
