@@ -249,7 +249,9 @@ fn aof_script_reports_kvik_against_redis() {
                     .find(|l| l.starts_with(&format!("| {policy} | {depth} | {server} |")))
                     .unwrap_or_else(|| panic!("{policy} -P {depth} {server}: {md}"));
                 let cells: Vec<&str> = line.split('|').map(str::trim).collect();
-                assert!(positive(cells[4]) && positive(cells[6]), "{line}");
+                // A run this short may take less CPU than the clock's tick:
+                // the per-CPU-second cell is then left empty.
+                assert!(positive(cells[4]) && (positive(cells[6]) || cells[6] == "—"), "{line}");
             }
         }
     }

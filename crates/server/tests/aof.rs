@@ -471,6 +471,7 @@ fn a_rewrite_under_writes_keeps_every_write() {
     assert_eq!(call_text(&mut k, &["BGREWRITEAOF"]), b"+Background append only file rewriting started\r\n");
     let busy = call_text(&mut k, &["BGSAVE"]);
     assert!(busy.starts_with(b"-ERR Another child process is active (AOF?)") || busy.starts_with(b"+"), "{busy:?}");
+    assert_eq!(call_text(&mut k, &["SAVE"]), b"+OK\r\n", "SAVE runs beside a rewrite, as in Redis");
     let info = wait_for_rewrite(&mut k);
     assert_eq!(info_value(&info, "aof_last_bgrewrite_status"), "ok");
     assert_eq!(info_value(&info, "aof_rewrites"), "1");

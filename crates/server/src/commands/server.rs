@@ -29,7 +29,9 @@ handlers! {
         });
     },
     SAVE(c) => {
-        if c.state.saver.in_progress() {
+        // A rewrite's snapshot only reads what SAVE reads; a BGSAVE would
+        // write the same file.
+        if c.state.saver.in_progress() && !c.state.append_only.rewrites.in_progress() {
             return c.error(BGSAVE_IN_PROGRESS);
         }
         c.state.stats.rdb_saves.fetch_add(1, Ordering::Relaxed);
