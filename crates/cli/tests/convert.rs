@@ -11,7 +11,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{have_redis, kvik_cli_plain, redis_cli, show, start_redis};
+use common::{have_redis, kvik_cli_plain, redis_cli, show, start_kvik, start_redis};
 use kvik_protocol::resp::command::write_command;
 
 fn workload(n: usize) -> Vec<u8> {
@@ -91,6 +91,53 @@ fn append_only_file_round_trips_through_respb() {
     let loaded = redis_cli(&copy, &[b"--pipe"], &back.stdout);
     assert!(loaded.status.success(), "{}{}", show(&loaded.stdout), show(&loaded.stderr));
     assert_eq!(digest(&copy), digest(&source), "the round-tripped AOF rebuilt another dataset");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// kvik-server with `aof-format respb` writes its incremental file as
+/// RESPB frames; it replays them, and `kvik-cli convert resp` turns the
+/// file into one redis-server loads, to the same dataset.
+#[test]
+fn kviks_respb_append_only_file_replays_and_converts_for_redis() {
+    if !have_redis() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("kvik-cli-respb-aof-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let d = dir.to_string_lossy().into_owned();
+    let aof = ["--dir", d.as_str(), "--appendonly", "yes", "--appendfsync", "always", "--aof-format", "respb"];
+    let kvik = start_kvik(&aof);
+    let fed = redis_cli(&kvik, &[b"--pipe"], &workload(6_000));
+    assert!(fed.status.success(), "{}", show(&fed.stderr));
+    drop(kvik);
+    let aof_dir = dir.join("appendonlydir");
+    let manifest = std::fs::read_to_string(aof_dir.join("appendonly.aof.manifest")).expect("manifest");
+    assert!(manifest.contains("file appendonly.aof.1.incr.respb seq 1 type i"), "{manifest}");
+    let respb = std::fs::read(aof_dir.join("appendonly.aof.1.incr.respb")).expect("respb file");
+
+    // kvik replays it: its snapshot is the dataset, as redis-server reads it.
+    let kvik = start_kvik(&aof);
+    assert_eq!(show(&redis_cli(&kvik, &[b"save"], b"").stdout), "OK\n");
+    drop(kvik);
+    let d_rdb = d.clone();
+    let Some(from_rdb) = start_redis(&["--dir", &d_rdb, "--enable-debug-command", "yes"]) else { return };
+    let want = digest(&from_rdb);
+    drop(from_rdb);
+
+    // Converted to RESP under its RESP name, the directory loads in redis-server.
+    let to_resp = kvik_cli_plain(&[b"--convert-to", b"resp"], &respb);
+    assert!(to_resp.status.success(), "{}", show(&to_resp.stderr));
+    assert!(respb.len() < to_resp.stdout.len(), "RESPB {} bytes, RESP {}", respb.len(), to_resp.stdout.len());
+    std::fs::remove_file(aof_dir.join("appendonly.aof.1.incr.respb")).expect("remove");
+    std::fs::write(aof_dir.join("appendonly.aof.1.incr.aof"), &to_resp.stdout).expect("write");
+    std::fs::write(aof_dir.join("appendonly.aof.manifest"), manifest.replace(".incr.respb", ".incr.aof"))
+        .expect("manifest");
+    let Some(from_aof) = start_redis(&["--dir", &d, "--appendonly", "yes", "--enable-debug-command", "yes"]) else {
+        return;
+    };
+    assert_eq!(digest(&from_aof), want, "redis-server replaying kvik's converted file");
+    drop(from_aof);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -328,6 +328,8 @@ pub const OPTIONS: &[OptionSpec] = &[
         "kvik writes the append-only file's base as an RDB file only",
     ),
     opt("aof-timestamp-enabled", BOOL, "no", Runtime),
+    // kvik's own: the form of the append-only file's next incremental file.
+    opt("aof-format", Kind::Enum(&["resp", "respb"]), "resp", Runtime),
     opt("aof-rewrite-incremental-fsync", BOOL, "yes", Runtime),
     opt("aof-disable-auto-gc", BOOL, "no", Runtime),
     opt("auto-aof-rewrite-percentage", int(0, INT_MAX), "100", Runtime),

@@ -599,3 +599,46 @@ fn a_kill_loses_no_acknowledged_write() {
     drop(kvik);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `aof-format respb` changes the form of the next incremental file only:
+/// a start in the other form begins a new file, and both replay; a RESPB
+/// file cut inside a frame loads as far as it is whole.
+#[test]
+fn the_respb_form_begins_a_file_of_its_own_and_replays() {
+    let dir = temp_dir("respb");
+    let d = dir.to_str().unwrap_or("");
+    let start = |format: &str| {
+        start_kvik_with(&["--dir", d, "--appendonly", "yes", "--appendfsync", "always", "--aof-format", format])
+    };
+    let kvik = start("resp");
+    let mut k = connect(kvik.port);
+    ok(&mut k, "SET a 1");
+    drop(kvik);
+    let kvik = start("respb");
+    let mut k = connect(kvik.port);
+    ok(&mut k, "SET b 2");
+    ok(&mut k, "RPUSH l x y z");
+    ok(&mut k, "SELECT 3");
+    ok(&mut k, "INCRBYFLOAT f 1.5");
+    drop(kvik);
+    let manifest = std::fs::read_to_string(dir.join("appendonlydir/appendonly.aof.manifest")).expect("manifest");
+    assert!(
+        manifest
+            .ends_with("file appendonly.aof.1.incr.aof seq 1 type i\nfile appendonly.aof.2.incr.respb seq 2 type i\n"),
+        "{manifest}"
+    );
+    let respb_path = dir.join("appendonlydir/appendonly.aof.2.incr.respb");
+    let whole = std::fs::read(&respb_path).expect("respb");
+    assert!(!whole.starts_with(b"*"), "frames, not RESP text");
+    // Half a frame more, as a crash in a write leaves.
+    std::fs::write(&respb_path, [&whole[..], &whole[..3]].concat()).expect("write");
+    let kvik = start("respb");
+    let mut k = connect(kvik.port);
+    assert_eq!(call(&mut k, &[b"MGET", b"a", b"b"]), b"*2\r\n$1\r\n1\r\n$1\r\n2\r\n");
+    assert_eq!(call(&mut k, &[b"LRANGE", b"l", b"0", b"-1"]), b"*3\r\n$1\r\nx\r\n$1\r\ny\r\n$1\r\nz\r\n");
+    ok(&mut k, "SELECT 3");
+    assert_eq!(call(&mut k, &[b"GET", b"f"]), b"$3\r\n1.5\r\n");
+    drop(kvik);
+    assert_eq!(std::fs::read(&respb_path).expect("respb"), whole, "cut back to the whole frames");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -169,6 +169,19 @@ pub fn incr_name(appendfilename: &str, seq: i64) -> String {
     format!("{appendfilename}.{seq}.incr.aof")
 }
 
+/// An incremental file of RESPB frames: `appendonly.aof.<seq>.incr.respb`
+/// (kvik's own form, which redis-server does not read).
+pub fn incr_name_respb(appendfilename: &str, seq: i64) -> String {
+    format!("{appendfilename}.{seq}.incr.respb")
+}
+
+/// Whether the file of the log named `name` holds RESPB frames rather
+/// than RESP commands: the name says so, so that one file never holds
+/// both.
+pub fn is_respb(name: &str) -> bool {
+    name.ends_with(".respb")
+}
+
 /// `line` without Redis's trimmed characters at either end.
 fn trim(line: &[u8]) -> &[u8] {
     let cut = |b: &u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');

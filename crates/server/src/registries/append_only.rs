@@ -62,6 +62,8 @@ pub struct Files {
 pub struct Rotation {
     pub after_seq: u64,
     pub file: File,
+    /// The new file holds RESPB frames.
+    pub respb: bool,
 }
 
 /// The files a rewrite in progress will install.
@@ -149,6 +151,8 @@ pub struct AppendOnly {
     fsync: AtomicU8,
     /// `aof-timestamp-enabled`.
     pub(crate) timestamps: AtomicBool,
+    /// `aof-format respb`: new incremental files hold RESPB frames.
+    pub(crate) respb: AtomicBool,
     /// The writer is to stop once it has written what was published.
     pub(crate) closing: AtomicBool,
     /// Everything published so far is to be flushed to disk now (a count
@@ -180,6 +184,7 @@ impl Default for AppendOnly {
             enabled: AtomicBool::new(false),
             fsync: AtomicU8::new(Fsync::Everysec as u8),
             timestamps: AtomicBool::new(false),
+            respb: AtomicBool::new(false),
             closing: AtomicBool::new(false),
             sync_requests: AtomicU64::new(0),
             write_ok: AtomicBool::new(true),

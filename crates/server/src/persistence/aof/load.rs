@@ -76,7 +76,11 @@ pub fn load(state: &ServerState, replay: Replay) -> Result<Option<Loaded>, Strin
             crate::log!(Notice, "RDB is base AOF");
             continue;
         }
-        let file = replay_file(state, replay, &bytes, &mut session, &f.name)?;
+        let file = if kvik_persist::aof::manifest::is_respb(&f.name) {
+            replay_respb_file(state, replay, &bytes, &mut session, &f.name)?
+        } else {
+            replay_file(state, replay, &bytes, &mut session, &f.name)?
+        };
         loaded.commands += file.commands;
         if let Some(valid_up_to) = file.cut_at {
             truncate(state, &path, &f.name, valid_up_to, i == last)?;
@@ -140,6 +144,62 @@ fn replay_file(
             Some(multi)
         }
         (_, cut) => cut,
+    };
+    Ok(Replayed { commands, cut_at })
+}
+
+/// [`replay_file`] for a file of RESPB frames (`aof-format respb`): each
+/// command frame is decoded as a RESPB connection decodes it; a frame cut
+/// short at the end is the file's unfinished part.
+fn replay_respb_file(
+    state: &ServerState,
+    replay: Replay,
+    bytes: &[u8],
+    session: &mut Session,
+    name: &str,
+) -> Result<Replayed, String> {
+    use kvik_protocol::respb::{Decoded, Frame, RespbDecoder};
+    let mut decoder = RespbDecoder::default();
+    let (mut args, mut owned) = (CommandArgs::new(), CommandArgs::new());
+    let (mut at, mut commands, mut before_multi, mut cut_at) = (0, 0, None, None);
+    while at < bytes.len() {
+        let rest = &bytes[at..];
+        match decoder.decode(rest, &mut args) {
+            Ok(Decoded::NeedMore { .. }) => {
+                cut_at = Some(at);
+                break;
+            }
+            Ok(Decoded::Frame { frame, consumed }) => {
+                if let Frame::Command { .. } = frame {
+                    owned.clear();
+                    for i in 0..args.len() {
+                        owned.push_owned(args.get(rest, i).unwrap_or(&[]));
+                    }
+                    if owned.get(&[], 0).is_some_and(|n| n.eq_ignore_ascii_case(b"multi")) {
+                        before_multi = Some(at);
+                    }
+                    replay(state, &owned, session)
+                        .map_err(|cmd| format!("Unknown command '{cmd}' reading the append only file {name}"))?;
+                    if session.multi.is_none() {
+                        before_multi = None;
+                    }
+                    commands += 1;
+                }
+                at += consumed.max(1);
+            }
+            Err(e) => {
+                return Err(format!(
+                    "Bad file format reading the append only file {name}: make a backup of your AOF file ({e} at offset {at})"
+                ))
+            }
+        }
+    }
+    let cut_at = match before_multi {
+        Some(multi) if session.multi.is_some() => {
+            crate::log!(Warning, "Revert incomplete MULTI/EXEC transaction in AOF file {name}");
+            Some(multi)
+        }
+        _ => cut_at,
     };
     Ok(Replayed { commands, cut_at })
 }

@@ -34,7 +34,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kvik_persist::aof::manifest::{base_name, incr_name, manifest_name, FileInfo, FileKind, Manifest};
+use kvik_persist::aof::manifest::{
+    base_name, incr_name, incr_name_respb, is_respb, manifest_name, FileInfo, FileKind, Manifest,
+};
 
 use crate::keyspace::events::{self, ServerEvent};
 use crate::registries::append_only::{Files, Fsync};
@@ -81,10 +83,13 @@ pub fn open_at_start(state: &Arc<ServerState>) -> Result<(), String> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => return Err(format!("Can't open the AOF manifest {}: {e}", manifest_path.display())),
     };
+    let wanted_respb = state.append_only.respb.load(Ordering::Relaxed);
     let manifest = match existing {
-        Some(mut manifest) if manifest.incr.is_empty() => {
-            let seq = manifest.incr.iter().chain(&manifest.base).map(|f| f.seq).max().unwrap_or(0) + 1;
-            let incr = FileInfo { name: incr_name(&name, seq), seq, kind: FileKind::Incr };
+        // No incremental file, or the last one in the other form: a new
+        // one, so that no file mixes RESP and RESPB.
+        Some(mut manifest) if manifest.incr.last().is_none_or(|last| is_respb(&last.name) != wanted_respb) => {
+            let seq = manifest.incr.iter().chain(&manifest.history).map(|f| f.seq).max().unwrap_or(0) + 1;
+            let incr = new_incr(state, &name, seq);
             crate::log!(Notice, "Creating AOF incr file {} on server start", incr.name);
             create_empty(&dir.join(&incr.name))?;
             manifest.incr.push(incr);
@@ -101,6 +106,7 @@ pub fn open_at_start(state: &Arc<ServerState>) -> Result<(), String> {
     };
     let Some(last) = manifest.incr.last() else { return Err("The AOF manifest names no incr file".into()) };
     let path = dir.join(&last.name);
+    let respb = is_respb(&last.name);
     let file = OpenOptions::new()
         .append(true)
         .create(true)
@@ -113,7 +119,7 @@ pub fn open_at_start(state: &Arc<ServerState>) -> Result<(), String> {
     // The first place is read while every shard is held: no change with
     // an earlier place is still to be made.
     let all = state.keyspace.lock_all();
-    let started = start_journal(state, file, state.keyspace.changes_taken() + 1);
+    let started = start_journal(state, file, state.keyspace.changes_taken() + 1, respb);
     drop(all);
     started.map_err(|e| format!("Can't start the AOF writer: {e}"))
 }
@@ -127,7 +133,7 @@ fn create_files(state: &ServerState, dir: &Path, name: &str) -> Result<Manifest,
     crate::log!(Notice, "Creating AOF base file {} on server start", base.name);
     super::snapshot::write_rdb(state, &dir.join(&base.name), true, Instant::now())
         .map_err(|e| format!("Can't create the AOF base file {}: {e}", base.name))?;
-    let incr = FileInfo { name: incr_name(name, 1), seq: 1, kind: FileKind::Incr };
+    let incr = new_incr(state, name, 1);
     crate::log!(Notice, "Creating AOF incr file {} on server start", incr.name);
     create_empty(&dir.join(&incr.name))?;
     let manifest = Manifest { base: Some(base), history: Vec::new(), incr: vec![incr] };
@@ -161,13 +167,13 @@ pub(crate) fn file_sizes(dir: &Path, manifest: &Manifest) -> (u64, u64) {
 /// incremental file now appended to. Called while every shard is held, so
 /// that no change of an earlier place is still to be made (the
 /// configuration is read before: it has its own lock).
-fn start_journal(state: &ServerState, file: File, first: u64) -> io::Result<()> {
+fn start_journal(state: &ServerState, file: File, first: u64, respb: bool) -> io::Result<()> {
     let aof = &state.append_only;
     let shared = state.shared().ok_or_else(|| io::Error::other("the server state is not shared"))?;
     aof.closing.store(false, Ordering::Relaxed);
     state.journal.start(first, hold_for(aof.fsync()));
     events::adjust(0, REMOVALS);
-    let handle = writer::spawn(shared, file)?;
+    let handle = writer::spawn(shared, file, respb)?;
     *aof.writer.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
     aof.enabled.store(true, Ordering::Relaxed);
     Ok(())
@@ -178,6 +184,15 @@ pub fn read_settings(state: &ServerState) {
     let config = state.config();
     state.append_only.set_fsync(Fsync::parse(config.get("appendfsync")));
     state.append_only.timestamps.store(config.get("aof-timestamp-enabled") == "yes", Ordering::Relaxed);
+    state.append_only.respb.store(config.get("aof-format") == "respb", Ordering::Relaxed);
+}
+
+/// The incremental file of sequence `seq` in the form `aof-format` asks
+/// for (read by [`read_settings`]).
+pub fn new_incr(state: &ServerState, name: &str, seq: i64) -> FileInfo {
+    let name =
+        if state.append_only.respb.load(Ordering::Relaxed) { incr_name_respb(name, seq) } else { incr_name(name, seq) };
+    FileInfo { name, seq, kind: FileKind::Incr }
 }
 
 /// `CONFIG SET appendfsync`: the writer follows from its next round.

@@ -25,7 +25,7 @@ use std::io;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use kvik_persist::aof::manifest::{base_name, incr_name, manifest_name, FileInfo, FileKind, Manifest};
+use kvik_persist::aof::manifest::{base_name, manifest_name, FileInfo, FileKind, Manifest};
 
 use crate::registries::append_only::{Files, PendingRewrite, Rotation};
 use crate::registries::saves::{Purpose, Refused};
@@ -58,6 +58,7 @@ pub fn start(state: &ServerState) -> Result<(), NotStarted> {
         aof.rewrites.scheduled.store(true, Ordering::Relaxed);
         return Err(NotStarted::Scheduled);
     }
+    super::read_settings(state);
     let begun = begin(state, None);
     if let Err(e) = &begun {
         aof.rewrites.in_progress.store(false, Ordering::Release);
@@ -111,7 +112,8 @@ fn begin(state: &ServerState, turning_on: Option<&ServerState>) -> Result<(), St
     let Some(f) = files.as_mut() else { return Err("the append-only file has no files".into()) };
     let incr_seq = f.manifest.incr.iter().chain(&f.manifest.history).map(|i| i.seq).max().unwrap_or(0) + 1;
     let base_seq = f.manifest.base.iter().chain(&f.manifest.history).map(|i| i.seq).max().unwrap_or(0) + 1;
-    let incr = FileInfo { name: incr_name(&f.name, incr_seq), seq: incr_seq, kind: FileKind::Incr };
+    let incr = super::new_incr(state, &f.name, incr_seq);
+    let respb = kvik_persist::aof::manifest::is_respb(&incr.name);
     let incr_path = f.dir.join(&incr.name);
     let file = OpenOptions::new()
         .append(true)
@@ -136,11 +138,11 @@ fn begin(state: &ServerState, turning_on: Option<&ServerState>) -> Result<(), St
         None => {
             let file = file.take();
             *aof.rotation.lock().unwrap_or_else(|p| p.into_inner()) =
-                file.map(|file| Rotation { after_seq: cut, file });
+                file.map(|file| Rotation { after_seq: cut, file, respb });
         }
         Some(state) => {
             if let Some(file) = file.take() {
-                started = super::start_journal(state, file, cut + 1);
+                started = super::start_journal(state, file, cut + 1, respb);
             }
         }
     };

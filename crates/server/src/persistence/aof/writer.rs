@@ -38,8 +38,13 @@ const WRITE_INTERVAL: Duration = Duration::from_millis(1);
 const SYNC_PERIOD: Duration = Duration::from_secs(1);
 
 /// Start the writer thread on `file`.
-pub fn spawn(state: Arc<ServerState>, file: File) -> io::Result<std::thread::JoinHandle<()>> {
-    std::thread::Builder::new().name("kvik-aof".into()).spawn(move || Writer::new(file, &state).run(&state))
+/// Start the writer thread on `file` (of RESPB frames when `respb`).
+pub fn spawn(state: Arc<ServerState>, file: File, respb: bool) -> io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new().name("kvik-aof".into()).spawn(move || {
+        let mut writer = Writer::new(file, &state);
+        writer.respb = respb;
+        writer.run(&state)
+    })
 }
 
 /// The writer's state.
@@ -65,6 +70,9 @@ struct Writer {
     reported: u64,
     /// The incremental file to move to after a rewrite's moment.
     rotation: Option<Rotation>,
+    /// The file holds RESPB frames (`aof-format respb`): each command is
+    /// encoded again, as a RESPB client would send it.
+    respb: bool,
 }
 
 impl Writer {
@@ -81,6 +89,7 @@ impl Writer {
             syncs_answered: 0,
             reported: state.journal.first() - 1,
             rotation: None,
+            respb: false,
         }
     }
 
@@ -176,6 +185,7 @@ impl Writer {
             crate::log!(Warning, "Can't flush the old AOF incr file to disk: {e}");
         }
         self.file = rotation.file;
+        self.respb = rotation.respb;
         self.db = None;
     }
 
@@ -185,7 +195,8 @@ impl Writer {
         if record.is_empty() {
             return;
         }
-        if state.append_only.timestamps.load(Ordering::Relaxed) {
+        // RESPB has no annotation line for the time.
+        if !self.respb && state.append_only.timestamps.load(Ordering::Relaxed) {
             let now = crate::persistence::snapshot::unix_seconds();
             if now > self.last_ts {
                 self.out.extend_from_slice(format!("#TS:{now}\r\n").as_bytes());
@@ -194,11 +205,32 @@ impl Writer {
         }
         for (db, op) in journal::ops(record) {
             if self.db != Some(db) {
-                kvik_persist::aof::commands::put(&mut self.out, &[b"SELECT", db.to_string().as_bytes()]);
+                let number = db.to_string();
+                let select: [&[u8]; 2] = [b"SELECT", number.as_bytes()];
+                if self.respb {
+                    kvik_protocol::respb::encode_request(&select, 0, &mut self.out);
+                } else {
+                    kvik_persist::aof::commands::put(&mut self.out, &select);
+                }
                 self.db = Some(db);
             }
-            self.out.extend_from_slice(op);
+            if self.respb {
+                self.put_respb(op);
+            } else {
+                self.out.extend_from_slice(op);
+            }
         }
+    }
+
+    /// Append the command `op` (RESP, as the journal holds it) as one
+    /// RESPB frame on channel 0.
+    fn put_respb(&mut self, op: &[u8]) {
+        let out = &mut self.out;
+        // The journal's own bytes: one whole command, which reads back.
+        let _ = kvik_persist::aof::commands::read::<()>(op, |c| {
+            kvik_protocol::respb::encode_request(c.args, 0, out);
+            Ok(())
+        });
     }
 
     /// Write this round's bytes. A failed write is retried next round
