@@ -20,7 +20,7 @@ ifdef CI
 export CARGO_INCREMENTAL = 0
 endif
 
-.PHONY: run release test deps cargo redis-server fmt lint bench bench-protocol bench-server bench-respb bench-mux bench-keyspace bench-persistence bench-bgsave crash-loop fuzz
+.PHONY: run release test deps cargo redis-server fmt lint bench bench-protocol bench-server bench-respb bench-mux bench-keyspace bench-persistence bench-bgsave bench-aof crash-loop fuzz
 
 ## Build in release mode and serve on 127.0.0.1:6379 (kvik-server's defaults,
 ## no configuration file). PGO=1 serves the profile-guided build instead
@@ -113,6 +113,11 @@ bench-persistence: cargo redis-server
 ## duration, extra memory, latency; bench/results/bgsave.md.
 bench-bgsave: cargo redis-server
 	KEYS="1000000 5000000" bench/bgsave.sh
+
+## SET throughput with appendfsync always and everysec at -P 1 and -P 16, and the
+## start on an append-only file (RESP and RESPB): bench/results/aof.md.
+bench-aof: cargo redis-server
+	bench/aof.sh
 
 ## SIGKILL under write load, 100 cycles per fsync policy; every acknowledged
 ## write must survive: bench/results/crash_loop.md.

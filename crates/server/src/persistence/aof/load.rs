@@ -36,15 +36,15 @@ pub struct Loaded {
     pub truncated: bool,
 }
 
-/// Replay `dir`/`appenddirname` into the (empty) keyspace; `Ok(None)` when
-/// there is no manifest (a first start with `appendonly yes`). The error
-/// is the text to log before exiting.
 /// Runs one command read from a file, as the server's own client; the
 /// error names a command the server does not know, which stops the load.
 /// (The commands live above this module; the server passes their runner
 /// in.)
 pub type Replay = fn(&ServerState, &CommandArgs, &mut Session) -> Result<(), String>;
 
+/// Replay `dir`/`appenddirname` into the (empty) keyspace; `Ok(None)` when
+/// there is no manifest (a first start with `appendonly yes`). The error
+/// is the text to log before exiting.
 pub fn load(state: &ServerState, replay: Replay) -> Result<Option<Loaded>, String> {
     let (dir, name) = super::location(state);
     let manifest_path = dir.join(manifest_name(&name));
@@ -62,8 +62,7 @@ pub fn load(state: &ServerState, replay: Replay) -> Result<Option<Loaded>, Strin
     }
     let started = Instant::now();
     let _loading = Loading::start();
-    let mut session = Session::new(0);
-    session.authenticated = true;
+    let mut replayer = Replayer::new(state, replay);
     let mut loaded = Loaded::default();
     let last = files.len().saturating_sub(1);
     for (i, f) in files.iter().enumerate() {
@@ -76,132 +75,120 @@ pub fn load(state: &ServerState, replay: Replay) -> Result<Option<Loaded>, Strin
             crate::log!(Notice, "RDB is base AOF");
             continue;
         }
-        let file = if kvik_persist::aof::manifest::is_respb(&f.name) {
-            replay_respb_file(state, replay, &bytes, &mut session, &f.name)?
+        let stopped = if kvik_persist::aof::manifest::is_respb(&f.name) {
+            replayer.respb(&bytes, &f.name)?
         } else {
-            replay_file(state, replay, &bytes, &mut session, &f.name)?
+            replayer.resp(&bytes, &f.name)?
         };
-        loaded.commands += file.commands;
-        if let Some(valid_up_to) = file.cut_at {
+        if let Some(valid_up_to) = replayer.whole_up_to(stopped, &f.name) {
             truncate(state, &path, &f.name, valid_up_to, i == last)?;
             loaded.truncated = true;
         }
-        session.multi = None;
         crate::log!(Notice, "DB loaded from incr file {}: {:.3} seconds", f.name, started.elapsed().as_secs_f64());
     }
+    loaded.commands = replayer.commands;
     crate::log!(Notice, "DB loaded from append only file: {:.3} seconds", started.elapsed().as_secs_f64());
     Ok(Some(loaded))
 }
 
-/// One file of commands replayed.
-struct Replayed {
+/// The files' commands run one after the other, as one client of the
+/// server's own runs them.
+struct Replayer<'a> {
+    state: &'a ServerState,
+    replay: Replay,
+    session: Session,
+    /// Commands run.
     commands: u64,
-    /// Where the whole commands end, when the file does not end with one
-    /// (or ends inside a transaction).
-    cut_at: Option<usize>,
+    /// Where the open `MULTI` began in the file being read.
+    before_multi: Option<usize>,
 }
 
-fn replay_file(
-    state: &ServerState,
-    replay: Replay,
-    bytes: &[u8],
-    session: &mut Session,
-    name: &str,
-) -> Result<Replayed, String> {
-    let mut commands = 0;
-    let mut before_multi = None;
-    let ending = read::<String>(bytes, |cmd| {
-        let mut args = CommandArgs::new();
-        for a in cmd.args {
-            args.push_owned(a);
+impl<'a> Replayer<'a> {
+    fn new(state: &'a ServerState, replay: Replay) -> Replayer<'a> {
+        let mut session = Session::new(0);
+        session.authenticated = true;
+        Replayer { state, replay, session, commands: 0, before_multi: None }
+    }
+
+    /// Run one command, read at `offset` of its file.
+    fn run(&mut self, args: &CommandArgs, offset: usize) -> Result<(), String> {
+        if args.get(&[], 0).is_some_and(|n| n.eq_ignore_ascii_case(b"multi")) {
+            self.before_multi = Some(offset);
         }
-        if cmd.args.first().is_some_and(|n| n.eq_ignore_ascii_case(b"multi")) {
-            before_multi = Some(cmd.span.start);
+        (self.replay)(self.state, args, &mut self.session)?;
+        if self.session.multi.is_none() {
+            self.before_multi = None;
         }
-        replay(state, &args, session)?;
-        if session.multi.is_none() {
-            before_multi = None;
-        }
-        commands += 1;
+        self.commands += 1;
         Ok(())
-    });
-    let cut_at = match ending {
-        Ok(Ending::Whole) => None,
-        Ok(Ending::Truncated { valid_up_to }) => Some(valid_up_to),
-        Err(ReadError::Format(e)) => {
-            return Err(format!(
-                "Bad file format reading the append only file {name}: make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest> ({e})"
-            ))
-        }
-        Err(ReadError::Command { error, .. }) => {
-            return Err(format!("Unknown command '{error}' reading the append only file {name}"));
-        }
-    };
-    // A transaction without its EXEC ran nothing; it goes with the cut.
-    let cut_at = match (before_multi, cut_at) {
-        (Some(multi), _) if session.multi.is_some() => {
-            crate::log!(Warning, "Revert incomplete MULTI/EXEC transaction in AOF file {name}");
-            Some(multi)
-        }
-        (_, cut) => cut,
-    };
-    Ok(Replayed { commands, cut_at })
-}
+    }
 
-/// [`replay_file`] for a file of RESPB frames (`aof-format respb`): each
-/// command frame is decoded as a RESPB connection decodes it; a frame cut
-/// short at the end is the file's unfinished part.
-fn replay_respb_file(
-    state: &ServerState,
-    replay: Replay,
-    bytes: &[u8],
-    session: &mut Session,
-    name: &str,
-) -> Result<Replayed, String> {
-    use kvik_protocol::respb::{Decoded, Frame, RespbDecoder};
-    let mut decoder = RespbDecoder::default();
-    let (mut args, mut owned) = (CommandArgs::new(), CommandArgs::new());
-    let (mut at, mut commands, mut before_multi, mut cut_at) = (0, 0, None, None);
-    while at < bytes.len() {
-        let rest = &bytes[at..];
-        match decoder.decode(rest, &mut args) {
-            Ok(Decoded::NeedMore { .. }) => {
-                cut_at = Some(at);
-                break;
+    /// Where the file just read is whole, when not to its end: where it
+    /// `stopped` (a command cut short), or before a `MULTI` whose `EXEC`
+    /// never came — that transaction ran nothing and goes with the cut.
+    /// The next file starts outside any transaction.
+    fn whole_up_to(&mut self, stopped: Option<usize>, name: &str) -> Option<usize> {
+        let open = self.before_multi.take().filter(|_| self.session.multi.is_some());
+        self.session.multi = None;
+        if open.is_some() {
+            crate::log!(Warning, "Revert incomplete MULTI/EXEC transaction in AOF file {name}");
+        }
+        open.or(stopped)
+    }
+
+    /// Replay a file of RESP commands; where it stopped short, if it did.
+    fn resp(&mut self, bytes: &[u8], name: &str) -> Result<Option<usize>, String> {
+        let ending = read::<String>(bytes, |cmd| {
+            let mut args = CommandArgs::new();
+            for a in cmd.args {
+                args.push_owned(a);
             }
-            Ok(Decoded::Frame { frame, consumed }) => {
-                if let Frame::Command { .. } = frame {
-                    owned.clear();
-                    for i in 0..args.len() {
-                        owned.push_owned(args.get(rest, i).unwrap_or(&[]));
-                    }
-                    if owned.get(&[], 0).is_some_and(|n| n.eq_ignore_ascii_case(b"multi")) {
-                        before_multi = Some(at);
-                    }
-                    replay(state, &owned, session)
-                        .map_err(|cmd| format!("Unknown command '{cmd}' reading the append only file {name}"))?;
-                    if session.multi.is_none() {
-                        before_multi = None;
-                    }
-                    commands += 1;
-                }
-                at += consumed.max(1);
-            }
-            Err(e) => {
-                return Err(format!(
-                    "Bad file format reading the append only file {name}: make a backup of your AOF file ({e} at offset {at})"
-                ))
+            self.run(&args, cmd.span.start)
+        });
+        match ending {
+            Ok(Ending::Whole) => Ok(None),
+            Ok(Ending::Truncated { valid_up_to }) => Ok(Some(valid_up_to)),
+            Err(ReadError::Format(e)) => Err(format!(
+                "Bad file format reading the append only file {name}: make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest> ({e})"
+            )),
+            Err(ReadError::Command { error, .. }) => {
+                Err(format!("Unknown command '{error}' reading the append only file {name}"))
             }
         }
     }
-    let cut_at = match before_multi {
-        Some(multi) if session.multi.is_some() => {
-            crate::log!(Warning, "Revert incomplete MULTI/EXEC transaction in AOF file {name}");
-            Some(multi)
+
+    /// Replay a file of RESPB frames (`aof-format respb`), each command
+    /// frame decoded as a RESPB connection decodes it; where a frame was
+    /// cut short at the end, if one was.
+    fn respb(&mut self, bytes: &[u8], name: &str) -> Result<Option<usize>, String> {
+        use kvik_protocol::respb::{Decoded, Frame, RespbDecoder};
+        let mut decoder = RespbDecoder::default();
+        let (mut args, mut owned) = (CommandArgs::new(), CommandArgs::new());
+        let mut at = 0;
+        while at < bytes.len() {
+            let rest = &bytes[at..];
+            match decoder.decode(rest, &mut args) {
+                Ok(Decoded::NeedMore { .. }) => return Ok(Some(at)),
+                Ok(Decoded::Frame { frame, consumed }) => {
+                    if let Frame::Command { .. } = frame {
+                        owned.clear();
+                        for i in 0..args.len() {
+                            owned.push_owned(args.get(rest, i).unwrap_or(&[]));
+                        }
+                        self.run(&owned, at)
+                            .map_err(|cmd| format!("Unknown command '{cmd}' reading the append only file {name}"))?;
+                    }
+                    at += consumed.max(1);
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "Bad file format reading the append only file {name}: make a backup of your AOF file ({e} at offset {at})"
+                    ))
+                }
+            }
         }
-        _ => cut_at,
-    };
-    Ok(Replayed { commands, cut_at })
+        Ok(None)
+    }
 }
 
 /// Cut the file at `path` back to its first `valid_up_to` bytes, when
