@@ -633,10 +633,13 @@ fn execute_checked<T: ReplyTarget>(
         // refuses the ones that may add data while it stays over the limit.
         log_oom_refusal();
         Some(OOM.to_vec())
-    } else if crate::persistence::writes_refused(state) && refused_for_disk_error(session, spec) {
-        // A background save failed with save points set: Redis stops
-        // writes (and PING) until a save works again.
-        Some(crate::persistence::MISCONF.to_vec())
+    } else if let Some(msg) =
+        crate::persistence::writes_refused(state).filter(|_| refused_for_disk_error(session, spec))
+    {
+        // A background save failed with save points set, or a write to the
+        // append-only file failed: Redis stops writes (and PING) until the
+        // disk works again.
+        Some(msg)
     } else if session.subscriptions.active() && session.protocol == Protocol::Resp2 && !allowed_while_subscribed(spec) {
         // A RESP2 connection listening for messages cannot tell replies
         // from messages, so Redis lets it run only these commands.

@@ -161,18 +161,32 @@ pub fn meta_of(access: Access, lfu_policy: bool, now_ms: i64) -> Meta {
 /// Redis's refusal of a write while `stop-writes-on-bgsave-error` holds.
 pub const MISCONF: &[u8] = b"MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
 
-/// Whether writes are refused because the last background save failed,
-/// save points are set and `stop-writes-on-bgsave-error` is on. One load
-/// of a flag that is true while saves work, on every command.
+/// Why writes are refused for a disk error, in Redis's words and order:
+/// the last background save failed while save points are set and
+/// `stop-writes-on-bgsave-error` is on, or the last write to the
+/// append-only file failed (with `everysec` or `no`, where replies do not
+/// wait for the file: a write the file cannot take is not acknowledged).
+/// Two loads of flags that are true while the disk works, on every command.
 #[inline]
-pub fn writes_refused(state: &ServerState) -> bool {
-    !state.stats.last_save_ok.load(std::sync::atomic::Ordering::Relaxed) && writes_refused_slow(state)
+pub fn writes_refused(state: &ServerState) -> Option<Vec<u8>> {
+    let relaxed = std::sync::atomic::Ordering::Relaxed;
+    if state.stats.last_save_ok.load(relaxed) && state.append_only.write_ok.load(relaxed) {
+        return None;
+    }
+    writes_refused_slow(state)
 }
 
 #[cold]
-fn writes_refused_slow(state: &ServerState) -> bool {
-    let stop = state.config().get("stop-writes-on-bgsave-error") == "yes";
-    stop && save_points_set(state)
+fn writes_refused_slow(state: &ServerState) -> Option<Vec<u8>> {
+    let rdb_failed = !state.stats.last_save_ok.load(std::sync::atomic::Ordering::Relaxed);
+    if rdb_failed && state.config().get("stop-writes-on-bgsave-error") == "yes" && save_points_set(state) {
+        return Some(MISCONF.to_vec());
+    }
+    if state.append_only.enabled() && !state.append_only.write_ok() {
+        let error = state.append_only.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        return Some(format!("MISCONF Errors writing to the AOF file: {error}").into_bytes());
+    }
+    None
 }
 
 /// Whether the `save` setting has save points (Redis's `saveparamslen > 0`).

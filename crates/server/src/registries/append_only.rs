@@ -160,6 +160,8 @@ pub struct AppendOnly {
     pub(crate) sync_requests: AtomicU64,
     /// The last write worked (`aof_last_write_status`).
     pub(crate) write_ok: AtomicBool,
+    /// Why the last failed write failed, as the system says it.
+    pub(crate) last_error: Mutex<String>,
     /// Bytes of the files the manifest names (`aof_current_size`) and of
     /// its base (`aof_base_size`).
     pub(crate) current_size: AtomicU64,
@@ -188,6 +190,7 @@ impl Default for AppendOnly {
             closing: AtomicBool::new(false),
             sync_requests: AtomicU64::new(0),
             write_ok: AtomicBool::new(true),
+            last_error: Mutex::new(String::new()),
             current_size: AtomicU64::new(0),
             base_size: AtomicU64::new(0),
             delayed_fsync: AtomicU64::new(0),

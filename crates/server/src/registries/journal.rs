@@ -19,7 +19,7 @@
 //! command in RESP ([`put_op`]); the writer adds the `SELECT`s.
 //!
 //! The journal also holds the writer's progress (how far the records are
-//! written, how far on disk), which is what a connection waits on before
+//! on disk), which is what a connection waits on before
 //! it sends replies: with `appendfsync always` a reply goes out once the
 //! change it reports, and every change made before it, is on disk.
 
@@ -35,11 +35,8 @@ use tokio::sync::Notify;
 pub enum Hold {
     /// Nothing: no journal, or nobody waits.
     Nothing = 0,
-    /// The changes they follow are written to the file (handed to the
-    /// kernel): a crash of the server loses none of them.
-    Written = 1,
     /// The changes they follow are on disk (`appendfsync always`).
-    Synced = 2,
+    Synced = 1,
 }
 
 /// One published record, in the queue's data.
@@ -76,11 +73,9 @@ pub struct Journal {
     queue: Mutex<Queue>,
     /// Signalled when a record arrives while the consumer sleeps.
     arrived: Condvar,
-    /// Every place up to this one is written.
-    written: AtomicU64,
     /// Every place up to this one is on disk.
     synced: AtomicU64,
-    /// Woken whenever `written` or `synced` moves, or the journal stops.
+    /// Woken whenever `synced` moves, or the journal stops.
     settled: Notify,
     /// One per event loop, told the same: the loop wakes its own waiting
     /// connections, so a flush costs one cross-thread wake per loop, not
@@ -96,7 +91,6 @@ impl Default for Journal {
             first: AtomicU64::new(1),
             queue: Mutex::new(Queue::default()),
             arrived: Condvar::new(),
-            written: AtomicU64::new(0),
             synced: AtomicU64::new(0),
             settled: Notify::new(),
             relays: Mutex::new(Vec::new()),
@@ -142,7 +136,6 @@ impl Journal {
         queue.data.clear();
         queue.index.clear();
         self.first.store(first, Ordering::Relaxed);
-        self.written.store(first - 1, Ordering::Relaxed);
         self.synced.store(first - 1, Ordering::Relaxed);
         self.hold.store(hold as u8, Ordering::Relaxed);
         self.on.store(true, Ordering::Release);
@@ -215,12 +208,6 @@ impl Journal {
         self.arrived.notify_all();
     }
 
-    /// The consumer wrote every place up to `seq`.
-    pub fn written_to(&self, seq: u64) {
-        self.written.store(seq, Ordering::Release);
-        self.wake_settled();
-    }
-
     /// The consumer flushed every place up to `seq` to disk.
     pub fn synced_to(&self, seq: u64) {
         self.synced.store(seq, Ordering::Release);
@@ -242,9 +229,9 @@ impl Journal {
         }
     }
 
-    /// How far the records are written and on disk.
-    pub fn progress(&self) -> (u64, u64) {
-        (self.written.load(Ordering::Acquire), self.synced.load(Ordering::Acquire))
+    /// How far the records are on disk.
+    pub fn synced(&self) -> u64 {
+        self.synced.load(Ordering::Acquire)
     }
 
     /// Whether replies sent once every place up to `seq` was made may go
@@ -253,7 +240,6 @@ impl Journal {
     pub fn settled_at(&self, seq: u64) -> bool {
         match self.hold.load(Ordering::Relaxed) {
             0 => true,
-            1 => self.written.load(Ordering::Acquire) >= seq || !self.on(),
             _ => self.synced.load(Ordering::Acquire) >= seq || !self.on(),
         }
     }
@@ -312,13 +298,12 @@ mod tests {
         assert!(j.take(&mut data, &mut index, Duration::ZERO));
         assert_eq!(index.iter().map(|e| e.seq).collect::<Vec<_>>(), [6, 5]);
         assert_eq!(data, b"ba");
-        assert!(!j.settled_at(6));
-        j.written_to(6);
         assert!(!j.settled_at(6), "always waits for the disk");
         j.synced_to(6);
         assert!(j.settled_at(6) && !j.settled_at(7));
-        j.set_hold(Hold::Written);
-        assert!(!j.settled_at(7));
+        j.set_hold(Hold::Nothing);
+        assert!(j.settled_at(7));
+        j.set_hold(Hold::Synced);
         j.stop();
         assert!(j.settled_at(7), "a stopped journal holds nobody");
     }

@@ -218,7 +218,7 @@ pub fn sync_now(state: &ServerState) -> bool {
     state.append_only.sync_requests.fetch_add(1, Ordering::Relaxed);
     state.journal.wake_consumer();
     let deadline = Instant::now() + SYNC_WAIT;
-    while state.journal.progress().1 < target {
+    while state.journal.synced() < target {
         if Instant::now() >= deadline || !state.append_only.enabled() {
             return false;
         }

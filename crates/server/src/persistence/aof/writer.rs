@@ -66,8 +66,6 @@ struct Writer {
     last_ts: i64,
     /// Sync requests answered.
     syncs_answered: u64,
-    /// The last place reported written.
-    reported: u64,
     /// The incremental file to move to after a rewrite's moment.
     rotation: Option<Rotation>,
     /// The file holds RESPB frames (`aof-format respb`): each command is
@@ -87,7 +85,6 @@ impl Writer {
             db: None,
             last_ts: 0,
             syncs_answered: 0,
-            reported: state.journal.first() - 1,
             rotation: None,
             respb: false,
         }
@@ -115,10 +112,6 @@ impl Writer {
                 self.write(state, policy);
             }
             let moved = self.next != before;
-            if self.out.is_empty() && self.next - 1 > self.reported {
-                self.reported = self.next - 1;
-                state.journal.written_to(self.reported);
-            }
             let requests = aof.sync_requests.load(Ordering::Relaxed);
             let asked = requests != self.syncs_answered;
             let due = match policy {
@@ -234,9 +227,10 @@ impl Writer {
     }
 
     /// Write this round's bytes. A failed write is retried next round
-    /// with what was not written (writes meanwhile are not acknowledged:
-    /// the journal's written mark does not move); with `always` the server
-    /// cannot keep its promise and stops, as Redis does.
+    /// with what was not written; meanwhile writes are refused with
+    /// `-MISCONF Errors writing to the AOF file` (see
+    /// `persistence::writes_refused`). With `always` the server cannot keep
+    /// its promise and stops, as Redis does.
     fn write(&mut self, state: &ServerState, policy: Fsync) {
         let mut done = 0;
         while done < self.out.len() {
@@ -245,7 +239,7 @@ impl Writer {
                 Ok(n) => done += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    self.failed(state, policy, &format!("Error writing to the AOF file: {e}"));
+                    self.failed(state, policy, &format!("Error writing to the AOF file: {e}"), &e);
                     break;
                 }
             }
@@ -288,11 +282,16 @@ impl Writer {
                     "Can't persist AOF for fsync error when the AOF fsync policy is '{}': {e}",
                     policy_name(policy)
                 ),
+                &e,
             ),
         }
     }
 
-    fn failed(&mut self, state: &ServerState, policy: Fsync, what: &str) {
+    fn failed(&mut self, state: &ServerState, policy: Fsync, what: &str, error: &io::Error) {
+        // The system's words alone, as Redis's strerror gives them.
+        let text = error.to_string();
+        let reason = text.split(" (os error").next().unwrap_or(&text).to_string();
+        *state.append_only.last_error.lock().unwrap_or_else(|p| p.into_inner()) = reason;
         state.append_only.write_ok.store(false, Ordering::Relaxed);
         crate::log!(Warning, "{what}");
         if policy == Fsync::Always {
@@ -321,7 +320,7 @@ mod tests {
     #[test]
     fn records_are_written_in_the_order_of_their_places_with_selects() {
         let state = ServerState::default();
-        state.journal.start(1, Hold::Written);
+        state.journal.start(1, Hold::Synced);
         let path = std::env::temp_dir().join(format!("kvik-aof-writer-{}.aof", std::process::id()));
         let mut w = Writer::new(File::create(&path).expect("file"), &state);
         let record = |db, word: &[u8]| {
