@@ -1,6 +1,7 @@
 """Append-only file cost, kvik-server against redis-server in the same run:
 SET throughput with `appendonly yes` under each fsync policy, and the time
-a server takes to start on an append-only file of KEYS writes.
+a server takes to start on an append-only file of KEYS writes (each size
+in KEYS).
 
 Throughput: for each policy in POLICIES and each pipeline depth in
 PIPELINES, REPEATS rounds (the servers take turns, the order rotating);
@@ -15,10 +16,10 @@ load generator competes with the server; where it is busy ≥ 90% the
 throughput ratio measures it, and requests per server-CPU-second is the
 figure to judge.
 
-Load: each server is filled with KEYS pipelined `SET key:<i> <value>`
-(VALUE_BYTES bytes) with `appendfsync everysec` and automatic rewrites off
-(`auto-aof-rewrite-percentage 0`, so the directory holds the commands
-themselves), stopped with SHUTDOWN NOSAVE, and started again on the same
+Load: for each size in KEYS, each server is filled with that many
+pipelined `SET key:<i> <value>` (VALUE_BYTES bytes) with `appendfsync
+everysec` and automatic rewrites off (`auto-aof-rewrite-percentage 0`, so
+the directory holds the commands themselves), stopped with SHUTDOWN NOSAVE, and started again on the same
 directory REPEATS times; the time from starting the process to its first
 PONG is the load time (the files are in the page cache: a measure of the
 replay, not of the disk). kvik is measured twice, with the file in RESP and
@@ -29,7 +30,7 @@ in RESPB (`aof-format respb`).
 META: key=value lines about the machine (bench/common.sh machine_meta) or
 "-". Environment: SERVERS ["kvik redis"], POLICIES ["always everysec"],
 PIPELINES ["1 16"], CLIENTS [50], REQUESTS [200000] (× depth / 4 for
-depths above 1, at least REQUESTS), REPEATS [3], THREADS [2], KEYS [1000000],
+depths above 1, at least REQUESTS), REPEATS [3], THREADS [2], KEYS ["1000000 5000000"],
 VALUE_BYTES [64], COMMAND.
 """
 
@@ -151,7 +152,7 @@ def main(argv):
     base_requests = int(os.environ.get("REQUESTS", "200000"))
     repeats = int(os.environ.get("REPEATS", "3"))
     threads = int(os.environ.get("THREADS", "2"))
-    keys = int(os.environ.get("KEYS", "1000000"))
+    sizes = [int(k) for k in os.environ.get("KEYS", "1000000 5000000").split() if int(k) > 0]
     value_bytes = int(os.environ.get("VALUE_BYTES", "64"))
     results = {}
     for policy in policies:
@@ -166,11 +167,11 @@ def main(argv):
                         kind, policy, depth, fmt(got["rps"]), got["server_cpu"], 100 * (got["client_busy"] or 0)),
                         flush=True)
     loads = {}
-    if keys > 0:
+    for keys in sizes:
         for kind in servers:
             for fmt_name in (["resp", "respb"] if kind == "kvik" else ["resp"]):
                 got = load_time(kind, fmt_name, kvik_bin, keys, value_bytes, repeats, threads)
-                loads[(kind, fmt_name)] = got
+                loads[(keys, kind, fmt_name)] = got
                 print("%s %s: %d keys load in %.2f s (%d bytes)" % (kind, fmt_name, keys, got[0], got[1]), flush=True)
 
     def med(policy, depth, kind, field):
@@ -207,11 +208,15 @@ def main(argv):
                     return "%.2f×" % (k / r) if k and r else "—"
                 lines.append("| %s | %d | %s | %s |" % (policy, depth, ratio("rps"), ratio("per_cpu")))
     if loads:
-        lines += ["", "Start on an append-only file of %s `SET`s (%d-byte values, no rewrite), to the first PONG, "
-                  "median of %d:" % ("{:,}".format(keys), value_bytes, repeats), "",
-                  "| server | file form | load time | files |", "|---|---|---:|---:|"]
-        for (kind, fmt_name), (t, size) in loads.items():
-            lines.append("| %s-server | %s | %.2f s | %.1f MB |" % (kind, fmt_name.upper(), t, size / 1e6))
+        lines += ["", "Start on an append-only file of `SET`s (%d-byte values, no rewrite), to the first PONG, "
+                  "median of %d:" % (value_bytes, repeats), "",
+                  "| keys | server | file form | load time | files | ÷ redis-server's load time |",
+                  "|---:|---|---|---:|---:|---:|"]
+        for (keys, kind, fmt_name), (t, size) in loads.items():
+            base = loads.get((keys, "redis", "resp"))
+            vs = "%.2f×" % (t / base[0]) if base and base[0] else "—"
+            lines.append("| %s | %s-server | %s | %.2f s | %.1f MB | %s |" % (
+                "{:,}".format(keys), kind, fmt_name.upper(), t, size / 1e6, vs))
     with open(out_md, "w") as f:
         f.write("\n".join(lines) + "\n")
     print("wrote %s" % out_md)

@@ -2,7 +2,7 @@
 # Append-only file cost against redis-server, in the same run: SET
 # throughput under `appendfsync always` and `everysec` at -c 50 -P 1 and
 # -P 16 (requests/s and per server-CPU-second), and the time to start on an
-# append-only file of 1,000,000 SETs (bench/aof.py says how each figure is
+# append-only file of 1,000,000 and 5,000,000 SETs (bench/aof.py says how each figure is
 # taken).
 #
 #   bench/aof.sh
@@ -13,7 +13,7 @@
 #
 # Environment (defaults in brackets): SERVERS [kvik redis], POLICIES
 # [always everysec], PIPELINES [1 16], CLIENTS [50], REQUESTS [200000],
-# REPEATS [3], KEYS [1000000] (0: no load-time table), VALUE_BYTES [64],
+# REPEATS [3], KEYS ["1000000 5000000"] (0: no load-time table), VALUE_BYTES [64],
 # THREADS [nproc], OUT_DIR [bench/results], KVIK_SERVER_BIN [].
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -256,9 +256,10 @@ fn aof_script_reports_kvik_against_redis() {
         }
     }
     for form in ["RESP", "RESPB"] {
-        let line = md.lines().find(|l| l.starts_with(&format!("| kvik-server | {form} |"))).unwrap_or("");
+        let line = md.lines().find(|l| l.starts_with(&format!("| 2,000 | kvik-server | {form} |"))).unwrap_or("");
         let cells: Vec<&str> = line.split('|').map(str::trim).collect();
-        assert!(cells.len() > 4 && positive(cells[3].trim_end_matches(" s")), "{form} load time: {md}");
+        assert!(cells.len() > 6 && positive(cells[4].trim_end_matches(" s")), "{form} load time: {md}");
+        assert!(cells[6].ends_with('×'), "{form} against redis: {line}");
     }
 }
 
