@@ -642,3 +642,85 @@ fn the_respb_form_begins_a_file_of_its_own_and_replays() {
     assert_eq!(std::fs::read(&respb_path).expect("respb"), whole, "cut back to the whole frames");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// kvik started through a shell that caps the size of any file it writes
+/// at `limit_kib` (`ulimit -f`, with SIGXFSZ ignored so that a write past
+/// the cap fails with EFBIG instead of killing the process): the way to
+/// make the append-only file's writes fail without a full disk.
+fn kvik_with_file_cap(dir: &Path, fsync: &str, limit_kib: u32) -> kvik_testkit::Server {
+    let script = format!("trap '' XFSZ; ulimit -f {limit_kib}; exec \"$0\" \"$@\"");
+    let mut args: Vec<String> = vec!["-c".into(), script, kvik_testkit::kvik_bin().display().to_string()];
+    let dir = dir.to_str().unwrap_or("").to_string();
+    for a in ["--port", "{port}", "--dir", &dir, "--appendonly", "yes", "--appendfsync", fsync, "--save", ""] {
+        args.push(a.to_string());
+    }
+    kvik_testkit::start("kvik-capped", PathBuf::from("/bin/bash"), args)
+}
+
+/// Set 1 KiB values until a reply is not `+OK`; that reply, and how many
+/// were acknowledged.
+fn set_until_refused(k: &mut TcpStream, most: usize) -> (Vec<u8>, usize) {
+    let value = vec![b'v'; 1024];
+    for i in 0..most {
+        let key = format!("k{i}");
+        let reply = call(k, &[b"SET", key.as_bytes(), &value]);
+        if reply != b"+OK\r\n" {
+            return (reply, i);
+        }
+    }
+    (Vec::new(), most)
+}
+
+#[test]
+fn a_file_that_cannot_be_written_refuses_writes_or_stops_the_server() {
+    // everysec: writes and PING are refused with Redis's MISCONF text, and
+    // INFO says why, while reads go on.
+    let dir = temp_dir("capped-everysec");
+    let mut server = kvik_with_file_cap(&dir, "everysec", 256);
+    let mut k = connect(server.port);
+    let (refusal, acked) = set_until_refused(&mut k, 4000);
+    assert!(
+        refusal.starts_with(b"-MISCONF Errors writing to the AOF file: File too large"),
+        "after {acked} writes: {}",
+        String::from_utf8_lossy(&refusal)
+    );
+    assert!((100..400).contains(&acked), "{acked} writes of 1 KiB acknowledged under a 256 KiB cap");
+    let ping = call_text(&mut k, &["PING"]);
+    assert!(ping.starts_with(b"-MISCONF Errors writing to the AOF file"), "{}", String::from_utf8_lossy(&ping));
+    assert_eq!(call_text(&mut k, &["EXISTS", "k0"]), b":1\r\n", "reads are served");
+    let info = String::from_utf8_lossy(&call_text(&mut k, &["INFO", "persistence"])).into_owned();
+    assert_eq!(info_value(&info, "aof_last_write_status"), "err", "{info}");
+    server.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // always: a write is acknowledged only once it is on disk, so the
+    // server cannot go on: it exits, as Redis does, and the write that
+    // could not be written was never acknowledged.
+    let dir = temp_dir("capped-always");
+    let mut server = kvik_with_file_cap(&dir, "always", 256);
+    let mut k = connect(server.port);
+    let value = vec![b'v'; 1024];
+    let mut acked = 0;
+    for i in 0..4000 {
+        let key = format!("k{i}");
+        let sent = std::io::Write::write_all(&mut k, &common::diff::multibulk(&[b"SET", key.as_bytes(), &value]));
+        let mut reply = [0u8; 5];
+        if sent.is_err() || std::io::Read::read_exact(&mut k, &mut reply).is_err() {
+            break;
+        }
+        assert_eq!(&reply, b"+OK\r\n");
+        acked += 1;
+    }
+    let status = server.wait_for_exit().expect("the server exits");
+    assert!(!status.success(), "{status}");
+    assert!((100..400).contains(&acked), "{acked} writes acknowledged");
+    // What was acknowledged is in the file: a start without the cap loads it
+    // (the last command is cut, which aof-load-truncated allows).
+    let server = kvik_aof(&dir, "always");
+    let mut k = connect(server.port);
+    let dbsize = call_text(&mut k, &["DBSIZE"]);
+    let loaded: usize = String::from_utf8_lossy(&dbsize[1..dbsize.len() - 2]).parse().unwrap_or(0);
+    assert!(loaded >= acked, "{loaded} keys loaded, {acked} acknowledged");
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
