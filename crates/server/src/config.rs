@@ -315,7 +315,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     knob("bind-source-addr", STR, "", Runtime),
     knob("shutdown-timeout", int(0, INT_MAX), "10", Runtime),
     knob("propagation-error-behavior", Kind::Enum(&["ignore", "panic", "panic-on-replicas"]), "ignore", Runtime),
-    alias(knob("busy-reply-threshold", int(0, LONG_MAX), "5000", Runtime), "lua-time-limit"),
+    alias(opt("busy-reply-threshold", int(0, LONG_MAX), "5000", Runtime), "lua-time-limit"),
     knob("acllog-max-len", int(0, LONG_MAX), "128", Runtime),
     knob("acl-pubsub-default", Kind::Enum(&["allchannels", "resetchannels"]), "resetchannels", Runtime),
     knob("sanitize-dump-payload", Kind::Enum(&["no", "yes", "clients"]), "no", Runtime),
@@ -818,6 +818,12 @@ impl Config {
             .filter(|(i, o)| o.support == Support::NoEffect && self.value(*i) != o.default)
             .map(|(_, o)| o.name)
             .collect()
+    }
+
+    /// How long a script may run before kvik stops it, if it has not
+    /// written (`busy-reply-threshold`, `lua-time-limit`).
+    pub fn busy_reply_threshold_ms(&self) -> u64 {
+        self.int("busy-reply-threshold").max(0) as u64
     }
 
     /// Number of event-loop threads.

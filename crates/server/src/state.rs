@@ -69,6 +69,8 @@ pub struct ServerState {
     pub journal: crate::registries::journal::Journal,
     /// The append-only file's writer and files.
     pub append_only: crate::registries::append_only::AppendOnly,
+    /// Scripts by SHA-1 (`EVAL`, `SCRIPT LOAD`).
+    pub scripts: crate::registries::scripts::Scripts,
     /// The state itself, for the threads a command starts (the
     /// append-only file's writer, when `CONFIG SET appendonly yes` turns
     /// it on); set by [`ServerState::remember_self`].
@@ -311,6 +313,7 @@ impl ServerState {
             saver: Default::default(),
             journal: Default::default(),
             append_only: Default::default(),
+            scripts: Default::default(),
             this: std::sync::OnceLock::new(),
             shutdown: watch::Sender::new(false),
         }

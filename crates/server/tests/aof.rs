@@ -55,6 +55,7 @@ const SCRIPT: &[&str] = &[
     "PSETEX ttl-psetex 1000000 v",
     "SET counter 10",
     "INCRBY counter 5",
+    "SADD lua-set a b c d e",
     "INCRBYFLOAT float 1.25",
     "INCRBYFLOAT float 0.1",
     "EXPIRE counter 5000",
@@ -103,6 +104,11 @@ fn workload(port: u16) {
     for line in SCRIPT {
         ok(&mut k, line);
     }
+    // A script's writes, the random one among them, go to the file as
+    // their effects, together.
+    let body = "redis.call('incr', KEYS[1]) redis.call('spop', 'lua-set') return redis.call('set', 'from-lua', 'x', 'EX', 100)";
+    call_ok(&mut k, &[b"EVAL", body.as_bytes(), b"1", b"scripted"]);
+    call_ok(&mut k, &[b"EVAL", b"return redis.call('get', 'from-lua')", b"0"]);
     ok(&mut k, "MULTI");
     ok(&mut k, "SET tx-a 1");
     ok(&mut k, "INCR tx-a");

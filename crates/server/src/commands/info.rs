@@ -11,14 +11,15 @@
 //!   (it walks the keys in deadline order) does not take;
 //! - `gcc_version`: kvik is built by rustc, not by a C compiler, and Redis's
 //!   `0.0.0` for "not GCC" reads as a version;
-//! - the scripting group of the memory section (`used_memory_lua`,
-//!   `used_memory_lua_human`, `used_memory_vm_eval`, `used_memory_vm_functions`,
-//!   `used_memory_vm_total`, `used_memory_vm_total_human`,
-//!   `used_memory_scripts_eval`, `used_memory_functions`, `used_memory_scripts`,
-//!   `used_memory_scripts_human`, `number_of_cached_scripts`,
-//!   `number_of_functions`, `number_of_libraries`): kvik has no Lua engine and
-//!   no EVAL or FUNCTION, so there is no engine whose memory or scripts these
-//!   could measure (Redis's 32768-byte figures were its empty Lua VM's).
+//! - the Lua group of the memory section (`used_memory_lua`,
+//!   `used_memory_lua_human`, `used_memory_vm_eval`, `used_memory_vm_total`,
+//!   `used_memory_vm_total_human`, `used_memory_scripts`,
+//!   `used_memory_scripts_human`): each event loop has a Lua state of its
+//!   own, whose memory kvik does not count yet; and the functions group
+//!   (`used_memory_vm_functions`, `used_memory_functions`,
+//!   `number_of_functions`, `number_of_libraries`): kvik has no FUNCTION
+//!   yet. `used_memory_scripts_eval` (the bodies kept in the script cache,
+//!   with their names) and `number_of_cached_scripts` are printed.
 //!
 //! - the memory fields kvik cannot measure with the system allocator, which
 //!   keeps no statistics: `used_memory_peak*`, `used_memory_overhead`,
@@ -298,6 +299,9 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             line("used_memory_dataset_perc", &format!("{:.2}%", dataset_percent(dataset, used as usize)));
             line("total_system_memory", &system);
             line("total_system_memory_human", &human_bytes(system));
+            let (scripts, script_bytes) = state.scripts.usage();
+            line("used_memory_scripts_eval", &script_bytes);
+            line("number_of_cached_scripts", &scripts);
             let (maxmemory, policy) = {
                 let config = state.config();
                 (config.usize("maxmemory") as u64, config.get("maxmemory-policy").to_string())

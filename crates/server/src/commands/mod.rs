@@ -78,6 +78,7 @@ mod list;
 mod migrate;
 mod pubsub;
 mod random;
+mod scripting;
 mod server;
 mod set;
 mod sort;
@@ -110,6 +111,7 @@ enum Module {
     Sort,
     Tracking,
     Transaction,
+    Scripting,
 }
 
 /// Which module runs each command, by id: the one place that says what kvik
@@ -135,6 +137,7 @@ static OWNERS: [Module; COMMAND_COUNT] = {
     claim(&mut owners, sort::HANDLED, Module::Sort);
     claim(&mut owners, tracking::HANDLED, Module::Tracking);
     claim(&mut owners, transaction::HANDLED, Module::Transaction);
+    claim(&mut owners, scripting::HANDLED, Module::Scripting);
     owners
 };
 
@@ -183,6 +186,7 @@ pub(crate) fn dispatch<T: ReplyTarget>(cmd: CommandId, ctx: &mut Ctx<'_, T>) -> 
         Module::Sort => sort::dispatch(cmd, ctx),
         Module::Tracking => tracking::dispatch(cmd, ctx),
         Module::Transaction => transaction::dispatch(cmd, ctx),
+        Module::Scripting => scripting::dispatch(cmd, ctx),
     }
     true
 }
@@ -575,6 +579,51 @@ pub fn replay(state: &ServerState, args: &CommandArgs, session: &mut Session) ->
     }
     execute_checked(state, req, session, &mut Discard, Run::Load);
     Ok(())
+}
+
+/// Run a command a script called (`redis.call`), with the checks Redis
+/// makes there and their texts; its reply goes to `target`. The caller
+/// holds the reservation that makes the script atomic.
+///
+/// True when the command ran and is a write: from then on the script
+/// cannot be stopped without breaking its atomicity, as in Redis.
+pub(super) fn script_call<T: ReplyTarget>(
+    state: &ServerState,
+    args: &CommandArgs,
+    session: &mut Session,
+    target: &mut T,
+) -> bool {
+    let req = Request::new(args, &[]);
+    let refuse = |target: &mut T, session: &Session, msg: &[u8]| target.reply(session, |s| s.error(msg));
+    let Some(mut spec) = resolve(&req).filter(|s| implemented(s)) else {
+        refuse(target, session, b"ERR Unknown Redis command called from script");
+        return false;
+    };
+    if !spec.subcommands.is_empty() && req.argc() >= 2 {
+        match lookup_subcommand(spec, req.arg(1)) {
+            Some(sub) => spec = sub,
+            None => {
+                refuse(target, session, b"ERR Unknown Redis command called from script");
+                return false;
+            }
+        }
+    }
+    if !spec.arity_ok(req.argc()) {
+        refuse(target, session, b"ERR Wrong number of args calling Redis command from script");
+        return false;
+    }
+    if spec.flags.contains(CommandFlags::NOSCRIPT) {
+        refuse(target, session, b"ERR This Redis command is not allowed from script");
+        return false;
+    }
+    if spec.flags.contains(CommandFlags::WRITE) {
+        if let Some(msg) = crate::persistence::writes_refused(state) {
+            refuse(target, session, &msg);
+            return false;
+        }
+    }
+    run_checked(state, req, session, target, spec, Run::Queued);
+    spec.flags.contains(CommandFlags::WRITE)
 }
 
 fn execute_checked<T: ReplyTarget>(

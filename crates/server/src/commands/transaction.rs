@@ -183,7 +183,8 @@ fn touched_shards(keyspace: &Keyspace, queued: &[Queued]) -> Option<Vec<usize>> 
             continue;
         }
         let args: Vec<&[u8]> = (0..q.args.len()).map(|i| q.args.get(&[], i).unwrap_or_default()).collect();
-        if !keys_known(q.spec) {
+        // A script may touch keys it did not declare: every shard.
+        if !keys_known(q.spec) || runs_script(q.spec) {
             return None;
         }
         let keys = find_keys(q.spec, &args)?;
@@ -196,6 +197,11 @@ fn touched_shards(keyspace: &Keyspace, queued: &[Queued]) -> Option<Vec<usize>> 
 /// to a group that works on the connection, pub/sub or the transaction.
 fn keyless(spec: &CommandSpec) -> bool {
     spec.key_specs.is_empty() && matches!(spec.group, "connection" | "pubsub" | "transactions")
+}
+
+/// Whether `spec` runs a script (EVAL and its kin).
+fn runs_script(spec: &CommandSpec) -> bool {
+    matches!(spec.id, id::EVAL | id::EVALSHA | id::EVAL_RO | id::EVALSHA_RO | id::FCALL | id::FCALL_RO)
 }
 
 /// Whether the key specs of `spec` find every key it touches.
@@ -234,6 +240,7 @@ mod tests {
         assert_eq!(touched_shards(&ks, &[queued(&["INFO"])]), None);
         assert_eq!(touched_shards(&ks, &[queued(&["SORT", "l", "BY", "w_*"])]), None);
         assert_eq!(touched_shards(&ks, &[queued(&["SORT_RO", "l"])]), None);
+        assert_eq!(touched_shards(&ks, &[queued(&["EVAL", "return 1", "1", "a"])]), None, "scripts reserve all");
         let union = touched_shards(&ks, &[queued(&["ZUNIONSTORE", "d", "2", "x", "y", "WEIGHTS", "1", "2"])]);
         let want: Vec<usize> = [b"d", b"x", b"y"].iter().map(|k| ks.shard_of(*k)).collect();
         assert_eq!(union, Some(want), "key counts are read from the arguments");

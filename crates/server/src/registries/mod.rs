@@ -1,7 +1,7 @@
 //! What clients share, one registry each: the client list ([`clients`]),
 //! pub/sub ([`pubsub`]), client-side caching ([`tracking`]), `WATCH`
 //! ([`watch`]), clients waiting in blocking commands ([`blocking`]) and
-//! `CLIENT PAUSE` ([`pause`]), background saves ([`saves`]). The state holds one of each; none of them
+//! `CLIENT PAUSE` ([`pause`]), background saves ([`saves`]), the script cache ([`scripts`]). The state holds one of each; none of them
 //! imports the state.
 
 pub mod append_only;
@@ -11,5 +11,6 @@ pub mod journal;
 pub mod pause;
 pub mod pubsub;
 pub mod saves;
+pub mod scripts;
 pub mod tracking;
 pub mod watch;

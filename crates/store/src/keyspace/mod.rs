@@ -571,6 +571,15 @@ impl Keyspace {
     }
 }
 
+impl Keyspace {
+    /// Whether transaction `owner` already holds a reservation on this
+    /// thread (a script run by `EXEC` runs inside the transaction's, which
+    /// reserved every shard for it).
+    pub fn reserving(&self, owner: u64) -> bool {
+        is_current_transaction(owner)
+    }
+}
+
 /// Shards reserved for the transaction running on this thread; dropping it
 /// releases them and wakes whoever waits for them.
 pub struct Reservation<'a> {

@@ -1,0 +1,463 @@
+//! One Lua state, its compiled scripts, and a run of one of them.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use kvik_protocol::Value;
+use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value as Lua_, VmState};
+
+use crate::convert::{self, error_table, from_lua};
+
+/// What a script's `redis.call` reaches: the server, acting for the
+/// script's caller.
+pub trait Host {
+    /// Run `args` (a command and its arguments) and give its reply. A
+    /// command the script may not run is refused with an error reply, as
+    /// any other failure.
+    fn call(&mut self, args: &[&[u8]]) -> Value;
+
+    /// Whether the script has changed anything yet (a script that has
+    /// cannot be stopped without breaking its atomicity).
+    fn wrote(&self) -> bool;
+
+    /// Write a `redis.log` line at `level` (0 debug … 3 warning).
+    fn log(&mut self, level: u8, line: &[u8]);
+}
+
+/// How long a script may run before it is stopped, if it has not written.
+#[derive(Debug, Clone, Copy)]
+pub struct RunLimits {
+    pub time_limit: Duration,
+}
+
+/// How a run ended.
+#[derive(Debug, PartialEq)]
+pub enum Outcome {
+    /// The reply the script's caller gets (an error reply when it failed).
+    Reply(Value),
+    /// The script ran past its time limit before writing and was stopped.
+    Stopped,
+}
+
+/// The text of `redis.call` with no arguments, and the others Redis uses
+/// for a misused call.
+const NO_ARGS: &[u8] = b"Please specify at least one argument for this redis lib call";
+const BAD_ARG: &[u8] = b"Lua redis lib command arguments must be strings or integers";
+
+/// How many instructions run between two looks at the clock.
+const HOOK_EVERY: u32 = 100_000;
+
+/// One Lua state set up for scripts, and the scripts compiled in it.
+pub struct Engine {
+    lua: Lua,
+    /// What the prelude reads from Rust.
+    bridge: Table,
+    /// The scripts' `redis` table, where each run sets `call` and `pcall`.
+    redis: Table,
+    /// Calls a script under the error handler.
+    runner: Function,
+    /// Compiled scripts, by SHA-1.
+    scripts: HashMap<[u8; 40], Function>,
+    /// When the running script started, and whether it was stopped.
+    clock: Rc<RunClock>,
+}
+
+#[derive(Default)]
+struct RunClock {
+    started: Cell<Option<Instant>>,
+    limit: Cell<Duration>,
+    /// The host has not written yet: the script may still be stopped.
+    stoppable: Cell<bool>,
+    stopped: Cell<bool>,
+}
+
+/// The lowercase hex SHA-1 of `body`, the name `EVALSHA` knows it by.
+pub fn sha1_hex(body: &[u8]) -> [u8; 40] {
+    let digest = sha1_smol::Sha1::from(body).digest().bytes();
+    let mut out = [0u8; 40];
+    for (i, b) in digest.iter().enumerate() {
+        out[2 * i] = HEX[usize::from(b >> 4)];
+        out[2 * i + 1] = HEX[usize::from(b & 0xf)];
+    }
+    out
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+impl Engine {
+    /// A fresh state with Redis's libraries and the `redis` table.
+    pub fn new() -> mlua::Result<Engine> {
+        let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::new())?;
+        let globals = lua.globals();
+        for name in ["loadfile", "dofile", "print"] {
+            globals.raw_set(name, Lua_::Nil)?;
+        }
+        let bridge = lua.create_table()?;
+        bridge.set("version", crate::REDIS_VERSION)?;
+        bridge.set("version_num", crate::REDIS_VERSION_NUM)?;
+        bridge.set(
+            "error_table",
+            lua.create_function(|lua, text: mlua::LuaString| error_table(lua, &text.as_bytes()))?,
+        )?;
+        bridge.set(
+            "sha1hex",
+            lua.create_function(|lua, text: mlua::LuaString| lua.create_string(sha1_hex(&text.as_bytes())))?,
+        )?;
+        bridge.set(
+            "setresp",
+            lua.create_function(|_, args: MultiValue| {
+                let failure = match args.len() {
+                    1 => match args.front() {
+                        Some(Lua_::Number(n)) if *n == 2.0 => None,
+                        Some(Lua_::Integer(2)) => None,
+                        Some(Lua_::Number(n)) if *n == 3.0 => {
+                            Some("kvik does not speak RESP3 to scripts yet: redis.setresp(3) is not supported")
+                        }
+                        _ => Some("RESP version must be 2 or 3."),
+                    },
+                    _ => Some("redis.setresp() requires one argument."),
+                };
+                Ok(failure)
+            })?,
+        )?;
+        let prelude = lua.load(include_str!("prelude.lua")).set_name("=kvik").into_function()?;
+        bridge.set("place", lua.create_function(|lua, ()| Ok(user_place(lua)))?)?;
+        let runner: Function = prelude.call(bridge.clone())?;
+        let redis: Table = lua.globals().raw_get("redis")?;
+        let clock = Rc::new(RunClock::default());
+        let hook_clock = Rc::clone(&clock);
+        lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), move |_, _| {
+            let Some(started) = hook_clock.started.get() else { return Ok(VmState::Continue) };
+            if hook_clock.stoppable.get() && started.elapsed() > hook_clock.limit.get() {
+                hook_clock.stopped.set(true);
+                return Err(mlua::Error::runtime("script stopped"));
+            }
+            Ok(VmState::Continue)
+        })?;
+        Ok(Engine { lua, bridge, redis, runner, scripts: HashMap::new(), clock })
+    }
+
+    /// Whether the script named `sha` is compiled here.
+    pub fn has(&self, sha: &[u8; 40]) -> bool {
+        self.scripts.contains_key(sha)
+    }
+
+    /// Forget every compiled script (`SCRIPT FLUSH`).
+    pub fn flush(&mut self) {
+        self.scripts.clear();
+        self.lua.gc_collect().ok();
+    }
+
+    /// Compile `body` as the script named `sha`, or give Redis's error
+    /// text for a script that does not compile.
+    pub fn compile(&mut self, sha: &[u8; 40], body: &[u8]) -> Result<(), Vec<u8>> {
+        if self.scripts.contains_key(sha) {
+            return Ok(());
+        }
+        match self.lua.load(body).set_name("@user_script").into_function() {
+            Ok(f) => {
+                self.scripts.insert(*sha, f);
+                Ok(())
+            }
+            Err(e) => {
+                let text = match e {
+                    mlua::Error::SyntaxError { message, .. } => message,
+                    other => other.to_string(),
+                };
+                Err(format!("ERR Error compiling script (new function): {text}").into_bytes())
+            }
+        }
+    }
+
+    /// Run the compiled script `sha` with `keys` and `args` as `KEYS` and
+    /// `ARGV`, its calls going to `host`.
+    pub fn run(
+        &mut self,
+        sha: &[u8; 40],
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        host: &mut dyn Host,
+        limits: RunLimits,
+    ) -> Outcome {
+        let Some(script) = self.scripts.get(sha).cloned() else {
+            return Outcome::Reply(Value::Error(b"NOSCRIPT No matching script. Please use EVAL.".to_vec()));
+        };
+        let globals = self.lua.globals();
+        let set_args = |name: &str, items: &[&[u8]]| -> mlua::Result<()> {
+            let t = self.lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, item) in items.iter().enumerate() {
+                t.raw_set(i + 1, self.lua.create_string(item)?)?;
+            }
+            globals.raw_set(name, t)
+        };
+        if let Err(e) = set_args("KEYS", keys).and_then(|()| set_args("ARGV", args)) {
+            return Outcome::Reply(Value::Error(format!("ERR {e}").into_bytes()));
+        }
+        if self.bridge.raw_set("raised", Lua_::Nil).is_err() {
+            return Outcome::Reply(Value::Error(b"ERR the script engine failed".to_vec()));
+        }
+        self.clock.started.set(Some(Instant::now()));
+        self.clock.limit.set(limits.time_limit);
+        self.clock.stoppable.set(true);
+        self.clock.stopped.set(false);
+        let clock = Rc::clone(&self.clock);
+        // Both bridges reach the one host; neither runs inside the other.
+        let host = RefCell::new(host);
+        let result = self.lua.scope(|scope| {
+            let call = scope.create_function_mut(|lua, argv: MultiValue| {
+                let (reply, kind) = call_host(lua, &argv, &host)?;
+                clock.stoppable.set(host.try_borrow().map(|h| !h.wrote()).unwrap_or(false));
+                match kind {
+                    Called::Reply => Ok(reply),
+                    Called::Failed | Called::Misused => raise(&self.bridge, reply),
+                }
+            })?;
+            let pcall = scope.create_function_mut(|lua, argv: MultiValue| {
+                let (reply, kind) = call_host(lua, &argv, &host)?;
+                clock.stoppable.set(host.try_borrow().map(|h| !h.wrote()).unwrap_or(false));
+                match kind {
+                    Called::Reply | Called::Failed => Ok(reply),
+                    Called::Misused => raise(&self.bridge, reply),
+                }
+            })?;
+            self.redis.raw_set("call", call)?;
+            self.redis.raw_set("pcall", pcall)?;
+            let log = scope.create_function_mut(|lua, argv: MultiValue| {
+                let mut host = host.try_borrow_mut().map_err(|_| mlua::Error::runtime("redis.log inside a call"))?;
+                bridge_log(lua, &argv, &mut **host)
+            })?;
+            self.bridge.raw_set("log", log)?;
+            let outcome: MultiValue = self.runner.call(script)?;
+            self.redis.raw_set("call", Lua_::Nil)?;
+            self.redis.raw_set("pcall", Lua_::Nil)?;
+            self.bridge.raw_set("log", Lua_::Nil)?;
+            Ok(outcome)
+        });
+        self.clock.started.set(None);
+        if self.clock.stopped.get() {
+            return Outcome::Stopped;
+        }
+        let outcome = match result {
+            Ok(values) => values,
+            Err(e) => return Outcome::Reply(Value::Error(format!("ERR Error running script: {e}").into_bytes())),
+        };
+        let mut values = outcome.into_iter();
+        let ok = matches!(values.next(), Some(Lua_::Boolean(true)));
+        let value = values.next().unwrap_or(Lua_::Nil);
+        if ok {
+            return Outcome::Reply(from_lua(&value));
+        }
+        Outcome::Reply(failure_reply(&value, sha))
+    }
+}
+
+/// The error reply for a script that raised `err` (the table the error
+/// handler made): `CODE message script: <sha>, on @user_script:<line>.`
+fn failure_reply(err: &Lua_, sha: &[u8; 40]) -> Value {
+    let Lua_::Table(t) = err else {
+        return Value::Error(b"ERR Error running script, execution failure".to_vec());
+    };
+    let msg = match t.raw_get::<Lua_>("err") {
+        Ok(Lua_::String(s)) => s.as_bytes().to_vec(),
+        _ => b"ERR execution failure".to_vec(),
+    };
+    let mut out: Vec<u8> = msg.iter().map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }).collect();
+    let source = t.raw_get::<Option<mlua::LuaString>>("source").ok().flatten();
+    let line = t.raw_get::<Option<i64>>("line").ok().flatten();
+    if let (Some(source), Some(line)) = (source, line) {
+        out.extend_from_slice(b" script: ");
+        out.extend_from_slice(sha);
+        out.extend_from_slice(b", on ");
+        out.extend_from_slice(&source.as_bytes());
+        out.extend_from_slice(format!(":{line}.").as_bytes());
+    }
+    Value::Error(out)
+}
+
+/// The innermost frame running the user's script, outwards from the
+/// error handler: its source and current line, as Redis reports where a
+/// script failed.
+fn user_place(lua: &Lua) -> (Option<String>, Option<i64>) {
+    for level in 1..200 {
+        let found = lua.inspect_stack(level, |frame| {
+            let source = frame.source();
+            let is_user = source.source.as_deref() == Some("@user_script");
+            is_user.then(|| (source.source.map(|s| s.into_owned()), frame.current_line().map(|l| l as i64)))
+        });
+        match found {
+            None => break,
+            Some(Some((source, line))) => return (source, line),
+            Some(None) => {}
+        }
+    }
+    (None, None)
+}
+
+/// What a call into the host came to.
+#[derive(Clone, Copy)]
+enum Called {
+    /// A reply.
+    Reply,
+    /// The command's error reply: `redis.call` raises it, `redis.pcall`
+    /// returns it.
+    Failed,
+    /// The call itself was wrong (no command, an argument that is not a
+    /// string or number): both raise it.
+    Misused,
+}
+
+/// Raise `table` as the script's error: kept in `bridge.raised` for the
+/// error handler, which puts it in the place of the opaque error value a
+/// Rust function raises.
+fn raise(bridge: &Table, table: Lua_) -> mlua::Result<Lua_> {
+    bridge.raw_set("raised", table)?;
+    Err(mlua::Error::runtime("redis.call failed"))
+}
+
+fn call_host(lua: &Lua, argv: &MultiValue, host: &RefCell<&mut dyn Host>) -> mlua::Result<(Lua_, Called)> {
+    let mut host = host.try_borrow_mut().map_err(|_| mlua::Error::runtime("redis.call inside a call"))?;
+    bridge_call(lua, argv, &mut **host)
+}
+
+/// `redis.call`'s way into the host.
+fn bridge_call(lua: &Lua, argv: &MultiValue, host: &mut dyn Host) -> mlua::Result<(Lua_, Called)> {
+    if argv.is_empty() {
+        return Ok((Lua_::Table(error_table(lua, NO_ARGS)?), Called::Misused));
+    }
+    let mut owned: Vec<Vec<u8>> = Vec::with_capacity(argv.len());
+    for arg in argv.iter() {
+        match arg {
+            Lua_::String(s) => owned.push(s.as_bytes().to_vec()),
+            // Redis writes a number argument with 17 significant digits
+            // (`%.17g`), not as Lua's `tostring` would.
+            Lua_::Number(n) => {
+                let mut text = Vec::new();
+                kvik_protocol::number::write_double_g17(&mut text, *n);
+                owned.push(text);
+            }
+            Lua_::Integer(n) => owned.push(n.to_string().into_bytes()),
+            _ => return Ok((Lua_::Table(error_table(lua, BAD_ARG)?), Called::Misused)),
+        }
+    }
+    let args: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+    let reply = host.call(&args);
+    let kind = if matches!(reply, Value::Error(_)) { Called::Failed } else { Called::Reply };
+    Ok((convert::to_lua(lua, &reply)?, kind))
+}
+
+/// `redis.log(level, message…)`: nothing, or the text of the misuse.
+fn bridge_log(lua: &Lua, argv: &MultiValue, host: &mut dyn Host) -> mlua::Result<Option<&'static str>> {
+    if argv.len() < 2 {
+        return Ok(Some("redis.log() requires two arguments or more."));
+    }
+    let level = match argv.front() {
+        Some(Lua_::Number(n)) => *n,
+        Some(Lua_::Integer(n)) => *n as f64,
+        _ => return Ok(Some("First argument must be a number.")),
+    };
+    if !(0.0..=3.0).contains(&level) {
+        return Ok(Some("Invalid debug level."));
+    }
+    let mut line = Vec::new();
+    for (i, arg) in argv.iter().skip(1).enumerate() {
+        if i > 0 {
+            line.push(b' ');
+        }
+        if let Some(s) = lua.coerce_string(arg.clone())? {
+            line.extend_from_slice(&s.as_bytes());
+        }
+    }
+    host.log(level as u8, &line);
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A host that answers GET with its argument and fails everything else.
+    #[derive(Default)]
+    struct Echo {
+        calls: Vec<Vec<Vec<u8>>>,
+        logged: Vec<(u8, Vec<u8>)>,
+    }
+
+    impl Host for Echo {
+        fn call(&mut self, args: &[&[u8]]) -> Value {
+            self.calls.push(args.iter().map(|a| a.to_vec()).collect());
+            match args[0] {
+                b"get" => Value::Bulk(args[1].to_vec()),
+                _ => Value::Error(b"ERR unknown command".to_vec()),
+            }
+        }
+        fn wrote(&self) -> bool {
+            false
+        }
+        fn log(&mut self, level: u8, line: &[u8]) {
+            self.logged.push((level, line.to_vec()));
+        }
+    }
+
+    fn eval(engine: &mut Engine, body: &str, keys: &[&[u8]], host: &mut Echo) -> Outcome {
+        let sha = sha1_hex(body.as_bytes());
+        if let Err(e) = engine.compile(&sha, body.as_bytes()) {
+            return Outcome::Reply(Value::Error(e));
+        }
+        engine.run(&sha, keys, &[], host, RunLimits { time_limit: Duration::from_millis(200) })
+    }
+
+    fn err(text: &str) -> Outcome {
+        Outcome::Reply(Value::Error(text.as_bytes().to_vec()))
+    }
+
+    #[test]
+    fn sha1_is_the_hex_redis_names_scripts_by() {
+        assert_eq!(&sha1_hex(b"return 1"), b"e0e1f9fabfc9d4800c877a703b823ac0578ff8db");
+    }
+
+    #[test]
+    fn scripts_call_the_host_and_fail_as_redis_reports() {
+        let mut engine = Engine::new().expect("engine");
+        let mut host = Echo::default();
+        let got = eval(&mut engine, "return redis.call('get', KEYS[1])", &[b"k"], &mut host);
+        assert_eq!(got, Outcome::Reply(Value::bulk("k")));
+        let body = "return redis.call('nope')";
+        let sha = String::from_utf8_lossy(&sha1_hex(body.as_bytes())).into_owned();
+        let want = format!("ERR unknown command script: {sha}, on @user_script:1.");
+        assert_eq!(eval(&mut engine, body, &[], &mut host), err(&want));
+        assert_eq!(eval(&mut engine, "return redis.pcall('nope')", &[], &mut host), err("ERR unknown command"));
+        let body = "\nreturn undefined_thing";
+        let sha = String::from_utf8_lossy(&sha1_hex(body.as_bytes())).into_owned();
+        let want = format!(
+            "ERR user_script:2: Script attempted to access nonexistent global variable 'undefined_thing' script: {sha}, on @user_script:2."
+        );
+        assert_eq!(eval(&mut engine, body, &[], &mut host), err(&want));
+        let got = eval(&mut engine, "x = 1", &[], &mut host);
+        let Outcome::Reply(Value::Error(e)) = got else { panic!("{got:?}") };
+        assert!(e.starts_with(b"ERR user_script:1: Attempt to modify a readonly table script: "));
+        let got = eval(&mut engine, "return 'unclosed", &[], &mut host);
+        assert!(
+            matches!(&got, Outcome::Reply(Value::Error(e)) if e.starts_with(b"ERR Error compiling script (new function): user_script:1:")),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn a_script_that_runs_too_long_without_writing_is_stopped() {
+        let mut engine = Engine::new().expect("engine");
+        let mut host = Echo::default();
+        assert_eq!(eval(&mut engine, "while true do end", &[], &mut host), Outcome::Stopped);
+        // The engine is usable afterwards.
+        assert_eq!(eval(&mut engine, "return 3", &[], &mut host), Outcome::Reply(Value::Integer(3)));
+    }
+
+    #[test]
+    fn redis_log_reaches_the_host() {
+        let mut engine = Engine::new().expect("engine");
+        let mut host = Echo::default();
+        eval(&mut engine, "redis.log(redis.LOG_WARNING, 'a', 1)", &[], &mut host);
+        assert_eq!(host.logged, vec![(3, b"a 1".to_vec())]);
+    }
+}

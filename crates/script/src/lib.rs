@@ -1,0 +1,31 @@
+//! kvik's Lua: the world a script runs in, and nothing about where its
+//! commands go.
+//!
+//! An [`Engine`] is one Lua 5.1 state (the interpreter Redis embeds, built
+//! from source with the crate) set up as Redis 7.0 sets up its own: the
+//! base library without the ways to reach files (`loadfile`, `dofile`),
+//! `table`, `string` and `math`, the `redis` table, and globals that a
+//! script may read but not create. The server keeps one engine per event
+//! loop (a Lua state belongs to one thread) and hands each run a [`Host`]:
+//! the way back into the server that `redis.call` takes. The host answers
+//! with a reply [`Value`], and [`convert`] turns values into Lua and back
+//! by Redis's rules, so what a script sees and what its caller gets are
+//! the same as with redis-server.
+//!
+//! What this crate does not do yet, and says so when asked: RESP3 inside
+//! scripts (`redis.setresp(3)`), the `bit`, `cjson`, `cmsgpack` and
+//! `struct` libraries, `#!` shebang lines and functions (`FUNCTION`,
+//! `FCALL`).
+
+#![forbid(unsafe_code)]
+
+mod convert;
+mod engine;
+
+pub use engine::{sha1_hex, Engine, Host, Outcome, RunLimits};
+pub use kvik_protocol::Value;
+
+/// The Redis version scripts are told they run on (`redis.REDIS_VERSION`).
+pub const REDIS_VERSION: &str = "7.0.15";
+/// The same as a number, `0x00MMmmpp` (`redis.REDIS_VERSION_NUM`).
+pub const REDIS_VERSION_NUM: i64 = 0x0007_000f;

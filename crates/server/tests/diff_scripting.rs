@@ -1,0 +1,269 @@
+//! Differential tests of Lua scripting: each case goes to kvik-server and
+//! to a real redis-server 7.0, and the replies must be identical, byte for
+//! byte — the conversions between Lua and replies, the error texts with
+//! the script's name and line, `redis.call` against `redis.pcall`, global
+//! protection, the `redis` table, EVALSHA and SCRIPT. Each case starts with
+//! `FLUSHALL` (and `SCRIPT FLUSH`).
+
+mod common;
+
+use common::diff::*;
+
+/// `EVAL body 0` for each body, after the keyspace and the script cache
+/// are emptied.
+fn evals(name: &'static str, bodies: &[&str]) -> Case {
+    let mut bytes = b"FLUSHALL\r\nSCRIPT FLUSH\r\n".to_vec();
+    for body in bodies {
+        bytes.extend_from_slice(&multibulk(&[b"EVAL", body.as_bytes(), b"0"]));
+    }
+    open(name, bytes)
+}
+
+/// Requests, each a list of arguments, after the keyspace and the script
+/// cache are emptied.
+fn calls(name: &'static str, commands: &[&[&str]]) -> Case {
+    let mut bytes = b"FLUSHALL\r\nSCRIPT FLUSH\r\n".to_vec();
+    for c in commands {
+        let args: Vec<&[u8]> = c.iter().map(|a| a.as_bytes()).collect();
+        bytes.extend_from_slice(&multibulk(&args));
+    }
+    open(name, bytes)
+}
+
+fn conversion_cases() -> Vec<Case> {
+    vec![
+        evals(
+            "lua values into replies",
+            &[
+                "return 1",
+                "return -7",
+                "return 3.99",
+                "return -3.99",
+                "return 1e20",
+                "return 'text'",
+                "return ''",
+                "return true",
+                "return false",
+                "return nil",
+                "return {}",
+                "return {1, 'two', {3, 'four'}, true, false}",
+                "return {1, 2, nil, 4}",
+                "return {ok = 'fine'}",
+                "return {ok = 'two\\r\\nlines'}",
+                "return {err = 'boom'}",
+                "return {err = 'CODE with words'}",
+                "return {err = 'line\\nbreak'}",
+                "return {ok = 5}",
+                "return {err = 5, 1, 2}",
+                "return {1, {ok = 'in'}, {err = 'ERR inner'}}",
+                "return function() end",
+                "return 0/0 == 0/0",
+                "local t = {} t[1] = 'a' t[3] = 'c' return t",
+                "return {foo = 'bar'}",
+                "return 'a', 'b'",
+            ],
+        ),
+        calls(
+            "replies into lua values",
+            &[
+                &["SET", "s", "v"],
+                &["RPUSH", "l", "a", "b"],
+                &["EVAL", "return type(redis.call('get', KEYS[1]))", "1", "s"],
+                &["EVAL", "return type(redis.call('get', 'missing'))", "0"],
+                &["EVAL", "return tostring(redis.call('get', 'missing'))", "0"],
+                &["EVAL", "return type(redis.call('incr', 'n'))", "0"],
+                &["EVAL", "return redis.call('incr', 'n') + 0.5", "0"],
+                &["EVAL", "return redis.call('lrange', 'l', 0, -1)", "0"],
+                &["EVAL", "return #redis.call('lrange', 'l', 0, -1)", "0"],
+                &["EVAL", "return redis.call('set', 'x', 'y')", "0"],
+                &["EVAL", "return redis.call('set', 'x', 'y')['ok']", "0"],
+                &["EVAL", "return redis.call('ping')", "0"],
+                &["EVAL", "return redis.pcall('incr', 's')", "0"],
+                &["EVAL", "return redis.pcall('incr', 's')['err']", "0"],
+                &["EVAL", "return redis.call('hgetall', 'nohash')", "0"],
+                &["EVAL", "return {redis.call('exists', 's'), redis.call('exists', 'none')}", "0"],
+                &["EVAL", "return redis.call('set', KEYS[1], ARGV[1], 'GET')", "1", "s", "new"],
+                &["EVAL", "return redis.call('get', 's')", "0"],
+                &["EVAL", "return redis.call('incrbyfloat', 'f', 1.5)", "0"],
+                &["EVAL", "return redis.call('set', 'num', 10.5)", "0"],
+                &["EVAL", "return redis.call('get', 'num')", "0"],
+                &["EVAL", "return redis.call('set', 'big', 12345678901234567)", "0"],
+                &["EVAL", "return redis.call('get', 'big')", "0"],
+            ],
+        ),
+    ]
+}
+
+fn error_cases() -> Vec<Case> {
+    vec![evals(
+        "errors and where they happened",
+        &[
+            "return redis.call('nope')",
+            "local x = redis.call('nope') return x",
+            "return redis.call()",
+            "return redis.call({})",
+            "return redis.call('get')",
+            "return redis.call('eval', 'return 1', '0')",
+            "return redis.call('get', 'a', 'b')",
+            "redis.call('set', 'k', 'v') return redis.call('lpush', 'k', 'x')",
+            "return redis.pcall('nope')",
+            "return redis.pcall('get')",
+            "local ok, e = pcall(redis.call, 'nope') return {tostring(ok), e['err']}",
+            "local ok, e = pcall(function() redis.call('nope') end) return e['err']",
+            "return error('raw')",
+            "error('raw at two')",
+            "error({err = 'tbl'})",
+            "error({err = 'CODE tbl'})",
+            "\n\nreturn error('third line')",
+            "local function inner() error('deep') end\nlocal function outer() inner() end\nouter()",
+            "return undefined_thing",
+            "x = 1",
+            "local t = nil return t.field",
+            "return 1 + {}",
+            "return 'unclosed",
+            "return +",
+            "return redis.error_reply('My Error')",
+            "return redis.error_reply('x')",
+            "return redis.error_reply('-WITH dash')",
+            "return redis.error_reply()",
+            "return redis.error_reply(1)",
+            "return redis.status_reply('fine')",
+            "return redis.status_reply()",
+            "return redis.call('incr', 'k2', 'x')",
+        ],
+    )]
+}
+
+fn environment_cases() -> Vec<Case> {
+    vec![evals(
+        "the environment",
+        &[
+            "return _VERSION",
+            "return redis.REDIS_VERSION",
+            "return redis.REDIS_VERSION_NUM",
+            "return redis.sha1hex('')",
+            "return redis.sha1hex('abc')",
+            "return redis.sha1hex(12)",
+            "return type(redis.log)",
+            "redis.log(redis.LOG_WARNING, 'from a script', 1)",
+            "return redis.LOG_DEBUG + redis.LOG_VERBOSE + redis.LOG_NOTICE + redis.LOG_WARNING",
+            "return redis.REPL_ALL + redis.REPL_AOF + redis.REPL_REPLICA + redis.REPL_NONE + redis.REPL_SLAVE",
+            "return redis.replicate_commands()",
+            "return redis.breakpoint()",
+            "return redis.debug('x')",
+            "return redis.setresp(2)",
+            "return debug",
+            "return print",
+            "return type(loadstring)",
+            "return type(loadfile)",
+            "return type(dofile)",
+            "return type(os)",
+            "return type(io)",
+            "return type(require)",
+            "return type(table.concat)",
+            "return string.format('%d-%s', 5, 'x')",
+            "return string.rep('ab', 3)",
+            "return math.floor(7.9)",
+            "return table.concat({1, 2, 3}, ',')",
+            "return tonumber('0x10')",
+            "return tostring(1/3)",
+            "return {KEYS[1], ARGV[1]}",
+            "return #KEYS + #ARGV",
+            "local n = 0 for k, v in pairs({a = 1, b = 2}) do n = n + v end return n",
+            "return select('#', 1, 2, 3)",
+            "return type(pcall)",
+            "return {pcall(function() return 1 end)}",
+            "return {pcall(function() error('e') end)}",
+            "return unpack({1, 2})",
+        ],
+    )]
+}
+
+fn command_cases() -> Vec<Case> {
+    vec![
+        calls(
+            "eval arguments",
+            &[
+                &["EVAL", "return {KEYS[1], KEYS[2], ARGV[1], ARGV[2]}", "2", "k1", "k2", "a1", "a2"],
+                &["EVAL", "return #KEYS", "0", "a"],
+                &["EVAL", "return 1", "-1"],
+                &["EVAL", "return 1", "x"],
+                &["EVAL", "return 1", "3", "a"],
+                &["EVAL", "return 1", "1"],
+                &["EVAL", "return 1"],
+                &["EVAL"],
+            ],
+        ),
+        calls(
+            "evalsha and the cache",
+            &[
+                &["SCRIPT", "LOAD", "return 'loaded'"],
+                &["EVALSHA", "4a3b4f06bdc4d1e4bf3e0ba0ea84f1ed4cf1ac2f", "0"],
+                &["SCRIPT", "LOAD", "return 'x'"],
+                &["EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "0"],
+                &["EVALSHA", "short", "0"],
+                &["EVAL", "return 'by eval'", "0"],
+                &[
+                    "SCRIPT",
+                    "EXISTS",
+                    "e2c1bfb1d0bc9e7a56d1da4fa9a07d06bc80aa02",
+                    "ffffffffffffffffffffffffffffffffffffffff",
+                ],
+                &["SCRIPT", "LOAD", "return 'unclosed"],
+                &["SCRIPT", "FLUSH"],
+                &["SCRIPT", "EXISTS", "e2c1bfb1d0bc9e7a56d1da4fa9a07d06bc80aa02"],
+                &["SCRIPT", "FLUSH", "ASYNC"],
+                &["SCRIPT", "FLUSH", "SYNC"],
+                &["SCRIPT", "FLUSH", "NOW"],
+                &["SCRIPT", "LOAD"],
+                &["SCRIPT", "EXISTS"],
+                &["SCRIPT", "NOSUCH"],
+                &["SCRIPT", "HELP"],
+            ],
+        ),
+        calls(
+            "read-only scripts",
+            &[
+                &["SET", "k", "v"],
+                &["EVAL_RO", "return redis.call('get', KEYS[1])", "1", "k"],
+                &["EVAL_RO", "return redis.call('set', KEYS[1], 'w')", "1", "k"],
+                &["EVAL_RO", "return redis.pcall('del', KEYS[1])", "1", "k"],
+                &["GET", "k"],
+            ],
+        ),
+        calls(
+            "scripts write and select",
+            &[
+                &["EVAL", "redis.call('select', 1) redis.call('set', 'in1', 'x') return redis.call('dbsize')", "0"],
+                &["DBSIZE"],
+                &["SELECT", "1"],
+                &["GET", "in1"],
+                &["SELECT", "0"],
+                &["EVAL", "for i = 1, 10 do redis.call('rpush', 'list', i) end return redis.call('llen', 'list')", "0"],
+                &["LRANGE", "list", "0", "-1"],
+                &["EVAL", "return redis.call('incrby', KEYS[1], ARGV[1])", "1", "counter", "5"],
+                &["EVAL", "return redis.call('incrby', KEYS[1], ARGV[1])", "1", "counter", "x"],
+                &["GET", "counter"],
+            ],
+        ),
+    ]
+}
+
+fn cases() -> Vec<Case> {
+    let mut all = Vec::new();
+    all.extend(conversion_cases());
+    all.extend(error_cases());
+    all.extend(environment_cases());
+    all.extend(command_cases());
+    all
+}
+
+#[test]
+fn script_replies_match_redis() {
+    compare_each("script_replies_match_redis", cases());
+}
+
+#[test]
+fn script_replies_pipelined_match_redis() {
+    compare_pipelined("script_replies_pipelined_match_redis", cases());
+}
