@@ -49,7 +49,7 @@ deps: cargo redis-server $(VENV)/.installed
 
 cargo:
 	@command -v cargo >/dev/null 2>&1 || { \
-		echo "cargo not found: install Rust 1.87 or newer (https://rustup.rs)" >&2; exit 1; }
+		echo "cargo not found: install Rust 1.88 or newer (https://rustup.rs)" >&2; exit 1; }
 
 # Debian's package starts a redis-server service on port 6379 once installed.
 # The tests start their own servers, and `make run` wants that port, so a
