@@ -122,6 +122,9 @@ impl Engine {
                 Ok(failure)
             })?,
         )?;
+        let raised_into = bridge.clone();
+        let bit = crate::bit::library(&lua, move |lua, text| raise_text(lua, &raised_into, &text))?;
+        globals.raw_set("bit", bit)?;
         let prelude = lua.load(include_str!("prelude.lua")).set_name("=kvik").into_function()?;
         bridge.set("place", lua.create_function(|lua, ()| Ok(user_place(lua)))?)?;
         let runner: Function = prelude.call(bridge.clone())?;
@@ -314,6 +317,21 @@ enum Called {
 fn raise(bridge: &Table, table: Lua_) -> mlua::Result<Lua_> {
     bridge.raw_set("raised", table)?;
     Err(mlua::Error::runtime("redis.call failed"))
+}
+
+/// Raise `text` as a Lua library function does (`luaL_error`): prefixed
+/// with the place in the script that called the function.
+fn raise_text(lua: &Lua, bridge: &Table, text: &str) -> mlua::Result<Lua_> {
+    let place = lua
+        .inspect_stack(1, |frame| {
+            let source = frame.source();
+            match (source.short_src, frame.current_line()) {
+                (Some(src), Some(line)) if source.what == "Lua" || source.what == "main" => format!("{src}:{line}: "),
+                _ => String::new(),
+            }
+        })
+        .unwrap_or_default();
+    raise(bridge, Lua_::String(lua.create_string(format!("{place}{text}"))?))
 }
 
 fn call_host(lua: &Lua, argv: &MultiValue, host: &RefCell<&mut dyn Host>) -> mlua::Result<(Lua_, Called)> {

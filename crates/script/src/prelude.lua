@@ -8,6 +8,7 @@
 -- the script it happened at (`source`, `line`).
 local bridge = ...
 local error, type, tostring, select, xpcall, setmetatable = error, type, tostring, select, xpcall, setmetatable
+local rawset, rawget = rawset, rawget
 
 local redis = {}
 
@@ -23,14 +24,13 @@ end
 -- A failure raised by `redis.call` from Rust reaches Lua as an opaque
 -- value; the table it stands for waits in `bridge.raised`.
 local function on_error(err)
-  if type(err) ~= 'table' then
-    if type(err) == 'userdata' and bridge.raised ~= nil then
-      err = bridge.raised
-    else
-      err = { err = 'ERR ' .. tostring(err) }
-    end
+  if type(err) == 'userdata' and bridge.raised ~= nil then
+    err = bridge.raised
   end
   bridge.raised = nil
+  if type(err) ~= 'table' then
+    err = { err = 'ERR ' .. tostring(err) }
+  end
   if err.source == nil then
     place_of(err)
   end
@@ -142,6 +142,18 @@ redis.REDIS_VERSION = bridge.version
 redis.REDIS_VERSION_NUM = bridge.version_num
 
 _G.redis = redis
+
+-- Library tables a script cannot change.
+local function readonly(t)
+  return setmetatable({}, {
+    __index = t,
+    __newindex = function()
+      error('Attempt to modify a readonly table', 2)
+    end,
+  })
+end
+
+rawset(_G, 'bit', readonly(rawget(_G, 'bit')))
 
 -- Redis 7.0's global protection: reading a global that does not exist,
 -- or creating one, is an error, reported at the script's line.

@@ -179,6 +179,44 @@ fn environment_cases() -> Vec<Case> {
     )]
 }
 
+fn bit_cases() -> Vec<Case> {
+    vec![evals(
+        "the bit library",
+        &[
+            "return bit.tobit(0xffffffff)",
+            "return bit.tobit(2^32 + 5)",
+            "return {bit.tobit(1.5), bit.tobit(2.5), bit.tobit(-1.5), bit.tobit(-2.5)}",
+            "return bit.tobit(2^52)",
+            "return bit.tobit(-2^31)",
+            "return bit.tobit('12')",
+            "return bit.tohex(255)",
+            "return bit.tohex(-1)",
+            "return bit.tohex(255, 2)",
+            "return bit.tohex(255, -4)",
+            "return bit.tohex(255, 12)",
+            "return bit.tohex(0, 0)",
+            "return bit.tohex(0x1234abcd, -8)",
+            "return bit.bnot(0)",
+            "return bit.band(0xff, 0x0f, 0x3)",
+            "return bit.band(1)",
+            "return bit.bor(1, 2, 4)",
+            "return bit.bxor(5, 3)",
+            "return {bit.lshift(1, 31), bit.lshift(1, 33), bit.lshift(-1, 0)}",
+            "return {bit.rshift(-1, 28), bit.rshift(-1, 32)}",
+            "return {bit.arshift(-256, 4), bit.arshift(256, 36)}",
+            "return {bit.rol(0x12345678, 8), bit.ror(0x12345678, 8), bit.rol(1, 32)}",
+            "return bit.bswap(0x12345678)",
+            "return bit.band()",
+            "return bit.tobit('x')",
+            "return bit.bor(1, {})",
+            "\nlocal x = bit.lshift(1)",
+            "local ok, e = pcall(bit.band) return e",
+            "return type(bit)",
+            "bit.band = nil",
+        ],
+    )]
+}
+
 fn command_cases() -> Vec<Case> {
     vec![
         calls(
@@ -254,6 +292,7 @@ fn cases() -> Vec<Case> {
     all.extend(conversion_cases());
     all.extend(error_cases());
     all.extend(environment_cases());
+    all.extend(bit_cases());
     all.extend(command_cases());
     all
 }

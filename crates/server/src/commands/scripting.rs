@@ -15,8 +15,8 @@
 //! transaction's do.
 //!
 //! Not run yet, and refused with the reason: scripts with a `#!` line,
-//! `SCRIPT KILL` and `SCRIPT DEBUG`, `redis.setresp(3)`, and the `bit`,
-//! `cjson`, `cmsgpack` and `struct` libraries (a script that uses one reads
+//! `SCRIPT KILL` and `SCRIPT DEBUG`, `redis.setresp(3)`, and the `cjson`,
+//! `cmsgpack` and `struct` libraries (a script that uses one reads
 //! a nonexistent global).
 
 use std::cell::RefCell;
