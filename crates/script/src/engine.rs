@@ -123,8 +123,9 @@ impl Engine {
             })?,
         )?;
         let raised_into = bridge.clone();
-        let bit = crate::bit::library(&lua, move |lua, text| raise_text(lua, &raised_into, &text))?;
-        globals.raw_set("bit", bit)?;
+        let raise = move |lua: &Lua, text: String| raise_text(lua, &raised_into, &text);
+        globals.raw_set("bit", crate::bit::library(&lua, raise.clone())?)?;
+        globals.raw_set("cjson", crate::cjson::library(&lua, raise)?)?;
         let prelude = lua.load(include_str!("prelude.lua")).set_name("=kvik").into_function()?;
         bridge.set("place", lua.create_function(|lua, ()| Ok(user_place(lua)))?)?;
         let runner: Function = prelude.call(bridge.clone())?;

@@ -154,6 +154,7 @@ local function readonly(t)
 end
 
 rawset(_G, 'bit', readonly(rawget(_G, 'bit')))
+rawset(_G, 'cjson', readonly(rawget(_G, 'cjson')))
 
 -- Redis 7.0's global protection: reading a global that does not exist,
 -- or creating one, is an error, reported at the script's line.

@@ -217,6 +217,98 @@ fn bit_cases() -> Vec<Case> {
     )]
 }
 
+fn cjson_cases() -> Vec<Case> {
+    vec![
+        evals(
+            "cjson.encode",
+            &[
+                "return cjson.encode({1,2,3})",
+                "return cjson.encode({a=1})",
+                "return cjson.encode({})",
+                r#"return cjson.encode('a/b"c\\d\n\t\r\b\f')"#,
+                "return cjson.encode(1.5)",
+                "return cjson.encode(0.1)",
+                "return cjson.encode(1e20)",
+                "return cjson.encode(1/3)",
+                "return cjson.encode(true)",
+                "return cjson.encode(nil)",
+                "return cjson.encode(cjson.null)",
+                "return cjson.encode({1,nil,3})",
+                "return cjson.encode({[1]=1,[3]=3})",
+                "return cjson.encode({[1]=1,[20]=3})",
+                "return cjson.encode({[0]=1})",
+                "return cjson.encode({1,2,a=3})",
+                "return cjson.encode(function() end)",
+                "return cjson.encode(0/0)",
+                "return cjson.encode(1/0)",
+                r"return cjson.encode('\1\127\200')",
+                "return cjson.encode({['1']=1})",
+                "return cjson.encode({{}})",
+                "local t = {} for i=1,40 do t[i]=i end return cjson.encode(t)",
+                "return cjson.encode()",
+                "return cjson.encode({[true]=1})",
+                "return cjson.encode({[1.5]=1})",
+                "return cjson.encode(123456789012345678)",
+                "return cjson.encode(-0.0)",
+                "return cjson.encode(1e-5)",
+                "return cjson.encode(100000000000000)",
+                "return cjson.encode(10000000000000)",
+                "local t = {} local c = t for i=1,1100 do c[1] = {} c = c[1] end return cjson.encode(t)",
+                "return cjson.encode({1,2,3,nil,nil,nil,nil,nil,nil,nil,nil,12})",
+                "return cjson.encode({[11]=1})",
+                "return cjson.encode({[10]=1})",
+                r"return cjson.encode('\0')",
+                "return cjson.encode({x={y={1,{z='w'}}}})",
+                "local ok, e = pcall(cjson.encode, function() end) return e",
+                "cjson.encode = nil",
+            ],
+        ),
+        evals(
+            "cjson.decode",
+            &[
+                "return cjson.decode('[1,2,3]')[2]",
+                r#"return cjson.decode('{"a":[1,{"b":null}]}').a[1]"#,
+                "return type(cjson.decode('null'))",
+                "return cjson.decode('null') == cjson.null",
+                r#"return cjson.decode('"x\\u00e9"')"#,
+                "return cjson.decode('1e2')",
+                "return cjson.decode('[1,2')",
+                "return cjson.decode('')",
+                r#"return cjson.decode('{"a":1}x')"#,
+                r#"return cjson.encode(cjson.decode('{"k":[1,2.5,"s",true,false,null]}'))"#,
+                "return cjson.decode('-0')",
+                "return cjson.decode('0x10')",
+                "return cjson.decode('[1,]')",
+                r#"return cjson.decode('"\\ud83d\\ude00"')"#,
+                "return cjson.decode('+1')",
+                "return cjson.decode('01')",
+                "return cjson.decode('inf')",
+                "return cjson.decode('nan') ~= cjson.decode('nan')",
+                r#"return cjson.decode('"a\\qb"')"#,
+                r#"return cjson.decode('"\\u12"')"#,
+                r#"return cjson.decode('"abc')"#,
+                "return cjson.decode('{1:2}')",
+                r#"return cjson.decode('{"a" 2}')"#,
+                r#"return cjson.decode('{"a":2 "b"}')"#,
+                "return cjson.decode('tru')",
+                "return cjson.decode(' [ ] ')[1]",
+                "return cjson.decode('1.5e')",
+                "return cjson.decode('-')",
+                "return cjson.decode('0x1p4')",
+                "return cjson.decode()",
+                "return cjson.decode(5)",
+                "return cjson.decode({})",
+                "return cjson.decode(string.rep('[', 1001) .. string.rep(']', 1001))",
+                r#"return cjson.decode('"\\u0000"') == '\0'"#,
+                r#"return cjson.decode('{"a":{"b":[true,false]}}').a.b"#,
+                r#"return cjson.decode('  {"a" : 1 , "b" : [ 1 , 2 ] }  ').b"#,
+                r#"return cjson.decode('"\\/\\b\\f\\n\\r\\t"')"#,
+                "return cjson.decode('[1e400, -1e400]')",
+            ],
+        ),
+    ]
+}
+
 fn command_cases() -> Vec<Case> {
     vec![
         calls(
@@ -293,6 +385,7 @@ fn cases() -> Vec<Case> {
     all.extend(error_cases());
     all.extend(environment_cases());
     all.extend(bit_cases());
+    all.extend(cjson_cases());
     all.extend(command_cases());
     all
 }

@@ -15,9 +15,9 @@
 //! transaction's do.
 //!
 //! Not run yet, and refused with the reason: scripts with a `#!` line,
-//! `SCRIPT KILL` and `SCRIPT DEBUG`, `redis.setresp(3)`, and the `cjson`,
-//! `cmsgpack` and `struct` libraries (a script that uses one reads
-//! a nonexistent global).
+//! `SCRIPT KILL` and `SCRIPT DEBUG`, `redis.setresp(3)`, the `cmsgpack` and
+//! `struct` libraries (a script that uses one reads a nonexistent global)
+//! and cjson's settings functions.
 
 use std::cell::RefCell;
 use std::time::Duration;

@@ -37,6 +37,12 @@ use crate::signal::Signal;
 use crate::sockets::bind_all;
 use crate::state::ServerState;
 
+/// An event loop's stack. Scripts run on the loops, and what a script hands
+/// to `cjson` or returns may nest 1,000 levels deep (Redis's limits), each
+/// level a frame of Rust: the default 2 MiB is not enough for that in every
+/// build. Untouched stack costs address space, not memory.
+const LOOP_STACK_BYTES: usize = 32 * 1024 * 1024;
+
 /// Reply to a client over `maxclients`.
 pub const MAX_CLIENTS_REACHED: &[u8] = b"-ERR max number of clients reached\r\n";
 
@@ -151,7 +157,10 @@ impl Server {
         for i in 0..threads {
             let (tx, rx) = mpsc::unbounded_channel();
             let state = Arc::clone(&self.state);
-            let handle = thread::Builder::new().name(format!("kvik-loop-{i}")).spawn(move || run_loop(rx, state))?;
+            let handle = thread::Builder::new()
+                .name(format!("kvik-loop-{i}"))
+                .stack_size(LOOP_STACK_BYTES)
+                .spawn(move || run_loop(rx, state))?;
             loops.push(tx);
             handles.push(handle);
         }
