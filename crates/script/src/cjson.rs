@@ -436,19 +436,7 @@ fn starts_ignore_case(s: &[u8], word: &[u8]) -> bool {
 /// The longest prefix of `s` that C's `strtod` reads as a number: the
 /// value and how many bytes it took, or `None` when no number starts here.
 fn strtod(s: &[u8]) -> Option<(f64, usize)> {
-    let mut i = 0;
-    let negative = match s.first() {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
-    let sign = if negative { -1.0 } else { 1.0 };
+    let (sign, mut i) = sign_of(s);
     let rest = &s[i..];
     if starts_ignore_case(rest, b"infinity") {
         return Some((sign * f64::INFINITY, i + 8));
@@ -498,6 +486,16 @@ fn strtod(s: &[u8]) -> Option<(f64, usize)> {
     Some((sign * value, i))
 }
 
+/// An optional `+` or `-` at the start of `s`: the sign as a factor, and
+/// the bytes it took.
+fn sign_of(s: &[u8]) -> (f64, usize) {
+    match s.first() {
+        Some(b'-') => (-1.0, 1),
+        Some(b'+') => (1.0, 1),
+        _ => (1.0, 0),
+    }
+}
+
 /// A hex float's digits after `0x` (`1p4`, `ff`, `.8`): value and length.
 fn hex_float(s: &[u8]) -> (f64, usize) {
     let mut value = 0f64;
@@ -516,22 +514,12 @@ fn hex_float(s: &[u8]) -> (f64, usize) {
         }
     }
     if matches!(s.get(i), Some(b'p' | b'P')) {
-        let mut j = i + 1;
-        let negative = match s.get(j) {
-            Some(b'-') => {
-                j += 1;
-                true
-            }
-            Some(b'+') => {
-                j += 1;
-                false
-            }
-            _ => false,
-        };
+        let (exp_sign, used) = sign_of(&s[i + 1..]);
+        let j = i + 1 + used;
         let exp_digits = s[j..].iter().take_while(|b| b.is_ascii_digit()).count();
         if exp_digits > 0 {
             let exp: i32 = std::str::from_utf8(&s[j..j + exp_digits]).ok().and_then(|t| t.parse().ok()).unwrap_or(0);
-            value *= 2f64.powi(if negative { -exp } else { exp });
+            value *= 2f64.powi(exp_sign as i32 * exp);
             i = j + exp_digits;
         }
     }

@@ -128,7 +128,7 @@ fn from_table(t: &Table, depth: usize) -> Value {
 
 /// A status or error line cannot hold a line break: Redis writes them as
 /// spaces.
-fn trim_line_breaks(text: &[u8]) -> Vec<u8> {
+pub fn trim_line_breaks(text: &[u8]) -> Vec<u8> {
     text.iter().map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }).collect()
 }
 

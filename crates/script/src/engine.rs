@@ -143,11 +143,6 @@ impl Engine {
         Ok(Engine { lua, bridge, redis, runner, scripts: HashMap::new(), clock })
     }
 
-    /// Whether the script named `sha` is compiled here.
-    pub fn has(&self, sha: &[u8; 40]) -> bool {
-        self.scripts.contains_key(sha)
-    }
-
     /// Forget every compiled script (`SCRIPT FLUSH`).
     pub fn flush(&mut self) {
         self.scripts.clear();
@@ -211,16 +206,14 @@ impl Engine {
         let host = RefCell::new(host);
         let result = self.lua.scope(|scope| {
             let call = scope.create_function_mut(|lua, argv: MultiValue| {
-                let (reply, kind) = call_host(lua, &argv, &host)?;
-                clock.stoppable.set(host.try_borrow().map(|h| !h.wrote()).unwrap_or(false));
+                let (reply, kind) = call_host(lua, &argv, &host, &clock)?;
                 match kind {
                     Called::Reply => Ok(reply),
                     Called::Failed | Called::Misused => raise(&self.bridge, reply),
                 }
             })?;
             let pcall = scope.create_function_mut(|lua, argv: MultiValue| {
-                let (reply, kind) = call_host(lua, &argv, &host)?;
-                clock.stoppable.set(host.try_borrow().map(|h| !h.wrote()).unwrap_or(false));
+                let (reply, kind) = call_host(lua, &argv, &host, &clock)?;
                 match kind {
                     Called::Reply | Called::Failed => Ok(reply),
                     Called::Misused => raise(&self.bridge, reply),
@@ -267,7 +260,7 @@ fn failure_reply(err: &Lua_, sha: &[u8; 40]) -> Value {
         Ok(Lua_::String(s)) => s.as_bytes().to_vec(),
         _ => b"ERR execution failure".to_vec(),
     };
-    let mut out: Vec<u8> = msg.iter().map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }).collect();
+    let mut out = convert::trim_line_breaks(&msg);
     let source = t.raw_get::<Option<mlua::LuaString>>("source").ok().flatten();
     let line = t.raw_get::<Option<i64>>("line").ok().flatten();
     if let (Some(source), Some(line)) = (source, line) {
@@ -335,9 +328,18 @@ fn raise_text(lua: &Lua, bridge: &Table, text: &str) -> mlua::Result<Lua_> {
     raise(bridge, Lua_::String(lua.create_string(format!("{place}{text}"))?))
 }
 
-fn call_host(lua: &Lua, argv: &MultiValue, host: &RefCell<&mut dyn Host>) -> mlua::Result<(Lua_, Called)> {
+/// One `redis.call` or `redis.pcall`: the host runs it, and a script that
+/// has now written can no longer be stopped.
+fn call_host(
+    lua: &Lua,
+    argv: &MultiValue,
+    host: &RefCell<&mut dyn Host>,
+    clock: &RunClock,
+) -> mlua::Result<(Lua_, Called)> {
     let mut host = host.try_borrow_mut().map_err(|_| mlua::Error::runtime("redis.call inside a call"))?;
-    bridge_call(lua, argv, &mut **host)
+    let called = bridge_call(lua, argv, &mut **host);
+    clock.stoppable.set(!host.wrote());
+    called
 }
 
 /// `redis.call`'s way into the host.

@@ -358,6 +358,8 @@ fn command_cases() -> Vec<Case> {
                 &["EVAL_RO", "return redis.call('get', KEYS[1])", "1", "k"],
                 &["EVAL_RO", "return redis.call('set', KEYS[1], 'w')", "1", "k"],
                 &["EVAL_RO", "return redis.pcall('del', KEYS[1])", "1", "k"],
+                &["EVAL_RO", "return redis.call('set')", "0"],
+                &["EVAL_RO", "return redis.pcall('nosuch')", "0"],
                 &["GET", "k"],
             ],
         ),

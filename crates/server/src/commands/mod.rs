@@ -592,6 +592,7 @@ pub(super) fn script_call<T: ReplyTarget>(
     args: &CommandArgs,
     session: &mut Session,
     target: &mut T,
+    read_only: bool,
 ) -> bool {
     let req = Request::new(args, &[]);
     let refuse = |target: &mut T, session: &Session, msg: &[u8]| target.reply(session, |s| s.error(msg));
@@ -614,6 +615,10 @@ pub(super) fn script_call<T: ReplyTarget>(
     }
     if spec.flags.contains(CommandFlags::NOSCRIPT) {
         refuse(target, session, b"ERR This Redis command is not allowed from script");
+        return false;
+    }
+    if read_only && spec.flags.contains(CommandFlags::WRITE) {
+        refuse(target, session, b"ERR Write commands are not allowed from read-only scripts.");
         return false;
     }
     if spec.flags.contains(CommandFlags::WRITE) {

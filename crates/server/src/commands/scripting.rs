@@ -48,6 +48,8 @@ handlers! {
 
 const NOSCRIPT: &[u8] = b"NOSCRIPT No matching script. Please use EVAL.";
 
+const NO_SHEBANG: &[u8] = b"ERR kvik does not run scripts with a #! line (shebang flags) yet";
+
 thread_local! {
     /// This event loop's Lua state and the cache generation its compiled
     /// scripts belong to. A Lua state belongs to the thread that made it,
@@ -82,7 +84,7 @@ fn eval<T: ReplyTarget>(c: &mut Ctx<'_, T>, source: Source, read_only: bool) {
         None => c.arg(1),
     };
     if body_bytes.starts_with(b"#!") {
-        return c.error(b"ERR kvik does not run scripts with a #! line (shebang flags) yet");
+        return c.error(NO_SHEBANG);
     }
     let keys: Vec<&[u8]> = (3..3 + numkeys).map(|i| c.arg(i)).collect();
     let args: Vec<&[u8]> = (3 + numkeys..c.argc()).map(|i| c.arg(i)).collect();
@@ -171,7 +173,7 @@ fn load<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let body = c.arg(2);
     let sha = sha1_hex(body);
     if body.starts_with(b"#!") {
-        return c.error(b"ERR kvik does not run scripts with a #! line (shebang flags) yet");
+        return c.error(NO_SHEBANG);
     }
     let state = c.state;
     match with_engine(state, |engine| engine.compile(&sha, body)) {
@@ -282,19 +284,12 @@ impl ReplyTarget for Capture<'_> {
 
 impl Host for ScriptHost<'_> {
     fn call(&mut self, argv: &[&[u8]]) -> Value {
-        if self.read_only {
-            if let Some(spec) = kvik_protocol::commands::lookup(argv[0]) {
-                if spec.flags.contains(kvik_protocol::commands::CommandFlags::WRITE) {
-                    return Value::Error(b"ERR Write commands are not allowed from read-only scripts.".to_vec());
-                }
-            }
-        }
         self.args.clear();
         for a in argv {
             self.args.push_owned(a);
         }
         self.reply.clear();
-        let wrote = script_call(self.state, &self.args, self.session, &mut Capture(&mut self.reply));
+        let wrote = script_call(self.state, &self.args, self.session, &mut Capture(&mut self.reply), self.read_only);
         self.wrote |= wrote;
         match parse_reply(&self.reply, &ReplyLimits::DEFAULT) {
             Ok(Some((value, _))) => value,
