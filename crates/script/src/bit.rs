@@ -61,20 +61,7 @@ fn result(bits: u32) -> Value {
 
 /// Argument `i` (0-based) as 32 bits, or Lua's error for it.
 fn arg(lua: &Lua, args: &MultiValue, i: usize) -> Result<u32, String> {
-    let value = args.get(i);
-    let number = value.and_then(|v| lua.coerce_number(v.clone()).ok().flatten());
-    match number {
-        Some(n) => Ok(to_bits(n)),
-        None => {
-            let got = value.map_or("no value", Value::type_name);
-            // Lua names the function as its caller called it (`bit.band`
-            // is "band", a local copy has the local's name, a call from
-            // `pcall` has none).
-            let called = lua.inspect_stack(0, |frame| frame.names().name.map(|n| n.into_owned())).flatten();
-            let called = called.as_deref().unwrap_or("?");
-            Err(format!("bad argument #{} to '{called}' (number expected, got {got})", i + 1))
-        }
-    }
+    crate::lauxlib::check_number(lua, args, i + 1).map(to_bits)
 }
 
 fn one(lua: &Lua, args: &MultiValue, op: fn(u32) -> u32) -> BitResult {

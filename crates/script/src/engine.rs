@@ -1,7 +1,6 @@
 //! One Lua state, its compiled scripts, and a run of one of them.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -24,6 +23,14 @@ pub trait Host {
 
     /// Write a `redis.log` line at `level` (0 debug … 3 warning).
     fn log(&mut self, level: u8, line: &[u8]);
+
+    /// Whether the run must end now, to be started over: the last call
+    /// could not run where the script stands (see the server's
+    /// docs/scripting.md). Asked after every call; once true, the script
+    /// is stopped and its run reads as [`Outcome::Abandoned`].
+    fn abandoned(&self) -> bool {
+        false
+    }
 }
 
 /// How long a script may run before it is stopped, if it has not written.
@@ -39,6 +46,9 @@ pub enum Outcome {
     Reply(Value),
     /// The script ran past its time limit before writing and was stopped.
     Stopped,
+    /// The host abandoned the run ([`Host::abandoned`]): whatever the
+    /// script did after that point did not run, and it has no reply.
+    Abandoned,
 }
 
 /// The text of `redis.call` with no arguments, and the others Redis uses
@@ -58,8 +68,10 @@ pub struct Engine {
     redis: Table,
     /// Calls a script under the error handler.
     runner: Function,
-    /// Compiled scripts, by SHA-1.
-    scripts: HashMap<[u8; 40], Function>,
+    /// Compiled scripts, by SHA-1, in a Lua table: each function held
+    /// from Rust would take a slot of mlua's reference stack, which Lua
+    /// 5.1 bounds at some 8,000, where the script cache has no bound.
+    scripts: Table,
     /// When the running script started, and whether it was stopped.
     clock: Rc<RunClock>,
 }
@@ -71,6 +83,17 @@ struct RunClock {
     /// The host has not written yet: the script may still be stopped.
     stoppable: Cell<bool>,
     stopped: Cell<bool>,
+    /// The host abandoned the run.
+    abandoned: Cell<bool>,
+}
+
+impl RunClock {
+    /// Whether the script is being made to end (stopped or abandoned):
+    /// every later call and instruction hook raises again, and the
+    /// script's `pcall`s do not catch it.
+    fn ending(&self) -> bool {
+        self.stopped.get() || self.abandoned.get()
+    }
 }
 
 /// The lowercase hex SHA-1 of `body`, the name `EVALSHA` knows it by.
@@ -125,41 +148,51 @@ impl Engine {
         let raised_into = bridge.clone();
         let raise = move |lua: &Lua, text: String| raise_text(lua, &raised_into, &text);
         globals.raw_set("bit", crate::bit::library(&lua, raise.clone())?)?;
-        globals.raw_set("cjson", crate::cjson::library(&lua, raise)?)?;
+        globals.raw_set("cjson", crate::cjson::library(&lua, raise.clone())?)?;
+        globals.raw_set("cmsgpack", crate::cmsgpack::library(&lua, raise.clone())?)?;
+        let math: Table = globals.raw_get("math")?;
+        crate::random::install(&lua, &math, raise.clone())?;
+        globals.raw_set("struct", crate::lstruct::library(&lua, raise)?)?;
         let prelude = lua.load(include_str!("prelude.lua")).set_name("=kvik").into_function()?;
         bridge.set("place", lua.create_function(|lua, ()| Ok(user_place(lua)))?)?;
+        let clock = Rc::new(RunClock::default());
+        let ending_clock = Rc::clone(&clock);
+        bridge.set("ending", lua.create_function(move |_, ()| Ok(ending_clock.ending()))?)?;
         let runner: Function = prelude.call(bridge.clone())?;
         let redis: Table = lua.globals().raw_get("redis")?;
-        let clock = Rc::new(RunClock::default());
         let hook_clock = Rc::clone(&clock);
         lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), move |_, _| {
             let Some(started) = hook_clock.started.get() else { return Ok(VmState::Continue) };
+            if hook_clock.ending() {
+                return Err(mlua::Error::runtime("script ending"));
+            }
             if hook_clock.stoppable.get() && started.elapsed() > hook_clock.limit.get() {
                 hook_clock.stopped.set(true);
                 return Err(mlua::Error::runtime("script stopped"));
             }
             Ok(VmState::Continue)
         })?;
-        Ok(Engine { lua, bridge, redis, runner, scripts: HashMap::new(), clock })
+        let scripts = lua.create_table()?;
+        Ok(Engine { lua, bridge, redis, runner, scripts, clock })
     }
 
     /// Forget every compiled script (`SCRIPT FLUSH`).
     pub fn flush(&mut self) {
-        self.scripts.clear();
+        if let Ok(empty) = self.lua.create_table() {
+            self.scripts = empty;
+        }
         self.lua.gc_collect().ok();
     }
 
     /// Compile `body` as the script named `sha`, or give Redis's error
     /// text for a script that does not compile.
     pub fn compile(&mut self, sha: &[u8; 40], body: &[u8]) -> Result<(), Vec<u8>> {
-        if self.scripts.contains_key(sha) {
+        let name = self.lua.create_string(sha).map_err(|e| format!("ERR {e}").into_bytes())?;
+        if matches!(self.scripts.raw_get::<Lua_>(&name), Ok(Lua_::Function(_))) {
             return Ok(());
         }
         match self.lua.load(body).set_name("@user_script").into_function() {
-            Ok(f) => {
-                self.scripts.insert(*sha, f);
-                Ok(())
-            }
+            Ok(f) => self.scripts.raw_set(name, f).map_err(|e| format!("ERR {e}").into_bytes()),
             Err(e) => {
                 let text = match e {
                     mlua::Error::SyntaxError { message, .. } => message,
@@ -180,7 +213,7 @@ impl Engine {
         host: &mut dyn Host,
         limits: RunLimits,
     ) -> Outcome {
-        let Some(script) = self.scripts.get(sha).cloned() else {
+        let Ok(Lua_::Function(script)) = self.scripts.raw_get::<Lua_>(self.lua.create_string(sha).ok()) else {
             return Outcome::Reply(Value::Error(b"NOSCRIPT No matching script. Please use EVAL.".to_vec()));
         };
         let globals = self.lua.globals();
@@ -201,6 +234,7 @@ impl Engine {
         self.clock.limit.set(limits.time_limit);
         self.clock.stoppable.set(true);
         self.clock.stopped.set(false);
+        self.clock.abandoned.set(false);
         let clock = Rc::clone(&self.clock);
         // Both bridges reach the one host; neither runs inside the other.
         let host = RefCell::new(host);
@@ -235,6 +269,9 @@ impl Engine {
         self.clock.started.set(None);
         if self.clock.stopped.get() {
             return Outcome::Stopped;
+        }
+        if self.clock.abandoned.get() {
+            return Outcome::Abandoned;
         }
         let outcome = match result {
             Ok(values) => values,
@@ -336,9 +373,16 @@ fn call_host(
     host: &RefCell<&mut dyn Host>,
     clock: &RunClock,
 ) -> mlua::Result<(Lua_, Called)> {
+    if clock.ending() {
+        return Err(mlua::Error::runtime("script ending"));
+    }
     let mut host = host.try_borrow_mut().map_err(|_| mlua::Error::runtime("redis.call inside a call"))?;
     let called = bridge_call(lua, argv, &mut **host);
     clock.stoppable.set(!host.wrote());
+    if host.abandoned() {
+        clock.abandoned.set(true);
+        return Err(mlua::Error::runtime("script abandoned"));
+    }
     called
 }
 
@@ -472,6 +516,19 @@ mod tests {
         assert_eq!(eval(&mut engine, "while true do end", &[], &mut host), Outcome::Stopped);
         // The engine is usable afterwards.
         assert_eq!(eval(&mut engine, "return 3", &[], &mut host), Outcome::Reply(Value::Integer(3)));
+    }
+
+    #[test]
+    fn the_cache_holds_more_scripts_than_lua_has_stack_slots() {
+        let mut engine = Engine::new().expect("engine");
+        let mut host = Echo::default();
+        for i in 0..10_000 {
+            let body = format!("return {i}");
+            engine.compile(&sha1_hex(body.as_bytes()), body.as_bytes()).expect("compiles");
+        }
+        assert_eq!(eval(&mut engine, "return 9999", &[], &mut host), Outcome::Reply(Value::Integer(9999)));
+        let got = eval(&mut engine, "return cmsgpack.unpack(cmsgpack.pack(7))", &[], &mut host);
+        assert_eq!(got, Outcome::Reply(Value::Integer(7)));
     }
 
     #[test]

@@ -4,26 +4,30 @@
 //! An [`Engine`] is one Lua 5.1 state (the interpreter Redis embeds, built
 //! from source with the crate) set up as Redis 7.0 sets up its own: the
 //! base library without the ways to reach files (`loadfile`, `dofile`),
-//! `table`, `string`, `math`, `bit` and `cjson`, the `redis` table, and globals that a
-//! script may read but not create. The server keeps one engine per event
-//! loop (a Lua state belongs to one thread) and hands each run a [`Host`]:
+//! `table`, `string`, `math`, `bit`, `cjson`, `cmsgpack` and `struct`, the
+//! `redis` table, and globals that a script may read but not create. The
+//! server keeps one engine per event loop (a Lua state belongs to one
+//! thread) and hands each run a [`Host`]:
 //! the way back into the server that `redis.call` takes. The host answers
 //! with a reply [`Value`], and [`convert`] turns values into Lua and back
 //! by Redis's rules, so what a script sees and what its caller gets are
 //! the same as with redis-server.
 //!
 //! What this crate does not do yet, and says so when asked: RESP3 inside
-//! scripts (`redis.setresp(3)`), the `cmsgpack` and `struct` libraries
-//! and cjson's settings functions, `#!` shebang lines and functions (`FUNCTION`,
-//! `FCALL`).
+//! scripts (`redis.setresp(3)`), cjson's settings functions, `#!` shebang
+//! lines and functions (`FUNCTION`, `FCALL`).
 
 #![forbid(unsafe_code)]
 
 mod bit;
 mod cjson;
+mod cmsgpack;
 mod convert;
 mod engine;
 mod format;
+mod lauxlib;
+mod lstruct;
+mod random;
 
 pub use engine::{sha1_hex, Engine, Host, Outcome, RunLimits};
 pub use kvik_protocol::Value;

@@ -39,10 +39,15 @@ end
 
 -- A script's `pcall` gives the text of an error table, not the table
 -- (`pcall(redis.call, …)` returns false and "ERR …"), as Redis 7.0's does.
-local raw_pcall = pcall
+local raw_pcall, raw_xpcall = pcall, xpcall
 local function settle(ok, ...)
   if not ok then
     local err = ...
+    -- A script being stopped or started over is not an error it may
+    -- catch: raised on, past every `pcall`, to the runner.
+    if bridge.ending() then
+      error(err, 0)
+    end
     if type(err) == 'userdata' and bridge.raised ~= nil then
       err = bridge.raised
       bridge.raised = nil
@@ -57,6 +62,25 @@ end
 
 _G.pcall = function(f, ...)
   return settle(raw_pcall(f, ...))
+end
+
+local function settle_x(ok, ...)
+  if not ok and bridge.ending() then
+    error((...), 0)
+  end
+  return ok, ...
+end
+
+-- The handler sees a `redis.call` failure as its error table, as in Redis.
+_G.xpcall = function(f, handler)
+  local function unwrap(err)
+    if type(err) == 'userdata' and bridge.raised ~= nil then
+      err = bridge.raised
+      bridge.raised = nil
+    end
+    return handler(err)
+  end
+  return settle_x(raw_xpcall(f, unwrap))
 end
 
 -- `redis.call` and `redis.pcall` are set for each run, by Rust: they are
@@ -155,6 +179,8 @@ end
 
 rawset(_G, 'bit', readonly(rawget(_G, 'bit')))
 rawset(_G, 'cjson', readonly(rawget(_G, 'cjson')))
+rawset(_G, 'cmsgpack', readonly(rawget(_G, 'cmsgpack')))
+rawset(_G, 'struct', readonly(rawget(_G, 'struct')))
 
 -- Redis 7.0's global protection: reading a global that does not exist,
 -- or creating one, is an error, reported at the script's line.

@@ -1,6 +1,8 @@
 //! Scripts across threads: a script is one step for every other client,
 //! on any thread (money moved between accounts by scripts, some of them
-//! touching keys they did not declare, never shows a wrong total); the
+//! touching keys they did not declare, racing transactions and multi-key
+//! commands, never shows a wrong total); a run that needs a shard another
+//! transaction holds is put back without a trace and started over; the
 //! script cache is the server's, not a connection's; a script that runs
 //! too long without writing is stopped and the server goes on.
 
@@ -9,7 +11,7 @@ mod common;
 use std::time::Duration;
 
 use common::rng::Rng;
-use common::{call, call_ok, connect, run_threads, start_kvik_with};
+use common::{call, call_ok, connect, info_value, read_until, reply_complete, run_threads, start_kvik_with};
 
 const ACCOUNTS: usize = 40;
 const START: i64 = 100;
@@ -32,6 +34,53 @@ fn integer(reply: &[u8]) -> i64 {
     String::from_utf8_lossy(&reply[1..reply.len() - 2]).parse().unwrap_or(i64::MIN)
 }
 
+/// What a worker of the transfer test does.
+#[derive(Clone, Copy, PartialEq)]
+enum Role {
+    /// Sums every account in one script that declares no key.
+    ScriptReader,
+    /// Sums every account with one MGET.
+    MgetReader,
+    /// Moves money with [`TRANSFER`] (one declared key, one undeclared).
+    ScriptMover,
+    /// Moves money with `MULTI`, `DECRBY`, `INCRBY`, `EXEC`.
+    ExecMover,
+    /// Swaps two accounts' balances with one MSET of what a script read
+    /// (sum unchanged), from a script that declares neither key.
+    ScriptSwapper,
+}
+
+const ROLES: [Role; 7] = [
+    Role::ScriptReader,
+    Role::MgetReader,
+    Role::ScriptMover,
+    Role::ScriptMover,
+    Role::ExecMover,
+    Role::ExecMover,
+    Role::ScriptSwapper,
+];
+
+/// Swap the balances of accounts `ARGV[1]` and `ARGV[2]`, keys the script
+/// builds itself.
+const SWAP: &str = "local a, b = 'acct:' .. ARGV[1], 'acct:' .. ARGV[2] \
+     local va, vb = redis.call('get', a), redis.call('get', b) \
+     redis.call('mset', a, vb, b, va) \
+     return 1";
+
+/// `MGET` of every account.
+fn mget_all() -> Vec<Vec<u8>> {
+    let mut mget = vec![b"MGET".to_vec()];
+    mget.extend((0..ACCOUNTS).map(|i| format!("acct:{i}").into_bytes()));
+    mget
+}
+
+fn sum_of_mget(reply: &[u8]) -> i64 {
+    common::split_replies(reply.split_at(reply.iter().position(|&b| b == b'\n').map_or(0, |p| p + 1)).1)
+        .iter()
+        .map(|r| String::from_utf8_lossy(r).lines().nth(1).and_then(|v| v.parse::<i64>().ok()).unwrap_or(i64::MIN / 64))
+        .sum()
+}
+
 #[test]
 fn transfers_by_script_keep_the_total_on_every_thread() {
     let server = start_kvik_with(&["--threads", "4"]);
@@ -43,25 +92,51 @@ fn transfers_by_script_keep_the_total_on_every_thread() {
     let sha = call_ok(&mut setup, &[b"SCRIPT", b"LOAD", TRANSFER.as_bytes()]);
     let sha = String::from_utf8_lossy(&sha[sha.len() - 42..sha.len() - 2]).into_owned();
     let want = START * ACCOUNTS as i64;
-    let results = run_threads(6, Duration::from_secs(60), move |worker| {
+    let results = run_threads(ROLES.len(), Duration::from_secs(90), move |worker| {
+        let role = ROLES[worker];
         let mut k = connect(port);
         let mut rng = Rng::new(worker as u64 + 1);
         let mut bad_totals = 0;
         let mut moved = 0;
-        for _ in 0..400 {
-            if worker == 0 {
-                // The reader: every total it sees is the whole.
-                let total = integer(&call(&mut k, &[b"EVAL", TOTAL.as_bytes(), b"0", ACCOUNTS.to_string().as_bytes()]));
-                bad_totals += usize::from(total != want);
-                continue;
-            }
-            let from = format!("acct:{}", rng.below(ACCOUNTS));
-            let to = rng.below(ACCOUNTS).to_string();
+        let mget = mget_all();
+        for _ in 0..300 {
+            let from = rng.below(ACCOUNTS);
+            let to = rng.below(ACCOUNTS);
             let amount = (1 + rng.below(20)).to_string();
-            let reply =
-                call(&mut k, &[b"EVALSHA", sha.as_bytes(), b"1", from.as_bytes(), amount.as_bytes(), to.as_bytes()]);
-            assert!(reply == b":1\r\n" || reply == b":0\r\n", "{}", reply.escape_ascii());
-            moved += usize::from(reply == b":1\r\n");
+            match role {
+                Role::ScriptReader => {
+                    let n = ACCOUNTS.to_string();
+                    let total = integer(&call(&mut k, &[b"EVAL", TOTAL.as_bytes(), b"0", n.as_bytes()]));
+                    bad_totals += usize::from(total != want);
+                }
+                Role::MgetReader => {
+                    bad_totals += usize::from(
+                        sum_of_mget(&call(&mut k, &mget.iter().map(Vec::as_slice).collect::<Vec<_>>())) != want,
+                    )
+                }
+                Role::ScriptMover => {
+                    let (from, to) = (format!("acct:{from}"), to.to_string());
+                    let args: [&[u8]; 6] =
+                        [b"EVALSHA", sha.as_bytes(), b"1", from.as_bytes(), amount.as_bytes(), to.as_bytes()];
+                    let reply = call(&mut k, &args);
+                    assert!(reply == b":1\r\n" || reply == b":0\r\n", "{}", reply.escape_ascii());
+                    moved += usize::from(reply == b":1\r\n");
+                }
+                Role::ExecMover => {
+                    let (from, to) = (format!("acct:{from}"), format!("acct:{to}"));
+                    call_ok(&mut k, &[b"MULTI"]);
+                    call(&mut k, &[b"DECRBY", from.as_bytes(), amount.as_bytes()]);
+                    call(&mut k, &[b"INCRBY", to.as_bytes(), amount.as_bytes()]);
+                    let reply = call(&mut k, &[b"EXEC"]);
+                    assert!(reply.starts_with(b"*2\r\n:"), "{}", reply.escape_ascii());
+                    moved += 1;
+                }
+                Role::ScriptSwapper => {
+                    let (a, b) = (from.to_string(), to.to_string());
+                    let reply = call(&mut k, &[b"EVAL", SWAP.as_bytes(), b"0", a.as_bytes(), b.as_bytes()]);
+                    assert_eq!(reply, b":1\r\n", "{}", reply.escape_ascii());
+                }
+            }
         }
         (bad_totals, moved)
     });
@@ -71,6 +146,117 @@ fn transfers_by_script_keep_the_total_on_every_thread() {
     assert!(moved > 500, "only {moved} transfers were made");
     let total = integer(&call(&mut setup, &[b"EVAL", TOTAL.as_bytes(), b"0", ACCOUNTS.to_string().as_bytes()]));
     assert_eq!(total, want);
+    let mget = mget_all();
+    assert_eq!(sum_of_mget(&call(&mut setup, &mget.iter().map(Vec::as_slice).collect::<Vec<_>>())), want);
+}
+
+/// The shard kvik keeps `key` in: its cluster slot (CRC16 of the key, or
+/// of its `{tag}`) among 256 shards.
+fn shard_of(key: &[u8]) -> usize {
+    let tagged = key.iter().position(|&b| b == b'{').and_then(|open| {
+        let close = key[open + 1..].iter().position(|&b| b == b'}')?;
+        (close > 0).then(|| &key[open + 1..open + 1 + close])
+    });
+    let mut crc: u16 = 0;
+    for &byte in tagged.unwrap_or(key) {
+        crc ^= u16::from(byte) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
+        }
+    }
+    usize::from(crc & 0x3fff) & 255
+}
+
+/// A key `{prefix<n>}` for the first n whose shard `ok` accepts.
+fn key_where(prefix: &str, ok: impl Fn(usize) -> bool) -> String {
+    (0..).map(|n| format!("{{{prefix}{n}}}")).find(|k| ok(shard_of(k.as_bytes()))).unwrap_or_default()
+}
+
+#[test]
+fn a_run_that_needs_a_held_shard_is_put_back_and_started_over() {
+    // The holder's loop spins and the writer's waits: a third and fourth
+    // loop serve the readers.
+    let server = start_kvik_with(&["--threads", "4"]);
+    let port = server.port;
+    // `held` is in a shard below `mine`'s, so the second start of the
+    // writer, reserving both in ascending order, waits holding nothing.
+    let held = key_where("held", |s| s < 128);
+    let mine = key_where("mine", |s| s > shard_of(held.as_bytes()));
+    let undeclared = format!("{held}:counter");
+    let mut k = connect(port);
+    call_ok(&mut k, &[b"SET", mine.as_bytes(), b"old"]);
+    call_ok(&mut k, &[b"CONFIG", b"SET", b"notify-keyspace-events", b"KA"]);
+    let mut events = connect(port);
+    let channel = format!("__keyspace@0__:{mine}");
+    call(&mut events, &[b"SUBSCRIBE", channel.as_bytes()]);
+    // A loop long enough to hold `held`'s shard for two seconds or so.
+    let spin = "for i = 1, tonumber(ARGV[1]) do end return redis.call('get', KEYS[1])";
+    let mut rounds = 1_000_000u64;
+    loop {
+        let started = std::time::Instant::now();
+        call(&mut k, &[b"EVAL", spin.as_bytes(), b"1", held.as_bytes(), rounds.to_string().as_bytes()]);
+        let took = started.elapsed();
+        if took > Duration::from_millis(200) {
+            rounds = (rounds as f64 * 2500.0 / took.as_millis() as f64) as u64;
+            break;
+        }
+        rounds *= 4;
+    }
+    // Readers spread over the event loops, connected before the writer.
+    let readers: Vec<_> = (0..6).map(|_| connect(port)).collect();
+    let holder = {
+        let held = held.clone();
+        std::thread::spawn(move || {
+            let mut h = connect(port);
+            call(&mut h, &[b"EVAL", spin.as_bytes(), b"1", held.as_bytes(), rounds.to_string().as_bytes()])
+        })
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    // Writes its declared key, then needs `held`'s shard: put back, and
+    // started over once the holder is done.
+    let writer_body = "redis.call('set', KEYS[1], 'new') redis.call('incr', ARGV[1]) \
+         redis.log(redis.LOG_WARNING, 'writer ran') return redis.call('get', KEYS[1])";
+    let writer = {
+        let (mine, undeclared) = (mine.clone(), undeclared.clone());
+        std::thread::spawn(move || {
+            let mut w = connect(port);
+            call(&mut w, &[b"EVAL", writer_body.as_bytes(), b"1", mine.as_bytes(), undeclared.as_bytes()])
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    // Meanwhile the writer's first run is gone without a trace. The
+    // holder's and the writer's loops are busy, so readers on them wait;
+    // those on the other loops answer at once.
+    for reader in &readers {
+        let mut reader = reader;
+        std::io::Write::write_all(&mut reader, &common::diff::multibulk(&[b"GET", mine.as_bytes()])).expect("send");
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!holder.is_finished(), "the holder ended before the readers were read");
+    let mut answered = 0;
+    for mut reader in readers {
+        reader.set_nonblocking(true).expect("nonblocking");
+        let mut buf = [0u8; 64];
+        if let Ok(n) = std::io::Read::read(&mut reader, &mut buf) {
+            assert_eq!(&buf[..n], b"$3\r\nold\r\n", "a reader saw the abandoned run's write");
+            answered += 1;
+        }
+    }
+    assert!(answered > 0, "no reader was on another loop");
+    assert!(!writer.is_finished(), "the writer did not wait for the held shard");
+    assert_eq!(holder.join().expect("holder"), b"$-1\r\n");
+    assert_eq!(writer.join().expect("writer"), b"$3\r\nnew\r\n");
+    assert_eq!(call(&mut k, &[b"GET", mine.as_bytes()]), b"$3\r\nnew\r\n");
+    assert_eq!(call(&mut k, &[b"GET", undeclared.as_bytes()]), b"$1\r\n1\r\n");
+    let info = String::from_utf8_lossy(&call(&mut k, &[b"INFO", b"stats"])).into_owned();
+    assert_eq!(info_value(&info, "script_restarts"), "1");
+    // One `set` event: the abandoned run announced nothing.
+    events.set_read_timeout(Some(Duration::from_millis(500))).expect("timeout");
+    let first = read_until(&mut events, reply_complete);
+    assert!(first.bytes.ends_with(b"$3\r\nset\r\n"), "{}", first.show());
+    let mut more = [0u8; 256];
+    let extra = std::io::Read::read(&mut events, &mut more);
+    assert!(extra.is_err(), "a second event: {:?}", extra.map(|n| more[..n].escape_ascii().to_string()));
 }
 
 #[test]

@@ -6,8 +6,8 @@
 //! the dispatcher checks requests against.
 
 use kvik_protocol::commands::{
-    lookup, lookup_subcommand, AclCategories, ArgSpec, BeginSearch, CommandFlags, CommandSpec, FindKeys, KeySpecFlags,
-    Source, COMMANDS,
+    id, lookup, lookup_subcommand, AclCategories, ArgSpec, BeginSearch, CommandFlags, CommandSpec, FindKeys,
+    KeySpecFlags, Source, COMMANDS,
 };
 use kvik_protocol::ReplySink;
 
@@ -553,3 +553,26 @@ const COMMAND_HELP: &[&str] = &[
     "GETKEYSANDFLAGS <full-command>",
     "    Return the keys and the access flags from a full Redis command.",
 ];
+
+/// Whether `spec` never touches the keyspace: it has no keys and belongs
+/// to a group that works on the connection, pub/sub or the transaction.
+pub(super) fn keyless(spec: &CommandSpec) -> bool {
+    spec.key_specs.is_empty() && matches!(spec.group, "connection" | "pubsub" | "transactions")
+}
+
+/// Whether `spec` runs a script (EVAL and its kin).
+pub(super) fn runs_script(spec: &CommandSpec) -> bool {
+    matches!(spec.id, id::EVAL | id::EVALSHA | id::EVAL_RO | id::EVALSHA_RO | id::FCALL | id::FCALL_RO)
+}
+
+/// Whether the key specs of `spec` find every key it touches.
+pub(super) fn keys_known(spec: &CommandSpec) -> bool {
+    let complete = |ks: &kvik_protocol::commands::KeySpec| {
+        !ks.flags.contains(KeySpecFlags::INCOMPLETE)
+            && ks.begin_search != BeginSearch::Unknown
+            && ks.find_keys != FindKeys::Unknown
+    };
+    // SORT's BY and GET patterns name keys no spec can describe; the table
+    // gives SORT and SORT_RO an unknown spec for them, so they reserve all.
+    !spec.key_specs.is_empty() && spec.key_specs.iter().all(complete)
+}

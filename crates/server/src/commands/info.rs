@@ -450,6 +450,9 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             ] {
                 line(k, &0);
             }
+            // kvik's own: how often a script's run was put back and started
+            // over to reserve a shard it had not declared (docs/scripting.md).
+            line("script_restarts", &stats.script_restarts.load(Ordering::Relaxed));
         }
         "replication" => {
             static REPLID: OnceLock<String> = OnceLock::new();

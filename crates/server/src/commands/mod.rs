@@ -352,6 +352,9 @@ impl<'a, T: ReplyTarget> Ctx<'a, T> {
         // What the lookups recorded (expired keys, new keys) comes first, as
         // Redis announces it when it happens.
         changes::flush_server_events(self.state);
+        if changes::hold(db, class, event, key, Some(self.session.id)) {
+            return;
+        }
         changes::key_changed(self.state, db, key, self.session.id);
         changes::publish_event(self.state, class, event, db, key);
     }
@@ -581,54 +584,48 @@ pub fn replay(state: &ServerState, args: &CommandArgs, session: &mut Session) ->
     Ok(())
 }
 
-/// Run a command a script called (`redis.call`), with the checks Redis
-/// makes there and their texts; its reply goes to `target`. The caller
-/// holds the reservation that makes the script atomic.
-///
-/// True when the command ran and is a write: from then on the script
-/// cannot be stopped without breaking its atomicity, as in Redis.
-pub(super) fn script_call<T: ReplyTarget>(
+/// The command a script called (`redis.call`), after the checks Redis
+/// makes there, or the error it answers with (Redis's texts, in its
+/// order).
+pub(super) fn script_command(
     state: &ServerState,
     args: &CommandArgs,
-    session: &mut Session,
-    target: &mut T,
     read_only: bool,
-) -> bool {
+) -> Result<&'static CommandSpec, Vec<u8>> {
     let req = Request::new(args, &[]);
-    let refuse = |target: &mut T, session: &Session, msg: &[u8]| target.reply(session, |s| s.error(msg));
-    let Some(mut spec) = resolve(&req).filter(|s| implemented(s)) else {
-        refuse(target, session, b"ERR Unknown Redis command called from script");
-        return false;
-    };
+    let unknown = || b"ERR Unknown Redis command called from script".to_vec();
+    let mut spec = resolve(&req).filter(|s| implemented(s)).ok_or_else(unknown)?;
     if !spec.subcommands.is_empty() && req.argc() >= 2 {
-        match lookup_subcommand(spec, req.arg(1)) {
-            Some(sub) => spec = sub,
-            None => {
-                refuse(target, session, b"ERR Unknown Redis command called from script");
-                return false;
-            }
-        }
+        spec = lookup_subcommand(spec, req.arg(1)).ok_or_else(unknown)?;
     }
     if !spec.arity_ok(req.argc()) {
-        refuse(target, session, b"ERR Wrong number of args calling Redis command from script");
-        return false;
+        return Err(b"ERR Wrong number of args calling Redis command from script".to_vec());
     }
     if spec.flags.contains(CommandFlags::NOSCRIPT) {
-        refuse(target, session, b"ERR This Redis command is not allowed from script");
-        return false;
+        return Err(b"ERR This Redis command is not allowed from script".to_vec());
     }
     if read_only && spec.flags.contains(CommandFlags::WRITE) {
-        refuse(target, session, b"ERR Write commands are not allowed from read-only scripts.");
-        return false;
+        return Err(b"ERR Write commands are not allowed from read-only scripts.".to_vec());
     }
     if spec.flags.contains(CommandFlags::WRITE) {
         if let Some(msg) = crate::persistence::writes_refused(state) {
-            refuse(target, session, &msg);
-            return false;
+            return Err(msg);
         }
     }
-    run_checked(state, req, session, target, spec, Run::Queued);
-    spec.flags.contains(CommandFlags::WRITE)
+    Ok(spec)
+}
+
+/// Run `spec`, the command `args` a script called and
+/// [`script_command`] passed; its reply goes to `target`. The caller
+/// holds the reservation that makes the script atomic.
+pub(super) fn script_call<T: ReplyTarget>(
+    state: &ServerState,
+    args: &CommandArgs,
+    spec: &'static CommandSpec,
+    session: &mut Session,
+    target: &mut T,
+) {
+    run_checked(state, Request::new(args, &[]), session, target, spec, Run::Queued);
 }
 
 fn execute_checked<T: ReplyTarget>(

@@ -10,9 +10,9 @@
 //! see a reserved shard until the last of them has run, so the transaction
 //! is atomic across shards and threads.
 
-use kvik_protocol::commands::{id, BeginSearch, CommandSpec, FindKeys, KeySpecFlags};
+use kvik_protocol::commands::{id, CommandSpec};
 
-use super::command::find_keys;
+use super::command::{find_keys, keyless, keys_known, runs_script};
 use super::{reject, run_checked, runs, unknown_command, unknown_subcommand, Ctx, Outcome, ReplyTarget, Request, Run};
 use crate::client::session::Session;
 use crate::client::transaction::Queued;
@@ -191,29 +191,6 @@ fn touched_shards(keyspace: &Keyspace, queued: &[Queued]) -> Option<Vec<usize>> 
         shards.extend(keys.iter().filter_map(|(i, _)| args.get(*i)).map(|k| keyspace.shard_of(k)));
     }
     Some(shards)
-}
-
-/// Whether `spec` never touches the keyspace: it has no keys and belongs
-/// to a group that works on the connection, pub/sub or the transaction.
-fn keyless(spec: &CommandSpec) -> bool {
-    spec.key_specs.is_empty() && matches!(spec.group, "connection" | "pubsub" | "transactions")
-}
-
-/// Whether `spec` runs a script (EVAL and its kin).
-fn runs_script(spec: &CommandSpec) -> bool {
-    matches!(spec.id, id::EVAL | id::EVALSHA | id::EVAL_RO | id::EVALSHA_RO | id::FCALL | id::FCALL_RO)
-}
-
-/// Whether the key specs of `spec` find every key it touches.
-fn keys_known(spec: &CommandSpec) -> bool {
-    let complete = |ks: &kvik_protocol::commands::KeySpec| {
-        !ks.flags.contains(KeySpecFlags::INCOMPLETE)
-            && ks.begin_search != BeginSearch::Unknown
-            && ks.find_keys != FindKeys::Unknown
-    };
-    // SORT's BY and GET patterns name keys no spec can describe; the table
-    // gives SORT and SORT_RO an unknown spec for them, so they reserve all.
-    !spec.key_specs.is_empty() && spec.key_specs.iter().all(complete)
 }
 
 #[cfg(test)]

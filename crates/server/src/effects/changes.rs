@@ -55,6 +55,12 @@ fn publish_server_events(state: &ServerState) {
             ServerEvent::New => (EventClass::New, "new"),
             ServerEvent::KeyMiss => (EventClass::KeyMiss, "keymiss"),
         };
+        // A key a held script created, or missed, is its own doing: told
+        // when the script ends, or never if the run is undone. What the
+        // server removed (expired, evicted) is told now: it stays removed.
+        if matches!(e.kind, ServerEvent::New | ServerEvent::KeyMiss) && hold(e.db, class, name, &e.key, None) {
+            continue;
+        }
         if matches!(e.kind, ServerEvent::Expired | ServerEvent::Evicted) {
             super::propagation::removed_by_server(state, &e);
             key_changed(state, e.db, &e.key, 0);
@@ -81,6 +87,60 @@ pub fn key_changed(state: &ServerState, db: usize, key: &[u8], by_client: u64) {
     state.watches.touch(db, key);
     // Tracking follows key names whatever the database, as Redis does.
     state.tracking.key_changed(&state.clients, state.pubsub.limit(), key, by_client);
+}
+
+/// A change announced while a script that may be started over runs
+/// (see [`hold_announcements`]).
+struct Held {
+    db: usize,
+    class: EventClass,
+    event: String,
+    key: Box<[u8]>,
+    /// The client that changed the key, for `WATCH` and tracking; `None`
+    /// for an event that is only published.
+    changed_by: Option<u64>,
+}
+
+thread_local! {
+    /// The announcements held on this thread, while a script runs.
+    static HELD: std::cell::RefCell<Option<Vec<Held>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Hold back, on this thread, what changes announce (`WATCH`, tracking,
+/// keyspace events) until [`release_announcements`] or
+/// [`drop_announcements`]: a script's run that may be undone must show
+/// nothing to anyone until it is known to stand. Its shards stay reserved
+/// until the release, so every later `EXEC` or read on them still sees the
+/// change's announcement first.
+pub fn hold_announcements() {
+    HELD.with(|h| *h.borrow_mut() = Some(Vec::new()));
+}
+
+/// Hold `event` if announcements are held: true when it was.
+pub fn hold(db: usize, class: EventClass, event: &str, key: &[u8], changed_by: Option<u64>) -> bool {
+    HELD.with(|h| match h.borrow_mut().as_mut() {
+        Some(list) => {
+            list.push(Held { db, class, event: event.to_owned(), key: key.into(), changed_by });
+            true
+        }
+        None => false,
+    })
+}
+
+/// Announce what was held, in order, and stop holding.
+pub fn release_announcements(state: &ServerState) {
+    let held = HELD.with(|h| h.borrow_mut().take()).unwrap_or_default();
+    for e in held {
+        if let Some(client) = e.changed_by {
+            key_changed(state, e.db, &e.key, client);
+        }
+        publish_event(state, e.class, &e.event, e.db, &e.key);
+    }
+}
+
+/// Forget what was held (the run is undone), and stop holding.
+pub fn drop_announcements() {
+    HELD.with(|h| *h.borrow_mut() = None);
 }
 
 /// Database `db` was emptied (`FLUSHDB`), or every database (`FLUSHALL`,

@@ -35,6 +35,10 @@ pub struct Effects {
     changed: bool,
     /// The running command said what it propagates.
     explicit: bool,
+    /// A script runs that may still be started over: its record's place
+    /// is taken when it ends ([`Effects::settle_place`]), not at its first
+    /// change (see [`Effects::hold_place`]).
+    holding: bool,
     /// The server whose journal the record goes to, for [`Drop`].
     owner: Option<std::sync::Weak<ServerState>>,
 }
@@ -45,7 +49,7 @@ impl Drop for Effects {
     /// writer waits for every place, and with it every reply under
     /// `appendfsync always`.
     fn drop(&mut self) {
-        if self.seq != 0 {
+        if self.seq != 0 && self.seq != HELD_PLACE {
             if let Some(state) = self.owner.as_ref().and_then(std::sync::Weak::upgrade) {
                 self.publish(&state);
             }
@@ -55,6 +59,10 @@ impl Drop for Effects {
 
 /// Largest buffer an idle client keeps for its next record.
 const KEEP_BYTES: usize = 16 * 1024;
+
+/// `seq` of a record that has changes but whose place is held back until
+/// the script making them ends.
+const HELD_PLACE: u64 = u64::MAX;
 
 impl Effects {
     /// The running command changes a key: the record takes its place now,
@@ -83,7 +91,9 @@ impl Effects {
     }
 
     fn take_place(&mut self, state: &ServerState) {
-        if self.seq == 0 {
+        if self.seq == 0 && self.holding {
+            self.seq = HELD_PLACE;
+        } else if self.seq == 0 {
             self.seq = state.keyspace.next_change();
             if self.owner.is_none() {
                 self.owner = state.shared().map(|s| std::sync::Arc::downgrade(&s));
@@ -104,9 +114,47 @@ impl Effects {
         self.explicit = false;
     }
 
+    /// A script that may be started over begins (true) or has ended
+    /// (false). While it runs, its changes' record takes no place in the
+    /// order of changes: a script that reserves more shards as it goes
+    /// must come, in that order, after every change made on them before
+    /// it had them, so its place is taken at its end
+    /// ([`Effects::settle_place`]), with every shard it used still
+    /// reserved. An abandoned run's record is dropped
+    /// ([`Effects::discard`]) without ever having had a place.
+    pub fn hold_place(&mut self, on: bool) {
+        debug_assert!(!on || self.seq == 0, "a held record began after a change");
+        self.holding = on;
+    }
+
+    /// Take the place of a record held by [`Effects::hold_place`], while
+    /// the script's shards are still reserved.
+    pub fn settle_place(&mut self, state: &ServerState) {
+        self.holding = false;
+        if self.seq == HELD_PLACE {
+            self.seq = 0;
+            self.take_place(state);
+        }
+    }
+
+    /// Forget what a held record gathered: the run that made it is being
+    /// undone.
+    pub fn discard(&mut self) {
+        debug_assert!(self.seq == 0 || self.seq == HELD_PLACE, "a record with a place is discarded");
+        self.seq = 0;
+        self.ops.clear();
+        self.count = 0;
+        self.changed = false;
+        self.explicit = false;
+    }
+
     /// Publish the record, if a change took a place for it.
     #[inline(never)]
     pub fn publish(&mut self, state: &ServerState) {
+        if self.seq == HELD_PLACE {
+            // Reached only if a held script ended without settling.
+            self.settle_place(state);
+        }
         if self.seq == 0 {
             return;
         }

@@ -92,6 +92,10 @@ pub struct Stats {
     pub rejected_connections: AtomicU64,
     /// Error replies sent.
     pub total_error_replies: AtomicU64,
+    /// Script runs abandoned and started over because a shard they needed
+    /// was held by another transaction (`script_restarts`; kvik's own
+    /// field, see docs/scripting.md).
+    pub script_restarts: AtomicU64,
     /// Unix time of the last save.
     pub lastsave: AtomicI64,
     /// The change counter at the last save (what `dirty()` counts from).
@@ -144,6 +148,7 @@ impl Default for Stats {
             total_connections: AtomicU64::new(0),
             rejected_connections: AtomicU64::new(0),
             total_error_replies: AtomicU64::new(0),
+            script_restarts: AtomicU64::new(0),
             lastsave: AtomicI64::new(started_unix),
             dirty_at_save: AtomicU64::new(0),
             rdb_saves: AtomicU64::new(0),

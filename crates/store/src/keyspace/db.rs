@@ -686,6 +686,19 @@ impl Db {
         Some(old)
     }
 
+    /// Put `key` back as it was before changes that are being undone:
+    /// `old` (a copy taken with [`Db::find_stale`], expired or not), or no
+    /// key. Nothing is announced: the changes being undone were never
+    /// shown to anyone (a script's abandoned run, see docs/scripting.md).
+    pub fn restore(&mut self, key: &[u8], old: Option<Entry>) {
+        self.remove(key);
+        if let Some(entry) = old {
+            debug_assert!(entry.is_key(key), "an entry restored under another key");
+            self.settle();
+            self.insert_hashed(entry, false, None);
+        }
+    }
+
     /// Set or clear the deadline of an existing key; false when the key does not exist.
     pub fn set_expire(&mut self, key: &[u8], at_ms: Option<i64>) -> bool {
         self.settle();
@@ -1029,6 +1042,26 @@ mod tests {
         assert!(db.get(b"a", 99).is_some());
         assert!(db.get(b"a", 100).is_none());
         assert_eq!((db.len(), db.expiring(), db.expired_count()), (1, 0, 1));
+    }
+
+    #[test]
+    fn a_restored_copy_undoes_writes_in_place_and_new_keys() {
+        let mut db = Db::default();
+        db.set_string(b"k", b"old", None);
+        db.set_string(b"t", b"1", Some(i64::MAX));
+        let (k, t) = (db.find_stale(b"k").cloned(), db.find_stale(b"t").cloned());
+        let gone = db.find_stale(b"n").cloned();
+        let used = db.used_memory();
+        db.set_string(b"k", b"new", None);
+        assert!(db.set_expire(b"t", None));
+        db.set_string(b"n", b"fresh", None);
+        db.restore(b"n", gone);
+        db.restore(b"t", t);
+        db.restore(b"k", k);
+        assert_eq!(db.get(b"k", 0).map(|e| e.value().to_owned()), Some(Value::Str(StrValue::from_bytes(b"old"))));
+        assert!(db.get(b"n", 0).is_none());
+        assert_eq!((db.len(), db.expiring()), (2, 1));
+        assert_eq!(db.used_memory(), used);
     }
 
     #[test]

@@ -567,7 +567,7 @@ impl Keyspace {
             let mut guard = self.lock(i);
             guard.reserved_by = Some(owner);
         }
-        Reservation { keyspace: self, shards }
+        Reservation { keyspace: self, owner, shards }
     }
 }
 
@@ -584,6 +584,7 @@ impl Keyspace {
 /// releases them and wakes whoever waits for them.
 pub struct Reservation<'a> {
     keyspace: &'a Keyspace,
+    owner: u64,
     shards: Vec<usize>,
 }
 
@@ -591,6 +592,35 @@ impl Reservation<'_> {
     /// The reserved shards, ascending.
     pub fn shards(&self) -> &[usize] {
         &self.shards
+    }
+
+    /// Whether shard `index` is reserved.
+    pub fn holds(&self, index: usize) -> bool {
+        self.shards.binary_search(&index).is_ok()
+    }
+
+    /// Whether every shard is reserved (nothing can be missing any more).
+    pub fn holds_all(&self) -> bool {
+        self.shards.len() == self.keyspace.shards.len()
+    }
+
+    /// Add shard `index` to the reservation *without waiting*: false when
+    /// another transaction holds it. Never waiting is what lets a script
+    /// grow its reservation in any order without closing a circle of
+    /// waits (see docs/scripting.md); the caller that gets false must let
+    /// everything go before it waits.
+    pub fn try_extend(&mut self, index: usize) -> bool {
+        let Err(at) = self.shards.binary_search(&index) else { return true };
+        if index >= self.keyspace.shards.len() {
+            return true;
+        }
+        let mut guard = self.keyspace.raw_lock(index);
+        if guard.reserved_by.is_some_and(|other| other != self.owner) {
+            return false;
+        }
+        guard.reserved_by = Some(self.owner);
+        self.shards.insert(at, index);
+        true
     }
 }
 

@@ -1,35 +1,38 @@
 //! Lua scripts: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT.
 //!
 //! The Lua side (the sandbox, `redis.call`, the conversions) is the
-//! `kvik-script` crate; this module finds the script, runs it in the event
-//! loop's own Lua state, and is the way back in: each `redis.call` runs its
-//! command through [`super::script_call`] on the caller's session, with the
-//! reply captured in RESP2 and handed to Lua as a value.
+//! `kvik-script` crate; this module finds the script and runs it in the
+//! event loop's own Lua state; [`host`] is the way back in, each
+//! `redis.call` running its command on the caller's session.
 //!
 //! A script is as atomic as `MULTI`/`EXEC`: it runs holding a reservation
-//! no other thread can pass. For now that is every shard, as `EXEC` of a
-//! transaction whose keys cannot be known; docs/scripting.md has the plan
-//! that reserves only the shards a script needs and still lets it touch
-//! keys it did not declare. A script's writes reach the append-only file as
-//! one record, wrapped in `MULTI`/`EXEC` when there are several, as a
-//! transaction's do.
+//! no other thread can pass, but only of the shards it needs, so scripts on
+//! different keys run at the same time on different loops. A run starts
+//! with the shards of its declared keys and of those it used last time
+//! ([`first_guess`]), takes more as its calls need them without waiting,
+//! and is put back and started over when one is held elsewhere ([`run`];
+//! docs/scripting.md has the design and why it cannot deadlock). A
+//! script's writes reach the append-only file as one record, wrapped in
+//! `MULTI`/`EXEC` when there are several, as a transaction's do.
 //!
 //! Not run yet, and refused with the reason: scripts with a `#!` line,
-//! `SCRIPT KILL` and `SCRIPT DEBUG`, `redis.setresp(3)`, the `cmsgpack` and
-//! `struct` libraries (a script that uses one reads a nonexistent global)
-//! and cjson's settings functions.
+//! `SCRIPT KILL` and `SCRIPT DEBUG`, `redis.setresp(3)` and cjson's
+//! settings functions.
+
+mod host;
+mod undo;
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::time::Duration;
 
-use kvik_protocol::resp::reply_parser::{parse_reply, ReplyLimits};
-use kvik_protocol::resp::writer::{Protocol, RespWriter};
-use kvik_protocol::{CommandArgs, ReplySink};
-use kvik_script::{sha1_hex, Engine, Host, Outcome as Ran, RunLimits, Value};
+use kvik_script::{sha1_hex, Engine, Outcome as Ran, RunLimits, Value};
 
-use super::{script_call, Ctx, ReplyTarget};
+use super::{Ctx, ReplyTarget};
 use crate::client::session::Session;
+use crate::keyspace::Keyspace;
 use crate::state::ServerState;
+use host::{ScriptHost, Shards};
 
 handlers! {
     EVAL(c) => eval(c, Source::Body, false),
@@ -89,25 +92,13 @@ fn eval<T: ReplyTarget>(c: &mut Ctx<'_, T>, source: Source, read_only: bool) {
     let keys: Vec<&[u8]> = (3..3 + numkeys).map(|i| c.arg(i)).collect();
     let args: Vec<&[u8]> = (3 + numkeys..c.argc()).map(|i| c.arg(i)).collect();
     let state = c.state;
+    let session = &mut *c.session;
     let outcome = with_engine(state, |engine| {
         engine.compile(&sha, body_bytes)?;
         if source == Source::Body {
             state.scripts.insert(sha, body_bytes);
         }
-        // Inside EXEC the transaction's reservation (every shard, see
-        // `transaction::touched_shards`) already holds.
-        let reservation = (!state.keyspace.reserving(c.session.id)).then(|| state.keyspace.reserve(c.session.id, None));
-        let mut host = ScriptHost::new(state, c.session, read_only);
-        // Past `busy-reply-threshold` a script that has not written is
-        // stopped (Redis would start answering other clients BUSY and wait
-        // for SCRIPT KILL, which kvik does not have yet); one that has
-        // written runs to its end, as in Redis, where SCRIPT KILL cannot
-        // stop it either.
-        let time_limit = Duration::from_millis(state.config().busy_reply_threshold_ms());
-        let ran = engine.run(&sha, &keys, &args, &mut host, RunLimits { time_limit });
-        host.finish();
-        drop(reservation);
-        Ok(ran)
+        Ok(run(state, session, engine, &sha, &keys, &args, read_only))
     });
     match outcome {
         Err(msg) => c.error(&msg),
@@ -118,9 +109,106 @@ fn eval<T: ReplyTarget>(c: &mut Ctx<'_, T>, source: Source, read_only: bool) {
             );
             c.error(msg.as_bytes())
         }
+        Ok(Ran::Abandoned) => c.error(b"ERR the script could not get the shards it needs"),
         Ok(Ran::Reply(Value::Error(msg))) => c.error(&msg),
         Ok(Ran::Reply(value)) => c.reply(|s| value.write_to(s)),
     }
+}
+
+/// How many times a script starts with a reservation it guessed; the
+/// start after that reserves every shard, which cannot fail.
+const GUESSED_STARTS: usize = 3;
+
+/// Run the compiled script `sha` for `session` until a run stands: under a
+/// reservation of the shards of its declared keys and of those it used
+/// last time, started over (see [`host`]) with what it learned when it
+/// needed a shard another transaction held.
+fn run(
+    state: &ServerState,
+    session: &mut Session,
+    engine: &mut Engine,
+    sha: &[u8; 40],
+    keys: &[&[u8]],
+    args: &[&[u8]],
+    read_only: bool,
+) -> Ran {
+    // Past `busy-reply-threshold` a script that has not written is
+    // stopped (Redis would start answering other clients BUSY and wait
+    // for SCRIPT KILL, which kvik does not have yet); one that has
+    // written runs to its end, as in Redis, where SCRIPT KILL cannot
+    // stop it either.
+    let limits = RunLimits { time_limit: Duration::from_millis(state.config().busy_reply_threshold_ms()) };
+    // Inside EXEC the transaction's reservation (every shard, see
+    // `transaction::touched_shards`) already holds.
+    if state.keyspace.reserving(session.id) {
+        let mut host = ScriptHost::new(state, session, read_only, None);
+        let ran = engine.run(sha, keys, args, &mut host, limits);
+        host.finish();
+        return ran;
+    }
+    let keyspace = &state.keyspace;
+    let mut plan = first_guess(keyspace, sha, keys);
+    let mut starts = 0;
+    loop {
+        starts += 1;
+        if starts > GUESSED_STARTS {
+            plan = Shards::All;
+        }
+        let reservation = match &plan {
+            Shards::Some(list) => keyspace.reserve(session.id, Some(list)),
+            Shards::All => keyspace.reserve(session.id, None),
+        };
+        let mut host = ScriptHost::new(state, session, read_only, Some(reservation));
+        let ran = engine.run(sha, keys, args, &mut host, limits);
+        if ran == Ran::Abandoned {
+            debug_assert!(plan != Shards::All, "a run holding every shard was abandoned");
+            plan = host.abandon();
+            state.stats.script_restarts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            continue;
+        }
+        learn(sha, host.finish());
+        return ran;
+    }
+}
+
+thread_local! {
+    /// The shards each script used when it last ran on this loop, kept for
+    /// scripts that used shards their declared keys do not name.
+    static LEARNED: RefCell<HashMap<[u8; 40], Shards>> = RefCell::new(HashMap::new());
+}
+
+/// Most scripts [`LEARNED`] keeps shards for, per loop.
+const MAX_LEARNED: usize = 10_000;
+
+/// The shards a run of `sha` starts by reserving: those of its declared
+/// keys and those it used last time, ascending.
+fn first_guess(keyspace: &Keyspace, sha: &[u8; 40], keys: &[&[u8]]) -> Shards {
+    let mut shards: Vec<usize> = keys.iter().map(|k| keyspace.shard_of(k)).collect();
+    let learned = LEARNED.with(|l| l.borrow().get(sha).cloned());
+    match learned {
+        Some(Shards::All) => return Shards::All,
+        Some(Shards::Some(more)) => shards.extend(more),
+        None => {}
+    }
+    shards.sort_unstable();
+    shards.dedup();
+    Shards::Some(shards)
+}
+
+/// Remember the shards a run of `sha` used, for its next first guess.
+fn learn(sha: &[u8; 40], used: Shards) {
+    LEARNED.with(|l| {
+        let mut l = l.borrow_mut();
+        if l.len() >= MAX_LEARNED && !l.contains_key(sha) {
+            l.clear();
+        }
+        l.insert(*sha, used);
+    });
+}
+
+/// Forget what scripts used (the cache was flushed).
+fn forget_learned() {
+    LEARNED.with(|l| l.borrow_mut().clear());
 }
 
 /// Run `f` with this thread's engine, made on first use and emptied when
@@ -136,6 +224,7 @@ fn with_engine<R>(state: &ServerState, f: impl FnOnce(&mut Engine) -> Result<R, 
         let Some((engine, seen)) = slot.as_mut() else { return Err(b"ERR cannot start Lua".to_vec()) };
         if *seen != generation {
             engine.flush();
+            forget_learned();
             *seen = generation;
         }
         f(engine)
@@ -235,79 +324,3 @@ const HELP: &[&str] = &[
     "HELP",
     "    Prints this help.",
 ];
-
-/// The server as a script's `redis.call` sees it: the caller's session,
-/// in RESP2, in its own database (a `SELECT` in the script does not move
-/// the caller).
-struct ScriptHost<'a> {
-    state: &'a ServerState,
-    session: &'a mut Session,
-    read_only: bool,
-    wrote: bool,
-    args: CommandArgs,
-    reply: Vec<u8>,
-    db: usize,
-    protocol: Protocol,
-}
-
-impl<'a> ScriptHost<'a> {
-    fn new(state: &'a ServerState, session: &'a mut Session, read_only: bool) -> Self {
-        let (db, protocol) = (session.db, session.protocol);
-        session.protocol = Protocol::Resp2;
-        ScriptHost {
-            state,
-            session,
-            read_only,
-            wrote: false,
-            args: CommandArgs::new(),
-            reply: Vec::new(),
-            db,
-            protocol,
-        }
-    }
-
-    /// Give the caller back its database and protocol.
-    fn finish(&mut self) {
-        self.session.db = self.db;
-        self.session.protocol = self.protocol;
-    }
-}
-
-/// Captures the reply of a command a script ran.
-struct Capture<'b>(&'b mut Vec<u8>);
-
-impl ReplyTarget for Capture<'_> {
-    fn reply<F: FnOnce(&mut dyn ReplySink)>(&mut self, _session: &Session, write: F) {
-        write(&mut RespWriter::new(self.0, Protocol::Resp2));
-    }
-}
-
-impl Host for ScriptHost<'_> {
-    fn call(&mut self, argv: &[&[u8]]) -> Value {
-        self.args.clear();
-        for a in argv {
-            self.args.push_owned(a);
-        }
-        self.reply.clear();
-        let wrote = script_call(self.state, &self.args, self.session, &mut Capture(&mut self.reply), self.read_only);
-        self.wrote |= wrote;
-        match parse_reply(&self.reply, &ReplyLimits::DEFAULT) {
-            Ok(Some((value, _))) => value,
-            _ => Value::Error(b"ERR the command's reply could not be read back".to_vec()),
-        }
-    }
-
-    fn wrote(&self) -> bool {
-        self.wrote
-    }
-
-    fn log(&mut self, level: u8, line: &[u8]) {
-        let text = String::from_utf8_lossy(line);
-        match level {
-            0 => crate::log!(Debug, "{text}"),
-            1 => crate::log!(Verbose, "{text}"),
-            2 => crate::log!(Notice, "{text}"),
-            _ => crate::log!(Warning, "{text}"),
-        }
-    }
-}
