@@ -5,7 +5,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use kvik_protocol::Value;
-use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value as Lua_, VmState};
+use mlua::{Function, HookTriggers, Lua, LuaOptions, LuaString, MultiValue, StdLib, Table, Value as Lua_, VmState};
 
 use crate::convert::{self, error_table, from_lua};
 
@@ -72,6 +72,14 @@ pub struct Engine {
     /// from Rust would take a slot of mlua's reference stack, which Lua
     /// 5.1 bounds at some 8,000, where the script cache has no bound.
     scripts: Table,
+    /// The script run last, held from Rust: a run of the same script
+    /// again (the common case) looks nothing up.
+    last: Option<([u8; 40], Function)>,
+    /// Names set for every run, made once.
+    names: Names,
+    /// `redis.log` lines of the running script, handed to the host when
+    /// it ends (the function that takes them is made once, not per run).
+    logs: LogLines,
     /// When the running script started, and whether it was stopped.
     clock: Rc<RunClock>,
 }
@@ -173,7 +181,26 @@ impl Engine {
             Ok(VmState::Continue)
         })?;
         let scripts = lua.create_table()?;
-        Ok(Engine { lua, bridge, redis, runner, scripts, clock })
+        let names = Names {
+            keys: lua.create_string("KEYS")?,
+            argv: lua.create_string("ARGV")?,
+            call: lua.create_string("call")?,
+            pcall: lua.create_string("pcall")?,
+            raised: lua.create_string("raised")?,
+        };
+        let logs: LogLines = Rc::default();
+        let log_into = Rc::clone(&logs);
+        bridge.raw_set(
+            "log",
+            lua.create_function(move |lua, argv: MultiValue| match log_line(lua, &argv)? {
+                Ok(line) => {
+                    log_into.borrow_mut().push(line);
+                    Ok(None)
+                }
+                Err(failure) => Ok(Some(failure)),
+            })?,
+        )?;
+        Ok(Engine { lua, bridge, redis, runner, scripts, last: None, names, logs, clock })
     }
 
     /// Forget every compiled script (`SCRIPT FLUSH`).
@@ -181,12 +208,16 @@ impl Engine {
         if let Ok(empty) = self.lua.create_table() {
             self.scripts = empty;
         }
+        self.last = None;
         self.lua.gc_collect().ok();
     }
 
     /// Compile `body` as the script named `sha`, or give Redis's error
     /// text for a script that does not compile.
     pub fn compile(&mut self, sha: &[u8; 40], body: &[u8]) -> Result<(), Vec<u8>> {
+        if self.last.as_ref().is_some_and(|(last, _)| last == sha) {
+            return Ok(());
+        }
         let name = self.lua.create_string(sha).map_err(|e| format!("ERR {e}").into_bytes())?;
         if matches!(self.scripts.raw_get::<Lua_>(&name), Ok(Lua_::Function(_))) {
             return Ok(());
@@ -203,6 +234,19 @@ impl Engine {
         }
     }
 
+    /// The compiled script `sha`, kept as the last one run.
+    fn script(&mut self, sha: &[u8; 40]) -> Option<Function> {
+        if let Some((last, f)) = &self.last {
+            if last == sha {
+                return Some(f.clone());
+            }
+        }
+        let name = self.lua.create_string(sha).ok()?;
+        let Ok(Lua_::Function(f)) = self.scripts.raw_get::<Lua_>(name) else { return None };
+        self.last = Some((*sha, f.clone()));
+        Some(f)
+    }
+
     /// Run the compiled script `sha` with `keys` and `args` as `KEYS` and
     /// `ARGV`, its calls going to `host`.
     pub fn run(
@@ -213,21 +257,22 @@ impl Engine {
         host: &mut dyn Host,
         limits: RunLimits,
     ) -> Outcome {
-        let Ok(Lua_::Function(script)) = self.scripts.raw_get::<Lua_>(self.lua.create_string(sha).ok()) else {
+        let Some(script) = self.script(sha) else {
             return Outcome::Reply(Value::Error(b"NOSCRIPT No matching script. Please use EVAL.".to_vec()));
         };
         let globals = self.lua.globals();
-        let set_args = |name: &str, items: &[&[u8]]| -> mlua::Result<()> {
+        let set_args = |name: &LuaString, items: &[&[u8]]| -> mlua::Result<()> {
             let t = self.lua.create_table_with_capacity(items.len(), 0)?;
             for (i, item) in items.iter().enumerate() {
                 t.raw_set(i + 1, self.lua.create_string(item)?)?;
             }
             globals.raw_set(name, t)
         };
-        if let Err(e) = set_args("KEYS", keys).and_then(|()| set_args("ARGV", args)) {
+        if let Err(e) = set_args(&self.names.keys, keys).and_then(|()| set_args(&self.names.argv, args)) {
             return Outcome::Reply(Value::Error(format!("ERR {e}").into_bytes()));
         }
-        if self.bridge.raw_set("raised", Lua_::Nil).is_err() {
+        self.logs.borrow_mut().clear();
+        if self.bridge.raw_set(&self.names.raised, Lua_::Nil).is_err() {
             return Outcome::Reply(Value::Error(b"ERR the script engine failed".to_vec()));
         }
         self.clock.started.set(Some(Instant::now()));
@@ -253,20 +298,17 @@ impl Engine {
                     Called::Misused => raise(&self.bridge, reply),
                 }
             })?;
-            self.redis.raw_set("call", call)?;
-            self.redis.raw_set("pcall", pcall)?;
-            let log = scope.create_function_mut(|lua, argv: MultiValue| {
-                let mut host = host.try_borrow_mut().map_err(|_| mlua::Error::runtime("redis.log inside a call"))?;
-                bridge_log(lua, &argv, &mut **host)
-            })?;
-            self.bridge.raw_set("log", log)?;
-            let outcome: MultiValue = self.runner.call(script)?;
-            self.redis.raw_set("call", Lua_::Nil)?;
-            self.redis.raw_set("pcall", Lua_::Nil)?;
-            self.bridge.raw_set("log", Lua_::Nil)?;
-            Ok(outcome)
+            // Left in place after the run: a scope's functions refuse to
+            // run once it ends, and the next run replaces them.
+            self.redis.raw_set(&self.names.call, call)?;
+            self.redis.raw_set(&self.names.pcall, pcall)?;
+            self.runner.call::<MultiValue>(script)
         });
         self.clock.started.set(None);
+        let host = host.into_inner();
+        for (level, line) in self.logs.borrow_mut().drain(..) {
+            host.log(level, &line);
+        }
         if self.clock.stopped.get() {
             return Outcome::Stopped;
         }
@@ -391,39 +433,55 @@ fn bridge_call(lua: &Lua, argv: &MultiValue, host: &mut dyn Host) -> mlua::Resul
     if argv.is_empty() {
         return Ok((Lua_::Table(error_table(lua, NO_ARGS)?), Called::Misused));
     }
-    let mut owned: Vec<Vec<u8>> = Vec::with_capacity(argv.len());
+    // Strings are passed as Lua holds them; only numbers need text.
+    let mut numbers: Vec<Vec<u8>> = Vec::new();
     for arg in argv.iter() {
         match arg {
-            Lua_::String(s) => owned.push(s.as_bytes().to_vec()),
+            Lua_::String(_) => {}
             // Redis writes a number argument with 17 significant digits
             // (`%.17g`), not as Lua's `tostring` would.
             Lua_::Number(n) => {
                 let mut text = Vec::new();
                 kvik_protocol::number::write_double_g17(&mut text, *n);
-                owned.push(text);
+                numbers.push(text);
             }
-            Lua_::Integer(n) => owned.push(n.to_string().into_bytes()),
+            Lua_::Integer(n) => numbers.push(n.to_string().into_bytes()),
             _ => return Ok((Lua_::Table(error_table(lua, BAD_ARG)?), Called::Misused)),
         }
     }
-    let args: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+    let strings: Vec<mlua::BorrowedBytes> = argv
+        .iter()
+        .filter_map(|arg| match arg {
+            Lua_::String(s) => Some(s.as_bytes()),
+            _ => None,
+        })
+        .collect();
+    let (mut next_string, mut next_number) = (strings.iter(), numbers.iter());
+    let args: Vec<&[u8]> = argv
+        .iter()
+        .filter_map(|arg| match arg {
+            Lua_::String(_) => next_string.next().map(|b| &**b),
+            _ => next_number.next().map(Vec::as_slice),
+        })
+        .collect();
     let reply = host.call(&args);
     let kind = if matches!(reply, Value::Error(_)) { Called::Failed } else { Called::Reply };
     Ok((convert::to_lua(lua, &reply)?, kind))
 }
 
-/// `redis.log(level, message…)`: nothing, or the text of the misuse.
-fn bridge_log(lua: &Lua, argv: &MultiValue, host: &mut dyn Host) -> mlua::Result<Option<&'static str>> {
+/// `redis.log(level, message…)`: the line and its level, or the text of
+/// the misuse.
+fn log_line(lua: &Lua, argv: &MultiValue) -> mlua::Result<Result<(u8, Vec<u8>), &'static str>> {
     if argv.len() < 2 {
-        return Ok(Some("redis.log() requires two arguments or more."));
+        return Ok(Err("redis.log() requires two arguments or more."));
     }
     let level = match argv.front() {
         Some(Lua_::Number(n)) => *n,
         Some(Lua_::Integer(n)) => *n as f64,
-        _ => return Ok(Some("First argument must be a number.")),
+        _ => return Ok(Err("First argument must be a number.")),
     };
     if !(0.0..=3.0).contains(&level) {
-        return Ok(Some("Invalid debug level."));
+        return Ok(Err("Invalid debug level."));
     }
     let mut line = Vec::new();
     for (i, arg) in argv.iter().skip(1).enumerate() {
@@ -434,8 +492,19 @@ fn bridge_log(lua: &Lua, argv: &MultiValue, host: &mut dyn Host) -> mlua::Result
             line.extend_from_slice(&s.as_bytes());
         }
     }
-    host.log(level as u8, &line);
-    Ok(None)
+    Ok(Ok((level as u8, line)))
+}
+
+/// `redis.log` lines (level, text) waiting for the host.
+type LogLines = Rc<RefCell<Vec<(u8, Vec<u8>)>>>;
+
+/// Names the engine sets on every run, as Lua strings made once.
+struct Names {
+    keys: LuaString,
+    argv: LuaString,
+    call: LuaString,
+    pcall: LuaString,
+    raised: LuaString,
 }
 
 #[cfg(test)]

@@ -58,6 +58,9 @@ pub struct Shard {
     /// The transaction (client id) that reserved this shard while its
     /// `EXEC` runs; other threads wait until it is released.
     reserved_by: Option<u64>,
+    /// Threads waiting for the reservation to end: the one who ends it
+    /// wakes them only if there are any (a wake is a system call).
+    waiters: usize,
 }
 
 /// The databases of a shard handed out since its estimate was last brought
@@ -108,6 +111,7 @@ impl Shard {
             used: 0,
             touched: Touched::default(),
             reserved_by: None,
+            waiters: 0,
         }
     }
 
@@ -425,7 +429,9 @@ impl Keyspace {
         // Outside transactions this is the whole cost: one field of the
         // shard just locked.
         while guard.reserved_by.is_some_and(|owner| !is_current_transaction(owner)) {
+            guard.waiters += 1;
             guard = self.released[index].wait(guard).unwrap_or_else(|poisoned| poisoned.into_inner());
+            guard.waiters -= 1;
         }
         ShardGuard { guard, published: &self.published[index], total: &self.used }
     }
@@ -627,8 +633,13 @@ impl Reservation<'_> {
 impl Drop for Reservation<'_> {
     fn drop(&mut self) {
         for &i in &self.shards {
-            self.keyspace.raw_lock(i).reserved_by = None;
-            self.keyspace.released[i].notify_all();
+            let mut shard = self.keyspace.raw_lock(i);
+            shard.reserved_by = None;
+            let waited = shard.waiters > 0;
+            drop(shard);
+            if waited {
+                self.keyspace.released[i].notify_all();
+            }
         }
         per_thread::with(|t| t.transaction.set(None));
     }

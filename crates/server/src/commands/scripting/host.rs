@@ -18,7 +18,7 @@
 //! releases them when the run stands. Once the script holds every shard
 //! nothing can make it start over, and the holding ends early.
 
-use kvik_protocol::commands::{id, CommandFlags, CommandSpec};
+use kvik_protocol::commands::{id, CommandFlags, CommandSpec, KeySpecFlags};
 use kvik_protocol::resp::reply_parser::{parse_reply, ReplyLimits};
 use kvik_protocol::resp::writer::{Protocol, RespWriter};
 use kvik_protocol::{CommandArgs, ReplySink};
@@ -46,8 +46,8 @@ pub enum Shards {
 enum Needs {
     /// Nothing: it works on the connection, pub/sub registrations or the clock.
     Nothing,
-    /// The shards of the keys at these argument positions.
-    Keys(Vec<usize>),
+    /// The shards of the keys at these argument positions (and flags).
+    Keys(Vec<(usize, KeySpecFlags)>),
     /// Every shard: its keys cannot be known from its arguments (`KEYS`,
     /// `SCAN`, `FLUSHALL`, `SORT … BY`), it works on another database
     /// (`MOVE`, `COPY … DB`), or what it does cannot be undone (`PUBLISH`).
@@ -65,7 +65,7 @@ fn needs(spec: &CommandSpec, argv: &[&[u8]]) -> Needs {
         return Needs::Everything;
     }
     match find_keys(spec, argv) {
-        Some(keys) => Needs::Keys(keys.into_iter().map(|(at, _)| at).collect()),
+        Some(keys) => Needs::Keys(keys),
         // A malformed key count: the command refuses it without touching a key.
         None => Needs::Nothing,
     }
@@ -89,8 +89,11 @@ pub struct ScriptHost<'a> {
     /// and log lines are held, and writes are logged for undoing.
     holding: bool,
     undo: UndoLog,
-    /// The shards the run's calls used, ascending (while `holding`).
+    /// The shards the run's calls used, ascending.
     touched: Vec<usize>,
+    /// A call needed every shard (its keys cannot be known, or it cannot
+    /// be undone): so will the next run, most likely.
+    escalated: bool,
     /// Set when the run is abandoned: the shard it could not get.
     wanted: Option<Shards>,
     logs: Vec<(u8, Vec<u8>)>,
@@ -124,6 +127,7 @@ impl<'a> ScriptHost<'a> {
             holding,
             undo: UndoLog::default(),
             touched: Vec::new(),
+            escalated: false,
             wanted: None,
             logs: Vec::new(),
         }
@@ -134,7 +138,7 @@ impl<'a> ScriptHost<'a> {
     /// Returns the shards the calls used (`All` when the run came to hold
     /// every shard), the script's best first guess next time.
     pub fn finish(mut self) -> Shards {
-        let used = if self.holding { Shards::Some(std::mem::take(&mut self.touched)) } else { Shards::All };
+        let used = if self.escalated { Shards::All } else { Shards::Some(std::mem::take(&mut self.touched)) };
         self.stop_holding();
         for (level, line) in std::mem::take(&mut self.logs) {
             write_log(level, &line);
@@ -183,15 +187,29 @@ impl<'a> ScriptHost<'a> {
     /// Make sure the shards `spec` needs for `argv` are reserved, logging
     /// the keys a write changes; false when the run must be abandoned.
     fn cover(&mut self, spec: &CommandSpec, argv: &[&[u8]]) -> bool {
-        if !self.holding {
-            return true;
-        }
         let Some(reservation) = self.reservation.as_mut() else { return true };
         let keyspace = &self.state.keyspace;
+        if !self.holding {
+            // Every shard is held: only note what the calls use, for the
+            // script's next first guess.
+            match needs(spec, argv) {
+                Needs::Everything => self.escalated = true,
+                Needs::Keys(positions) if !self.escalated => {
+                    for &(at, _) in &positions {
+                        if let Some(key) = argv.get(at) {
+                            note_shard(&mut self.touched, keyspace.shard_of(key));
+                        }
+                    }
+                }
+                Needs::Keys(_) | Needs::Nothing => {}
+            }
+            return true;
+        }
         let positions = match needs(spec, argv) {
             Needs::Nothing => return true,
             Needs::Keys(positions) if !self.undo.full() => positions,
             Needs::Keys(_) | Needs::Everything => {
+                self.escalated = true;
                 for shard in 0..keyspace.shard_count() {
                     if !reservation.try_extend(shard) {
                         self.wanted = Some(Shards::All);
@@ -202,12 +220,10 @@ impl<'a> ScriptHost<'a> {
                 return true;
             }
         };
-        for &at in &positions {
+        for &(at, _) in &positions {
             let Some(key) = argv.get(at) else { continue };
             let shard = keyspace.shard_of(key);
-            if let Err(place) = self.touched.binary_search(&shard) {
-                self.touched.insert(place, shard);
-            }
+            note_shard(&mut self.touched, shard);
             if !reservation.try_extend(shard) {
                 self.wanted = Some(Shards::Some(self.touched.clone()));
                 return false;
@@ -216,13 +232,20 @@ impl<'a> ScriptHost<'a> {
         if reservation.holds_all() {
             self.stop_holding();
         } else if spec.flags.contains(CommandFlags::WRITE) {
-            for &at in &positions {
+            for &(at, _) in &positions {
                 if let Some(key) = argv.get(at) {
                     self.undo.save(keyspace, self.session.db, key);
                 }
             }
         }
         true
+    }
+}
+
+/// Add `shard` to `touched` (ascending, no repeats).
+fn note_shard(touched: &mut Vec<usize>, shard: usize) {
+    if let Err(place) = touched.binary_search(&shard) {
+        touched.insert(place, shard);
     }
 }
 

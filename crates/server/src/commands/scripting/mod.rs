@@ -30,7 +30,6 @@ use kvik_script::{sha1_hex, Engine, Outcome as Ran, RunLimits, Value};
 
 use super::{Ctx, ReplyTarget};
 use crate::client::session::Session;
-use crate::keyspace::Keyspace;
 use crate::state::ServerState;
 use host::{ScriptHost, Shards};
 
@@ -147,7 +146,10 @@ fn run(
         return ran;
     }
     let keyspace = &state.keyspace;
-    let mut plan = first_guess(keyspace, sha, keys);
+    let mut declared: Vec<usize> = keys.iter().map(|k| keyspace.shard_of(k)).collect();
+    declared.sort_unstable();
+    declared.dedup();
+    let mut plan = first_guess(sha, &declared);
     let mut starts = 0;
     loop {
         starts += 1;
@@ -166,7 +168,7 @@ fn run(
             state.stats.script_restarts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             continue;
         }
-        learn(sha, host.finish());
+        learn(sha, undeclared(host.finish(), &declared));
         return ran;
     }
 }
@@ -181,24 +183,47 @@ thread_local! {
 const MAX_LEARNED: usize = 10_000;
 
 /// The shards a run of `sha` starts by reserving: those of its declared
-/// keys and those it used last time, ascending.
-fn first_guess(keyspace: &Keyspace, sha: &[u8; 40], keys: &[&[u8]]) -> Shards {
-    let mut shards: Vec<usize> = keys.iter().map(|k| keyspace.shard_of(k)).collect();
+/// keys (`declared`, ascending) and those outside them it used last time.
+fn first_guess(sha: &[u8; 40], declared: &[usize]) -> Shards {
     let learned = LEARNED.with(|l| l.borrow().get(sha).cloned());
     match learned {
-        Some(Shards::All) => return Shards::All,
-        Some(Shards::Some(more)) => shards.extend(more),
-        None => {}
+        Some(Shards::All) => Shards::All,
+        Some(Shards::Some(more)) => {
+            let mut shards = [declared, &more].concat();
+            shards.sort_unstable();
+            shards.dedup();
+            Shards::Some(shards)
+        }
+        None => Shards::Some(declared.to_vec()),
     }
-    shards.sort_unstable();
-    shards.dedup();
-    Shards::Some(shards)
+}
+
+/// The shards of `used` outside `declared` (both ascending).
+fn undeclared(used: Shards, declared: &[usize]) -> Shards {
+    match used {
+        Shards::All => Shards::All,
+        Shards::Some(mut list) => {
+            list.retain(|s| declared.binary_search(s).is_err());
+            Shards::Some(list)
+        }
+    }
 }
 
 /// Remember the shards a run of `sha` used, for its next first guess.
 fn learn(sha: &[u8; 40], used: Shards) {
     LEARNED.with(|l| {
         let mut l = l.borrow_mut();
+        // Most runs use what they used last time (or only their declared
+        // keys, learning nothing): nothing to write.
+        match l.get(sha) {
+            Some(known) if *known == used => return,
+            None if used == Shards::Some(Vec::new()) => return,
+            Some(_) if used == Shards::Some(Vec::new()) => {
+                l.remove(sha);
+                return;
+            }
+            _ => {}
+        }
         if l.len() >= MAX_LEARNED && !l.contains_key(sha) {
             l.clear();
         }

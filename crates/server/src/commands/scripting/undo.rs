@@ -18,13 +18,18 @@ use crate::keyspace::{Entry, Keyspace};
 /// [`UndoLog::full`]), so the log's memory is bounded.
 pub const MAX_KEYS: usize = 100_000;
 
+/// Up to this many logged keys, a key is looked for in the log itself.
+const SCAN_KEYS: usize = 16;
+
 /// The keys a run changed, each as it was before its first change.
 #[derive(Default)]
 pub struct UndoLog {
     /// (database, key, the entry before the change or none), in the order
     /// the keys were first changed.
     saved: Vec<(usize, Box<[u8]>, Option<Entry>)>,
-    /// The keys in `saved`, by database, to keep one copy per key.
+    /// The keys in `saved`, by database, to keep one copy per key; made
+    /// only once the log outgrows [`SCAN_KEYS`] (until then `saved` is
+    /// searched).
     seen: Vec<(usize, HashSet<Box<[u8]>>)>,
 }
 
@@ -37,20 +42,42 @@ impl UndoLog {
     /// Keep what `key` of database `db` holds now, unless this run already
     /// kept it. The caller holds the key's shard in its reservation.
     pub fn save(&mut self, keyspace: &Keyspace, db: usize, key: &[u8]) {
-        let at = match self.seen.iter().position(|(d, _)| *d == db) {
-            Some(at) => at,
-            None => {
-                self.seen.push((db, HashSet::new()));
-                self.seen.len() - 1
-            }
-        };
-        let Some((_, seen)) = self.seen.get_mut(at) else { return };
-        if seen.contains(key) {
+        if self.holds(db, key) {
             return;
         }
         let before = keyspace.lock_key(key).db(db).find_stale(key).cloned();
-        seen.insert(key.into());
         self.saved.push((db, key.into(), before));
+        match self.saved.len() {
+            n if n == SCAN_KEYS + 1 => {
+                for (d, k, _) in &self.saved {
+                    Self::seen_in(&mut self.seen, *d).insert(k.clone());
+                }
+            }
+            n if n > SCAN_KEYS + 1 => {
+                Self::seen_in(&mut self.seen, db).insert(key.into());
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether `key` of database `db` is logged already.
+    fn holds(&self, db: usize, key: &[u8]) -> bool {
+        if self.saved.len() <= SCAN_KEYS {
+            return self.saved.iter().any(|(d, k, _)| *d == db && **k == *key);
+        }
+        self.seen.iter().any(|(d, set)| *d == db && set.contains(key))
+    }
+
+    /// The set of database `db`'s logged keys.
+    fn seen_in(seen: &mut Vec<(usize, HashSet<Box<[u8]>>)>, db: usize) -> &mut HashSet<Box<[u8]>> {
+        let at = match seen.iter().position(|(d, _)| *d == db) {
+            Some(at) => at,
+            None => {
+                seen.push((db, HashSet::new()));
+                seen.len() - 1
+            }
+        };
+        &mut seen[at].1
     }
 
     /// Put every kept key back, the last changed first.
