@@ -2,6 +2,8 @@
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kvik_protocol::Value;
@@ -33,10 +35,45 @@ pub trait Host {
     }
 }
 
-/// How long a script may run before it is stopped, if it has not written.
-#[derive(Debug, Clone, Copy)]
+/// How long a script may run before it counts as busy, and the flags
+/// the server and the running script share.
+#[derive(Debug, Clone)]
 pub struct RunLimits {
     pub time_limit: Duration,
+    pub watch: Arc<Watch>,
+}
+
+/// What other threads see of a running script, and how they stop it.
+///
+/// The script's own thread sets `busy` once it has run past its time
+/// limit (Redis's `busy-reply-threshold`: from then on other clients are
+/// told the server is busy) and `wrote` once it has changed anything;
+/// another thread sets `kill` (`SCRIPT KILL`: honoured only while nothing
+/// is written) or `halt` (`SHUTDOWN NOSAVE`: honoured always). The flags
+/// are looked at every [`HOOK_EVERY`] instructions and at every call.
+#[derive(Debug, Default)]
+pub struct Watch {
+    pub busy: AtomicBool,
+    pub wrote: AtomicBool,
+    pub kill: AtomicBool,
+    pub halt: AtomicBool,
+    /// Scripts busy now, server-wide: raised with `busy`, lowered by the
+    /// server when the busy script ends.
+    pub busy_total: Arc<AtomicUsize>,
+}
+
+impl Watch {
+    /// A watch counting its busy runs into `busy_total`.
+    pub fn new(busy_total: Arc<AtomicUsize>) -> Watch {
+        Watch { busy_total, ..Watch::default() }
+    }
+
+    /// Ready for a new run.
+    pub fn reset(&self) {
+        self.busy.store(false, Ordering::Relaxed);
+        self.wrote.store(false, Ordering::Relaxed);
+        self.kill.store(false, Ordering::Relaxed);
+    }
 }
 
 /// How a run ended.
@@ -44,8 +81,11 @@ pub struct RunLimits {
 pub enum Outcome {
     /// The reply the script's caller gets (an error reply when it failed).
     Reply(Value),
-    /// The script ran past its time limit before writing and was stopped.
-    Stopped,
+    /// `SCRIPT KILL` stopped the script before it wrote; the reply is
+    /// Redis's error for it.
+    Killed(Value),
+    /// `SHUTDOWN NOSAVE` stopped the script, written or not.
+    Halted,
     /// The host abandoned the run ([`Host::abandoned`]): whatever the
     /// script did after that point did not run, and it has no reply.
     Abandoned,
@@ -88,9 +128,13 @@ pub struct Engine {
 struct RunClock {
     started: Cell<Option<Instant>>,
     limit: Cell<Duration>,
-    /// The host has not written yet: the script may still be stopped.
+    /// The host has not written yet: the script may still be killed.
     stoppable: Cell<bool>,
-    stopped: Cell<bool>,
+    /// The running script's flags, shared with the server.
+    watch: RefCell<Option<Arc<Watch>>>,
+    /// Killed at this line of the script (0: not killed).
+    killed_at: Cell<i32>,
+    halted: Cell<bool>,
     /// The host abandoned the run.
     abandoned: Cell<bool>,
 }
@@ -100,7 +144,31 @@ impl RunClock {
     /// every later call and instruction hook raises again, and the
     /// script's `pcall`s do not catch it.
     fn ending(&self) -> bool {
-        self.stopped.get() || self.abandoned.get()
+        self.killed_at.get() != 0 || self.halted.get() || self.abandoned.get()
+    }
+
+    /// Look at the time and the watch (the instruction hook): Err when the
+    /// script must end now.
+    fn check(&self, line: impl Fn() -> i32) -> mlua::Result<()> {
+        let Some(started) = self.started.get() else { return Ok(()) };
+        if self.ending() {
+            return Err(mlua::Error::runtime("script ending"));
+        }
+        let watch = self.watch.borrow();
+        let Some(watch) = watch.as_ref() else { return Ok(()) };
+        if !watch.busy.load(Ordering::Relaxed) && started.elapsed() > self.limit.get() {
+            watch.busy.store(true, Ordering::Relaxed);
+            watch.busy_total.fetch_add(1, Ordering::Relaxed);
+        }
+        if watch.halt.load(Ordering::Relaxed) {
+            self.halted.set(true);
+            return Err(mlua::Error::runtime("script halted"));
+        }
+        if self.stoppable.get() && watch.kill.load(Ordering::Relaxed) {
+            self.killed_at.set(line().max(1));
+            return Err(mlua::Error::runtime("script killed"));
+        }
+        Ok(())
     }
 }
 
@@ -169,15 +237,8 @@ impl Engine {
         let runner: Function = prelude.call(bridge.clone())?;
         let redis: Table = lua.globals().raw_get("redis")?;
         let hook_clock = Rc::clone(&clock);
-        lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), move |_, _| {
-            let Some(started) = hook_clock.started.get() else { return Ok(VmState::Continue) };
-            if hook_clock.ending() {
-                return Err(mlua::Error::runtime("script ending"));
-            }
-            if hook_clock.stoppable.get() && started.elapsed() > hook_clock.limit.get() {
-                hook_clock.stopped.set(true);
-                return Err(mlua::Error::runtime("script stopped"));
-            }
+        lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), move |_, debug| {
+            hook_clock.check(|| debug.current_line().map_or(1, |l| l as i32))?;
             Ok(VmState::Continue)
         })?;
         let scripts = lua.create_table()?;
@@ -278,8 +339,11 @@ impl Engine {
         self.clock.started.set(Some(Instant::now()));
         self.clock.limit.set(limits.time_limit);
         self.clock.stoppable.set(true);
-        self.clock.stopped.set(false);
+        self.clock.killed_at.set(0);
+        self.clock.halted.set(false);
         self.clock.abandoned.set(false);
+        limits.watch.reset();
+        *self.clock.watch.borrow_mut() = Some(Arc::clone(&limits.watch));
         let clock = Rc::clone(&self.clock);
         // Both bridges reach the one host; neither runs inside the other.
         let host = RefCell::new(host);
@@ -305,12 +369,19 @@ impl Engine {
             self.runner.call::<MultiValue>(script)
         });
         self.clock.started.set(None);
+        *self.clock.watch.borrow_mut() = None;
         let host = host.into_inner();
         for (level, line) in self.logs.borrow_mut().drain(..) {
             host.log(level, &line);
         }
-        if self.clock.stopped.get() {
-            return Outcome::Stopped;
+        if self.clock.halted.get() {
+            return Outcome::Halted;
+        }
+        let line = self.clock.killed_at.get();
+        if line != 0 {
+            let sha = String::from_utf8_lossy(sha);
+            let text = format!("ERR Script killed by user with SCRIPT KILL... script: {sha}, on @user_script:{line}.");
+            return Outcome::Killed(Value::Error(text.into_bytes()));
         }
         if self.clock.abandoned.get() {
             return Outcome::Abandoned;
@@ -415,12 +486,16 @@ fn call_host(
     host: &RefCell<&mut dyn Host>,
     clock: &RunClock,
 ) -> mlua::Result<(Lua_, Called)> {
-    if clock.ending() {
-        return Err(mlua::Error::runtime("script ending"));
-    }
+    clock.check(|| lua.inspect_stack(1, |frame| frame.current_line().map_or(1, |l| l as i32)).unwrap_or(1))?;
     let mut host = host.try_borrow_mut().map_err(|_| mlua::Error::runtime("redis.call inside a call"))?;
     let called = bridge_call(lua, argv, &mut **host);
-    clock.stoppable.set(!host.wrote());
+    let wrote = host.wrote();
+    clock.stoppable.set(!wrote);
+    if wrote {
+        if let Some(watch) = clock.watch.borrow().as_ref() {
+            watch.wrote.store(true, Ordering::Relaxed);
+        }
+    }
     if host.abandoned() {
         clock.abandoned.set(true);
         return Err(mlua::Error::runtime("script abandoned"));
@@ -539,7 +614,7 @@ mod tests {
         if let Err(e) = engine.compile(&sha, body.as_bytes()) {
             return Outcome::Reply(Value::Error(e));
         }
-        engine.run(&sha, keys, &[], host, RunLimits { time_limit: Duration::from_millis(200) })
+        engine.run(&sha, keys, &[], host, RunLimits { time_limit: Duration::from_millis(200), watch: Arc::default() })
     }
 
     fn err(text: &str) -> Outcome {
@@ -579,10 +654,59 @@ mod tests {
     }
 
     #[test]
-    fn a_script_that_runs_too_long_without_writing_is_stopped() {
+    fn a_busy_script_is_killed_while_it_has_not_written_and_halted_always() {
         let mut engine = Engine::new().expect("engine");
         let mut host = Echo::default();
-        assert_eq!(eval(&mut engine, "while true do end", &[], &mut host), Outcome::Stopped);
+        let watch = Arc::new(Watch::new(Arc::default()));
+        let limits = RunLimits { time_limit: Duration::from_millis(50), watch: Arc::clone(&watch) };
+        let body = "local n = 0\nwhile true do n = n + 1 end";
+        let sha = sha1_hex(body.as_bytes());
+        engine.compile(&sha, body.as_bytes()).expect("compiles");
+        let killer = {
+            let watch = Arc::clone(&watch);
+            std::thread::spawn(move || {
+                while !watch.busy.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                watch.kill.store(true, Ordering::Relaxed);
+            })
+        };
+        let got = engine.run(&sha, &[], &[], &mut host, limits.clone());
+        killer.join().expect("killer");
+        let want = format!(
+            "ERR Script killed by user with SCRIPT KILL... script: {}, on @user_script:2.",
+            String::from_utf8_lossy(&sha)
+        );
+        assert_eq!(got, Outcome::Killed(Value::Error(want.into_bytes())));
+        assert_eq!(watch.busy_total.load(Ordering::Relaxed), 1, "counted busy once");
+        // A script that wrote is not killed, but a halt stops it.
+        struct Writer;
+        impl Host for Writer {
+            fn call(&mut self, _: &[&[u8]]) -> Value {
+                Value::Integer(1)
+            }
+            fn wrote(&self) -> bool {
+                true
+            }
+            fn log(&mut self, _: u8, _: &[u8]) {}
+        }
+        let body = "redis.call('incr', 'x') while true do end";
+        let sha = sha1_hex(body.as_bytes());
+        engine.compile(&sha, body.as_bytes()).expect("compiles");
+        let stopper = {
+            let watch = Arc::clone(&watch);
+            std::thread::spawn(move || {
+                while !watch.busy.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                watch.kill.store(true, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(100));
+                assert!(watch.wrote.load(Ordering::Relaxed));
+                watch.halt.store(true, Ordering::Relaxed);
+            })
+        };
+        assert_eq!(engine.run(&sha, &[], &[], &mut Writer, limits), Outcome::Halted);
+        stopper.join().expect("stopper");
         // The engine is usable afterwards.
         assert_eq!(eval(&mut engine, "return 3", &[], &mut host), Outcome::Reply(Value::Integer(3)));
     }

@@ -29,7 +29,7 @@ mod lauxlib;
 mod lstruct;
 mod random;
 
-pub use engine::{sha1_hex, Engine, Host, Outcome, RunLimits};
+pub use engine::{sha1_hex, Engine, Host, Outcome, RunLimits, Watch};
 pub use kvik_protocol::Value;
 
 /// The Redis version scripts are told they run on (`redis.REDIS_VERSION`).

@@ -73,6 +73,9 @@ pub struct PerThread {
     /// `(id of a stat_lanes::Lanes, index of this thread's lane in it)`,
     /// for the one this thread last counted into.
     pub stat_lane: Cell<(u64, usize)>,
+    /// Which event loop this thread runs (`None` on other threads): the
+    /// slot its scripts run in (`registries::scripts`).
+    pub loop_index: Cell<Option<usize>>,
 }
 
 impl PerThread {
@@ -83,6 +86,7 @@ impl PerThread {
             handoff: Cell::new(Handoff::Closed),
             pacing: Cell::new(Pacing { connections: 0, slow_score: 0, since_probe: 0 }),
             stat_lane: Cell::new((0, 0)),
+            loop_index: Cell::new(None),
         }
     }
 }

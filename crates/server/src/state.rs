@@ -282,6 +282,7 @@ impl ServerState {
     /// The database count is read here: it cannot change while running.
     pub fn new(config: Config, config_file: Option<PathBuf>) -> Self {
         let databases = config.usize("databases").max(1);
+        let loops = config.threads();
         let limits = ConnectionLimits::default();
         limits.load_from(&config);
         let keyspace = Keyspace::new(DEFAULT_SHARDS, databases);
@@ -313,7 +314,7 @@ impl ServerState {
             saver: Default::default(),
             journal: Default::default(),
             append_only: Default::default(),
-            scripts: Default::default(),
+            scripts: crate::registries::scripts::Scripts::new(loops),
             this: std::sync::OnceLock::new(),
             shutdown: watch::Sender::new(false),
         }

@@ -709,6 +709,11 @@ fn execute_checked<T: ReplyTarget>(
         reject(state, session, target, &msg);
         return Outcome::Continue;
     }
+    if state.scripts.any_busy() && scripting::waits_for_busy(state, spec, req, session) {
+        transaction::refused_while_queuing(session);
+        reject(state, session, target, scripting::BUSY);
+        return Outcome::Continue;
+    }
     if session.multi.is_some() && transaction::queues(spec) {
         transaction::queue(state, req, session, target, spec);
         return Outcome::Continue;

@@ -250,6 +250,18 @@ pub fn shutdown<T: ReplyTarget>(c: &mut Ctx<'_, T>) -> Outcome {
         c.error(b"ERR No shutdown in progress.");
         return Outcome::Continue;
     }
+    if c.state.scripts.any_busy() {
+        // Only NOSAVE stops a busy script (saving would wait for it): as
+        // Redis, any other SHUTDOWN is answered BUSY.
+        if !nosave {
+            c.error(super::scripting::BUSY);
+            return Outcome::Continue;
+        }
+    }
+    if nosave {
+        c.state.scripts.halt_all();
+        c.state.scripts.wait_idle(std::time::Duration::from_secs(5));
+    }
     let flags = crate::persistence::StopFlags { save, nosave, force };
     if !crate::persistence::prepare_for_stop(c.state, flags) {
         // A failed save keeps the server running, and says so.

@@ -148,6 +148,16 @@ impl Effects {
         self.explicit = false;
     }
 
+    /// Forget the record's operations but keep its place, to be published
+    /// empty (a script stopped by `SHUTDOWN NOSAVE`: the writer still
+    /// waits for every place handed out).
+    pub fn drop_operations(&mut self) {
+        self.ops.clear();
+        self.count = 0;
+        self.changed = false;
+        self.explicit = false;
+    }
+
     /// Publish the record, if a change took a place for it.
     #[inline(never)]
     pub fn publish(&mut self, state: &ServerState) {

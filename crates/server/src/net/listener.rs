@@ -157,10 +157,12 @@ impl Server {
         for i in 0..threads {
             let (tx, rx) = mpsc::unbounded_channel();
             let state = Arc::clone(&self.state);
-            let handle = thread::Builder::new()
-                .name(format!("kvik-loop-{i}"))
-                .stack_size(LOOP_STACK_BYTES)
-                .spawn(move || run_loop(rx, state))?;
+            let handle = thread::Builder::new().name(format!("kvik-loop-{i}")).stack_size(LOOP_STACK_BYTES).spawn(
+                move || {
+                    crate::per_thread::with(|t| t.loop_index.set(Some(i)));
+                    run_loop(rx, state)
+                },
+            )?;
             loops.push(tx);
             handles.push(handle);
         }
@@ -255,11 +257,20 @@ struct Dispatcher {
 }
 
 impl Dispatcher {
-    fn send(&self, incoming: Incoming) {
-        if self.loops.is_empty() {
+    /// Hand `incoming` to the next loop in turn, passing over loops held
+    /// by a busy script (they could not read the connection before the
+    /// script ends, and it may come to stop the script: `SCRIPT KILL`).
+    fn send(&self, incoming: Incoming, state: &ServerState) {
+        let n = self.loops.len();
+        if n == 0 {
             return;
         }
-        let i = self.next.get() % self.loops.len();
+        let mut i = self.next.get() % n;
+        if state.scripts.any_busy() {
+            if let Some(free) = (0..n).map(|k| (i + k) % n).find(|&k| !state.scripts.loop_busy(k)) {
+                i = free;
+            }
+        }
         self.next.set(i + 1);
         let _ = self.loops[i].send(incoming);
     }
@@ -470,7 +481,7 @@ async fn accept_tcp(listener: &TcpListener, state: &ServerState, dispatcher: &Di
             let _ = SockRef::from(&stream).set_tcp_keepalive(&keepalive.with_retries(3));
         }
         match stream.into_std() {
-            Ok(s) => dispatcher.send(Incoming::Tcp(s)),
+            Ok(s) => dispatcher.send(Incoming::Tcp(s), state),
             Err(_) => {
                 state.connected.fetch_sub(1, Ordering::Relaxed);
             }
@@ -493,7 +504,7 @@ async fn accept_unix(listener: &UnixListener, state: &ServerState, dispatcher: &
             continue;
         }
         match stream.into_std() {
-            Ok(s) => dispatcher.send(Incoming::Unix(s)),
+            Ok(s) => dispatcher.send(Incoming::Unix(s), state),
             Err(_) => {
                 state.connected.fetch_sub(1, Ordering::Relaxed);
             }

@@ -6,19 +6,133 @@
 //! the first time it runs it. `SCRIPT FLUSH` empties the cache and moves
 //! the generation on, which tells every loop to drop what it compiled
 //! before it runs anything again.
+//!
+//! Also the scripts running now, one slot per event loop (a loop runs one
+//! script at a time): who runs it and its [`Watch`], through which
+//! `SCRIPT KILL` and `SHUTDOWN NOSAVE` reach it from other threads, and
+//! which says when it has run past `busy-reply-threshold`. Commands that
+//! need a busy script's shards are then answered `BUSY` instead of
+//! waiting, and new connections go to loops that are not busy.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use kvik_script::Watch;
+
 /// See the module documentation.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Scripts {
     bodies: Mutex<HashMap<[u8; 40], Arc<[u8]>>>,
     generation: AtomicU64,
+    /// Scripts past `busy-reply-threshold` now, server-wide.
+    busy_total: Arc<AtomicUsize>,
+    /// One per event loop, and a last one for any other thread.
+    slots: Box<[RunSlot]>,
+}
+
+/// The script an event loop runs, if any.
+#[derive(Debug)]
+pub struct RunSlot {
+    /// The client running it (0: none).
+    client: AtomicU64,
+    watch: Arc<Watch>,
+}
+
+impl RunSlot {
+    /// This slot's watch, for the run that starts.
+    pub fn watch(&self) -> &Arc<Watch> {
+        &self.watch
+    }
+}
+
+/// What `SCRIPT KILL` found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Kill {
+    /// No script is busy.
+    NotBusy,
+    /// A busy script has written: it cannot be stopped.
+    Unkillable,
+    /// Every busy script was told to stop.
+    Killed,
 }
 
 impl Scripts {
+    /// The cache and run slots for a server of `loops` event loops.
+    pub fn new(loops: usize) -> Scripts {
+        let busy_total = Arc::new(AtomicUsize::new(0));
+        let slots = (0..=loops)
+            .map(|_| RunSlot { client: AtomicU64::new(0), watch: Arc::new(Watch::new(Arc::clone(&busy_total))) })
+            .collect();
+        Scripts { bodies: Mutex::default(), generation: AtomicU64::new(0), busy_total, slots }
+    }
+
+    /// The slot of loop `index` (any other thread shares the last one).
+    pub fn slot(&self, index: Option<usize>) -> &RunSlot {
+        let last = self.slots.len() - 1;
+        &self.slots[index.unwrap_or(last).min(last)]
+    }
+
+    /// A script of `client` starts in `slot`.
+    pub fn started(&self, slot: &RunSlot, client: u64) {
+        slot.client.store(client, Ordering::Relaxed);
+    }
+
+    /// The script in `slot` ended.
+    pub fn ended(&self, slot: &RunSlot) {
+        slot.client.store(0, Ordering::Relaxed);
+        if slot.watch.busy.swap(false, Ordering::Relaxed) {
+            self.busy_total.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether any script is past `busy-reply-threshold`: one relaxed
+    /// load, which every command pays.
+    #[inline]
+    pub fn any_busy(&self) -> bool {
+        self.busy_total.load(Ordering::Relaxed) > 0
+    }
+
+    /// Whether `client` runs a script that is past the threshold.
+    pub fn busy_client(&self, client: u64) -> bool {
+        client != 0
+            && self
+                .slots
+                .iter()
+                .any(|s| s.client.load(Ordering::Relaxed) == client && s.watch.busy.load(Ordering::Relaxed))
+    }
+
+    /// Whether loop `index` runs a busy script (new connections go elsewhere).
+    pub fn loop_busy(&self, index: usize) -> bool {
+        self.slots.get(index).is_some_and(|s| s.watch.busy.load(Ordering::Relaxed))
+    }
+
+    /// `SCRIPT KILL`: stop every busy script that has not written.
+    pub fn kill(&self) -> Kill {
+        let busy: Vec<&RunSlot> = self.slots.iter().filter(|s| s.watch.busy.load(Ordering::Relaxed)).collect();
+        if busy.is_empty() {
+            return Kill::NotBusy;
+        }
+        if busy.iter().any(|s| s.watch.wrote.load(Ordering::Relaxed)) {
+            return Kill::Unkillable;
+        }
+        busy.iter().for_each(|s| s.watch.kill.store(true, Ordering::Relaxed));
+        Kill::Killed
+    }
+
+    /// Wait, at most `limit`, until no script runs (after [`Scripts::halt_all`]).
+    pub fn wait_idle(&self, limit: std::time::Duration) {
+        let deadline = std::time::Instant::now() + limit;
+        while self.slots.iter().any(|s| s.client.load(Ordering::Relaxed) != 0) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    /// `SHUTDOWN NOSAVE`: stop every script, written or not.
+    pub fn halt_all(&self) {
+        self.slots.iter().for_each(|s| s.watch.halt.store(true, Ordering::Relaxed));
+    }
+
     /// The body of the script named `sha`.
     pub fn get(&self, sha: &[u8; 40]) -> Option<Arc<[u8]>> {
         self.lock().get(sha).cloned()

@@ -578,6 +578,14 @@ impl Keyspace {
 }
 
 impl Keyspace {
+    /// The transaction (client id) that holds shard `index` reserved, if any.
+    pub fn reserved_by(&self, index: usize) -> Option<u64> {
+        if index >= self.shards.len() {
+            return None;
+        }
+        self.raw_lock(index).reserved_by
+    }
+
     /// Whether transaction `owner` already holds a reservation on this
     /// thread (a script run by `EXEC` runs inside the transaction's, which
     /// reserved every shard for it).

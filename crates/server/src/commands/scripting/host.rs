@@ -43,7 +43,7 @@ pub enum Shards {
 }
 
 /// What of the keyspace a command needs reserved.
-enum Needs {
+pub(super) enum Needs {
     /// Nothing: it works on the connection, pub/sub registrations or the clock.
     Nothing,
     /// The shards of the keys at these argument positions (and flags).
@@ -54,7 +54,7 @@ enum Needs {
     Everything,
 }
 
-fn needs(spec: &CommandSpec, argv: &[&[u8]]) -> Needs {
+pub(super) fn needs(spec: &CommandSpec, argv: &[&[u8]]) -> Needs {
     if matches!(spec.id, id::PUBLISH | id::SPUBLISH | id::MOVE | id::COPY) {
         return Needs::Everything;
     }
@@ -166,6 +166,17 @@ impl<'a> ScriptHost<'a> {
         shards.sort_unstable();
         shards.dedup();
         Shards::Some(shards)
+    }
+
+    /// Whether the run can still be put back ([`ScriptHost::abandon`]).
+    pub fn can_undo(&self) -> bool {
+        self.holding
+    }
+
+    /// Drop what the run would write to the append-only file, keeping its
+    /// place (published empty): the server stops without saving.
+    pub fn drop_record(&mut self) {
+        self.session.effects.drop_operations();
     }
 
     /// Announce what was held, take the record's place and keep no undo

@@ -41,9 +41,7 @@ handlers! {
     SCRIPT_LOAD(c) => load(c),
     SCRIPT_EXISTS(c) => exists(c),
     SCRIPT_FLUSH(c) => flush(c),
-    SCRIPT_KILL(c) => c.error(
-        b"ERR kvik does not run SCRIPT KILL yet: a script that runs past busy-reply-threshold without writing is stopped",
-    ),
+    SCRIPT_KILL(c) => kill(c),
     SCRIPT_DEBUG(c) => c.error(b"ERR kvik does not run the Lua debugger (SCRIPT DEBUG)"),
     SCRIPT_HELP(c) => help(c),
 }
@@ -101,13 +99,9 @@ fn eval<T: ReplyTarget>(c: &mut Ctx<'_, T>, source: Source, read_only: bool) {
     });
     match outcome {
         Err(msg) => c.error(&msg),
-        Ok(Ran::Stopped) => {
-            let ms = c.state.config().busy_reply_threshold_ms();
-            let msg = format!(
-                "ERR Script stopped: it ran longer than busy-reply-threshold ({ms} ms) without writing (kvik has no SCRIPT KILL yet)"
-            );
-            c.error(msg.as_bytes())
-        }
+        Ok(Ran::Killed(Value::Error(msg))) => c.error(&msg),
+        Ok(Ran::Killed(_)) => c.error(b"ERR Script killed by user with SCRIPT KILL..."),
+        Ok(Ran::Halted) => c.error(b"ERR the server is shutting down: the script was stopped"),
         Ok(Ran::Abandoned) => c.error(b"ERR the script could not get the shards it needs"),
         Ok(Ran::Reply(Value::Error(msg))) => c.error(&msg),
         Ok(Ran::Reply(value)) => c.reply(|s| value.write_to(s)),
@@ -131,17 +125,22 @@ fn run(
     args: &[&[u8]],
     read_only: bool,
 ) -> Ran {
-    // Past `busy-reply-threshold` a script that has not written is
-    // stopped (Redis would start answering other clients BUSY and wait
-    // for SCRIPT KILL, which kvik does not have yet); one that has
-    // written runs to its end, as in Redis, where SCRIPT KILL cannot
-    // stop it either.
-    let limits = RunLimits { time_limit: Duration::from_millis(state.config().busy_reply_threshold_ms()) };
+    // Past `busy-reply-threshold` the script is busy: other clients that
+    // need its shards are answered BUSY, and SCRIPT KILL may stop it
+    // while it has not written.
+    let running = Running::start(state, session.id);
+    let limits = RunLimits {
+        time_limit: Duration::from_millis(state.config().busy_reply_threshold_ms()),
+        watch: std::sync::Arc::clone(running.slot.watch()),
+    };
     // Inside EXEC the transaction's reservation (every shard, see
     // `transaction::touched_shards`) already holds.
     if state.keyspace.reserving(session.id) {
         let mut host = ScriptHost::new(state, session, read_only, None);
         let ran = engine.run(sha, keys, args, &mut host, limits);
+        if ran == Ran::Halted {
+            host.drop_record();
+        }
         host.finish();
         return ran;
     }
@@ -161,7 +160,18 @@ fn run(
             Shards::All => keyspace.reserve(session.id, None),
         };
         let mut host = ScriptHost::new(state, session, read_only, Some(reservation));
-        let ran = engine.run(sha, keys, args, &mut host, limits);
+        let ran = engine.run(sha, keys, args, &mut host, limits.clone());
+        if ran == Ran::Halted {
+            // The server stops without saving: what the script did goes
+            // nowhere, and it is put back if it still can be.
+            if host.can_undo() {
+                host.abandon();
+            } else {
+                host.drop_record();
+                host.finish();
+            }
+            return ran;
+        }
         if ran == Ran::Abandoned {
             debug_assert!(plan != Shards::All, "a run holding every shard was abandoned");
             plan = host.abandon();
@@ -170,6 +180,28 @@ fn run(
         }
         learn(sha, undeclared(host.finish(), &declared));
         return ran;
+    }
+}
+
+/// This loop's run slot while a script runs (see
+/// `registries::scripts`): it says who runs the script, and the slot is
+/// freed however the run ends.
+struct Running<'a> {
+    state: &'a ServerState,
+    slot: &'a crate::registries::scripts::RunSlot,
+}
+
+impl<'a> Running<'a> {
+    fn start(state: &'a ServerState, client: u64) -> Running<'a> {
+        let slot = state.scripts.slot(crate::per_thread::with(|t| t.loop_index.get()));
+        state.scripts.started(slot, client);
+        Running { state, slot }
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.state.scripts.ended(self.slot);
     }
 }
 
@@ -296,6 +328,52 @@ fn load<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             c.reply(|s| s.bulk(&sha));
         }
         Err(msg) => c.error(&msg),
+    }
+}
+
+/// `SCRIPT KILL`: stop the busy scripts, if none has written.
+fn kill<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    use crate::registries::scripts::Kill;
+    match c.state.scripts.kill() {
+        Kill::NotBusy => c.error(b"NOTBUSY No scripts in execution right now."),
+        Kill::Unkillable => c.error(UNKILLABLE),
+        Kill::Killed => c.ok(),
+    }
+}
+
+/// Redis's refusal to kill a script that has written.
+const UNKILLABLE: &[u8] = b"UNKILLABLE Sorry the script already executed write commands against the dataset. \
+You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
+
+/// Redis's answer to a command while a script is busy.
+pub const BUSY: &[u8] = b"BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+
+/// Whether `req`, a command for `spec` that `session` sent while some
+/// script is busy, would wait for one: it needs a shard a busy script
+/// holds (or every shard), or it runs a script or a transaction, which
+/// may come to need one. Redis answers every command but a few `BUSY`
+/// then; kvik goes on serving what the busy script does not hold.
+pub(super) fn waits_for_busy(
+    state: &ServerState,
+    spec: &'static kvik_protocol::commands::CommandSpec,
+    req: super::Request<'_>,
+    session: &Session,
+) -> bool {
+    use kvik_protocol::commands::{id, CommandFlags};
+    if spec.flags.contains(CommandFlags::ALLOW_BUSY) || state.scripts.busy_client(session.id) {
+        return false;
+    }
+    if matches!(spec.id, id::EXEC | id::EVAL | id::EVALSHA | id::EVAL_RO | id::EVALSHA_RO | id::FCALL | id::FCALL_RO) {
+        return true;
+    }
+    let argv: Vec<&[u8]> = (0..req.argc()).map(|i| req.arg(i)).collect();
+    match host::needs(spec, &argv) {
+        host::Needs::Nothing => false,
+        host::Needs::Everything => true,
+        host::Needs::Keys(keys) => keys.iter().filter_map(|(at, _)| argv.get(*at)).any(|key| {
+            let owner = state.keyspace.reserved_by(state.keyspace.shard_of(key));
+            owner.is_some_and(|client| state.scripts.busy_client(client))
+        }),
     }
 }
 
