@@ -149,6 +149,21 @@ fn concurrent_writes(port: u16) {
             let a = format!("c{}", rng.below(6));
             let b = format!("c{}", rng.below(6));
             let v = format!("{t}-{i}");
+            // Scripts write a declared key and then keys they did not
+            // declare, in shards others may hold: some runs are put back
+            // and started over, and the file must hold each once.
+            let script = "redis.call('APPEND', KEYS[1], ARGV[1]) \
+                 redis.call('RPUSH', 'l' .. ARGV[2], ARGV[1]) \
+                 local m = redis.call('SPOP', 's' .. ARGV[3]) \
+                 if m then redis.call('SET', 'c' .. ARGV[2], m) end return 1";
+            if rng.below(11) >= 9 {
+                let (n, s) = (rng.below(3).to_string(), rng.below(2).to_string());
+                call(
+                    &mut k,
+                    &[b"EVAL", script.as_bytes(), b"1", a.as_bytes(), v.as_bytes(), n.as_bytes(), s.as_bytes()],
+                );
+                continue;
+            }
             let line = match rng.below(9) {
                 0 => format!("SET {a} {v}"),
                 1 => format!("APPEND {a} {v}"),

@@ -411,6 +411,56 @@ fn command_cases() -> Vec<Case> {
     ]
 }
 
+fn shebang_cases() -> Vec<Case> {
+    vec![
+        calls(
+            "the #!lua line and its flags",
+            &[
+                &["EVAL", "#!lua\nreturn 1", "0"],
+                &["EVAL", "#!lua\nerror('boom')", "0"],
+                &["EVAL", "#!lua flags=no-writes\nreturn redis.call('set', 'x', '1')", "0"],
+                &["EVAL", "#!lua flags=no-writes\nreturn redis.call('get', 'x')", "0"],
+                &["EVAL", "#!lua flags=no-writes,allow-oom\nreturn 2", "0"],
+                &["EVAL", "#!lua flags=allow-stale,no-cluster,allow-cross-slot-keys\nreturn 3", "0"],
+                &["EVAL", "#!lua  flags=no-writes  \nreturn 4", "0"],
+                &["EVAL", "#!lua flags=\nreturn 5", "0"],
+                &["EVAL", "#!lua flags=no-writes,no-writes\nreturn 6", "0"],
+                &["EVAL", "#!lua flags=bogus\nreturn 2", "0"],
+                &["EVAL", "#!python\nreturn 2", "0"],
+                &["EVAL", "#!luax\nreturn 2", "0"],
+                &["EVAL", "#!lua name=x\nreturn 2", "0"],
+                &["EVAL", "#!lua", "0"],
+                &["EVAL", "#!lua\nreturn redis.call('set', 'undeclared', 1)", "0"],
+                &["EVAL_RO", "#!lua\nreturn 1", "0"],
+                &["EVAL_RO", "#!lua flags=no-writes\nreturn 1", "0"],
+                &["EVAL_RO", "#!lua flags=bogus\nreturn 1", "0"],
+                &["SCRIPT", "LOAD", "#!lua flags=no-writes\nreturn redis.call('get', KEYS[1])"],
+                &["EVALSHA", "8822dee64c14b51d475f4b45eb44843318ccc8e1", "1", "undeclared"],
+                &["EVALSHA_RO", "8822dee64c14b51d475f4b45eb44843318ccc8e1", "1", "undeclared"],
+                &["SCRIPT", "LOAD", "#!lua flags=nope\nreturn 1"],
+                &["SCRIPT", "LOAD", "#!lua\nreturn 'unclosed"],
+            ],
+        ),
+        calls(
+            "scripts over maxmemory",
+            &[
+                &["SET", "filler", "some bytes to be over a one-byte limit"],
+                &["CONFIG", "SET", "maxmemory", "1"],
+                &["EVAL", "#!lua\nreturn 1", "0"],
+                &["EVAL", "#!lua flags=no-writes\nreturn redis.call('get', 'filler')", "0"],
+                &["EVAL", "#!lua flags=allow-oom\nreturn redis.call('set', 'o', '1')", "0"],
+                &["EVAL", "return redis.call('set', 'o2', '1')", "0"],
+                &["EVAL", "return redis.pcall('set', 'o2', '1')", "0"],
+                &["EVAL", "return redis.call('get', 'o2')", "0"],
+                &["EVAL", "redis.call('del', 'zz') return redis.call('set', 'o3', '1')", "0"],
+                &["EVAL", "return redis.call('incr', 'o3')", "0"],
+                &["CONFIG", "SET", "maxmemory", "0"],
+                &["MGET", "o", "o2", "o3"],
+            ],
+        ),
+    ]
+}
+
 fn cases() -> Vec<Case> {
     let mut all = Vec::new();
     all.extend(conversion_cases());
@@ -419,6 +469,7 @@ fn cases() -> Vec<Case> {
     all.extend(bit_cases());
     all.extend(cjson_cases());
     all.extend(command_cases());
+    all.extend(shebang_cases());
     all
 }
 

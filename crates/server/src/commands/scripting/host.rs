@@ -75,7 +75,7 @@ pub(super) fn needs(spec: &CommandSpec, argv: &[&[u8]]) -> Needs {
 pub struct ScriptHost<'a> {
     state: &'a ServerState,
     session: &'a mut Session,
-    read_only: bool,
+    rules: super::Rules,
     wrote: bool,
     args: CommandArgs,
     reply: Vec<u8>,
@@ -104,7 +104,7 @@ impl<'a> ScriptHost<'a> {
     pub fn new(
         state: &'a ServerState,
         session: &'a mut Session,
-        read_only: bool,
+        rules: super::Rules,
         reservation: Option<Reservation<'a>>,
     ) -> Self {
         let (db, protocol) = (session.db, session.protocol);
@@ -117,7 +117,7 @@ impl<'a> ScriptHost<'a> {
         ScriptHost {
             state,
             session,
-            read_only,
+            rules,
             wrote: false,
             args: CommandArgs::new(),
             reply: Vec::new(),
@@ -275,10 +275,13 @@ impl Host for ScriptHost<'_> {
         for a in argv {
             self.args.push_owned(a);
         }
-        let spec = match script_command(self.state, &self.args, self.read_only) {
+        let spec = match script_command(self.state, &self.args, self.rules.read_only) {
             Ok(spec) => spec,
             Err(msg) => return Value::Error(msg),
         };
+        if self.rules.deny_oom && !self.wrote && spec.flags.contains(CommandFlags::DENYOOM) {
+            return Value::Error(crate::commands::OOM.to_vec());
+        }
         if !self.cover(spec, argv) {
             return Value::Error(b"ERR the script is started over".to_vec());
         }

@@ -15,11 +15,14 @@
 //! script's writes reach the append-only file as one record, wrapped in
 //! `MULTI`/`EXEC` when there are several, as a transaction's do.
 //!
-//! Not run yet, and refused with the reason: scripts with a `#!` line,
-//! `SCRIPT KILL` and `SCRIPT DEBUG`, `redis.setresp(3)` and cjson's
-//! settings functions.
+//! A `#!lua` line's flags are read by [`shebang`]; past
+//! `busy-reply-threshold` a script is busy (see `registries::scripts`).
+//!
+//! Not run yet, and refused with the reason: `SCRIPT DEBUG`,
+//! `redis.setresp(3)` and cjson's settings functions.
 
 mod host;
+mod shebang;
 mod undo;
 
 use std::cell::RefCell;
@@ -47,8 +50,6 @@ handlers! {
 }
 
 const NOSCRIPT: &[u8] = b"NOSCRIPT No matching script. Please use EVAL.";
-
-const NO_SHEBANG: &[u8] = b"ERR kvik does not run scripts with a #! line (shebang flags) yet";
 
 thread_local! {
     /// This event loop's Lua state and the cache generation its compiled
@@ -83,19 +84,24 @@ fn eval<T: ReplyTarget>(c: &mut Ctx<'_, T>, source: Source, read_only: bool) {
         Some(b) => b,
         None => c.arg(1),
     };
-    if body_bytes.starts_with(b"#!") {
-        return c.error(NO_SHEBANG);
-    }
+    let flags = match shebang::parse(body_bytes) {
+        Ok(flags) => flags,
+        Err(msg) => return c.error(&msg),
+    };
+    let rules = match Rules::of(c.state, flags, read_only) {
+        Ok(rules) => rules,
+        Err(msg) => return c.error(msg),
+    };
     let keys: Vec<&[u8]> = (3..3 + numkeys).map(|i| c.arg(i)).collect();
     let args: Vec<&[u8]> = (3 + numkeys..c.argc()).map(|i| c.arg(i)).collect();
     let state = c.state;
     let session = &mut *c.session;
     let outcome = with_engine(state, |engine| {
-        engine.compile(&sha, body_bytes)?;
+        engine.compile(&sha, &shebang::source(body_bytes))?;
         if source == Source::Body {
             state.scripts.insert(sha, body_bytes);
         }
-        Ok(run(state, session, engine, &sha, &keys, &args, read_only))
+        Ok(run(state, session, engine, &sha, &keys, &args, rules))
     });
     match outcome {
         Err(msg) => c.error(&msg),
@@ -105,6 +111,34 @@ fn eval<T: ReplyTarget>(c: &mut Ctx<'_, T>, source: Source, read_only: bool) {
         Ok(Ran::Abandoned) => c.error(b"ERR the script could not get the shards it needs"),
         Ok(Ran::Reply(Value::Error(msg))) => c.error(&msg),
         Ok(Ran::Reply(value)) => c.reply(|s| value.write_to(s)),
+    }
+}
+
+/// What a run may do: its writes refused (`EVAL_RO`, `no-writes`), or its
+/// first command that may add data refused because the server is over
+/// `maxmemory` (Redis's rule: once a script has written it cannot be
+/// stopped halfway, so only a script that has not written yet is refused).
+#[derive(Debug, Clone, Copy)]
+pub struct Rules {
+    pub read_only: bool,
+    pub deny_oom: bool,
+}
+
+impl Rules {
+    /// The rules of a script with `flags` (its `#!` line, if any) run by
+    /// a `read_only` command, or Redis's refusal to run it at all.
+    fn of(state: &ServerState, flags: Option<shebang::Flags>, read_only: bool) -> Result<Rules, &'static [u8]> {
+        let writes = flags.is_none_or(|f| !f.no_writes);
+        if read_only && flags.is_some() && writes {
+            return Err(b"ERR Can not execute a script with write flag using *_ro command.");
+        }
+        let allow_oom = flags.is_some_and(|f| f.allow_oom);
+        let over = writes && !allow_oom && !crate::effects::changes::enforce_maxmemory(state);
+        if over && flags.is_some() {
+            // A script that declares it writes is refused before it starts.
+            return Err(super::OOM);
+        }
+        Ok(Rules { read_only: read_only || !writes, deny_oom: over })
     }
 }
 
@@ -123,7 +157,7 @@ fn run(
     sha: &[u8; 40],
     keys: &[&[u8]],
     args: &[&[u8]],
-    read_only: bool,
+    rules: Rules,
 ) -> Ran {
     // Past `busy-reply-threshold` the script is busy: other clients that
     // need its shards are answered BUSY, and SCRIPT KILL may stop it
@@ -136,7 +170,7 @@ fn run(
     // Inside EXEC the transaction's reservation (every shard, see
     // `transaction::touched_shards`) already holds.
     if state.keyspace.reserving(session.id) {
-        let mut host = ScriptHost::new(state, session, read_only, None);
+        let mut host = ScriptHost::new(state, session, rules, None);
         let ran = engine.run(sha, keys, args, &mut host, limits);
         if ran == Ran::Halted {
             host.drop_record();
@@ -159,7 +193,7 @@ fn run(
             Shards::Some(list) => keyspace.reserve(session.id, Some(list)),
             Shards::All => keyspace.reserve(session.id, None),
         };
-        let mut host = ScriptHost::new(state, session, read_only, Some(reservation));
+        let mut host = ScriptHost::new(state, session, rules, Some(reservation));
         let ran = engine.run(sha, keys, args, &mut host, limits.clone());
         if ran == Ran::Halted {
             // The server stops without saving: what the script did goes
@@ -318,11 +352,11 @@ fn sha_arg(arg: &[u8]) -> Option<[u8; 40]> {
 fn load<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let body = c.arg(2);
     let sha = sha1_hex(body);
-    if body.starts_with(b"#!") {
-        return c.error(NO_SHEBANG);
+    if let Err(msg) = shebang::parse(body) {
+        return c.error(&msg);
     }
     let state = c.state;
-    match with_engine(state, |engine| engine.compile(&sha, body)) {
+    match with_engine(state, |engine| engine.compile(&sha, &shebang::source(body))) {
         Ok(()) => {
             state.scripts.insert(sha, body);
             c.reply(|s| s.bulk(&sha));
