@@ -14,10 +14,10 @@ use crate::convert::{self, error_table, from_lua};
 /// What a script's `redis.call` reaches: the server, acting for the
 /// script's caller.
 pub trait Host {
-    /// Run `args` (a command and its arguments) and give its reply. A
-    /// command the script may not run is refused with an error reply, as
-    /// any other failure.
-    fn call(&mut self, args: &[&[u8]]) -> Value;
+    /// Run `args` (a command and its arguments) as `mode` says and give
+    /// its reply. A command the script may not run is refused with an
+    /// error reply, as any other failure.
+    fn call(&mut self, args: &[&[u8]], mode: CallMode) -> Value;
 
     /// Whether the script has changed anything yet (a script that has
     /// cannot be stopped without breaking its atomicity).
@@ -76,6 +76,16 @@ impl Watch {
     }
 }
 
+/// How the script has asked its calls to be made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallMode {
+    /// Replies in RESP3 (`redis.setresp(3)`), else RESP2.
+    pub resp3: bool,
+    /// Writes reach the append-only file (`redis.set_repl` with
+    /// `REPL_AOF` in its flags, the default).
+    pub aof: bool,
+}
+
 /// How a run ended.
 #[derive(Debug, PartialEq)]
 pub enum Outcome {
@@ -95,6 +105,10 @@ pub enum Outcome {
 /// for a misused call.
 const NO_ARGS: &[u8] = b"Please specify at least one argument for this redis lib call";
 const BAD_ARG: &[u8] = b"Lua redis lib command arguments must be strings or integers";
+
+/// `redis.REPL_AOF` and `redis.REPL_ALL`.
+const REPL_AOF: u8 = 1;
+const REPL_ALL: u8 = 3;
 
 /// How many instructions run between two looks at the clock.
 const HOOK_EVERY: u32 = 100_000;
@@ -137,6 +151,10 @@ struct RunClock {
     halted: Cell<bool>,
     /// The host abandoned the run.
     abandoned: Cell<bool>,
+    /// The script asked for RESP3 replies (`redis.setresp(3)`).
+    resp3: Cell<bool>,
+    /// The script's `redis.set_repl` flags (`REPL_ALL` until it sets them).
+    repl: Cell<u8>,
 }
 
 impl RunClock {
@@ -204,21 +222,51 @@ impl Engine {
             "sha1hex",
             lua.create_function(|lua, text: mlua::LuaString| lua.create_string(sha1_hex(&text.as_bytes())))?,
         )?;
+        // `redis.setresp` and `redis.set_repl` are Rust (C, in Redis)
+        // functions: a failing `return redis.setresp(4)` is no tail call,
+        // so the error still finds the script's line.
+        let clock = Rc::new(RunClock::default());
+        let resp_clock = Rc::clone(&clock);
+        let resp_bridge = bridge.clone();
         bridge.set(
             "setresp",
-            lua.create_function(|_, args: MultiValue| {
-                let failure = match args.len() {
-                    1 => match args.front() {
-                        Some(Lua_::Number(n)) if *n == 2.0 => None,
-                        Some(Lua_::Integer(2)) => None,
-                        Some(Lua_::Number(n)) if *n == 3.0 => {
-                            Some("kvik does not speak RESP3 to scripts yet: redis.setresp(3) is not supported")
-                        }
-                        _ => Some("RESP version must be 2 or 3."),
-                    },
-                    _ => Some("redis.setresp() requires one argument."),
-                };
-                Ok(failure)
+            lua.create_function(move |lua, args: MultiValue| {
+                if args.len() != 1 {
+                    return raise(
+                        &resp_bridge,
+                        Lua_::Table(error_table(lua, b"redis.setresp() requires one argument.")?),
+                    );
+                }
+                // As `lua_tonumber` then a cast to int: "3" is 3, 2.5 is 2.
+                match number_arg(lua, &args).map(|n| n as i64) {
+                    Some(2) => resp_clock.resp3.set(false),
+                    Some(3) => resp_clock.resp3.set(true),
+                    _ => return raise(&resp_bridge, Lua_::Table(error_table(lua, b"RESP version must be 2 or 3.")?)),
+                }
+                Ok(Lua_::Nil)
+            })?,
+        )?;
+        let repl_bridge = bridge.clone();
+        let repl_clock = Rc::clone(&clock);
+        bridge.set(
+            "set_repl",
+            lua.create_function(move |lua, args: MultiValue| {
+                if args.len() != 1 {
+                    // Redis's text, word for word.
+                    let text = b"redis.set_repl() requires two arguments.";
+                    return raise(&repl_bridge, Lua_::Table(error_table(lua, text)?));
+                }
+                // REPL_AOF decides whether later writes reach the
+                // append-only file; kvik has no replicas for REPL_REPLICA.
+                // `lua_tonumber`: what is not a number reads as 0, REPL_NONE.
+                match number_arg(lua, &args).unwrap_or(0.0) as i64 {
+                    flags @ 0..=3 => repl_clock.repl.set(flags as u8),
+                    _ => {
+                        let text = b"Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.";
+                        return raise(&repl_bridge, Lua_::Table(error_table(lua, text)?));
+                    }
+                }
+                Ok(Lua_::Nil)
             })?,
         )?;
         let raised_into = bridge.clone();
@@ -231,7 +279,6 @@ impl Engine {
         globals.raw_set("struct", crate::lstruct::library(&lua, raise)?)?;
         let prelude = lua.load(include_str!("prelude.lua")).set_name("=kvik").into_function()?;
         bridge.set("place", lua.create_function(|lua, ()| Ok(user_place(lua)))?)?;
-        let clock = Rc::new(RunClock::default());
         let ending_clock = Rc::clone(&clock);
         bridge.set("ending", lua.create_function(move |_, ()| Ok(ending_clock.ending()))?)?;
         let runner: Function = prelude.call(bridge.clone())?;
@@ -342,6 +389,8 @@ impl Engine {
         self.clock.killed_at.set(0);
         self.clock.halted.set(false);
         self.clock.abandoned.set(false);
+        self.clock.resp3.set(false);
+        self.clock.repl.set(REPL_ALL);
         limits.watch.reset();
         *self.clock.watch.borrow_mut() = Some(Arc::clone(&limits.watch));
         let clock = Rc::clone(&self.clock);
@@ -394,7 +443,7 @@ impl Engine {
         let ok = matches!(values.next(), Some(Lua_::Boolean(true)));
         let value = values.next().unwrap_or(Lua_::Nil);
         if ok {
-            return Outcome::Reply(from_lua(&value));
+            return Outcome::Reply(from_lua(&value, self.clock.resp3.get()));
         }
         Outcome::Reply(failure_reply(&value, sha))
     }
@@ -458,6 +507,12 @@ enum Called {
 /// Raise `table` as the script's error: kept in `bridge.raised` for the
 /// error handler, which puts it in the place of the opaque error value a
 /// Rust function raises.
+/// The first argument as `lua_tonumber` reads it (a numeric string is a
+/// number; anything else none).
+fn number_arg(lua: &Lua, args: &MultiValue) -> Option<f64> {
+    args.front().and_then(|v| lua.coerce_number(v.clone()).ok().flatten())
+}
+
 fn raise(bridge: &Table, table: Lua_) -> mlua::Result<Lua_> {
     bridge.raw_set("raised", table)?;
     Err(mlua::Error::runtime("redis.call failed"))
@@ -488,7 +543,8 @@ fn call_host(
 ) -> mlua::Result<(Lua_, Called)> {
     clock.check(|| lua.inspect_stack(1, |frame| frame.current_line().map_or(1, |l| l as i32)).unwrap_or(1))?;
     let mut host = host.try_borrow_mut().map_err(|_| mlua::Error::runtime("redis.call inside a call"))?;
-    let called = bridge_call(lua, argv, &mut **host);
+    let mode = CallMode { resp3: clock.resp3.get(), aof: clock.repl.get() & REPL_AOF != 0 };
+    let called = bridge_call(lua, argv, &mut **host, mode);
     let wrote = host.wrote();
     clock.stoppable.set(!wrote);
     if wrote {
@@ -504,7 +560,7 @@ fn call_host(
 }
 
 /// `redis.call`'s way into the host.
-fn bridge_call(lua: &Lua, argv: &MultiValue, host: &mut dyn Host) -> mlua::Result<(Lua_, Called)> {
+fn bridge_call(lua: &Lua, argv: &MultiValue, host: &mut dyn Host, mode: CallMode) -> mlua::Result<(Lua_, Called)> {
     if argv.is_empty() {
         return Ok((Lua_::Table(error_table(lua, NO_ARGS)?), Called::Misused));
     }
@@ -539,9 +595,9 @@ fn bridge_call(lua: &Lua, argv: &MultiValue, host: &mut dyn Host) -> mlua::Resul
             _ => next_number.next().map(Vec::as_slice),
         })
         .collect();
-    let reply = host.call(&args);
+    let reply = host.call(&args, mode);
     let kind = if matches!(reply, Value::Error(_)) { Called::Failed } else { Called::Reply };
-    Ok((convert::to_lua(lua, &reply)?, kind))
+    Ok((convert::to_lua(lua, &reply, mode.resp3)?, kind))
 }
 
 /// `redis.log(level, message…)`: the line and its level, or the text of
@@ -594,7 +650,7 @@ mod tests {
     }
 
     impl Host for Echo {
-        fn call(&mut self, args: &[&[u8]]) -> Value {
+        fn call(&mut self, args: &[&[u8]], _mode: CallMode) -> Value {
             self.calls.push(args.iter().map(|a| a.to_vec()).collect());
             match args[0] {
                 b"get" => Value::Bulk(args[1].to_vec()),
@@ -682,7 +738,7 @@ mod tests {
         // A script that wrote is not killed, but a halt stops it.
         struct Writer;
         impl Host for Writer {
-            fn call(&mut self, _: &[&[u8]]) -> Value {
+            fn call(&mut self, _: &[&[u8]], _: CallMode) -> Value {
                 Value::Integer(1)
             }
             fn wrote(&self) -> bool {

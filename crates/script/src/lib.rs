@@ -13,9 +13,9 @@
 //! by Redis's rules, so what a script sees and what its caller gets are
 //! the same as with redis-server.
 //!
-//! What this crate does not do yet, and says so when asked: RESP3 inside
-//! scripts (`redis.setresp(3)`), cjson's settings functions, `#!` shebang
-//! lines and functions (`FUNCTION`, `FCALL`).
+//! What this crate does not do yet, and says so when asked: cjson's
+//! settings functions and functions (`FUNCTION`, `FCALL`). (A script's
+//! `#!` line is read by the server, which knows what its flags mean.)
 
 #![forbid(unsafe_code)]
 
@@ -29,7 +29,7 @@ mod lauxlib;
 mod lstruct;
 mod random;
 
-pub use engine::{sha1_hex, Engine, Host, Outcome, RunLimits, Watch};
+pub use engine::{sha1_hex, CallMode, Engine, Host, Outcome, RunLimits, Watch};
 pub use kvik_protocol::Value;
 
 /// The Redis version scripts are told they run on (`redis.REDIS_VERSION`).

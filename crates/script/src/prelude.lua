@@ -137,22 +137,8 @@ function redis.replicate_commands()
   return true
 end
 
-function redis.set_repl(...)
-  local flags = ...
-  if select('#', ...) ~= 1 then
-    error(bridge.error_table('redis.set_repl() requires one argument.'))
-  end
-  if type(flags) ~= 'number' or flags < 0 or flags > 3 then
-    error(bridge.error_table("Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE."))
-  end
-end
-
-function redis.setresp(...)
-  local failure = bridge.setresp(...)
-  if failure then
-    error(bridge.error_table(failure))
-  end
-end
+redis.set_repl = bridge.set_repl
+redis.setresp = bridge.setresp
 
 -- Without the debugger (`SCRIPT DEBUG`), as in Redis.
 function redis.breakpoint()

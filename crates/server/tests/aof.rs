@@ -745,3 +745,21 @@ fn a_file_that_cannot_be_written_refuses_writes_or_stops_the_server() {
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn writes_a_script_made_with_the_file_turned_off_stay_out_of_it() {
+    let dir = temp_dir("set-repl");
+    let kvik = kvik_aof(&dir, "always");
+    let mut k = connect(kvik.port);
+    let body = "redis.call('set', 'kept', '1') redis.set_repl(redis.REPL_NONE) \
+         redis.call('set', 'left-out', '2') redis.set_repl(redis.REPL_ALL) \
+         redis.call('set', 'kept-too', '3') return redis.call('get', 'left-out')";
+    assert_eq!(call(&mut k, &[b"EVAL", body.as_bytes(), b"0"]), b"$1\r\n2\r\n");
+    assert_eq!(call(&mut k, &[b"EVAL", b"return redis.set_repl(9)", b"0"]).first(), Some(&b'-'));
+    drop(kvik);
+    let kvik = kvik_aof(&dir, "always");
+    let mut k = connect(kvik.port);
+    assert_eq!(call(&mut k, &[b"MGET", b"kept", b"left-out", b"kept-too"]), b"*3\r\n$1\r\n1\r\n$-1\r\n$1\r\n3\r\n");
+    drop(kvik);
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -461,6 +461,78 @@ fn shebang_cases() -> Vec<Case> {
     ]
 }
 
+fn resp3_cases() -> Vec<Case> {
+    let mut cases = vec![evals(
+        "redis.set_repl and redis.setresp, called as Redis's C functions",
+        &[
+            "return redis.set_repl(redis.REPL_NONE)",
+            "return redis.set_repl('1')",
+            "return redis.set_repl(2.5)",
+            "return redis.set_repl(9)",
+            "return redis.set_repl(-1)",
+            "return redis.set_repl('x')",
+            "return redis.set_repl()",
+            "return redis.set_repl(1, 2)",
+            "redis.set_repl(9)",
+            "return {pcall(redis.set_repl, 9)}",
+            "return {pcall(redis.setresp, 4)}",
+            "redis.set_repl(redis.REPL_AOF) return redis.call('set', 'k', 'v')",
+        ],
+    )];
+    for (name, hello) in [("RESP3 in scripts, a RESP2 caller", "2"), ("RESP3 in scripts, a RESP3 caller", "3")] {
+        cases.push(calls(
+            name,
+            &[
+                &["HELLO", hello],
+                &["EVAL", "return true", "0"],
+                &["EVAL", "return false", "0"],
+                &["EVAL", "return nil", "0"],
+                &["EVAL", "return {1, true, false}", "0"],
+                &["EVAL", "return {double = 1.5}", "0"],
+                &["EVAL", "return {double = 3}", "0"],
+                &["EVAL", "return {double = 0/0}", "0"],
+                &["EVAL", "return {double = 1/0}", "0"],
+                &["EVAL", "return {map = {a = 1}}", "0"],
+                &["EVAL", "return {map = {}}", "0"],
+                &["EVAL", "return {set = {a = 1}}", "0"],
+                &["EVAL", "return {big_number = '123'}", "0"],
+                &["EVAL", "return {big_number = '1\r\n2'}", "0"],
+                &["EVAL", "return {verbatim_string = {format = 'txt', string = 'hello'}}", "0"],
+                &["EVAL", "return {verbatim_string = {format = 'txt'}}", "0"],
+                &["EVAL", "return {ok = 'x', double = 2}", "0"],
+                &["EVAL", "return {double = 'x'}", "0"],
+                &["EVAL", "return {map = 5}", "0"],
+                &["EVAL", "redis.setresp(3) return true", "0"],
+                &["EVAL", "redis.setresp(3) return false", "0"],
+                &["EVAL", "redis.setresp(3) return {true, false, 1}", "0"],
+                &["EVAL", "redis.setresp(3) return redis.call('hgetall', 'nohash')", "0"],
+                &["EVAL", "redis.call('hset', 'h', 'f', 'v') redis.setresp(3) local r = redis.call('hgetall', 'h') return r.map.f", "0"],
+                &["EVAL", "redis.setresp(3) return redis.call('hgetall', 'h')", "0"],
+                &["EVAL", "redis.setresp(3) return type(redis.call('get', 'missing'))", "0"],
+                &["EVAL", "return type(redis.call('get', 'missing'))", "0"],
+                &["EVAL", "redis.call('zadd', 'z', 1.5, 'm') redis.setresp(3) return redis.call('zscore', 'z', 'm')", "0"],
+                &["EVAL", "redis.setresp(3) return redis.call('zscore', 'z', 'm').double", "0"],
+                &["EVAL", "redis.setresp(3) return redis.call('zscore', 'z', 'nope')", "0"],
+                &["EVAL", "redis.call('sadd', 's', 'a') redis.setresp(3) return redis.call('smembers', 's')", "0"],
+                &["EVAL", "redis.setresp(3) return redis.call('smembers', 's').set.a", "0"],
+                &["EVAL", "redis.setresp(3) return redis.call('exists', 's')", "0"],
+                &["EVAL", "redis.setresp(3) redis.setresp(2) return redis.call('hgetall', 'h')", "0"],
+                &["EVAL", "return redis.setresp('3')", "0"],
+                &["EVAL", "return redis.setresp(2.5)", "0"],
+                &["EVAL", "return redis.setresp(4)", "0"],
+                &["EVAL", "return redis.setresp()", "0"],
+                &["EVAL", "return redis.setresp(2, 3)", "0"],
+                &["EVAL", "return redis.setresp('x')", "0"],
+                &["EVAL", "redis.setresp(3) return redis.call('lpos', 'nolist', 'x')", "0"],
+                &["EVAL", "redis.setresp(3) return redis.call('zrange', 'z', 0, -1, 'withscores')", "0"],
+                &["EVAL", "redis.setresp(3) return redis.call('hrandfield', 'h', 1, 'withvalues')", "0"],
+                &["HELLO", "2"],
+            ],
+        ));
+    }
+    cases
+}
+
 fn cases() -> Vec<Case> {
     let mut all = Vec::new();
     all.extend(conversion_cases());
@@ -470,6 +542,7 @@ fn cases() -> Vec<Case> {
     all.extend(cjson_cases());
     all.extend(command_cases());
     all.extend(shebang_cases());
+    all.extend(resp3_cases());
     all
 }
 

@@ -148,6 +148,18 @@ impl Effects {
         self.explicit = false;
     }
 
+    /// Where the record's operations end now, for [`Effects::forget_since`].
+    pub fn mark(&self) -> (usize, usize) {
+        (self.ops.len(), self.count)
+    }
+
+    /// Forget the operations added since `mark` (a script's writes while
+    /// it has turned the append-only file off with `redis.set_repl`).
+    pub fn forget_since(&mut self, mark: (usize, usize)) {
+        self.ops.truncate(mark.0);
+        self.count = mark.1;
+    }
+
     /// Forget the record's operations but keep its place, to be published
     /// empty (a script stopped by `SHUTDOWN NOSAVE`: the writer still
     /// waits for every place handed out).

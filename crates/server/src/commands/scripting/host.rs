@@ -22,7 +22,7 @@ use kvik_protocol::commands::{id, CommandFlags, CommandSpec, KeySpecFlags};
 use kvik_protocol::resp::reply_parser::{parse_reply, ReplyLimits};
 use kvik_protocol::resp::writer::{Protocol, RespWriter};
 use kvik_protocol::{CommandArgs, ReplySink};
-use kvik_script::{Host, Value};
+use kvik_script::{CallMode, Host, Value};
 
 use super::undo::UndoLog;
 use crate::client::session::Session;
@@ -260,17 +260,18 @@ fn note_shard(touched: &mut Vec<usize>, shard: usize) {
     }
 }
 
-/// Captures the reply of a command a script ran.
-struct Capture<'b>(&'b mut Vec<u8>);
+/// Captures the reply of a command a script ran, in the protocol the
+/// script speaks.
+struct Capture<'b>(&'b mut Vec<u8>, Protocol);
 
 impl ReplyTarget for Capture<'_> {
     fn reply<F: FnOnce(&mut dyn ReplySink)>(&mut self, _session: &Session, write: F) {
-        write(&mut RespWriter::new(self.0, Protocol::Resp2));
+        write(&mut RespWriter::new(self.0, self.1));
     }
 }
 
 impl Host for ScriptHost<'_> {
-    fn call(&mut self, argv: &[&[u8]]) -> Value {
+    fn call(&mut self, argv: &[&[u8]], mode: CallMode) -> Value {
         self.args.clear();
         for a in argv {
             self.args.push_owned(a);
@@ -286,7 +287,15 @@ impl Host for ScriptHost<'_> {
             return Value::Error(b"ERR the script is started over".to_vec());
         }
         self.reply.clear();
-        script_call(self.state, &self.args, spec, self.session, &mut Capture(&mut self.reply));
+        let protocol = if mode.resp3 { Protocol::Resp3 } else { Protocol::Resp2 };
+        self.session.protocol = protocol;
+        // `redis.set_repl` without REPL_AOF: what the call changes stays
+        // out of the append-only file.
+        let before = self.session.effects.mark();
+        script_call(self.state, &self.args, spec, self.session, &mut Capture(&mut self.reply, protocol));
+        if !mode.aof {
+            self.session.effects.forget_since(before);
+        }
         self.wrote |= spec.flags.contains(CommandFlags::WRITE);
         match parse_reply(&self.reply, &ReplyLimits::DEFAULT) {
             Ok(Some((value, _))) => value,

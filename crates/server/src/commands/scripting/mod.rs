@@ -18,8 +18,8 @@
 //! A `#!lua` line's flags are read by [`shebang`]; past
 //! `busy-reply-threshold` a script is busy (see `registries::scripts`).
 //!
-//! Not run yet, and refused with the reason: `SCRIPT DEBUG`,
-//! `redis.setresp(3)` and cjson's settings functions.
+//! Not run yet, and refused with the reason: `SCRIPT DEBUG` and cjson's
+//! settings functions.
 
 mod host;
 mod shebang;
