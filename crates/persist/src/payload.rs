@@ -40,6 +40,49 @@ pub fn dump(value: ValueRef<'_>, compress: bool) -> Vec<u8> {
     out
 }
 
+/// The payload `FUNCTION DUMP` replies with for libraries of `codes`:
+/// each under the `FUNCTION2` opcode, as in an RDB file.
+pub fn dump_functions<'a>(codes: impl IntoIterator<Item = &'a [u8]>, compress: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    for code in codes {
+        out.push(crate::rdb::opcode::FUNCTION2);
+        crate::rdb::write::put_string(&mut out, code, compress);
+    }
+    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    let crc = crc64(0, &out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// Why a `FUNCTION RESTORE` payload gives no libraries: Redis's text.
+pub fn restore_functions(payload: &[u8]) -> Result<Vec<Vec<u8>>, &'static str> {
+    if payload.len() < FOOTER {
+        return Err("ERR DUMP payload version or checksum are wrong");
+    }
+    let (data, crc) = payload.split_at(payload.len() - 8);
+    let version = u16::from_le_bytes([data[data.len() - 2], data[data.len() - 1]]);
+    let mut stored = [0u8; 8];
+    stored.copy_from_slice(crc);
+    if version > MAX_READ_VERSION || crc64(0, data) != u64::from_le_bytes(stored) {
+        return Err("ERR DUMP payload version or checksum are wrong");
+    }
+    let mut r = Input::new(&data[..data.len() - 2]);
+    let mut codes = Vec::new();
+    while !r.is_empty() {
+        match r.byte() {
+            Ok(crate::rdb::opcode::FUNCTION2) => {}
+            Ok(crate::rdb::opcode::FUNCTION_PRE_GA) => return Err("ERR Pre-GA function format not supported"),
+            Ok(_) => return Err("ERR given type is not a function"),
+            Err(_) => return Err("ERR can not read data type"),
+        }
+        match r.string() {
+            Ok(code) => codes.push(code.into_owned()),
+            Err(_) => return Err("ERR failed loading the given functions payload"),
+        }
+    }
+    Ok(codes)
+}
+
 /// The size of `value`'s payload without its footer: the RDB size of the
 /// value, which `DEBUG OBJECT` reports as `serializedlength`.
 pub fn serialized_len(value: ValueRef<'_>, compress: bool) -> usize {
@@ -87,6 +130,27 @@ mod tests {
         let crc = crc64(0, &body);
         body.extend_from_slice(&crc.to_le_bytes());
         body
+    }
+
+    #[test]
+    fn function_payloads_round_trip_and_refuse_what_is_not_a_library() {
+        let codes: [&[u8]; 2] =
+            [b"#!lua name=a\nredis.register_function('f', function() return 1 end)", b"#!lua name=b\nx"];
+        for compress in [false, true] {
+            let payload = dump_functions(codes, compress);
+            assert_eq!(restore_functions(&payload).expect("restores"), codes.map(<[u8]>::to_vec));
+        }
+        assert_eq!(restore_functions(&dump_functions([], true)).expect("none"), Vec::<Vec<u8>>::new());
+        let mut body = vec![kind::STRING];
+        put_string(&mut body, b"v", false);
+        assert_eq!(restore_functions(&with_footer(body)), Err("ERR given type is not a function"));
+        let mut cut = dump_functions(codes, false);
+        cut[3] ^= 1;
+        assert_eq!(restore_functions(&cut), Err("ERR DUMP payload version or checksum are wrong"));
+        assert_eq!(
+            restore_functions(&with_footer(vec![crate::rdb::opcode::FUNCTION2, 0x40])),
+            Err("ERR failed loading the given functions payload")
+        );
     }
 
     #[test]

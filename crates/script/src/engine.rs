@@ -129,6 +129,8 @@ pub struct Engine {
     /// The script run last, held from Rust: a run of the same script
     /// again (the common case) looks nothing up.
     last: Option<([u8; 40], Function)>,
+    /// The functions of the libraries installed here, by name.
+    functions: Table,
     /// Names set for every run, made once.
     names: Names,
     /// `redis.log` lines of the running script, handed to the host when
@@ -155,6 +157,10 @@ struct RunClock {
     resp3: Cell<bool>,
     /// The script's `redis.set_repl` flags (`REPL_ALL` until it sets them).
     repl: Cell<u8>,
+    /// A library loads (`FUNCTION LOAD`) and must be done by then.
+    load_deadline: Cell<Option<Instant>>,
+    /// The library loading ran past its deadline.
+    load_timed_out: Cell<bool>,
 }
 
 impl RunClock {
@@ -168,6 +174,13 @@ impl RunClock {
     /// Look at the time and the watch (the instruction hook): Err when the
     /// script must end now.
     fn check(&self, line: impl Fn() -> i32) -> mlua::Result<()> {
+        if let Some(deadline) = self.load_deadline.get() {
+            if Instant::now() > deadline {
+                self.load_timed_out.set(true);
+                return Err(mlua::Error::runtime("FUNCTION LOAD timeout"));
+            }
+            return Ok(());
+        }
         let Some(started) = self.started.get() else { return Ok(()) };
         if self.ending() {
             return Err(mlua::Error::runtime("script ending"));
@@ -289,6 +302,7 @@ impl Engine {
             Ok(VmState::Continue)
         })?;
         let scripts = lua.create_table()?;
+        let functions = lua.create_table()?;
         let names = Names {
             keys: lua.create_string("KEYS")?,
             argv: lua.create_string("ARGV")?,
@@ -308,7 +322,7 @@ impl Engine {
                 Err(failure) => Ok(Some(failure)),
             })?,
         )?;
-        Ok(Engine { lua, bridge, redis, runner, scripts, last: None, names, logs, clock })
+        Ok(Engine { lua, bridge, redis, runner, scripts, last: None, functions, names, logs, clock })
     }
 
     /// Forget every compiled script (`SCRIPT FLUSH`).
@@ -369,16 +383,44 @@ impl Engine {
             return Outcome::Reply(Value::Error(b"NOSCRIPT No matching script. Please use EVAL.".to_vec()));
         };
         let globals = self.lua.globals();
-        let set_args = |name: &LuaString, items: &[&[u8]]| -> mlua::Result<()> {
-            let t = self.lua.create_table_with_capacity(items.len(), 0)?;
-            for (i, item) in items.iter().enumerate() {
-                t.raw_set(i + 1, self.lua.create_string(item)?)?;
-            }
-            globals.raw_set(name, t)
-        };
-        if let Err(e) = set_args(&self.names.keys, keys).and_then(|()| set_args(&self.names.argv, args)) {
+        let set = |name: &LuaString, items: &[&[u8]]| globals.raw_set(name, self.string_list(items)?);
+        if let Err(e) = set(&self.names.keys, keys).and_then(|()| set(&self.names.argv, args)) {
             return Outcome::Reply(Value::Error(format!("ERR {e}").into_bytes()));
         }
+        self.run_target(Target { callable: script, name: sha, source: "@user_script", params: None }, host, limits)
+    }
+
+    /// Run the function `name` (in any case) of an installed library with `keys` and
+    /// `args` as its two parameters, its calls going to `host`.
+    pub fn run_function(
+        &mut self,
+        name: &[u8],
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        host: &mut dyn Host,
+        limits: RunLimits,
+    ) -> Outcome {
+        let key = self.lua.create_string(name.to_ascii_lowercase()).ok();
+        let Ok(Lua_::Function(callable)) = self.functions.raw_get::<Lua_>(key) else {
+            return Outcome::Reply(Value::Error(b"ERR Function not found".to_vec()));
+        };
+        let params = match (self.string_list(keys), self.string_list(args)) {
+            (Ok(k), Ok(a)) => (k, a),
+            (Err(e), _) | (_, Err(e)) => return Outcome::Reply(Value::Error(format!("ERR {e}").into_bytes())),
+        };
+        self.run_target(Target { callable, name, source: "@user_function", params: Some(params) }, host, limits)
+    }
+
+    /// A Lua array of `items`.
+    fn string_list(&self, items: &[&[u8]]) -> mlua::Result<Table> {
+        let t = self.lua.create_table_with_capacity(items.len(), 0)?;
+        for (i, item) in items.iter().enumerate() {
+            t.raw_set(i + 1, self.lua.create_string(item)?)?;
+        }
+        Ok(t)
+    }
+
+    fn run_target(&mut self, target: Target<'_>, host: &mut dyn Host, limits: RunLimits) -> Outcome {
         self.logs.borrow_mut().clear();
         if self.bridge.raw_set(&self.names.raised, Lua_::Nil).is_err() {
             return Outcome::Reply(Value::Error(b"ERR the script engine failed".to_vec()));
@@ -396,6 +438,7 @@ impl Engine {
         let clock = Rc::clone(&self.clock);
         // Both bridges reach the one host; neither runs inside the other.
         let host = RefCell::new(host);
+        let Target { callable, name, source, params } = target;
         let result = self.lua.scope(|scope| {
             let call = scope.create_function_mut(|lua, argv: MultiValue| {
                 let (reply, kind) = call_host(lua, &argv, &host, &clock)?;
@@ -415,7 +458,10 @@ impl Engine {
             // run once it ends, and the next run replaces them.
             self.redis.raw_set(&self.names.call, call)?;
             self.redis.raw_set(&self.names.pcall, pcall)?;
-            self.runner.call::<MultiValue>(script)
+            match params {
+                None => self.runner.call::<MultiValue>(callable),
+                Some((keys, args)) => self.runner.call::<MultiValue>((callable, keys, args)),
+            }
         });
         self.clock.started.set(None);
         *self.clock.watch.borrow_mut() = None;
@@ -428,8 +474,8 @@ impl Engine {
         }
         let line = self.clock.killed_at.get();
         if line != 0 {
-            let sha = String::from_utf8_lossy(sha);
-            let text = format!("ERR Script killed by user with SCRIPT KILL... script: {sha}, on @user_script:{line}.");
+            let name = String::from_utf8_lossy(name);
+            let text = format!("ERR Script killed by user with SCRIPT KILL... script: {name}, on {source}:{line}.");
             return Outcome::Killed(Value::Error(text.into_bytes()));
         }
         if self.clock.abandoned.get() {
@@ -445,13 +491,104 @@ impl Engine {
         if ok {
             return Outcome::Reply(from_lua(&value, self.clock.resp3.get()));
         }
-        Outcome::Reply(failure_reply(&value, sha))
+        Outcome::Reply(failure_reply(&value, name))
+    }
+
+    /// Compile and run a library's `code` (its `#!lua` line included, read
+    /// as a comment), as `FUNCTION LOAD` does, and give the functions it
+    /// registered, or Redis's error text. With `install`, they become
+    /// this engine's to run ([`Engine::run_function`]), replacing any of
+    /// the same names.
+    pub fn load_library(&mut self, code: &[u8], install: bool) -> Result<Vec<Registered>, Vec<u8>> {
+        let source: Vec<u8> = match code.strip_prefix(b"#!") {
+            Some(rest) => [b"--".as_slice(), rest].concat(),
+            None => code.to_vec(),
+        };
+        let chunk = match self.lua.load(&source).set_name("@user_function").into_function() {
+            Ok(f) => f,
+            Err(e) => {
+                let text = match e {
+                    mlua::Error::SyntaxError { message, .. } => message,
+                    other => other.to_string(),
+                };
+                return Err(format!("ERR Error compiling function: {text}").into_bytes());
+            }
+        };
+        let load: Function = self.bridge.raw_get("load_library").map_err(|e| format!("ERR {e}").into_bytes())?;
+        self.clock.load_deadline.set(Some(Instant::now() + LOAD_TIMEOUT));
+        self.clock.load_timed_out.set(false);
+        let loaded = load.call::<(Option<LuaString>, Option<Table>)>(chunk);
+        self.clock.load_deadline.set(None);
+        let registering = |text: &[u8]| [b"ERR Error registering functions: ".as_slice(), text].concat();
+        if self.clock.load_timed_out.get() {
+            return Err(registering(b"ERR FUNCTION LOAD timeout"));
+        }
+        let list = match loaded {
+            Ok((None, Some(list))) => list,
+            Ok((Some(failure), _)) => return Err(registering(&failure.as_bytes())),
+            Ok((None, None)) => return Err(b"ERR the library loader failed".to_vec()),
+            Err(e) => return Err(registering(format!("ERR {e}").as_bytes())),
+        };
+        let mut out = Vec::new();
+        for entry in list.sequence_values::<Table>() {
+            let entry = entry.map_err(|e| format!("ERR {e}").into_bytes())?;
+            let field =
+                |name: &str| entry.raw_get::<Option<LuaString>>(name).ok().flatten().map(|s| s.as_bytes().to_vec());
+            let name = field("name").unwrap_or_default();
+            let description = field("description");
+            let flags = entry.raw_get::<Option<u8>>("flags").ok().flatten().unwrap_or(0);
+            if install {
+                let callback: Lua_ = entry.raw_get("callback").unwrap_or(Lua_::Nil);
+                let key =
+                    self.lua.create_string(name.to_ascii_lowercase()).map_err(|e| format!("ERR {e}").into_bytes())?;
+                self.functions.raw_set(key, callback).map_err(|e| format!("ERR {e}").into_bytes())?;
+            }
+            out.push(Registered { name, description, flags });
+        }
+        if out.is_empty() {
+            return Err(b"ERR No functions registered".to_vec());
+        }
+        Ok(out)
+    }
+
+    /// Forget every installed function (the server's libraries changed).
+    pub fn clear_functions(&mut self) {
+        if let Ok(empty) = self.lua.create_table() {
+            self.functions = empty;
+        }
+        self.lua.gc_collect().ok();
     }
 }
 
+/// What a run runs: a script or a library's function, the name and the
+/// source its errors are reported with, and a function's parameters.
+struct Target<'a> {
+    callable: Function,
+    name: &'a [u8],
+    source: &'static str,
+    params: Option<(Table, Table)>,
+}
+
+/// A function a library registered with `redis.register_function`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Registered {
+    pub name: Vec<u8>,
+    pub description: Option<Vec<u8>>,
+    /// [`FUNCTION_FLAGS`] bits.
+    pub flags: u8,
+}
+
+/// The flags a function may be registered with, as Redis lists them, and
+/// their bits in [`Registered::flags`].
+pub const FUNCTION_FLAGS: [(&str, u8); 5] =
+    [("no-writes", 1), ("allow-oom", 2), ("allow-stale", 4), ("no-cluster", 8), ("allow-cross-slot-keys", 16)];
+
+/// How long a library's code may run while it loads (Redis's limit).
+const LOAD_TIMEOUT: Duration = Duration::from_millis(500);
+
 /// The error reply for a script that raised `err` (the table the error
 /// handler made): `CODE message script: <sha>, on @user_script:<line>.`
-fn failure_reply(err: &Lua_, sha: &[u8; 40]) -> Value {
+fn failure_reply(err: &Lua_, name: &[u8]) -> Value {
     let Lua_::Table(t) = err else {
         return Value::Error(b"ERR Error running script, execution failure".to_vec());
     };
@@ -464,7 +601,7 @@ fn failure_reply(err: &Lua_, sha: &[u8; 40]) -> Value {
     let line = t.raw_get::<Option<i64>>("line").ok().flatten();
     if let (Some(source), Some(line)) = (source, line) {
         out.extend_from_slice(b" script: ");
-        out.extend_from_slice(sha);
+        out.extend_from_slice(name);
         out.extend_from_slice(b", on ");
         out.extend_from_slice(&source.as_bytes());
         out.extend_from_slice(format!(":{line}.").as_bytes());
@@ -479,7 +616,7 @@ fn user_place(lua: &Lua) -> (Option<String>, Option<i64>) {
     for level in 1..200 {
         let found = lua.inspect_stack(level, |frame| {
             let source = frame.source();
-            let is_user = source.source.as_deref() == Some("@user_script");
+            let is_user = matches!(source.source.as_deref(), Some("@user_script" | "@user_function"));
             is_user.then(|| (source.source.map(|s| s.into_owned()), frame.current_line().map(|l| l as i64)))
         });
         match found {
@@ -778,6 +915,57 @@ mod tests {
         assert_eq!(eval(&mut engine, "return 9999", &[], &mut host), Outcome::Reply(Value::Integer(9999)));
         let got = eval(&mut engine, "return cmsgpack.unpack(cmsgpack.pack(7))", &[], &mut host);
         assert_eq!(got, Outcome::Reply(Value::Integer(7)));
+    }
+
+    #[test]
+    fn libraries_register_functions_that_run_with_their_keys_and_arguments() {
+        let mut engine = Engine::new().expect("engine");
+        let mut host = Echo::default();
+        let code = b"#!lua name=lib\nlocal n = 0\n\
+redis.register_function('count', function(keys, args) n = n + 1 return {n, keys[1], args[1]} end)\n\
+redis.register_function{function_name='get', callback=function(keys) return redis.call('get', keys[1]) end, \
+description='reads', flags={'no-writes', 'ALLOW-OOM', 'no-writes'}}\n\
+redis.register_function('keys', function() return KEYS end)";
+        let got = engine.load_library(code, true).expect("loads");
+        let names: Vec<&[u8]> = got.iter().map(|r| r.name.as_slice()).collect();
+        assert_eq!(names, [&b"count"[..], b"get", b"keys"]);
+        assert_eq!((got[1].description.as_deref(), got[1].flags), (Some(&b"reads"[..]), 3));
+        let limits = || RunLimits { time_limit: Duration::from_millis(200), watch: Arc::default() };
+        let run = |engine: &mut Engine, name: &[u8], host: &mut Echo| {
+            engine.run_function(name, &[b"k"], &[b"a"], host, limits())
+        };
+        let want = Value::Array(vec![Value::Integer(1), Value::bulk("k"), Value::bulk("a")]);
+        assert_eq!(run(&mut engine, b"count", &mut host), Outcome::Reply(want));
+        let Outcome::Reply(Value::Array(second)) = run(&mut engine, b"count", &mut host) else { panic!() };
+        assert_eq!(second[0], Value::Integer(2), "the library's locals live on between calls");
+        assert_eq!(run(&mut engine, b"get", &mut host), Outcome::Reply(Value::bulk("k")));
+        assert_eq!(
+            run(&mut engine, b"keys", &mut host),
+            err("ERR user_function:5: Script attempted to access nonexistent global variable 'KEYS' script: keys, on @user_function:5.")
+        );
+        assert_eq!(run(&mut engine, b"nope", &mut host), err("ERR Function not found"));
+        engine.clear_functions();
+        assert_eq!(run(&mut engine, b"count", &mut host), err("ERR Function not found"));
+    }
+
+    #[test]
+    fn a_library_that_loads_wrongly_gets_redis_error_text() {
+        let mut engine = Engine::new().expect("engine");
+        let load = |engine: &mut Engine, body: &str| {
+            let code = format!("#!lua name=x\n{body}");
+            String::from_utf8(engine.load_library(code.as_bytes(), false).expect_err("refused")).expect("utf-8")
+        };
+        let e = load(&mut engine, "string.len('a')");
+        assert_eq!(e, "ERR Error registering functions: ERR user_function:2: Script attempted to access nonexistent global variable 'string'");
+        let e = load(&mut engine, "redis.call('ping')");
+        assert_eq!(e, "ERR Error registering functions: ERR user_function:2: Script attempted to access nonexistent global variable 'call'");
+        let e = load(&mut engine, "redis.register_function{function_name='f', callback=function() end, flags={'bad'}}");
+        assert_eq!(e, "ERR Error registering functions: ERR unknown flag given");
+        assert_eq!(load(&mut engine, "local x = 1"), "ERR No functions registered");
+        let e = load(&mut engine, "redis.register_function('f', function() end");
+        assert!(e.starts_with("ERR Error compiling function: user_function:2:"), "{e}");
+        let e = load(&mut engine, "while true do end");
+        assert_eq!(e, "ERR Error registering functions: ERR FUNCTION LOAD timeout");
     }
 
     #[test]

@@ -13,9 +13,14 @@
 //! by Redis's rules, so what a script sees and what its caller gets are
 //! the same as with redis-server.
 //!
+//! A library (`FUNCTION LOAD`) is loaded into an engine by
+//! [`Engine::load_library`], which runs its code in Redis 7.0's load-time
+//! world and gives what it registered; its functions then run by
+//! [`Engine::run_function`].
+//!
 //! What this crate does not do yet, and says so when asked: cjson's
-//! settings functions and functions (`FUNCTION`, `FCALL`). (A script's
-//! `#!` line is read by the server, which knows what its flags mean.)
+//! settings functions. (A script's `#!` line and a library's are read by
+//! the server, which knows what their flags mean.)
 
 #![forbid(unsafe_code)]
 
@@ -29,7 +34,7 @@ mod lauxlib;
 mod lstruct;
 mod random;
 
-pub use engine::{sha1_hex, CallMode, Engine, Host, Outcome, RunLimits, Watch};
+pub use engine::{sha1_hex, CallMode, Engine, Host, Outcome, Registered, RunLimits, Watch, FUNCTION_FLAGS};
 pub use kvik_protocol::Value;
 
 /// The Redis version scripts are told they run on (`redis.REDIS_VERSION`).

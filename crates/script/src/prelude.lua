@@ -179,6 +179,221 @@ setmetatable(_G, {
   end,
 })
 
-return function(script)
-  return xpcall(script, on_error)
+-- Libraries (FUNCTION LOAD). Their code runs, once per library, in an
+-- environment of its own, as Redis 7.0's function engine runs it: while
+-- it loads, the only global is a `redis` table that can register
+-- functions and log; when its functions run, they see the globals of
+-- scripts, but not `KEYS` and `ARGV` (a function gets its keys and
+-- arguments as its two parameters). Neither lets a global be created.
+local setfenv, pairs, tostring, lower, find = setfenv, pairs, tostring, string.lower, string.find
+local G = _G
+
+local function no_global(name)
+  error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 3)
+end
+
+local function readonly_error()
+  error('Attempt to modify a readonly table', 2)
+end
+
+-- The registrations of the library loading now (nil between loads).
+local registered = nil
+
+local function register_error(text)
+  error({ err = 'ERR ' .. text })
+end
+
+local function is_text(v)
+  local t = type(v)
+  return t == 'string' or t == 'number'
+end
+
+-- A function's flags, as the bits Rust reads (nil for a flag Redis does
+-- not know, or a flag that is not text).
+local flag_bits = {
+  ['no-writes'] = 1,
+  ['allow-oom'] = 2,
+  ['allow-stale'] = 4,
+  ['no-cluster'] = 8,
+  ['allow-cross-slot-keys'] = 16,
+}
+
+local function read_flags(list)
+  local seen = {}
+  local j = 1
+  while true do
+    local flag = list[j]
+    if flag == nil then
+      break
+    end
+    if not is_text(flag) then
+      return nil
+    end
+    local bit = flag_bits[lower(tostring(flag))]
+    if bit == nil then
+      return nil
+    end
+    seen[bit] = true
+    j = j + 1
+  end
+  local bits = 0
+  for bit in pairs(seen) do
+    bits = bits + bit
+  end
+  return bits
+end
+
+local function named_registration(t)
+  if type(t) ~= 'table' then
+    register_error('calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).')
+  end
+  local r = { flags = 0 }
+  for key, value in pairs(t) do
+    if not is_text(key) then
+      register_error('named argument key given to redis.register_function is not a string')
+    end
+    key = lower(tostring(key))
+    if key == 'function_name' then
+      if not is_text(value) then
+        register_error('function_name argument given to redis.register_function must be a string')
+      end
+      r.name = tostring(value)
+    elseif key == 'description' then
+      if not is_text(value) then
+        register_error('description argument given to redis.register_function must be a string')
+      end
+      r.description = tostring(value)
+    elseif key == 'callback' then
+      if type(value) ~= 'function' then
+        register_error('callback argument given to redis.register_function must be a function')
+      end
+      r.callback = value
+    elseif key == 'flags' then
+      if type(value) ~= 'table' then
+        register_error('flags argument to redis.register_function must be a table representing function flags')
+      end
+      r.flags = read_flags(value)
+      if r.flags == nil then
+        register_error('unknown flag given')
+      end
+    else
+      register_error('unknown argument given to redis.register_function')
+    end
+  end
+  if r.name == nil then
+    register_error('redis.register_function must get a function name argument')
+  end
+  if r.callback == nil then
+    register_error('redis.register_function must get a callback argument')
+  end
+  return r
+end
+
+local function register_function(...)
+  local n = select('#', ...)
+  if registered == nil then
+    register_error('redis.register_function can only be called on FUNCTION LOAD command')
+  end
+  if n < 1 or n > 2 then
+    register_error('wrong number of arguments to redis.register_function')
+  end
+  local r
+  if n == 1 then
+    r = named_registration(...)
+  else
+    local name, callback = ...
+    if not is_text(name) then
+      register_error('first argument to redis.register_function must be a string')
+    end
+    if type(callback) ~= 'function' then
+      register_error('second argument to redis.register_function must be a function')
+    end
+    r = { name = tostring(name), callback = callback, flags = 0 }
+  end
+  -- Redis 7.0 words a bad function name as a bad library name.
+  if not find(r.name, '^[%w_]+$') then
+    register_error('Library names can only contain letters, numbers, or underscores(_) and must be at least one character long')
+  end
+  for i = 1, #registered do
+    if registered[i].name == r.name then
+      register_error('Function already exists in the library')
+    end
+  end
+  registered[#registered + 1] = r
+end
+
+-- A read-only table whose fields `find` gives, a missing one an error.
+local function protected(find)
+  return setmetatable({}, {
+    __index = function(_, name)
+      local v = find(name)
+      if v == nil then
+        no_global(name)
+      end
+      return v
+    end,
+    __newindex = readonly_error,
+    __metatable = false,
+  })
+end
+
+local function fields_of(t)
+  return function(name)
+    return t[name]
+  end
+end
+
+local load_api = {
+  redis = protected(fields_of({
+    register_function = register_function,
+    log = redis.log,
+    LOG_DEBUG = redis.LOG_DEBUG,
+    LOG_VERBOSE = redis.LOG_VERBOSE,
+    LOG_NOTICE = redis.LOG_NOTICE,
+    LOG_WARNING = redis.LOG_WARNING,
+    REDIS_VERSION = redis.REDIS_VERSION,
+    REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM,
+  })),
+}
+
+local loading = false
+
+local library_env = protected(function(name)
+  if loading then
+    return load_api[name]
+  elseif name ~= 'KEYS' and name ~= 'ARGV' then
+    return rawget(G, name)
+  end
+end)
+
+-- Run a library's compiled code: nil and its registrations, or the text
+-- of its failure (`CODE message`).
+function bridge.load_library(chunk)
+  setfenv(chunk, library_env)
+  registered, loading = {}, true
+  local ok, err = raw_pcall(chunk)
+  local list = registered
+  registered, loading = nil, false
+  if ok then
+    return nil, list
+  end
+  if type(err) == 'userdata' and bridge.raised ~= nil then
+    err = bridge.raised
+  end
+  bridge.raised = nil
+  if type(err) == 'table' and is_text(err.err) then
+    return tostring(err.err)
+  end
+  return 'ERR ' .. tostring(err)
+end
+
+-- A script is called with no arguments (it reads KEYS and ARGV); a
+-- function with its keys and arguments.
+return function(script, keys, args)
+  if keys == nil then
+    return xpcall(script, on_error)
+  end
+  return xpcall(function()
+    return script(keys, args)
+  end, on_error)
 end

@@ -71,6 +71,7 @@ pub struct ServerState {
     pub append_only: crate::registries::append_only::AppendOnly,
     /// Scripts by SHA-1 (`EVAL`, `SCRIPT LOAD`).
     pub scripts: crate::registries::scripts::Scripts,
+    pub functions: crate::registries::functions::Functions,
     /// The state itself, for the threads a command starts (the
     /// append-only file's writer, when `CONFIG SET appendonly yes` turns
     /// it on); set by [`ServerState::remember_self`].
@@ -315,6 +316,7 @@ impl ServerState {
             journal: Default::default(),
             append_only: Default::default(),
             scripts: crate::registries::scripts::Scripts::new(loops),
+            functions: crate::registries::functions::Functions::default(),
             this: std::sync::OnceLock::new(),
             shutdown: watch::Sender::new(false),
         }

@@ -205,6 +205,30 @@ fn exec_reply_is_one_frame() {
     assert_eq!(after.value, Value::simple("PONG"), "frames after EXEC are intact");
 }
 
+#[test]
+fn scripts_and_functions_run_over_respb_with_binary_opcodes() {
+    let kvik = start_kvik();
+    let mut stream = greeted(&kvik);
+    let lib = b"#!lua name=lib\nredis.register_function('put', function(keys, args) return redis.call('set', keys[1], args[1]) end)";
+    let mut frame = Vec::new();
+    for args in
+        [&[&b"FUNCTION"[..], b"LOAD", lib][..], &[b"FCALL", b"put", b"1", b"k", b"v"], &[b"EVAL", b"return 1", b"0"]]
+    {
+        frame.clear();
+        assert_eq!(encode_request(args, 1, &mut frame), Encoding::Binary, "{:?}", args[0]);
+    }
+    assert_eq!(request(&mut stream, &[b"FUNCTION", b"LOAD", lib], 1).value, Value::bulk("lib"));
+    assert_eq!(request(&mut stream, &[b"FCALL", b"put", b"1", b"k", b"v"], 2).value, Value::simple("OK"));
+    let got = request(&mut stream, &[b"EVAL", b"return redis.call('get', KEYS[1])", b"1", b"k"], 3);
+    assert_eq!((got.mux, got.value), (3, Value::bulk("v")));
+    let stats = request(&mut stream, &[b"FUNCTION", b"STATS"], 4);
+    assert!(
+        matches!(stats.value, Value::Map(ref pairs) if pairs.len() == 2 && pairs[0].1 == Value::Null),
+        "{:?}",
+        stats.value
+    );
+}
+
 /// `total_reads_processed` and `total_writes_processed` of `INFO stats`,
 /// asked on `stream`'s channel 1.
 fn reads_and_writes(stream: &mut TcpStream) -> (u64, u64) {

@@ -75,11 +75,18 @@ pub fn values() -> Vec<Value> {
 pub fn for_target(name: &str) -> Vec<Vec<u8>> {
     match name {
         // Payloads without their footer (see `payload::check`).
-        "payload" => values()
-            .iter()
-            .flat_map(|v| [dump(v.view(), true), dump(v.view(), false)])
-            .map(|p| p[..p.len() - 10].to_vec())
-            .collect(),
+        "payload" => {
+            let library: &[u8] =
+                b"#!lua name=lib\nredis.register_function('f', function() return 'a long enough body' end)";
+            values()
+                .iter()
+                .flat_map(|v| [dump(v.view(), true), dump(v.view(), false)])
+                .chain(
+                    [true, false].map(|compress| kvik_persist::payload::dump_functions([library, library], compress)),
+                )
+                .map(|p| p[..p.len() - 10].to_vec())
+                .collect()
+        }
         "rdb_file" => vec![file(true), file(false)],
         "aof_commands" => vec![aof_commands()],
         "aof_manifest" => vec![

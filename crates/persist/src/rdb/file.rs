@@ -77,6 +77,14 @@ impl<W: Write> FileWriter<W> {
         put_int(&mut self.buf, value);
     }
 
+    /// One function library: its code, under Redis 7.0's `FUNCTION2`
+    /// opcode (written before the databases, as Redis writes them).
+    pub fn function(&mut self, code: &[u8]) -> io::Result<()> {
+        self.buf.push(opcode::FUNCTION2);
+        put_string(&mut self.buf, code, self.compress);
+        self.maybe_flush()
+    }
+
     /// Start database `db`, which holds `keys` keys of which `expires` have
     /// a deadline (a hint the loader sizes its tables by).
     pub fn select_db(&mut self, db: usize, keys: usize, expires: usize) -> io::Result<()> {
@@ -198,6 +206,9 @@ pub struct LoadSummary {
     pub aux: Vec<(Vec<u8>, Vec<u8>)>,
     /// Keys handed to the callback.
     pub keys: u64,
+    /// The code of each function library, in order (the loader of the
+    /// file compiles them: this crate knows no Lua).
+    pub functions: Vec<Vec<u8>>,
     /// Keys skipped because their value was empty (as Redis skips them).
     pub empty_skipped: u64,
 }
@@ -265,7 +276,8 @@ pub fn load(
                     }
                 }
                 opcode::MODULE_AUX => return Err(RdbError::Unsupported("module data")),
-                opcode::FUNCTION2 | opcode::FUNCTION_PRE_GA => return Err(RdbError::Unsupported("function library")),
+                opcode::FUNCTION2 => summary.functions.push(r.string()?.into_owned()),
+                opcode::FUNCTION_PRE_GA => return Err(RdbError::Unsupported("pre-GA function library format")),
                 kind::STRING..=kind::STREAM_LISTPACKS_3 => {
                     let key = r.string()?;
                     match read_value(r, op, limits)? {
@@ -372,8 +384,8 @@ mod tests {
         assert_eq!(keys(b"REDIS0012\xff").map(|_| ()).unwrap_err().error, RdbError::Unsupported("RDB version"));
         assert!(keys(b"NOTREDIS0").is_err());
         let mut function = b"REDIS0010".to_vec();
-        function.push(opcode::FUNCTION2);
-        assert_eq!(keys(&function).unwrap_err().error, RdbError::Unsupported("function library"));
+        function.push(opcode::FUNCTION_PRE_GA);
+        assert_eq!(keys(&function).unwrap_err().error, RdbError::Unsupported("pre-GA function library format"));
     }
 
     /// A file as Redis 5 and 6 wrote one (RDB 9): the ziplist, zipmap and

@@ -11,15 +11,16 @@
 //!   (it walks the keys in deadline order) does not take;
 //! - `gcc_version`: kvik is built by rustc, not by a C compiler, and Redis's
 //!   `0.0.0` for "not GCC" reads as a version;
-//! - the Lua group of the memory section (`used_memory_lua`,
-//!   `used_memory_lua_human`, `used_memory_vm_eval`, `used_memory_vm_total`,
-//!   `used_memory_vm_total_human`, `used_memory_scripts`,
-//!   `used_memory_scripts_human`): each event loop has a Lua state of its
-//!   own, whose memory kvik does not count yet; and the functions group
-//!   (`used_memory_vm_functions`, `used_memory_functions`,
-//!   `number_of_functions`, `number_of_libraries`): kvik has no FUNCTION
-//!   yet. `used_memory_scripts_eval` (the bodies kept in the script cache,
-//!   with their names) and `number_of_cached_scripts` are printed.
+//! - the Lua states' memory (`used_memory_lua`, `used_memory_lua_human`,
+//!   `used_memory_vm_eval`, `used_memory_vm_functions`,
+//!   `used_memory_vm_total`, `used_memory_vm_total_human`): each event
+//!   loop has a Lua state of its own, whose memory kvik does not count
+//!   yet. What the caches hold is printed: `used_memory_scripts_eval` (the
+//!   bodies in the script cache, with their names),
+//!   `used_memory_functions` (the libraries' code and the names of the
+//!   libraries and functions), `used_memory_scripts` (the two together),
+//!   `number_of_cached_scripts`, `number_of_functions`,
+//!   `number_of_libraries`.
 //!
 //! - the memory fields kvik cannot measure with the system allocator, which
 //!   keeps no statistics: `used_memory_peak*`, `used_memory_overhead`,
@@ -302,6 +303,14 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             let (scripts, script_bytes) = state.scripts.usage();
             line("used_memory_scripts_eval", &script_bytes);
             line("number_of_cached_scripts", &scripts);
+            let (libraries, functions) = state.functions.counts();
+            let function_bytes = state.functions.code_bytes();
+            line("number_of_functions", &functions);
+            line("number_of_libraries", &libraries);
+            line("used_memory_functions", &function_bytes);
+            let cached = (script_bytes + function_bytes) as u64;
+            line("used_memory_scripts", &cached);
+            line("used_memory_scripts_human", &human_bytes(cached));
             let (maxmemory, policy) = {
                 let config = state.config();
                 (config.usize("maxmemory") as u64, config.get("maxmemory-policy").to_string())

@@ -79,6 +79,7 @@ mod migrate;
 mod pubsub;
 mod random;
 mod scripting;
+pub use scripting::install_loaded as install_loaded_functions;
 mod server;
 mod set;
 mod sort;
@@ -711,7 +712,7 @@ fn execute_checked<T: ReplyTarget>(
     }
     if state.scripts.any_busy() && scripting::waits_for_busy(state, spec, req, session) {
         transaction::refused_while_queuing(session);
-        reject(state, session, target, scripting::BUSY);
+        reject(state, session, target, state.scripts.busy_reply());
         return Outcome::Continue;
     }
     if session.multi.is_some() && transaction::queues(spec) {
@@ -1070,7 +1071,7 @@ pub fn quote_repr(out: &mut Vec<u8>, bytes: &[u8]) {
 }
 
 /// Reply with a container's help text, ending with Redis's common `HELP` entry.
-fn help<T: ReplyTarget>(c: &mut Ctx<'_, T>, lines: &[&str]) {
+pub(crate) fn help<T: ReplyTarget>(c: &mut Ctx<'_, T>, lines: &[&str]) {
     c.reply(|s| {
         s.array(lines.len() + 2);
         for line in lines {
@@ -1083,7 +1084,7 @@ fn help<T: ReplyTarget>(c: &mut Ctx<'_, T>, lines: &[&str]) {
 
 /// `ERR unknown subcommand or wrong number of arguments for '<sub>'. Try <COMMAND> HELP.`,
 /// for subcommands whose own argument checks go beyond the table's arity.
-fn unknown_subcommand_syntax<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+pub(crate) fn unknown_subcommand_syntax<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let mut msg = b"ERR unknown subcommand or wrong number of arguments for '".to_vec();
     msg.extend_from_slice(until_nul(c.arg(1), QUOTE_LIMIT));
     msg.extend_from_slice(b"'. Try ");

@@ -254,7 +254,7 @@ pub fn shutdown<T: ReplyTarget>(c: &mut Ctx<'_, T>) -> Outcome {
         // Only NOSAVE stops a busy script (saving would wait for it): as
         // Redis, any other SHUTDOWN is answered BUSY.
         if !nosave {
-            c.error(super::scripting::BUSY);
+            c.error(c.state.scripts.busy_reply());
             return Outcome::Continue;
         }
     }
@@ -311,7 +311,7 @@ fn debug_reload<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let loaded = crate::persistence::loading::load_with(
         state,
         &crate::persistence::snapshot_path(state),
-        crate::persistence::loading::Load { merge, keep_expired: false },
+        crate::persistence::loading::Load { merge, keep_expired: false, flush_functions: flush },
         |db, entry| {
             let key = entry.key().to_vec();
             lock.shard_for(ks, &key).db(db).insert(entry).is_none()

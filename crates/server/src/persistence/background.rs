@@ -95,15 +95,20 @@ pub fn start_job(
     }
     let ks = &state.keyspace;
     let mut sizes = vec![(0, 0); ks.databases()];
-    let (at_ms, dirty, used_mem) = {
+    let (at_ms, dirty, used_mem, functions) = {
         let mut all = ks.lock_all();
         for shard in all.shards() {
             // Empty databases are left out: the walk finds no state for
             // them and moves on.
             shard.begin_snapshot(&mut sizes);
         }
-        at_moment(ks.changes_taken());
-        (now_ms(), state.stats.dirty_total(), ks.used_memory() as u64)
+        let mut at_moment = Some(at_moment);
+        let functions = state.functions.codes_at(|| {
+            if let Some(at) = at_moment.take() {
+                at(ks.changes_taken());
+            }
+        });
+        (now_ms(), state.stats.dirty_total(), ks.used_memory() as u64, functions)
     };
     let info = SaveInfo {
         redis_version: crate::REDIS_VERSION.to_string(),
@@ -115,7 +120,18 @@ pub fn start_job(
     bg.keys_done.store(0, Ordering::Relaxed);
     bg.keys_total.store(sizes.iter().map(|s| s.0 as u64).sum(), Ordering::Relaxed);
     *bg.started.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
-    let job = Job { purpose, temp, path, info, settings, policy: state.limits.maxmemory_policy(), at_ms, dirty, sizes };
+    let job = Job {
+        purpose,
+        temp,
+        path,
+        info,
+        settings,
+        policy: state.limits.maxmemory_policy(),
+        at_ms,
+        dirty,
+        sizes,
+        functions,
+    };
     *bg.job.lock().unwrap_or_else(|p| p.into_inner()) = Some(job);
     bg.wake.notify_all();
     if purpose == Purpose::Snapshot {
@@ -252,6 +268,14 @@ fn write(state: &ServerState, job: &Job) -> io::Result<u64> {
                 None
             }
         };
+    for code in &job.functions {
+        if let Some(w) = out.as_mut() {
+            if let Err(e) = w.function(code) {
+                failed = Some(e);
+                out = None;
+            }
+        }
+    }
     let tuning = ks.lfu_tuning();
     let mut keys = 0u64;
     for (db, &(size, expires)) in job.sizes.iter().enumerate() {

@@ -69,7 +69,7 @@ pub fn load_rdb(state: &ServerState, path: &Path, keep_expired: bool) -> Result<
             });
         }
         let mut pending: Vec<Vec<(usize, Entry)>> = (0..threads).map(|_| Vec::with_capacity(BATCH)).collect();
-        let loaded = load_with(state, path, Load { merge: false, keep_expired }, |db, entry| {
+        let loaded = load_with(state, path, Load { merge: false, keep_expired, flush_functions: true }, |db, entry| {
             let to = ks.shard_of(entry.key()) % threads;
             pending[to].push((db, entry));
             if pending[to].len() == BATCH {
@@ -101,6 +101,9 @@ pub struct Load {
     pub merge: bool,
     /// Keys past their deadline are loaded too.
     pub keep_expired: bool,
+    /// The file's function libraries replace all there are (else only
+    /// those of their names).
+    pub flush_functions: bool,
 }
 
 /// Load the RDB file at `path` through `insert`, which puts one key in
@@ -147,6 +150,8 @@ pub fn load_with(
             e.error
         )
     })?;
+    crate::commands::install_loaded_functions(state, &summary.functions, how.flush_functions)
+        .map_err(|e| format!("{e} ({}). Terminating server after rdb file reading failure.", path.display()))?;
     loaded.empty = summary.empty_skipped;
     state.stats.loaded_keys.store(loaded.keys, Ordering::Relaxed);
     state.stats.loaded_expired.store(loaded.expired, Ordering::Relaxed);

@@ -111,6 +111,9 @@ fn write_keyspace(
     let mut w = FileWriter::start(file, &info, settings.compress, settings.checksum)?;
     let policy = state.limits.maxmemory_policy();
     let mut all = ks.lock_all();
+    for code in state.functions.codes_at(|| {}) {
+        w.function(&code)?;
+    }
     let mut shards = all.shards();
     let now = now_ms();
     let mut keys = 0u64;

@@ -58,6 +58,8 @@ pub struct Job {
     pub(crate) dirty: u64,
     /// Keys and keys with a deadline per database, at the moment.
     pub(crate) sizes: Vec<(usize, usize)>,
+    /// The function libraries' code, at the moment.
+    pub(crate) functions: Vec<std::sync::Arc<[u8]>>,
 }
 
 /// The state of background saving, for the commands and `INFO`.

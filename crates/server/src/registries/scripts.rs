@@ -37,6 +37,18 @@ pub struct RunSlot {
     /// The client running it (0: none).
     client: AtomicU64,
     watch: Arc<Watch>,
+    /// The function running, when it is one (`FCALL`): what `FUNCTION
+    /// STATS` shows, and which `KILL` stops it.
+    function: Mutex<Option<FunctionRun>>,
+}
+
+/// A function run, as `FUNCTION STATS` shows it.
+#[derive(Debug, Clone)]
+pub struct FunctionRun {
+    pub name: Vec<u8>,
+    /// The command that runs it, its arguments included.
+    pub command: Vec<Vec<u8>>,
+    pub started: std::time::Instant,
 }
 
 impl RunSlot {
@@ -46,23 +58,37 @@ impl RunSlot {
     }
 }
 
-/// What `SCRIPT KILL` found.
+/// What `SCRIPT KILL` or `FUNCTION KILL` found.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Kill {
     /// No script is busy.
     NotBusy,
     /// A busy script has written: it cannot be stopped.
     Unkillable,
+    /// The busy scripts are of the other kind (functions for `SCRIPT
+    /// KILL`, scripts for `FUNCTION KILL`).
+    OtherKind,
     /// Every busy script was told to stop.
     Killed,
 }
+
+/// Redis's answers to a command while a script is busy, and while a
+/// function is.
+pub const BUSY_SCRIPT: &[u8] =
+    b"BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+pub const BUSY_FUNCTION: &[u8] =
+    b"BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
 
 impl Scripts {
     /// The cache and run slots for a server of `loops` event loops.
     pub fn new(loops: usize) -> Scripts {
         let busy_total = Arc::new(AtomicUsize::new(0));
         let slots = (0..=loops)
-            .map(|_| RunSlot { client: AtomicU64::new(0), watch: Arc::new(Watch::new(Arc::clone(&busy_total))) })
+            .map(|_| RunSlot {
+                client: AtomicU64::new(0),
+                watch: Arc::new(Watch::new(Arc::clone(&busy_total))),
+                function: Mutex::new(None),
+            })
             .collect();
         Scripts { bodies: Mutex::default(), generation: AtomicU64::new(0), busy_total, slots }
     }
@@ -73,13 +99,20 @@ impl Scripts {
         &self.slots[index.unwrap_or(last).min(last)]
     }
 
-    /// A script of `client` starts in `slot`.
-    pub fn started(&self, slot: &RunSlot, client: u64) {
+    /// A script of `client` starts in `slot` (`function`: the function
+    /// it is, if it is one).
+    pub fn started(&self, slot: &RunSlot, client: u64, function: Option<FunctionRun>) {
+        if function.is_some() {
+            *lock(&slot.function) = function;
+        }
         slot.client.store(client, Ordering::Relaxed);
     }
 
     /// The script in `slot` ended.
-    pub fn ended(&self, slot: &RunSlot) {
+    pub fn ended(&self, slot: &RunSlot, function: bool) {
+        if function {
+            *lock(&slot.function) = None;
+        }
         slot.client.store(0, Ordering::Relaxed);
         if slot.watch.busy.swap(false, Ordering::Relaxed) {
             self.busy_total.fetch_sub(1, Ordering::Relaxed);
@@ -107,8 +140,9 @@ impl Scripts {
         self.slots.get(index).is_some_and(|s| s.watch.busy.load(Ordering::Relaxed))
     }
 
-    /// `SCRIPT KILL`: stop every busy script that has not written.
-    pub fn kill(&self) -> Kill {
+    /// `SCRIPT KILL` (`functions` false) or `FUNCTION KILL` (true): stop
+    /// every busy run of that kind, if none has written.
+    pub fn kill(&self, functions: bool) -> Kill {
         let busy: Vec<&RunSlot> = self.slots.iter().filter(|s| s.watch.busy.load(Ordering::Relaxed)).collect();
         if busy.is_empty() {
             return Kill::NotBusy;
@@ -116,8 +150,29 @@ impl Scripts {
         if busy.iter().any(|s| s.watch.wrote.load(Ordering::Relaxed)) {
             return Kill::Unkillable;
         }
-        busy.iter().for_each(|s| s.watch.kill.store(true, Ordering::Relaxed));
+        let ours: Vec<&&RunSlot> = busy.iter().filter(|s| lock(&s.function).is_some() == functions).collect();
+        if ours.is_empty() {
+            return Kill::OtherKind;
+        }
+        ours.iter().for_each(|s| s.watch.kill.store(true, Ordering::Relaxed));
         Kill::Killed
+    }
+
+    /// What a command that must wait for a busy run is answered: Redis's
+    /// text for a busy function when one is, else for a busy script.
+    pub fn busy_reply(&self) -> &'static [u8] {
+        let function_busy =
+            self.slots.iter().any(|s| s.watch.busy.load(Ordering::Relaxed) && lock(&s.function).is_some());
+        if function_busy {
+            BUSY_FUNCTION
+        } else {
+            BUSY_SCRIPT
+        }
+    }
+
+    /// The function running longest now, if any (`FUNCTION STATS`).
+    pub fn running_function(&self) -> Option<FunctionRun> {
+        self.slots.iter().filter_map(|s| lock(&s.function).clone()).min_by_key(|run| run.started)
     }
 
     /// Wait, at most `limit`, until no script runs (after [`Scripts::halt_all`]).
@@ -169,6 +224,10 @@ impl Scripts {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 40], Arc<[u8]>>> {
-        self.bodies.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.bodies)
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }

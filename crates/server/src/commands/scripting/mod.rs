@@ -1,4 +1,5 @@
-//! Lua scripts: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT.
+//! Lua scripts: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT; and functions
+//! (FUNCTION, FCALL, FCALL_RO: see [`functions`]), which run as scripts do.
 //!
 //! The Lua side (the sandbox, `redis.call`, the conversions) is the
 //! `kvik-script` crate; this module finds the script and runs it in the
@@ -21,9 +22,12 @@
 //! Not run yet, and refused with the reason: `SCRIPT DEBUG` and cjson's
 //! settings functions.
 
+mod functions;
 mod host;
 mod shebang;
 mod undo;
+
+pub use functions::install_loaded;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -44,9 +48,20 @@ handlers! {
     SCRIPT_LOAD(c) => load(c),
     SCRIPT_EXISTS(c) => exists(c),
     SCRIPT_FLUSH(c) => flush(c),
-    SCRIPT_KILL(c) => kill(c),
+    SCRIPT_KILL(c) => kill(c, false),
     SCRIPT_DEBUG(c) => c.error(b"ERR kvik does not run the Lua debugger (SCRIPT DEBUG)"),
     SCRIPT_HELP(c) => help(c),
+    FCALL(c) => functions::fcall(c, false),
+    FCALL_RO(c) => functions::fcall(c, true),
+    FUNCTION_LOAD(c) => functions::load(c),
+    FUNCTION_DELETE(c) => functions::delete(c),
+    FUNCTION_FLUSH(c) => functions::flush(c),
+    FUNCTION_LIST(c) => functions::list(c),
+    FUNCTION_STATS(c) => functions::stats(c),
+    FUNCTION_DUMP(c) => functions::dump(c),
+    FUNCTION_RESTORE(c) => functions::restore(c),
+    FUNCTION_KILL(c) => kill(c, true),
+    FUNCTION_HELP(c) => functions::help(c),
 }
 
 const NOSCRIPT: &[u8] = b"NOSCRIPT No matching script. Please use EVAL.";
@@ -92,16 +107,65 @@ fn eval<T: ReplyTarget>(c: &mut Ctx<'_, T>, source: Source, read_only: bool) {
         Ok(rules) => rules,
         Err(msg) => return c.error(msg),
     };
-    let keys: Vec<&[u8]> = (3..3 + numkeys).map(|i| c.arg(i)).collect();
-    let args: Vec<&[u8]> = (3 + numkeys..c.argc()).map(|i| c.arg(i)).collect();
     let state = c.state;
-    let session = &mut *c.session;
-    let outcome = with_engine(state, |engine| {
+    let compile = |engine: &mut Engine| {
         engine.compile(&sha, &shebang::source(body_bytes))?;
         if source == Source::Body {
             state.scripts.insert(sha, body_bytes);
         }
-        Ok(run(state, session, engine, &sha, &keys, &args, rules))
+        Ok(())
+    };
+    start(c, Callee::Script(&sha), numkeys, rules, compile);
+}
+
+/// What runs: a script, by its SHA-1, or a library's function, by name.
+#[derive(Debug, Clone, Copy)]
+enum Callee<'a> {
+    Script(&'a [u8; 40]),
+    Function(&'a [u8]),
+}
+
+impl Callee<'_> {
+    fn run(
+        self,
+        engine: &mut Engine,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        host: &mut ScriptHost<'_>,
+        limits: RunLimits,
+    ) -> Ran {
+        match self {
+            Callee::Script(sha) => engine.run(sha, keys, args, host, limits),
+            Callee::Function(name) => engine.run_function(name, keys, args, host, limits),
+        }
+    }
+}
+
+/// Run `callee` for the command in `c` (its keys from argument 3 on,
+/// `numkeys` of them, then its arguments) and reply with what it gives;
+/// `prepare` readies the engine for it first (or fails the command).
+fn start<T: ReplyTarget>(
+    c: &mut Ctx<'_, T>,
+    callee: Callee<'_>,
+    numkeys: usize,
+    rules: Rules,
+    prepare: impl FnOnce(&mut Engine) -> Result<(), Vec<u8>>,
+) {
+    let keys: Vec<&[u8]> = (3..3 + numkeys).map(|i| c.arg(i)).collect();
+    let args: Vec<&[u8]> = (3 + numkeys..c.argc()).map(|i| c.arg(i)).collect();
+    let state = c.state;
+    let function = match callee {
+        Callee::Function(name) => Some(crate::registries::scripts::FunctionRun {
+            name: name.to_vec(),
+            command: (0..c.argc()).map(|i| c.arg(i).to_vec()).collect(),
+            started: std::time::Instant::now(),
+        }),
+        Callee::Script(_) => None,
+    };
+    let session = &mut *c.session;
+    let outcome = with_engine(state, |engine| {
+        prepare(engine)?;
+        Ok(run(state, session, engine, callee, function, &keys, &args, rules))
     });
     match outcome {
         Err(msg) => c.error(&msg),
@@ -150,11 +214,13 @@ const GUESSED_STARTS: usize = 3;
 /// reservation of the shards of its declared keys and of those it used
 /// last time, started over (see [`host`]) with what it learned when it
 /// needed a shard another transaction held.
+#[allow(clippy::too_many_arguments)]
 fn run(
     state: &ServerState,
     session: &mut Session,
     engine: &mut Engine,
-    sha: &[u8; 40],
+    callee: Callee<'_>,
+    function: Option<crate::registries::scripts::FunctionRun>,
     keys: &[&[u8]],
     args: &[&[u8]],
     rules: Rules,
@@ -162,7 +228,7 @@ fn run(
     // Past `busy-reply-threshold` the script is busy: other clients that
     // need its shards are answered BUSY, and SCRIPT KILL may stop it
     // while it has not written.
-    let running = Running::start(state, session.id);
+    let running = Running::start(state, session.id, function);
     let limits = RunLimits {
         time_limit: Duration::from_millis(state.config().busy_reply_threshold_ms()),
         watch: std::sync::Arc::clone(running.slot.watch()),
@@ -171,7 +237,7 @@ fn run(
     // `transaction::touched_shards`) already holds.
     if state.keyspace.reserving(session.id) {
         let mut host = ScriptHost::new(state, session, rules, None);
-        let ran = engine.run(sha, keys, args, &mut host, limits);
+        let ran = callee.run(engine, keys, args, &mut host, limits);
         if ran == Ran::Halted {
             host.drop_record();
         }
@@ -182,7 +248,7 @@ fn run(
     let mut declared: Vec<usize> = keys.iter().map(|k| keyspace.shard_of(k)).collect();
     declared.sort_unstable();
     declared.dedup();
-    let mut plan = first_guess(sha, &declared);
+    let mut plan = first_guess(callee, &declared);
     let mut starts = 0;
     loop {
         starts += 1;
@@ -194,7 +260,7 @@ fn run(
             Shards::All => keyspace.reserve(session.id, None),
         };
         let mut host = ScriptHost::new(state, session, rules, Some(reservation));
-        let ran = engine.run(sha, keys, args, &mut host, limits.clone());
+        let ran = callee.run(engine, keys, args, &mut host, limits.clone());
         if ran == Ran::Halted {
             // The server stops without saving: what the script did goes
             // nowhere, and it is put back if it still can be.
@@ -212,7 +278,7 @@ fn run(
             state.stats.script_restarts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             continue;
         }
-        learn(sha, undeclared(host.finish(), &declared));
+        learn(callee, undeclared(host.finish(), &declared));
         return ran;
     }
 }
@@ -223,35 +289,84 @@ fn run(
 struct Running<'a> {
     state: &'a ServerState,
     slot: &'a crate::registries::scripts::RunSlot,
+    function: bool,
 }
 
 impl<'a> Running<'a> {
-    fn start(state: &'a ServerState, client: u64) -> Running<'a> {
+    fn start(
+        state: &'a ServerState,
+        client: u64,
+        function: Option<crate::registries::scripts::FunctionRun>,
+    ) -> Running<'a> {
         let slot = state.scripts.slot(crate::per_thread::with(|t| t.loop_index.get()));
-        state.scripts.started(slot, client);
-        Running { state, slot }
+        let is_function = function.is_some();
+        state.scripts.started(slot, client, function);
+        Running { state, slot, function: is_function }
     }
 }
 
 impl Drop for Running<'_> {
     fn drop(&mut self) {
-        self.state.scripts.ended(self.slot);
+        self.state.scripts.ended(self.slot, self.function);
     }
 }
 
 thread_local! {
-    /// The shards each script used when it last ran on this loop, kept for
-    /// scripts that used shards their declared keys do not name.
-    static LEARNED: RefCell<HashMap<[u8; 40], Shards>> = RefCell::new(HashMap::new());
+    /// The shards each script (by SHA-1) and each function (by name) used
+    /// when it last ran on this loop, kept for those that used shards
+    /// their declared keys do not name.
+    static LEARNED: RefCell<Learned> = RefCell::new(Learned::default());
 }
 
-/// Most scripts [`LEARNED`] keeps shards for, per loop.
+#[derive(Default)]
+struct Learned {
+    scripts: HashMap<[u8; 40], Shards>,
+    functions: HashMap<Box<[u8]>, Shards>,
+}
+
+impl Learned {
+    fn get(&self, callee: Callee<'_>) -> Option<&Shards> {
+        match callee {
+            Callee::Script(sha) => self.scripts.get(sha),
+            Callee::Function(name) => self.functions.get(name),
+        }
+    }
+
+    fn remove(&mut self, callee: Callee<'_>) {
+        match callee {
+            Callee::Script(sha) => self.scripts.remove(sha),
+            Callee::Function(name) => self.functions.remove(name),
+        };
+    }
+
+    /// Keep `used` for `callee`, forgetting the others of its kind when
+    /// [`MAX_LEARNED`] are kept.
+    fn insert(&mut self, callee: Callee<'_>, used: Shards) {
+        match callee {
+            Callee::Script(sha) => {
+                if self.scripts.len() >= MAX_LEARNED && !self.scripts.contains_key(sha) {
+                    self.scripts.clear();
+                }
+                self.scripts.insert(*sha, used);
+            }
+            Callee::Function(name) => {
+                if self.functions.len() >= MAX_LEARNED && !self.functions.contains_key(name) {
+                    self.functions.clear();
+                }
+                self.functions.insert(Box::from(name), used);
+            }
+        }
+    }
+}
+
+/// Most scripts, and most functions, [`LEARNED`] keeps shards for, per loop.
 const MAX_LEARNED: usize = 10_000;
 
-/// The shards a run of `sha` starts by reserving: those of its declared
-/// keys (`declared`, ascending) and those outside them it used last time.
-fn first_guess(sha: &[u8; 40], declared: &[usize]) -> Shards {
-    let learned = LEARNED.with(|l| l.borrow().get(sha).cloned());
+/// The shards a run of `callee` starts by reserving: those of its
+/// declared keys (`declared`, ascending) and those outside them it used
+/// last time.
+fn first_guess(callee: Callee<'_>, declared: &[usize]) -> Shards {
+    let learned = LEARNED.with(|l| l.borrow().get(callee).cloned());
     match learned {
         Some(Shards::All) => Shards::All,
         Some(Shards::Some(more)) => {
@@ -275,31 +390,30 @@ fn undeclared(used: Shards, declared: &[usize]) -> Shards {
     }
 }
 
-/// Remember the shards a run of `sha` used, for its next first guess.
-fn learn(sha: &[u8; 40], used: Shards) {
+/// Remember the shards a run of `callee` used, for its next first guess.
+fn learn(callee: Callee<'_>, used: Shards) {
     LEARNED.with(|l| {
         let mut l = l.borrow_mut();
         // Most runs use what they used last time (or only their declared
         // keys, learning nothing): nothing to write.
-        match l.get(sha) {
-            Some(known) if *known == used => return,
-            None if used == Shards::Some(Vec::new()) => return,
-            Some(_) if used == Shards::Some(Vec::new()) => {
-                l.remove(sha);
-                return;
-            }
-            _ => {}
+        let nothing = used == Shards::Some(Vec::new());
+        match l.get(callee) {
+            Some(known) if *known == used => {}
+            None if nothing => {}
+            Some(_) if nothing => l.remove(callee),
+            _ => l.insert(callee, used),
         }
-        if l.len() >= MAX_LEARNED && !l.contains_key(sha) {
-            l.clear();
-        }
-        l.insert(*sha, used);
     });
 }
 
 /// Forget what scripts used (the cache was flushed).
 fn forget_learned() {
-    LEARNED.with(|l| l.borrow_mut().clear());
+    LEARNED.with(|l| l.borrow_mut().scripts.clear());
+}
+
+/// Forget what functions used (the libraries changed).
+fn forget_learned_functions() {
+    LEARNED.with(|l| l.borrow_mut().functions.clear());
 }
 
 /// Run `f` with this thread's engine, made on first use and emptied when
@@ -365,12 +479,16 @@ fn load<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     }
 }
 
-/// `SCRIPT KILL`: stop the busy scripts, if none has written.
-fn kill<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
-    use crate::registries::scripts::Kill;
-    match c.state.scripts.kill() {
+/// `SCRIPT KILL` and `FUNCTION KILL`: stop the busy scripts (or
+/// functions), if none has written.
+fn kill<T: ReplyTarget>(c: &mut Ctx<'_, T>, functions: bool) {
+    use crate::registries::scripts::{Kill, BUSY_FUNCTION, BUSY_SCRIPT};
+    match c.state.scripts.kill(functions) {
         Kill::NotBusy => c.error(b"NOTBUSY No scripts in execution right now."),
         Kill::Unkillable => c.error(UNKILLABLE),
+        // Redis's texts: the other kind is busy, and the other KILL stops it.
+        Kill::OtherKind if functions => c.error(BUSY_SCRIPT),
+        Kill::OtherKind => c.error(BUSY_FUNCTION),
         Kill::Killed => c.ok(),
     }
 }
@@ -378,9 +496,6 @@ fn kill<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 /// Redis's refusal to kill a script that has written.
 const UNKILLABLE: &[u8] = b"UNKILLABLE Sorry the script already executed write commands against the dataset. \
 You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
-
-/// Redis's answer to a command while a script is busy.
-pub const BUSY: &[u8] = b"BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
 
 /// Whether `req`, a command for `spec` that `session` sent while some
 /// script is busy, would wait for one: it needs a shard a busy script
@@ -434,12 +549,7 @@ fn flush<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
 }
 
 fn help<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
-    c.reply(|s| {
-        s.array(HELP.len());
-        for line in HELP {
-            s.simple(line.as_bytes());
-        }
-    });
+    super::help(c, HELP);
 }
 
 const HELP: &[&str] = &[
@@ -458,6 +568,4 @@ const HELP: &[&str] = &[
     "    Kill the currently executing Lua script.",
     "LOAD <script>",
     "    Load a script into the scripts cache without executing it.",
-    "HELP",
-    "    Prints this help.",
 ];
