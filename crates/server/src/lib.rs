@@ -35,9 +35,11 @@ pub use net::read_ahead::min_keyspace_bytes;
 
 /// Load what the server kept, before it accepts connections (see
 /// [`persistence::load_at_start`]); the append-only file's commands run
-/// through [`commands::replay`]. The error is the text to log before exiting.
+/// through [`commands::replay`] and a file's function libraries are
+/// installed by [`commands::install_loaded_functions`]. The error is the
+/// text to log before exiting.
 pub fn load_at_start(state: &std::sync::Arc<state::ServerState>) -> Result<(), String> {
-    persistence::load_at_start(state, commands::replay)
+    persistence::load_at_start(state, commands::replay, commands::install_loaded_functions)
 }
 
 pub(crate) mod client;

@@ -312,6 +312,7 @@ fn debug_reload<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         state,
         &crate::persistence::snapshot_path(state),
         crate::persistence::loading::Load { merge, keep_expired: false, flush_functions: flush },
+        super::install_loaded_functions,
         |db, entry| {
             let key = entry.key().to_vec();
             lock.shard_for(ks, &key).db(db).insert(entry).is_none()

@@ -39,15 +39,20 @@ const BATCH: usize = 512;
 /// far larger than the caches is mostly waiting for memory, and the
 /// threads wait in parallel. Every shard is written by one thread only,
 /// so the locks are never contended.
-pub fn load_snapshot(state: &ServerState) -> Result<Option<Loaded>, String> {
-    load_rdb(state, &super::snapshot_path(state), false)
+pub fn load_snapshot(state: &ServerState, install: InstallFunctions) -> Result<Option<Loaded>, String> {
+    load_rdb(state, &super::snapshot_path(state), false, install)
 }
 
 /// Load the RDB file at `path` into the keyspace as [`load_snapshot`]
 /// does; keys past their deadline are kept when `keep_expired` (an
 /// append-only file's base, whose commands may still change them, as
 /// Redis loads one).
-pub fn load_rdb(state: &ServerState, path: &Path, keep_expired: bool) -> Result<Option<Loaded>, String> {
+pub fn load_rdb(
+    state: &ServerState,
+    path: &Path,
+    keep_expired: bool,
+    install: InstallFunctions,
+) -> Result<Option<Loaded>, String> {
     let ks = &state.keyspace;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, ks.shard_count());
     let duplicate = AtomicBool::new(false);
@@ -69,7 +74,8 @@ pub fn load_rdb(state: &ServerState, path: &Path, keep_expired: bool) -> Result<
             });
         }
         let mut pending: Vec<Vec<(usize, Entry)>> = (0..threads).map(|_| Vec::with_capacity(BATCH)).collect();
-        let loaded = load_with(state, path, Load { merge: false, keep_expired, flush_functions: true }, |db, entry| {
+        let how = Load { merge: false, keep_expired, flush_functions: true };
+        let loaded = load_with(state, path, how, install, |db, entry| {
             let to = ks.shard_of(entry.key()) % threads;
             pending[to].push((db, entry));
             if pending[to].len() == BATCH {
@@ -93,6 +99,11 @@ pub fn load_rdb(state: &ServerState, path: &Path, keep_expired: bool) -> Result<
     Ok(loaded)
 }
 
+/// Installs a file's function libraries (their code, in order; `true`:
+/// in place of all there are), or says why one does not load. Libraries
+/// are compiled by the commands' layer, which passes this in.
+pub type InstallFunctions = fn(&ServerState, &[Vec<u8>], bool) -> Result<(), String>;
+
 /// How a file's keys are taken.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Load {
@@ -112,6 +123,7 @@ pub fn load_with(
     state: &ServerState,
     path: &Path,
     how: Load,
+    install: InstallFunctions,
     mut insert: impl FnMut(usize, Entry) -> bool,
 ) -> Result<Option<Loaded>, String> {
     let merge = how.merge;
@@ -150,7 +162,7 @@ pub fn load_with(
             e.error
         )
     })?;
-    crate::commands::install_loaded_functions(state, &summary.functions, how.flush_functions)
+    install(state, &summary.functions, how.flush_functions)
         .map_err(|e| format!("{e} ({}). Terminating server after rdb file reading failure.", path.display()))?;
     loaded.empty = summary.empty_skipped;
     state.stats.loaded_keys.store(loaded.keys, Ordering::Relaxed);

@@ -23,11 +23,15 @@ use kvik_persist::rdb::file::Access;
 /// `appendonly yes` the append-only file (the snapshot is not read even
 /// when there is none yet), else the snapshot; then the append-only file
 /// is opened for writing. The error is the text to log before exiting.
-pub fn load_at_start(state: &std::sync::Arc<ServerState>, replay: aof::load::Replay) -> Result<(), String> {
+pub fn load_at_start(
+    state: &std::sync::Arc<ServerState>,
+    replay: aof::load::Replay,
+    install: loading::InstallFunctions,
+) -> Result<(), String> {
     if !aof::wanted(state) {
-        return loading::load_snapshot(state).map(|_| ());
+        return loading::load_snapshot(state, install).map(|_| ());
     }
-    aof::load::load(state, replay)?;
+    aof::load::load(state, replay, install)?;
     aof::open_at_start(state)
 }
 

@@ -45,7 +45,11 @@ pub type Replay = fn(&ServerState, &CommandArgs, &mut Session) -> Result<(), Str
 /// Replay `dir`/`appenddirname` into the (empty) keyspace; `Ok(None)` when
 /// there is no manifest (a first start with `appendonly yes`). The error
 /// is the text to log before exiting.
-pub fn load(state: &ServerState, replay: Replay) -> Result<Option<Loaded>, String> {
+pub fn load(
+    state: &ServerState,
+    replay: Replay,
+    install: crate::persistence::loading::InstallFunctions,
+) -> Result<Option<Loaded>, String> {
     let (dir, name) = super::location(state);
     let manifest_path = dir.join(manifest_name(&name));
     let data = match std::fs::read(&manifest_path) {
@@ -70,7 +74,7 @@ pub fn load(state: &ServerState, replay: Replay) -> Result<Option<Loaded>, Strin
         let bytes = std::fs::read(&path).map_err(|e| format!("Can't read the AOF file {}: {e}", f.name))?;
         if bytes.starts_with(b"REDIS") {
             crate::log!(Notice, "Reading RDB base file on AOF loading...");
-            let keys = crate::persistence::loading::load_rdb(state, &path, true)?;
+            let keys = crate::persistence::loading::load_rdb(state, &path, true, install)?;
             loaded.base_keys = keys.map_or(0, |k| k.keys);
             crate::log!(Notice, "RDB is base AOF");
             continue;
