@@ -131,6 +131,8 @@ pub struct Engine {
     last: Option<([u8; 40], Function)>,
     /// The functions of the libraries installed here, by name.
     functions: Table,
+    /// The function run last, held from Rust as [`Engine::last`] is.
+    last_function: Option<(Vec<u8>, Function)>,
     /// Names set for every run, made once.
     names: Names,
     /// `redis.log` lines of the running script, handed to the host when
@@ -322,7 +324,19 @@ impl Engine {
                 Err(failure) => Ok(Some(failure)),
             })?,
         )?;
-        Ok(Engine { lua, bridge, redis, runner, scripts, last: None, functions, names, logs, clock })
+        Ok(Engine {
+            lua,
+            bridge,
+            redis,
+            runner,
+            scripts,
+            last: None,
+            functions,
+            last_function: None,
+            names,
+            logs,
+            clock,
+        })
     }
 
     /// Forget every compiled script (`SCRIPT FLUSH`).
@@ -400,8 +414,7 @@ impl Engine {
         host: &mut dyn Host,
         limits: RunLimits,
     ) -> Outcome {
-        let key = self.lua.create_string(name.to_ascii_lowercase()).ok();
-        let Ok(Lua_::Function(callable)) = self.functions.raw_get::<Lua_>(key) else {
+        let Some(callable) = self.function(name) else {
             return Outcome::Reply(Value::Error(b"ERR Function not found".to_vec()));
         };
         let params = match (self.string_list(keys), self.string_list(args)) {
@@ -409,6 +422,19 @@ impl Engine {
             (Err(e), _) | (_, Err(e)) => return Outcome::Reply(Value::Error(format!("ERR {e}").into_bytes())),
         };
         self.run_target(Target { callable, name, source: "@user_function", params: Some(params) }, host, limits)
+    }
+
+    /// The installed function `name` (in any case), kept as the last one run.
+    fn function(&mut self, name: &[u8]) -> Option<Function> {
+        if let Some((last, f)) = &self.last_function {
+            if last.eq_ignore_ascii_case(name) {
+                return Some(f.clone());
+            }
+        }
+        let key = self.lua.create_string(name.to_ascii_lowercase()).ok()?;
+        let Ok(Lua_::Function(f)) = self.functions.raw_get::<Lua_>(key) else { return None };
+        self.last_function = Some((name.to_vec(), f.clone()));
+        Some(f)
     }
 
     /// A Lua array of `items`.
@@ -529,6 +555,9 @@ impl Engine {
             Ok((None, None)) => return Err(b"ERR the library loader failed".to_vec()),
             Err(e) => return Err(registering(format!("ERR {e}").as_bytes())),
         };
+        if install {
+            self.last_function = None;
+        }
         let mut out = Vec::new();
         for entry in list.sequence_values::<Table>() {
             let entry = entry.map_err(|e| format!("ERR {e}").into_bytes())?;
@@ -556,6 +585,7 @@ impl Engine {
         if let Ok(empty) = self.lua.create_table() {
             self.functions = empty;
         }
+        self.last_function = None;
         self.lua.gc_collect().ok();
     }
 }

@@ -388,12 +388,20 @@ function bridge.load_library(chunk)
 end
 
 -- A script is called with no arguments (it reads KEYS and ARGV); a
--- function with its keys and arguments.
+-- function with its keys and arguments, handed over in these (xpcall in
+-- Lua 5.1 passes none, and a closure per call would be garbage per call).
+local next_function, next_keys, next_args
+
+local function call_next()
+  local f, keys, args = next_function, next_keys, next_args
+  next_function, next_keys, next_args = nil, nil, nil
+  return f(keys, args)
+end
+
 return function(script, keys, args)
   if keys == nil then
     return xpcall(script, on_error)
   end
-  return xpcall(function()
-    return script(keys, args)
-  end, on_error)
+  next_function, next_keys, next_args = script, keys, args
+  return xpcall(call_next, on_error)
 end

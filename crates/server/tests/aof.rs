@@ -16,7 +16,7 @@ use std::time::Duration;
 use common::rng::Rng;
 use common::{
     call, call_line as ok, call_ok, call_text, connect, info_value, run_threads, start_kvik_with,
-    start_redis_with_or_skip,
+    start_redis_with_or_skip, wait_for_rewrite,
 };
 
 /// A fresh directory for one test's files.
@@ -448,19 +448,6 @@ fn settings_change_at_runtime_as_far_as_kvik_can() {
     assert_eq!(call(&mut k, &[b"MGET", b"a", b"b", b"c"]), b"*3\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n3\r\n");
     drop(kvik);
     let _ = std::fs::remove_dir_all(dir);
-}
-
-/// Wait until no rewrite runs or is scheduled.
-fn wait_for_rewrite(k: &mut TcpStream) -> String {
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let info = String::from_utf8_lossy(&call(k, &[b"INFO", b"persistence"])).into_owned();
-        if info_value(&info, "aof_rewrite_in_progress") == "0" && info_value(&info, "aof_rewrite_scheduled") == "0" {
-            return info;
-        }
-        assert!(std::time::Instant::now() < deadline, "the rewrite did not end: {info}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 /// A rewrite while clients write: the new base and the new incremental

@@ -10,7 +10,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{call, connect, info_value, run_threads, start_kvik_with, start_redis_with_or_skip};
+use common::{call, connect, info_value, run_threads, start_kvik_with, start_redis_with_or_skip, wait_for_rewrite};
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("kvik-functions-{name}-{}", std::process::id()));
@@ -212,15 +212,7 @@ fn libraries_survive_a_kill_and_a_rewrite_in_the_append_only_file() {
     assert_eq!(bank_state(kvik.port), want, "after a kill");
     let mut k = connect(kvik.port);
     assert_eq!(call(&mut k, &[b"BGREWRITEAOF"]), b"+Background append only file rewriting started\r\n");
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let info = String::from_utf8_lossy(&call(&mut k, &[b"INFO", b"persistence"])).into_owned();
-        if info_value(&info, "aof_rewrite_in_progress") == "0" && info_value(&info, "aof_rewrite_scheduled") == "0" {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "the rewrite did not end");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for_rewrite(&mut k);
     // A change after the rewrite, in the new incremental file.
     let more = "#!lua name=more\nredis.register_function('more', function() return 'more' end)";
     call(&mut k, &[b"FUNCTION", b"LOAD", more.as_bytes()]);

@@ -51,10 +51,25 @@ impl Functions {
         self.lock().by_name.values().cloned().collect()
     }
 
+    /// Whether there is a library `name`.
+    pub fn contains(&self, name: &[u8]) -> bool {
+        self.lock().by_name.contains_key(name)
+    }
+
     /// The flags of the function `name`, if there is one.
     pub fn flags_of(&self, name: &[u8]) -> Option<u8> {
+        // Folded on the stack: FCALL asks this on every call.
+        let mut folded = [0u8; 64];
+        let key: std::borrow::Cow<'_, [u8]> = match folded.get_mut(..name.len()) {
+            Some(buf) => {
+                buf.copy_from_slice(name);
+                buf.make_ascii_lowercase();
+                std::borrow::Cow::Borrowed(buf)
+            }
+            None => std::borrow::Cow::Owned(name.to_ascii_lowercase()),
+        };
         let l = self.lock();
-        let lib = l.by_name.get(l.owner.get(&name.to_ascii_lowercase())?)?;
+        let lib = l.by_name.get(l.owner.get(&*key)?)?;
         lib.functions.iter().find(|f| f.name.eq_ignore_ascii_case(name)).map(|f| f.flags)
     }
 

@@ -17,6 +17,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use kvik_script::Watch;
 
@@ -39,7 +40,7 @@ pub struct RunSlot {
     watch: Arc<Watch>,
     /// The function running, when it is one (`FCALL`): what `FUNCTION
     /// STATS` shows, and which `KILL` stops it.
-    function: Mutex<Option<FunctionRun>>,
+    function: Mutex<FunctionSlot>,
 }
 
 /// A function run, as `FUNCTION STATS` shows it.
@@ -48,7 +49,58 @@ pub struct FunctionRun {
     pub name: Vec<u8>,
     /// The command that runs it, its arguments included.
     pub command: Vec<Vec<u8>>,
-    pub started: std::time::Instant,
+    pub started: Instant,
+}
+
+/// A function call as it starts: its name and the command's arguments.
+#[derive(Debug, Clone, Copy)]
+pub struct FunctionCall<'a> {
+    pub name: &'a [u8],
+    /// `FCALL`, the name and `numkeys` as sent.
+    pub head: [&'a [u8]; 3],
+    pub keys: &'a [&'a [u8]],
+    pub args: &'a [&'a [u8]],
+}
+
+/// The function a slot runs, in buffers kept from run to run (a call
+/// writes into them; nothing is allocated once they have grown).
+#[derive(Debug, Default)]
+struct FunctionSlot {
+    /// Since when a function runs (`None`: none does).
+    started: Option<Instant>,
+    name: Vec<u8>,
+    /// The command's arguments end to end, and where each ends.
+    command: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl FunctionSlot {
+    fn set(&mut self, call: &FunctionCall<'_>) {
+        self.name.clear();
+        self.name.extend_from_slice(call.name);
+        self.command.clear();
+        self.ends.clear();
+        for arg in call.head.iter().chain(call.keys).chain(call.args) {
+            self.command.extend_from_slice(arg);
+            self.ends.push(self.command.len());
+        }
+        self.started = Some(Instant::now());
+    }
+
+    fn run(&self) -> Option<FunctionRun> {
+        let started = self.started?;
+        let mut from = 0;
+        let command = self
+            .ends
+            .iter()
+            .map(|&end| {
+                let arg = self.command[from..end].to_vec();
+                from = end;
+                arg
+            })
+            .collect();
+        Some(FunctionRun { name: self.name.clone(), command, started })
+    }
 }
 
 impl RunSlot {
@@ -87,7 +139,7 @@ impl Scripts {
             .map(|_| RunSlot {
                 client: AtomicU64::new(0),
                 watch: Arc::new(Watch::new(Arc::clone(&busy_total))),
-                function: Mutex::new(None),
+                function: Mutex::default(),
             })
             .collect();
         Scripts { bodies: Mutex::default(), generation: AtomicU64::new(0), busy_total, slots }
@@ -101,9 +153,9 @@ impl Scripts {
 
     /// A script of `client` starts in `slot` (`function`: the function
     /// it is, if it is one).
-    pub fn started(&self, slot: &RunSlot, client: u64, function: Option<FunctionRun>) {
-        if function.is_some() {
-            *lock(&slot.function) = function;
+    pub fn started(&self, slot: &RunSlot, client: u64, function: Option<FunctionCall<'_>>) {
+        if let Some(call) = function {
+            lock(&slot.function).set(&call);
         }
         slot.client.store(client, Ordering::Relaxed);
     }
@@ -111,7 +163,7 @@ impl Scripts {
     /// The script in `slot` ended.
     pub fn ended(&self, slot: &RunSlot, function: bool) {
         if function {
-            *lock(&slot.function) = None;
+            lock(&slot.function).started = None;
         }
         slot.client.store(0, Ordering::Relaxed);
         if slot.watch.busy.swap(false, Ordering::Relaxed) {
@@ -150,7 +202,7 @@ impl Scripts {
         if busy.iter().any(|s| s.watch.wrote.load(Ordering::Relaxed)) {
             return Kill::Unkillable;
         }
-        let ours: Vec<&&RunSlot> = busy.iter().filter(|s| lock(&s.function).is_some() == functions).collect();
+        let ours: Vec<&&RunSlot> = busy.iter().filter(|s| lock(&s.function).started.is_some() == functions).collect();
         if ours.is_empty() {
             return Kill::OtherKind;
         }
@@ -162,7 +214,7 @@ impl Scripts {
     /// text for a busy function when one is, else for a busy script.
     pub fn busy_reply(&self) -> &'static [u8] {
         let function_busy =
-            self.slots.iter().any(|s| s.watch.busy.load(Ordering::Relaxed) && lock(&s.function).is_some());
+            self.slots.iter().any(|s| s.watch.busy.load(Ordering::Relaxed) && lock(&s.function).started.is_some());
         if function_busy {
             BUSY_FUNCTION
         } else {
@@ -172,7 +224,7 @@ impl Scripts {
 
     /// The function running longest now, if any (`FUNCTION STATS`).
     pub fn running_function(&self) -> Option<FunctionRun> {
-        self.slots.iter().filter_map(|s| lock(&s.function).clone()).min_by_key(|run| run.started)
+        self.slots.iter().filter_map(|s| lock(&s.function).run()).min_by_key(|run| run.started)
     }
 
     /// Wait, at most `limit`, until no script runs (after [`Scripts::halt_all`]).

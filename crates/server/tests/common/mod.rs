@@ -298,3 +298,16 @@ pub fn lookups(port: u16, setup: &[&[&str]], command: &[&str]) -> String {
     let info = String::from_utf8_lossy(&run(&["INFO", "stats"])).into_owned();
     info.lines().filter(|l| l.starts_with("keyspace_")).collect::<Vec<_>>().join(" ")
 }
+
+/// Wait until no rewrite runs or is scheduled.
+pub fn wait_for_rewrite(k: &mut TcpStream) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let info = String::from_utf8_lossy(&call(k, &[b"INFO", b"persistence"])).into_owned();
+        if info_value(&info, "aof_rewrite_in_progress") == "0" && info_value(&info, "aof_rewrite_scheduled") == "0" {
+            return info;
+        }
+        assert!(std::time::Instant::now() < deadline, "the rewrite did not end: {info}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

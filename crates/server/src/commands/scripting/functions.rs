@@ -87,7 +87,7 @@ const ALLOW_OOM: u8 = FUNCTION_FLAGS[1].1;
 /// loop's engine for the functions it registers. Redis's error otherwise.
 pub fn create(state: &ServerState, code: &[u8], replace: bool) -> Result<Library, Vec<u8>> {
     let name = library_name(code)?;
-    if !replace && state.functions.edit().get(&name).is_some() {
+    if !replace && state.functions.contains(&name) {
         return Err(already_exists(&name));
     }
     let functions = with_engine(state, |engine| engine.load_library(code, false))?;

@@ -37,6 +37,7 @@ use kvik_script::{sha1_hex, Engine, Outcome as Ran, RunLimits, Value};
 
 use super::{Ctx, ReplyTarget};
 use crate::client::session::Session;
+use crate::registries::scripts::FunctionCall;
 use crate::state::ServerState;
 use host::{ScriptHost, Shards};
 
@@ -155,11 +156,9 @@ fn start<T: ReplyTarget>(
     let args: Vec<&[u8]> = (3 + numkeys..c.argc()).map(|i| c.arg(i)).collect();
     let state = c.state;
     let function = match callee {
-        Callee::Function(name) => Some(crate::registries::scripts::FunctionRun {
-            name: name.to_vec(),
-            command: (0..c.argc()).map(|i| c.arg(i).to_vec()).collect(),
-            started: std::time::Instant::now(),
-        }),
+        Callee::Function(name) => {
+            Some(FunctionCall { name, head: [c.arg(0), c.arg(1), c.arg(2)], keys: &keys, args: &args })
+        }
         Callee::Script(_) => None,
     };
     let session = &mut *c.session;
@@ -220,7 +219,7 @@ fn run(
     session: &mut Session,
     engine: &mut Engine,
     callee: Callee<'_>,
-    function: Option<crate::registries::scripts::FunctionRun>,
+    function: Option<FunctionCall<'_>>,
     keys: &[&[u8]],
     args: &[&[u8]],
     rules: Rules,
@@ -293,11 +292,7 @@ struct Running<'a> {
 }
 
 impl<'a> Running<'a> {
-    fn start(
-        state: &'a ServerState,
-        client: u64,
-        function: Option<crate::registries::scripts::FunctionRun>,
-    ) -> Running<'a> {
+    fn start(state: &'a ServerState, client: u64, function: Option<FunctionCall<'_>>) -> Running<'a> {
         let slot = state.scripts.slot(crate::per_thread::with(|t| t.loop_index.get()));
         let is_function = function.is_some();
         state.scripts.started(slot, client, function);
