@@ -1,10 +1,13 @@
 """Lua scripts the way redis-py applications use them: the Lock class
 (acquire, extend, reacquire, release, all Lua scripts run by EVALSHA with
-a fallback to EVAL), register_script, and script errors as exceptions."""
+a fallback to EVAL), register_script, script errors as exceptions, and
+functions (FUNCTION LOAD, FCALL, LIST, DUMP, RESTORE); and a job queue
+built on them, RQ, taking a job through a worker."""
 
 import threading
 
 import pytest
+import rq
 from redis.exceptions import LockError, LockNotOwnedError, NoScriptError, ResponseError
 
 from clients import client
@@ -83,3 +86,50 @@ def test_script_errors_are_exceptions(kvik_port):
         b"ERR value is not an integer or out of range"
     )
     assert r.eval("return {1, 'two', {ok = 'fine'}}", 0) == [1, b"two", b"fine"]
+
+
+LIBRARY = """#!lua name=counters
+redis.register_function('bump', function(keys, args) return redis.call('incrby', keys[1], args[1]) end)
+redis.register_function{function_name='peek', callback=function(keys) return redis.call('get', keys[1]) end,
+  flags={'no-writes'}, description='reads a counter'}
+"""
+
+
+def test_functions_load_list_and_run_through_redis_py(kvik_port):
+    r = client(kvik_port)
+    r.function_flush()
+    assert r.function_load(LIBRARY) == b"counters"
+    assert r.fcall("bump", 1, "c", 3) == 3
+    assert r.fcall_ro("peek", 1, "c") == b"3"
+    with pytest.raises(ResponseError, match="write flag using \\*_ro command"):
+        r.fcall_ro("bump", 1, "c", 1)
+    with pytest.raises(ResponseError, match="already exists"):
+        r.function_load(LIBRARY)
+    assert r.function_load(LIBRARY, replace=True) == b"counters"
+    [library] = r.function_list(library="count*", withcode=True)
+    entries = {f[1]: f for f in library[5]}
+    assert library[1] == b"counters" and library[7].decode() == LIBRARY
+    assert set(entries) == {b"bump", b"peek"}
+    payload = r.function_dump()
+    r.function_delete("counters")
+    with pytest.raises(ResponseError, match="Function not found"):
+        r.fcall("bump", 1, "c", 1)
+    assert r.function_restore(payload)
+    assert r.fcall("bump", 1, "c", 1) == 4
+
+
+def add(a, b):
+    return a + b
+
+
+def test_an_rq_job_goes_round_trip(kvik_port):
+    r = client(kvik_port)
+    queue = rq.Queue("kvik-jobs", connection=r)
+    job = queue.enqueue(add, 2, 3)
+    assert job.get_status() == "queued"
+    worker = rq.SimpleWorker([queue], connection=r)
+    assert worker.work(burst=True)
+    job.refresh()
+    assert job.get_status() == "finished"
+    assert job.return_value() == 5
+    assert queue.count == 0
