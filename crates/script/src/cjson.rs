@@ -14,22 +14,112 @@
 //! reads them (a leading `+`, leading zeros, hex, `inf`, `nan`), as Redis's
 //! build allows; `null` is `cjson.null`; errors say what was expected, what
 //! was found and at which character.
+//!
+//! Those are the defaults; lua-cjson's settings functions change them
+//! (`encode_sparse_array`, `encode_max_depth`, `decode_max_depth`,
+//! `encode_number_precision`, `encode_keep_buffer`,
+//! `encode_invalid_numbers`, `decode_invalid_numbers`), with its argument
+//! checks and texts. A setting lasts, as in Redis, until the scripts' Lua
+//! world is made again (`SCRIPT FLUSH`): it lives in a [`Settings`] the
+//! server shares between its event loops' engines, so that it holds for
+//! every script whichever loop runs it. `cjson.new()` gives a library of
+//! its own settings.
+
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
+use std::sync::Arc;
 
 use mlua::{Lua, MultiValue, Table, Value};
 
 use crate::format::format_g;
 
-/// Deepest nesting either way.
-const MAX_DEPTH: usize = 1000;
+/// cjson's settings, lua-cjson 2.1's defaults until a script changes them.
+#[derive(Debug)]
+pub struct Settings {
+    sparse_convert: AtomicBool,
+    sparse_ratio: AtomicI32,
+    sparse_safe: AtomicI32,
+    encode_max_depth: AtomicI32,
+    decode_max_depth: AtomicI32,
+    /// 0: refused, 1: written (`inf`, `nan`), 2: written as `null`.
+    encode_invalid: AtomicU8,
+    decode_invalid: AtomicBool,
+    /// Whether an encoding buffer is kept between calls: memory only, kept
+    /// and reported as lua-cjson keeps and reports it.
+    keep_buffer: AtomicBool,
+    precision: AtomicU8,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            sparse_convert: AtomicBool::new(false),
+            sparse_ratio: AtomicI32::new(2),
+            sparse_safe: AtomicI32::new(10),
+            encode_max_depth: AtomicI32::new(1000),
+            decode_max_depth: AtomicI32::new(1000),
+            encode_invalid: AtomicU8::new(0),
+            decode_invalid: AtomicBool::new(true),
+            keep_buffer: AtomicBool::new(true),
+            precision: AtomicU8::new(14),
+        }
+    }
+}
+
+impl Settings {
+    /// Back to the defaults (`SCRIPT FLUSH`).
+    pub fn reset(&self) {
+        let d = Settings::default();
+        let r = Ordering::Relaxed;
+        self.sparse_convert.store(d.sparse_convert.into_inner(), r);
+        self.sparse_ratio.store(d.sparse_ratio.into_inner(), r);
+        self.sparse_safe.store(d.sparse_safe.into_inner(), r);
+        self.encode_max_depth.store(d.encode_max_depth.into_inner(), r);
+        self.decode_max_depth.store(d.decode_max_depth.into_inner(), r);
+        self.encode_invalid.store(d.encode_invalid.into_inner(), r);
+        self.decode_invalid.store(d.decode_invalid.into_inner(), r);
+        self.keep_buffer.store(d.keep_buffer.into_inner(), r);
+        self.precision.store(d.precision.into_inner(), r);
+    }
+
+    /// The settings as one call uses them.
+    fn now(&self) -> Config {
+        let r = Ordering::Relaxed;
+        Config {
+            sparse_convert: self.sparse_convert.load(r),
+            sparse_ratio: self.sparse_ratio.load(r),
+            sparse_safe: self.sparse_safe.load(r),
+            encode_max_depth: self.encode_max_depth.load(r).max(1) as usize,
+            decode_max_depth: self.decode_max_depth.load(r).max(1) as usize,
+            encode_invalid: self.encode_invalid.load(r),
+            decode_invalid: self.decode_invalid.load(r),
+            precision: usize::from(self.precision.load(r)),
+        }
+    }
+}
+
+/// [`Settings`] read once for an `encode` or a `decode`.
+#[derive(Debug, Clone, Copy)]
+struct Config {
+    sparse_convert: bool,
+    sparse_ratio: i32,
+    sparse_safe: i32,
+    encode_max_depth: usize,
+    decode_max_depth: usize,
+    encode_invalid: u8,
+    decode_invalid: bool,
+    precision: usize,
+}
 
 /// Build the `cjson` table; `raise` turns an error text into the Lua error
 /// the script sees.
 pub fn library(
     lua: &Lua,
     raise: impl Fn(&Lua, String) -> mlua::Result<Value> + Clone + 'static,
+    settings: Arc<Settings>,
 ) -> mlua::Result<Table> {
     let cjson = lua.create_table()?;
     let raise_encode = raise.clone();
+    let encoding = Arc::clone(&settings);
     cjson.raw_set(
         "encode",
         lua.create_function(move |lua, args: MultiValue| {
@@ -37,15 +127,18 @@ pub fn library(
                 return raise_encode(lua, "bad argument #1 to 'encode' (expected 1 argument)".to_string());
             }
             let mut out = Vec::new();
-            match encode(&args[0], 1, &mut out) {
+            match encode(&args[0], 1, &encoding.now(), &mut out) {
                 Ok(()) => Ok(Value::String(lua.create_string(&out)?)),
                 Err(text) => raise_encode(lua, text),
             }
         })?,
     )?;
+    let decoding = Arc::clone(&settings);
+    let raise_decode = raise.clone();
     cjson.raw_set(
         "decode",
         lua.create_function(move |lua, args: MultiValue| {
+            let raise = &raise_decode;
             if args.len() != 1 {
                 return raise(lua, "bad argument #1 to 'decode' (expected 1 argument)".to_string());
             }
@@ -56,7 +149,7 @@ pub fn library(
                     return raise(lua, format!("bad argument #1 to 'decode' (string expected, got {got})"));
                 }
             };
-            let decoded = Decoder { lua, text: &text, at: 0 }.document();
+            let decoded = Decoder { lua, text: &text, at: 0, config: decoding.now() }.document();
             match decoded {
                 Ok(v) => Ok(v),
                 Err(message) => raise(lua, message),
@@ -64,28 +157,200 @@ pub fn library(
         })?,
     )?;
     cjson.raw_set("null", Value::NULL)?;
+    cjson.raw_set("_NAME", "cjson")?;
+    cjson.raw_set("_VERSION", "2.1.0")?;
+    settings_functions(lua, &cjson, &raise, &settings)?;
+    let raise_new = raise.clone();
+    cjson.raw_set(
+        "new",
+        lua.create_function(move |lua, ()| library(lua, raise_new.clone(), Arc::new(Settings::default())))?,
+    )?;
     Ok(cjson)
 }
 
-fn encode(value: &Value, depth: usize, out: &mut Vec<u8>) -> Result<(), String> {
+/// An integer setting's argument (`nil`: unchanged), checked as
+/// lua-cjson checks it (its range error always names argument 1).
+fn integer_option(args: &MultiValue, i: usize, min: i32, max: i32) -> Result<Option<i32>, String> {
+    let Some(v) = args.get(i).filter(|v| !v.is_nil()) else { return Ok(None) };
+    let n = match v {
+        Value::Integer(n) => *n as f64,
+        Value::Number(n) => *n,
+        Value::String(s) => match std::str::from_utf8(&s.as_bytes()).ok().and_then(|t| t.trim().parse::<f64>().ok()) {
+            Some(n) => n,
+            None => return Err(format!("bad argument #{} to '{{}}' (number expected, got string)", i + 1)),
+        },
+        other => return Err(format!("bad argument #{} to '{{}}' (number expected, got {})", i + 1, other.type_name())),
+    };
+    // As Lua 5.1's `lua_tointeger` and a C `int` make of it.
+    let value = n as i64 as i32;
+    if value < min || value > max {
+        return Err(format!("bad argument #1 to '{{}}' (expected integer between {min} and {max})"));
+    }
+    Ok(Some(value))
+}
+
+/// An option setting's argument (`nil`: unchanged): a boolean (false is
+/// option 0, true option 1) or one of `options` by name.
+fn enum_option(args: &MultiValue, i: usize, options: &[&str]) -> Result<Option<u8>, String> {
+    match args.get(i) {
+        None | Some(Value::Nil) => Ok(None),
+        Some(Value::Boolean(b)) => Ok(Some(u8::from(*b))),
+        Some(Value::String(s)) => {
+            let name = s.as_bytes();
+            match options.iter().position(|o| o.as_bytes() == &*name) {
+                Some(at) => Ok(Some(at as u8)),
+                None => Err(format!(
+                    "bad argument #{} to '{{}}' (invalid option '{}')",
+                    i + 1,
+                    String::from_utf8_lossy(&name)
+                )),
+            }
+        }
+        Some(Value::Integer(n)) => Err(format!("bad argument #{} to '{{}}' (invalid option '{n}')", i + 1)),
+        Some(Value::Number(n)) => {
+            Err(format!("bad argument #{} to '{{}}' (invalid option '{}')", i + 1, format_g(*n, 14)))
+        }
+        Some(other) => Err(format!("bad argument #{} to '{{}}' (string expected, got {})", i + 1, other.type_name())),
+    }
+}
+
+/// What an option setting returns: false and true as booleans, the
+/// others by name.
+fn option_value(lua: &Lua, setting: u8, options: &[&str]) -> mlua::Result<Value> {
+    match setting {
+        0 | 1 => Ok(Value::Boolean(setting == 1)),
+        n => Ok(Value::String(lua.create_string(options.get(usize::from(n)).copied().unwrap_or("?"))?)),
+    }
+}
+
+const ON_OFF: [&str; 2] = ["off", "on"];
+const INVALID_NUMBERS: [&str; 3] = ["off", "on", "null"];
+
+/// The settings functions, each returning the setting as it now stands.
+fn settings_functions(
+    lua: &Lua,
+    cjson: &Table,
+    raise: &(impl Fn(&Lua, String) -> mlua::Result<Value> + Clone + 'static),
+    settings: &Arc<Settings>,
+) -> mlua::Result<()> {
+    type Setter = fn(&Lua, &Settings, &MultiValue) -> Result<MultiValue, String>;
+    let setters: [(&str, usize, Setter); 7] = [
+        ("encode_sparse_array", 3, |_, s, args| {
+            let convert = enum_option(args, 0, &ON_OFF)?;
+            let ratio = integer_option(args, 1, 0, i32::MAX)?;
+            let safe = integer_option(args, 2, 0, i32::MAX)?;
+            let r = Ordering::Relaxed;
+            if let Some(c) = convert {
+                s.sparse_convert.store(c == 1, r);
+            }
+            if let Some(v) = ratio {
+                s.sparse_ratio.store(v, r);
+            }
+            if let Some(v) = safe {
+                s.sparse_safe.store(v, r);
+            }
+            let out = [
+                Value::Boolean(s.sparse_convert.load(r)),
+                Value::Integer(i64::from(s.sparse_ratio.load(r))),
+                Value::Integer(i64::from(s.sparse_safe.load(r))),
+            ];
+            Ok(MultiValue::from_iter(out))
+        }),
+        ("encode_max_depth", 1, |_, s, args| {
+            if let Some(v) = integer_option(args, 0, 1, i32::MAX)? {
+                s.encode_max_depth.store(v, Ordering::Relaxed);
+            }
+            Ok(MultiValue::from_iter([Value::Integer(i64::from(s.encode_max_depth.load(Ordering::Relaxed)))]))
+        }),
+        ("decode_max_depth", 1, |_, s, args| {
+            if let Some(v) = integer_option(args, 0, 1, i32::MAX)? {
+                s.decode_max_depth.store(v, Ordering::Relaxed);
+            }
+            Ok(MultiValue::from_iter([Value::Integer(i64::from(s.decode_max_depth.load(Ordering::Relaxed)))]))
+        }),
+        ("encode_number_precision", 1, |_, s, args| {
+            if let Some(v) = integer_option(args, 0, 1, 14)? {
+                s.precision.store(v as u8, Ordering::Relaxed);
+            }
+            Ok(MultiValue::from_iter([Value::Integer(i64::from(s.precision.load(Ordering::Relaxed)))]))
+        }),
+        ("encode_keep_buffer", 1, |_, s, args| {
+            if let Some(v) = enum_option(args, 0, &ON_OFF)? {
+                s.keep_buffer.store(v == 1, Ordering::Relaxed);
+            }
+            Ok(MultiValue::from_iter([Value::Boolean(s.keep_buffer.load(Ordering::Relaxed))]))
+        }),
+        ("encode_invalid_numbers", 1, |lua, s, args| {
+            if let Some(v) = enum_option(args, 0, &INVALID_NUMBERS)? {
+                s.encode_invalid.store(v, Ordering::Relaxed);
+            }
+            let now = s.encode_invalid.load(Ordering::Relaxed);
+            Ok(MultiValue::from_iter([option_value(lua, now, &INVALID_NUMBERS).map_err(|e| e.to_string())?]))
+        }),
+        ("decode_invalid_numbers", 1, |_, s, args| {
+            if let Some(v) = enum_option(args, 0, &ON_OFF)? {
+                s.decode_invalid.store(v == 1, Ordering::Relaxed);
+            }
+            Ok(MultiValue::from_iter([Value::Boolean(s.decode_invalid.load(Ordering::Relaxed))]))
+        }),
+    ];
+    for (name, most, set) in setters {
+        // `name` is the field each function is set as; its errors take the
+        // name it was called by.
+        let settings = Arc::clone(settings);
+        let raise = raise.clone();
+        cjson.raw_set(
+            name,
+            lua.create_function(move |lua, args: MultiValue| {
+                // An argument error names the function as its caller
+                // called it (`?` through `pcall`), as `luaL_argerror` does.
+                let called =
+                    || lua.inspect_stack(0, |d| d.names().name.map(|n| n.into_owned())).flatten().unwrap_or("?".into());
+                if args.len() > most {
+                    let text = format!("bad argument #{} to '{}' (found too many arguments)", most + 1, called());
+                    return raise(lua, text).map(|v| MultiValue::from_iter([v]));
+                }
+                match set(lua, &settings, &args) {
+                    Ok(values) => Ok(values),
+                    Err(text) => raise(lua, text.replace("{}", &called())).map(|v| MultiValue::from_iter([v])),
+                }
+            })?,
+        )?;
+    }
+    Ok(())
+}
+
+fn encode(value: &Value, depth: usize, config: &Config, out: &mut Vec<u8>) -> Result<(), String> {
     match value {
         Value::Nil => out.extend_from_slice(b"null"),
         Value::LightUserData(p) if p.0.is_null() => out.extend_from_slice(b"null"),
         Value::Boolean(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
-        Value::Integer(n) => number(*n as f64, out)?,
-        Value::Number(n) => number(*n, out)?,
+        Value::Integer(n) => number(*n as f64, config, out)?,
+        Value::Number(n) => number(*n, config, out)?,
         Value::String(s) => string(&s.as_bytes(), out),
-        Value::Table(t) => table(t, depth, out)?,
+        Value::Table(t) => table(t, depth, config, out)?,
         other => return Err(format!("Cannot serialise {}: type not supported", other.type_name())),
     }
     Ok(())
 }
 
-fn number(n: f64, out: &mut Vec<u8>) -> Result<(), String> {
+fn number(n: f64, config: &Config, out: &mut Vec<u8>) -> Result<(), String> {
     if !n.is_finite() {
-        return Err("Cannot serialise number: must not be NaN or Inf".to_string());
+        match config.encode_invalid {
+            0 => return Err("Cannot serialise number: must not be NaN or Inf".to_string()),
+            // `nan` whatever its sign (some C libraries write `-nan`).
+            1 if n.is_nan() => {
+                out.extend_from_slice(b"nan");
+                return Ok(());
+            }
+            1 => {}
+            _ => {
+                out.extend_from_slice(b"null");
+                return Ok(());
+            }
+        }
     }
-    out.extend_from_slice(format_g(n, 14).as_bytes());
+    out.extend_from_slice(format_g(n, config.precision).as_bytes());
     Ok(())
 }
 
@@ -110,7 +375,7 @@ fn string(s: &[u8], out: &mut Vec<u8>) {
 
 /// The length of `t` as an array, or `None` when it is an object; an error
 /// when it is an array too sparse to write.
-fn array_length(t: &Table) -> Result<Option<usize>, String> {
+fn array_length(t: &Table, config: &Config) -> Result<Option<usize>, String> {
     let (mut max, mut items) = (0f64, 0usize);
     for pair in t.pairs::<Value, Value>() {
         let (key, _) = pair.map_err(|e| e.to_string())?;
@@ -125,24 +390,28 @@ fn array_length(t: &Table) -> Result<Option<usize>, String> {
         max = max.max(k);
         items += 1;
     }
-    if max > (items * 2) as f64 && max > 10.0 {
+    let ratio = f64::from(config.sparse_ratio);
+    if config.sparse_ratio > 0 && max > items as f64 * ratio && max > f64::from(config.sparse_safe) {
+        if config.sparse_convert {
+            return Ok(None);
+        }
         return Err("Cannot serialise table: excessively sparse array".to_string());
     }
     Ok((max > 0.0).then_some(max as usize))
 }
 
-fn table(t: &Table, depth: usize, out: &mut Vec<u8>) -> Result<(), String> {
-    if depth > MAX_DEPTH {
+fn table(t: &Table, depth: usize, config: &Config, out: &mut Vec<u8>) -> Result<(), String> {
+    if depth > config.encode_max_depth {
         return Err(format!("Cannot serialise, excessive nesting ({depth})"));
     }
-    if let Some(len) = array_length(t)? {
+    if let Some(len) = array_length(t, config)? {
         out.push(b'[');
         for i in 1..=len {
             if i > 1 {
                 out.push(b',');
             }
             let v: Value = t.raw_get(i).map_err(|e| e.to_string())?;
-            encode(&v, depth + 1, out)?;
+            encode(&v, depth + 1, config, out)?;
         }
         out.push(b']');
         return Ok(());
@@ -164,7 +433,7 @@ fn table(t: &Table, depth: usize, out: &mut Vec<u8>) -> Result<(), String> {
                     Value::Integer(n) => n as f64,
                     _ => 0.0,
                 };
-                number(n, out)?;
+                number(n, config, out)?;
                 out.push(b'"');
             }
             other => {
@@ -172,7 +441,7 @@ fn table(t: &Table, depth: usize, out: &mut Vec<u8>) -> Result<(), String> {
             }
         }
         out.push(b':');
-        encode(&value, depth + 1, out)?;
+        encode(&value, depth + 1, config, out)?;
     }
     out.push(b'}');
     Ok(())
@@ -182,6 +451,7 @@ struct Decoder<'a> {
     lua: &'a Lua,
     text: &'a [u8],
     at: usize,
+    config: Config,
 }
 
 /// One token and where it began.
@@ -245,7 +515,7 @@ impl Decoder<'_> {
     }
 
     fn nested(&self, at: usize, depth: usize) -> Result<(), String> {
-        if depth > MAX_DEPTH {
+        if depth > self.config.decode_max_depth {
             return Err(format!("Found too many nested data structures ({depth}) at character {}", at + 1));
         }
         Ok(())
@@ -324,6 +594,9 @@ impl Decoder<'_> {
             b':' => single(Token::Colon, self),
             b',' => single(Token::Comma, self),
             b'"' => self.string_token(at),
+            b'-' | b'0'..=b'9' if !self.config.decode_invalid && invalid_number(rest) => {
+                Ok((Token::Bad("invalid number"), at))
+            }
             b'-' | b'0'..=b'9' => self.number_token(at),
             _ if rest.starts_with(b"true") => {
                 self.at += 4;
@@ -337,7 +610,7 @@ impl Decoder<'_> {
                 self.at += 4;
                 Ok((Token::Null, at))
             }
-            _ if invalid_number_start(rest) => self.number_token(at),
+            _ if self.config.decode_invalid && invalid_number_start(rest) => self.number_token(at),
             _ => Ok((Token::Bad("invalid token"), at)),
         }
     }
@@ -427,6 +700,21 @@ fn unicode_escape(s: &[u8]) -> Option<(char, usize)> {
 fn invalid_number_start(s: &[u8]) -> bool {
     let s = s.strip_prefix(b"-").unwrap_or(s);
     s.first() == Some(&b'+') || starts_ignore_case(s, b"inf") || starts_ignore_case(s, b"nan")
+}
+
+/// Whether `s` starts a number lua-cjson calls invalid: a `+`, hex, a
+/// leading zero, `inf` or `nan` (refused when `decode_invalid_numbers` is
+/// off).
+fn invalid_number(s: &[u8]) -> bool {
+    if s.first() == Some(&b'+') {
+        return true;
+    }
+    let s = s.strip_prefix(b"-").unwrap_or(s);
+    match s.first() {
+        Some(b'0') => matches!(s.get(1), Some(b'x' | b'X' | b'0'..=b'9')),
+        Some(c) if *c <= b'9' => false,
+        _ => starts_ignore_case(s, b"inf") || starts_ignore_case(s, b"nan"),
+    }
 }
 
 fn starts_ignore_case(s: &[u8], word: &[u8]) -> bool {

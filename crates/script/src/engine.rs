@@ -219,8 +219,14 @@ pub fn sha1_hex(body: &[u8]) -> [u8; 40] {
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 impl Engine {
-    /// A fresh state with Redis's libraries and the `redis` table.
+    /// A fresh state with Redis's libraries and the `redis` table, its
+    /// cjson settings its own.
     pub fn new() -> mlua::Result<Engine> {
+        Engine::with_cjson(Arc::default())
+    }
+
+    /// [`Engine::new`], with cjson settings shared with other engines.
+    pub fn with_cjson(cjson: Arc<crate::cjson::Settings>) -> mlua::Result<Engine> {
         let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::new())?;
         let globals = lua.globals();
         for name in ["loadfile", "dofile", "print"] {
@@ -287,7 +293,7 @@ impl Engine {
         let raised_into = bridge.clone();
         let raise = move |lua: &Lua, text: String| raise_text(lua, &raised_into, &text);
         globals.raw_set("bit", crate::bit::library(&lua, raise.clone())?)?;
-        globals.raw_set("cjson", crate::cjson::library(&lua, raise.clone())?)?;
+        globals.raw_set("cjson", crate::cjson::library(&lua, raise.clone(), cjson)?)?;
         globals.raw_set("cmsgpack", crate::cmsgpack::library(&lua, raise.clone())?)?;
         let math: Table = globals.raw_get("math")?;
         crate::random::install(&lua, &math, raise.clone())?;

@@ -18,9 +18,8 @@
 //! world and gives what it registered; its functions then run by
 //! [`Engine::run_function`].
 //!
-//! What this crate does not do yet, and says so when asked: cjson's
-//! settings functions. (A script's `#!` line and a library's are read by
-//! the server, which knows what their flags mean.)
+//! (A script's `#!` line and a library's are read by the server, which
+//! knows what their flags mean.)
 
 #![forbid(unsafe_code)]
 
@@ -34,6 +33,7 @@ mod lauxlib;
 mod lstruct;
 mod random;
 
+pub use cjson::Settings as CjsonSettings;
 pub use engine::{sha1_hex, CallMode, Engine, Host, Outcome, Registered, RunLimits, Watch, FUNCTION_FLAGS};
 pub use kvik_protocol::Value;
 

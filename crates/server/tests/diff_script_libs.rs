@@ -1,4 +1,5 @@
-//! Differential tests of the `cmsgpack` and `struct` libraries scripts
+//! Differential tests of the `cmsgpack` and `struct` libraries and of
+//! cjson's settings functions that scripts
 //! get: each case goes to kvik-server and to a real redis-server 7.0, and
 //! the replies must be identical, byte for byte. Packed bytes come back as
 //! hex (the `hex` prefix below), so a mismatch shows where; numbers that
@@ -412,8 +413,91 @@ fn struct_unpack_cases() -> Vec<Case> {
     ]
 }
 
+fn cjson_settings_cases() -> Vec<Case> {
+    vec![
+        evals(
+            "cjson settings and what they return",
+            &[
+                "return {cjson._NAME, cjson._VERSION}",
+                "return {cjson.encode_sparse_array()}",
+                "return {cjson.encode_max_depth(), cjson.decode_max_depth(), cjson.encode_number_precision()}",
+                "return {cjson.encode_keep_buffer(), cjson.encode_invalid_numbers(), cjson.decode_invalid_numbers()}",
+                "return {cjson.encode_sparse_array(true, 3, 4)}",
+                "return {cjson.encode_sparse_array(nil, nil, 20)}",
+                "return {cjson.encode_sparse_array('off')}",
+                "return cjson.encode_sparse_array(1)",
+                "return cjson.encode_sparse_array('maybe')",
+                "return cjson.encode_sparse_array(true, -1)",
+                "return cjson.encode_sparse_array(true, 2, -1)",
+                "return cjson.encode_sparse_array(true, 'x')",
+                "return cjson.encode_sparse_array(true, 2, 10, 1)",
+                "return cjson.encode_max_depth(0)",
+                "return cjson.encode_max_depth('7')",
+                "return cjson.encode_max_depth(2.9)",
+                "return cjson.encode_max_depth({})",
+                "return cjson.encode_max_depth(1, 2)",
+                "return cjson.encode_number_precision(15)",
+                "return cjson.encode_number_precision(0)",
+                "return cjson.encode_keep_buffer('on')",
+                "return cjson.encode_keep_buffer(false)",
+                "return cjson.encode_keep_buffer(3)",
+                "return cjson.encode_invalid_numbers('null')",
+                "return cjson.encode_invalid_numbers(true)",
+                "return cjson.encode_invalid_numbers('sometimes')",
+                "return cjson.decode_invalid_numbers('off')",
+                "local ok, e = pcall(cjson.encode_max_depth, -5) return e",
+            ],
+        ),
+        evals(
+            "cjson settings change encoding and decoding",
+            &[
+                "cjson.encode_number_precision(3) return cjson.encode({3.14159, 1234567, 0.5})",
+                "return cjson.encode(1/3)",
+                "cjson.encode_number_precision(14) return cjson.encode(1/3)",
+                "return cjson.encode(1/0)",
+                "cjson.encode_invalid_numbers(true) return cjson.encode({1/0, -1/0, 0/0})",
+                "cjson.encode_invalid_numbers('null') return cjson.encode({1/0, 0/0, 2})",
+                "cjson.encode_invalid_numbers(false) return cjson.encode(0/0)",
+                "cjson.encode_max_depth(2) return cjson.encode({{1}})",
+                "return cjson.encode({{{1}}})",
+                "cjson.encode_max_depth(1000) cjson.decode_max_depth(2) return cjson.encode(cjson.decode('[[1]]'))",
+                "return cjson.decode('[[[1]]]')",
+                "return cjson.decode('{\"a\":{\"b\":[1]}}')",
+                "cjson.decode_max_depth(1000) local t = {} t[1] = 1 t[20] = 2 return cjson.encode(t)",
+                "cjson.encode_sparse_array(true) local t = {} t[1] = 1 t[20] = 2 return cjson.encode(t)",
+                "cjson.encode_sparse_array(false, 0) local t = {} t[1] = 1 t[5] = 2 return cjson.encode(t)",
+                "cjson.encode_sparse_array(false, 2, 3) local t = {} t[1] = 1 t[5] = 2 return cjson.encode(t)",
+                "return tostring(cjson.decode('0x10'))",
+                "return tostring(cjson.decode('-inf'))",
+                "cjson.decode_invalid_numbers(false) return cjson.decode('0x10')",
+                "return cjson.decode('+1')",
+                "return cjson.decode('inf')",
+                "return cjson.decode('-nan')",
+                "return cjson.decode('01')",
+                "return cjson.decode('[1, 2.5, -3]')",
+                "return cjson.decode('0')",
+                "local c = cjson.new() return {c.encode_max_depth(), c.decode_invalid_numbers(), cjson.decode_invalid_numbers()}",
+            ],
+        ),
+        open("cjson settings last until SCRIPT FLUSH", {
+            let mut bytes = b"SCRIPT FLUSH\r\n".to_vec();
+            for body in [
+                "return cjson.encode_number_precision(4)",
+                "return cjson.encode(1/3)",
+                "return cjson.encode_number_precision()",
+            ] {
+                bytes.extend_from_slice(&multibulk(&[b"EVAL", body.as_bytes(), b"0"]));
+            }
+            bytes.extend_from_slice(b"SCRIPT FLUSH\r\n");
+            bytes.extend_from_slice(&multibulk(&[b"EVAL", b"return cjson.encode(1/3)", b"0"]));
+            bytes
+        }),
+    ]
+}
+
 fn cases() -> Vec<Case> {
     let mut all = Vec::new();
+    all.extend(cjson_settings_cases());
     all.extend(cmsgpack_pack_cases());
     all.extend(cmsgpack_unpack_cases());
     all.extend(struct_pack_cases());

@@ -341,3 +341,18 @@ fn a_script_inside_a_transaction_runs_in_its_turn() {
     assert_eq!(call(&mut k, &[b"EXEC"]), b"*3\r\n+OK\r\n:2\r\n:3\r\n");
     assert_eq!(call(&mut k, &[b"GET", b"a"]), b"$1\r\n3\r\n");
 }
+
+#[test]
+fn cjson_settings_hold_for_every_thread_until_script_flush() {
+    let server = start_kvik_with(&["--threads", "2"]);
+    let mut conns: Vec<_> = (0..4).map(|_| connect(server.port)).collect();
+    let set = b"return cjson.encode_number_precision(3)";
+    assert_eq!(call(&mut conns[0], &[b"EVAL", set, b"0"]), b":3\r\n");
+    for c in &mut conns {
+        assert_eq!(call(c, &[b"EVAL", b"return cjson.encode(1/3)", b"0"]), b"$5\r\n0.333\r\n");
+    }
+    assert_eq!(call(&mut conns[1], &[b"SCRIPT", b"FLUSH"]), b"+OK\r\n");
+    for c in &mut conns {
+        assert_eq!(call(c, &[b"EVAL", b"return cjson.encode(1/3)", b"0"]), b"$16\r\n0.33333333333333\r\n");
+    }
+}

@@ -30,6 +30,8 @@ pub struct Scripts {
     busy_total: Arc<AtomicUsize>,
     /// One per event loop, and a last one for any other thread.
     slots: Box<[RunSlot]>,
+    /// cjson's settings, the same for every loop's scripts.
+    cjson: Arc<kvik_script::CjsonSettings>,
 }
 
 /// The script an event loop runs, if any.
@@ -142,7 +144,7 @@ impl Scripts {
                 function: Mutex::default(),
             })
             .collect();
-        Scripts { bodies: Mutex::default(), generation: AtomicU64::new(0), busy_total, slots }
+        Scripts { bodies: Mutex::default(), generation: AtomicU64::new(0), busy_total, slots, cjson: Arc::default() }
     }
 
     /// The slot of loop `index` (any other thread shares the last one).
@@ -255,8 +257,15 @@ impl Scripts {
         self.lock().contains_key(sha)
     }
 
-    /// Forget every script (`SCRIPT FLUSH`).
+    /// cjson's settings, for a loop's engine.
+    pub fn cjson(&self) -> &Arc<kvik_script::CjsonSettings> {
+        &self.cjson
+    }
+
+    /// Forget every script (`SCRIPT FLUSH`), and what scripts set of
+    /// cjson's settings.
     pub fn flush(&self) {
+        self.cjson.reset();
         let mut bodies = self.lock();
         bodies.clear();
         bodies.shrink_to_fit();

@@ -19,8 +19,7 @@
 //! A `#!lua` line's flags are read by [`shebang`]; past
 //! `busy-reply-threshold` a script is busy (see `registries::scripts`).
 //!
-//! Not run yet, and refused with the reason: `SCRIPT DEBUG` and cjson's
-//! settings functions.
+//! Not run yet, and refused with the reason: `SCRIPT DEBUG`.
 
 mod functions;
 mod host;
@@ -418,7 +417,8 @@ fn with_engine<R>(state: &ServerState, f: impl FnOnce(&mut Engine) -> Result<R, 
         let mut slot = cell.try_borrow_mut().map_err(|_| b"ERR a script cannot run another script".to_vec())?;
         let generation = state.scripts.generation();
         if slot.is_none() {
-            let engine = Engine::new().map_err(|e| format!("ERR cannot start Lua: {e}").into_bytes())?;
+            let cjson = std::sync::Arc::clone(state.scripts.cjson());
+            let engine = Engine::with_cjson(cjson).map_err(|e| format!("ERR cannot start Lua: {e}").into_bytes())?;
             *slot = Some((engine, generation));
         }
         let Some((engine, seen)) = slot.as_mut() else { return Err(b"ERR cannot start Lua".to_vec()) };
