@@ -30,6 +30,11 @@
 //! Redis soon after. Queued commands are only ones compared exactly, so an
 //! EXEC reply needs no normalising.
 //!
+//! The same run sends some of its steps' commands through `EVAL`: a script
+//! that runs them with `redis.pcall` (or `redis.call`) and returns their
+//! replies, so Lua's conversions of every family's replies, and scripts'
+//! errors, are compared as well.
+//!
 //! A failure names the seed, the command index and the command. Set
 //! `KVIK_DIFF_SEED=<seed>` (or `<from>..<to>`) to run other seeds.
 
@@ -708,6 +713,21 @@ impl Gen {
     }
 }
 
+/// `bytes` as a Lua string literal: printable ASCII as it is, any other
+/// byte (and the quote and backslash) as a decimal escape.
+fn lua_literal(bytes: &[u8]) -> String {
+    let mut out = String::from("'");
+    for &b in bytes {
+        if b.is_ascii_graphic() && b != b'\\' && b != b'\'' || b == b' ' {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("\\{b:03}"));
+        }
+    }
+    out.push('\'');
+    out
+}
+
 /// Consumer groups and consumers the stream group commands use.
 const GROUPS: &[&str] = &["g1", "g2"];
 const CONSUMERS: &[&str] = &["c1", "c2"];
@@ -720,8 +740,38 @@ impl Gen {
             6..=8 => self.watched_transaction(),
             9 | 10 => vec![Command::new(self.blocking_command(false))],
             11..=15 => vec![Command::new(self.group_command())],
+            16..=20 => self.script(),
             _ => self.step(),
         }
+    }
+
+    /// `EVAL` of a script that runs the commands of one to three steps
+    /// (those compared exactly) through `redis.pcall`, or now and then
+    /// `redis.call` (whose error fails the script), and returns their
+    /// replies as Lua saw them; its keys undeclared, or one of them
+    /// declared.
+    fn script(&mut self) -> Vec<Command> {
+        let mut calls = Vec::new();
+        for _ in 0..1 + self.rng.below(3) {
+            calls.extend(self.step().into_iter().filter(|c| c.mask == Mask::Exact).map(|c| c.args));
+        }
+        if calls.is_empty() {
+            return self.step();
+        }
+        let mut body = String::from("local r = {} ");
+        for (i, args) in calls.iter().enumerate() {
+            let how = if self.rng.chance(85) { "pcall" } else { "call" };
+            let args: Vec<String> = args.iter().map(|a| lua_literal(a)).collect();
+            body.push_str(&format!("r[{}] = redis.{how}({}) ", i + 1, args.join(", ")));
+        }
+        body.push_str("return r");
+        let mut eval = vec![b"EVAL".to_vec(), body.into_bytes()];
+        if self.rng.chance(50) {
+            eval.extend([b"1".to_vec(), self.from(KEYS)]);
+        } else {
+            eval.push(b"0".to_vec());
+        }
+        vec![Command::new(eval)]
     }
 
     /// `MULTI`, a few queued commands, then `EXEC` or now and then `DISCARD`.
@@ -1228,6 +1278,8 @@ fn random_transactions_and_blocking_match_redis() {
         assert!(run > 0 && aborted > 0 && unwatched > 0 && total.timeouts > 0, "{test}: an outcome was never reached");
         let nested = total.by_name.get("MULTI").map_or(0, |(_, errors)| *errors);
         assert!(nested > 0, "{test}: no nested MULTI was refused");
+        let (scripts, failed) = total.by_name.get("EVAL").copied().unwrap_or((0, 0));
+        assert!(scripts > 0 && failed > 0 && failed < scripts, "{test}: scripts ran {scripts}, failed {failed}");
     }
 }
 
