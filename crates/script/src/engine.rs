@@ -732,6 +732,9 @@ fn call_host(
     called
 }
 
+/// Arguments of a `redis.call` gathered on the stack.
+const INLINE_ARGS: usize = 8;
+
 /// `redis.call`'s way into the host.
 fn bridge_call(lua: &Lua, argv: &MultiValue, host: &mut dyn Host, mode: CallMode) -> mlua::Result<(Lua_, Called)> {
     if argv.is_empty() {
@@ -753,22 +756,42 @@ fn bridge_call(lua: &Lua, argv: &MultiValue, host: &mut dyn Host, mode: CallMode
             _ => return Ok((Lua_::Table(error_table(lua, BAD_ARG)?), Called::Misused)),
         }
     }
-    let strings: Vec<mlua::BorrowedBytes> = argv
-        .iter()
-        .filter_map(|arg| match arg {
-            Lua_::String(s) => Some(s.as_bytes()),
-            _ => None,
-        })
-        .collect();
-    let (mut next_string, mut next_number) = (strings.iter(), numbers.iter());
-    let args: Vec<&[u8]> = argv
-        .iter()
-        .filter_map(|arg| match arg {
-            Lua_::String(_) => next_string.next().map(|b| &**b),
-            _ => next_number.next().map(Vec::as_slice),
-        })
-        .collect();
-    let reply = host.call(&args, mode);
+    // Most calls have a few arguments: their bytes are gathered on the
+    // stack, the rest (a long MSET, say) in vectors.
+    let reply = if argv.len() <= INLINE_ARGS {
+        let mut held: [Option<mlua::BorrowedBytes>; INLINE_ARGS] = Default::default();
+        for (slot, arg) in held.iter_mut().zip(argv.iter()) {
+            if let Lua_::String(s) = arg {
+                *slot = Some(s.as_bytes());
+            }
+        }
+        let mut args: [&[u8]; INLINE_ARGS] = [&[]; INLINE_ARGS];
+        let mut next_number = numbers.iter();
+        for (i, slot) in held.iter().take(argv.len()).enumerate() {
+            args[i] = match slot {
+                Some(bytes) => bytes,
+                None => next_number.next().map_or(&[][..], Vec::as_slice),
+            };
+        }
+        host.call(&args[..argv.len()], mode)
+    } else {
+        let strings: Vec<mlua::BorrowedBytes> = argv
+            .iter()
+            .filter_map(|arg| match arg {
+                Lua_::String(s) => Some(s.as_bytes()),
+                _ => None,
+            })
+            .collect();
+        let (mut next_string, mut next_number) = (strings.iter(), numbers.iter());
+        let args: Vec<&[u8]> = argv
+            .iter()
+            .filter_map(|arg| match arg {
+                Lua_::String(_) => next_string.next().map(|b| &**b),
+                _ => next_number.next().map(Vec::as_slice),
+            })
+            .collect();
+        host.call(&args, mode)
+    };
     let kind = if matches!(reply, Value::Error(_)) { Called::Failed } else { Called::Reply };
     Ok((convert::to_lua(lua, &reply, mode.resp3)?, kind))
 }

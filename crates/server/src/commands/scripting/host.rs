@@ -99,6 +99,42 @@ pub struct ScriptHost<'a> {
     logs: Vec<(u8, Vec<u8>)>,
 }
 
+/// Buffers a run leaves for the next on its loop (a run's arguments, its
+/// calls' replies, its undo log), so that a script's run allocates none of
+/// them once they have grown.
+#[derive(Default)]
+struct Spare {
+    args: CommandArgs,
+    reply: Vec<u8>,
+    undo: UndoLog,
+}
+
+/// Largest reply buffer kept for the next run.
+const KEEP_REPLY_BYTES: usize = 64 * 1024;
+
+thread_local! {
+    static SPARE: std::cell::RefCell<Spare> = std::cell::RefCell::new(Spare::default());
+}
+
+impl Drop for ScriptHost<'_> {
+    fn drop(&mut self) {
+        if self.reply.capacity() > KEEP_REPLY_BYTES {
+            self.reply = Vec::new();
+        }
+        self.undo.clear();
+        let spare = Spare {
+            args: std::mem::take(&mut self.args),
+            reply: std::mem::take(&mut self.reply),
+            undo: std::mem::take(&mut self.undo),
+        };
+        SPARE.with(|s| {
+            if let Ok(mut s) = s.try_borrow_mut() {
+                *s = spare;
+            }
+        });
+    }
+}
+
 impl<'a> ScriptHost<'a> {
     /// A run under `reservation` (`None`: inside `EXEC`).
     pub fn new(
@@ -114,18 +150,19 @@ impl<'a> ScriptHost<'a> {
             changes::hold_announcements();
             session.effects.hold_place(true);
         }
+        let spare = SPARE.with(|s| s.try_borrow_mut().map(|mut s| std::mem::take(&mut *s)).unwrap_or_default());
         ScriptHost {
             state,
             session,
             rules,
             wrote: false,
-            args: CommandArgs::new(),
-            reply: Vec::new(),
+            args: spare.args,
+            reply: spare.reply,
             db,
             protocol,
             reservation,
             holding,
-            undo: UndoLog::default(),
+            undo: spare.undo,
             touched: Vec::new(),
             escalated: false,
             wanted: None,
