@@ -379,6 +379,14 @@ fn command_cases() -> Vec<Case> {
                 &["SCRIPT", "EXISTS"],
                 &["SCRIPT", "NOSUCH"],
                 &["SCRIPT", "HELP"],
+                // The debugger itself is not run; these answer as Redis does.
+                &["SCRIPT", "DEBUG", "NO"],
+                &["SCRIPT", "DEBUG", "maybe"],
+                &["SCRIPT", "DEBUG"],
+                &["SCRIPT", "DEBUG", "no", "extra"],
+                &["MULTI"],
+                &["SCRIPT", "DEBUG", "NO"],
+                &["EXEC"],
             ],
         ),
         calls(

@@ -282,6 +282,21 @@ fn a_loaded_script_runs_from_every_connection_until_flushed() {
     }
 }
 
+/// The debugger is not run: `SCRIPT DEBUG NO` (what every run is) is
+/// answered as Redis answers it when sent alone, the other modes refused.
+#[test]
+fn script_debug_no_is_accepted_and_the_debugger_refused() {
+    let server = start_kvik_with(&["--threads", "1"]);
+    let mut c = connect(server.port);
+    assert_eq!(call(&mut c, &[b"SCRIPT", b"DEBUG", b"no"]), b"+OK\r\n");
+    for mode in [&b"YES"[..], b"sync"] {
+        let reply = call(&mut c, &[b"SCRIPT", b"DEBUG", mode]);
+        assert!(reply.starts_with(b"-ERR kvik does not run the Lua debugger"), "{reply:?}");
+    }
+    assert_eq!(call(&mut c, &[b"SCRIPT", b"DEBUG", b"x"]), b"-ERR Use SCRIPT DEBUG YES/SYNC/NO\r\n");
+    assert_eq!(call(&mut c, &[b"EVAL", b"return 1", b"0"]), b":1\r\n");
+}
+
 #[test]
 fn a_busy_script_answers_busy_for_its_shards_and_stops_by_script_kill_or_shutdown_nosave() {
     let mut server = start_kvik_with(&["--threads", "2", "--busy-reply-threshold", "200"]);

@@ -456,6 +456,12 @@ pub trait ReplyTarget {
     fn encoding(&self, session: &Session) -> crate::registries::blocking::Encoding {
         crate::registries::blocking::Encoding::Resp(session.protocol)
     }
+
+    /// Whether replies written earlier are still waiting to be sent (the
+    /// client pipelined), for the one command that cares, `SCRIPT DEBUG`.
+    fn has_pending(&self) -> bool {
+        false
+    }
 }
 
 /// What the connection must do after a command.
@@ -521,6 +527,10 @@ impl<T: ReplyTarget> ReplyTarget for Gate<'_, T> {
 
     fn encoding(&self, session: &Session) -> crate::registries::blocking::Encoding {
         self.0.encoding(session)
+    }
+
+    fn has_pending(&self) -> bool {
+        self.0.has_pending()
     }
 }
 

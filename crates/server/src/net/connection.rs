@@ -943,6 +943,10 @@ impl ReplyTarget for RespTarget<'_> {
         let mut w = RespWriter::new(self.out, session.protocol);
         write(&mut w);
     }
+
+    fn has_pending(&self) -> bool {
+        !self.out.is_empty()
+    }
 }
 
 /// Redis's text for a protocol error. Unlike the parser's `Display`, which
