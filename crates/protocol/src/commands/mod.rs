@@ -11,6 +11,7 @@
 //! small hand-written overlay) and `spec/respb/opcodes.csv`. Tests in this module
 //! fail when the generated table lags either input.
 
+pub mod keys;
 mod table;
 
 pub use table::{id, COMMANDS, COMMANDS_JSON_FNV1A64, COMMAND_COUNT, GEN_TABLE_PY_FNV1A64, OPCODES_CSV_FNV1A64};

@@ -393,25 +393,7 @@ fn getkeys<T: ReplyTarget>(c: &mut Ctx<'_, T>, with_flags: bool) {
     if !spec.arity_ok(args.len()) {
         return c.error(b"ERR Invalid number of arguments specified for command");
     }
-    let mut keys = find_keys(spec, &args).unwrap_or_default();
-    // SET's key flags depend on its options: without GET the old value is
-    // neither read nor returned, so Redis reports an overwrite.
-    if spec.name == "set" {
-        let get = args.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
-        let flags = if get {
-            KeySpecFlags::RW.union(KeySpecFlags::ACCESS).union(KeySpecFlags::UPDATE)
-        } else {
-            KeySpecFlags::OW.union(KeySpecFlags::UPDATE)
-        };
-        for (_, f) in &mut keys {
-            *f = flags;
-        }
-    }
-    if spec.name == "sort" {
-        if let Some(at) = sort_store_position(&args) {
-            keys.push((at, KeySpecFlags::OW.union(KeySpecFlags::UPDATE)));
-        }
-    }
+    let keys = find_keys(spec, &args).unwrap_or_default();
     if keys.is_empty() {
         if spec.flags.contains(CommandFlags::NO_MANDATORY_KEYS) {
             return c.reply(|s| s.array(0));
@@ -432,26 +414,6 @@ fn getkeys<T: ReplyTarget>(c: &mut Ctx<'_, T>, with_flags: bool) {
     });
 }
 
-/// Where SORT's `STORE` destination is among `args` (the command name
-/// first), which its key specs cannot say: the last `STORE`, found as
-/// Redis finds it, skipping the arguments of `LIMIT`, `GET` and `BY`.
-fn sort_store_position(args: &[&[u8]]) -> Option<usize> {
-    let mut found = None;
-    let mut i = 2;
-    while i < args.len() {
-        let arg = args[i];
-        if arg.eq_ignore_ascii_case(b"limit") {
-            i += 2;
-        } else if arg.eq_ignore_ascii_case(b"get") || arg.eq_ignore_ascii_case(b"by") {
-            i += 1;
-        } else if arg.eq_ignore_ascii_case(b"store") && i + 1 < args.len() {
-            found = Some(i + 1);
-        }
-        i += 1;
-    }
-    found
-}
-
 /// Positions of the keys of `req`, a request for `spec`, found by its key
 /// specs (none when the request is malformed).
 pub(super) fn key_positions(spec: &CommandSpec, req: super::Request<'_>) -> Vec<usize> {
@@ -460,75 +422,20 @@ pub(super) fn key_positions(spec: &CommandSpec, req: super::Request<'_>) -> Vec<
 }
 
 /// Positions of the keys in `args` (the command name at 0) and their flags,
-/// by walking the key specs as Redis does; `None` when a key count is not a
-/// non-negative integer.
+/// as Redis finds them (see [`kvik_protocol::commands::keys`]); `None` when
+/// the request is malformed.
 pub(super) fn find_keys(spec: &CommandSpec, args: &[&[u8]]) -> Option<Vec<(usize, KeySpecFlags)>> {
-    let argc = args.len() as i64;
     let mut keys = Vec::new();
-    for ks in spec.key_specs {
-        let first = match ks.begin_search {
-            BeginSearch::Index(i) => i64::from(i),
-            BeginSearch::Keyword { keyword, start_from } => {
-                let found = if start_from >= 0 {
-                    (i64::from(start_from)..argc).find(|&i| args[i as usize].eq_ignore_ascii_case(keyword.as_bytes()))
-                } else {
-                    let start = argc + i64::from(start_from);
-                    (1..=start).rev().find(|&i| args[i as usize].eq_ignore_ascii_case(keyword.as_bytes()))
-                };
-                match found {
-                    Some(i) => i + 1,
-                    None => continue,
-                }
-            }
-            BeginSearch::Unknown => continue,
-        };
-        if first <= 0 {
-            continue;
-        }
-        let (last, step) = match ks.find_keys {
-            FindKeys::Range { last_key, key_step, limit } => {
-                let last = if last_key >= 0 {
-                    first + i64::from(last_key)
-                } else if last_key == -1 && limit > 1 {
-                    first + (argc - first) / i64::from(limit) - 1
-                } else {
-                    argc + i64::from(last_key)
-                };
-                (last, i64::from(key_step))
-            }
-            FindKeys::Keynum { keynum_index, first_key, key_step } => {
-                let idx = first + i64::from(keynum_index);
-                let n = args.get(idx as usize).and_then(|a| kvik_protocol::number::parse_i64(a))?;
-                if n < 0 {
-                    return None;
-                }
-                let start = first + i64::from(first_key);
-                let step = i64::from(key_step);
-                // Redis narrows the count to a C int, so a huge count wraps
-                // the same way there (and usually finds no keys).
-                let last = start + (n as i32 as i64) - 1;
-                // Out of bounds means a malformed request, as in Redis.
-                if last >= argc || last < start || start >= argc {
-                    return None;
-                }
-                for i in (start..=last.min(argc - 1)).step_by(step.max(1) as usize) {
-                    keys.push((i as usize, ks.flags));
-                }
-                continue;
-            }
-            FindKeys::Unknown => continue,
-        };
-        if last >= argc || last < first || first >= argc {
-            return None;
-        }
-        let step = step.max(1);
-        let mut i = first;
-        while i <= last && i < argc {
-            keys.push((i as usize, ks.flags));
-            i += step;
-        }
-    }
-    Some(keys)
+    let walked = kvik_protocol::commands::keys::for_each_key(
+        spec,
+        args.len(),
+        |i| args[i],
+        |i, flags| {
+            keys.push((i, flags));
+            true
+        },
+    );
+    walked.ok().map(|()| keys)
 }
 
 /// Redis 7.0's `COMMAND HELP` text.
