@@ -424,6 +424,16 @@ impl User {
         &self.name
     }
 
+    /// The root selector, then the others.
+    pub fn selectors(&self) -> &[Selector] {
+        &self.selectors
+    }
+
+    /// The SHA-256 hashes of the user's passwords, in hex.
+    pub fn password_hashes(&self) -> &[Hash] {
+        &self.passwords
+    }
+
     /// Whether the user may log in.
     pub fn enabled(&self) -> bool {
         self.enabled

@@ -115,7 +115,6 @@ pub enum Support {
 const NO_TLS: &str = "kvik does not support TLS yet";
 const NO_REPLICATION: &str = "kvik does not replicate yet";
 const NO_CLUSTER: &str = "kvik does not run in cluster mode yet";
-const NO_ACL: &str = "kvik has no ACL users yet";
 
 const INT_MAX: i64 = i32::MAX as i64;
 const INT_MIN: i64 = i32::MIN as i64;
@@ -250,7 +249,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         NO_REPLICATION,
     ),
     only_default(opt("cluster-enabled", BOOL, "no", Immutable), NO_CLUSTER),
-    only_default(opt("aclfile", STR, "", Immutable), NO_ACL),
+    opt("aclfile", STR, "", Immutable),
     only_default(opt("tls-port", int(0, 65535), "0", Immutable), NO_TLS),
     only_default(opt("tls-cert-file", STR, "", Runtime), NO_TLS),
     only_default(opt("tls-key-file", STR, "", Runtime), NO_TLS),
@@ -316,8 +315,8 @@ pub const OPTIONS: &[OptionSpec] = &[
     knob("shutdown-timeout", int(0, INT_MAX), "10", Runtime),
     knob("propagation-error-behavior", Kind::Enum(&["ignore", "panic", "panic-on-replicas"]), "ignore", Runtime),
     alias(opt("busy-reply-threshold", int(0, LONG_MAX), "5000", Runtime), "lua-time-limit"),
-    knob("acllog-max-len", int(0, LONG_MAX), "128", Runtime),
-    knob("acl-pubsub-default", Kind::Enum(&["allchannels", "resetchannels"]), "resetchannels", Runtime),
+    opt("acllog-max-len", int(0, LONG_MAX), "128", Runtime),
+    opt("acl-pubsub-default", Kind::Enum(&["allchannels", "resetchannels"]), "resetchannels", Runtime),
     knob("sanitize-dump-payload", Kind::Enum(&["no", "yes", "clients"]), "no", Runtime),
     // Of the files kvik does not write yet, as Redis has them without persistence.
     opt("appendfilename", STR, "appendonly.aof", Immutable),
@@ -733,6 +732,8 @@ pub struct Config {
     values: Vec<String>,
     /// `rename-command old new` directives, in order (`new` empty: disabled).
     renames: Vec<(String, String)>,
+    /// `user name rule...` directives, in order: the name, then the rules.
+    users: Vec<Vec<String>>,
 }
 
 /// One core per event loop unless told otherwise.
@@ -751,7 +752,7 @@ impl Default for Config {
                 _ => o.default.to_string(),
             })
             .collect();
-        Config { values, renames: Vec::new() }
+        Config { values, renames: Vec::new(), users: Vec::new() }
     }
 }
 
@@ -807,6 +808,12 @@ impl Config {
     /// The `rename-command` directives, in the order given.
     pub fn renames(&self) -> &[(String, String)] {
         &self.renames
+    }
+
+    /// The `user` directives, in the order given: each the user's name,
+    /// then its rules.
+    pub fn users(&self) -> &[Vec<String>] {
+        &self.users
     }
 
     /// The names of the tuning knobs ([`Support::NoEffect`]) set to other
@@ -972,6 +979,18 @@ impl Config {
                 i = end;
                 continue;
             }
+            if name.eq_ignore_ascii_case("user") {
+                if values.is_empty() {
+                    return Err(ConfigError::InvalidValue {
+                        option: option.clone(),
+                        value: String::new(),
+                        reason: "wrong number of arguments".into(),
+                    });
+                }
+                config.users.push(values);
+                i = end;
+                continue;
+            }
             let bare_save = values.is_empty() && name.eq_ignore_ascii_case("save");
             if bare_save || (values.len() == 1 && values[0].is_empty()) {
                 let index = find_option(name).ok_or_else(|| ConfigError::UnknownOption(option.clone()))?;
@@ -1025,6 +1044,13 @@ impl Config {
                 self.renames.push((from.clone(), to.clone()));
                 continue;
             }
+            if name.eq_ignore_ascii_case("user") {
+                if values.is_empty() {
+                    return Err(file_error("wrong number of arguments".into()));
+                }
+                self.users.push(values.to_vec());
+                continue;
+            }
             if name.eq_ignore_ascii_case("include") {
                 let [included] = values else {
                     return Err(file_error("include needs one file name".into()));
@@ -1063,12 +1089,27 @@ impl Config {
     /// configuration: lines of options that changed are replaced in place,
     /// later duplicates dropped, options not yet in the file appended, and
     /// comments and everything else kept.
-    pub fn rewrite(&self, path: &Path) -> std::io::Result<()> {
+    ///
+    /// `users` are the `user` lines of the running ACL users (none when
+    /// they live in an `aclfile`); they replace the file's `user` lines,
+    /// where the first of them was or at the end.
+    pub fn rewrite(&self, path: &Path, users: &[String]) -> std::io::Result<()> {
         let old = std::fs::read_to_string(path).unwrap_or_default();
         let mut written = vec![false; OPTIONS.len()];
         let mut out = String::new();
+        let mut users_written = false;
         for line in old.lines() {
             let name = split_config_line(line).and_then(|w| w.into_iter().next());
+            if name.as_deref().is_some_and(|n| n.eq_ignore_ascii_case("user")) {
+                if !users_written {
+                    users_written = true;
+                    users.iter().for_each(|u| {
+                        out.push_str(u);
+                        out.push('\n');
+                    });
+                }
+                continue;
+            }
             match name.as_deref().filter(|n| !n.starts_with('#')).and_then(find_option) {
                 Some(index) => {
                     if !written[index] {
@@ -1096,6 +1137,16 @@ impl Config {
             let _ = spec;
             out.push_str(&self.config_line(index));
             out.push('\n');
+        }
+        if !users_written {
+            for user in users {
+                if !header {
+                    out.push_str("# Generated by CONFIG REWRITE\n");
+                    header = true;
+                }
+                out.push_str(user);
+                out.push('\n');
+            }
         }
         let tmp = path.with_extension("kvik-rewrite.tmp");
         std::fs::write(&tmp, out)?;
@@ -1279,7 +1330,7 @@ mod tests {
         assert_eq!(c.get("save"), "900 1 60 5", "save lines add up");
         c.set_many(&[("save", "100 5 30 7")]).expect("set");
         for _ in 0..2 {
-            c.rewrite(&path).expect("rewrite");
+            c.rewrite(&path, &[]).expect("rewrite");
             let text = std::fs::read_to_string(&path).expect("read");
             assert_eq!(text, "port 7000\nsave 100 5\nsave 30 7\n", "{text}");
         }

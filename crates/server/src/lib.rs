@@ -29,6 +29,7 @@
 pub(crate) use kvik_store::{inline_list, keyspace, types};
 
 // What the binary and the tests use; everything else is the crate's own.
+pub use commands::acl::load_users;
 pub use commands::install_renames;
 pub use net::listener::{Server, StopReason};
 pub use net::read_ahead::min_keyspace_bytes;

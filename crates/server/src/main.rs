@@ -85,6 +85,12 @@ fn main() -> ExitCode {
     let threads = config.threads();
     let state = Arc::new(ServerState::new(config, file));
     state.remember_self();
+    if let Err(e) = kvik_server::load_users(&state) {
+        kvik_server::log!(Warning, "{e}");
+        eprintln!("kvik-server: {e}");
+        supervision::remove_pidfile(&state.config());
+        return ExitCode::from(1);
+    }
     if let Err(e) = kvik_server::load_at_start(&state) {
         kvik_server::log!(Warning, "{e}");
         eprintln!("kvik-server: {e}");

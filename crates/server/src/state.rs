@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU16, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 
+use kvik_acl::Defaults;
 use tokio::sync::watch;
 
 use crate::config::{find_option, parse_output_limits, Config, OutputLimit};
@@ -72,6 +73,8 @@ pub struct ServerState {
     /// Scripts by SHA-1 (`EVAL`, `SCRIPT LOAD`).
     pub scripts: crate::registries::scripts::Scripts,
     pub functions: crate::registries::functions::Functions,
+    /// ACL users and the security log.
+    pub acl: crate::registries::acl::Acl,
     /// The state itself, for the threads a command starts (the
     /// append-only file's writer, when `CONFIG SET appendonly yes` turns
     /// it on); set by [`ServerState::remember_self`].
@@ -129,6 +132,26 @@ pub struct ConnectionLimits {
     pub latency_tracking: AtomicBool,
 }
 
+/// Apply the ACL options, and `requirepass` as the default user's
+/// password when it is new (`before` is its value until now; `None` at
+/// startup): a password set by `ACL SETUSER default` stays until
+/// `requirepass` itself is set again, as in Redis.
+fn configure_acl(acl: &crate::registries::acl::Acl, limits: &ConnectionLimits, config: &Config, before: Option<&str>) {
+    acl.configure(config.usize("acllog-max-len"), config.get("acl-pubsub-default") == "allchannels");
+    let password = config.get("requirepass");
+    if before == Some(password) {
+        return;
+    }
+    let rule = if password.is_empty() { b"nopass".to_vec() } else { [b">", password.as_bytes()].concat() };
+    acl.update(limits, |users| {
+        let default = users.default_user();
+        let changed = default.with_rules([&b"resetpass"[..], &rule], Defaults::default());
+        if let Ok(user) = changed {
+            users.put(user);
+        }
+    });
+}
+
 /// The value of option `name`, or `default` while the option is not in
 /// [`crate::config::OPTIONS`] (an option another change adds).
 fn option_or<'a>(config: &'a Config, name: &str, default: &'a str) -> &'a str {
@@ -141,7 +164,6 @@ impl ConnectionLimits {
         self.query_buffer_limit.store(config.usize("client-query-buffer-limit"), Ordering::Relaxed);
         self.respb_max_channels.store(config.usize("respb-max-channels"), Ordering::Relaxed);
         self.idle_timeout.store(u64::try_from(config.int("timeout")).unwrap_or(0), Ordering::Relaxed);
-        self.auth_required.store(!config.get("requirepass").is_empty(), Ordering::Relaxed);
         self.maxmemory.store(config.usize("maxmemory"), Ordering::Relaxed);
         self.maxmemory_policy.store(Policy::from_name(config.get("maxmemory-policy")).index(), Ordering::Relaxed);
         self.maxmemory_samples.store(config.usize("maxmemory-samples").max(1), Ordering::Relaxed);
@@ -294,6 +316,8 @@ impl ServerState {
         changes.set_flags(parse_flags(config.get("notify-keyspace-events")).unwrap_or(0));
         let tracking = Arc::new(Tracking::default());
         tracking.set_max_keys(config.usize("tracking-table-max-keys"));
+        let acl = crate::registries::acl::Acl::default();
+        configure_acl(&acl, &limits, &config, None);
         tracking.attach_hub(Arc::clone(&changes));
         ServerState {
             changes,
@@ -317,6 +341,7 @@ impl ServerState {
             append_only: Default::default(),
             scripts: crate::registries::scripts::Scripts::new(loops),
             functions: crate::registries::functions::Functions::default(),
+            acl,
             this: std::sync::OnceLock::new(),
             shutdown: watch::Sender::new(false),
         }
@@ -363,8 +388,10 @@ impl ServerState {
     /// Change the running configuration with `f`.
     pub fn update_config<R>(&self, f: impl FnOnce(&mut Config) -> R) -> R {
         let mut guard = self.config.write().unwrap_or_else(|e| e.into_inner());
+        let password_before = guard.get("requirepass").to_string();
         let result = f(&mut guard);
         self.limits.load_from(&guard);
+        configure_acl(&self.acl, &self.limits, &guard, Some(&password_before));
         load_lfu_tuning(&self.keyspace, &guard);
         load_pubsub_limit(&self.pubsub, &guard);
         self.tracking.set_max_keys(guard.usize("tracking-table-max-keys"));

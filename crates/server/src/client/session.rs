@@ -47,6 +47,14 @@ pub struct Session {
     /// (as in Redis, setting a password later does not lock out clients
     /// already connected).
     pub authenticated: bool,
+    /// The ACL user the client runs as; `None` for the server's own
+    /// sessions (loading the append-only file), which may run anything, as
+    /// Redis's client without a user may.
+    pub user: Option<Arc<kvik_acl::User>>,
+    /// The user generation (`registries::acl`) `user` was read at.
+    pub acl_seen: u64,
+    /// Whether `user` may run everything, so commands skip the ACL check.
+    pub acl_open: bool,
     /// Whether the client connected from this machine (see `Peer::local`).
     pub local: bool,
     /// `CLIENT REPLY` state.
@@ -140,6 +148,9 @@ impl Session {
             name: None,
             db: 0,
             authenticated: true,
+            user: None,
+            acl_seen: 0,
+            acl_open: true,
             local: false,
             reply_mode: ReplyMode::On,
             skip_this: false,
@@ -164,6 +175,7 @@ impl Session {
         session.tracking = ClientTracking::attached(id, Arc::clone(&state.tracking), wake.is_some());
         session.subscriptions.set_wake(wake.clone());
         session.authenticated = !auth::required(state);
+        session.set_user(state, state.acl.default_user());
         session.registration = Some(state.clients.register(id, addr, laddr, fd, wake));
         state.stats.total_connections.fetch_add(1, Ordering::Relaxed);
         session
@@ -200,6 +212,18 @@ impl Session {
             info.name.clone_from(&self.name);
             info.subscriptions = subscriptions;
         }
+    }
+
+    /// Run as `user` from now on (logged in, or the rules changed).
+    pub fn set_user(&mut self, state: &ServerState, user: Arc<kvik_acl::User>) {
+        self.acl_seen = state.acl.generation();
+        self.acl_open = user.unrestricted();
+        if let Some(handle) = self.handle() {
+            if handle.info().user.as_slice() != user.name() {
+                handle.info().user = user.name().to_vec();
+            }
+        }
+        self.user = Some(user);
     }
 
     /// The registry entry, when the client is registered.

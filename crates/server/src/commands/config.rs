@@ -199,7 +199,19 @@ fn rewrite<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let Some(path) = c.state.config_file.clone() else {
         return c.error(b"ERR The server is running without a config file");
     };
-    let result = c.state.config().rewrite(&path);
+    let users: Vec<String> = if c.state.config().get("aclfile").is_empty() {
+        let users = c.state.acl.users();
+        users
+            .iter()
+            .map(|u| {
+                let rules = kvik_acl::describe::user_rules(u);
+                format!("user {} {}", String::from_utf8_lossy(u.name()), String::from_utf8_lossy(&rules))
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let result = c.state.config().rewrite(&path, &users);
     match result {
         Ok(()) => c.ok(),
         Err(e) => {

@@ -166,10 +166,10 @@ fn hello<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         }
     }
     if let Some((user, password)) = credentials {
-        if !auth::check(c.state, user, password) {
+        let context = log_context(c);
+        if !auth::log_in(c.state, c.session, user, password, c.req.arg(0), context) {
             return c.error(WRONGPASS);
         }
-        c.session.authenticated = true;
     }
     if !c.session.authenticated && auth::required(c.state) {
         return c.error(
@@ -225,7 +225,7 @@ fn auth<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         return c.error(SYNTAX_ERROR);
     }
     let (user, password): (&[u8], &[u8]) = if c.argc() == 2 {
-        if !auth::required(c.state) {
+        if c.state.acl.default_user().nopass() {
             return c.error(
                 b"ERR AUTH <password> called without any password configured for the default user. \
                   Are you sure your configuration is correct?",
@@ -235,11 +235,22 @@ fn auth<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     } else {
         (c.arg(1), c.arg(2))
     };
-    if auth::check(c.state, user, password) {
-        c.session.authenticated = true;
+    let context = log_context(c);
+    if auth::log_in(c.state, c.session, user, password, c.req.arg(0), context) {
         c.ok();
     } else {
         c.error(WRONGPASS);
+    }
+}
+
+/// Where a command runs, for `ACL LOG`: queued in or run by a transaction,
+/// or sent on its own.
+fn log_context<T: ReplyTarget>(c: &Ctx<'_, T>) -> crate::registries::acl::Context {
+    use crate::registries::acl::Context;
+    if c.session.multi.is_some() || c.waits == super::Waits::AnswerNow {
+        Context::Multi
+    } else {
+        Context::Toplevel
     }
 }
 
@@ -252,6 +263,7 @@ fn reset<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     // Clears OFF and a pending SKIP; a SKIP already covering this RESET still applies.
     c.session.reply_mode = ReplyMode::On;
     c.session.authenticated = !auth::required(c.state);
+    c.session.set_user(c.state, c.state.acl.default_user());
     c.session.monitor = None;
     c.session.subscriptions.clear();
     c.session.tracking.disable();
@@ -287,7 +299,7 @@ fn argv_mem<T: ReplyTarget>(c: &Ctx<'_, T>) -> usize {
 /// (whose command, if one runs on another thread, cannot be looked at).
 /// `tot-mem` does not add `argv-mem`: kvik reads arguments in place in the
 /// query buffer, whose capacity it counts already.
-fn client_line(h: &ClientHandle, current: u64, argv: usize, blocked: bool) -> Vec<u8> {
+pub(super) fn client_line(h: &ClientHandle, current: u64, argv: usize, blocked: bool) -> Vec<u8> {
     let info = h.info();
     let mem = h.buffers.figures();
     let argv = if h.id == current { argv } else { 0 };
@@ -329,7 +341,7 @@ fn client_line(h: &ClientHandle, current: u64, argv: usize, blocked: bool) -> Ve
         format!(
             " age={age} idle={idle} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi={} qbuf={} \
              qbuf-free={} argv-mem={argv} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r \
-             cmd={} user=default redir={} resp={}\n",
+             cmd={} user={} redir={} resp={}\n",
             info.db,
             info.multi.map_or(-1, |n| n as i64),
             mem.qbuf,
@@ -342,6 +354,7 @@ fn client_line(h: &ClientHandle, current: u64, argv: usize, blocked: bool) -> Ve
             mem.omem,
             h.buffers.total(),
             h.last_cmd(),
+            String::from_utf8_lossy(&info.user),
             info.tracking.as_ref().map_or(-1, |t| i64::try_from(t.redirect).unwrap_or(i64::MAX)),
             info.resp
         )
@@ -457,7 +470,7 @@ fn client_kill<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             b"addr" => addr = Some(value),
             b"laddr" => laddr = Some(value),
             b"user" => {
-                if value != b"default" {
+                if c.state.acl.user(value).is_none() {
                     let mut msg = b"ERR No such user '".to_vec();
                     msg.extend_from_slice(until_nul(value, usize::MAX));
                     msg.push(b'\'');
@@ -478,7 +491,6 @@ fn client_kill<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         }
         i += 2;
     }
-    let _ = user;
     let mut killed = 0;
     if !only_other {
         for h in &clients {
@@ -487,6 +499,7 @@ fn client_kill<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
                 id.is_none_or(|id| id == h.id)
                     && addr.is_none_or(|a| a == info.addr.as_bytes())
                     && laddr.is_none_or(|a| a == info.laddr.as_bytes())
+                    && user.is_none_or(|u| u == info.user.as_slice())
             };
             if !matches || (skipme && h.id == me) {
                 continue;

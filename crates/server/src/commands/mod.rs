@@ -33,6 +33,7 @@ use crate::clock::CommandStart;
 use crate::effects::changes::{self, EventClass};
 use crate::keyspace::CommandClock;
 use crate::metrics::stats;
+use crate::registries::acl::Context as AclContext;
 use crate::state::ServerState;
 
 /// Declares the commands a module runs, one `ID(c) => expression` line each,
@@ -63,6 +64,7 @@ macro_rules! handlers {
 }
 
 mod access;
+pub mod acl;
 mod bitmap;
 pub mod blocked;
 mod command;
@@ -94,6 +96,7 @@ mod zset;
 enum Module {
     /// kvik does not run the command.
     None,
+    Acl,
     Connection,
     Strings,
     Bitmap,
@@ -120,6 +123,7 @@ enum Module {
 /// Dispatch and `COMMAND`'s listings both read it.
 static OWNERS: [Module; COMMAND_COUNT] = {
     let mut owners = [Module::None; COMMAND_COUNT];
+    claim(&mut owners, acl::HANDLED, Module::Acl);
     claim(&mut owners, connection::HANDLED, Module::Connection);
     claim(&mut owners, strings::HANDLED, Module::Strings);
     claim(&mut owners, bitmap::HANDLED, Module::Bitmap);
@@ -169,6 +173,7 @@ fn runs(id: CommandId) -> bool {
 pub(crate) fn dispatch<T: ReplyTarget>(cmd: CommandId, ctx: &mut Ctx<'_, T>) -> bool {
     match OWNERS.get(cmd.index()).copied().unwrap_or(Module::None) {
         Module::None => return false,
+        Module::Acl => acl::dispatch(cmd, ctx),
         Module::Connection => connection::dispatch(cmd, ctx),
         Module::Strings => strings::dispatch(cmd, ctx),
         Module::Bitmap => bitmap::dispatch(cmd, ctx),
@@ -602,6 +607,7 @@ pub(super) fn script_command(
     state: &ServerState,
     args: &CommandArgs,
     read_only: bool,
+    session: &mut Session,
 ) -> Result<&'static CommandSpec, Vec<u8>> {
     let req = Request::new(args, &[]);
     let unknown = || b"ERR Unknown Redis command called from script".to_vec();
@@ -615,6 +621,9 @@ pub(super) fn script_command(
     if spec.flags.contains(CommandFlags::NOSCRIPT) {
         return Err(b"ERR This Redis command is not allowed from script".to_vec());
     }
+    // The script runs with its caller's permissions.
+    auth::permitted(state, session, spec, req.argc(), |i| req.arg(i), AclContext::Lua)
+        .map_err(auth::script_noperm_text)?;
     if read_only && spec.flags.contains(CommandFlags::WRITE) {
         return Err(b"ERR Write commands are not allowed from read-only scripts.".to_vec());
     }
@@ -688,6 +697,13 @@ fn execute_checked<T: ReplyTarget>(
         // Redis checks authentication after the name and the arity, and lets
         // the commands that can carry credentials (AUTH, HELLO) through.
         Some(auth::NOAUTH.to_vec())
+    } else if session.multi.is_some() && spec.flags.contains(CommandFlags::NO_MULTI) {
+        Some(transaction::NOT_IN_MULTI.to_vec())
+    } else if let Err(denied) = {
+        let context = if session.multi.is_some() { AclContext::Multi } else { AclContext::Toplevel };
+        auth::permitted(state, session, spec, req.argc(), |i| req.arg(i), context)
+    } {
+        Some(auth::noperm_text(denied, spec))
     } else if !crate::effects::changes::enforce_maxmemory(state)
         && (spec.flags.contains(CommandFlags::DENYOOM) || transaction::refused_over_maxmemory(session, spec))
     {
@@ -706,8 +722,6 @@ fn execute_checked<T: ReplyTarget>(
         // A RESP2 connection listening for messages cannot tell replies
         // from messages, so Redis lets it run only these commands.
         Some(subscribed_refusal(spec))
-    } else if session.multi.is_some() && spec.flags.contains(CommandFlags::NO_MULTI) {
-        Some(transaction::NOT_IN_MULTI.to_vec())
     } else {
         None
     };
@@ -1018,12 +1032,15 @@ fn hello_credential(req: &Request<'_>, i: usize) -> bool {
 
 /// Whether argument `i` of `req` is a secret that Redis 7.0 shows as
 /// `(redacted)` in the slow log: AUTH's arguments, the user and password
-/// after HELLO's AUTH, and the values `CONFIG SET` gives `requirepass`,
+/// after HELLO's AUTH, everything after `ACL SETUSER`, and the values
+/// `CONFIG SET` gives `requirepass`,
 /// `masterauth` and `masteruser` (also in a CONFIG SET that fails).
 fn secret_argument(req: &Request<'_>, spec: &CommandSpec, i: usize) -> bool {
     match spec.id {
         id::AUTH => i > 0,
         id::HELLO => hello_credential(req, i),
+        // The user and every rule: a rule may hold a password.
+        id::ACL_SETUSER => i >= 2,
         id::CONFIG_SET => {
             i >= 3
                 && i % 2 == 1
@@ -1081,6 +1098,12 @@ pub fn quote_repr(out: &mut Vec<u8>, bytes: &[u8]) {
 }
 
 /// Reply with a container's help text, ending with Redis's common `HELP` entry.
+/// The `CLIENT LIST` line of the client with `handle`, as `ACL LOG`
+/// records it.
+pub(crate) fn client_info_line(handle: &crate::registries::clients::ClientHandle, id: u64) -> Vec<u8> {
+    connection::client_line(handle, id, 0, false)
+}
+
 pub(crate) fn help<T: ReplyTarget>(c: &mut Ctx<'_, T>, lines: &[&str]) {
     c.reply(|s| {
         s.array(lines.len() + 2);
@@ -1248,7 +1271,7 @@ mod tests {
         let list = reply(&[b"COMMAND", b"LIST"]);
         let has = |name: &str| list.windows(name.len() + 4).any(|w| w == format!("\r\n{name}\r\n").as_bytes());
         assert!(has("get") && has("client") && has("client|list"));
-        assert!(!has("bf.add") && !has("client|no-touch") && !has("acl"));
+        assert!(!has("bf.add") && !has("client|no-touch") && !has("module"));
     }
 
     #[test]

@@ -14,6 +14,7 @@ use kvik_protocol::commands::{id, CommandSpec};
 
 use super::command::{find_keys, keyless, keys_known, runs_script};
 use super::{reject, run_checked, runs, unknown_command, unknown_subcommand, Ctx, Outcome, ReplyTarget, Request, Run};
+use crate::client::auth;
 use crate::client::session::Session;
 use crate::client::transaction::Queued;
 use crate::keyspace::{now_ms, Keyspace};
@@ -166,6 +167,13 @@ fn exec<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let mut outcome = Outcome::Continue;
     for q in &queued {
         let req = Request::new(&q.args, &[]);
+        // Permissions are checked again: the rules may have changed since
+        // the command was queued.
+        let context = crate::registries::acl::Context::Multi;
+        if let Err(denied) = auth::permitted(state, c.session, q.spec, req.argc(), |i| req.arg(i), context) {
+            reject(state, c.session, c.target, &auth::exec_noperm_text(denied));
+            continue;
+        }
         if run_checked(state, req, c.session, c.target, q.spec, Run::Queued) == Outcome::Close {
             outcome = Outcome::Close;
         }

@@ -83,6 +83,8 @@ pub struct ClientInfo {
     pub tracking: Option<Arc<TrackingShown>>,
     /// The mux id of a RESPB channel (`mux=`, shown for channels only).
     pub mux: Option<u16>,
+    /// The ACL user the client runs as (`user=`).
+    pub user: Vec<u8>,
 }
 
 /// What `CLIENT LIST` shows of a tracking client, shared between its
@@ -467,6 +469,7 @@ impl ClientRegistry {
     ) -> Registration {
         let now = Instant::now();
         let info = ClientInfo {
+            user: b"default".to_vec(),
             addr,
             laddr,
             name: None,

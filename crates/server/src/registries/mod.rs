@@ -4,6 +4,7 @@
 //! `CLIENT PAUSE` ([`pause`]), background saves ([`saves`]), the script cache ([`scripts`]), the function libraries ([`functions`]). The state holds one of each; none of them
 //! imports the state.
 
+pub mod acl;
 pub mod append_only;
 pub mod blocking;
 pub mod clients;

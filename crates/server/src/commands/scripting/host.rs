@@ -313,7 +313,7 @@ impl Host for ScriptHost<'_> {
         for a in argv {
             self.args.push_owned(a);
         }
-        let spec = match script_command(self.state, &self.args, self.rules.read_only) {
+        let spec = match script_command(self.state, &self.args, self.rules.read_only, self.session) {
             Ok(spec) => spec,
             Err(msg) => return Value::Error(msg),
         };
