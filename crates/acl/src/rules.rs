@@ -13,6 +13,8 @@
 //! does, which is how a user's rules are described back as `+@all -x`
 //! rather than `-@all +a +b …` ([`crate::describe`]).
 
+use std::sync::OnceLock;
+
 use kvik_protocol::commands::{lookup, lookup_subcommand, AclCategories, CommandFlags, CommandSpec, COMMANDS};
 
 use crate::password::{self, Hash};
@@ -155,22 +157,40 @@ pub fn has_spaces(s: &[u8]) -> bool {
     s.iter().any(|&b| b == 0 || b == b' ' || (b'\t'..=b'\r').contains(&b))
 }
 
+/// Which commands of the table rules may name; all until the server says.
+static KNOWN: OnceLock<fn(&CommandSpec) -> bool> = OnceLock::new();
+
+/// Say which commands of the table exist for ACL rules: the table holds
+/// commands of other servers too, and a rule, a category or a description
+/// should see only those the server has (Redis 7.0's, so that rules
+/// written for Redis load, and the server's own). Set once; later calls
+/// are ignored.
+pub fn set_known(known: fn(&CommandSpec) -> bool) {
+    let _ = KNOWN.set(known);
+}
+
+/// Whether rules may name `spec`.
+pub(crate) fn known(spec: &CommandSpec) -> bool {
+    KNOWN.get().is_none_or(|f| f(spec))
+}
+
 /// The command or subcommand named `name` (`get`, `config|get`), ignoring
 /// case.
 pub(crate) fn lookup_full(name: &[u8]) -> Option<&'static CommandSpec> {
     let mut parts = name.splitn(3, |&b| b == b'|');
     let base = lookup(parts.next()?)?;
-    match (parts.next(), parts.next()) {
+    let found = match (parts.next(), parts.next()) {
         (None, _) => Some(base),
         (Some(sub), None) if !base.subcommands.is_empty() => lookup_subcommand(base, sub),
         _ => None,
-    }
+    };
+    found.filter(|s| known(s))
 }
 
-/// Every command and subcommand of the table, each container before its
+/// Every command and subcommand rules may name, each container before its
 /// subcommands.
 pub(crate) fn all_commands() -> impl Iterator<Item = &'static CommandSpec> {
-    COMMANDS.iter().flat_map(|c| std::iter::once(c).chain(c.subcommands.iter()))
+    COMMANDS.iter().flat_map(|c| std::iter::once(c).chain(c.subcommands.iter())).filter(|s| known(s))
 }
 
 impl Selector {
@@ -213,14 +233,14 @@ impl Selector {
     /// its table (a container in the category carries its subcommands).
     pub(crate) fn change_category(&mut self, category: AclCategories, allow: bool) {
         for spec in COMMANDS {
-            if spec.flags.contains(CommandFlags::MODULE) {
+            if spec.flags.contains(CommandFlags::MODULE) || !known(spec) {
                 continue;
             }
             if spec.acl_categories.contains(category) {
                 self.change(spec, allow);
             }
             for sub in spec.subcommands {
-                if sub.acl_categories.contains(category) {
+                if sub.acl_categories.contains(category) && known(sub) {
                     self.change(sub, allow);
                 }
             }

@@ -316,6 +316,7 @@ impl ServerState {
         changes.set_flags(parse_flags(config.get("notify-keyspace-events")).unwrap_or(0));
         let tracking = Arc::new(Tracking::default());
         tracking.set_max_keys(config.usize("tracking-table-max-keys"));
+        kvik_acl::rules::set_known(crate::commands::known_to_acl);
         let acl = crate::registries::acl::Acl::default();
         configure_acl(&acl, &limits, &config, None);
         tracking.attach_hub(Arc::clone(&changes));

@@ -164,6 +164,12 @@ pub fn implemented(spec: &CommandSpec) -> bool {
     runs(spec.id) || spec.subcommands.iter().any(|sub| runs(sub.id))
 }
 
+/// Whether ACL rules may name `spec`: a command of Redis 7.0 (so that
+/// rules written for Redis load) or one kvik runs.
+pub fn known_to_acl(spec: &CommandSpec) -> bool {
+    spec.source == kvik_protocol::commands::Source::Redis70 || implemented(spec)
+}
+
 /// Whether a handler exists for this id.
 fn runs(id: CommandId) -> bool {
     OWNERS.get(id.index()).is_some_and(|m| *m != Module::None)
