@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod diff;
+pub mod respb;
 pub mod rng;
 pub mod seeded;
 
