@@ -166,7 +166,7 @@ pub use crate::keyspace::evict::MAXMEMORY_POLICIES;
 pub const OPTIONS: &[OptionSpec] = &[
     // CONFIG SET rebinds (crate::sockets::Rebind).
     opt("port", int(0, 65535), "6379", Runtime),
-    opt("bind", Kind::Bind, "127.0.0.1", Immutable),
+    opt("bind", Kind::Bind, "* -::*", Immutable),
     opt("unixsocket", Kind::Str, "", Immutable),
     opt("unixsocketperm", Kind::Octal, "0", Immutable),
     OptionSpec {

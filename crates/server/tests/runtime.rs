@@ -543,6 +543,13 @@ fn protected_mode_refuses_remote_clients_without_password() {
     assert_eq!(answer.bytes, b"+OK\r\n+PONG\r\n");
     // Clients connected before the password was set stay logged in, as in Redis.
     assert_eq!(call(&mut local, &[b"PING"]), b"+PONG\r\n");
+    // The default user's password decides, however it was given.
+    assert_eq!(call(&mut local, &[b"ACL", b"SETUSER", b"default", b"nopass"]), b"+OK\r\n");
+    let answer = remote(b"PING\r\n", b"+PONG\r\n");
+    assert!(answer.bytes.starts_with(b"-DENIED"), "{}", answer.show());
+    assert_eq!(call(&mut local, &[b"ACL", b"SETUSER", b"default", b">pw"]), b"+OK\r\n");
+    let answer = remote(b"AUTH pw\r\nPING\r\n", b"+OK\r\n+PONG\r\n");
+    assert_eq!(answer.bytes, b"+OK\r\n+PONG\r\n");
 }
 
 fn config_cases() -> Vec<Case> {
@@ -760,7 +767,6 @@ fn every_redis_parameter_is_known_with_its_default() {
     // Set per server by the tests, or different on purpose (see docs/config.md).
     let differ = [
         "port",
-        "bind",
         "dir",
         "daemonize",
         "pidfile",

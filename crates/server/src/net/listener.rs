@@ -454,10 +454,13 @@ async fn accept_tcp(listener: &TcpListener, state: &ServerState, dispatcher: &Di
                 continue;
             }
         };
-        let (protected, no_password, keepalive) = {
+        let (protected, keepalive) = {
             let config = state.config();
-            (config.flag("protected-mode"), config.get("requirepass").is_empty(), config.int("tcp-keepalive"))
+            (config.flag("protected-mode"), config.int("tcp-keepalive"))
         };
+        // As Redis: protection holds while the default user takes any
+        // password, however it got that way (no requirepass, or nopass).
+        let no_password = protected && state.acl.default_user().nopass();
         if protected && no_password && !is_loopback(peer.ip()) {
             state.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
             static LIMIT: crate::log::RateLimit = crate::log::RateLimit::per(1000);
