@@ -6,11 +6,11 @@
 //! the request's keys in place ([`kvik_protocol::commands::keys`]) and
 //! allocates nothing.
 
-use kvik_protocol::commands::keys::for_each_key;
+use kvik_protocol::commands::keys::{for_each_key, single_key};
 use kvik_protocol::commands::{id, CommandFlags, CommandSpec, KeySpecFlags};
 use kvik_store::keyspace::glob;
 
-use crate::rules::{Access, Selector, User};
+use crate::rules::{shaped_match, Access, Selector, User};
 
 /// Why a request is refused, with the position of the argument at fault
 /// (Redis logs it); ordered as Redis ranks them when no selector allows
@@ -60,6 +60,7 @@ pub fn channel_allowed(user: &User, channel: &[u8], is_pattern: bool) -> bool {
     user.selectors.iter().any(|s| s.all_channels || channel_in(&s.channels, channel, is_pattern))
 }
 
+#[inline]
 fn check_selector<'a>(
     s: &Selector,
     spec: &CommandSpec,
@@ -76,6 +77,13 @@ fn check_selector<'a>(
         }
     }
     if !s.all_keys && !spec.key_specs.is_empty() {
+        if let Some((at, flags)) = single_key(spec, argc, arg) {
+            // A request too short for its key is malformed: no key, as Redis finds.
+            if at < argc && !key_allowed(s, arg(at), flags) {
+                return Err(Denied::Key(at));
+            }
+            return channels_allowed(s, spec, argc, arg);
+        }
         let mut denied = None;
         let walked = for_each_key(spec, argc, arg, |at, flags| {
             if key_allowed(s, arg(at), flags) {
@@ -90,7 +98,18 @@ fn check_selector<'a>(
             return Err(Denied::Key(at));
         }
     }
-    if !s.all_channels {
+    channels_allowed(s, spec, argc, arg)
+}
+
+/// Whether the selector lets `spec` publish or subscribe to its channels.
+#[inline]
+fn channels_allowed<'a>(
+    s: &Selector,
+    spec: &CommandSpec,
+    argc: usize,
+    arg: impl Fn(usize) -> &'a [u8],
+) -> Result<(), Denied> {
+    if !s.all_channels && spec.flags.contains(CommandFlags::PUBSUB) {
         if let Some((from, to, is_pattern)) = channel_args(spec, argc) {
             for at in from..to {
                 if !channel_in(&s.channels, arg(at), is_pattern) {
@@ -104,6 +123,7 @@ fn check_selector<'a>(
 
 /// Whether the selector's patterns give `key` the access `flags` need:
 /// reading for `access`, writing for `insert`, `delete` and `update`.
+#[inline(always)]
 fn key_allowed(s: &Selector, key: &[u8], flags: KeySpecFlags) -> bool {
     let mut needed = 0u8;
     if flags.contains(KeySpecFlags::ACCESS) {
@@ -115,7 +135,7 @@ fn key_allowed(s: &Selector, key: &[u8], flags: KeySpecFlags) -> bool {
     {
         needed |= Access::WRITE.0;
     }
-    s.keys.iter().any(|k| k.access.covers(Access(needed)) && glob::matches(&k.pattern, key, false))
+    s.keys.iter().any(|k| k.access.covers(Access(needed)) && shaped_match(&k.pattern, k.shape, key))
 }
 
 fn channel_in(patterns: &[Vec<u8>], channel: &[u8], is_pattern: bool) -> bool {

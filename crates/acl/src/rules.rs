@@ -82,6 +82,44 @@ impl Access {
 pub struct KeyPattern {
     pub(crate) pattern: Vec<u8>,
     pub(crate) access: Access,
+    /// How the pattern matches, found once when the rule is read.
+    pub(crate) shape: Shape,
+}
+
+/// The forms of glob pattern that need no glob matcher: most ACL rules are
+/// a literal name or a literal prefix and one `*` (`~app:*`), and a key is
+/// checked against them before every command of the user.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// No special character: the key is the pattern.
+    Exact,
+    /// Literal bytes then one `*`: the key starts with them (and, as
+    /// Redis's matcher has it, is not empty).
+    Prefix,
+    /// Anything else.
+    Glob,
+}
+
+impl Shape {
+    pub(crate) fn of(pattern: &[u8]) -> Shape {
+        let special = |b: &u8| matches!(b, b'*' | b'?' | b'[' | b'\\');
+        match pattern.iter().position(special) {
+            None => Shape::Exact,
+            Some(at) if at + 1 == pattern.len() && pattern[at] == b'*' => Shape::Prefix,
+            Some(_) => Shape::Glob,
+        }
+    }
+}
+
+/// Whether `subject` matches `pattern`, of shape `shape` (Redis's glob
+/// rules, case-sensitive).
+#[inline]
+pub(crate) fn shaped_match(pattern: &[u8], shape: Shape, subject: &[u8]) -> bool {
+    match shape {
+        Shape::Exact => pattern == subject,
+        Shape::Prefix => !subject.is_empty() && subject.starts_with(&pattern[..pattern.len() - 1]),
+        Shape::Glob => kvik_store::keyspace::glob::matches(pattern, subject, false),
+    }
 }
 
 /// One set of permissions: commands, key patterns, channel patterns.
@@ -325,7 +363,7 @@ impl Selector {
         }
         match self.keys.iter_mut().find(|k| k.pattern == pattern) {
             Some(known) => known.access = Access(known.access.0 | access.0),
-            None => self.keys.push(KeyPattern { pattern: pattern.to_vec(), access }),
+            None => self.keys.push(KeyPattern { pattern: pattern.to_vec(), access, shape: Shape::of(pattern) }),
         }
         self.all_keys = false;
         Ok(())

@@ -12,7 +12,9 @@
 //! reads, `SORT … STORE dst` writes `dst`, and `MIGRATE … "" … KEYS k…`
 //! names no key at its fixed position.
 
-use super::{BeginSearch, CommandSpec, FindKeys, KeySpecFlags};
+use super::{id, BeginSearch, CommandSpec, FindKeys, KeySpecFlags};
+use std::sync::OnceLock;
+
 use crate::number::parse_i64;
 
 /// Why a walk found no keys to visit.
@@ -34,7 +36,7 @@ pub fn for_each_key<'a>(
 ) -> Result<(), Malformed> {
     let argc = argc as i64;
     let flags_of = |ks_flags: KeySpecFlags| adjusted_flags(spec, ks_flags, argc as usize, &arg);
-    let skip_first = spec.name == "migrate" && migrate_uses_keys(argc as usize, &arg);
+    let skip_first = spec.id == id::MIGRATE && migrate_uses_keys(argc as usize, &arg);
     for ks in spec.key_specs {
         if ks.flags.contains(KeySpecFlags::NOT_KEY) {
             continue;
@@ -105,7 +107,7 @@ pub fn for_each_key<'a>(
             i += step;
         }
     }
-    if spec.name == "sort" {
+    if spec.id == id::SORT {
         if let Some(at) = sort_store_position(argc as usize, &arg) {
             visit(at, KeySpecFlags::OW.union(KeySpecFlags::UPDATE));
         }
@@ -113,7 +115,50 @@ pub fn for_each_key<'a>(
     Ok(())
 }
 
+/// Where the one key of `spec` is, with its flags for these arguments,
+/// when the command has exactly one key at a fixed position (GET, SET,
+/// INCR, HSET, LPUSH…): most commands, for which a check before each
+/// request then needs no walk. Read from a table built once from the
+/// command table.
+#[inline]
+pub fn single_key<'a>(
+    spec: &CommandSpec,
+    argc: usize,
+    arg: impl Fn(usize) -> &'a [u8],
+) -> Option<(usize, KeySpecFlags)> {
+    let (at, flags) = single_key_spec(spec)?;
+    Some((at, adjusted_flags(spec, flags, argc, &arg)))
+}
+
+/// [`single_key`] before the flags that depend on the arguments are known.
+#[inline]
+fn single_key_spec(spec: &CommandSpec) -> Option<(usize, KeySpecFlags)> {
+    static SINGLE: OnceLock<Vec<Option<(usize, KeySpecFlags)>>> = OnceLock::new();
+    let table = SINGLE.get_or_init(|| {
+        let mut all = vec![None; super::COMMAND_COUNT];
+        for spec in super::COMMANDS.iter().flat_map(|c| std::iter::once(c).chain(c.subcommands.iter())) {
+            if let Some(slot) = all.get_mut(spec.id.index()) {
+                *slot = fixed_single_key(spec);
+            }
+        }
+        all
+    });
+    table.get(spec.id.index()).copied().flatten()
+}
+
+fn fixed_single_key(spec: &CommandSpec) -> Option<(usize, KeySpecFlags)> {
+    let [ks] = spec.key_specs else { return None };
+    if ks.flags.contains(KeySpecFlags::NOT_KEY) || spec.id == id::SORT || spec.id == id::MIGRATE {
+        return None;
+    }
+    match (ks.begin_search, ks.find_keys) {
+        (BeginSearch::Index(at), FindKeys::Range { last_key: 0, .. }) if at > 0 => Some((at as usize, ks.flags)),
+        _ => None,
+    }
+}
+
 /// The flags of a key of a command whose flags depend on its arguments.
+#[inline(always)]
 fn adjusted_flags<'a>(
     spec: &CommandSpec,
     flags: KeySpecFlags,
@@ -123,14 +168,25 @@ fn adjusted_flags<'a>(
     if !flags.contains(KeySpecFlags::VARIABLE_FLAGS) {
         return flags;
     }
+    varied_flags(spec, flags, argc, arg)
+}
+
+/// [`adjusted_flags`] of a key spec flagged `variable_flags`.
+#[inline(never)]
+fn varied_flags<'a>(
+    spec: &CommandSpec,
+    flags: KeySpecFlags,
+    argc: usize,
+    arg: &impl Fn(usize) -> &'a [u8],
+) -> KeySpecFlags {
     let any = |from: usize, words: &[&[u8]]| (from..argc).any(|i| words.iter().any(|w| arg(i).eq_ignore_ascii_case(w)));
-    match spec.name {
+    match spec.id {
         // Without GET the old value is neither read nor returned.
-        "set" if !any(3, &[b"get"]) => KeySpecFlags::OW.union(KeySpecFlags::UPDATE),
-        "set" => KeySpecFlags::RW.union(KeySpecFlags::ACCESS).union(KeySpecFlags::UPDATE),
+        id::SET if !any(3, &[b"get"]) => KeySpecFlags::OW.union(KeySpecFlags::UPDATE),
+        id::SET => KeySpecFlags::RW.union(KeySpecFlags::ACCESS).union(KeySpecFlags::UPDATE),
         // Only GET operations: the bitmap is read, not written.
-        "bitfield" if !any(2, &[b"set", b"incrby"]) => KeySpecFlags::RO.union(KeySpecFlags::ACCESS),
-        "bitfield" => KeySpecFlags::RW.union(KeySpecFlags::ACCESS).union(KeySpecFlags::UPDATE),
+        id::BITFIELD if !any(2, &[b"set", b"incrby"]) => KeySpecFlags::RO.union(KeySpecFlags::ACCESS),
+        id::BITFIELD => KeySpecFlags::RW.union(KeySpecFlags::ACCESS).union(KeySpecFlags::UPDATE),
         _ => flags,
     }
 }
@@ -200,6 +256,34 @@ mod tests {
         assert_eq!(sorted.iter().map(|k| k.0).collect::<Vec<_>>(), vec![1, 5]);
         let migrate = keys(&["migrate", "h", "1", "", "0", "5", "KEYS", "a", "b"]).expect("keys");
         assert_eq!(migrate.iter().map(|k| k.0).collect::<Vec<_>>(), vec![7, 8]);
+    }
+
+    #[test]
+    fn single_keys_agree_with_the_walk() {
+        for spec in crate::commands::COMMANDS.iter().flat_map(|c| std::iter::once(c).chain(c.subcommands.iter())) {
+            let words: Vec<String> =
+                (0..8).map(|i| if i == 0 { spec.name.to_string() } else { format!("a{i}") }).collect();
+            let Some((at, flags)) = single_key(spec, words.len(), |i| words[i].as_bytes()) else { continue };
+            let mut found = Vec::new();
+            let walked = for_each_key(
+                spec,
+                words.len(),
+                |i| words[i].as_bytes(),
+                |i, f| {
+                    found.push((i, f));
+                    true
+                },
+            );
+            assert!(walked.is_err() || found == vec![(at, flags)], "{}: {found:?}", spec.name);
+        }
+        let one = |words: &[&str]| {
+            let spec = crate::commands::lookup(words[0].as_bytes()).expect("known");
+            single_key(spec, words.len(), |i| words[i].as_bytes()).map(|(at, f)| (at, f.names().collect::<Vec<_>>()))
+        };
+        assert_eq!(one(&["get", "k"]), Some((1, vec!["RO", "access"])));
+        assert_eq!(one(&["set", "k", "v"]), Some((1, vec!["OW", "update"])));
+        assert_eq!(one(&["set", "k", "v", "get"]), Some((1, vec!["RW", "access", "update"])));
+        assert_eq!(one(&["mget", "a", "b"]), None);
     }
 
     #[test]

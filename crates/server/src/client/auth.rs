@@ -12,8 +12,6 @@
 //! one flag: the full check ([`kvik_acl::check`]) runs only for users with
 //! limits, and logs what it refuses (`ACL LOG`).
 
-use std::sync::Arc;
-
 use kvik_acl::Denied;
 use kvik_protocol::commands::CommandSpec;
 
@@ -108,11 +106,25 @@ fn check_restricted<'a>(
     arg: impl Fn(usize) -> &'a [u8] + Copy,
     context: Context,
 ) -> Result<(), Denied> {
-    let Some(user) = session.user.as_ref().map(Arc::clone) else { return Ok(()) };
-    let denied = match kvik_acl::check(&user, spec, argc, arg) {
+    let Some(user) = session.user.as_deref() else { return Ok(()) };
+    let denied = match kvik_acl::check(user, spec, argc, arg) {
         Ok(()) => return Ok(()),
         Err(denied) => denied,
     };
+    refused(state, session, spec, arg, context, denied)
+}
+
+/// Log a refusal of `spec` (the slow path, apart from the check).
+#[inline(never)]
+fn refused<'a>(
+    state: &ServerState,
+    session: &mut Session,
+    spec: &'static CommandSpec,
+    arg: impl Fn(usize) -> &'a [u8],
+    context: Context,
+    denied: Denied,
+) -> Result<(), Denied> {
+    let username = session.user.as_ref().map(|u| u.name().to_vec()).unwrap_or_default();
     let (reason, object) = match denied {
         Denied::Command => (Reason::Command, spec.name.as_bytes().to_vec()),
         Denied::Key(at) => (Reason::Key, arg(at).to_vec()),
@@ -124,7 +136,7 @@ fn check_restricted<'a>(
             handle.ran(spec.id, crate::clock::now_mono_us());
         }
     }
-    let entry = entry(session, reason, context, object, user.name().to_vec());
+    let entry = entry(session, reason, context, object, username);
     state.acl.log(entry);
     Err(denied)
 }

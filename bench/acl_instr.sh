@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Instructions per request of kvik-server (callgrind, one event loop,
+# redis-benchmark -c 1 -P 100 SET then GET of key:__rand_int__), as the
+# default user and as users with limits: `keys` (+@all ~key:* &*) and
+# `cmds` (-@all +get +set +ping +config ~key:*). Each figure is a run of
+# REQUESTS of each command less a run of none, divided by the requests.
+#
+#   bench/acl_instr.sh [KVIK_BIN]       (default: target/release/kvik-server)
+#
+# Environment: REQUESTS [20000], PORT [7801].
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin="${1:-target/release/kvik-server}"
+n="${REQUESTS:-20000}"
+port="${PORT:-7801}"
+command -v valgrind >/dev/null || { echo "valgrind is missing" >&2; exit 2; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+total() { # total REQUESTS USER: callgrind's instruction total for a run
+    local out="$work/cg.$1.$2" auth=()
+    valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" --port "$port" --threads 1 --save '' \
+        --user keys on nopass +@all '~key:*' '&*' \
+        --user cmds on nopass -@all +get +set +ping +config '~key:*' >/dev/null 2>&1 &
+    local pid=$!
+    for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.2; done
+    [ "$2" = default ] || auth=(--user "$2" -a x)
+    if [ "$1" -gt 0 ]; then
+        redis-benchmark -p "$port" "${auth[@]}" -n "$1" -c 1 -P 100 -r 1000 SET key:__rand_int__ v >/dev/null 2>&1
+        redis-benchmark -p "$port" "${auth[@]}" -n "$1" -c 1 -P 100 -r 1000 GET key:__rand_int__ >/dev/null 2>&1
+    fi
+    redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
+    wait "$pid" || true
+    grep -E '^(summary|totals)' "$out" | head -1 | awk '{print $2}'
+}
+
+for user in default keys cmds; do
+    base=$(total 0 "$user")
+    run=$(total "$n" "$user")
+    echo "$user: $(((run - base) / (2 * n))) instructions per request"
+done
