@@ -212,6 +212,20 @@ fn rule_cases() -> Vec<Case> {
             ],
         ),
         calls(
+            "acl-pubsub-default",
+            &[
+                &["CONFIG", "SET", "acl-pubsub-default", "allchannels"],
+                &["ACL", "SETUSER", "u", "on", "(+get)"],
+                &["ACL", "SETUSER", "v", "reset"],
+                &["ACL", "LIST"],
+                &["CONFIG", "SET", "acl-pubsub-default", "resetchannels"],
+                &["ACL", "SETUSER", "w", "on", "(+get)"],
+                &["ACL", "LIST"],
+                &["CONFIG", "GET", "acl-pubsub-default"],
+                &["CONFIG", "SET", "acl-pubsub-default", "some"],
+            ],
+        ),
+        calls(
             "descriptions in RESP3",
             &[
                 &["HELLO", "3"],
