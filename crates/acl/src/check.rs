@@ -135,7 +135,12 @@ fn key_allowed(s: &Selector, key: &[u8], flags: KeySpecFlags) -> bool {
     {
         needed |= Access::WRITE.0;
     }
-    s.keys.iter().any(|k| k.access.covers(Access(needed)) && shaped_match(&k.pattern, k.shape, key))
+    for k in &s.keys {
+        if k.access.covers(Access(needed)) && shaped_match(&k.pattern, k.shape, key) {
+            return true;
+        }
+    }
+    false
 }
 
 fn channel_in(patterns: &[Vec<u8>], channel: &[u8], is_pattern: bool) -> bool {

@@ -117,7 +117,12 @@ impl Shape {
 pub(crate) fn shaped_match(pattern: &[u8], shape: Shape, subject: &[u8]) -> bool {
     match shape {
         Shape::Exact => pattern == subject,
-        Shape::Prefix => !subject.is_empty() && subject.starts_with(&pattern[..pattern.len() - 1]),
+        Shape::Prefix => {
+            // Byte by byte: ACL prefixes are short, and a call to memcmp
+            // costs more than comparing them here.
+            let prefix = &pattern[..pattern.len() - 1];
+            !subject.is_empty() && subject.len() >= prefix.len() && prefix.iter().zip(subject).all(|(a, b)| a == b)
+        }
         Shape::Glob => kvik_store::keyspace::glob::matches(pattern, subject, false),
     }
 }
