@@ -43,6 +43,7 @@ test: deps
 	cargo test --workspace
 	cargo test --manifest-path crates/protocol/fuzz/Cargo.toml --target-dir "$(TARGET_DIR)"
 	cargo test --manifest-path crates/persist/fuzz/Cargo.toml --target-dir "$(TARGET_DIR)"
+	cargo test --manifest-path crates/acl/fuzz/Cargo.toml --target-dir "$(TARGET_DIR)"
 	KVIK_SERVER_BIN="$(SERVER_BIN)" $(VENV)/bin/python -m pytest -q tests/python
 
 deps: cargo redis-server $(VENV)/.installed
@@ -132,3 +133,4 @@ bench-mux: cargo
 fuzz:
 	crates/protocol/fuzz/run.sh 600
 	crates/persist/fuzz/run.sh 600
+	crates/acl/fuzz/run.sh 600
