@@ -62,6 +62,7 @@ pub use client::{Backoff, Client};
 pub use connection::Connection;
 pub use error::{Error, Result};
 pub use kvik_protocol::Value;
+pub use kvik_tls::client::{ClientTls, ClientTlsOptions};
 pub use mux::{Channel, MuxConnection};
 pub use options::{Address, Options, Protocol};
 pub use pipeline::Pipeline;
