@@ -119,7 +119,12 @@ pub fn build(config: &Config) -> Result<Arc<ServerConfig>, String> {
         .map_err(|e| format!("Failed to configure protocols and ciphers: {e}"))?
         .with_client_cert_verifier(verifier)
         .with_single_cert(chain, key)
-        .map_err(|e| format!("Failed to load private key: {}: {e}", key_file.display()))?;
+        .map_err(|e| match e {
+            kvik_tls::rustls::Error::InconsistentKeys(_) => {
+                format!("Failed to load private key: {}: the key does not match the certificate", key_file.display())
+            }
+            e => format!("Failed to load certificate: {}: {}", cert_file.display(), files::describe(&e)),
+        })?;
     server.ignore_client_order = config.flag("tls-prefer-server-ciphers");
     if config.flag("tls-session-caching") {
         let size = config.usize("tls-session-cache-size");
@@ -162,7 +167,9 @@ pub fn apply_config_set(state: &ServerState, before: Config, first: &str) -> Res
         format!("ERR CONFIG SET failed (possibly related to argument '{first}') - {reason}")
     };
     let built = if on {
-        match build(&state.config()) {
+        // The read guard must be gone before `fail` takes the write lock.
+        let built = build(&state.config());
+        match built {
             Ok(built) => Some(built),
             Err(e) => {
                 crate::log!(Warning, "{e}");
@@ -173,7 +180,8 @@ pub fn apply_config_set(state: &ServerState, before: Config, first: &str) -> Res
         None
     };
     if new_port != old_port {
-        match Rebind::open(&state.config(), new_port) {
+        let opened = Rebind::open(&state.config(), new_port);
+        match opened {
             Ok(listeners) => {
                 state.tls.rebind.hand_over(listeners);
                 if new_port != 0 {

@@ -85,7 +85,7 @@ pub fn load_roots(file: Option<&Path>, dir: Option<&Path>) -> Result<RootCertSto
     if let Some(file) = file {
         let certs = load_certs(file).map_err(|e| format!("{}: {e}", file.display()))?;
         for cert in certs {
-            roots.add(cert).map_err(|e| format!("{}: unusable CA certificate ({e})", file.display()))?;
+            roots.add(cert).map_err(|e| format!("{}: {}", file.display(), describe(&e)))?;
         }
     }
     if let Some(dir) = dir {
@@ -112,6 +112,21 @@ pub fn system_roots() -> Result<RootCertStore, String> {
         return load_roots(Some(Path::new(SYSTEM_CA_FILE)), None);
     }
     load_roots(file.as_deref(), dir.as_deref())
+}
+
+/// rustls's error about a certificate or key, said so that the fix is
+/// plain: rustls reports an X.509 version 1 certificate (what `openssl
+/// x509 -req` writes without extensions) only as an "unsupported version".
+pub fn describe(e: &rustls::Error) -> String {
+    if format!("{e:?}").contains("UnsupportedCertVersion") {
+        return "the certificate is X.509 version 1, and rustls accepts version 3 only (openssl x509 -req writes \
+                version 3 when given extensions, e.g. -extfile with a subjectAltName line)"
+            .into();
+    }
+    match e {
+        rustls::Error::InvalidCertificate(c) => format!("unusable certificate: {c:?}"),
+        e => e.to_string(),
+    }
 }
 
 #[cfg(test)]

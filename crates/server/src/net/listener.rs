@@ -116,9 +116,10 @@ impl Server {
                 backlog,
             )
         };
-        let tcp = if port != 0 { bind_all(&addresses, port, backlog)? } else { Vec::new() };
+        // Before any socket listens: a client that finds the server there finds TLS ready.
         crate::tls::configure_at_start(&state)
             .map_err(|e| io::Error::other(format!("Failed to configure TLS: {e}")))?;
+        let tcp = if port != 0 { bind_all(&addresses, port, backlog)? } else { Vec::new() };
         let tls_port = crate::tls::port(&state.config());
         let tls = if tls_port != 0 { bind_all(&addresses, tls_port, backlog)? } else { Vec::new() };
         let unix = match unixsocket {
