@@ -408,6 +408,10 @@ pub fn options_page() -> String {
          tuning knob whose value no client can observe in kvik, kept and reported by `CONFIG\n\
          GET`, and named once in the startup log when it is set.\n",
     );
+    out.push_str(
+        "\nThe `tls-*` options, what each does and what rustls cannot do, are described in\n\
+         [tls.md](tls.md).\n",
+    );
     type Section = (&'static str, fn(&Support) -> bool);
     let sections: [Section; 3] = [
         ("Honoured", |s| *s == Support::Full),
