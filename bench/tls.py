@@ -25,7 +25,7 @@ requests per server-CPU-second is then the figure to judge.
     python3 bench/tls.py KVIK_BIN OUT_MD META WORKDIR
 
 Environment: SERVERS ["kvik redis"], REQUESTS [200000] (× 4 at -P 16),
-HANDSHAKES [20000], REPEATS [3], THREADS [2], COMMAND.
+HANDSHAKES [5000], REPEATS [3], THREADS [2], COMMAND.
 """
 
 import os
@@ -124,7 +124,7 @@ def main(argv):
     kvik_bin, out_md, meta, workdir = argv[1:5]
     servers = os.environ.get("SERVERS", "kvik redis").split()
     requests = int(os.environ.get("REQUESTS", "200000"))
-    handshakes = int(os.environ.get("HANDSHAKES", "20000"))
+    handshakes = int(os.environ.get("HANDSHAKES", "5000"))
     repeats = int(os.environ.get("REPEATS", "3"))
     threads = int(os.environ.get("THREADS", "2"))
     pki = make_pki(workdir)

@@ -14,7 +14,7 @@
 # Writes bench/results/tls.md, or into OUT_DIR.
 #
 # Environment (defaults in brackets): SERVERS [kvik redis], REQUESTS
-# [200000], HANDSHAKES [20000], REPEATS [3], THREADS [nproc], OUT_DIR
+# [200000], HANDSHAKES [5000], REPEATS [3], THREADS [nproc], OUT_DIR
 # [bench/results], KVIK_SERVER_BIN [].
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -75,12 +75,12 @@ impl Target {
         if cfg.dbnum != 0 {
             setup.push(vec![b"SELECT".to_vec(), cfg.dbnum.to_string().into_bytes()]);
         }
-        let tls = match cfg.tls {
-            true => Some(
-                kvik_client::ClientTls::new(&cfg.tls_options)
-                    .map_err(|e| format!("Could not create a TLS context: {e}"))?,
-            ),
-            false => None,
+        let tls = if cfg.tls {
+            let tls = kvik_client::ClientTls::new(&cfg.tls_options)
+                .map_err(|e| format!("Could not create a TLS context: {e}"))?;
+            Some(tls)
+        } else {
+            None
         };
         Ok(Target { address, wire: cfg.wire, setup, mux: cfg.mux > 1, tls })
     }

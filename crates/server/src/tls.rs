@@ -151,7 +151,7 @@ pub fn configure_at_start(state: &ServerState) -> Result<(), String> {
 /// Whether `CONFIG SET` of `names` touches TLS: then the configuration
 /// before it is kept, for [`apply_config_set`] to return to.
 pub fn touched<'a>(mut names: impl Iterator<Item = &'a str>) -> bool {
-    names.any(|n| n.len() > 4 && n[..4].eq_ignore_ascii_case("tls-"))
+    names.any(|n| n.len() > 4 && n.as_bytes()[..4].eq_ignore_ascii_case(b"tls-"))
 }
 
 /// After `CONFIG SET` changed TLS options (`first` the first one named):
@@ -163,7 +163,7 @@ pub fn apply_config_set(state: &ServerState, before: Config, first: &str) -> Res
         (enabled(&config), port(&config), port(&before))
     };
     let fail = |reason: &str| {
-        let _ = state.update_config(|config| *config = before.clone());
+        state.update_config(|config| *config = before.clone());
         format!("ERR CONFIG SET failed (possibly related to argument '{first}') - {reason}")
     };
     let built = if on {
@@ -302,7 +302,10 @@ mod tests {
     #[test]
     fn touched_spots_tls_options_in_any_case() {
         assert!(touched(["maxclients", "TLS-cert-file"].into_iter()));
-        assert!(!touched(["port", "tls"].into_iter()));
+        assert!(
+            !touched(["port", "tls", "tl\u{e9}-x"].into_iter()),
+            "names are client bytes: no slicing inside a character"
+        );
     }
 
     #[test]

@@ -36,11 +36,11 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::sync::mpsc;
 
-use crate::keyspace::expire::ActiveExpiry;
 use kvik_tls::rustls::ServerConfig;
 use kvik_tls::tokio_rustls::TlsAcceptor;
 use kvik_tls::WriteThrough;
 
+use crate::keyspace::expire::ActiveExpiry;
 use crate::net::connection::{self, close_gracefully, ClientStream, Peer};
 use crate::signal::Signal;
 use crate::sockets::bind_all;
