@@ -18,6 +18,8 @@
 //!   like a socket for code that never flushes;
 //! - [`client`]: a client configuration from redis-cli's options.
 
+#![forbid(unsafe_code)]
+
 pub mod client;
 pub mod files;
 pub mod suites;
