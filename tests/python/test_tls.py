@@ -1,5 +1,5 @@
 """redis-py over TLS (`ssl=True`) against kvik-server's `tls-port`: RESP2
-and RESP3, pipelines, client certificates required, optional or not
+and RESP3, pipelines, pub/sub and BLPOP, client certificates required, optional or not
 asked for, and an untrusted server certificate refused.
 
 The certificates are made when the test runs, with the `openssl`
@@ -10,6 +10,7 @@ import os
 import shutil
 import ssl
 import subprocess
+import threading
 import time
 
 import pytest
@@ -120,3 +121,18 @@ def test_an_untrusted_server_certificate_is_refused(tls_server):
         tls_client(tls_port, pki, ca="other-ca.crt").ping()
     insecure = tls_client(tls_port, pki, ca="other-ca.crt", ssl_cert_reqs=ssl.CERT_NONE)
     assert insecure.ping()
+
+
+def test_pubsub_and_blocking_commands_over_tls(tls_server):
+    tls_port, port, pki = tls_server
+    sub = tls_client(tls_port, pki).pubsub()
+    sub.subscribe("news")
+    assert sub.get_message(timeout=5)["type"] == "subscribe"
+    assert tls_client(tls_port, pki).publish("news", "over tls") == 1
+    message = sub.get_message(timeout=5)
+    assert message["data"] == b"over tls"
+    sub.close()
+    pusher = threading.Timer(0.2, lambda: redis.Redis(port=port).rpush("queue", "job"))
+    pusher.start()
+    assert tls_client(tls_port, pki).blpop("queue", timeout=5) == (b"queue", b"job")
+    pusher.join()
