@@ -1,6 +1,7 @@
 # Entry points for people and CI. `make test` installs what the suite needs on a
-# fresh Debian machine (redis-server for the differential tests, a Python venv
-# with redis-py and pytest), then runs every test.
+# fresh Debian machine (redis-server for the differential tests, openssl for
+# the TLS tests' certificates, a Python venv with redis-py and pytest), then
+# runs every test.
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := test
@@ -20,7 +21,7 @@ ifdef CI
 export CARGO_INCREMENTAL = 0
 endif
 
-.PHONY: run release test deps cargo redis-server fmt lint bench bench-protocol bench-server bench-respb bench-mux bench-keyspace bench-persistence bench-bgsave bench-aof crash-loop fuzz
+.PHONY: run release test deps cargo redis-server openssl fmt lint bench bench-protocol bench-server bench-respb bench-mux bench-keyspace bench-persistence bench-bgsave bench-aof crash-loop fuzz
 
 ## Build in release mode and serve on 127.0.0.1:6379 (kvik-server's defaults,
 ## no configuration file). PGO=1 serves the profile-guided build instead
@@ -46,7 +47,7 @@ test: deps
 	cargo test --manifest-path crates/acl/fuzz/Cargo.toml --target-dir "$(TARGET_DIR)"
 	KVIK_SERVER_BIN="$(SERVER_BIN)" $(VENV)/bin/python -m pytest -q tests/python
 
-deps: cargo redis-server $(VENV)/.installed
+deps: cargo redis-server openssl $(VENV)/.installed
 
 cargo:
 	@command -v cargo >/dev/null 2>&1 || { \
@@ -61,6 +62,12 @@ redis-server:
 		$(APT) update -qq && $(APT) install -y -qq redis-server >/dev/null && \
 		{ $(SUDO) systemctl disable --now redis-server >/dev/null 2>&1 || \
 		  $(SUDO) service redis-server stop >/dev/null 2>&1 || true; }; }
+
+# The TLS tests make an encrypted key (Rust) and certificates (Python) with it.
+openssl:
+	@command -v openssl >/dev/null 2>&1 || { \
+		echo "installing openssl (Debian package)"; \
+		$(APT) update -qq && $(APT) install -y -qq openssl >/dev/null; }
 
 $(VENV)/.installed: tests/python/requirements.txt
 	@command -v $(PYTHON) >/dev/null 2>&1 || { \

@@ -4,6 +4,7 @@
 # default user and as users with limits: `keys` (+@all ~key:* &*) and
 # `cmds` (-@all +get +set +ping +config ~key:*). Each figure is a run of
 # REQUESTS of each command less a run of none, divided by the requests.
+# redis-server is measured the same way after kvik when it is installed.
 #
 #   bench/acl_instr.sh [KVIK_BIN]       (default: target/release/kvik-server)
 #
@@ -17,9 +18,11 @@ command -v valgrind >/dev/null || { echo "valgrind is missing" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-total() { # total REQUESTS USER: callgrind's instruction total for a run
-    local out="$work/cg.$1.$2" auth=()
-    valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" --port "$port" --threads 1 --save '' \
+total() { # total SERVER REQUESTS USER: callgrind's instruction total for a run
+    local server=$1 out="$work/cg.$2.$3" auth=() one_loop=(--threads 1)
+    shift
+    [ "$server" = kvik ] && server_bin=$bin || { server_bin=$(command -v redis-server); one_loop=(); }
+    valgrind --tool=callgrind --callgrind-out-file="$out" "$server_bin" --port "$port" "${one_loop[@]}" --save '' \
         --user keys on nopass +@all '~key:*' '&*' \
         --user cmds on nopass -@all +get +set +ping +config '~key:*' >/dev/null 2>&1 &
     local pid=$!
@@ -34,8 +37,12 @@ total() { # total REQUESTS USER: callgrind's instruction total for a run
     grep -E '^(summary|totals)' "$out" | head -1 | awk '{print $2}'
 }
 
-for user in default keys cmds; do
-    base=$(total 0 "$user")
-    run=$(total "$n" "$user")
-    echo "$user: $(((run - base) / (2 * n))) instructions per request"
+servers=(kvik)
+command -v redis-server >/dev/null && servers+=(redis)
+for server in "${servers[@]}"; do
+    for user in default keys cmds; do
+        base=$(total "$server" 0 "$user")
+        run=$(total "$server" "$n" "$user")
+        echo "$server $user: $(((run - base) / (2 * n))) instructions per request"
+    done
 done

@@ -89,6 +89,11 @@ pub struct Config {
     pub mux: usize,
     /// A command given on the command line instead of the test suite.
     pub command: Vec<String>,
+    /// `--tls`.
+    pub tls: bool,
+    /// `--sni`, `--cacert`, `--cacertdir`, `--insecure`, `--cert`, `--key`,
+    /// `--tls-ciphers`, `--tls-ciphersuites`.
+    pub tls_options: kvik_client::ClientTlsOptions,
 }
 
 impl Default for Config {
@@ -118,6 +123,8 @@ impl Default for Config {
             show_errors: false,
             mux: 1,
             command: Vec::new(),
+            tls: false,
+            tls_options: kvik_client::ClientTlsOptions::default(),
         }
     }
 }
@@ -242,12 +249,16 @@ pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Parsed, ArgError> {
                     }
                 }
             }
-            "--cluster" | "--enable-tracking" | "-I" | "-x" | "--tls" | "--insecure" => {
-                return Err(ArgError::Unsupported(arg.to_string()))
-            }
-            "--sni" | "--cacert" | "--cacertdir" | "--cert" | "--key" | "--tls-ciphers" | "--tls-ciphersuites" => {
-                return Err(ArgError::Unsupported(arg.to_string()))
-            }
+            "--cluster" | "--enable-tracking" | "-I" | "-x" => return Err(ArgError::Unsupported(arg.to_string())),
+            "--tls" => cfg.tls = true,
+            "--insecure" => cfg.tls_options.insecure = true,
+            "--sni" => cfg.tls_options.sni = Some(value()?.to_string()),
+            "--cacert" => cfg.tls_options.cacert = Some(PathBuf::from(value()?)),
+            "--cacertdir" => cfg.tls_options.cacertdir = Some(PathBuf::from(value()?)),
+            "--cert" => cfg.tls_options.cert = Some(PathBuf::from(value()?)),
+            "--key" => cfg.tls_options.key = Some(PathBuf::from(value()?)),
+            "--tls-ciphers" => cfg.tls_options.ciphers = Some(value()?.to_string()),
+            "--tls-ciphersuites" => cfg.tls_options.ciphersuites = Some(value()?.to_string()),
             _ => return Err(ArgError::Invalid(arg.to_string())),
         }
         i += 1;
@@ -348,6 +359,18 @@ Options:
                     number in the range from 0 to keyspacelen-1, changing every
                     time a command is executed.
  -P <numreq>        Pipeline <numreq> requests. Default 1 (no pipeline).
+ --tls              Establish a secure TLS connection.
+ --sni <host>       Server name indication for TLS.
+ --cacert <file>    CA Certificate file to verify with.
+ --cacertdir <dir>  Directory where trusted CA certificates are stored.
+                    If neither cacert nor cacertdir are specified, the default
+                    system-wide trusted root certs configuration will apply.
+ --insecure         Allow insecure TLS connection by skipping cert validation.
+ --cert <file>      Client certificate to authenticate with.
+ --key <file>       Private key file to authenticate with.
+ --tls-ciphers <list> Sets the list of preferred ciphers (TLSv1.2): OpenSSL
+                    names of the suites rustls has (DEFAULT, HIGH, !NAME too).
+ --tls-ciphersuites <list> Sets the list of preferred ciphersuites (TLSv1.3).
  -e                 Show server error replies (at most one per second) on stderr.
  -q                 Quiet. Just show query/sec values
  --precision        Number of decimal places to display in latency output (default 3)
@@ -488,6 +511,10 @@ mod tests {
         assert!(matches!(parse(&["--mux", "4", "-k", "0"]), Err(ArgError::Conflict(_))));
         assert!(matches!(parse(&["--user", "u"]), Err(ArgError::Conflict(_))));
         assert!(matches!(parse(&["--cluster"]), Err(ArgError::Unsupported(_))));
+        let c = run(&["--tls", "--cacert", "ca.pem", "--cert", "c.pem", "--key", "k.pem", "--sni", "h"]);
+        assert!(c.tls && !c.tls_options.insecure);
+        assert_eq!(c.tls_options.cacert.as_deref(), Some(std::path::Path::new("ca.pem")));
+        assert_eq!(c.tls_options.sni.as_deref(), Some("h"));
         assert_eq!(parse(&["--help"]), Ok(Parsed::Help));
         assert_eq!(parse(&["--version"]), Ok(Parsed::Version));
         assert_eq!(parse(&["-q", "--wire-sizes"]), Ok(Parsed::WireSizes));

@@ -43,11 +43,14 @@ pub struct Target {
     pub setup: Vec<Vec<Vec<u8>>>,
     /// Open RESPB mux channels (ids from 1) rather than using mux 0.
     pub mux: bool,
+    /// `--tls`: the client configuration every connection shares.
+    pub tls: Option<kvik_client::ClientTls>,
 }
 
 impl Target {
-    /// The target `cfg` names.
-    pub fn from_config(cfg: &Config) -> Target {
+    /// The target `cfg` names; the error says why its TLS settings
+    /// (certificate files, cipher names) cannot be used.
+    pub fn from_config(cfg: &Config) -> Result<Target, String> {
         let address = match &cfg.socket {
             Some(p) => Address::Unix(p.clone()),
             None => Address::Tcp(format!("{}:{}", cfg.host, cfg.port)),
@@ -72,7 +75,14 @@ impl Target {
         if cfg.dbnum != 0 {
             setup.push(vec![b"SELECT".to_vec(), cfg.dbnum.to_string().into_bytes()]);
         }
-        Target { address, wire: cfg.wire, setup, mux: cfg.mux > 1 }
+        let tls = if cfg.tls {
+            let tls = kvik_client::ClientTls::new(&cfg.tls_options)
+                .map_err(|e| format!("Could not create a TLS context: {e}"))?;
+            Some(tls)
+        } else {
+            None
+        };
+        Ok(Target { address, wire: cfg.wire, setup, mux: cfg.mux > 1, tls })
     }
 
     fn name(&self) -> String {
@@ -170,7 +180,7 @@ struct Conn {
 /// Connect and set up every logical client of `channels`.
 async fn connect(target: &Target, channels: usize) -> Result<Conn, String> {
     let setup = async {
-        let stream = Stream::connect(&target.address).await.map_err(|e| e.to_string())?;
+        let stream = Stream::connect_with(&target.address, target.tls.as_ref()).await.map_err(|e| e.to_string())?;
         let (read, write) = stream.into_split();
         let mut conn = Conn { read, write, replies: Replies::new(false) };
         if target.wire == Wire::Respb {
@@ -202,11 +212,12 @@ const PROBE_PAD: usize = 64 * 1024;
 /// one that says nothing is given [`PROBE_TIMEOUT`].
 pub async fn probe_respb(target: &Target) -> Result<(), String> {
     let could_not = |e: String| format!("Could not connect to the server at {}: {e}", target.name());
-    let stream = match tokio::time::timeout(CONNECT_TIMEOUT, Stream::connect(&target.address)).await {
-        Ok(Ok(stream)) => stream,
-        Ok(Err(e)) => return Err(could_not(e.to_string())),
-        Err(_) => return Err(could_not("timed out".into())),
-    };
+    let stream =
+        match tokio::time::timeout(CONNECT_TIMEOUT, Stream::connect_with(&target.address, target.tls.as_ref())).await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => return Err(could_not(e.to_string())),
+            Err(_) => return Err(could_not("timed out".into())),
+        };
     let (mut read, mut write) = stream.into_split();
     let mut out = handshake::client_hello(VERSION).to_vec();
     let pad = vec![b'x'; PROBE_PAD];

@@ -95,7 +95,7 @@ fn write_out(out: &mut impl Write, text: &str) -> Result<(), String> {
 /// Before a `--respb` run: the server must speak RESPB (see [`probe_respb`]).
 fn check_respb(cfg: &Config) -> Result<(), String> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
-    rt.block_on(probe_respb(&Target::from_config(cfg)))
+    rt.block_on(probe_respb(&Target::from_config(cfg)?))
 }
 
 /// `CONFIG GET save` and `appendonly`, as redis-benchmark shows them. A
@@ -109,6 +109,11 @@ fn host_config(cfg: &Config) -> Result<Option<HostConfig>, String> {
     .with_request_timeout(Duration::from_secs(5));
     if let Some(pass) = &cfg.password {
         opts = opts.with_auth(cfg.user.as_deref(), pass);
+    }
+    if cfg.tls {
+        let tls = kvik_client::ClientTls::new(&cfg.tls_options)
+            .map_err(|e| format!("Could not create a TLS context: {e}"))?;
+        opts = opts.with_tls(tls);
     }
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
     rt.block_on(async {

@@ -57,7 +57,7 @@ impl Outcome {
 
 /// Run `test` as `cfg` says; `progress` draws the live line on stderr.
 pub fn run_test(cfg: &Config, test: &Test, progress: bool) -> Result<Outcome, String> {
-    let target = Arc::new(Target::from_config(cfg));
+    let target = Arc::new(Target::from_config(cfg)?);
     let shared = Arc::new(Shared::new(cfg.requests));
     let conns = cfg.connections();
     let groups = cfg.threads.clamp(1, conns.max(1));

@@ -11,7 +11,7 @@ use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use kvik_client::Protocol;
+use kvik_client::{ClientTlsOptions, Protocol};
 
 use crate::uri;
 
@@ -95,6 +95,11 @@ pub struct Config {
     pub password_on_command_line: bool,
     /// `-c`: accepted for compatibility; cluster redirections are not followed.
     pub cluster: bool,
+    /// `--tls` (or a `rediss://` URI).
+    pub tls: bool,
+    /// `--sni`, `--cacert`, `--cacertdir`, `--insecure`, `--cert`, `--key`,
+    /// `--tls-ciphers`, `--tls-ciphersuites`.
+    pub tls_options: ClientTlsOptions,
     /// The mode.
     pub mode: Mode,
     /// The command and its arguments.
@@ -122,6 +127,8 @@ impl Default for Config {
             no_auth_warning: false,
             password_on_command_line: false,
             cluster: false,
+            tls: false,
+            tls_options: ClientTlsOptions::default(),
             mode: Mode::Command,
             args: Vec::new(),
         }
@@ -202,6 +209,15 @@ pub fn parse(argv: Vec<OsString>, env_password: Option<Vec<u8>>) -> Result<Confi
             "--stat" => cfg.mode = Mode::Stat,
             "--convert-to" => cfg.mode = Mode::Convert(parse_target(&value()?.to_string_lossy())?),
             "--no-auth-warning" => cfg.no_auth_warning = true,
+            "--tls" => cfg.tls = true,
+            "--sni" => cfg.tls_options.sni = Some(value()?.to_string_lossy().into_owned()),
+            "--cacert" => cfg.tls_options.cacert = Some(PathBuf::from(value()?)),
+            "--cacertdir" => cfg.tls_options.cacertdir = Some(PathBuf::from(value()?)),
+            "--insecure" => cfg.tls_options.insecure = true,
+            "--cert" => cfg.tls_options.cert = Some(PathBuf::from(value()?)),
+            "--key" => cfg.tls_options.key = Some(PathBuf::from(value()?)),
+            "--tls-ciphers" => cfg.tls_options.ciphers = Some(value()?.to_string_lossy().into_owned()),
+            "--tls-ciphersuites" => cfg.tls_options.ciphersuites = Some(value()?.to_string_lossy().into_owned()),
             "--help" => cfg.mode = Mode::Help,
             "-v" | "--version" => cfg.mode = Mode::Version,
             _ => return Err(unrecognized(&text)),
@@ -229,6 +245,9 @@ fn apply_uri(cfg: &mut Config, u: uri::Uri, password: &mut Option<Vec<u8>>) {
     }
     if u.db.is_some() {
         cfg.db = u.db;
+    }
+    if u.tls {
+        cfg.tls = true;
     }
 }
 
@@ -269,12 +288,25 @@ Connection:
   --pass <password>  The same as -a.
   --user <username>  ACL user to authenticate as (with -a).
   -u <uri>           redis://[[user]:password@]host[:port][/db]
+                     (rediss:// for TLS)
   -n <db>            Database number to select.
   -2                 Speak RESP2 (the default).
   -3                 Speak RESP3 (HELLO 3).
   -4, --respb        Speak RESPB/1, kvik's binary protocol; replies print as
                      RESP3 replies do.
   --no-auth-warning  Do not warn about a password given on the command line.
+  --tls              Establish a secure TLS connection.
+  --sni <host>       Server name indication for TLS.
+  --cacert <file>    CA Certificate file to verify with.
+  --cacertdir <dir>  Directory where trusted CA certificates are stored.
+                     If neither cacert nor cacertdir are specified, the default
+                     system-wide trusted root certs configuration will apply.
+  --insecure         Allow insecure TLS connection by skipping cert validation.
+  --cert <file>      Client certificate to authenticate with.
+  --key <file>       Private key file to authenticate with.
+  --tls-ciphers <list> Sets the list of preferred ciphers (TLSv1.2): OpenSSL
+                     names of the suites rustls has (DEFAULT, HIGH, !NAME too).
+  --tls-ciphersuites <list> Sets the list of preferred ciphersuites (TLSv1.3).
 
 Output:
   --raw              Print replies raw (the default when stdout is not a

@@ -18,6 +18,8 @@ pub struct Uri {
     pub password: Option<Vec<u8>>,
     /// Database number.
     pub db: Option<u32>,
+    /// `rediss://`: connect over TLS.
+    pub tls: bool,
 }
 
 /// Why a URI was refused.
@@ -25,8 +27,6 @@ pub struct Uri {
 pub enum UriError {
     /// Not `redis://`.
     Scheme,
-    /// `rediss://`: TLS is not built into kvik-cli.
-    Tls,
     /// The port is not a number from 1 to 65535.
     Port(String),
     /// The database is not a number.
@@ -37,7 +37,6 @@ impl std::fmt::Display for UriError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             UriError::Scheme => f.write_str("Invalid URI scheme"),
-            UriError::Tls => f.write_str("rediss:// (TLS) is not supported by kvik-cli"),
             UriError::Port(p) => write!(f, "Invalid port in URI: '{p}'"),
             UriError::Db(d) => write!(f, "Invalid database number in URI: '{d}'"),
         }
@@ -46,14 +45,15 @@ impl std::fmt::Display for UriError {
 
 /// Parse a `redis://` URI.
 pub fn parse(uri: &str) -> Result<Uri, UriError> {
+    let mut out = Uri::default();
     let rest = if let Some(r) = strip_prefix_ci(uri, "redis://") {
         r
-    } else if strip_prefix_ci(uri, "rediss://").is_some() {
-        return Err(UriError::Tls);
+    } else if let Some(r) = strip_prefix_ci(uri, "rediss://") {
+        out.tls = true;
+        r
     } else {
         return Err(UriError::Scheme);
     };
-    let mut out = Uri::default();
     let (authority, path) = match rest.find('/') {
         Some(i) => (&rest[..i], Some(&rest[i + 1..])),
         None => (rest, None),
@@ -161,7 +161,7 @@ mod tests {
     fn bad_uris_are_refused() {
         assert_eq!(parse("http://h"), Err(UriError::Scheme));
         assert_eq!(parse("h:6379"), Err(UriError::Scheme));
-        assert_eq!(parse("rediss://h"), Err(UriError::Tls));
+        assert_eq!(parse("rediss://h"), Ok(Uri { host: Some("h".into()), tls: true, ..Uri::default() }));
         assert_eq!(parse("redis://h:0"), Err(UriError::Port("0".into())));
         assert_eq!(parse("redis://h:99999"), Err(UriError::Port("99999".into())));
         assert_eq!(parse("redis://h:6379/x"), Err(UriError::Db("x".into())));

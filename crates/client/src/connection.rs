@@ -58,7 +58,7 @@ impl Connection {
     }
 
     async fn open(opts: &Options) -> Result<Connection> {
-        let stream = Stream::connect(&opts.address).await?;
+        let stream = Stream::connect_with(&opts.address, opts.tls.as_ref()).await?;
         let mut conn = Connection {
             stream,
             reader: ReplyReader::new(Protocol::Resp2, opts),

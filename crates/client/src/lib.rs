@@ -32,6 +32,12 @@
 //!    (it may or may not have run, so it is never silently retried); the next
 //!    request gets a new connection.
 //!
+//! Any of these runs over TLS when [`Options::with_tls`] is given a
+//! [`ClientTls`], built once from redis-cli's options ([`ClientTlsOptions`]:
+//! CA file or directory, client certificate and key, SNI, cipher lists,
+//! `insecure`) and shared by every connection; the plain TCP path is the
+//! same as without it.
+//!
 //! Error replies from the server are values ([`Value::Error`]), never Rust
 //! errors; [`Error`] is for transport, protocol and limit failures. Nothing
 //! the server sends can make the client panic: every length is checked
@@ -62,6 +68,7 @@ pub use client::{Backoff, Client};
 pub use connection::Connection;
 pub use error::{Error, Result};
 pub use kvik_protocol::Value;
+pub use kvik_tls::client::{ClientTls, ClientTlsOptions};
 pub use mux::{Channel, MuxConnection};
 pub use options::{Address, Options, Protocol};
 pub use pipeline::Pipeline;

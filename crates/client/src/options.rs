@@ -54,6 +54,8 @@ pub struct Options {
     pub push_capacity: usize,
     /// Mux only: requests queued for the writer task before senders wait.
     pub writer_queue: usize,
+    /// Speak TLS with this configuration (TCP only); `None`: plain TCP.
+    pub tls: Option<kvik_tls::client::ClientTls>,
 }
 
 impl Options {
@@ -82,6 +84,7 @@ impl Options {
             max_channels: 1024,
             push_capacity: 1024,
             writer_queue: 4096,
+            tls: None,
         }
     }
 
@@ -119,6 +122,12 @@ impl Options {
     /// Refuse replies longer than `bytes`.
     pub fn with_max_reply_bytes(mut self, bytes: usize) -> Options {
         self.max_reply_bytes = bytes;
+        self
+    }
+
+    /// Connect over TLS, configured by `tls` (built once, shared by every connection).
+    pub fn with_tls(mut self, tls: kvik_tls::client::ClientTls) -> Options {
+        self.tls = Some(tls);
         self
     }
 

@@ -1,5 +1,7 @@
-//! [`Stream`]: a TCP or unix-socket byte stream behind one type, so the
-//! connection code above it is written once.
+//! [`Stream`]: a TCP, TLS-over-TCP or unix-socket byte stream behind one
+//! type, so the connection code above it is written once. TLS is a
+//! variant of its own, so a plain connection pays nothing for it but the
+//! match it already had.
 
 use std::io;
 use std::pin::Pin;
@@ -7,6 +9,8 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{tcp, unix, TcpStream, UnixStream};
+
+use kvik_tls::client::{ClientStream as TlsStream, ClientTls};
 
 use crate::error::{Error, Result};
 use crate::options::Address;
@@ -18,6 +22,8 @@ pub enum Stream {
     Tcp(TcpStream),
     /// Over a unix domain socket.
     Unix(UnixStream),
+    /// TLS over TCP (`--tls`).
+    Tls(Box<TlsStream>),
 }
 
 impl Stream {
@@ -33,6 +39,22 @@ impl Stream {
         }
     }
 
+    /// Connect to `address`, over TLS when `tls` is given (TCP only).
+    pub async fn connect_with(address: &Address, tls: Option<&ClientTls>) -> Result<Stream> {
+        let Some(tls) = tls else { return Stream::connect(address).await };
+        let Address::Tcp(addr) = address else {
+            return Err(Error::Io(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "TLS over a unix socket is not supported",
+            )));
+        };
+        let tcp = TcpStream::connect(addr.as_str()).await.map_err(Error::Io)?;
+        tcp.set_nodelay(true).map_err(Error::Io)?;
+        let host = addr.rsplit_once(':').map_or(addr.as_str(), |(host, _)| host);
+        let stream = tls.connect(host, tcp).await.map_err(Error::Io)?;
+        Ok(Stream::Tls(Box::new(stream)))
+    }
+
     /// Split into halves that two tasks can own, without a lock between them.
     pub fn into_split(self) -> (ReadHalf, WriteHalf) {
         match self {
@@ -43,6 +65,11 @@ impl Stream {
             Stream::Unix(s) => {
                 let (r, w) = s.into_split();
                 (ReadHalf::Unix(r), WriteHalf::Unix(w))
+            }
+            Stream::Tls(s) => {
+                // One TLS session serves both directions: the halves share it behind a lock.
+                let (r, w) = tokio::io::split(*s);
+                (ReadHalf::Tls(r), WriteHalf::Tls(w))
             }
         }
     }
@@ -55,6 +82,8 @@ pub enum ReadHalf {
     Tcp(tcp::OwnedReadHalf),
     /// Of a unix socket.
     Unix(unix::OwnedReadHalf),
+    /// Of a TLS stream.
+    Tls(tokio::io::ReadHalf<TlsStream>),
 }
 
 /// The writing half of a [`Stream`]; dropping or shutting it down ends the
@@ -65,6 +94,8 @@ pub enum WriteHalf {
     Tcp(tcp::OwnedWriteHalf),
     /// Of a unix socket.
     Unix(unix::OwnedWriteHalf),
+    /// Of a TLS stream.
+    Tls(tokio::io::WriteHalf<TlsStream>),
 }
 
 impl AsyncRead for ReadHalf {
@@ -72,6 +103,7 @@ impl AsyncRead for ReadHalf {
         match self.get_mut() {
             ReadHalf::Tcp(s) => Pin::new(s).poll_read(cx, buf),
             ReadHalf::Unix(s) => Pin::new(s).poll_read(cx, buf),
+            ReadHalf::Tls(s) => Pin::new(s).poll_read(cx, buf),
         }
     }
 }
@@ -81,6 +113,7 @@ impl AsyncWrite for WriteHalf {
         match self.get_mut() {
             WriteHalf::Tcp(s) => Pin::new(s).poll_write(cx, buf),
             WriteHalf::Unix(s) => Pin::new(s).poll_write(cx, buf),
+            WriteHalf::Tls(s) => Pin::new(s).poll_write(cx, buf),
         }
     }
 
@@ -88,6 +121,7 @@ impl AsyncWrite for WriteHalf {
         match self.get_mut() {
             WriteHalf::Tcp(s) => Pin::new(s).poll_flush(cx),
             WriteHalf::Unix(s) => Pin::new(s).poll_flush(cx),
+            WriteHalf::Tls(s) => Pin::new(s).poll_flush(cx),
         }
     }
 
@@ -95,6 +129,7 @@ impl AsyncWrite for WriteHalf {
         match self.get_mut() {
             WriteHalf::Tcp(s) => Pin::new(s).poll_shutdown(cx),
             WriteHalf::Unix(s) => Pin::new(s).poll_shutdown(cx),
+            WriteHalf::Tls(s) => Pin::new(s).poll_shutdown(cx),
         }
     }
 }
@@ -104,6 +139,7 @@ impl AsyncRead for Stream {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
             Stream::Unix(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s).poll_read(cx, buf),
         }
     }
 }
@@ -113,6 +149,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
             Stream::Unix(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s).poll_write(cx, buf),
         }
     }
 
@@ -120,6 +157,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_flush(cx),
             Stream::Unix(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s).poll_flush(cx),
         }
     }
 
@@ -127,6 +165,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
             Stream::Unix(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s).poll_shutdown(cx),
         }
     }
 }

@@ -112,7 +112,8 @@ pub enum Support {
     NoEffect,
 }
 
-const NO_TLS: &str = "kvik does not support TLS yet";
+const NO_TLS_LINKS: &str = "kvik has no replication or cluster links for TLS to protect yet";
+const NO_TLS_DH: &str = "rustls, kvik's TLS library, has no finite-field Diffie-Hellman: key exchange is always ECDHE";
 const NO_REPLICATION: &str = "kvik does not replicate yet";
 const NO_CLUSTER: &str = "kvik does not run in cluster mode yet";
 
@@ -250,26 +251,27 @@ pub const OPTIONS: &[OptionSpec] = &[
     ),
     only_default(opt("cluster-enabled", BOOL, "no", Immutable), NO_CLUSTER),
     opt("aclfile", STR, "", Immutable),
-    only_default(opt("tls-port", int(0, 65535), "0", Immutable), NO_TLS),
-    only_default(opt("tls-cert-file", STR, "", Runtime), NO_TLS),
-    only_default(opt("tls-key-file", STR, "", Runtime), NO_TLS),
-    only_default(opt("tls-key-file-pass", STR, "", Runtime), NO_TLS),
-    only_default(opt("tls-client-cert-file", STR, "", Runtime), NO_TLS),
-    only_default(opt("tls-client-key-file", STR, "", Runtime), NO_TLS),
-    only_default(opt("tls-client-key-file-pass", STR, "", Runtime), NO_TLS),
-    only_default(opt("tls-dh-params-file", STR, "", Runtime), NO_TLS),
-    only_default(opt("tls-ca-cert-file", STR, "", Runtime), NO_TLS),
-    only_default(opt("tls-ca-cert-dir", STR, "", Runtime), NO_TLS),
-    only_default(opt("tls-protocols", STR, "", Runtime), NO_TLS),
-    only_default(opt("tls-ciphers", STR, "", Runtime), NO_TLS),
-    only_default(opt("tls-ciphersuites", STR, "", Runtime), NO_TLS),
-    only_default(opt("tls-auth-clients", Kind::Enum(&["no", "yes", "optional"]), "yes", Runtime), NO_TLS),
-    only_default(opt("tls-replication", BOOL, "no", Runtime), NO_TLS),
-    only_default(opt("tls-cluster", BOOL, "no", Runtime), NO_TLS),
-    only_default(opt("tls-prefer-server-ciphers", BOOL, "no", Runtime), NO_TLS),
-    only_default(opt("tls-session-caching", BOOL, "yes", Runtime), NO_TLS),
-    only_default(opt("tls-session-cache-size", int(0, INT_MAX), "20480", Runtime), NO_TLS),
-    only_default(opt("tls-session-cache-timeout", int(0, INT_MAX), "300", Runtime), NO_TLS),
+    // TLS (crate::tls): on when tls-port is not 0; CONFIG SET of any of these rebuilds it.
+    opt("tls-port", int(0, 65535), "0", Runtime),
+    opt("tls-cert-file", STR, "", Runtime),
+    opt("tls-key-file", STR, "", Runtime),
+    opt("tls-key-file-pass", STR, "", Runtime),
+    only_default(opt("tls-client-cert-file", STR, "", Runtime), NO_TLS_LINKS),
+    only_default(opt("tls-client-key-file", STR, "", Runtime), NO_TLS_LINKS),
+    only_default(opt("tls-client-key-file-pass", STR, "", Runtime), NO_TLS_LINKS),
+    only_default(opt("tls-dh-params-file", STR, "", Runtime), NO_TLS_DH),
+    opt("tls-ca-cert-file", STR, "", Runtime),
+    opt("tls-ca-cert-dir", STR, "", Runtime),
+    opt("tls-protocols", STR, "", Runtime),
+    opt("tls-ciphers", STR, "", Runtime),
+    opt("tls-ciphersuites", STR, "", Runtime),
+    opt("tls-auth-clients", Kind::Enum(&["no", "yes", "optional"]), "yes", Runtime),
+    only_default(opt("tls-replication", BOOL, "no", Runtime), NO_TLS_LINKS),
+    only_default(opt("tls-cluster", BOOL, "no", Runtime), NO_TLS_LINKS),
+    opt("tls-prefer-server-ciphers", BOOL, "no", Runtime),
+    opt("tls-session-caching", BOOL, "yes", Runtime),
+    opt("tls-session-cache-size", int(0, INT_MAX), "20480", Runtime),
+    opt("tls-session-cache-timeout", int(0, INT_MAX), "300", Runtime),
     only_default(opt("maxmemory-clients", STR, "0", Runtime), "kvik does not evict clients by their memory yet"),
     only_default(opt("activedefrag", BOOL, "no", Runtime), "kvik has no active defragmentation"),
     only_default(
@@ -404,6 +406,10 @@ pub fn options_page() -> String {
          refuses other values, at startup and by `CONFIG SET`, with the reason; or it is a\n\
          tuning knob whose value no client can observe in kvik, kept and reported by `CONFIG\n\
          GET`, and named once in the startup log when it is set.\n",
+    );
+    out.push_str(
+        "\nThe `tls-*` options, what each does and what rustls cannot do, are described in\n\
+         [tls.md](tls.md).\n",
     );
     type Section = (&'static str, fn(&Support) -> bool);
     let sections: [Section; 3] = [
@@ -1280,9 +1286,10 @@ mod tests {
     }
 
     #[test]
-    fn defaults_listen_on_loopback_6379() {
+    fn defaults_listen_everywhere_on_6379() {
+        // As Redis 7.0: every address, protected mode keeping others out.
         let c = args(&[]).unwrap();
-        assert_eq!(c.bind_addresses(), ["127.0.0.1"]);
+        assert_eq!(c.bind_addresses(), ["*", "-::*"]);
         assert_eq!(c.port(), 6379);
         assert!(c.threads() >= 1);
         assert_eq!(c.get("save"), "3600 1 300 100 60 10000");

@@ -60,6 +60,7 @@ pub(crate) mod signal;
 pub(crate) mod sockets;
 pub mod state;
 pub mod supervision;
+pub(crate) mod tls;
 
 /// Version of kvik itself, as printed in the startup line.
 pub const KVIK_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -107,6 +107,7 @@ fn main() -> ExitCode {
         }
     };
     let mut listening: Vec<String> = server.local_addrs().iter().map(ToString::to_string).collect();
+    listening.extend(server.tls_local_addrs().iter().map(|a| format!("{a} (TLS)")));
     if let Some(path) = state.config().unixsocket() {
         listening.push(path.to_string());
     }

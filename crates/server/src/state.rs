@@ -59,6 +59,8 @@ pub struct ServerState {
     pub port: AtomicU16,
     /// Listening sockets `CONFIG SET port` opened, for the acceptor to take.
     pub rebind: crate::sockets::Rebind,
+    /// The TLS configuration new connections on `tls-port` get, and that port's new sockets.
+    pub tls: crate::tls::TlsContext,
     /// Set to true once the server is to stop; every loop watches it.
     shutdown: watch::Sender<bool>,
     /// The options connections read on every batch, copied out of `config`
@@ -337,6 +339,7 @@ impl ServerState {
             watches: Arc::default(),
             port: AtomicU16::new(0),
             rebind: crate::sockets::Rebind::default(),
+            tls: crate::tls::TlsContext::default(),
             saver: Default::default(),
             journal: Default::default(),
             append_only: Default::default(),

@@ -14,6 +14,8 @@
 //! SAVE` in one test must not leave a `dump.rdb` that the next server
 //! started in the crate's directory loads.
 
+pub mod pki;
+
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

@@ -16,7 +16,7 @@ mod stat;
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 
-use kvik_client::{Connection, Error, Options};
+use kvik_client::{ClientTls, Connection, Error, Options};
 
 use crate::convert::convert_stream;
 use crate::format::Style;
@@ -104,8 +104,9 @@ pub(crate) fn server_name(cfg: &Config) -> String {
     }
 }
 
-/// Connection options for `cfg`.
-pub(crate) fn client_options(cfg: &Config) -> Options {
+/// Connection options for `cfg`; the error says why the TLS settings
+/// (certificate files, cipher names) cannot be used.
+pub(crate) fn client_options(cfg: &Config) -> Result<Options, String> {
     let mut o = match &cfg.socket {
         Some(p) => Options::unix(p.clone()),
         None => Options::tcp(server_name(cfg)),
@@ -114,7 +115,11 @@ pub(crate) fn client_options(cfg: &Config) -> Options {
     o.username = cfg.user.clone();
     o.password = cfg.password.clone();
     o.db = cfg.db;
-    o
+    if cfg.tls {
+        let tls = ClientTls::new(&cfg.tls_options).map_err(|e| format!("Could not create a TLS context: {e}"))?;
+        o = o.with_tls(tls);
+    }
+    Ok(o)
 }
 
 /// The reason in an error, without Rust's ` (os error N)` suffix, as the C
@@ -141,7 +146,13 @@ pub(crate) async fn connect(cfg: &Config) -> Option<Connection> {
 /// out of range) is reported on stderr and left out, and the connection is
 /// used anyway, as redis-cli does. Also returns the options that worked.
 pub(crate) async fn connect_with(cfg: &Config) -> Option<(Connection, Options)> {
-    let mut opts = client_options(cfg);
+    let mut opts = match client_options(cfg) {
+        Ok(opts) => opts,
+        Err(e) => {
+            eprintln!("{e}");
+            return None;
+        }
+    };
     // Each retry drops one setup step, so this ends within four rounds.
     for _ in 0..4 {
         match Connection::connect(&opts).await {

@@ -24,8 +24,14 @@ use crate::convert::{Converter, CHUNK};
 use crate::options::{Config, Target};
 
 pub(super) async fn run(cfg: &Config) -> i32 {
-    let opts = client_options(cfg);
-    let stream = match Stream::connect(&opts.address).await {
+    let opts = match client_options(cfg) {
+        Ok(opts) => opts,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
+    };
+    let stream = match Stream::connect_with(&opts.address, opts.tls.as_ref()).await {
         Ok(s) => s,
         Err(e) => {
             eprintln!("Could not connect to Redis at {}: {}", server_name(cfg), super::reason(&e));

@@ -89,7 +89,14 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         }
     }
     let asked = |name: &str| borrowed.iter().rev().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| *v);
+    let tls_before = crate::tls::touched(borrowed.iter().map(|(n, _)| *n)).then(|| c.state.config().clone());
     let result = c.state.update_config(|config| config.set_many(&borrowed));
+    if let (Ok(()), Some(before)) = (&result, tls_before) {
+        let first = borrowed.iter().map(|(n, _)| *n).find(|n| crate::tls::touched(std::iter::once(*n))).unwrap_or("");
+        if let Err(text) = crate::tls::apply_config_set(c.state, before, first) {
+            return c.error(text.as_bytes());
+        }
+    }
     if result.is_ok() {
         if let Err(e) = apply_append_only(c.state, &asked) {
             // As Redis: the file could not be turned on, the setting stays off.

@@ -14,6 +14,11 @@
 //! one place where `maxclients` and protected mode are decided. Accepting is
 //! cheap next to serving, so one acceptor does not limit throughput.
 //!
+//! Connections on `tls-port` are accepted the same way and handshake on
+//! the loop they are handed to, so handshakes (the costly part of TLS)
+//! spread over the cores as the connections do; the connection code then
+//! runs unchanged over the TLS stream, RESPB detection included.
+//!
 //! The acceptor also watches for SIGTERM, SIGINT and `SHUTDOWN`: it stops
 //! accepting, tells every connection to close, and waits for the loops to end.
 
@@ -30,6 +35,10 @@ use socket2::{SockRef, TcpKeepalive};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::sync::mpsc;
+
+use kvik_tls::rustls::ServerConfig;
+use kvik_tls::tokio_rustls::TlsAcceptor;
+use kvik_tls::WriteThrough;
 
 use crate::keyspace::expire::ActiveExpiry;
 use crate::net::connection::{self, close_gracefully, ClientStream, Peer};
@@ -76,6 +85,8 @@ impl StopReason {
 /// loop's runtime there.
 enum Incoming {
     Tcp(std::net::TcpStream),
+    /// On `tls-port`, with the TLS configuration current when it was accepted.
+    Tls(std::net::TcpStream, Arc<ServerConfig>),
     Unix(std::os::unix::net::UnixStream),
 }
 
@@ -83,6 +94,7 @@ enum Incoming {
 #[derive(Debug)]
 pub struct Server {
     tcp: Vec<std::net::TcpListener>,
+    tls: Vec<std::net::TcpListener>,
     unix: Option<(std::os::unix::net::UnixListener, PathBuf)>,
     state: Arc<ServerState>,
 }
@@ -104,7 +116,12 @@ impl Server {
                 backlog,
             )
         };
+        // Before any socket listens: a client that finds the server there finds TLS ready.
+        crate::tls::configure_at_start(&state)
+            .map_err(|e| io::Error::other(format!("Failed to configure TLS: {e}")))?;
         let tcp = if port != 0 { bind_all(&addresses, port, backlog)? } else { Vec::new() };
+        let tls_port = crate::tls::port(&state.config());
+        let tls = if tls_port != 0 { bind_all(&addresses, tls_port, backlog)? } else { Vec::new() };
         let unix = match unixsocket {
             Some(path) => {
                 // A socket file left by an earlier run would make bind fail.
@@ -120,18 +137,23 @@ impl Server {
             }
             None => None,
         };
-        if tcp.is_empty() && unix.is_none() {
+        if tcp.is_empty() && tls.is_empty() && unix.is_none() {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "configured to not listen anywhere"));
         }
         if let Some(port) = tcp.first().and_then(|l| l.local_addr().ok()).map(|a| a.port()) {
             state.port.store(port, Ordering::Relaxed);
         }
-        Ok(Server { tcp, unix, state })
+        Ok(Server { tcp, tls, unix, state })
     }
 
     /// The TCP addresses actually bound.
     pub fn local_addrs(&self) -> Vec<SocketAddr> {
         self.tcp.iter().filter_map(|l| l.local_addr().ok()).collect()
+    }
+
+    /// The TLS addresses actually bound (`tls-port`).
+    pub fn tls_local_addrs(&self) -> Vec<SocketAddr> {
+        self.tls.iter().filter_map(|l| l.local_addr().ok()).collect()
     }
 
     /// The shared state.
@@ -171,7 +193,7 @@ impl Server {
             Some((listener, path)) => (Some(listener), Some(path)),
             None => (None, None),
         };
-        let reason = runtime.block_on(accept_all(self.tcp, unix, loops, &self.state));
+        let reason = runtime.block_on(accept_all(self.tcp, self.tls, unix, loops, &self.state));
         // Also when accepting could not start: the loops must not wait forever.
         self.state.request_shutdown();
         // Dropping the runtime closes the listeners and the hand-off channels,
@@ -234,6 +256,10 @@ fn run_loop(mut rx: mpsc::UnboundedReceiver<Incoming>, state: Arc<ServerState>) 
                         }
                         Err(e) => crate::log!(Warning, "Cannot register a connection: {e}"),
                     },
+                    Incoming::Tls(s, config) => match TcpStream::from_std(s) {
+                        Ok(stream) => serve_tls(stream, config, &state, stop).await,
+                        Err(e) => crate::log!(Warning, "Cannot register a connection: {e}"),
+                    },
                     Incoming::Unix(s) => match UnixStream::from_std(s) {
                         Ok(stream) => {
                             let peer = Peer::unix(&stream);
@@ -248,6 +274,49 @@ fn run_loop(mut rx: mpsc::UnboundedReceiver<Incoming>, state: Arc<ServerState>) 
     });
     // The acceptor is gone: let the connections see the shutdown and close.
     runtime.block_on(local);
+}
+
+/// Handshake with a client on `tls-port`, then serve it as any other.
+/// A client that fails the handshake (a plain-text client, no or an
+/// untrusted certificate where one is required) is closed, and logged at
+/// `verbose` as Redis does. The handshake is bounded by `timeout`, as the
+/// client is idle until it completes, and by the server's stop.
+async fn serve_tls(
+    stream: TcpStream,
+    config: Arc<ServerConfig>,
+    state: &ServerState,
+    stop: Arc<crate::signal::Signal>,
+) {
+    let peer = Peer::tcp(&stream);
+    let idle = state.limits.idle_timeout();
+    let handshake = TlsAcceptor::from(config).accept(stream);
+    let bounded = async {
+        if idle > 0 {
+            tokio::time::timeout(Duration::from_secs(idle), handshake)
+                .await
+                .unwrap_or_else(|_| Err(io::Error::new(io::ErrorKind::TimedOut, "handshake timed out")))
+        } else {
+            handshake.await
+        }
+    };
+    let accepted = tokio::select! {
+        r = bounded => r,
+        () = stop.raised() => return,
+    };
+    match accepted {
+        Ok(tls) => connection::serve(WriteThrough::new(tls), state, stop, peer).await,
+        Err(e) => {
+            static LIMIT: crate::log::RateLimit = crate::log::RateLimit::per(1000);
+            if LIMIT.allow() {
+                crate::log!(
+                    Verbose,
+                    "Error accepting a client connection: {e} (addr={} laddr={})",
+                    peer.addr,
+                    peer.laddr
+                );
+            }
+        }
+    }
 }
 
 /// Hands connections to the loops in turn.
@@ -278,6 +347,7 @@ impl Dispatcher {
 
 async fn accept_all(
     tcp: Vec<std::net::TcpListener>,
+    tls: Vec<std::net::TcpListener>,
     unix: Option<std::os::unix::net::UnixListener>,
     loops: Vec<mpsc::UnboundedSender<Incoming>>,
     state: &Arc<ServerState>,
@@ -289,6 +359,10 @@ async fn accept_all(
     let mut tcp_listeners = Vec::with_capacity(tcp.len());
     for l in tcp {
         tcp_listeners.push(TcpListener::from_std(l)?);
+    }
+    let mut tls_listeners = Vec::with_capacity(tls.len());
+    for l in tls {
+        tls_listeners.push(TcpListener::from_std(l)?);
     }
     let unix_listener = match unix {
         Some(l) => Some(UnixListener::from_std(l)?),
@@ -315,7 +389,7 @@ async fn accept_all(
                         state.rebind.take().await
                     } else {
                         tokio::select! {
-                            () = futures_join_all(tcp_listeners.iter().map(|l| accept_tcp(l, state, &dispatcher)).collect()) => continue,
+                            () = futures_join_all(tcp_listeners.iter().map(|l| accept_tcp(l, state, &dispatcher, false)).collect()) => continue,
                             next = state.rebind.take() => next,
                         }
                     };
@@ -328,11 +402,32 @@ async fn accept_all(
                     }
                 }
             };
+            // The same for `tls-port` and `CONFIG SET tls-port`.
+            let tls_task = async {
+                loop {
+                    let next = if tls_listeners.is_empty() {
+                        state.tls.rebind.take().await
+                    } else {
+                        tokio::select! {
+                            () = futures_join_all(tls_listeners.iter().map(|l| accept_tcp(l, state, &dispatcher, true)).collect()) => continue,
+                            next = state.tls.rebind.take() => next,
+                        }
+                    };
+                    tls_listeners.clear();
+                    for l in next {
+                        match TcpListener::from_std(l) {
+                            Ok(l) => tls_listeners.push(l),
+                            Err(e) => crate::log!(Warning, "Cannot listen on the new TLS port: {e}"),
+                        }
+                    }
+                }
+            };
             let sampling = sample_rates(state);
-            tokio::pin!(tcp_task, unix_task, sampling);
+            tokio::pin!(tcp_task, tls_task, unix_task, sampling);
             loop {
                 let reason = tokio::select! {
                     () = &mut tcp_task => StopReason::Command,
+                    () = &mut tls_task => StopReason::Command,
                     () = &mut unix_task => StopReason::Command,
                     _ = sigterm.recv() => StopReason::Terminate,
                     _ = sigint.recv() => StopReason::Interrupt,
@@ -438,6 +533,22 @@ fn refuse<S: ClientStream + 'static>(mut stream: S, reply: &'static [u8]) {
     });
 }
 
+/// [`refuse`] on `tls-port`: the reply goes over TLS, after the handshake,
+/// as Redis sends it; a client that does not complete the handshake
+/// within a few seconds just sees the connection close.
+fn refuse_tls(stream: TcpStream, state: &ServerState, reply: &'static [u8]) {
+    const REFUSAL_HANDSHAKE: Duration = Duration::from_secs(5);
+    let Some(config) = state.tls.current() else { return };
+    tokio::task::spawn_local(async move {
+        let handshake = TlsAcceptor::from(config).accept(stream);
+        if let Ok(Ok(tls)) = tokio::time::timeout(REFUSAL_HANDSHAKE, handshake).await {
+            let mut tls = WriteThrough::new(tls);
+            let _ = tls.write_all(reply).await;
+            close_gracefully(&mut tls).await;
+        }
+    });
+}
+
 fn is_loopback(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => v4.is_loopback(),
@@ -445,7 +556,8 @@ fn is_loopback(ip: IpAddr) -> bool {
     }
 }
 
-async fn accept_tcp(listener: &TcpListener, state: &ServerState, dispatcher: &Dispatcher) {
+/// Accept on `listener` until the server stops; `tls` for `tls-port`.
+async fn accept_tcp(listener: &TcpListener, state: &ServerState, dispatcher: &Dispatcher, tls: bool) {
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -467,12 +579,20 @@ async fn accept_tcp(listener: &TcpListener, state: &ServerState, dispatcher: &Di
             if LIMIT.allow() {
                 crate::log!(Warning, "Refused a connection from {peer}: protected mode is on and no password is set");
             }
-            refuse(stream, PROTECTED_MODE_DENIED);
+            if tls {
+                refuse_tls(stream, state, PROTECTED_MODE_DENIED);
+            } else {
+                refuse(stream, PROTECTED_MODE_DENIED);
+            }
             continue;
         }
         if !state.admit_client() {
             refused_over_maxclients(state);
-            refuse(stream, MAX_CLIENTS_REACHED);
+            if tls {
+                refuse_tls(stream, state, MAX_CLIENTS_REACHED);
+            } else {
+                refuse(stream, MAX_CLIENTS_REACHED);
+            }
             continue;
         }
         // Replies are written once per batch; delaying them for coalescing only adds latency.
@@ -483,9 +603,14 @@ async fn accept_tcp(listener: &TcpListener, state: &ServerState, dispatcher: &Di
             let keepalive = TcpKeepalive::new().with_time(time).with_interval((time / 3).max(Duration::from_secs(1)));
             let _ = SockRef::from(&stream).set_tcp_keepalive(&keepalive.with_retries(3));
         }
-        match stream.into_std() {
-            Ok(s) => dispatcher.send(Incoming::Tcp(s), state),
-            Err(_) => {
+        let incoming = match stream.into_std() {
+            Ok(s) if !tls => Some(Incoming::Tcp(s)),
+            Ok(s) => state.tls.current().map(|config| Incoming::Tls(s, config)),
+            Err(_) => None,
+        };
+        match incoming {
+            Some(incoming) => dispatcher.send(incoming, state),
+            None => {
                 state.connected.fetch_sub(1, Ordering::Relaxed);
             }
         }
