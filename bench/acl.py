@@ -19,14 +19,12 @@ depth 1), REPEATS [3], THREADS [2], COMMAND.
 """
 
 import os
-import resource
-import statistics
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from aof import cpu_seconds, stop  # noqa: E402
+from aof import stop  # noqa: E402
+from cells import fmt, measure, median, meta_lines  # noqa: E402
 from server_report import free_port, wait_ready  # noqa: E402
 
 USER_RULES = ["bench", "on", "nopass", "+@all", "-@dangerous", "~key:*", "&*"]
@@ -49,33 +47,15 @@ def run_cell(kind, kvik_bin, cmd, depth, user, requests, threads):
         raise SystemExit("%s did not start" % kind)
     login = [] if user == "default" else ["--user", "bench", "-a", "x"]
     command = [cmd, "key:__rand_int__"] + (["v"] if cmd == "SET" else [])
-    before = cpu_seconds(proc.pid)
-    usage_before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.monotonic()
-    out = subprocess.run(
-        ["redis-benchmark", "-p", str(port)] + login + ["-c", "50", "-P", str(depth), "-n", str(requests),
-                                                        "-r", "100000", "-q"] + command,
-        capture_output=True, text=True, check=True, timeout=900).stdout
-    wall = time.monotonic() - started
-    usage_after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    server_cpu = cpu_seconds(proc.pid) - before
+    bench = ["-p", str(port)] + login + ["-c", "50", "-P", str(depth), "-n", str(requests), "-r", "100000"] + command
+    got = measure(proc.pid, bench, requests)
     denied = subprocess.run(["redis-cli", "-p", str(port), "ACL", "LOG"], capture_output=True, text=True).stdout
     stop(proc, port)
     # redis-benchmark's own CONFIG GET at start is not among the checked
     # commands' refusals: only a refused GET or SET would spoil the cell.
     if any(line.strip() in ("get", "set") for line in denied.splitlines()):
         raise SystemExit("%s refused the benchmark's %s" % (kind, cmd))
-    rps = None
-    for line in out.replace("\r", "\n").splitlines():
-        if "requests per second" in line:
-            rps = float(line.split(":")[-1].split("requests")[0])
-    client_cpu = (usage_after.ru_utime - usage_before.ru_utime) + (usage_after.ru_stime - usage_before.ru_stime)
-    return {"rps": rps, "server_cpu": server_cpu, "per_cpu": requests / server_cpu if server_cpu else None,
-            "client_busy": client_cpu / wall if wall else None}
-
-
-def fmt(x, spec="{:,.0f}"):
-    return "—" if x is None else spec.format(x)
+    return got
 
 
 def main(argv):
@@ -99,14 +79,9 @@ def main(argv):
                     flush=True)
 
     def med(cell, kind, field):
-        values = [x[field] for x in results.get((cell, kind), []) if x[field] is not None]
-        return statistics.median(values) if values else None
+        return median(results, (cell, kind), field)
 
-    lines = ["# ACL: the cost of a user with limits", ""]
-    if meta != "-" and os.path.exists(meta):
-        with open(meta) as f:
-            lines += ["- " + line.strip() for line in f if line.strip()]
-        lines.append("")
+    lines = ["# ACL: the cost of a user with limits", ""] + meta_lines(meta)
     lines += ["Command: `%s`. `redis-benchmark -c 50 -r 100000`, medians of %d rounds, kvik with `--threads %d`; "
               "the limited user is `%s`." % (os.environ.get("COMMAND", "bench/acl.sh"), repeats, threads,
                                              " ".join(USER_RULES)), "",

@@ -28,14 +28,12 @@ depths above 1), REPEATS [3], THREADS [2], COMMAND.
 """
 
 import os
-import resource
-import statistics
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from aof import cpu_seconds, stop  # noqa: E402
+from aof import stop  # noqa: E402
+from cells import fmt, measure, median, meta_lines  # noqa: E402
 from server_report import Client, free_port, wait_ready  # noqa: E402
 
 SCRIPTS = {
@@ -81,33 +79,15 @@ def run_cell(kind, kvik_bin, script, clients, depth, requests, threads):
         sha = Client(port).call("SCRIPT", "LOAD", body)
         sha = sha.decode() if isinstance(sha, bytes) else str(sha)
         command = ["EVALSHA", sha, "1", "key:__rand_int__"] + args
-    before = cpu_seconds(proc.pid)
-    usage_before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.monotonic()
-    out = subprocess.run(
-        ["redis-benchmark", "-p", str(port), "-c", str(clients), "-P", str(depth), "-n", str(requests),
-         "-r", "100000", "-q"] + command,
-        capture_output=True, text=True, check=True, timeout=900).stdout
-    wall = time.monotonic() - started
-    usage_after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    server_cpu = cpu_seconds(proc.pid) - before
+    bench = ["-p", str(port), "-c", str(clients), "-P", str(depth), "-n", str(requests), "-r", "100000"] + command
+    got = measure(proc.pid, bench, requests)
     errors = Client(port).call("INFO", "stats")
     stop(proc, port)
-    rps = None
-    for line in out.replace("\r", "\n").splitlines():
-        if "requests per second" in line:
-            rps = float(line.split(":")[-1].split("requests")[0])
     text = errors.decode() if isinstance(errors, bytes) else str(errors)
     failed = [line for line in text.splitlines() if line.startswith("total_error_replies:")]
     if failed and failed[0].split(":")[1].strip() != "0":
         raise SystemExit("%s answered errors in %s: %s" % (kind, script, failed[0]))
-    client_cpu = (usage_after.ru_utime - usage_before.ru_utime) + (usage_after.ru_stime - usage_before.ru_stime)
-    return {"rps": rps, "server_cpu": server_cpu, "per_cpu": requests / server_cpu if server_cpu else None,
-            "client_busy": client_cpu / wall if wall else None}
-
-
-def fmt(x, spec="{:,.0f}"):
-    return "—" if x is None else spec.format(x)
+    return got
 
 
 def main(argv):
@@ -135,14 +115,9 @@ def main(argv):
                     fmt(got["rps"]), got["server_cpu"], 100 * (got["client_busy"] or 0)), flush=True)
 
     def med(cell, kind, field):
-        values = [x[field] for x in results.get((cell, kind), []) if x[field] is not None]
-        return statistics.median(values) if values else None
+        return median(results, (cell, kind), field)
 
-    lines = ["# Lua scripts: EVALSHA throughput and scripts in parallel", ""]
-    if meta != "-" and os.path.exists(meta):
-        with open(meta) as f:
-            lines += ["- " + line.strip() for line in f if line.strip()]
-        lines.append("")
+    lines = ["# Lua scripts: EVALSHA throughput and scripts in parallel", ""] + meta_lines(meta)
     lines += [
         "Command: `%s`. `redis-benchmark -r 100000 EVALSHA <sha> 1 key:__rand_int__ …`, medians of %d rounds; "
         "kvik with `--threads %d` unless the row says otherwise. Scripts: see bench/scripting.py."

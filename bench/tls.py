@@ -29,14 +29,12 @@ HANDSHAKES [5000], REPEATS [3], THREADS [2], COMMAND.
 """
 
 import os
-import resource
-import statistics
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from aof import cpu_seconds, stop  # noqa: E402
+from aof import stop  # noqa: E402
+from cells import fmt, measure, median, meta_lines  # noqa: E402
 from server_report import free_port, wait_ready  # noqa: E402
 
 # (name, depth)
@@ -69,24 +67,11 @@ def server_args(kind, kvik_bin, port, tls_port, pki, threads):
     return [program, "--bind", "127.0.0.1", "--port", str(port), "--save", ""] + tls
 
 
-def bench(proc, tls_port, pki, args):
-    """One redis-benchmark run over TLS: (requests/s, server CPU s, load generator busy)."""
-    before = cpu_seconds(proc.pid)
-    usage_before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.monotonic()
-    out = subprocess.run(
-        ["redis-benchmark", "-p", str(tls_port), "--tls", "--cacert", pki["ca.crt"], "--cert", pki["client.crt"],
-         "--key", pki["client.key"], "-c", "50", "-q"] + args,
-        capture_output=True, text=True, check=True, timeout=900).stdout
-    wall = time.monotonic() - started
-    usage_after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    server_cpu = cpu_seconds(proc.pid) - before
-    rps = None
-    for line in out.replace("\r", "\n").splitlines():
-        if "requests per second" in line:
-            rps = float(line.split(":")[-1].split("requests")[0])
-    client_cpu = (usage_after.ru_utime - usage_before.ru_utime) + (usage_after.ru_stime - usage_before.ru_stime)
-    return rps, server_cpu, client_cpu / wall if wall else None
+def bench(proc, tls_port, pki, args, requests):
+    """One redis-benchmark run over TLS (see cells.measure)."""
+    tls = ["-p", str(tls_port), "--tls", "--cacert", pki["ca.crt"], "--cert", pki["client.crt"],
+           "--key", pki["client.key"], "-c", "50"]
+    return measure(proc.pid, tls + args, requests)
 
 
 def run_round(kind, kvik_bin, pki, requests, handshakes, threads):
@@ -106,16 +91,10 @@ def run_round(kind, kvik_bin, pki, requests, handshakes, threads):
             else:
                 n = requests * (4 if depth > 1 else 1)
                 args = ["-P", str(depth), "-n", str(n), "-r", "100000", "-t", name]
-            rps, cpu, busy = bench(proc, tls_port, pki, args)
-            got[(name, depth)] = {"rps": rps, "server_cpu": cpu, "per_cpu": n / cpu if cpu else None,
-                                  "client_busy": busy}
+            got[(name, depth)] = bench(proc, tls_port, pki, args, n)
     finally:
         stop(proc, port)
     return got
-
-
-def fmt(x, spec="{:,.0f}"):
-    return "—" if x is None else spec.format(x)
 
 
 def main(argv):
@@ -139,14 +118,9 @@ def main(argv):
                     100 * (got["client_busy"] or 0)), flush=True)
 
     def med(cell, kind, field):
-        values = [x[field] for x in results.get((cell, kind), []) if x[field] is not None]
-        return statistics.median(values) if values else None
+        return median(results, (cell, kind), field)
 
-    lines = ["# TLS: throughput and handshakes", ""]
-    if meta != "-" and os.path.exists(meta):
-        with open(meta) as f:
-            lines += ["- " + line.strip() for line in f if line.strip()]
-        lines.append("")
+    lines = ["# TLS: throughput and handshakes", ""] + meta_lines(meta)
     lines += [
         "Command: `%s`. `redis-benchmark --tls --cacert … --cert … --key … -c 50`, medians of %d rounds; kvik with "
         "`--threads %d`; RSA 2048 certificates, tls-auth-clients yes. handshake: `-k 0 PING`, a new connection and "
