@@ -145,7 +145,7 @@ fn configure_acl(acl: &crate::registries::acl::Acl, limits: &ConnectionLimits, c
         return;
     }
     let rule = if password.is_empty() { b"nopass".to_vec() } else { [b">", password.as_bytes()].concat() };
-    acl.update(limits, |users| {
+    acl.update(&limits.auth_required, |users| {
         let default = users.default_user();
         let changed = default.with_rules([&b"resetpass"[..], &rule], Defaults::default());
         if let Ok(user) = changed {
@@ -318,7 +318,6 @@ impl ServerState {
         changes.set_flags(parse_flags(config.get("notify-keyspace-events")).unwrap_or(0));
         let tracking = Arc::new(Tracking::default());
         tracking.set_max_keys(config.usize("tracking-table-max-keys"));
-        kvik_acl::rules::set_known(crate::commands::known_to_acl);
         let acl = crate::registries::acl::Acl::default();
         configure_acl(&acl, &limits, &config, None);
         tracking.attach_hub(Arc::clone(&changes));

@@ -29,7 +29,6 @@ use kvik_tls::rustls::ServerConfig;
 
 use crate::config::Config;
 use crate::sockets::Rebind;
-use crate::state::ServerState;
 
 /// What `CONFIG SET` answers when the new TLS settings do not build
 /// (the reason goes to the log), Redis's text.
@@ -51,7 +50,8 @@ impl TlsContext {
         self.current.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    fn install(&self, config: Arc<ServerConfig>) {
+    /// Serve new connections with `config`.
+    pub fn install(&self, config: Arc<ServerConfig>) {
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = Some(config);
     }
 }
@@ -137,67 +137,10 @@ pub fn build(config: &Config) -> Result<Arc<ServerConfig>, String> {
     Ok(Arc::new(server))
 }
 
-/// Configure TLS at startup when `tls-port` asks for it.
-pub fn configure_at_start(state: &ServerState) -> Result<(), String> {
-    let config = state.config();
-    if !enabled(&config) {
-        return Ok(());
-    }
-    let built = build(&config)?;
-    state.tls.install(built);
-    Ok(())
-}
-
 /// Whether `CONFIG SET` of `names` touches TLS: then the configuration
-/// before it is kept, for [`apply_config_set`] to return to.
+/// before it is kept, for `CONFIG SET` to return to when the new one does not build.
 pub fn touched<'a>(mut names: impl Iterator<Item = &'a str>) -> bool {
     names.any(|n| n.len() > 4 && n.as_bytes()[..4].eq_ignore_ascii_case(b"tls-"))
-}
-
-/// After `CONFIG SET` changed TLS options (`first` the first one named):
-/// build the new configuration and open a new `tls-port`. On failure the
-/// configuration goes back to `before` and the error is the reply.
-pub fn apply_config_set(state: &ServerState, before: Config, first: &str) -> Result<(), String> {
-    let (on, new_port, old_port) = {
-        let config = state.config();
-        (enabled(&config), port(&config), port(&before))
-    };
-    let fail = |reason: &str| {
-        state.update_config(|config| *config = before.clone());
-        format!("ERR CONFIG SET failed (possibly related to argument '{first}') - {reason}")
-    };
-    let built = if on {
-        // The read guard must be gone before `fail` takes the write lock.
-        let built = build(&state.config());
-        match built {
-            Ok(built) => Some(built),
-            Err(e) => {
-                crate::log!(Warning, "{e}");
-                return Err(fail(UPDATE_FAILED));
-            }
-        }
-    } else {
-        None
-    };
-    if new_port != old_port {
-        let opened = Rebind::open(&state.config(), new_port);
-        match opened {
-            Ok(listeners) => {
-                state.tls.rebind.hand_over(listeners);
-                if new_port != 0 {
-                    crate::log!(Notice, "Listening for TLS on port {new_port} from now on");
-                }
-            }
-            Err(e) => {
-                crate::log!(Warning, "Unable to listen on TLS port {new_port}: {e}");
-                return Err(fail("Unable to listen on this port. Check server logs."));
-            }
-        }
-    }
-    if let Some(built) = built {
-        state.tls.install(built);
-    }
-    Ok(())
 }
 
 /// Resumable TLS sessions (TLS 1.2 session ids, TLS 1.3 tickets that name

@@ -144,7 +144,7 @@ fn refused<'a>(
 /// An `ACL LOG` entry for `session` now.
 fn entry(session: &Session, reason: Reason, context: Context, object: Vec<u8>, username: Vec<u8>) -> Entry {
     let mut client_info =
-        session.handle().map(|h| crate::commands::client_info_line(h, session.id)).unwrap_or_default();
+        session.handle().map(|h| crate::registries::clients::list_line(h, session.id, 0, false)).unwrap_or_default();
     if client_info.last() == Some(&b'\n') {
         client_info.pop();
     }

@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use kvik_protocol::resp::writer::Protocol;
 
-use crate::client::auth;
 use crate::client::transaction::Multi;
 use crate::registries::clients::{ClientHandle, MonitorFeed, Registration};
 use crate::registries::pubsub::Subscriptions;
@@ -174,7 +173,7 @@ impl Session {
         let mut session = Session::new(id);
         session.tracking = ClientTracking::attached(id, Arc::clone(&state.tracking), wake.is_some());
         session.subscriptions.set_wake(wake.clone());
-        session.authenticated = !auth::required(state);
+        session.authenticated = !state.limits.auth_required();
         session.set_user(state, state.acl.default_user());
         session.registration = Some(state.clients.register(id, addr, laddr, fd, wake));
         state.stats.total_connections.fetch_add(1, Ordering::Relaxed);

@@ -58,7 +58,7 @@ fn setuser<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         }
     };
     let lost_channels = before.as_deref().is_some_and(|old| channels_narrowed(old, &user));
-    state.acl.update(&state.limits, |users| users.put(user));
+    state.acl.update(&state.limits.auth_required, |users| users.put(user));
     if lost_channels {
         // Subscribers of channels the user may no longer use are dropped,
         // as Redis drops them, rather than left listening.
@@ -111,7 +111,7 @@ fn deluser<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let names: Vec<Vec<u8>> = (2..c.argc()).map(|i| c.arg(i).to_vec()).collect();
     let state = c.state;
     let removed: Vec<&Vec<u8>> =
-        state.acl.update(&state.limits, |users| names.iter().filter(|n| users.remove(n)).collect());
+        state.acl.update(&state.limits.auth_required, |users| names.iter().filter(|n| users.remove(n)).collect());
     for name in &removed {
         close_clients_of(c, name, false);
     }
@@ -354,7 +354,7 @@ fn load<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     };
     let old: Vec<Vec<u8>> = c.state.acl.users().iter().map(|u| u.name().to_vec()).filter(|n| n != b"default").collect();
     let state = c.state;
-    state.acl.update(&state.limits, |current| *current = users);
+    state.acl.update(&state.limits.auth_required, |current| *current = users);
     for name in &old {
         close_clients_of(c, name, false);
     }
@@ -449,8 +449,11 @@ const HELP: &[&str] = &[
 ];
 
 /// Load the users the configuration declares (`user` lines) or the ACL
-/// file it names, at startup; Redis's texts for what stops the start.
+/// file it names, at startup (first fixing which commands rules may
+/// name); Redis's texts for what stops the start.
 pub fn load_users(state: &ServerState) -> Result<(), String> {
+    // Before any rule is read: rules name the commands kvik knows.
+    kvik_acl::rules::set_known(super::known_to_acl);
     let (declared, file) = {
         let config = state.config();
         (config.users().to_vec(), config.get("aclfile").to_string())
@@ -463,12 +466,12 @@ pub fn load_users(state: &ServerState) -> Result<(), String> {
     }
     if !declared.is_empty() {
         let users = declared_users(state, &declared)?;
-        state.acl.update(&state.limits, |current| *current = users);
+        state.acl.update(&state.limits.auth_required, |current| *current = users);
     }
     if !file.is_empty() {
         let users =
             read_acl_file(state, &file).map_err(|e| format!("Aborting Redis startup because of ACL errors: {e}"))?;
-        state.acl.update(&state.limits, |current| *current = users);
+        state.acl.update(&state.limits.auth_required, |current| *current = users);
     }
     Ok(())
 }

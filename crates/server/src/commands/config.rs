@@ -93,7 +93,7 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let result = c.state.update_config(|config| config.set_many(&borrowed));
     if let (Ok(()), Some(before)) = (&result, tls_before) {
         let first = borrowed.iter().map(|(n, _)| *n).find(|n| crate::tls::touched(std::iter::once(*n))).unwrap_or("");
-        if let Err(text) = crate::tls::apply_config_set(c.state, before, first) {
+        if let Err(text) = apply_tls_config_set(c.state, before, first) {
             return c.error(text.as_bytes());
         }
     }
@@ -249,4 +249,54 @@ fn help<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             s.simple(line);
         }
     });
+}
+
+/// After `CONFIG SET` changed TLS options (`first` the first one named):
+/// build the new configuration and open a new `tls-port`. On failure the
+/// configuration goes back to `before` and the error is the reply.
+fn apply_tls_config_set(
+    state: &crate::state::ServerState,
+    before: crate::config::Config,
+    first: &str,
+) -> Result<(), String> {
+    let (on, new_port, old_port) = {
+        let config = state.config();
+        (crate::tls::enabled(&config), crate::tls::port(&config), crate::tls::port(&before))
+    };
+    let fail = |reason: &str| {
+        state.update_config(|config| *config = before.clone());
+        format!("ERR CONFIG SET failed (possibly related to argument '{first}') - {reason}")
+    };
+    let built = if on {
+        // The read guard must be gone before `fail` takes the write lock.
+        let built = crate::tls::build(&state.config());
+        match built {
+            Ok(built) => Some(built),
+            Err(e) => {
+                crate::log!(Warning, "{e}");
+                return Err(fail(crate::tls::UPDATE_FAILED));
+            }
+        }
+    } else {
+        None
+    };
+    if new_port != old_port {
+        let opened = crate::sockets::Rebind::open(&state.config(), new_port);
+        match opened {
+            Ok(listeners) => {
+                state.tls.rebind.hand_over(listeners);
+                if new_port != 0 {
+                    crate::log!(Notice, "Listening for TLS on port {new_port} from now on");
+                }
+            }
+            Err(e) => {
+                crate::log!(Warning, "Unable to listen on TLS port {new_port}: {e}");
+                return Err(fail("Unable to listen on this port. Check server logs."));
+            }
+        }
+    }
+    if let Some(built) = built {
+        state.tls.install(built);
+    }
+    Ok(())
 }

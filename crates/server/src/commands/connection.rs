@@ -4,8 +4,6 @@
 //! authentication, reply mode) or, for CLIENT LIST / KILL, on the server's
 //! registry of connected clients.
 
-use std::time::Instant;
-
 use kvik_protocol::number::parse_i64;
 use kvik_protocol::resp::writer::Protocol;
 
@@ -14,7 +12,7 @@ use crate::client::auth::{self, WRONGPASS};
 use crate::client::session::ReplyMode;
 use crate::keyspace::now_ms;
 use crate::registries::blocking::Cancel;
-use crate::registries::clients::ClientHandle;
+use crate::registries::clients::list_line;
 use crate::registries::pause::PauseMode;
 use crate::REDIS_VERSION;
 
@@ -46,7 +44,7 @@ handlers! {
     },
     CLIENT_INFO(c) => {
         let argv = argv_mem(c);
-        let line = c.session.handle().map(|h| client_line(h, c.session.id, argv, false)).unwrap_or_default();
+        let line = c.session.handle().map(|h| list_line(h, c.session.id, argv, false)).unwrap_or_default();
         c.reply(|s| s.verbatim(b"txt", &line));
     },
     CLIENT_LIST(c) => client_list(c),
@@ -289,85 +287,6 @@ fn argv_mem<T: ReplyTarget>(c: &Ctx<'_, T>) -> usize {
     (0..c.argc()).map(|i| c.arg(i).len()).sum()
 }
 
-/// One `CLIENT LIST` line, in Redis's field order.
-///
-/// The buffer fields are what the client's connection measured when it
-/// last stopped to wait (see [`crate::registries::clients::BufferFigures`] for what each
-/// maps onto), and for the calling client the bytes of this batch's input:
-/// `qbuf` counts the request being run, as Redis's does. `argv-mem` is the
-/// running command's, so `argv` for the caller and 0 for every other client
-/// (whose command, if one runs on another thread, cannot be looked at).
-/// `tot-mem` does not add `argv-mem`: kvik reads arguments in place in the
-/// query buffer, whose capacity it counts already.
-pub(super) fn client_line(h: &ClientHandle, current: u64, argv: usize, blocked: bool) -> Vec<u8> {
-    let info = h.info();
-    let mem = h.buffers.figures();
-    let argv = if h.id == current { argv } else { 0 };
-    let now = Instant::now();
-    let age = now.saturating_duration_since(h.created).as_secs();
-    let idle = if h.id == current { 0 } else { now.saturating_duration_since(h.last_active()).as_secs() };
-    let mut flags = String::new();
-    if info.monitor {
-        flags.push('O');
-    }
-    let [sub, psub, ssub] = info.subscriptions;
-    if sub + psub + ssub > 0 {
-        flags.push('P');
-    }
-    if info.multi.is_some() {
-        flags.push('x');
-    }
-    if blocked {
-        flags.push('b');
-    }
-    if let Some(t) = &info.tracking {
-        flags.push('t');
-        if t.broken() {
-            flags.push('R');
-        }
-        if t.bcast {
-            flags.push('B');
-        }
-    }
-    if info.no_evict {
-        flags.push('e');
-    }
-    if flags.is_empty() {
-        flags.push('N');
-    }
-    let mut line = format!("id={} addr={} laddr={} fd={} name=", h.id, info.addr, info.laddr, h.fd).into_bytes();
-    line.extend_from_slice(info.name.as_deref().unwrap_or_default());
-    line.extend_from_slice(
-        format!(
-            " age={age} idle={idle} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi={} qbuf={} \
-             qbuf-free={} argv-mem={argv} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r \
-             cmd={} user={} redir={} resp={}\n",
-            info.db,
-            info.multi.map_or(-1, |n| n as i64),
-            mem.qbuf,
-            mem.qbuf_cap.saturating_sub(mem.qbuf),
-            h.buffers.multi(),
-            mem.rbs,
-            mem.rbp,
-            mem.obl,
-            mem.oll,
-            mem.omem,
-            h.buffers.total(),
-            h.last_cmd(),
-            String::from_utf8_lossy(&info.user),
-            info.tracking.as_ref().map_or(-1, |t| i64::try_from(t.redirect).unwrap_or(i64::MAX)),
-            info.resp
-        )
-        .as_bytes(),
-    );
-    // kvik's own field, last, so RESP clients' lines stay as Redis writes them.
-    if let Some(mux) = info.mux {
-        line.pop();
-        line.extend_from_slice(format!(" mux={mux}\n").as_bytes());
-    }
-    line
-}
-
 /// Client types `CLIENT LIST` / `CLIENT KILL` filter on; every kvik client is `normal`.
 enum TypeFilter {
     Normal,
@@ -418,7 +337,7 @@ fn client_list<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         let argv = argv_mem(c);
         for h in c.state.clients.snapshot() {
             if ids.as_ref().is_none_or(|ids| ids.contains(&h.id)) {
-                text.extend_from_slice(&client_line(&h, current, argv, c.state.blocking.is_blocked(h.id)));
+                text.extend_from_slice(&list_line(&h, current, argv, c.state.blocking.is_blocked(h.id)));
             }
         }
     }

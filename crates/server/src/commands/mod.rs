@@ -1104,12 +1104,6 @@ pub fn quote_repr(out: &mut Vec<u8>, bytes: &[u8]) {
 }
 
 /// Reply with a container's help text, ending with Redis's common `HELP` entry.
-/// The `CLIENT LIST` line of the client with `handle`, as `ACL LOG`
-/// records it.
-pub(crate) fn client_info_line(handle: &crate::registries::clients::ClientHandle, id: u64) -> Vec<u8> {
-    connection::client_line(handle, id, 0, false)
-}
-
 pub(crate) fn help<T: ReplyTarget>(c: &mut Ctx<'_, T>, lines: &[&str]) {
     c.reply(|s| {
         s.array(lines.len() + 2);

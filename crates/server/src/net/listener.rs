@@ -117,8 +117,7 @@ impl Server {
             )
         };
         // Before any socket listens: a client that finds the server there finds TLS ready.
-        crate::tls::configure_at_start(&state)
-            .map_err(|e| io::Error::other(format!("Failed to configure TLS: {e}")))?;
+        configure_tls_at_start(&state).map_err(|e| io::Error::other(format!("Failed to configure TLS: {e}")))?;
         let tcp = if port != 0 { bind_all(&addresses, port, backlog)? } else { Vec::new() };
         let tls_port = crate::tls::port(&state.config());
         let tls = if tls_port != 0 { bind_all(&addresses, tls_port, backlog)? } else { Vec::new() };
@@ -638,4 +637,15 @@ async fn accept_unix(listener: &UnixListener, state: &ServerState, dispatcher: &
             }
         }
     }
+}
+
+/// Configure TLS at startup when `tls-port` asks for it.
+fn configure_tls_at_start(state: &ServerState) -> Result<(), String> {
+    let config = state.config();
+    if !crate::tls::enabled(&config) {
+        return Ok(());
+    }
+    let built = crate::tls::build(&config)?;
+    state.tls.install(built);
+    Ok(())
 }

@@ -15,8 +15,6 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 
 use kvik_acl::{Defaults, User, Users};
 
-use crate::state::ConnectionLimits;
-
 /// What an `ACL LOG` entry records a refusal of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reason {
@@ -145,12 +143,12 @@ impl Acl {
 
     /// Change the users; every session sees the result at its next
     /// command, and whether a new client must log in follows the default
-    /// user (`limits.auth_required`).
-    pub fn update<R>(&self, limits: &ConnectionLimits, f: impl FnOnce(&mut Users) -> R) -> R {
+    /// user (`auth_required`, the connections' copy of it).
+    pub fn update<R>(&self, auth_required: &AtomicBool, f: impl FnOnce(&mut Users) -> R) -> R {
         let mut users = self.users.write().unwrap_or_else(|e| e.into_inner());
         let result = f(&mut users);
         let default = users.default_user();
-        limits.auth_required.store(!(default.nopass() && default.enabled()), Ordering::Relaxed);
+        auth_required.store(!(default.nopass() && default.enabled()), Ordering::Relaxed);
         self.generation.fetch_add(1, Ordering::Release);
         result
     }

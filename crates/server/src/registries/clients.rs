@@ -595,6 +595,85 @@ impl ClientRegistry {
     }
 }
 
+/// One `CLIENT LIST` line, in Redis's field order.
+///
+/// The buffer fields are what the client's connection measured when it
+/// last stopped to wait (see [`crate::registries::clients::BufferFigures`] for what each
+/// maps onto), and for the calling client the bytes of this batch's input:
+/// `qbuf` counts the request being run, as Redis's does. `argv-mem` is the
+/// running command's, so `argv` for the caller and 0 for every other client
+/// (whose command, if one runs on another thread, cannot be looked at).
+/// `tot-mem` does not add `argv-mem`: kvik reads arguments in place in the
+/// query buffer, whose capacity it counts already.
+pub fn list_line(h: &ClientHandle, current: u64, argv: usize, blocked: bool) -> Vec<u8> {
+    let info = h.info();
+    let mem = h.buffers.figures();
+    let argv = if h.id == current { argv } else { 0 };
+    let now = Instant::now();
+    let age = now.saturating_duration_since(h.created).as_secs();
+    let idle = if h.id == current { 0 } else { now.saturating_duration_since(h.last_active()).as_secs() };
+    let mut flags = String::new();
+    if info.monitor {
+        flags.push('O');
+    }
+    let [sub, psub, ssub] = info.subscriptions;
+    if sub + psub + ssub > 0 {
+        flags.push('P');
+    }
+    if info.multi.is_some() {
+        flags.push('x');
+    }
+    if blocked {
+        flags.push('b');
+    }
+    if let Some(t) = &info.tracking {
+        flags.push('t');
+        if t.broken() {
+            flags.push('R');
+        }
+        if t.bcast {
+            flags.push('B');
+        }
+    }
+    if info.no_evict {
+        flags.push('e');
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
+    let mut line = format!("id={} addr={} laddr={} fd={} name=", h.id, info.addr, info.laddr, h.fd).into_bytes();
+    line.extend_from_slice(info.name.as_deref().unwrap_or_default());
+    line.extend_from_slice(
+        format!(
+            " age={age} idle={idle} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi={} qbuf={} \
+             qbuf-free={} argv-mem={argv} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r \
+             cmd={} user={} redir={} resp={}\n",
+            info.db,
+            info.multi.map_or(-1, |n| n as i64),
+            mem.qbuf,
+            mem.qbuf_cap.saturating_sub(mem.qbuf),
+            h.buffers.multi(),
+            mem.rbs,
+            mem.rbp,
+            mem.obl,
+            mem.oll,
+            mem.omem,
+            h.buffers.total(),
+            h.last_cmd(),
+            String::from_utf8_lossy(&info.user),
+            info.tracking.as_ref().map_or(-1, |t| i64::try_from(t.redirect).unwrap_or(i64::MAX)),
+            info.resp
+        )
+        .as_bytes(),
+    );
+    // kvik's own field, last, so RESP clients' lines stay as Redis writes them.
+    if let Some(mux) = info.mux {
+        line.pop();
+        line.extend_from_slice(format!(" mux={mux}\n").as_bytes());
+    }
+    line
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
