@@ -3,7 +3,9 @@
 # redis-benchmark -c 1 -P 100 SET then GET of key:__rand_int__), as the
 # default user and as users with limits: `keys` (+@all ~key:* &*) and
 # `cmds` (-@all +get +set +ping +config ~key:*). Each figure is a run of
-# REQUESTS of each command less a run of none, divided by the requests.
+# 1,000 + REQUESTS of each command less a run of 1,000, divided by the
+# requests: the connections, logging in and redis-benchmark's own first
+# commands cost the same in both runs and cancel out.
 # redis-server is measured the same way after kvik when it is installed.
 #
 #   bench/acl_instr.sh [KVIK_BIN]       (default: target/release/kvik-server)
@@ -28,10 +30,8 @@ total() { # total SERVER REQUESTS USER: callgrind's instruction total for a run
     local pid=$!
     for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.2; done
     [ "$2" = default ] || auth=(--user "$2" -a x)
-    if [ "$1" -gt 0 ]; then
-        redis-benchmark -p "$port" "${auth[@]}" -n "$1" -c 1 -P 100 -r 1000 SET key:__rand_int__ v >/dev/null 2>&1
-        redis-benchmark -p "$port" "${auth[@]}" -n "$1" -c 1 -P 100 -r 1000 GET key:__rand_int__ >/dev/null 2>&1
-    fi
+    redis-benchmark -p "$port" "${auth[@]}" -n "$1" -c 1 -P 100 -r 1000 SET key:__rand_int__ v >/dev/null 2>&1
+    redis-benchmark -p "$port" "${auth[@]}" -n "$1" -c 1 -P 100 -r 1000 GET key:__rand_int__ >/dev/null 2>&1
     redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
     wait "$pid" || true
     grep -E '^(summary|totals)' "$out" | head -1 | awk '{print $2}'
@@ -41,8 +41,8 @@ servers=(kvik)
 command -v redis-server >/dev/null && servers+=(redis)
 for server in "${servers[@]}"; do
     for user in default keys cmds; do
-        base=$(total "$server" 0 "$user")
-        run=$(total "$server" "$n" "$user")
+        base=$(total "$server" 1000 "$user")
+        run=$(total "$server" "$((n + 1000))" "$user")
         echo "$server $user: $(((run - base) / (2 * n))) instructions per request"
     done
 done

@@ -7,9 +7,10 @@
 //! allocates nothing.
 
 use kvik_protocol::commands::keys::{for_each_key, single_key};
-use kvik_protocol::commands::{id, CommandFlags, CommandSpec, KeySpecFlags};
+use kvik_protocol::commands::{id, CommandFlags, CommandSpec};
 use kvik_store::keyspace::glob;
 
+use crate::plan::needed_access;
 use crate::rules::{shaped_match, Access, Selector, User};
 
 /// Why a request is refused, with the position of the argument at fault
@@ -83,14 +84,14 @@ fn check_selector<'a>(
     if !s.all_keys && !spec.key_specs.is_empty() {
         if let Some((at, flags)) = single_key(spec, argc, arg) {
             // A request too short for its key is malformed: no key, as Redis finds.
-            if at < argc && !key_allowed(s, arg(at), flags) {
+            if at < argc && !key_allowed(s, arg(at), needed_access(flags)) {
                 return Err(Denied::Key(at));
             }
             return channels_allowed(s, spec, argc, arg);
         }
         let mut denied = None;
         let walked = for_each_key(spec, argc, arg, |at, flags| {
-            if key_allowed(s, arg(at), flags) {
+            if key_allowed(s, arg(at), needed_access(flags)) {
                 return true;
             }
             denied = Some(at);
@@ -125,22 +126,11 @@ fn channels_allowed<'a>(
     Ok(())
 }
 
-/// Whether the selector's patterns give `key` the access `flags` need:
-/// reading for `access`, writing for `insert`, `delete` and `update`.
+/// Whether the selector's patterns give `key` the `needed` access.
 #[inline(always)]
-fn key_allowed(s: &Selector, key: &[u8], flags: KeySpecFlags) -> bool {
-    let mut needed = 0u8;
-    if flags.contains(KeySpecFlags::ACCESS) {
-        needed |= Access::READ.0;
-    }
-    if flags.contains(KeySpecFlags::INSERT)
-        || flags.contains(KeySpecFlags::DELETE)
-        || flags.contains(KeySpecFlags::UPDATE)
-    {
-        needed |= Access::WRITE.0;
-    }
+pub(crate) fn key_allowed(s: &Selector, key: &[u8], needed: Access) -> bool {
     for k in &s.keys {
-        if k.access.covers(Access(needed)) && shaped_match(&k.pattern, k.shape, key) {
+        if k.access.covers(needed) && shaped_match(&k.pattern, k.shape, key) {
             return true;
         }
     }
@@ -154,7 +144,7 @@ fn channel_in(patterns: &[Vec<u8>], channel: &[u8], is_pattern: bool) -> bool {
 /// The arguments of `spec` that are channels it publishes or subscribes
 /// to (`from..to`), and whether they are patterns. Unsubscribing needs no
 /// permission.
-fn channel_args(spec: &CommandSpec, argc: usize) -> Option<(usize, usize, bool)> {
+pub(crate) fn channel_args(spec: &CommandSpec, argc: usize) -> Option<(usize, usize, bool)> {
     match spec.id {
         id::PUBLISH | id::SPUBLISH => Some((1, 2.min(argc), false)),
         id::SUBSCRIBE | id::SSUBSCRIBE => Some((1, argc, false)),

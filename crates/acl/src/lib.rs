@@ -6,19 +6,23 @@
 //!   the ACL file);
 //! - [`check`]: whether a user may run a request (command, keys with the
 //!   access their key specs need, channels);
+//! - [`plan`]: the check worked out in advance for each command, which
+//!   answers most requests of a restricted user with a table read;
 //! - [`password`]: passwords kept as SHA-256 hashes, compared in constant
 //!   time;
 //! - [`Users`]: the set of users, the ACL file's text in and out.
 //!
 //! Nothing here knows about connections or threads: the server keeps a
 //! [`Users`] behind its own lock, hands each session the user it logged
-//! in as, and asks [`check::check`] before a restricted user's command.
+//! in as, and asks [`plan::allows`], then [`check::check`], before a
+//! restricted user's command.
 
 #![forbid(unsafe_code)]
 
 pub mod check;
 pub mod describe;
 pub mod password;
+pub mod plan;
 pub mod rules;
 
 use std::collections::BTreeMap;
@@ -43,7 +47,7 @@ impl Users {
     /// Only the `default` user, as a fresh server has.
     pub fn new() -> Users {
         let mut users = BTreeMap::new();
-        users.insert(b"default".to_vec(), Arc::new(User::default_user()));
+        users.insert(b"default".to_vec(), planned(User::default_user()));
         Users { users }
     }
 
@@ -56,13 +60,13 @@ impl Users {
     pub fn default_user(&self) -> Arc<User> {
         match self.users.get(&b"default"[..]) {
             Some(user) => Arc::clone(user),
-            None => Arc::new(User::default_user()),
+            None => planned(User::default_user()),
         }
     }
 
     /// Add or replace a user.
     pub fn put(&mut self, user: User) -> Arc<User> {
-        let user = Arc::new(user);
+        let user = planned(user);
         self.users.insert(user.name().to_vec(), Arc::clone(&user));
         user
     }
@@ -150,15 +154,21 @@ impl Users {
                     }
                 }
             }
-            users.insert(name.to_vec(), Arc::new(user));
+            users.insert(name.to_vec(), planned(user));
         }
         if !errors.is_empty() {
             errors.push_str("WARNING: ACL errors detected, no change to the previously active ACL rules was performed");
             return Err(errors);
         }
-        users.entry(b"default".to_vec()).or_insert_with(|| Arc::new(User::default_user()));
+        users.entry(b"default".to_vec()).or_insert_with(|| planned(User::default_user()));
         Ok(Users { users })
     }
+}
+
+/// `user` with its [`plan::Plan`], as every user in [`Users`] has.
+fn planned(mut user: User) -> Arc<User> {
+    user.make_plan();
+    Arc::new(user)
 }
 
 /// `s` without the spaces, tabs and line ends around it.

@@ -13,11 +13,12 @@
 //! does, which is how a user's rules are described back as `+@all -x`
 //! rather than `-@all +a +b …` ([`crate::describe`]).
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use kvik_protocol::commands::{lookup, lookup_subcommand, AclCategories, CommandFlags, CommandSpec, COMMANDS};
 
 use crate::password::{self, Hash};
+use crate::plan::Plan;
 
 /// Words of the command bitmap: every table id, and the bit for commands
 /// to come.
@@ -457,6 +458,36 @@ pub struct User {
     pub(crate) passwords: Vec<Hash>,
     /// The root selector first, then those added with `(…)`.
     pub(crate) selectors: Vec<Selector>,
+    pub(crate) plan: PlanSlot,
+}
+
+/// A user's [`Plan`], made when it enters [`crate::Users`] and dropped by
+/// any change to its rules. It is worked out from the rules, so it takes
+/// no part in comparing users.
+#[derive(Clone, Default)]
+pub(crate) struct PlanSlot(Option<Arc<Plan>>);
+
+impl PlanSlot {
+    pub(crate) fn get(&self) -> Option<&Plan> {
+        self.0.as_deref()
+    }
+}
+
+impl PartialEq for PlanSlot {
+    fn eq(&self, _: &PlanSlot) -> bool {
+        true
+    }
+}
+
+impl Eq for PlanSlot {}
+
+impl std::fmt::Debug for PlanSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.get() {
+            Some(plan) => plan.fmt(f),
+            None => f.write_str("no plan"),
+        }
+    }
 }
 
 impl User {
@@ -469,7 +500,18 @@ impl User {
             sanitize: Sanitize::Unset,
             passwords: Vec::new(),
             selectors: vec![Selector::new(defaults)],
+            plan: PlanSlot::default(),
         }
+    }
+
+    /// The user's [`Plan`]; only users in [`crate::Users`] have one.
+    pub fn plan(&self) -> Option<&Arc<Plan>> {
+        self.plan.0.as_ref()
+    }
+
+    /// Work out the user's [`Plan`] (once its rules are final).
+    pub(crate) fn make_plan(&mut self) {
+        self.plan = PlanSlot(Some(Arc::new(Plan::of(self))));
     }
 
     /// The `default` user of a fresh server: `on nopass ~* &* +@all`.
@@ -533,6 +575,7 @@ impl User {
     /// Apply one rule; on error the user may be half changed, so callers
     /// apply rules to a copy ([`User::with_rules`]).
     pub fn apply(&mut self, op: &[u8], defaults: Defaults) -> Result<(), RuleError> {
+        self.plan = PlanSlot::default();
         let is = |word: &str| op.eq_ignore_ascii_case(word.as_bytes());
         if op.is_empty() {
             return Ok(());

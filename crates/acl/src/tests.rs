@@ -2,7 +2,7 @@
 //! (the expected texts were read from it).
 
 use super::*;
-use kvik_protocol::commands::lookup;
+use kvik_protocol::commands::{lookup, CommandSpec, COMMANDS};
 
 fn user(ops: &[&str]) -> Result<User, (String, RuleError)> {
     User::new(b"u", Defaults::default())
@@ -163,4 +163,78 @@ fn acl_files_load_whole_or_not_at_all() {
     );
     let no_default = Users::from_file(b"user x on nopass\n", "f", Defaults::default()).expect("loads");
     assert!(no_default.get(b"default").is_some_and(|d| d.unrestricted()));
+}
+
+/// The plan may only say yes where the full check says yes: every command
+/// and subcommand, with arguments that are and are not the users' keys and
+/// channels, short and long requests, for users of every kind of rule.
+#[test]
+fn plans_never_allow_what_the_check_refuses() {
+    let rule_sets: &[&[&str]] = &[
+        &["on", "nopass", "+@all", "~key:*", "&*"],
+        &["on", "nopass", "-@all", "+get", "+set", "+ping", "+config", "~key:*"],
+        &["on", "nopass", "+@read", "%R~key:*", "%W~w*", "resetchannels", "&news"],
+        &["on", "nopass", "+@all", "-@dangerous", "~exact", "~a?c", "allchannels"],
+        &["on", "nopass", "+@all", "allkeys", "resetchannels"],
+        &["on", "nopass", "-@all", "+select|0", "+client|list", "+publish", "~*", "&chan*"],
+        &["on", "nopass", "+@all", "%R~*", "(~w* +set)"],
+        &["on", "nopass", "nocommands", "~*", "&*"],
+        &["on", "nopass", "+@all", "%W~key:0000*", "&*"],
+        &["on", "nopass", "+@all", "~key:000000000*", "&*"],
+    ];
+    let words = [
+        "key:1",
+        "key:000000000123",
+        "key;000000000123",
+        "keY:00000000",
+        "w1",
+        "w1234567890",
+        "news",
+        "exact",
+        "abc",
+        "other",
+        "0",
+        "get",
+        "store",
+        "chan1",
+        "",
+    ];
+    let mut users = Users::new();
+    let (mut yes, mut asked) = (0, 0);
+    for (i, rules) in rule_sets.iter().enumerate() {
+        let mut u = user(rules).expect("rules apply");
+        u.name = format!("u{i}").into_bytes();
+        let u = users.put(u);
+        for spec in COMMANDS.iter().flat_map(|c| std::iter::once(c).chain(c.subcommands)) {
+            let name: Vec<&[u8]> = spec.name.split('|').map(str::as_bytes).collect();
+            for w in words {
+                for argc_extra in 0..4 {
+                    let mut args = name.clone();
+                    args.extend(std::iter::repeat_n(w.as_bytes(), argc_extra));
+                    let arg = |at: usize| args.get(at).copied().unwrap_or(&[]);
+                    if planned_yes(&u, spec, args.len(), arg) {
+                        yes += 1;
+                        assert_eq!(check(&u, spec, args.len(), arg), Ok(()), "{rules:?} {args:?}");
+                    } else {
+                        asked += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(yes > 0 && asked > 0, "plan said yes {yes} times, asked {asked}");
+    // It says yes to a restricted user's everyday requests.
+    let keys = users.get(b"u0").expect("put");
+    let get = lookup(b"get").expect("GET");
+    let set = lookup(b"set").expect("SET");
+    assert!(planned_yes(keys, get, 2, |i| [&b"get"[..], b"key:1"][i]));
+    assert!(planned_yes(keys, set, 4, |i| [&b"set"[..], b"key:1", b"v", b"GET"][i]));
+    assert!(!planned_yes(keys, get, 2, |i| [&b"get"[..], b"other"][i]));
+    // A user's plan goes with any change to its rules.
+    let changed = keys.with_rules([&b"-get"[..]], Defaults::default()).expect("applies");
+    assert!(!planned_yes(&changed, get, 2, |i| [&b"get"[..], b"key:1"][i]));
+}
+
+fn planned_yes<'a>(u: &User, spec: &CommandSpec, argc: usize, arg: impl Fn(usize) -> &'a [u8]) -> bool {
+    u.plan().is_some_and(|plan| plan.allows(spec, argc, arg))
 }

@@ -130,9 +130,10 @@ pub fn single_key<'a>(
     Some((at, adjusted_flags(spec, flags, argc, &arg)))
 }
 
-/// [`single_key`] before the flags that depend on the arguments are known.
+/// [`single_key`] before the flags that depend on the arguments are known
+/// (a spec flagged `variable_flags` then carries the table's flags).
 #[inline]
-fn single_key_spec(spec: &CommandSpec) -> Option<(usize, KeySpecFlags)> {
+pub fn single_key_spec(spec: &CommandSpec) -> Option<(usize, KeySpecFlags)> {
     static SINGLE: OnceLock<Vec<Option<(usize, KeySpecFlags)>>> = OnceLock::new();
     let table = SINGLE.get_or_init(|| {
         let mut all = vec![None; super::COMMAND_COUNT];

@@ -9,8 +9,10 @@
 //!
 //! The permission check ([`permitted`]) costs an unrestricted user (the
 //! default one, `+@all ~* &*`) one comparison of the users' generation and
-//! one flag: the full check ([`kvik_acl::check`]) runs only for users with
-//! limits, and logs what it refuses (`ACL LOG`).
+//! one flag. A user with limits is answered by its plan
+//! ([`kvik_acl::plan`]: a byte per command, and a pattern comparison for a
+//! command's one key) and, where the plan cannot say yes, by the full
+//! check ([`kvik_acl::check`]), which logs what it refuses (`ACL LOG`).
 
 use kvik_acl::Denied;
 use kvik_protocol::commands::CommandSpec;
@@ -92,6 +94,11 @@ pub fn permitted<'a>(
 ) -> Result<(), Denied> {
     refresh(state, session);
     if session.acl_open {
+        return Ok(());
+    }
+    // The user's plan answers most requests; what it cannot allow, the
+    // full check answers and logs.
+    if session.acl_plan.as_deref().is_some_and(|plan| plan.allows(spec, argc, arg)) {
         return Ok(());
     }
     check_restricted(state, session, spec, argc, arg, context)

@@ -54,6 +54,9 @@ pub struct Session {
     pub acl_seen: u64,
     /// Whether `user` may run everything, so commands skip the ACL check.
     pub acl_open: bool,
+    /// The plan of `user` (`kvik_acl::plan`), which answers most of its
+    /// commands before the full check.
+    pub acl_plan: Option<Arc<kvik_acl::plan::Plan>>,
     /// Whether the client connected from this machine (see `Peer::local`).
     pub local: bool,
     /// `CLIENT REPLY` state.
@@ -150,6 +153,7 @@ impl Session {
             user: None,
             acl_seen: 0,
             acl_open: true,
+            acl_plan: None,
             local: false,
             reply_mode: ReplyMode::On,
             skip_this: false,
@@ -217,6 +221,7 @@ impl Session {
     pub fn set_user(&mut self, state: &ServerState, user: Arc<kvik_acl::User>) {
         self.acl_seen = state.acl.generation();
         self.acl_open = user.unrestricted();
+        self.acl_plan = user.plan().cloned();
         if let Some(handle) = self.handle() {
             if handle.info().user.as_slice() != user.name() {
                 handle.info().user = user.name().to_vec();
