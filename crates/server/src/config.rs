@@ -112,9 +112,10 @@ pub enum Support {
     NoEffect,
 }
 
-const NO_TLS_LINKS: &str = "kvik has no replication or cluster links for TLS to protect yet";
+const NO_TLS_LINKS: &str =
+    "kvik makes no links of its own to other servers (as a replica or in a cluster) for TLS to protect yet";
 const NO_TLS_DH: &str = "rustls, kvik's TLS library, has no finite-field Diffie-Hellman: key exchange is always ECDHE";
-const NO_REPLICATION: &str = "kvik does not replicate yet";
+const NO_REPLICATION: &str = "kvik serves replicas but cannot be one, or hold writes for them, yet";
 const NO_CLUSTER: &str = "kvik does not run in cluster mode yet";
 
 const INT_MAX: i64 = i32::MAX as i64;
@@ -344,16 +345,17 @@ pub const OPTIONS: &[OptionSpec] = &[
     knob("rdb-del-sync-files", BOOL, "no", Runtime),
     opt("rdb-save-incremental-fsync", BOOL, "yes", Runtime),
     opt("stop-writes-on-bgsave-error", BOOL, "yes", Runtime),
-    // Of replication, for when kvik is a replica.
-    knob("repl-backlog-size", mem(1, LONG_MAX), "1048576", Runtime),
+    // Of replication: the master's side is kvik's; the rest is for when
+    // kvik is a replica.
+    opt("repl-backlog-size", mem(1, LONG_MAX), "1048576", Runtime),
     knob("repl-backlog-ttl", int(0, INT_MAX), "3600", Runtime),
     knob("repl-disable-tcp-nodelay", BOOL, "no", Runtime),
     knob("repl-diskless-load", Kind::Enum(&["disabled", "on-empty-db", "swapdb"]), "disabled", Runtime),
     knob("repl-diskless-sync", BOOL, "yes", Runtime),
     knob("repl-diskless-sync-delay", int(0, INT_MAX), "5", Runtime),
     knob("repl-diskless-sync-max-replicas", int(0, INT_MAX), "0", Runtime),
-    alias(knob("repl-ping-replica-period", int(1, INT_MAX), "10", Runtime), "repl-ping-slave-period"),
-    knob("repl-timeout", int(1, INT_MAX), "60", Runtime),
+    alias(opt("repl-ping-replica-period", int(1, INT_MAX), "10", Runtime), "repl-ping-slave-period"),
+    opt("repl-timeout", int(1, INT_MAX), "60", Runtime),
     alias(knob("replica-announce-ip", STR, "", Runtime), "slave-announce-ip"),
     alias(knob("replica-announce-port", int(0, 65535), "0", Runtime), "slave-announce-port"),
     knob("replica-announced", BOOL, "yes", Runtime),

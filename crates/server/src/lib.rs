@@ -56,6 +56,7 @@ pub(crate) mod net;
 pub(crate) mod per_thread;
 pub mod persistence;
 pub(crate) mod registries;
+pub(crate) mod replication;
 pub(crate) mod signal;
 pub(crate) mod sockets;
 pub mod state;

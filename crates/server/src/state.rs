@@ -70,6 +70,8 @@ pub struct ServerState {
     pub saver: crate::registries::saves::Background,
     /// Every change, in an order that replays (for the append-only file).
     pub journal: crate::registries::journal::Journal,
+    /// The replication stream and the replicas.
+    pub replication: crate::registries::replication::Replication,
     /// The append-only file's writer and files.
     pub append_only: crate::registries::append_only::AppendOnly,
     /// Scripts by SHA-1 (`EVAL`, `SCRIPT LOAD`).
@@ -341,6 +343,7 @@ impl ServerState {
             tls: crate::tls::TlsContext::default(),
             saver: Default::default(),
             journal: Default::default(),
+            replication: Default::default(),
             append_only: Default::default(),
             scripts: crate::registries::scripts::Scripts::new(loops),
             functions: crate::registries::functions::Functions::default(),

@@ -120,6 +120,9 @@ const SKIPPED: &[&str] = &[
     "shutdown",
     "debug",
     "monitor",
+    // They make the connection a replica's: no more replies.
+    "sync",
+    "psync",
     "quit",
     "reset",
     "hello",

@@ -80,6 +80,9 @@ pub struct Session {
     pub effects: crate::effects::propagation::Effects,
     /// Set by `HELLO 3 PROTO RESPB`: the connection speaks RESPB after the reply.
     pub upgrade_respb: bool,
+    /// What the client said of itself as a replica (`REPLCONF`), and the
+    /// `PSYNC` it sent.
+    pub replica: crate::registries::replication::ReplicaConf,
     /// What the client registry last showed of this session, so the
     /// registry's lock is taken only when one of these changed.
     listed: Listed,
@@ -164,6 +167,7 @@ impl Session {
             subscriptions: Subscriptions::new(id),
             tracking: ClientTracking::new(id),
             upgrade_respb: false,
+            replica: Default::default(),
             effects: Default::default(),
             listed: Listed::default(),
         }

@@ -287,17 +287,34 @@ fn argv_mem<T: ReplyTarget>(c: &Ctx<'_, T>) -> usize {
     (0..c.argc()).map(|i| c.arg(i).len()).sum()
 }
 
-/// Client types `CLIENT LIST` / `CLIENT KILL` filter on; every kvik client is `normal`.
+/// Client types `CLIENT LIST` / `CLIENT KILL` filter on: a kvik client
+/// is a replica or `normal` (kvik is never a replica itself, so it has no
+/// master client).
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum TypeFilter {
     Normal,
+    Replica,
     Other,
+}
+
+impl TypeFilter {
+    /// Whether a client (a replica or not) is of this type.
+    fn admits(filter: Option<TypeFilter>, replica: bool) -> bool {
+        match filter {
+            None => true,
+            Some(TypeFilter::Normal) => !replica,
+            Some(TypeFilter::Replica) => replica,
+            Some(TypeFilter::Other) => false,
+        }
+    }
 }
 
 fn client_type(arg: &[u8]) -> Option<TypeFilter> {
     let t = arg.to_ascii_lowercase();
     match t.as_slice() {
         b"normal" => Some(TypeFilter::Normal),
-        b"master" | b"replica" | b"slave" | b"pubsub" => Some(TypeFilter::Other),
+        b"replica" | b"slave" => Some(TypeFilter::Replica),
+        b"master" | b"pubsub" => Some(TypeFilter::Other),
         _ => None,
     }
 }
@@ -312,11 +329,10 @@ fn unknown_type<T: ReplyTarget>(c: &mut Ctx<'_, T>, arg: &[u8]) {
 /// `CLIENT LIST [TYPE type] [ID id ...]`.
 fn client_list<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let mut ids: Option<Vec<u64>> = None;
-    let mut only_other = false;
+    let mut filter = None;
     if c.argc() == 4 && c.arg(2).eq_ignore_ascii_case(b"type") {
         match client_type(c.arg(3)) {
-            Some(TypeFilter::Normal) => {}
-            Some(TypeFilter::Other) => only_other = true,
+            Some(t) => filter = Some(t),
             None => return unknown_type(c, c.arg(3)),
         }
     } else if c.argc() > 3 && c.arg(2).eq_ignore_ascii_case(b"id") {
@@ -332,13 +348,12 @@ fn client_list<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         return c.error(SYNTAX_ERROR);
     }
     let mut text = Vec::new();
-    if !only_other {
-        let current = c.session.id;
-        let argv = argv_mem(c);
-        for h in c.state.clients.snapshot() {
-            if ids.as_ref().is_none_or(|ids| ids.contains(&h.id)) {
-                text.extend_from_slice(&list_line(&h, current, argv, c.state.blocking.is_blocked(h.id)));
-            }
+    let current = c.session.id;
+    let argv = argv_mem(c);
+    for h in c.state.clients.snapshot() {
+        let of_type = TypeFilter::admits(filter, h.info().replica);
+        if of_type && ids.as_ref().is_none_or(|ids| ids.contains(&h.id)) {
+            text.extend_from_slice(&list_line(&h, current, argv, c.state.blocking.is_blocked(h.id)));
         }
     }
     c.reply(|s| s.verbatim(b"txt", &text));
@@ -368,7 +383,7 @@ fn client_kill<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let mut addr = None;
     let mut laddr = None;
     let mut user = None;
-    let mut only_other = false;
+    let mut filter = None;
     let mut skipme = true;
     let mut i = 2;
     while i < c.argc() {
@@ -382,8 +397,7 @@ fn client_kill<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
                 _ => return c.error(b"ERR client-id should be greater than 0"),
             },
             b"type" => match client_type(value) {
-                Some(TypeFilter::Normal) => {}
-                Some(TypeFilter::Other) => only_other = true,
+                Some(t) => filter = Some(t),
                 None => return unknown_type(c, value),
             },
             b"addr" => addr = Some(value),
@@ -411,27 +425,26 @@ fn client_kill<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         i += 2;
     }
     let mut killed = 0;
-    if !only_other {
-        for h in &clients {
-            let matches = {
-                let info = h.info();
-                id.is_none_or(|id| id == h.id)
-                    && addr.is_none_or(|a| a == info.addr.as_bytes())
-                    && laddr.is_none_or(|a| a == info.laddr.as_bytes())
-                    && user.is_none_or(|u| u == info.user.as_slice())
-            };
-            if !matches || (skipme && h.id == me) {
-                continue;
-            }
-            if h.id == me {
-                c.outcome = Outcome::Close;
-            } else {
-                h.kill();
-                // At once, so that nothing is served to it from now on.
-                c.state.blocking.abandon(h.id);
-            }
-            killed += 1;
+    for h in &clients {
+        let matches = {
+            let info = h.info();
+            TypeFilter::admits(filter, info.replica)
+                && id.is_none_or(|id| id == h.id)
+                && addr.is_none_or(|a| a == info.addr.as_bytes())
+                && laddr.is_none_or(|a| a == info.laddr.as_bytes())
+                && user.is_none_or(|u| u == info.user.as_slice())
+        };
+        if !matches || (skipme && h.id == me) {
+            continue;
         }
+        if h.id == me {
+            c.outcome = Outcome::Close;
+        } else {
+            h.kill();
+            // At once, so that nothing is served to it from now on.
+            c.state.blocking.abandon(h.id);
+        }
+        killed += 1;
     }
     c.reply(|s| s.integer(killed));
 }

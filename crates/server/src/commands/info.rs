@@ -58,7 +58,6 @@
 //! only its header while `latency-tracking` is off, as Redis.
 
 use std::fmt::Write as _;
-use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 
@@ -144,16 +143,7 @@ pub fn human_bytes(n: u64) -> String {
 
 /// A random 40-hex-digit id, fixed for the life of the process (`run_id`, `master_replid`).
 fn random_hex(slot: &'static OnceLock<String>) -> &'static str {
-    slot.get_or_init(|| {
-        let mut out = String::with_capacity(40);
-        while out.len() < 40 {
-            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_u128(unix_micros() as u128 ^ u128::from(std::process::id()));
-            let _ = write!(out, "{:016x}", h.finish());
-        }
-        out.truncate(40);
-        out
-    })
+    slot.get_or_init(crate::registries::replication::hex_id)
 }
 
 /// CPU seconds (user, system) of the process (or its children), from `/proc`.
@@ -318,15 +308,14 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             line("maxmemory", &maxmemory);
             line("maxmemory_human", &human_bytes(maxmemory));
             line("maxmemory_policy", &policy);
-            // True zeros: kvik has no replicas or cluster links yet.
-            for k in [
-                "mem_not_counted_for_evict",
-                "mem_replication_backlog",
-                "mem_total_replication_buffers",
-                "mem_clients_slaves",
-            ] {
-                line(k, &0);
-            }
+            // The stream's buffer is the backlog and what replicas still
+            // have to send, one buffer; a replica's connection holds only
+            // a slice of it while it sends.
+            let stream_bytes = state.replication.backlog().histlen;
+            line("mem_not_counted_for_evict", &0);
+            line("mem_replication_backlog", &stream_bytes);
+            line("mem_total_replication_buffers", &stream_bytes);
+            line("mem_clients_slaves", &0);
             line("mem_clients_normal", &clients);
             line("mem_cluster_links", &0);
             line("mem_aof_buffer", &state.journal.queued_bytes());
@@ -410,10 +399,10 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             line("instantaneous_input_repl_kbps", &"0.00");
             line("instantaneous_output_repl_kbps", &"0.00");
             line("rejected_connections", &stats.rejected_connections.load(Ordering::Relaxed));
-            // True zeros: kvik has no replicas to synchronize.
-            for k in ["sync_full", "sync_partial_ok", "sync_partial_err"] {
-                line(k, &0);
-            }
+            let repl = &state.replication;
+            line("sync_full", &repl.syncs_full.load(Ordering::Relaxed));
+            line("sync_partial_ok", &repl.syncs_partial_ok.load(Ordering::Relaxed));
+            line("sync_partial_err", &repl.syncs_partial_err.load(Ordering::Relaxed));
             line("expired_keys", &expired);
             let (cycle_ms, capped) = ks.expire_cycle_stats();
             line("expired_time_cap_reached_count", &capped);
@@ -464,18 +453,32 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             line("script_restarts", &stats.script_restarts.load(Ordering::Relaxed));
         }
         "replication" => {
-            static REPLID: OnceLock<String> = OnceLock::new();
+            let repl = &state.replication;
+            let replicas = repl.replicas();
+            let now_ms = crate::keyspace::now_ms();
             line("role", &"master");
-            line("connected_slaves", &0);
+            line("connected_slaves", &replicas.len());
+            for (i, r) in replicas.iter().enumerate() {
+                let lag = (now_ms - r.ack_time_ms.load(Ordering::Relaxed)).max(0) / 1000;
+                let shown = format!(
+                    "ip={},port={},state={},offset={},lag={lag}",
+                    r.ip,
+                    r.port,
+                    r.state().name(),
+                    r.ack_offset.load(Ordering::Relaxed)
+                );
+                line(&format!("slave{i}"), &shown);
+            }
+            let backlog = repl.backlog();
             line("master_failover_state", &"no-failover");
-            line("master_replid", &random_hex(&REPLID));
+            line("master_replid", &repl.replid());
             line("master_replid2", &"0000000000000000000000000000000000000000");
-            line("master_repl_offset", &0);
+            line("master_repl_offset", &repl.offset());
             line("second_repl_offset", &-1);
-            line("repl_backlog_active", &0);
-            line("repl_backlog_size", &1048576);
-            line("repl_backlog_first_byte_offset", &0);
-            line("repl_backlog_histlen", &0);
+            line("repl_backlog_active", &u8::from(backlog.active));
+            line("repl_backlog_size", &state.config().int("repl-backlog-size"));
+            line("repl_backlog_first_byte_offset", &backlog.first_byte_offset);
+            line("repl_backlog_histlen", &backlog.histlen);
         }
         "cpu" => {
             let (user, sys) = cpu_times("/proc/self/stat", false);

@@ -80,6 +80,7 @@ mod list;
 mod migrate;
 mod pubsub;
 mod random;
+mod replication;
 mod scripting;
 pub use scripting::install_loaded as install_loaded_functions;
 mod server;
@@ -116,6 +117,7 @@ enum Module {
     Tracking,
     Transaction,
     Scripting,
+    Replication,
 }
 
 /// Which module runs each command, by id: the one place that says what kvik
@@ -143,6 +145,7 @@ static OWNERS: [Module; COMMAND_COUNT] = {
     claim(&mut owners, tracking::HANDLED, Module::Tracking);
     claim(&mut owners, transaction::HANDLED, Module::Transaction);
     claim(&mut owners, scripting::HANDLED, Module::Scripting);
+    claim(&mut owners, replication::HANDLED, Module::Replication);
     owners
 };
 
@@ -199,6 +202,7 @@ pub(crate) fn dispatch<T: ReplyTarget>(cmd: CommandId, ctx: &mut Ctx<'_, T>) -> 
         Module::Tracking => tracking::dispatch(cmd, ctx),
         Module::Transaction => transaction::dispatch(cmd, ctx),
         Module::Scripting => scripting::dispatch(cmd, ctx),
+        Module::Replication => replication::dispatch(cmd, ctx),
     }
     true
 }
@@ -485,6 +489,9 @@ pub enum Outcome {
     /// Send what was written, then wait for the client's blocking command
     /// to be served (see [`crate::registries::blocking`]) before running anything else.
     Block,
+    /// Send what was written, then serve the client as a replica
+    /// (`SYNC`, `PSYNC`; see [`crate::replication::master`]).
+    Replica,
 }
 
 /// Validate `req` against the command table and run it.

@@ -1060,6 +1060,11 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
                     break;
                 }
                 Stop::End => return Ok(()),
+                Stop::Replica => {
+                    conn.meter.note(buf, &args, &out);
+                    conn.send(&out).await?;
+                    return serve_replica(conn, &mut session, &mut killed).await;
+                }
             }
         }
         // BCAST invalidations go out once per batch, gathered, as Redis
@@ -1094,6 +1099,33 @@ async fn serve_resp<S: ClientStream>(conn: &mut Conn<'_, S>, buf: &mut ReadBuffe
     }
 }
 
+/// Serve the client as a replica from its `SYNC` or `PSYNC` on, until it
+/// leaves, it is killed or the server stops.
+async fn serve_replica<S: ClientStream>(
+    conn: &mut Conn<'_, S>,
+    session: &mut Session,
+    killed: &mut Event,
+) -> io::Result<()> {
+    let Some(state) = conn.state.shared() else { return Ok(()) };
+    let conf = std::mem::take(&mut session.replica);
+    let ip = conf
+        .ip
+        .clone()
+        .unwrap_or_else(|| conn.peer.addr.rsplit_once(':').map_or(conn.peer.addr.clone(), |(ip, _)| ip.to_string()));
+    if let Some(h) = session.handle() {
+        h.info().replica = true;
+    }
+    let link = Arc::new(crate::registries::replication::Link::new(session.id, ip, conf.port));
+    let ask = crate::replication::master::Request { psync: conf.psync, rdb_only: conf.rdb_only, psync2: conf.psync2 };
+    let mut stop = std::pin::pin!(async {
+        tokio::select! {
+            () = &mut conn.shutdown => {}
+            () = &mut *killed => {}
+        }
+    });
+    crate::replication::master::serve(&mut conn.stream, &state, link, ask, &mut stop).await
+}
+
 /// Why [`run_buffered`] stopped running commands.
 enum Stop {
     /// Every whole command buffered ran; at least this many more bytes
@@ -1110,6 +1142,8 @@ enum Stop {
     Close,
     /// Close at once (output over its hard limit, a dropped subscriber).
     End,
+    /// Send what is due, then serve the client as a replica (`SYNC`, `PSYNC`).
+    Replica,
 }
 
 /// Run the commands already in `buf`, in order, until one needs the
@@ -1173,6 +1207,7 @@ fn run_buffered<S: ClientStream>(
         }
         match outcome {
             Outcome::Close => return Stop::Close,
+            Outcome::Replica => return Stop::Replica,
             Outcome::Block => return Stop::Blocked,
             Outcome::Continue if out.len() >= FLUSH_AT => return Stop::Flush,
             Outcome::Continue if split.due(buf.pending().len(), out.len()) => return Stop::Flush,

@@ -402,7 +402,8 @@ impl<'a> Channels<'a> {
     /// queued invalidations.
     fn follow(&mut self, mux: u16, outcome: Outcome, drain: bool, out: &mut Vec<u8>) {
         match outcome {
-            Outcome::Close => self.close(mux),
+            // A channel is never handed to replication (`SYNC` refuses).
+            Outcome::Close | Outcome::Replica => self.close(mux),
             Outcome::Block => {
                 self.block(mux);
                 self.after_command(mux, out);

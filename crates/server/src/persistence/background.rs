@@ -82,7 +82,7 @@ pub fn start_job(
         return Err(Refused::InProgress);
     }
     bg.abort.store(false, Ordering::Relaxed);
-    if purpose == Purpose::Snapshot {
+    if purpose != Purpose::AofBase {
         bg.scheduled.store(false, Ordering::Relaxed);
         // Counted when it starts, as Redis counts a fork.
         state.stats.rdb_saves.fetch_add(1, Ordering::Relaxed);
@@ -134,8 +134,10 @@ pub fn start_job(
     };
     *bg.job.lock().unwrap_or_else(|p| p.into_inner()) = Some(job);
     bg.wake.notify_all();
-    if purpose == Purpose::Snapshot {
-        crate::log!(Notice, "Background saving started");
+    match purpose {
+        Purpose::Snapshot => crate::log!(Notice, "Background saving started"),
+        Purpose::Replication => crate::log!(Notice, "Starting BGSAVE for SYNC with target: disk"),
+        Purpose::AofBase => {}
     }
     Ok(())
 }
@@ -211,6 +213,21 @@ fn run(state: &ServerState, job: Job) {
     let started = Instant::now();
     let written = write(state, &job);
     let took = started.elapsed();
+    let written = match written {
+        Ok((keys, file)) => {
+            if job.purpose == Purpose::Replication {
+                let file = file.map(std::sync::Arc::new).ok_or_else(|| "the file cannot be read back".to_string());
+                state.replication.snapshot_done(file);
+            }
+            Ok(keys)
+        }
+        Err(e) => {
+            if job.purpose == Purpose::Replication {
+                state.replication.snapshot_done(Err(e.to_string()));
+            }
+            Err(e)
+        }
+    };
     let copied = bg.copied.load(Ordering::Relaxed);
     if job.purpose == Purpose::AofBase {
         *bg.started.lock().unwrap_or_else(|p| p.into_inner()) = None;
@@ -250,11 +267,13 @@ fn run(state: &ServerState, job: Job) {
 }
 
 /// Walk every database of every shard, writing the snapshot's keys into
-/// the temporary file, then flush and rename it. Returns the keys written.
+/// the temporary file, then flush and rename it. Returns the keys written
+/// and, for replicas, the file still open: what is sent is this
+/// snapshot's file even if a later save renames another over its name.
 ///
 /// The walk always goes to the end: after an error, or when aborted, it
 /// goes on without writing, so that the snapshot ends in every database.
-fn write(state: &ServerState, job: &Job) -> io::Result<u64> {
+fn write(state: &ServerState, job: &Job) -> io::Result<(u64, Option<std::fs::File>)> {
     let bg = &state.saver;
     let ks = &state.keyspace;
     let dir = super::dir_of(&job.path);
@@ -328,16 +347,18 @@ fn write(state: &ServerState, job: &Job) -> io::Result<u64> {
         }
     }
     let finished = match (out, failed) {
-        (Some(w), None) => {
-            w.finish().and_then(|file| super::install(file.file(), &job.temp, &job.path, &dir).map(drop))
-        }
+        (Some(w), None) => w.finish().and_then(|file| {
+            // Opened to read before the rename, so that it is this file.
+            let kept = if job.purpose == Purpose::Replication { Some(std::fs::File::open(&job.temp)?) } else { None };
+            super::install(file.file(), &job.temp, &job.path, &dir).map(|_| kept)
+        }),
         (_, Some(e)) => Err(e),
         (None, None) => Err(io::Error::other("no file was written")),
     };
     if finished.is_err() {
         let _ = std::fs::remove_file(&job.temp);
     }
-    finished.map(|()| keys)
+    finished.map(|kept| (keys, kept))
 }
 
 #[cfg(test)]

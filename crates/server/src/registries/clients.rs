@@ -71,6 +71,8 @@ pub struct ClientInfo {
     pub no_evict: bool,
     /// Whether the client is a MONITOR (`flags=O`).
     pub monitor: bool,
+    /// Whether the client is a replica (`flags=S`).
+    pub replica: bool,
     /// Channel, pattern and shard channel subscriptions (`sub=`, `psub=`, `ssub=`).
     pub subscriptions: [usize; 3],
     /// Commands queued while a MULTI is open (`multi=`, `flags=x`).
@@ -477,6 +479,7 @@ impl ClientRegistry {
             resp: 2,
             no_evict: false,
             monitor: false,
+            replica: false,
             subscriptions: [0; 3],
             multi: None,
             lib_name: Vec::new(),
@@ -613,6 +616,9 @@ pub fn list_line(h: &ClientHandle, current: u64, argv: usize, blocked: bool) -> 
     let age = now.saturating_duration_since(h.created).as_secs();
     let idle = if h.id == current { 0 } else { now.saturating_duration_since(h.last_active()).as_secs() };
     let mut flags = String::new();
+    if info.replica {
+        flags.push('S');
+    }
     if info.monitor {
         flags.push('O');
     }

@@ -18,12 +18,18 @@
 //! A record is a list of operations, each a database number and one
 //! command in RESP ([`put_op`]); the writer adds the `SELECT`s.
 //!
+//! Two consumers may take the records, each from a queue of its own: the
+//! append-only file's writer and the replication feed
+//! ([`crate::replication::feed`]), which turns them into the stream sent
+//! to replicas. Each puts them back in order with an [`InOrder`].
+//!
 //! The journal also holds the writer's progress (how far the records are
 //! on disk), which is what a connection waits on before
 //! it sends replies: with `appendfsync always` a reply goes out once the
 //! change it reports, and every change made before it, is on disk.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -60,19 +66,99 @@ pub struct Queue {
     consumer_waiting: bool,
 }
 
-/// See the module documentation.
+/// The bit of [`Journal::consumers`] for the append-only file's writer.
+const AOF: u8 = 1;
+/// … for the replication feed.
+const FEED: u8 = 2;
+
+/// One consumer's records: where it starts, what waits for it.
 #[derive(Debug)]
-pub struct Journal {
-    /// Whether changes are recorded: one relaxed load on every write.
-    on: AtomicBool,
-    /// What replies wait for ([`Hold`]).
-    hold: AtomicU8,
-    /// The first place recorded: records of earlier places (taken before
-    /// the journal started) are dropped.
+struct Consumer {
+    /// The first place recorded for it: records of earlier places (taken
+    /// before it started) are dropped.
     first: AtomicU64,
     queue: Mutex<Queue>,
     /// Signalled when a record arrives while the consumer sleeps.
     arrived: Condvar,
+}
+
+impl Consumer {
+    fn new() -> Consumer {
+        Consumer { first: AtomicU64::new(1), queue: Mutex::new(Queue::default()), arrived: Condvar::new() }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn start(&self, first: u64) {
+        let mut queue = self.lock();
+        queue.data.clear();
+        queue.index.clear();
+        self.first.store(first, Ordering::Relaxed);
+    }
+
+    fn clear(&self) {
+        let mut queue = self.lock();
+        queue.data = Vec::new();
+        queue.index = Vec::new();
+        drop(queue);
+        self.arrived.notify_all();
+    }
+
+    fn push(&self, seq: u64, ops: &[u8]) {
+        if seq < self.first.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut queue = self.lock();
+        let start = queue.data.len();
+        queue.data.extend_from_slice(ops);
+        let end = queue.data.len();
+        queue.index.push(Entry { seq, start, end });
+        let wake = std::mem::take(&mut queue.consumer_waiting);
+        drop(queue);
+        if wake {
+            self.arrived.notify_one();
+        }
+    }
+
+    /// Trade `data` and `index` (emptied first) for what was published
+    /// since the last call, waiting up to `wait` for a first record while
+    /// `on` says the consumer runs.
+    fn take(&self, data: &mut Vec<u8>, index: &mut Vec<Entry>, wait: Duration, on: impl Fn() -> bool) {
+        data.clear();
+        index.clear();
+        let mut queue = self.lock();
+        if queue.index.is_empty() && on() && !wait.is_zero() {
+            queue.consumer_waiting = true;
+            queue = match self.arrived.wait_timeout(queue, wait) {
+                Ok((q, _)) => q,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+            queue.consumer_waiting = false;
+        }
+        std::mem::swap(&mut queue.data, data);
+        std::mem::swap(&mut queue.index, index);
+    }
+
+    fn wake(&self) {
+        let _guard = self.lock();
+        self.arrived.notify_all();
+    }
+}
+
+/// See the module documentation.
+#[derive(Debug)]
+pub struct Journal {
+    /// Who takes the records ([`AOF`], [`FEED`]): one relaxed load on
+    /// every write tells whether changes are recorded at all.
+    consumers: AtomicU8,
+    /// What replies wait for ([`Hold`]).
+    hold: AtomicU8,
+    /// The append-only file's writer's records.
+    aof: Consumer,
+    /// The replication feed's records.
+    feed: Consumer,
     /// Every place up to this one is on disk.
     synced: AtomicU64,
     /// Woken whenever `synced` moves, or the journal stops.
@@ -86,11 +172,10 @@ pub struct Journal {
 impl Default for Journal {
     fn default() -> Self {
         Journal {
-            on: AtomicBool::new(false),
+            consumers: AtomicU8::new(0),
             hold: AtomicU8::new(Hold::Nothing as u8),
-            first: AtomicU64::new(1),
-            queue: Mutex::new(Queue::default()),
-            arrived: Condvar::new(),
+            aof: Consumer::new(),
+            feed: Consumer::new(),
             synced: AtomicU64::new(0),
             settled: Notify::new(),
             relays: Mutex::new(Vec::new()),
@@ -122,40 +207,62 @@ pub fn ops(mut bytes: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
 }
 
 impl Journal {
-    /// Whether changes are recorded.
+    /// Whether changes are recorded (for either consumer).
     #[inline]
     pub fn on(&self) -> bool {
-        self.on.load(Ordering::Relaxed)
+        self.consumers.load(Ordering::Relaxed) != 0
     }
 
-    /// Start recording from place `first` on (the next place the keyspace
-    /// hands out, read while every shard is held, so that no change of an
-    /// earlier place is still to be made), replies waiting for `hold`.
+    /// Whether the append-only file's writer takes records.
+    fn aof_on(&self) -> bool {
+        self.consumers.load(Ordering::Relaxed) & AOF != 0
+    }
+
+    /// Whether the replication feed takes records.
+    pub fn feed_on(&self) -> bool {
+        self.consumers.load(Ordering::Relaxed) & FEED != 0
+    }
+
+    /// Start recording for the append-only file from place `first` on (the
+    /// next place the keyspace hands out, read while every shard is held,
+    /// so that no change of an earlier place is still to be made), replies
+    /// waiting for `hold`.
     pub fn start(&self, first: u64, hold: Hold) {
-        let mut queue = self.lock();
-        queue.data.clear();
-        queue.index.clear();
-        self.first.store(first, Ordering::Relaxed);
+        self.aof.start(first);
         self.synced.store(first - 1, Ordering::Relaxed);
         self.hold.store(hold as u8, Ordering::Relaxed);
-        self.on.store(true, Ordering::Release);
+        self.consumers.fetch_or(AOF, Ordering::Release);
     }
 
-    /// Stop recording; replies waiting are let go.
+    /// Stop recording for the append-only file; replies waiting are let go.
     pub fn stop(&self) {
-        self.on.store(false, Ordering::Release);
+        self.consumers.fetch_and(!AOF, Ordering::Release);
         self.hold.store(Hold::Nothing as u8, Ordering::Relaxed);
-        let mut queue = self.lock();
-        queue.data = Vec::new();
-        queue.index = Vec::new();
-        drop(queue);
-        self.arrived.notify_all();
+        self.aof.clear();
         self.wake_settled();
     }
 
-    /// The first place recorded.
+    /// Start recording for the replication feed from place `first` on
+    /// (read while every shard is held, as for [`Journal::start`]).
+    pub fn start_feed(&self, first: u64) {
+        self.feed.start(first);
+        self.consumers.fetch_or(FEED, Ordering::Release);
+    }
+
+    /// Stop recording for the replication feed.
+    pub fn stop_feed(&self) {
+        self.consumers.fetch_and(!FEED, Ordering::Release);
+        self.feed.clear();
+    }
+
+    /// The first place recorded for the append-only file.
     pub fn first(&self) -> u64 {
-        self.first.load(Ordering::Relaxed)
+        self.aof.first.load(Ordering::Relaxed)
+    }
+
+    /// The first place recorded for the replication feed.
+    pub fn feed_first(&self) -> u64 {
+        self.feed.first.load(Ordering::Relaxed)
     }
 
     /// Change what replies wait for (`CONFIG SET appendfsync`).
@@ -167,45 +274,37 @@ impl Journal {
     /// Publish the record of place `seq`: `ops` as [`put_op`] wrote them,
     /// empty for a place that has nothing to say.
     pub fn publish(&self, seq: u64, ops: &[u8]) {
-        if !self.on() || seq < self.first() {
-            return;
+        let consumers = self.consumers.load(Ordering::Relaxed);
+        if consumers & AOF != 0 {
+            self.aof.push(seq, ops);
         }
-        let mut queue = self.lock();
-        let start = queue.data.len();
-        queue.data.extend_from_slice(ops);
-        let end = queue.data.len();
-        queue.index.push(Entry { seq, start, end });
-        let wake = std::mem::take(&mut queue.consumer_waiting);
-        drop(queue);
-        if wake {
-            self.arrived.notify_one();
+        if consumers & FEED != 0 {
+            self.feed.push(seq, ops);
         }
     }
 
-    /// For the consumer: trade `data` and `index` (emptied first) for what
-    /// was published since the last call, waiting up to `wait` for a first
-    /// record. False when the journal is off.
+    /// For the append-only file's writer: trade `data` and `index`
+    /// (emptied first) for what was published since the last call, waiting
+    /// up to `wait` for a first record. False when it is off.
     pub fn take(&self, data: &mut Vec<u8>, index: &mut Vec<Entry>, wait: Duration) -> bool {
-        data.clear();
-        index.clear();
-        let mut queue = self.lock();
-        if queue.index.is_empty() && self.on() && !wait.is_zero() {
-            queue.consumer_waiting = true;
-            queue = match self.arrived.wait_timeout(queue, wait) {
-                Ok((q, _)) => q,
-                Err(poisoned) => poisoned.into_inner().0,
-            };
-            queue.consumer_waiting = false;
-        }
-        std::mem::swap(&mut queue.data, data);
-        std::mem::swap(&mut queue.index, index);
-        self.on()
+        self.aof.take(data, index, wait, || self.aof_on());
+        self.aof_on()
     }
 
-    /// Wake the consumer now (to stop, or to rotate files).
+    /// [`Journal::take`] for the replication feed.
+    pub fn take_feed(&self, data: &mut Vec<u8>, index: &mut Vec<Entry>, wait: Duration) -> bool {
+        self.feed.take(data, index, wait, || self.feed_on());
+        self.feed_on()
+    }
+
+    /// Wake the append-only file's writer now (to stop, or to rotate files).
     pub fn wake_consumer(&self) {
-        let _guard = self.lock();
-        self.arrived.notify_all();
+        self.aof.wake();
+    }
+
+    /// Wake the replication feed now.
+    pub fn wake_feed(&self) {
+        self.feed.wake();
     }
 
     /// The consumer flushed every place up to `seq` to disk.
@@ -240,7 +339,7 @@ impl Journal {
     pub fn settled_at(&self, seq: u64) -> bool {
         match self.hold.load(Ordering::Relaxed) {
             0 => true,
-            _ => self.synced.load(Ordering::Acquire) >= seq || !self.on(),
+            _ => self.synced.load(Ordering::Acquire) >= seq || !self.aof_on(),
         }
     }
 
@@ -257,13 +356,57 @@ impl Journal {
         }
     }
 
-    /// Bytes published and not yet taken by the consumer.
+    /// Bytes published and not yet taken by the append-only file's writer.
     pub fn queued_bytes(&self) -> usize {
-        self.lock().data.len()
+        self.aof.lock().data.len()
+    }
+}
+
+/// Puts a consumer's records back in the order of their places: a record
+/// whose place is not the next waits until the places before it arrive
+/// (every place is published, so that wait is short).
+#[derive(Debug, Default)]
+pub struct InOrder {
+    /// The next place to hand on.
+    pub next: u64,
+    /// Records that arrived before their turn.
+    held: BTreeMap<u64, Vec<u8>>,
+}
+
+impl InOrder {
+    /// Hand on places from `first` on.
+    pub fn new(first: u64) -> InOrder {
+        InOrder { next: first, held: BTreeMap::new() }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Queue> {
-        self.queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// Hand this round's records (`index` into `data`), with those held,
+    /// to `emit` in the order of places, as far as the places are whole.
+    pub fn put(&mut self, data: &[u8], index: &mut [Entry], mut emit: impl FnMut(u64, &[u8])) {
+        index.sort_unstable_by_key(|e| e.seq);
+        for e in index.iter() {
+            let bytes = &data[e.start..e.end];
+            if e.seq == self.next {
+                emit(e.seq, bytes);
+                self.next = e.seq + 1;
+                while let Some(bytes) = self.held.remove(&self.next) {
+                    emit(self.next, &bytes);
+                    self.next += 1;
+                }
+            } else if e.seq > self.next {
+                self.held.insert(e.seq, bytes.to_vec());
+            }
+        }
+    }
+
+    /// How many records wait for an earlier place.
+    pub fn held(&self) -> usize {
+        self.held.len()
+    }
+
+    /// The records still waiting, in order of places, given up on (the
+    /// consumer stops).
+    pub fn take_held(&mut self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.held).into_values().collect()
     }
 }
 

@@ -41,6 +41,9 @@ pub enum Purpose {
     Snapshot,
     /// The base of a rewritten append-only file (`BGREWRITEAOF`).
     AofBase,
+    /// A snapshot for replicas to load, written where `BGSAVE` writes
+    /// (as Redis's disk-based sync does) and counted as a save.
+    Replication,
 }
 
 /// A background save begun and waiting for the thread, or being written.

@@ -8,12 +8,11 @@
 //! and the cost of a flush is shared by as many writes as arrived during
 //! the previous one.
 //!
-//! A record whose place is not the next to write waits in `held` until the
-//! places before it arrive (a command published it while another, on
-//! another thread, that took an earlier place had not yet); every place is
-//! published (see [`crate::registries::journal`]), so that wait is short.
+//! A record whose place is not the next to write waits (in the writer's
+//! [`InOrder`]) until the places before it arrive: a command published it
+//! while another, on another thread, that took an earlier place had not
+//! yet.
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Write};
 use std::sync::atomic::Ordering;
@@ -21,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::registries::append_only::{Fsync, Rotation};
-use crate::registries::journal::{self, Entry};
+use crate::registries::journal::{self, Entry, InOrder};
 use crate::state::ServerState;
 
 /// How long a round waits for a first record before looking at the clock
@@ -50,10 +49,8 @@ pub fn spawn(state: Arc<ServerState>, file: File, respb: bool) -> io::Result<std
 /// The writer's state.
 struct Writer {
     file: File,
-    /// The next place to write.
-    next: u64,
-    /// Records that arrived before their turn.
-    held: BTreeMap<u64, Vec<u8>>,
+    /// The records put back in order; its `next` is the next place to write.
+    order: InOrder,
     /// Bytes to write this round.
     out: Vec<u8>,
     /// Written to the kernel and not yet flushed to disk.
@@ -77,8 +74,7 @@ impl Writer {
     fn new(file: File, state: &ServerState) -> Writer {
         Writer {
             file,
-            next: state.journal.first(),
-            held: BTreeMap::new(),
+            order: InOrder::new(state.journal.first()),
             out: Vec::with_capacity(64 * 1024),
             unsynced: false,
             last_sync: Instant::now(),
@@ -106,12 +102,12 @@ impl Writer {
                 // rewrite's moment was published after the move was set.
                 self.rotation = aof.rotation.lock().unwrap_or_else(|p| p.into_inner()).take();
             }
-            let before = self.next;
+            let before = self.order.next;
             self.order(state, &data, &mut index);
             if !self.out.is_empty() {
                 self.write(state, policy);
             }
-            let moved = self.next != before;
+            let moved = self.order.next != before;
             let requests = aof.sync_requests.load(Ordering::Relaxed);
             let asked = requests != self.syncs_answered;
             let due = match policy {
@@ -125,11 +121,10 @@ impl Writer {
                 self.syncs_answered = requests;
             }
             if closing && index.is_empty() {
-                if !self.held.is_empty() {
-                    crate::log!(Warning, "AOF writer stopping with {} changes out of order", self.held.len());
-                    let held = std::mem::take(&mut self.held);
-                    for bytes in held.values() {
-                        self.emit(state, bytes);
+                if self.order.held() > 0 {
+                    crate::log!(Warning, "AOF writer stopping with {} changes out of order", self.order.held());
+                    for bytes in self.order.take_held() {
+                        self.emit(state, &bytes);
                     }
                     self.write(state, policy);
                     self.sync(state, policy);
@@ -142,18 +137,9 @@ impl Writer {
     /// Turn this round's records, with those held, into the bytes to
     /// write, in the order of places, as far as the places are whole.
     fn order(&mut self, state: &ServerState, data: &[u8], index: &mut [Entry]) {
-        index.sort_unstable_by_key(|e| e.seq);
-        for e in index.iter() {
-            let bytes = &data[e.start..e.end];
-            if e.seq == self.next {
-                self.place(state, e.seq, bytes);
-                while let Some(bytes) = self.held.remove(&self.next) {
-                    self.place(state, self.next, &bytes);
-                }
-            } else if e.seq > self.next {
-                self.held.insert(e.seq, bytes.to_vec());
-            }
-        }
+        let mut order = std::mem::take(&mut self.order);
+        order.put(data, index, |seq, bytes| self.place(state, seq, bytes));
+        self.order = order;
     }
 
     /// Write the record of place `seq`, the next one, into the file it
@@ -163,7 +149,6 @@ impl Writer {
             self.rotate(state);
         }
         self.emit(state, record);
-        self.next = seq + 1;
     }
 
     /// Finish the old incremental file (written and flushed to disk) and
@@ -261,7 +246,7 @@ impl Writer {
     fn sync(&mut self, state: &ServerState, policy: Fsync) {
         if !self.unsynced || !self.out.is_empty() {
             if self.out.is_empty() {
-                state.journal.synced_to(self.next - 1);
+                state.journal.synced_to(self.order.next - 1);
             }
             return;
         }
@@ -270,7 +255,7 @@ impl Writer {
             Ok(()) => {
                 self.unsynced = false;
                 self.last_sync = Instant::now();
-                state.journal.synced_to(self.next - 1);
+                state.journal.synced_to(self.order.next - 1);
                 if policy == Fsync::Everysec && started.elapsed() > 2 * SYNC_PERIOD {
                     state.append_only.delayed_fsync.fetch_add(1, Ordering::Relaxed);
                 }
@@ -338,11 +323,11 @@ mod tests {
             Entry { seq: 1, start: b.len() + d.len(), end: data.len() },
         ];
         w.order(&state, &data, &mut index);
-        assert_eq!(w.next, 3, "places 1 and 2 are whole; 4 waits");
+        assert_eq!(w.order.next, 3, "places 1 and 2 are whole; 4 waits");
         assert_eq!(w.out, b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*1\r\n$1\r\nA\r\n*1\r\n$1\r\nB\r\n");
         w.out.clear();
         w.order(&state, &[], &mut [Entry { seq: 3, start: 0, end: 0 }]);
-        assert_eq!(w.next, 5);
+        assert_eq!(w.order.next, 5);
         assert_eq!(w.out, b"*2\r\n$6\r\nSELECT\r\n$1\r\n5\r\n*1\r\n$1\r\nD\r\n");
         w.write(&state, Fsync::Always);
         assert!(w.out.is_empty() && w.unsynced);

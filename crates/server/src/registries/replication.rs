@@ -1,0 +1,495 @@
+//! Replication as the master shares it: the replication id and offset,
+//! the stream's last bytes (the backlog), and the replicas.
+//!
+//! The stream is one buffer, as in Redis 7.0: the feed
+//! ([`crate::replication::feed`]) appends the journal's records to it in
+//! order, and each replica's connection sends from its own place in it.
+//! The buffer keeps the last `repl-backlog-size` bytes for partial
+//! resyncs, and more while a replica still has to send them; a replica
+//! that falls further behind than `client-output-buffer-limit replica`
+//! allows is dropped, as Redis drops it, and the buffer lets go of what
+//! only it needed.
+//!
+//! Offsets count the stream's bytes from the start, as Redis's
+//! `master_repl_offset`: the stream's last byte is at `offset`, the
+//! backlog's first at `offset - backlog.len() + 1`.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::Notify;
+
+use crate::config::OutputLimit;
+
+/// Where a replica's synchronization is, as `INFO replication` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum LinkState {
+    /// Waiting for its snapshot to be written (`wait_bgsave`).
+    WaitBgsave = 0,
+    /// Being sent its snapshot (`send_bulk`).
+    SendBulk = 1,
+    /// Receiving the stream (`online`).
+    Online = 2,
+}
+
+impl LinkState {
+    /// The word `INFO replication` shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkState::WaitBgsave => "wait_bgsave",
+            LinkState::SendBulk => "send_bulk",
+            LinkState::Online => "online",
+        }
+    }
+}
+
+/// `sent` of a replica not yet given its place in the stream.
+const NOT_PLACED: u64 = u64::MAX;
+
+/// One replica's connection, as the master sees it.
+#[derive(Debug)]
+pub struct Link {
+    /// Its client id (`CLIENT LIST`, `CLIENT KILL`).
+    pub client_id: u64,
+    /// The address it connected from, or the one it announced
+    /// (`REPLCONF ip-address`).
+    pub ip: String,
+    /// The port it listens on (`REPLCONF listening-port`; 0: not told).
+    pub port: u16,
+    state: AtomicU8,
+    /// The offset of the last byte its connection took from the stream
+    /// ([`NOT_PLACED`] until it has a place).
+    sent: AtomicU64,
+    /// The offset it last acknowledged (`REPLCONF ACK`).
+    pub ack_offset: AtomicU64,
+    /// When, in Unix milliseconds.
+    pub ack_time_ms: AtomicI64,
+    /// When it went above the soft output limit (0: it is not above).
+    over_soft_since_ms: AtomicI64,
+    /// It fell too far behind and must be closed.
+    dropped: AtomicBool,
+    /// Told whenever the stream grows, the link gets its place, or it is
+    /// dropped.
+    pub wake: Notify,
+}
+
+impl Link {
+    /// A replica's link, waiting for its snapshot.
+    pub fn new(client_id: u64, ip: String, port: u16) -> Link {
+        Link {
+            client_id,
+            ip,
+            port,
+            state: AtomicU8::new(LinkState::WaitBgsave as u8),
+            sent: AtomicU64::new(NOT_PLACED),
+            ack_offset: AtomicU64::new(0),
+            ack_time_ms: AtomicI64::new(crate::keyspace::now_ms()),
+            over_soft_since_ms: AtomicI64::new(0),
+            dropped: AtomicBool::new(false),
+            wake: Notify::new(),
+        }
+    }
+
+    pub fn state(&self) -> LinkState {
+        match self.state.load(Ordering::Relaxed) {
+            0 => LinkState::WaitBgsave,
+            1 => LinkState::SendBulk,
+            _ => LinkState::Online,
+        }
+    }
+
+    pub fn set_state(&self, state: LinkState) {
+        self.state.store(state as u8, Ordering::Relaxed);
+    }
+
+    /// The offset of the last byte it took, once it has a place.
+    pub fn sent(&self) -> Option<u64> {
+        let sent = self.sent.load(Ordering::Acquire);
+        (sent != NOT_PLACED).then_some(sent)
+    }
+
+    /// Whether it fell too far behind and must be closed.
+    pub fn dropped(&self) -> bool {
+        self.dropped.load(Ordering::Acquire)
+    }
+
+    /// Note an acknowledgement of `offset`.
+    pub fn acked(&self, offset: u64) {
+        self.ack_offset.fetch_max(offset, Ordering::Relaxed);
+        self.ack_time_ms.store(crate::keyspace::now_ms(), Ordering::Relaxed);
+    }
+}
+
+/// What a client said of itself as a replica (`REPLCONF`), and what it
+/// asked for.
+#[derive(Debug, Clone, Default)]
+pub struct ReplicaConf {
+    /// `listening-port`.
+    pub port: u16,
+    /// `ip-address`.
+    pub ip: Option<String>,
+    /// `capa psync2`.
+    pub psync2: bool,
+    /// `rdb-only 1`: the snapshot alone, no stream.
+    pub rdb_only: bool,
+    /// `PSYNC <replid> <offset>`; `None` for `SYNC`.
+    pub psync: Option<(Vec<u8>, i64)>,
+}
+
+/// What a replica's connection takes from the stream in one go, at most.
+pub const TAKE_BYTES: usize = 256 * 1024;
+
+/// See the module documentation.
+#[derive(Debug)]
+pub struct Replication {
+    /// The replication id (`master_replid`), fixed for the process.
+    replid: String,
+    /// The stream's length: the offset of its last byte.
+    offset: AtomicU64,
+    /// The feed thread runs.
+    pub feeding: AtomicBool,
+    /// Places of the order of changes the stream holds: every one before this.
+    pub places_done: AtomicU64,
+    /// The lowest `cut` of the replicas attaching (`u64::MAX`: none), so
+    /// that the feed tests each record against one number.
+    lowest_cut: AtomicU64,
+    inner: Mutex<Inner>,
+    /// Full resyncs served (`sync_full`), partial ones (`sync_partial_ok`)
+    /// and partial ones asked for and refused (`sync_partial_err`).
+    pub syncs_full: AtomicU64,
+    pub syncs_partial_ok: AtomicU64,
+    pub syncs_partial_err: AtomicU64,
+    /// Snapshots for replicas finished, and how the last one went.
+    snapshots: Mutex<(u64, Option<SnapshotOutcome>)>,
+    /// Told when one finishes.
+    pub snapshot_wake: Notify,
+}
+
+/// A snapshot written for replicas: the file, open, or why there is none.
+pub type SnapshotOutcome = Result<Arc<std::fs::File>, String>;
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// The stream's last bytes.
+    backlog: VecDeque<u8>,
+    /// The backlog exists (`repl_backlog_active`): since the first replica.
+    active: bool,
+    /// Replicas with a place in the stream.
+    placed: Vec<Arc<Link>>,
+    /// Replicas whose snapshot's moment the feed has not reached yet: each
+    /// gets its place once the stream holds every place up to its `cut`.
+    attaching: Vec<(u64, Arc<Link>)>,
+    /// A replica got its place since the feed last looked: the next
+    /// operation goes after a `SELECT`, as Redis sends one to a new replica.
+    select_again: bool,
+}
+
+impl Default for Replication {
+    fn default() -> Self {
+        Replication {
+            replid: hex_id(),
+            offset: AtomicU64::new(0),
+            feeding: AtomicBool::new(false),
+            places_done: AtomicU64::new(0),
+            lowest_cut: AtomicU64::new(u64::MAX),
+            inner: Mutex::new(Inner::default()),
+            syncs_full: AtomicU64::new(0),
+            syncs_partial_ok: AtomicU64::new(0),
+            syncs_partial_err: AtomicU64::new(0),
+            snapshots: Mutex::new((0, None)),
+            snapshot_wake: Notify::new(),
+        }
+    }
+}
+
+/// A random id of 40 hex digits (`master_replid`, `run_id`).
+pub fn hex_id() -> String {
+    use std::fmt::Write;
+    use std::hash::{BuildHasher, Hasher};
+    let mut out = String::with_capacity(48);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    while out.len() < 40 {
+        // Each RandomState is seeded afresh by the standard library.
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(now.as_nanos() ^ u128::from(std::process::id()));
+        let _ = write!(out, "{:016x}", h.finish());
+    }
+    out.truncate(40);
+    out
+}
+
+/// What `INFO replication` shows of the backlog.
+#[derive(Debug, Clone, Copy)]
+pub struct BacklogFigures {
+    pub active: bool,
+    pub first_byte_offset: u64,
+    pub histlen: u64,
+}
+
+impl Replication {
+    pub fn replid(&self) -> &str {
+        &self.replid
+    }
+
+    /// `master_repl_offset`.
+    pub fn offset(&self) -> u64 {
+        self.offset.load(Ordering::Acquire)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// At a snapshot's moment (every shard held, `cut` the last place it
+    /// holds): `link` gets its place in the stream once the feed has put
+    /// every place up to `cut` in it.
+    pub fn attach(&self, cut: u64, link: Arc<Link>) {
+        let mut inner = self.lock();
+        inner.active = true;
+        inner.attaching.push((cut, link));
+        self.lowest_cut.fetch_min(cut, Ordering::AcqRel);
+    }
+
+    /// Whether a replica attaching takes its place before place `next`
+    /// ([`Replication::reached`] places it).
+    #[inline]
+    pub fn placing_before(&self, next: u64) -> bool {
+        self.lowest_cut.load(Ordering::Acquire) < next
+    }
+
+    fn update_lowest_cut(&self, inner: &Inner) {
+        let lowest = inner.attaching.iter().map(|(cut, _)| *cut).min().unwrap_or(u64::MAX);
+        self.lowest_cut.store(lowest, Ordering::Release);
+    }
+
+    /// Give `link` its place at `from`, the offset of the first byte it
+    /// wants (`PSYNC`'s offset), when the backlog still holds it (or it is
+    /// the next byte): a partial resync. False when it cannot be served.
+    pub fn place_at(&self, link: &Arc<Link>, from: u64) -> bool {
+        let mut inner = self.lock();
+        let end = self.offset();
+        let first = end + 1 - inner.backlog.len() as u64;
+        if !inner.active || from < first || from > end + 1 {
+            return false;
+        }
+        link.sent.store(from - 1, Ordering::Release);
+        inner.placed.push(Arc::clone(link));
+        true
+    }
+
+    /// For the feed, before it appends place `next` (and after each
+    /// round): replicas whose snapshot holds every place before `next`
+    /// take their place at the stream's end. Returns whether one did.
+    pub fn reached(&self, next: u64) -> bool {
+        let mut inner = self.lock();
+        if inner.attaching.is_empty() {
+            return false;
+        }
+        let end = self.offset();
+        let mut placed = false;
+        let mut i = 0;
+        while i < inner.attaching.len() {
+            if inner.attaching[i].0 < next {
+                let (_, link) = inner.attaching.swap_remove(i);
+                link.sent.store(end, Ordering::Release);
+                link.wake.notify_one();
+                inner.placed.push(link);
+                placed = true;
+            } else {
+                i += 1;
+            }
+        }
+        inner.select_again |= placed;
+        self.update_lowest_cut(&inner);
+        placed
+    }
+
+    /// Whether the next operation must follow a `SELECT` (a replica got
+    /// its place since the last call).
+    pub fn take_select_again(&self) -> bool {
+        std::mem::take(&mut self.lock().select_again)
+    }
+
+    /// Append `bytes` to the stream, keeping the last `backlog_size`
+    /// bytes and what the replicas still have to take, within `limit`.
+    pub fn append(&self, bytes: &[u8], backlog_size: usize, limit: OutputLimit) {
+        if bytes.is_empty() {
+            return;
+        }
+        let mut inner = self.lock();
+        inner.backlog.extend(bytes);
+        let end = self.offset.fetch_add(bytes.len() as u64, Ordering::AcqRel) + bytes.len() as u64;
+        let now_ms = crate::keyspace::now_ms();
+        inner.placed.retain(|link| {
+            let Some(sent) = link.sent() else { return true };
+            let behind = end - sent;
+            let over_hard = limit.hard > 0 && behind > limit.hard;
+            let over_soft = limit.soft > 0 && limit.soft_seconds > 0 && behind > limit.soft;
+            let since = link.over_soft_since_ms.load(Ordering::Relaxed);
+            let soft_expired = over_soft && since > 0 && now_ms - since > (limit.soft_seconds * 1000) as i64;
+            if over_soft && since == 0 {
+                link.over_soft_since_ms.store(now_ms, Ordering::Relaxed);
+            } else if !over_soft {
+                link.over_soft_since_ms.store(0, Ordering::Relaxed);
+            }
+            if over_hard || soft_expired {
+                crate::log!(
+                    Warning,
+                    "Client id={} addr={}:{} closed for overcoming of output buffer limits.",
+                    link.client_id,
+                    link.ip,
+                    link.port
+                );
+                link.dropped.store(true, Ordering::Release);
+                link.wake.notify_one();
+                return false;
+            }
+            link.wake.notify_one();
+            true
+        });
+        let needed = inner.placed.iter().filter_map(|l| l.sent()).min().map_or(end, |s| s);
+        let keep_from = end.saturating_sub(backlog_size as u64).min(needed);
+        let first = end + 1 - inner.backlog.len() as u64;
+        let drop = keep_from.saturating_sub(first - 1).min(inner.backlog.len() as u64) as usize;
+        inner.backlog.drain(..drop);
+    }
+
+    /// Copy into `out` (emptied first) the stream's bytes after `link`'s
+    /// place, at most [`TAKE_BYTES`], moving its place past them.
+    pub fn take_for(&self, link: &Link, out: &mut Vec<u8>) {
+        out.clear();
+        let Some(sent) = link.sent() else { return };
+        let inner = self.lock();
+        let end = self.offset();
+        if sent >= end {
+            return;
+        }
+        let first = end + 1 - inner.backlog.len() as u64;
+        let Some(skip) = (sent + 1).checked_sub(first) else {
+            // Trimmed past it: it was dropped, and its connection closes.
+            return;
+        };
+        let take = ((end - sent) as usize).min(TAKE_BYTES);
+        let (a, b) = inner.backlog.as_slices();
+        let skip = skip as usize;
+        if skip < a.len() {
+            let from_a = (a.len() - skip).min(take);
+            out.extend_from_slice(&a[skip..skip + from_a]);
+            out.extend_from_slice(&b[..take - from_a]);
+        } else {
+            let at = skip - a.len();
+            out.extend_from_slice(&b[at..at + take]);
+        }
+        link.sent.store(sent + take as u64, Ordering::Release);
+    }
+
+    /// Forget `link` (its connection ends).
+    pub fn detach(&self, link: &Arc<Link>) {
+        let mut inner = self.lock();
+        inner.placed.retain(|l| !Arc::ptr_eq(l, link));
+        inner.attaching.retain(|(_, l)| !Arc::ptr_eq(l, link));
+        self.update_lowest_cut(&inner);
+    }
+
+    /// Every replica, placed or attaching, in the order they came.
+    pub fn replicas(&self) -> Vec<Arc<Link>> {
+        let inner = self.lock();
+        let mut all: Vec<Arc<Link>> =
+            inner.placed.iter().chain(inner.attaching.iter().map(|(_, l)| l)).cloned().collect();
+        all.sort_by_key(|l| l.client_id);
+        all
+    }
+
+    /// Whether any replica has a place in the stream (the feed sends
+    /// its pings only then).
+    pub fn streaming(&self) -> bool {
+        !self.lock().placed.is_empty()
+    }
+
+    pub fn backlog(&self) -> BacklogFigures {
+        let inner = self.lock();
+        let histlen = inner.backlog.len() as u64;
+        let end = self.offset();
+        BacklogFigures {
+            active: inner.active,
+            first_byte_offset: if inner.active { end + 1 - histlen } else { 0 },
+            histlen,
+        }
+    }
+
+    /// The number of snapshots for replicas finished so far.
+    pub fn snapshots_done(&self) -> u64 {
+        self.snapshots.lock().unwrap_or_else(|p| p.into_inner()).0
+    }
+
+    /// How the snapshot after the first `done` ones went, once it has.
+    pub fn snapshot_after(&self, done: u64) -> Option<SnapshotOutcome> {
+        let guard = self.snapshots.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.0 > done {
+            guard.1.clone()
+        } else {
+            None
+        }
+    }
+
+    /// A snapshot for replicas is written (or failed).
+    pub fn snapshot_done(&self, outcome: SnapshotOutcome) {
+        let mut guard = self.snapshots.lock().unwrap_or_else(|p| p.into_inner());
+        guard.0 += 1;
+        guard.1 = Some(outcome);
+        drop(guard);
+        self.snapshot_wake.notify_waiters();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link(id: u64) -> Arc<Link> {
+        Arc::new(Link::new(id, "127.0.0.1".into(), 1))
+    }
+
+    #[test]
+    fn a_replica_takes_the_stream_from_its_place_and_the_backlog_keeps_its_size() {
+        let r = Replication::default();
+        let a = link(1);
+        r.attach(5, Arc::clone(&a));
+        let limit = OutputLimit::default();
+        r.append(b"before", 4, limit);
+        assert!(!r.reached(5), "place 5 is not in the stream yet");
+        assert!(r.reached(6) && r.take_select_again());
+        assert_eq!(a.sent(), Some(6));
+        r.append(b"abcdefgh", 4, limit);
+        let mut out = Vec::new();
+        r.take_for(&a, &mut out);
+        assert_eq!(out, b"abcdefgh");
+        r.take_for(&a, &mut out);
+        assert!(out.is_empty());
+        r.append(b"ij", 4, limit);
+        let b = r.backlog();
+        assert_eq!((b.first_byte_offset, b.histlen), (13, 4), "only the last four bytes");
+        let late = link(2);
+        assert!(!r.place_at(&late, 12), "no longer held");
+        assert!(r.place_at(&late, 13));
+        r.take_for(&late, &mut out);
+        assert_eq!(out, b"ghij");
+    }
+
+    #[test]
+    fn a_replica_too_far_behind_is_dropped_and_lets_the_buffer_go() {
+        let r = Replication::default();
+        let a = link(1);
+        r.attach(0, Arc::clone(&a));
+        r.reached(1);
+        let limit = OutputLimit { hard: 10, soft: 0, soft_seconds: 0 };
+        r.append(b"0123456789", 2, limit);
+        assert_eq!(r.backlog().histlen, 10, "kept for the replica");
+        r.append(b"x", 2, limit);
+        assert!(a.dropped());
+        assert_eq!(r.backlog().histlen, 2);
+        assert!(r.replicas().is_empty());
+    }
+}
