@@ -68,6 +68,8 @@ pub enum Kind {
     /// `shutdown-on-sigint` / `shutdown-on-sigterm`: `default`, or some of
     /// `save`, `nosave`, `now`, `force`.
     ShutdownFlags,
+    /// `replicaof`: `<host> <port>`, or empty for none.
+    Replicaof,
 }
 
 /// How an option may be changed once the server runs.
@@ -243,9 +245,9 @@ pub const OPTIONS: &[OptionSpec] = &[
     opt("latency-tracking", BOOL, "yes", Runtime),
     opt("latency-tracking-info-percentiles", Kind::Percentiles, "50 99 99.9", Runtime),
     // Features still to come: only the default, which asks for none of them.
-    only_default(alias(opt("replicaof", STR, "", Immutable), "slaveof"), NO_REPLICATION),
-    only_default(opt("masterauth", STR, "", Runtime), NO_REPLICATION),
-    only_default(opt("masteruser", STR, "", Runtime), NO_REPLICATION),
+    alias(opt("replicaof", Kind::Replicaof, "", Immutable), "slaveof"),
+    opt("masterauth", STR, "", Runtime),
+    opt("masteruser", STR, "", Runtime),
     only_default(
         alias(opt("min-replicas-to-write", int(0, INT_MAX), "0", Runtime), "min-slaves-to-write"),
         NO_REPLICATION,
@@ -350,21 +352,21 @@ pub const OPTIONS: &[OptionSpec] = &[
     opt("repl-backlog-size", mem(1, LONG_MAX), "1048576", Runtime),
     knob("repl-backlog-ttl", int(0, INT_MAX), "3600", Runtime),
     knob("repl-disable-tcp-nodelay", BOOL, "no", Runtime),
-    knob("repl-diskless-load", Kind::Enum(&["disabled", "on-empty-db", "swapdb"]), "disabled", Runtime),
+    opt("repl-diskless-load", Kind::Enum(&["disabled", "on-empty-db", "swapdb"]), "disabled", Runtime),
     knob("repl-diskless-sync", BOOL, "yes", Runtime),
     knob("repl-diskless-sync-delay", int(0, INT_MAX), "5", Runtime),
     knob("repl-diskless-sync-max-replicas", int(0, INT_MAX), "0", Runtime),
     alias(opt("repl-ping-replica-period", int(1, INT_MAX), "10", Runtime), "repl-ping-slave-period"),
     opt("repl-timeout", int(1, INT_MAX), "60", Runtime),
-    alias(knob("replica-announce-ip", STR, "", Runtime), "slave-announce-ip"),
-    alias(knob("replica-announce-port", int(0, 65535), "0", Runtime), "slave-announce-port"),
-    knob("replica-announced", BOOL, "yes", Runtime),
+    alias(opt("replica-announce-ip", STR, "", Runtime), "slave-announce-ip"),
+    alias(opt("replica-announce-port", int(0, 65535), "0", Runtime), "slave-announce-port"),
+    opt("replica-announced", BOOL, "yes", Runtime),
     knob("replica-ignore-disk-write-errors", BOOL, "no", Runtime),
-    alias(knob("replica-ignore-maxmemory", BOOL, "yes", Runtime), "slave-ignore-maxmemory"),
+    alias(opt("replica-ignore-maxmemory", BOOL, "yes", Runtime), "slave-ignore-maxmemory"),
     alias(knob("replica-lazy-flush", BOOL, "no", Runtime), "slave-lazy-flush"),
-    alias(knob("replica-priority", int(0, INT_MAX), "100", Runtime), "slave-priority"),
-    alias(knob("replica-read-only", BOOL, "yes", Runtime), "slave-read-only"),
-    alias(knob("replica-serve-stale-data", BOOL, "yes", Runtime), "slave-serve-stale-data"),
+    alias(opt("replica-priority", int(0, INT_MAX), "100", Runtime), "slave-priority"),
+    alias(opt("replica-read-only", BOOL, "yes", Runtime), "slave-read-only"),
+    alias(opt("replica-serve-stale-data", BOOL, "yes", Runtime), "slave-serve-stale-data"),
     alias(knob("min-replicas-max-lag", int(0, INT_MAX), "10", Runtime), "min-slaves-max-lag"),
     // Of cluster mode, for when cluster-enabled can be yes.
     knob("cluster-config-file", STR, "nodes.conf", Immutable),
@@ -569,6 +571,16 @@ pub fn canonical(kind: Kind, value: &str) -> Result<String, InvalidValue> {
                 return Err(invalid("Invalid save parameters"));
             }
             Ok(words.join(" "))
+        }
+        Kind::Replicaof => {
+            let words: Vec<&str> = value.split_ascii_whitespace().collect();
+            match words[..] {
+                [] => Ok(String::new()),
+                [host, port] if parse_i64(port.as_bytes()).is_some_and(|p| (0..=65535).contains(&p)) => {
+                    Ok(format!("{host} {port}"))
+                }
+                _ => Err(invalid("Invalid master host or port")),
+            }
         }
         Kind::Bind => {
             let words: Vec<&str> = value.split_ascii_whitespace().collect();
@@ -857,6 +869,23 @@ impl Config {
     }
 
     /// Validate and store `value` for option `index`, whatever its [`Change`].
+    /// The master this server replicates now (`REPLICAOF`), as `replicaof`
+    /// shows it and `CONFIG REWRITE` writes it; `None`: it is a master.
+    pub fn set_replicaof(&mut self, upstream: Option<(&str, u16)>) {
+        let value = upstream.map_or_else(String::new, |(host, port)| format!("{host} {port}"));
+        if let Some(index) = find_option("replicaof") {
+            let _ = self.store(index, &value);
+        }
+    }
+
+    /// The master `replicaof` names, if any.
+    pub fn replicaof(&self) -> Option<(String, u16)> {
+        let mut words = self.get("replicaof").split(' ');
+        let host = words.next().filter(|h| !h.is_empty())?.to_string();
+        let port = words.next()?.parse().ok()?;
+        Some((host, port))
+    }
+
     fn store(&mut self, index: usize, value: &str) -> Result<(), InvalidValue> {
         let Some(spec) = OPTIONS.get(index) else {
             return Err(invalid("unknown option"));
@@ -919,7 +948,13 @@ impl Config {
         let index = find_option(name).ok_or_else(|| ConfigError::UnknownOption(option.to_string()))?;
         let multi = matches!(
             OPTIONS[index].kind,
-            Kind::Save | Kind::Bind | Kind::OutputLimits | Kind::OomScores | Kind::Percentiles | Kind::ShutdownFlags
+            Kind::Save
+                | Kind::Bind
+                | Kind::OutputLimits
+                | Kind::OomScores
+                | Kind::Percentiles
+                | Kind::ShutdownFlags
+                | Kind::Replicaof
         );
         if words.is_empty() || (!multi && words.len() != 1) {
             return Err(if words.is_empty() {
@@ -1172,7 +1207,7 @@ impl Config {
                 let lines: Vec<String> = words.chunks(2).map(|p| format!("{} {}", spec.name, p.join(" "))).collect();
                 lines.join("\n")
             }
-            Kind::Bind | Kind::OutputLimits if !value.is_empty() => format!("{} {value}", spec.name),
+            Kind::Bind | Kind::OutputLimits | Kind::Replicaof if !value.is_empty() => format!("{} {value}", spec.name),
             _ => format!("{} {}", spec.name, quote_config_value(value)),
         }
     }

@@ -43,6 +43,14 @@ pub fn load_at_start(state: &std::sync::Arc<state::ServerState>) -> Result<(), S
     persistence::load_at_start(state, commands::replay, commands::install_loaded_functions)
 }
 
+/// Start the link to the master `replicaof` names, if it names one (see
+/// [`replication::replica`]), once the server listens.
+pub fn start_replication(state: &std::sync::Arc<state::ServerState>) -> std::io::Result<()> {
+    let Some((host, port)) = state.config().replicaof() else { return Ok(()) };
+    let upstream = registries::replication::Upstream { host, port };
+    replication::replica::follow(state, upstream, commands::REPLICATION_RUNNERS)
+}
+
 pub(crate) mod client;
 pub(crate) mod clock;
 pub(crate) mod commands;

@@ -106,6 +106,12 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if let Err(e) = kvik_server::start_replication(&state) {
+        kvik_server::log!(Warning, "The link to the master could not start: {e}");
+        eprintln!("kvik-server: the link to the master could not start: {e}");
+        supervision::remove_pidfile(&state.config());
+        return ExitCode::from(1);
+    }
     let mut listening: Vec<String> = server.local_addrs().iter().map(ToString::to_string).collect();
     listening.extend(server.tls_local_addrs().iter().map(|a| format!("{a} (TLS)")));
     if let Some(path) = state.config().unixsocket() {

@@ -450,6 +450,11 @@ impl ServerState {
         if self.keyspace.used_memory() + clients <= limit {
             return None;
         }
+        // A replica keeps what its master keeps (replica-ignore-maxmemory):
+        // the master's evictions reach it as DELs.
+        if self.replication.is_replica() && self.config().get("replica-ignore-maxmemory") == "yes" {
+            return None;
+        }
         let room = limit.saturating_sub(clients);
         let freed = self.keyspace.free_memory(room, self.limits.maxmemory_policy(), self.limits.maxmemory_samples());
         Some(freed && self.keyspace.used_memory() + clients <= limit)

@@ -456,7 +456,47 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             let repl = &state.replication;
             let replicas = repl.replicas();
             let now_ms = crate::keyspace::now_ms();
-            line("role", &"master");
+            let config = state.config();
+            match repl.upstream() {
+                None => line("role", &"master"),
+                Some(up) => {
+                    use crate::registries::replication::UpstreamState;
+                    let link = &repl.link;
+                    let link_state = link.state();
+                    let ago = |ms: i64| if ms == 0 { -1 } else { (now_ms - ms).max(0) / 1000 };
+                    line("role", &"slave");
+                    line("master_host", &up.host);
+                    line("master_port", &up.port);
+                    line("master_link_status", &if link_state == UpstreamState::Connected { "up" } else { "down" });
+                    let last_io = if link_state == UpstreamState::Connected {
+                        ago(link.last_io_ms.load(Ordering::Relaxed))
+                    } else {
+                        -1
+                    };
+                    line("master_last_io_seconds_ago", &last_io);
+                    let syncing = link_state == UpstreamState::Sync;
+                    line("master_sync_in_progress", &u8::from(syncing));
+                    line("slave_read_repl_offset", &link.read_offset.load(Ordering::Relaxed));
+                    line("slave_repl_offset", &repl.offset());
+                    if syncing {
+                        let total = link.sync_total_bytes.load(Ordering::Relaxed);
+                        let read = link.sync_read_bytes.load(Ordering::Relaxed);
+                        line("master_sync_total_bytes", &total);
+                        line("master_sync_read_bytes", &read);
+                        let left = if total < 0 { -1 } else { total - i64::try_from(read).unwrap_or(i64::MAX) };
+                        line("master_sync_left_bytes", &left);
+                        let perc = if total <= 0 { 0.0 } else { read as f64 * 100.0 / total as f64 };
+                        line("master_sync_perc", &format!("{perc:.2}"));
+                        line("master_sync_last_io_seconds_ago", &ago(link.last_io_ms.load(Ordering::Relaxed)));
+                    }
+                    if link_state != UpstreamState::Connected {
+                        line("master_link_down_since_seconds", &ago(link.down_since_ms.load(Ordering::Relaxed)));
+                    }
+                    line("slave_priority", &config.int("replica-priority"));
+                    line("slave_read_only", &u8::from(config.get("replica-read-only") == "yes"));
+                    line("replica_announced", &u8::from(config.get("replica-announced") == "yes"));
+                }
+            }
             line("connected_slaves", &replicas.len());
             for (i, r) in replicas.iter().enumerate() {
                 let lag = (now_ms - r.ack_time_ms.load(Ordering::Relaxed)).max(0) / 1000;
@@ -470,13 +510,14 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
                 line(&format!("slave{i}"), &shown);
             }
             let backlog = repl.backlog();
+            let ids = repl.ids();
             line("master_failover_state", &"no-failover");
-            line("master_replid", &repl.replid());
-            line("master_replid2", &"0000000000000000000000000000000000000000");
+            line("master_replid", &ids.replid);
+            line("master_replid2", &ids.replid2);
             line("master_repl_offset", &repl.offset());
-            line("second_repl_offset", &-1);
+            line("second_repl_offset", &ids.second_offset);
             line("repl_backlog_active", &u8::from(backlog.active));
-            line("repl_backlog_size", &state.config().int("repl-backlog-size"));
+            line("repl_backlog_size", &config.int("repl-backlog-size"));
             line("repl_backlog_first_byte_offset", &backlog.first_byte_offset);
             line("repl_backlog_histlen", &backlog.histlen);
         }

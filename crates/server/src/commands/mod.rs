@@ -34,6 +34,7 @@ use crate::effects::changes::{self, EventClass};
 use crate::keyspace::CommandClock;
 use crate::metrics::stats;
 use crate::registries::acl::Context as AclContext;
+use crate::registries::replication::refuse;
 use crate::state::ServerState;
 
 /// Declares the commands a module runs, one `ID(c) => expression` line each,
@@ -81,6 +82,7 @@ mod migrate;
 mod pubsub;
 mod random;
 mod replication;
+pub use replication::RUNNERS as REPLICATION_RUNNERS;
 mod scripting;
 pub use scripting::install_loaded as install_loaded_functions;
 mod server;
@@ -613,6 +615,39 @@ pub fn replay(state: &ServerState, args: &CommandArgs, session: &mut Session) ->
     Ok(())
 }
 
+/// Run a command of the master's stream, as Redis's master client runs
+/// one: none of the checks a client's command passes (its user may run
+/// anything, a read-only replica and `maxmemory` do not refuse it), its
+/// reply goes nowhere, a blocking command answers at once, and keys past
+/// their deadline are live to it (the master tells when they go). The
+/// error is the text of a command that could not run, for the log.
+pub fn apply_from_master(state: &ServerState, args: &CommandArgs, session: &mut Session) -> Result<(), String> {
+    struct Discard;
+    impl ReplyTarget for Discard {
+        fn reply<F: FnOnce(&mut dyn ReplySink)>(&mut self, session: &Session, write: F) {
+            let mut scratch = Vec::new();
+            write(&mut RespWriter::new(&mut scratch, session.protocol));
+        }
+    }
+    let req = Request::new(args, &[]);
+    let unknown = || format!("unknown command '{}'", String::from_utf8_lossy(req.arg(0)));
+    let mut spec = resolve(&req).filter(|s| implemented(s)).ok_or_else(unknown)?;
+    if !spec.subcommands.is_empty() && req.argc() >= 2 {
+        spec = lookup_subcommand(spec, req.arg(1)).ok_or_else(unknown)?;
+    }
+    if !spec.arity_ok(req.argc()) {
+        return Err(String::from_utf8_lossy(&wrong_arity(spec)).into_owned());
+    }
+    let _loading = crate::keyspace::Loading::start();
+    if session.multi.is_some() && transaction::queues(spec) {
+        transaction::queue(state, req, session, &mut Discard, spec);
+        return Ok(());
+    }
+    run_checked(state, req, session, &mut Discard, spec, Run::Load);
+    blocked::serve_ready(state);
+    Ok(())
+}
+
 /// The command a script called (`redis.call`), after the checks Redis
 /// makes there, or the error it answers with (Redis's texts, in its
 /// order).
@@ -643,6 +678,9 @@ pub(super) fn script_command(
     if spec.flags.contains(CommandFlags::WRITE) {
         if let Some(msg) = crate::persistence::writes_refused(state) {
             return Err(msg);
+        }
+        if state.replication.refusals() & refuse::WRITES != 0 {
+            return Err(READONLY.to_vec());
         }
     }
     Ok(spec)
@@ -731,12 +769,14 @@ fn execute_checked<T: ReplyTarget>(
         // append-only file failed: Redis stops writes (and PING) until the
         // disk works again.
         Some(msg)
+    } else if let Some(msg) = replica_refusal(state, session, spec, refuse::WRITES) {
+        Some(msg)
     } else if session.subscriptions.active() && session.protocol == Protocol::Resp2 && !allowed_while_subscribed(spec) {
         // A RESP2 connection listening for messages cannot tell replies
         // from messages, so Redis lets it run only these commands.
         Some(subscribed_refusal(spec))
     } else {
-        None
+        replica_refusal(state, session, spec, refuse::STALE)
     };
     if let Some(msg) = refusal {
         if let Some(stat) = stat {
@@ -837,6 +877,37 @@ fn cross_protocol_warning() {
         );
     }
 }
+
+/// What a replica refuses of the kind `which` ([`refuse`]): a write
+/// while it is read-only, or, while its link is down with
+/// `replica-serve-stale-data no`, a command not flagged `stale` (an
+/// `EXEC` with one queued). One relaxed load while it is no replica.
+#[inline]
+fn replica_refusal(state: &ServerState, session: &Session, spec: &CommandSpec, which: u8) -> Option<Vec<u8>> {
+    if state.replication.refusals() & which == 0 {
+        return None;
+    }
+    replica_refusal_slow(session, spec, which)
+}
+
+#[cold]
+fn replica_refusal_slow(session: &Session, spec: &CommandSpec, which: u8) -> Option<Vec<u8>> {
+    let queued = |test: &dyn Fn(&CommandSpec) -> bool| {
+        spec.id == id::EXEC && session.multi.as_ref().is_some_and(|m| m.any_queued(test))
+    };
+    if which == refuse::WRITES {
+        let writes = |s: &CommandSpec| s.flags.contains(CommandFlags::WRITE);
+        return (writes(spec) || queued(&writes)).then(|| READONLY.to_vec());
+    }
+    let stale = |s: &CommandSpec| !s.flags.contains(CommandFlags::STALE);
+    (stale(spec) || queued(&stale)).then(|| MASTERDOWN.to_vec())
+}
+
+/// Redis's refusal of a write on a read-only replica.
+pub(crate) const READONLY: &[u8] = b"READONLY You can't write against a read only replica.";
+/// Redis's refusal while the link to the master is down and
+/// `replica-serve-stale-data` is `no`.
+const MASTERDOWN: &[u8] = b"MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
 
 /// Whether `spec` is one `stop-writes-on-bgsave-error` refuses, as
 /// Redis's: a write, PING, or an EXEC with a write queued.

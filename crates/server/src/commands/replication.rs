@@ -1,6 +1,7 @@
-//! The commands a replica sends its master: `REPLCONF`, then `PSYNC` (or
-//! `SYNC`, which predates it and which `redis-cli --replica` and `--rdb`
-//! still send).
+//! The commands of replication: `REPLICAOF` (and `SLAVEOF`), which makes
+//! this server a replica or a master again, `ROLE`, and those a replica
+//! sends its master: `REPLCONF`, then `PSYNC` (or `SYNC`, which predates
+//! it and which `redis-cli --replica` and `--rdb` still send).
 //!
 //! `REPLCONF` notes what the replica says of itself in the session, with
 //! Redis's checks and replies. `SYNC` and `PSYNC` answer nothing here:
@@ -8,11 +9,84 @@
 //! the connection serves the replica from then on
 //! ([`crate::replication::master`]).
 
+use std::sync::atomic::Ordering;
+
 use kvik_protocol::number::parse_i64;
 
 use super::{Ctx, Outcome, ReplyTarget};
+use crate::registries::replication::{LinkState, Upstream, UpstreamState};
+use crate::replication::replica::{self, Runners};
+
+/// What the link to a master runs: the master's commands, and a
+/// snapshot's function libraries.
+pub const RUNNERS: Runners = Runners { apply: super::apply_from_master, install: super::install_loaded_functions };
+
+/// `REPLICAOF host port` / `REPLICAOF NO ONE`.
+fn replicaof<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    let Some(state) = c.state.shared() else {
+        return c.error(b"ERR the server is stopping");
+    };
+    if c.arg(1).eq_ignore_ascii_case(b"no") && c.arg(2).eq_ignore_ascii_case(b"one") {
+        if c.state.replication.upstream().is_some() {
+            if let Err(e) = replica::promote(&state) {
+                return c.error(format!("ERR the replication feed could not start: {e}").as_bytes());
+            }
+        }
+        return c.ok();
+    }
+    let Some(port) = parse_i64(c.arg(2)).and_then(|p| u16::try_from(p).ok()) else {
+        return c.error(b"ERR Invalid master port");
+    };
+    let host = String::from_utf8_lossy(c.arg(1)).into_owned();
+    if c.state.replication.upstream().is_some_and(|u| u.host.eq_ignore_ascii_case(&host) && u.port == port) {
+        crate::log!(Notice, "REPLICAOF would result into synchronization with the master we are already connected with. No operation performed.");
+        return c.reply(|s| s.simple(b"OK Already connected to specified master"));
+    }
+    crate::log!(Notice, "REPLICAOF {host}:{port} enabled (user request from 'id={}')", c.session.id);
+    match replica::follow(&state, Upstream { host, port }, RUNNERS) {
+        Ok(()) => c.ok(),
+        Err(e) => c.error(format!("ERR the link to the master could not start: {e}").as_bytes()),
+    }
+}
+
+/// `ROLE`: `master`, its offset and its online replicas; or `slave`, the
+/// master, the link's state and the offset applied (-1 while not
+/// connected).
+fn role<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    let repl = &c.state.replication;
+    if let Some(up) = repl.upstream() {
+        let state = repl.link.state();
+        let offset =
+            if state == UpstreamState::Connected { i64::try_from(repl.offset()).unwrap_or(i64::MAX) } else { -1 };
+        return c.reply(|s| {
+            s.array(5);
+            s.bulk(b"slave");
+            s.bulk(up.host.as_bytes());
+            s.integer(i64::from(up.port));
+            s.bulk(state.role_name().as_bytes());
+            s.integer(offset);
+        });
+    }
+    let online: Vec<_> = repl.replicas().into_iter().filter(|r| r.state() == LinkState::Online).collect();
+    let offset = i64::try_from(repl.offset()).unwrap_or(i64::MAX);
+    c.reply(|s| {
+        s.array(3);
+        s.bulk(b"master");
+        s.integer(offset);
+        s.array(online.len());
+        for r in &online {
+            s.array(3);
+            s.bulk(r.ip.as_bytes());
+            s.bulk(r.port.to_string().as_bytes());
+            s.bulk(r.ack_offset.load(Ordering::Relaxed).to_string().as_bytes());
+        }
+    });
+}
 
 handlers! {
+    REPLICAOF(c) => replicaof(c),
+    SLAVEOF(c) => replicaof(c),
+    ROLE(c) => role(c),
     REPLCONF(c) => replconf(c),
     PSYNC(c) => psync(c),
     SYNC(c) => sync(c),
@@ -87,6 +161,10 @@ fn begin<T: ReplyTarget>(c: &mut Ctx<'_, T>, psync: Option<(Vec<u8>, i64)>) {
     }
     if c.target.has_pending() {
         return c.error(b"ERR SYNC and PSYNC are invalid with pending output");
+    }
+    let repl = &c.state.replication;
+    if repl.upstream().is_some() && repl.link.state() != UpstreamState::Connected {
+        return c.error(b"NOMASTERLINK Can't SYNC while not connected with my master");
     }
     c.session.replica.psync = psync;
     c.outcome = Outcome::Replica;

@@ -124,21 +124,34 @@ pub fn load_with(
     path: &Path,
     how: Load,
     install: InstallFunctions,
-    mut insert: impl FnMut(usize, Entry) -> bool,
+    insert: impl FnMut(usize, Entry) -> bool,
 ) -> Result<Option<Loaded>, String> {
-    let merge = how.merge;
     let data = match std::fs::read(path) {
         Ok(data) => data,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("Fatal error loading the DB: {e} ({}). Exiting.", path.display())),
     };
+    load_bytes(state, &data, &path.display().to_string(), how, install, insert).map(Some)
+}
+
+/// Load the RDB file `data` (named `name` in errors) through `insert`, as
+/// [`load_with`] does.
+pub fn load_bytes(
+    state: &ServerState,
+    data: &[u8],
+    name: &str,
+    how: Load,
+    install: InstallFunctions,
+    mut insert: impl FnMut(usize, Entry) -> bool,
+) -> Result<Loaded, String> {
+    let merge = how.merge;
     let started = Instant::now();
     let limits = state.load_limits();
     let lfu_policy = state.limits.maxmemory_policy().lfu();
     let databases = state.keyspace.databases();
     let now = now_ms();
     let mut loaded = Loaded::default();
-    let summary = load(&data, &limits, |key| {
+    let summary = load(data, &limits, |key| {
         if key.db >= databases {
             return Err("database number (the file was written by a server with more databases)");
         }
@@ -156,14 +169,12 @@ pub fn load_with(
     })
     .map_err(|e: LoadError| {
         format!(
-            "Internal error in RDB reading offset {} of {}: {}. Terminating server after rdb file reading failure.",
-            e.offset,
-            path.display(),
-            e.error
+            "Internal error in RDB reading offset {} of {name}: {}. Terminating server after rdb file reading failure.",
+            e.offset, e.error
         )
     })?;
     install(state, &summary.functions, how.flush_functions)
-        .map_err(|e| format!("{e} ({}). Terminating server after rdb file reading failure.", path.display()))?;
+        .map_err(|e| format!("{e} ({name}). Terminating server after rdb file reading failure."))?;
     loaded.empty = summary.empty_skipped;
     state.stats.loaded_keys.store(loaded.keys, Ordering::Relaxed);
     state.stats.loaded_expired.store(loaded.expired, Ordering::Relaxed);
@@ -173,7 +184,7 @@ pub fn load_with(
         crate::log!(Notice, "Empty keys skipped: {}", loaded.empty);
     }
     crate::log!(Notice, "DB loaded from disk: {:.3} seconds", started.elapsed().as_secs_f64());
-    Ok(Some(loaded))
+    Ok(loaded)
 }
 
 fn aux(fields: &[(Vec<u8>, Vec<u8>)], name: &[u8]) -> Option<String> {

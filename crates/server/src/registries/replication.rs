@@ -141,11 +141,130 @@ pub struct ReplicaConf {
 /// What a replica's connection takes from the stream in one go, at most.
 pub const TAKE_BYTES: usize = 256 * 1024;
 
+/// The stream's ids, as PSYNC2 has them: the one it goes by now, and the
+/// one it went by before (a replica promoted keeps serving partial
+/// resyncs to its former master's other replicas up to `second_offset`).
+#[derive(Debug, Clone)]
+pub struct Ids {
+    /// `master_replid`.
+    pub replid: String,
+    /// `master_replid2` (all zeros: none).
+    pub replid2: String,
+    /// `second_repl_offset`: the first offset `replid2` no longer names
+    /// (-1: none).
+    pub second_offset: i64,
+}
+
+/// The id `master_replid2` shows when there is none.
+pub const NO_ID: &str = "0000000000000000000000000000000000000000";
+
+/// What this server is a replica of, when it is one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upstream {
+    pub host: String,
+    pub port: u16,
+}
+
+/// Where a replica's link to its master is, as `INFO replication`'s
+/// `master_link_status` and `ROLE` name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum UpstreamState {
+    /// Not connected (`connect` in `ROLE`).
+    Connect = 0,
+    /// Connecting, or in the handshake (`connecting`, `handshake`).
+    Connecting = 1,
+    /// Receiving the snapshot (`sync`).
+    Sync = 2,
+    /// Receiving the stream (`connected`).
+    Connected = 3,
+}
+
+impl UpstreamState {
+    /// The word `ROLE` shows.
+    pub fn role_name(self) -> &'static str {
+        match self {
+            UpstreamState::Connect => "connect",
+            UpstreamState::Connecting => "connecting",
+            UpstreamState::Sync => "sync",
+            UpstreamState::Connected => "connected",
+        }
+    }
+}
+
+/// What refuses clients' commands while this server is a replica: bits
+/// of [`Replication::refusals`].
+pub mod refuse {
+    /// `replica-read-only yes`: writes.
+    pub const WRITES: u8 = 1;
+    /// `replica-serve-stale-data no` while the link is down: most commands.
+    pub const STALE: u8 = 2;
+}
+
+/// The link to the master, while this server is a replica (figures for
+/// `INFO replication`).
+#[derive(Debug, Default)]
+pub struct UpstreamLink {
+    /// Bumped by every `REPLICAOF`: a link of an older generation stops.
+    pub generation: AtomicU64,
+    state: AtomicU8,
+    /// When the link last read from the master (Unix milliseconds).
+    pub last_io_ms: AtomicI64,
+    /// When the link went down (0: it is up, or never was).
+    pub down_since_ms: AtomicI64,
+    /// The snapshot being received: its size (-1: up to an end mark) and
+    /// what came of it so far.
+    pub sync_total_bytes: AtomicI64,
+    pub sync_read_bytes: AtomicU64,
+    /// The offset of the last byte read from the master
+    /// (`slave_read_repl_offset`).
+    pub read_offset: AtomicU64,
+    /// The socket, so that `REPLICAOF` can cut it at once.
+    pub socket: Mutex<Option<std::net::TcpStream>>,
+}
+
+impl UpstreamLink {
+    pub fn state(&self) -> UpstreamState {
+        match self.state.load(Ordering::Relaxed) {
+            0 => UpstreamState::Connect,
+            1 => UpstreamState::Connecting,
+            2 => UpstreamState::Sync,
+            _ => UpstreamState::Connected,
+        }
+    }
+
+    pub fn set_state(&self, state: UpstreamState) {
+        self.state.store(state as u8, Ordering::Relaxed);
+    }
+
+    /// Cut the socket, if there is one, so that the link's thread wakes.
+    pub fn cut(&self) {
+        if let Some(socket) = self.socket.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = socket.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
 /// See the module documentation.
 #[derive(Debug)]
 pub struct Replication {
-    /// The replication id (`master_replid`), fixed for the process.
-    replid: String,
+    /// The stream's ids.
+    ids: Mutex<Ids>,
+    /// What this server replicates, when it is a replica.
+    upstream: Mutex<Option<Upstream>>,
+    /// The link to it.
+    pub link: UpstreamLink,
+    /// [`refuse`] bits: one relaxed load per command while there are none.
+    refusals: AtomicU8,
+    /// The feed appends the records of places from this one on: a replica
+    /// streams its master's bytes as they came instead (`u64::MAX`), and
+    /// a promoted one its own changes from the moment of its promotion.
+    stream_from_place: AtomicU64,
+    /// Held by a replica while it applies its master's commands and
+    /// appends them to its stream, and by a full resync of its own
+    /// replicas at their snapshot's moment: the snapshot then holds every
+    /// command up to the stream's end, and none after.
+    pub apply_gate: Mutex<()>,
     /// The stream's length: the offset of its last byte.
     offset: AtomicU64,
     /// The feed thread runs.
@@ -189,7 +308,12 @@ struct Inner {
 impl Default for Replication {
     fn default() -> Self {
         Replication {
-            replid: hex_id(),
+            ids: Mutex::new(Ids { replid: hex_id(), replid2: NO_ID.into(), second_offset: -1 }),
+            upstream: Mutex::new(None),
+            link: UpstreamLink::default(),
+            refusals: AtomicU8::new(0),
+            stream_from_place: AtomicU64::new(0),
+            apply_gate: Mutex::new(()),
             offset: AtomicU64::new(0),
             feeding: AtomicBool::new(false),
             places_done: AtomicU64::new(0),
@@ -229,8 +353,133 @@ pub struct BacklogFigures {
 }
 
 impl Replication {
-    pub fn replid(&self) -> &str {
-        &self.replid
+    /// `master_replid`.
+    pub fn replid(&self) -> String {
+        self.ids().replid
+    }
+
+    pub fn ids(&self) -> Ids {
+        self.ids.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Whether a `PSYNC <replid> <offset>` (`offset`: the first byte
+    /// wanted) can continue from this stream:
+    /// `replid` is its id, or its former one and `offset` came before the
+    /// change (PSYNC2).
+    pub fn continues(&self, replid: &[u8], offset: u64) -> bool {
+        let ids = self.ids.lock().unwrap_or_else(|p| p.into_inner());
+        replid == ids.replid.as_bytes()
+            || replid == ids.replid2.as_bytes()
+                && ids.replid2 != NO_ID
+                && i64::try_from(offset).is_ok_and(|o| o <= ids.second_offset)
+    }
+
+    /// What this server replicates, when it is a replica.
+    pub fn upstream(&self) -> Option<Upstream> {
+        self.upstream.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Whether this server is a replica.
+    pub fn is_replica(&self) -> bool {
+        self.stream_from_place.load(Ordering::Acquire) == u64::MAX
+    }
+
+    /// The [`refuse`] bits now.
+    #[inline]
+    pub fn refusals(&self) -> u8 {
+        self.refusals.load(Ordering::Relaxed)
+    }
+
+    /// Work the [`refuse`] bits out again from the role, the link and the
+    /// settings.
+    pub fn update_refusals(&self, read_only: bool, serve_stale: bool) {
+        let mut bits = 0;
+        if self.is_replica() {
+            if read_only {
+                bits |= refuse::WRITES;
+            }
+            if !serve_stale && self.link.state() != UpstreamState::Connected {
+                bits |= refuse::STALE;
+            }
+        }
+        self.refusals.store(bits, Ordering::Relaxed);
+    }
+
+    /// Become a replica of `upstream` (with the apply gate held): the feed
+    /// stops appending, the link of any earlier master stops.
+    pub fn follow(&self, upstream: Upstream) -> u64 {
+        *self.upstream.lock().unwrap_or_else(|p| p.into_inner()) = Some(upstream);
+        self.stream_from_place.store(u64::MAX, Ordering::Release);
+        self.link.set_state(UpstreamState::Connect);
+        self.link.down_since_ms.store(0, Ordering::Relaxed);
+        let generation = self.link.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        self.link.cut();
+        generation
+    }
+
+    /// Stop being a replica (`REPLICAOF NO ONE`), every shard held and
+    /// `next_place` the next place of the order of changes: the stream
+    /// takes a new id, keeps the old one for what came before (PSYNC2),
+    /// and goes on with this server's own changes from `next_place`.
+    pub fn promote(&self, next_place: u64) {
+        *self.upstream.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.link.generation.fetch_add(1, Ordering::AcqRel);
+        self.link.cut();
+        self.link.set_state(UpstreamState::Connect);
+        let mut ids = self.ids.lock().unwrap_or_else(|p| p.into_inner());
+        ids.replid2 = std::mem::replace(&mut ids.replid, hex_id());
+        ids.second_offset = i64::try_from(self.offset()).unwrap_or(i64::MAX).saturating_add(1);
+        drop(ids);
+        self.stream_from_place.store(next_place, Ordering::Release);
+    }
+
+    /// Whether the feed appends the record of place `seq`.
+    #[inline]
+    pub fn streams_place(&self, seq: u64) -> bool {
+        seq >= self.stream_from_place.load(Ordering::Acquire)
+    }
+
+    /// A full resync from the master loaded: the stream is the master's,
+    /// `replid` at `offset`, and starts empty there.
+    pub fn restart_at(&self, replid: &str, offset: u64) {
+        let mut inner = self.lock();
+        let mut ids = self.ids.lock().unwrap_or_else(|p| p.into_inner());
+        *ids = Ids { replid: replid.to_string(), replid2: NO_ID.into(), second_offset: -1 };
+        drop(ids);
+        inner.backlog.clear();
+        inner.active = true;
+        self.offset.store(offset, Ordering::Release);
+        // Its own replicas follow another stream now: they sync again.
+        for link in inner.placed.drain(..) {
+            link.dropped.store(true, Ordering::Release);
+            link.wake.notify_one();
+        }
+    }
+
+    /// A partial resync from the master (`+CONTINUE <replid>`): when the
+    /// master's id changed (it was promoted), the stream takes it and
+    /// keeps the old one for what came before.
+    pub fn continue_as(&self, replid: &str) {
+        let mut ids = self.ids.lock().unwrap_or_else(|p| p.into_inner());
+        if ids.replid != replid {
+            ids.replid2 = std::mem::replace(&mut ids.replid, replid.to_string());
+            ids.second_offset = i64::try_from(self.offset()).unwrap_or(i64::MAX).saturating_add(1);
+        }
+    }
+
+    /// Whether the stream has a backlog (a full resync, or a replica, ever).
+    pub fn active(&self) -> bool {
+        self.lock().active
+    }
+
+    /// Give `link` its place at the stream's end now (a replica's own
+    /// replica, at its snapshot's moment).
+    pub fn place_at_end(&self, link: &Arc<Link>) {
+        let mut inner = self.lock();
+        inner.active = true;
+        link.sent.store(self.offset(), Ordering::Release);
+        link.wake.notify_one();
+        inner.placed.push(Arc::clone(link));
     }
 
     /// `master_repl_offset`.

@@ -96,7 +96,13 @@ fn round(state: &ServerState, feed: &mut Feed, data: &[u8], index: &mut [Entry])
         if repl.take_select_again() {
             feed.db = None;
         }
-        emit(&mut feed.out, &mut feed.db, record);
+        if repl.streams_place(seq) {
+            emit(&mut feed.out, &mut feed.db, record);
+        } else {
+            // A replica streams its master's bytes, which name their
+            // databases themselves.
+            feed.db = None;
+        }
     });
     feed.order = order;
     repl.append(&feed.out, backlog_size, limit);
@@ -108,7 +114,7 @@ fn round(state: &ServerState, feed: &mut Feed, data: &[u8], index: &mut [Entry])
     if repl.take_select_again() {
         feed.db = None;
     }
-    if repl.streaming() && feed.last_ping.elapsed() >= ping_period {
+    if repl.streaming() && !repl.is_replica() && feed.last_ping.elapsed() >= ping_period {
         kvik_persist::aof::commands::put(&mut feed.out, &[b"PING"]);
         repl.append(&feed.out, backlog_size, limit);
         feed.out.clear();

@@ -86,8 +86,8 @@ where
     let repl = &state.replication;
     let who = format!("{}:{}", link.ip, link.port);
     if let Some((replid, offset)) = &ask.psync {
-        let ours = replid.as_slice() == repl.replid().as_bytes();
-        if ours && !ask.rdb_only && u64::try_from(*offset).is_ok_and(|o| repl.place_at(link, o)) {
+        let continues = |o: u64| repl.continues(replid, o) && repl.place_at(link, o);
+        if !ask.rdb_only && u64::try_from(*offset).is_ok_and(continues) {
             repl.syncs_partial_ok.fetch_add(1, Ordering::Relaxed);
             link.set_state(LinkState::Online);
             let reply = if ask.psync2 { format!("+CONTINUE {}\r\n", repl.replid()) } else { "+CONTINUE\r\n".into() };
@@ -152,13 +152,25 @@ where
         let done_before = state.replication.snapshots_done();
         let path = crate::persistence::snapshot_path(state);
         let temp = crate::registries::saves::Background::temp_path(&crate::persistence::dir_of(&path));
+        // A replica's stream is its master's, appended as each command is
+        // applied, under the gate: held here, the snapshot's moment falls
+        // between two commands and the stream's end is its offset.
+        let gate = state.replication.apply_gate.lock().unwrap_or_else(|p| p.into_inner());
+        let replica = state.replication.is_replica();
         let begun = background::start_job(state, Purpose::Replication, path, temp, |cut| {
-            super::feed::start(state, cut);
-            state.replication.attach(cut, Arc::clone(link));
+            if replica {
+                state.replication.place_at_end(link);
+            } else {
+                super::feed::start(state, cut);
+                state.replication.attach(cut, Arc::clone(link));
+            }
         });
+        drop(gate);
         match begun {
             Ok(()) => {
-                super::feed::ensure_running(state)?;
+                if !replica {
+                    super::feed::ensure_running(state)?;
+                }
                 return Ok(done_before);
             }
             Err(Refused::NotRunning) => return Err(io::Error::other("the server is stopping")),

@@ -1,6 +1,7 @@
-//! Replication, the master's side: the feed that turns the journal's
-//! records into the stream replicas receive ([`feed`]), and a replica's
-//! connection once it asked to synchronize ([`master`]).
+//! Replication: the feed that turns the journal's records into the
+//! stream replicas receive ([`feed`]), a replica's connection once it
+//! asked to synchronize ([`master`]), and this server's link to its own
+//! master when it is a replica ([`replica`]).
 //!
 //! The stream is the journal's order of changes, the one the append-only
 //! file writes: per-key order as the threads executed, a multi-key change
@@ -10,3 +11,4 @@
 
 pub mod feed;
 pub mod master;
+pub mod replica;

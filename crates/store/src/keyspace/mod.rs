@@ -801,10 +801,22 @@ pub fn pause_expiry(until_ms: i64) {
     EXPIRY_PAUSED_UNTIL_MS.store(until_ms, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// Set while the server is a replica: its master deletes keys that
+/// expire and tells it to (`DEL` in the stream), so that both delete the
+/// same keys at the same point of the stream; meanwhile the replica's
+/// readers see them missing, as Redis's replica hides them.
+static REPLICA_KEEPS_EXPIRED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Keep expired keys in place until told otherwise (see
+/// [`REPLICA_KEEPS_EXPIRED`]).
+pub fn keep_expired_keys(keep: bool) {
+    REPLICA_KEEPS_EXPIRED.store(keep, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Whether expired keys are to stay in place at `now_ms`.
 pub fn expiry_paused(now_ms: i64) -> bool {
     let until = EXPIRY_PAUSED_UNTIL_MS.load(std::sync::atomic::Ordering::Relaxed);
-    until != 0 && now_ms < until
+    REPLICA_KEEPS_EXPIRED.load(std::sync::atomic::Ordering::Relaxed) || until != 0 && now_ms < until
 }
 
 /// The wall clock in Unix milliseconds.
