@@ -489,7 +489,9 @@ fn apply_input(
         Err(ReadError::Format(e)) => {
             return Err(io::Error::new(io::ErrorKind::InvalidData, format!("the master's stream is malformed: {e}")))
         }
-        Err(ReadError::Command { .. }) => unreachable!("the callback refuses nothing"),
+        Err(ReadError::Command { .. }) => {
+            return Err(io::Error::other("a command of the master's stream stopped the read"))
+        }
     };
     if counted > 0 {
         let config = state.config();
