@@ -114,10 +114,9 @@ pub enum Support {
     NoEffect,
 }
 
-const NO_TLS_LINKS: &str =
-    "kvik makes no links of its own to other servers (as a replica or in a cluster) for TLS to protect yet";
+const NO_TLS_LINKS: &str = "kvik's own links to other servers (to a master, in a cluster) do not use TLS yet";
 const NO_TLS_DH: &str = "rustls, kvik's TLS library, has no finite-field Diffie-Hellman: key exchange is always ECDHE";
-const NO_REPLICATION: &str = "kvik serves replicas but cannot be one, or hold writes for them, yet";
+const NO_REPLICATION: &str = "kvik cannot hold writes back until replicas have them yet";
 const NO_CLUSTER: &str = "kvik does not run in cluster mode yet";
 
 const INT_MAX: i64 = i32::MAX as i64;
@@ -244,10 +243,11 @@ pub const OPTIONS: &[OptionSpec] = &[
     opt("shutdown-on-sigterm", Kind::ShutdownFlags, "default", Runtime),
     opt("latency-tracking", BOOL, "yes", Runtime),
     opt("latency-tracking-info-percentiles", Kind::Percentiles, "50 99 99.9", Runtime),
-    // Features still to come: only the default, which asks for none of them.
+    // Replication (crate::replication): the master to follow and how to reach it.
     alias(opt("replicaof", Kind::Replicaof, "", Immutable), "slaveof"),
     opt("masterauth", STR, "", Runtime),
     opt("masteruser", STR, "", Runtime),
+    // Features still to come: only the default, which asks for none of them.
     only_default(
         alias(opt("min-replicas-to-write", int(0, INT_MAX), "0", Runtime), "min-slaves-to-write"),
         NO_REPLICATION,
