@@ -1,11 +1,14 @@
-//! Replication with kvik as the master: redis-server 7.0 as its replica
-//! (full sync under a write load, then a partial resync after the link is
-//! cut) and `redis-cli --rdb`.
+//! Replication both ways. kvik as the master: redis-server 7.0 as its
+//! replica (full sync under a write load, then a partial resync after the
+//! link is cut) and `redis-cli --rdb`. kvik as a replica: of kvik and of
+//! redis-server, under the same load and cut, and promoted with
+//! `REPLICAOF NO ONE` so that its own replicas go on from where they were
+//! (PSYNC2). Then the replies a replica gives: ROLE, INFO, READONLY,
+//! MASTERDOWN and REPLICAOF's.
 //!
-//! The replica's keyspace is compared with kvik's through redis-server
-//! itself: `DEBUG DIGEST` of the replica against that of a second
-//! redis-server that loaded kvik's own snapshot, taken once the replica
-//! has acknowledged the whole stream.
+//! Keyspaces are compared through redis-server itself: `DEBUG DIGEST` of
+//! a redis-server (a replica, a master, or one that loaded a kvik
+//! snapshot) once the replica has the whole stream.
 
 mod common;
 
@@ -94,43 +97,16 @@ fn a_redis_replica_of_kvik_holds_what_kvik_holds_and_resumes_after_a_cut() {
         return;
     }
     let kdir = ScratchDir::new("repl-master");
-    let kdir_s = kdir.path().display().to_string();
-    let kvik = start_kvik_with(&["--threads", "4", "--dir", &kdir_s]);
-    let stop = Arc::new(AtomicBool::new(false));
-    let writers = write_load(kvik.port, 3, &stop);
-    thread::sleep(Duration::from_millis(300));
+    let kvik = start_kvik_with(&["--threads", "4", "--dir", &kdir.path().display().to_string(), BACKLOG, "64mb"]);
     let port = kvik.port.to_string();
-    let replica =
-        start_redis_with_or_skip("replica", &["--replicaof", "127.0.0.1", &port, "--enable-debug-command", "yes"])
-            .expect("redis");
-    wait_for("the replica's link", 30, || info(replica.port, "replication").contains("master_link_status:up"));
-    thread::sleep(Duration::from_millis(500));
-    let k_info = info(kvik.port, "replication");
-    assert!(k_info.contains("connected_slaves:1"), "{k_info}");
-    assert!(k_info.contains(",state=online,"), "{k_info}");
-    assert_eq!(info_value(&info(kvik.port, "stats"), "sync_full"), "1");
-    let mut k = connect(kvik.port);
-    let listed = String::from_utf8_lossy(&call_text(&mut k, &["CLIENT", "LIST", "TYPE", "replica"])).into_owned();
-    assert!(listed.contains("flags=S"), "{listed}");
-
-    // Cut the link while the writes go on: the replica comes back with
-    // PSYNC and resumes from the backlog.
-    let killed = call_text(&mut k, &["CLIENT", "KILL", "TYPE", "replica"]);
-    assert_eq!(killed, b":1\r\n");
-    wait_for("a partial resync", 30, || info_value(&info(kvik.port, "stats"), "sync_partial_ok") == "1");
-    wait_for("the link again", 30, || info(replica.port, "replication").contains("master_link_status:up"));
-    thread::sleep(Duration::from_millis(300));
-    stop.store(true, Ordering::Relaxed);
-    let rounds: usize = writers.into_iter().map(|w| w.join().expect("writer")).sum();
-    assert!(rounds > 10, "the load ran: {rounds} rounds");
-    assert_eq!(info_value(&info(kvik.port, "stats"), "sync_full"), "1", "no second full sync");
-
-    let master_offset = || info_value(&info(kvik.port, "replication"), "master_repl_offset").to_string();
-    wait_for("the replica to catch up", 30, || {
-        info_value(&info(replica.port, "replication"), "master_repl_offset") == master_offset()
+    let (replica, rounds) = load_cut_and_catch_up(kvik.port, || {
+        let replica =
+            start_redis_with_or_skip("replica", &["--replicaof", "127.0.0.1", &port, "--enable-debug-command", "yes"])
+                .expect("redis");
+        let port = replica.port;
+        (replica, port)
     });
-    assert_eq!(call_text(&mut k, &["SAVE"]), b"+OK\r\n");
-    let want = digest_of_snapshot(kdir.path());
+    let want = digest_of_kvik(kvik.port, kdir.path());
     assert_eq!(digest(replica.port), want, "the replica holds what kvik holds ({rounds} rounds of writes)");
     assert!(want.starts_with('+') && !want.contains("0000000000000000000000000000000000000000"), "{want}");
 }
@@ -176,4 +152,241 @@ fn replconf_answers_as_redis() {
     );
     assert_eq!(call_text(&mut k, &["PSYNC", "?", "x"]), b"-ERR value is not an integer or out of range\r\n");
     assert_eq!(call_text(&mut k, &["PING"]), b"+PONG\r\n", "no reply for ACK, and the client goes on");
+}
+
+/// The `DEBUG DIGEST` of what the kvik server at `port` holds, by a
+/// redis-server loading its `SAVE` in `dir`.
+fn digest_of_kvik(port: u16, dir: &std::path::Path) -> String {
+    let mut k = connect(port);
+    assert_eq!(call_text(&mut k, &["SAVE"]), b"+OK\r\n");
+    digest_of_snapshot(dir)
+}
+
+fn offset(port: u16) -> String {
+    info_value(&info(port, "replication"), "master_repl_offset").to_string()
+}
+
+fn link_up(port: u16) -> bool {
+    info(port, "replication").contains("master_link_status:up")
+}
+
+fn stat(port: u16, name: &str) -> String {
+    info_value(&info(port, "stats"), name).to_string()
+}
+
+/// The masters' backlog in the tests that cut a link under load: the
+/// default 1 MB is a fraction of a second of the load, and a replica that
+/// lags further (a debug build's does) gets a full resync, as it should.
+const BACKLOG: &str = "--repl-backlog-size";
+
+/// Start the write load on `master`, then the replica (`start` gives its
+/// handle and port), so that it syncs under load; once it is up, cut the
+/// link from the master's side: the replica must come back by a partial
+/// resync. Returns the replica and the rounds written once it is level.
+fn load_cut_and_catch_up<R>(master: u16, start: impl FnOnce() -> (R, u16)) -> (R, usize) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers = write_load(master, 3, &stop);
+    thread::sleep(Duration::from_millis(300));
+    let (handle, replica) = start();
+    wait_for("the replica's link", 30, || link_up(replica));
+    thread::sleep(Duration::from_millis(300));
+    assert_eq!(stat(master, "sync_full"), "1");
+    let m_info = info(master, "replication");
+    assert!(m_info.contains("connected_slaves:1") && m_info.contains(",state=online,"), "{m_info}");
+    let mut m = connect(master);
+    let listed = String::from_utf8_lossy(&call_text(&mut m, &["CLIENT", "LIST", "TYPE", "replica"])).into_owned();
+    assert!(listed.contains("flags=S"), "{listed}");
+    assert_eq!(call_text(&mut m, &["CLIENT", "KILL", "TYPE", "replica"]), b":1\r\n");
+    wait_for("a partial resync", 30, || stat(master, "sync_partial_ok") == "1");
+    wait_for("the link again", 30, || link_up(replica));
+    thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    let rounds: usize = writers.into_iter().map(|w| w.join().expect("writer")).sum();
+    assert!(rounds > 10, "the load ran: {rounds} rounds");
+    assert_eq!(stat(master, "sync_full"), "1", "no second full sync");
+    wait_for("the replica to catch up", 30, || offset(replica) == offset(master));
+    (handle, rounds)
+}
+
+#[test]
+fn a_kvik_replica_of_kvik_holds_what_its_master_holds() {
+    if start_redis_or_skip("kvik-kvik").is_none() {
+        return;
+    }
+    let (mdir, rdir) = (ScratchDir::new("repl-kk-master"), ScratchDir::new("repl-kk-replica"));
+    let master = start_kvik_with(&["--threads", "4", "--dir", &mdir.path().display().to_string(), BACKLOG, "64mb"]);
+    let port = master.port.to_string();
+    let rdir_s = rdir.path().display().to_string();
+    let (replica, rounds) = load_cut_and_catch_up(master.port, || {
+        let replica = start_kvik_with(&["--threads", "2", "--dir", &rdir_s, "--replicaof", "127.0.0.1", &port]);
+        let port = replica.port;
+        (replica, port)
+    });
+    let want = digest_of_kvik(master.port, mdir.path());
+    assert_eq!(digest_of_kvik(replica.port, rdir.path()), want, "{rounds} rounds of writes");
+    assert!(!want.contains("0000000000000000000000000000000000000000"), "{want}");
+}
+
+#[test]
+fn a_kvik_replica_of_redis_holds_what_redis_holds() {
+    let Some(redis) = start_redis_with_or_skip(
+        "redis-kvik",
+        &["--repl-diskless-sync-delay", "0", "--enable-debug-command", "yes", BACKLOG, "64mb"],
+    ) else {
+        return;
+    };
+    let rdir = ScratchDir::new("repl-rk-replica");
+    let replica = start_kvik_with(&["--dir", &rdir.path().display().to_string()]);
+    let port = redis.port.to_string();
+    let ((), rounds) = load_cut_and_catch_up(redis.port, || {
+        let mut k = connect(replica.port);
+        assert_eq!(call_text(&mut k, &["REPLICAOF", "127.0.0.1", &port]), b"+OK\r\n");
+        ((), replica.port)
+    });
+    let want = digest(redis.port);
+    assert_eq!(digest_of_kvik(replica.port, rdir.path()), want, "{rounds} rounds of writes");
+    // What the master sent is what the replica says it has.
+    let (r_info, k_info) = (info(redis.port, "replication"), info(replica.port, "replication"));
+    assert_eq!(info_value(&k_info, "master_replid"), info_value(&r_info, "master_replid"));
+    assert_eq!(info_value(&k_info, "slave_repl_offset"), info_value(&r_info, "master_repl_offset"));
+}
+
+/// PSYNC2: a kvik replica of redis-server is promoted, and redis-server
+/// then follows it. kvik keeps the old master's id as its second one, so
+/// redis-server resumes from its own offset instead of a full sync.
+#[test]
+fn a_promoted_kvik_replica_takes_its_old_master_as_a_replica_without_a_full_sync() {
+    let Some(redis) =
+        start_redis_with_or_skip("promotion", &["--repl-diskless-sync-delay", "0", "--enable-debug-command", "yes"])
+    else {
+        return;
+    };
+    let kdir = ScratchDir::new("repl-promote");
+    let kvik = start_kvik_with(&["--dir", &kdir.path().display().to_string()]);
+    let mut r = connect(redis.port);
+    for i in 0..500 {
+        call_text(&mut r, &["SET", &format!("k{i}"), &format!("{i}")]);
+    }
+    let mut k = connect(kvik.port);
+    assert_eq!(call_text(&mut k, &["REPLICAOF", "127.0.0.1", &redis.port.to_string()]), b"+OK\r\n");
+    wait_for("the link", 30, || link_up(kvik.port));
+    call_text(&mut r, &["RPUSH", "after-sync", "a", "b"]);
+    wait_for("the replica to catch up", 30, || offset(kvik.port) == offset(redis.port));
+    let old_id = info_value(&info(redis.port, "replication"), "master_replid").to_string();
+
+    assert_eq!(call_text(&mut k, &["REPLICAOF", "NO", "ONE"]), b"+OK\r\n");
+    let k_info = info(kvik.port, "replication");
+    assert!(k_info.contains("role:master"), "{k_info}");
+    assert_eq!(info_value(&k_info, "master_replid2"), old_id);
+    assert_ne!(info_value(&k_info, "master_replid"), old_id);
+    call_text(&mut k, &["SET", "written-on-kvik", "1"]);
+    assert_eq!(call_text(&mut r, &["REPLICAOF", "127.0.0.1", &kvik.port.to_string()]), b"+OK\r\n");
+    wait_for("redis's link", 30, || link_up(redis.port));
+    wait_for("redis to catch up", 30, || offset(redis.port) == offset(kvik.port));
+    let stats = info(kvik.port, "stats");
+    assert_eq!(info_value(&stats, "sync_partial_ok"), "1", "{stats}");
+    assert_eq!(info_value(&stats, "sync_full"), "0", "{stats}");
+    assert_eq!(call_text(&mut r, &["GET", "written-on-kvik"]), b"$1\r\n1\r\n");
+    assert_eq!(digest(redis.port), digest_of_kvik(kvik.port, kdir.path()));
+}
+
+#[test]
+fn a_replica_answers_as_a_redis_replica_does() {
+    let master = start_kvik();
+    let mut m = connect(master.port);
+    call_text(&mut m, &["SET", "k", "v"]);
+    let replica = start_kvik();
+    let mut k = connect(replica.port);
+    let port = master.port.to_string();
+    assert_eq!(call_text(&mut k, &["REPLICAOF", "127.0.0.1", "70000"]), b"-ERR Invalid master port\r\n");
+    assert_eq!(call_text(&mut k, &["REPLICAOF", "127.0.0.1", "x"]), b"-ERR Invalid master port\r\n");
+    assert_eq!(call_text(&mut k, &["REPLICAOF", "NO", "ONE"]), b"+OK\r\n", "already a master");
+    assert_eq!(call_text(&mut k, &["SLAVEOF", "127.0.0.1", &port]), b"+OK\r\n");
+    assert_eq!(call_text(&mut k, &["REPLICAOF", "127.0.0.1", &port]), b"+OK Already connected to specified master\r\n");
+    wait_for("the link", 30, || link_up(replica.port));
+    wait_for("the key", 10, || call_text(&mut k, &["GET", "k"]) == b"$1\r\nv\r\n");
+
+    // Reads are served, writes refused, scripts too when they write.
+    assert_eq!(call_text(&mut k, &["SET", "k", "w"]), b"-READONLY You can't write against a read only replica.\r\n");
+    let script_write = call_text(&mut k, &["EVAL", "return redis.call('SET', 'k', 'w')", "0"]);
+    assert!(
+        script_write.starts_with(b"-READONLY You can't write against a read only replica. script: "),
+        "{}",
+        String::from_utf8_lossy(&script_write)
+    );
+    assert_eq!(
+        call_text(&mut k, &["EVAL", "#!lua\nreturn redis.call('SET', 'k', 'w')", "0"]),
+        b"-READONLY You can't write against a read only replica.\r\n",
+        "a script with flags is refused before it runs"
+    );
+    assert_eq!(call_text(&mut k, &["EVAL", "return redis.call('GET', 'k')", "0"]), b"$1\r\nv\r\n");
+    assert_eq!(call_text(&mut k, &["MULTI"]), b"+OK\r\n");
+    assert_eq!(call_text(&mut k, &["INCR", "n"]), b"-READONLY You can't write against a read only replica.\r\n");
+    assert_eq!(call_text(&mut k, &["DISCARD"]), b"+OK\r\n");
+
+    let role = call_text(&mut k, &["ROLE"]);
+    let text = String::from_utf8_lossy(&role);
+    let want_start = format!("*5\r\n$5\r\nslave\r\n$9\r\n127.0.0.1\r\n:{port}\r\n$9\r\nconnected\r\n:");
+    assert!(text.starts_with(&want_start), "{text}");
+    let m_role = String::from_utf8_lossy(&call_text(&mut m, &["ROLE"])).into_owned();
+    assert!(
+        m_role.starts_with("*3\r\n$6\r\nmaster\r\n:") && m_role.contains("*1\r\n*3\r\n$9\r\n127.0.0.1\r\n"),
+        "{m_role}"
+    );
+
+    let i = info(replica.port, "replication");
+    for (field, want) in [
+        ("role", "slave"),
+        ("master_host", "127.0.0.1"),
+        ("master_port", port.as_str()),
+        ("master_link_status", "up"),
+        ("master_sync_in_progress", "0"),
+        ("slave_priority", "100"),
+        ("slave_read_only", "1"),
+        ("replica_announced", "1"),
+        ("connected_slaves", "0"),
+    ] {
+        assert_eq!(info_value(&i, field), want, "{field} in {i}");
+    }
+
+    // With the link down and replica-serve-stale-data off, only the
+    // commands Redis allows a stale replica are served.
+    assert_eq!(call_text(&mut k, &["CONFIG", "SET", "replica-serve-stale-data", "no"]), b"+OK\r\n");
+    drop(m);
+    drop(master);
+    wait_for("the link to drop", 30, || info(replica.port, "replication").contains("master_link_status:down"));
+    let masterdown = b"-MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.\r\n";
+    assert_eq!(call_text(&mut k, &["GET", "k"]), masterdown);
+    // Scripts as Redis checks them: by their flags before they run, and
+    // each command they call.
+    assert_eq!(call_text(&mut k, &["EVAL", "return 1", "0"]), masterdown);
+    assert_eq!(call_text(&mut k, &["EVAL", "#!lua flags=no-writes\nreturn 1", "0"]), masterdown);
+    assert_eq!(
+        call_text(&mut k, &["EVAL", "#!lua\nreturn 1", "0"]),
+        b"-READONLY You can't write against a read only replica.\r\n"
+    );
+    assert_eq!(call_text(&mut k, &["EVAL", "#!lua flags=allow-stale,no-writes\nreturn 1", "0"]), b":1\r\n");
+    let stale_call =
+        call_text(&mut k, &["EVAL", "#!lua flags=allow-stale,no-writes\nreturn redis.call('GET', 'k')", "0"]);
+    assert!(
+        stale_call.starts_with(b"-ERR Can not execute the command on a stale replica script: "),
+        "{}",
+        String::from_utf8_lossy(&stale_call)
+    );
+    assert_eq!(call_text(&mut k, &["PING"]), masterdown, "PING is not among them");
+    assert!(call_text(&mut k, &["INFO", "replication"]).starts_with(b"$"));
+    let role = String::from_utf8_lossy(&call_text(&mut k, &["ROLE"])).into_owned();
+    assert!(role.ends_with(":-1\r\n") && !role.contains("$9\r\nconnected"), "{role}");
+    assert_eq!(call_text(&mut k, &["CONFIG", "SET", "replica-serve-stale-data", "yes"]), b"+OK\r\n");
+    assert_eq!(call_text(&mut k, &["GET", "k"]), b"$1\r\nv\r\n");
+    let down = info(replica.port, "replication");
+    assert!(info_value(&down, "master_link_down_since_seconds").parse::<i64>().is_ok_and(|s| s >= 0), "{down}");
+
+    // A writable replica takes writes again, and a promoted one is a
+    // master with its data.
+    assert_eq!(call_text(&mut k, &["CONFIG", "SET", "replica-read-only", "no"]), b"+OK\r\n");
+    assert_eq!(call_text(&mut k, &["SET", "local", "1"]), b"+OK\r\n");
+    assert_eq!(call_text(&mut k, &["REPLICAOF", "NO", "ONE"]), b"+OK\r\n");
+    assert_eq!(call_text(&mut k, &["GET", "k"]), b"$1\r\nv\r\n");
+    assert!(call_text(&mut k, &["ROLE"]).starts_with(b"*3\r\n$6\r\nmaster\r\n"));
 }

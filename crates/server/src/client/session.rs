@@ -98,6 +98,13 @@ struct Listed {
 }
 
 impl Session {
+    /// Whether this is the server's own session (id 0): the link to the
+    /// master, or the append-only file's loader. What it runs is obeyed,
+    /// never refused (Redis's `mustObeyClient`).
+    pub fn is_obeyed(&self) -> bool {
+        self.id == 0
+    }
+
     /// A new logical client of `peer`, registered in the client list; it
     /// starts authenticated when no password is required. `wake` is
     /// notified when the client is killed (only clients with a socket of

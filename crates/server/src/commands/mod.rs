@@ -669,18 +669,23 @@ pub(super) fn script_command(
     if spec.flags.contains(CommandFlags::NOSCRIPT) {
         return Err(b"ERR This Redis command is not allowed from script".to_vec());
     }
+    let obeyed = session.is_obeyed();
+    let refusals = if obeyed { 0 } else { state.replication.refusals() };
+    if refusals & refuse::STALE != 0 && !spec.flags.contains(CommandFlags::STALE) {
+        return Err(b"ERR Can not execute the command on a stale replica".to_vec());
+    }
     // The script runs with its caller's permissions.
     auth::permitted(state, session, spec, req.argc(), |i| req.arg(i), AclContext::Lua)
         .map_err(auth::script_noperm_text)?;
     if read_only && spec.flags.contains(CommandFlags::WRITE) {
         return Err(b"ERR Write commands are not allowed from read-only scripts.".to_vec());
     }
-    if spec.flags.contains(CommandFlags::WRITE) {
+    if spec.flags.contains(CommandFlags::WRITE) && !obeyed {
+        if refusals & refuse::WRITES != 0 {
+            return Err(READONLY.to_vec());
+        }
         if let Some(msg) = crate::persistence::writes_refused(state) {
             return Err(msg);
-        }
-        if state.replication.refusals() & refuse::WRITES != 0 {
-            return Err(READONLY.to_vec());
         }
     }
     Ok(spec)
@@ -907,7 +912,8 @@ fn replica_refusal_slow(session: &Session, spec: &CommandSpec, which: u8) -> Opt
 pub(crate) const READONLY: &[u8] = b"READONLY You can't write against a read only replica.";
 /// Redis's refusal while the link to the master is down and
 /// `replica-serve-stale-data` is `no`.
-const MASTERDOWN: &[u8] = b"MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+pub(crate) const MASTERDOWN: &[u8] =
+    b"MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
 
 /// Whether `spec` is one `stop-writes-on-bgsave-error` refuses, as
 /// Redis's: a write, PING, or an EXEC with a write queued.

@@ -72,6 +72,37 @@ where
     served
 }
 
+/// Why a `PSYNC <replid> <offset>` gets a full resync, in the words of
+/// Redis's log.
+fn log_refused_partial(repl: &crate::registries::replication::Replication, who: &str, replid: &[u8], offset: i64) {
+    let ids = repl.ids();
+    let asked = String::from_utf8_lossy(replid);
+    if replid != ids.replid.as_bytes() && replid != ids.replid2.as_bytes() {
+        crate::log!(
+            Notice,
+            "Partial resynchronization not accepted: Replication ID mismatch (Replica asked for '{asked}', my replication IDs are '{}' and '{}')",
+            ids.replid,
+            ids.replid2
+        );
+    } else if replid != ids.replid.as_bytes() && offset > ids.second_offset {
+        crate::log!(
+            Notice,
+            "Partial resynchronization not accepted: Requested offset for second ID was {offset}, but I can reply up to {}",
+            ids.second_offset
+        );
+    } else if u64::try_from(offset).is_ok_and(|o| o > repl.offset() + 1) {
+        crate::log!(
+            Warning,
+            "Warning: replica {who} tried to PSYNC with an offset that is greater than the master replication offset."
+        );
+    } else {
+        crate::log!(
+            Notice,
+            "Unable to partial resync with replica {who} for lack of backlog (Replica request was: {offset})."
+        );
+    }
+}
+
 async fn sync<S, F>(
     stream: &mut S,
     state: &Arc<ServerState>,
@@ -97,7 +128,7 @@ where
         }
         if replid.as_slice() != b"?" {
             repl.syncs_partial_err.fetch_add(1, Ordering::Relaxed);
-            crate::log!(Notice, "Partial resynchronization not accepted from {who}: full resync instead.");
+            log_refused_partial(repl, &who, replid, *offset);
         } else {
             crate::log!(Notice, "Full resync requested by replica {who}");
         }

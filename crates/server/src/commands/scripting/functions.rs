@@ -68,10 +68,14 @@ pub(super) fn fcall<T: ReplyTarget>(c: &mut Ctx<'_, T>, read_only: bool) {
     if n < 0 {
         return c.error(b"ERR Number of keys can't be negative");
     }
-    let declared = shebang::Flags { no_writes: flags & NO_WRITES != 0, allow_oom: flags & ALLOW_OOM != 0 };
-    let rules = match Rules::of(state, Some(declared), read_only) {
+    let declared = shebang::Flags {
+        no_writes: flags & NO_WRITES != 0,
+        allow_oom: flags & ALLOW_OOM != 0,
+        allow_stale: flags & ALLOW_STALE != 0,
+    };
+    let rules = match Rules::of(state, c.session, Some(declared), read_only) {
         Ok(rules) => rules,
-        Err(msg) => return c.error(msg),
+        Err(msg) => return c.error(&msg),
     };
     start(c, Callee::Function(name), n as usize, rules, |engine| {
         install_current(state, engine);
@@ -81,6 +85,7 @@ pub(super) fn fcall<T: ReplyTarget>(c: &mut Ctx<'_, T>, read_only: bool) {
 
 const NO_WRITES: u8 = FUNCTION_FLAGS[0].1;
 const ALLOW_OOM: u8 = FUNCTION_FLAGS[1].1;
+const ALLOW_STALE: u8 = FUNCTION_FLAGS[2].1;
 
 /// The library `code` declares, checked as `FUNCTION LOAD` checks it: its
 /// `#!` line, its name (free unless `replace`), its code run in this

@@ -37,6 +37,7 @@ use kvik_script::{sha1_hex, Engine, Outcome as Ran, RunLimits, Value};
 
 use super::{Ctx, ReplyTarget};
 use crate::client::session::Session;
+use crate::registries::replication::refuse;
 use crate::registries::scripts::FunctionCall;
 use crate::state::ServerState;
 use host::{ScriptHost, Shards};
@@ -104,9 +105,9 @@ fn eval<T: ReplyTarget>(c: &mut Ctx<'_, T>, source: Source, read_only: bool) {
         Ok(flags) => flags,
         Err(msg) => return c.error(&msg),
     };
-    let rules = match Rules::of(c.state, flags, read_only) {
+    let rules = match Rules::of(c.state, c.session, flags, read_only) {
         Ok(rules) => rules,
-        Err(msg) => return c.error(msg),
+        Err(msg) => return c.error(&msg),
     };
     let state = c.state;
     let compile = |engine: &mut Engine| {
@@ -189,20 +190,53 @@ pub struct Rules {
 
 impl Rules {
     /// The rules of a script with `flags` (its `#!` line, if any) run by
-    /// a `read_only` command, or Redis's refusal to run it at all.
-    fn of(state: &ServerState, flags: Option<shebang::Flags>, read_only: bool) -> Result<Rules, &'static [u8]> {
+    /// a `read_only` command for `session`, or Redis's refusal to run it
+    /// at all. A script with flags is refused as a command with those
+    /// flags would be (over `maxmemory`, MISCONF, a read-only or stale
+    /// replica); one without is refused only on a stale replica, and its
+    /// commands are checked as it calls them.
+    fn of(
+        state: &ServerState,
+        session: &Session,
+        flags: Option<shebang::Flags>,
+        read_only: bool,
+    ) -> Result<Rules, Vec<u8>> {
         let writes = flags.is_none_or(|f| !f.no_writes);
-        if read_only && flags.is_some() && writes {
-            return Err(b"ERR Can not execute a script with write flag using *_ro command.");
-        }
         let allow_oom = flags.is_some_and(|f| f.allow_oom);
         let over = writes && !allow_oom && !crate::effects::changes::enforce_maxmemory(state);
         if over && flags.is_some() {
-            // A script that declares it writes is refused before it starts.
-            return Err(super::OOM);
+            return Err(super::OOM.to_vec());
+        }
+        if let Some(f) = flags.filter(|_| !session.is_obeyed()) {
+            refused_before_run(state, f)?;
+        }
+        let refusals = state.replication.refusals();
+        if flags.is_none() && refusals & refuse::STALE != 0 && !session.is_obeyed() {
+            return Err(super::MASTERDOWN.to_vec());
+        }
+        if read_only && flags.is_some() && writes {
+            return Err(b"ERR Can not execute a script with write flag using *_ro command.".to_vec());
         }
         Ok(Rules { read_only: read_only || !writes, deny_oom: over })
     }
+}
+
+/// What refuses a script with `flags` before it runs, as a command with
+/// those flags: MISCONF and READONLY for one that may write, MASTERDOWN
+/// for one without `allow-stale`.
+fn refused_before_run(state: &ServerState, flags: shebang::Flags) -> Result<(), Vec<u8>> {
+    if !flags.no_writes {
+        if let Some(msg) = crate::persistence::writes_refused(state) {
+            return Err(msg);
+        }
+        if state.replication.refusals() & refuse::WRITES != 0 {
+            return Err(super::READONLY.to_vec());
+        }
+    }
+    if !flags.allow_stale && state.replication.refusals() & refuse::STALE != 0 {
+        return Err(super::MASTERDOWN.to_vec());
+    }
+    Ok(())
 }
 
 /// How many times a script starts with a reservation it guessed; the

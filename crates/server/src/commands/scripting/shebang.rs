@@ -20,6 +20,7 @@ use std::borrow::Cow;
 pub struct Flags {
     pub no_writes: bool,
     pub allow_oom: bool,
+    pub allow_stale: bool,
 }
 
 /// The flags of `body`'s `#!lua` line (`None` when it has none), or
@@ -48,7 +49,8 @@ pub fn parse(body: &[u8]) -> Result<Option<Flags>, Vec<u8>> {
             match flag {
                 b"no-writes" => flags.no_writes = true,
                 b"allow-oom" => flags.allow_oom = true,
-                b"allow-stale" | b"no-cluster" | b"allow-cross-slot-keys" => {}
+                b"allow-stale" => flags.allow_stale = true,
+                b"no-cluster" | b"allow-cross-slot-keys" => {}
                 other => return Err([b"ERR Unexpected flag in script shebang: ".as_slice(), other].concat()),
             }
         }
@@ -72,7 +74,7 @@ mod tests {
     fn lines_and_refusals_read_as_redis_reads_them() {
         assert_eq!(parse(b"return 1"), Ok(None));
         assert_eq!(parse(b"#!lua\nreturn 1"), Ok(Some(Flags::default())));
-        let both = Flags { no_writes: true, allow_oom: true };
+        let both = Flags { no_writes: true, allow_oom: true, allow_stale: false };
         assert_eq!(parse(b"#!lua  flags=no-writes,allow-oom,no-cluster  \nx"), Ok(Some(both)));
         assert_eq!(parse(b"#!lua flags=\nx"), Ok(Some(Flags::default())));
         assert_eq!(parse(b"#!lua"), Err(b"ERR Invalid script shebang".to_vec()));
