@@ -116,7 +116,6 @@ pub enum Support {
 
 const NO_TLS_LINKS: &str = "kvik's own links to other servers (to a master, in a cluster) do not use TLS yet";
 const NO_TLS_DH: &str = "rustls, kvik's TLS library, has no finite-field Diffie-Hellman: key exchange is always ECDHE";
-const NO_REPLICATION: &str = "kvik cannot hold writes back until replicas have them yet";
 const NO_CLUSTER: &str = "kvik does not run in cluster mode yet";
 
 const INT_MAX: i64 = i32::MAX as i64;
@@ -248,10 +247,8 @@ pub const OPTIONS: &[OptionSpec] = &[
     opt("masterauth", STR, "", Runtime),
     opt("masteruser", STR, "", Runtime),
     // Features still to come: only the default, which asks for none of them.
-    only_default(
-        alias(opt("min-replicas-to-write", int(0, INT_MAX), "0", Runtime), "min-slaves-to-write"),
-        NO_REPLICATION,
-    ),
+    alias(opt("min-replicas-to-write", int(0, INT_MAX), "0", Runtime), "min-slaves-to-write"),
+    alias(opt("min-replicas-max-lag", int(0, INT_MAX), "10", Runtime), "min-slaves-max-lag"),
     only_default(opt("cluster-enabled", BOOL, "no", Immutable), NO_CLUSTER),
     opt("aclfile", STR, "", Immutable),
     // TLS (crate::tls): on when tls-port is not 0; CONFIG SET of any of these rebuilds it.
@@ -367,7 +364,6 @@ pub const OPTIONS: &[OptionSpec] = &[
     alias(opt("replica-priority", int(0, INT_MAX), "100", Runtime), "slave-priority"),
     alias(opt("replica-read-only", BOOL, "yes", Runtime), "slave-read-only"),
     alias(opt("replica-serve-stale-data", BOOL, "yes", Runtime), "slave-serve-stale-data"),
-    alias(knob("min-replicas-max-lag", int(0, INT_MAX), "10", Runtime), "min-slaves-max-lag"),
     // Of cluster mode, for when cluster-enabled can be yes.
     knob("cluster-config-file", STR, "nodes.conf", Immutable),
     knob("cluster-port", int(0, 65535), "0", Immutable),

@@ -46,6 +46,7 @@ pub fn load_at_start(state: &std::sync::Arc<state::ServerState>) -> Result<(), S
 /// Start the link to the master `replicaof` names, if it names one (see
 /// [`replication::replica`]), once the server listens.
 pub fn start_replication(state: &std::sync::Arc<state::ServerState>) -> std::io::Result<()> {
+    replication::update_refusals(state);
     let Some((host, port)) = state.config().replicaof() else { return Ok(()) };
     let upstream = registries::replication::Upstream { host, port };
     replication::replica::follow(state, upstream, commands::REPLICATION_RUNNERS)

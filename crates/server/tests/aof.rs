@@ -37,7 +37,10 @@ fn kvik_aof(dir: &Path, fsync: &str) -> kvik_testkit::Server {
 fn redis_on(dir: &Path, aof: bool) -> Option<kvik_testkit::Server> {
     let dir = dir.to_str().unwrap_or("");
     let appendonly = if aof { "yes" } else { "no" };
-    start_redis_with_or_skip("aof", &["--dir", dir, "--enable-debug-command", "yes", "--appendonly", appendonly])
+    // `always`: with `everysec` redis-server postpones its writes while a
+    // slow fsync runs (a loaded machine), and a kill then loses them.
+    let args = ["--dir", dir, "--enable-debug-command", "yes", "--appendonly", appendonly, "--appendfsync", "always"];
+    start_redis_with_or_skip("aof", &args)
 }
 
 fn digest(port: u16) -> Vec<u8> {

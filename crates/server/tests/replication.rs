@@ -390,3 +390,82 @@ fn a_replica_answers_as_a_redis_replica_does() {
     assert_eq!(call_text(&mut k, &["GET", "k"]), b"$1\r\nv\r\n");
     assert!(call_text(&mut k, &["ROLE"]).starts_with(b"*3\r\n$6\r\nmaster\r\n"));
 }
+
+#[test]
+fn wait_counts_the_replicas_that_have_a_clients_writes() {
+    if start_redis_or_skip("wait").is_none() {
+        return;
+    }
+    let master = start_kvik();
+    let mut m = connect(master.port);
+    assert_eq!(call_text(&mut m, &["WAIT", "0", "0"]), b":0\r\n");
+    assert_eq!(call_text(&mut m, &["WAIT", "x", "1"]), b"-ERR value is not an integer or out of range\r\n");
+    assert_eq!(call_text(&mut m, &["WAIT", "1", "x"]), b"-ERR timeout is not an integer or out of range\r\n");
+    assert_eq!(call_text(&mut m, &["WAIT", "1", "-1"]), b"-ERR timeout is negative\r\n");
+    let started = Instant::now();
+    assert_eq!(call_text(&mut m, &["WAIT", "1", "200"]), b":0\r\n", "no replica: the timeout's answer");
+    assert!(started.elapsed() >= Duration::from_millis(200));
+
+    let port = master.port.to_string();
+    let redis = start_redis_with_or_skip("wait-replica", &["--replicaof", "127.0.0.1", &port]).expect("redis");
+    let kvik = start_kvik_with(&["--replicaof", "127.0.0.1", &port]);
+    wait_for("both links", 30, || link_up(redis.port) && link_up(kvik.port));
+    wait_for("both online", 30, || info(master.port, "replication").matches("state=online").count() == 2);
+    for i in 0..20 {
+        let value = format!("v{i}");
+        call_text(&mut m, &["SET", "k", &value]);
+        // The master asks for acknowledgements at once: no waiting for
+        // the replicas' own one-second ones.
+        let started = Instant::now();
+        assert_eq!(call_text(&mut m, &["WAIT", "2", "5000"]), b":2\r\n");
+        assert!(started.elapsed() < Duration::from_millis(900), "{:?}", started.elapsed());
+        let want = format!("${}\r\n{value}\r\n", value.len()).into_bytes();
+        for replica in [redis.port, kvik.port] {
+            assert_eq!(call_text(&mut connect(replica), &["GET", "k"]), want, "WAIT said the replica has it");
+        }
+    }
+    let started = Instant::now();
+    assert_eq!(call_text(&mut m, &["WAIT", "3", "300"]), b":2\r\n");
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert_eq!(call_text(&mut m, &["MULTI"]), b"+OK\r\n");
+    assert_eq!(call_text(&mut m, &["WAIT", "5", "0"]), b"+QUEUED\r\n");
+    assert!(call_text(&mut m, &["EXEC"]).starts_with(b"*1\r\n:"), "inside EXEC it answers at once");
+
+    // CLIENT UNBLOCK ends a WAIT with the count so far.
+    let id = String::from_utf8_lossy(&call_text(&mut m, &["CLIENT", "ID"]))
+        .trim_matches(|c| c == ':' || c == '\r' || c == '\n')
+        .to_string();
+    use std::io::Write;
+    m.write_all(&diff::multibulk(&[b"WAIT", b"5", b"0"])).expect("send");
+    let mut other = connect(master.port);
+    wait_for("the client to block", 10, || info_value(&info(master.port, "clients"), "blocked_clients") == "1");
+    assert_eq!(call_text(&mut other, &["CLIENT", "UNBLOCK", &id]), b":1\r\n");
+    assert_eq!(read_until(&mut m, reply_complete).bytes, b":2\r\n");
+
+    let refused = b"-ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.\r\n";
+    assert_eq!(call_text(&mut connect(kvik.port), &["WAIT", "0", "0"]), refused);
+}
+
+#[test]
+fn min_replicas_to_write_refuses_writes_without_good_replicas() {
+    if start_redis_or_skip("min-replicas").is_none() {
+        return;
+    }
+    let master = start_kvik_with(&["--min-replicas-to-write", "1"]);
+    let mut m = connect(master.port);
+    let refused = b"-NOREPLICAS Not enough good replicas to write.\r\n";
+    assert_eq!(call_text(&mut m, &["SET", "k", "v"]), refused);
+    assert_eq!(call_text(&mut m, &["GET", "k"]), b"$-1\r\n", "reads go on");
+    assert_eq!(call_text(&mut m, &["EVAL", "#!lua\nreturn 1", "0"]), refused, "a script that may write");
+    assert_eq!(info_value(&info(master.port, "replication"), "min_slaves_good_slaves"), "0");
+
+    let port = master.port.to_string();
+    let replica = start_redis_with_or_skip("min-replica", &["--replicaof", "127.0.0.1", &port]).expect("redis");
+    wait_for("a good replica", 30, || call_text(&mut m, &["SET", "k", "v"]) == b"+OK\r\n");
+    assert_eq!(info_value(&info(master.port, "replication"), "min_slaves_good_slaves"), "1");
+    drop(replica);
+    wait_for("the replica's loss", 30, || call_text(&mut m, &["SET", "k", "w"]) == refused);
+    assert_eq!(call_text(&mut m, &["CONFIG", "SET", "min-replicas-max-lag", "0"]), b"+OK\r\n");
+    assert_eq!(call_text(&mut m, &["SET", "k", "w"]), b"+OK\r\n", "a lag of 0 turns the rule off");
+    assert!(!info(master.port, "replication").contains("min_slaves_good_slaves"));
+}

@@ -14,7 +14,7 @@ use kvik_protocol::{CommandArgs, ReplySink};
 use super::{Ctx, Outcome, ReplyTarget, Request, Waits};
 use crate::client::session::Session;
 use crate::keyspace::{now_ms, ready, CommandClock};
-use crate::registries::blocking::{push_ready, Encoding, NewWaiter, Waiter};
+use crate::registries::blocking::{push_ready, AckTarget, Encoding, NewWaiter, Waiter};
 use crate::state::ServerState;
 
 /// What a blocking command answers at once when it may not block.
@@ -73,6 +73,27 @@ pub fn wait<T: ReplyTarget>(c: &mut Ctx<'_, T>, wait: Wait<'_>) {
         keys: wait.keys.iter().map(|k| Box::<[u8]>::from(*k)).collect(),
         on_delete: wait.on_delete,
         deadline: wait.deadline,
+        acks: None,
+    });
+    c.outcome = Outcome::Block;
+}
+
+/// Block the client in `WAIT` until `target` is met or `deadline` comes
+/// (`c.outcome` becomes [`Outcome::Block`]). The caller answers at once
+/// when it may not block.
+pub fn wait_for_acks<T: ReplyTarget>(c: &mut Ctx<'_, T>, target: AckTarget, deadline: Option<Instant>) {
+    let session = &*c.session;
+    c.state.blocking.block(NewWaiter {
+        client: session.id,
+        db: session.db,
+        encoding: c.target.encoding(session),
+        silent: session.reply_mode == crate::client::session::ReplyMode::Off || session.skip_this,
+        cmd: kvik_protocol::commands::id::WAIT,
+        args: CommandArgs::new(),
+        keys: Vec::new(),
+        on_delete: false,
+        deadline,
+        acks: Some(target),
     });
     c.outcome = Outcome::Block;
 }

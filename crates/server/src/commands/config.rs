@@ -120,7 +120,7 @@ fn set<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
             }
             // A lower limit applies at once, as in Redis, not at the next write.
             crate::effects::changes::enforce_maxmemory(c.state);
-            crate::replication::replica::update_refusals(c.state);
+            crate::replication::update_refusals(c.state);
             let oom = {
                 let config = c.state.config();
                 crate::log::apply_level(&config);

@@ -498,6 +498,9 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
                 }
             }
             line("connected_slaves", &replicas.len());
+            if config.int("min-replicas-to-write") > 0 && config.int("min-replicas-max-lag") > 0 {
+                line("min_slaves_good_slaves", &repl.good_replicas_counted());
+            }
             for (i, r) in replicas.iter().enumerate() {
                 let lag = (now_ms - r.ack_time_ms.load(Ordering::Relaxed)).max(0) / 1000;
                 let shown = format!(

@@ -687,6 +687,9 @@ pub(super) fn script_command(
         if let Some(msg) = crate::persistence::writes_refused(state) {
             return Err(msg);
         }
+        if refusals & refuse::NOREPLICAS != 0 {
+            return Err(NOREPLICAS.to_vec());
+        }
     }
     Ok(spec)
 }
@@ -774,7 +777,7 @@ fn execute_checked<T: ReplyTarget>(
         // append-only file failed: Redis stops writes (and PING) until the
         // disk works again.
         Some(msg)
-    } else if let Some(msg) = replica_refusal(state, session, spec, refuse::WRITES) {
+    } else if let Some(msg) = replica_refusal(state, session, spec, refuse::NOREPLICAS | refuse::WRITES) {
         Some(msg)
     } else if session.subscriptions.active() && session.protocol == Protocol::Resp2 && !allowed_while_subscribed(spec) {
         // A RESP2 connection listening for messages cannot tell replies
@@ -883,31 +886,38 @@ fn cross_protocol_warning() {
     }
 }
 
-/// What a replica refuses of the kind `which` ([`refuse`]): a write
-/// while it is read-only, or, while its link is down with
-/// `replica-serve-stale-data no`, a command not flagged `stale` (an
-/// `EXEC` with one queued). One relaxed load while it is no replica.
+/// What replication refuses of the kinds `which` ([`refuse`]): a write
+/// on a read-only replica, or on a master short of good replicas
+/// (`min-replicas-to-write`); or, while a replica's link is down with
+/// `replica-serve-stale-data no`, a command not flagged `stale`. An
+/// `EXEC` counts with what it queued. One relaxed load while none of
+/// these is on.
 #[inline]
 fn replica_refusal(state: &ServerState, session: &Session, spec: &CommandSpec, which: u8) -> Option<Vec<u8>> {
-    if state.replication.refusals() & which == 0 {
+    let bits = state.replication.refusals() & which;
+    if bits == 0 {
         return None;
     }
-    replica_refusal_slow(session, spec, which)
+    replica_refusal_slow(session, spec, bits)
 }
 
 #[cold]
-fn replica_refusal_slow(session: &Session, spec: &CommandSpec, which: u8) -> Option<Vec<u8>> {
+fn replica_refusal_slow(session: &Session, spec: &CommandSpec, bits: u8) -> Option<Vec<u8>> {
     let queued = |test: &dyn Fn(&CommandSpec) -> bool| {
         spec.id == id::EXEC && session.multi.as_ref().is_some_and(|m| m.any_queued(test))
     };
-    if which == refuse::WRITES {
+    if bits & refuse::STALE == 0 {
         let writes = |s: &CommandSpec| s.flags.contains(CommandFlags::WRITE);
-        return (writes(spec) || queued(&writes)).then(|| READONLY.to_vec());
+        let msg = if bits & refuse::WRITES != 0 { READONLY } else { NOREPLICAS };
+        return (writes(spec) || queued(&writes)).then(|| msg.to_vec());
     }
     let stale = |s: &CommandSpec| !s.flags.contains(CommandFlags::STALE);
     (stale(spec) || queued(&stale)).then(|| MASTERDOWN.to_vec())
 }
 
+/// Redis's refusal of a write on a master with fewer good replicas than
+/// `min-replicas-to-write`.
+pub(crate) const NOREPLICAS: &[u8] = b"NOREPLICAS Not enough good replicas to write.";
 /// Redis's refusal of a write on a read-only replica.
 pub(crate) const READONLY: &[u8] = b"READONLY You can't write against a read only replica.";
 /// Redis's refusal while the link to the master is down and

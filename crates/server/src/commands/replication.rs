@@ -1,5 +1,5 @@
 //! The commands of replication: `REPLICAOF` (and `SLAVEOF`), which makes
-//! this server a replica or a master again, `ROLE`, and those a replica
+//! this server a replica or a master again, `ROLE`, `WAIT`, and those a replica
 //! sends its master: `REPLCONF`, then `PSYNC` (or `SYNC`, which predates
 //! it and which `redis-cli --replica` and `--rdb` still send).
 //!
@@ -13,8 +13,10 @@ use std::sync::atomic::Ordering;
 
 use kvik_protocol::number::parse_i64;
 
-use super::{Ctx, Outcome, ReplyTarget};
+use super::{Ctx, Outcome, ReplyTarget, Waits};
+use crate::registries::blocking::AckTarget;
 use crate::registries::replication::{LinkState, Upstream, UpstreamState};
+use crate::replication::acks;
 use crate::replication::replica::{self, Runners};
 
 /// What the link to a master runs: the master's commands, and a
@@ -83,7 +85,36 @@ fn role<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     });
 }
 
+/// `WAIT numreplicas timeout`: how many replicas acknowledged every
+/// change made before it, once `numreplicas` have or `timeout`
+/// milliseconds have passed (0: no limit). Inside `EXEC` it answers at
+/// once.
+fn wait<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    if c.state.replication.is_replica() {
+        return c.error(b"ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.");
+    }
+    let Some(wanted) = parse_i64(c.arg(1)) else {
+        return c.error(b"ERR value is not an integer or out of range");
+    };
+    let timeout_ms = match parse_i64(c.arg(2)) {
+        None => return c.error(b"ERR timeout is not an integer or out of range"),
+        Some(ms) if ms < 0 => return c.error(b"ERR timeout is negative"),
+        Some(ms) => ms,
+    };
+    let place = c.state.keyspace.changes_taken();
+    let offset = acks::offset_of(c.state, place);
+    let count = offset.map_or(0, |o| acks::count(c.state, o));
+    if i64::try_from(count).unwrap_or(i64::MAX) >= wanted || c.waits != Waits::Block {
+        return c.reply(|s| s.integer(i64::try_from(count).unwrap_or(i64::MAX)));
+    }
+    let wanted = usize::try_from(wanted).unwrap_or(usize::MAX);
+    let target = AckTarget { place, wanted, offset, count };
+    super::blocked::wait_for_acks(c, target, super::blocked::deadline_after(timeout_ms));
+    acks::request(c.state);
+}
+
 handlers! {
+    WAIT(c) => wait(c),
     REPLICAOF(c) => replicaof(c),
     SLAVEOF(c) => replicaof(c),
     ROLE(c) => role(c),

@@ -468,8 +468,9 @@ fn stop_on_signal(state: &ServerState, reason: StopReason) -> bool {
 
 /// Sample the totals behind `INFO`'s instantaneous rates, ten times a
 /// second, and once a second the memory a reply may take, the clients
-/// whose buffers are to go back ([`crate::housekeeping::idle_trim`]) and whether freed
-/// memory is to go back ([`crate::housekeeping::heap_return`]), for as long as the server
+/// whose buffers are to go back ([`crate::housekeeping::idle_trim`]), whether freed
+/// memory is to go back ([`crate::housekeeping::heap_return`]) and how many replicas
+/// are good ([`crate::replication::update_refusals`]), for as long as the server
 /// accepts clients (never ends).
 async fn sample_rates(state: &ServerState) {
     let mut tick = tokio::time::interval(crate::metrics::instant_metrics::PERIOD);
@@ -484,6 +485,8 @@ async fn sample_rates(state: &ServerState) {
             crate::housekeeping::reply_budget::sample();
             crate::housekeeping::idle_trim::request_trims(&state.clients, Instant::now());
             heap.tick(state.used_memory());
+            // Replicas' acknowledgements age: min-replicas-to-write.
+            crate::replication::update_refusals(state);
         }
         ticks += 1;
     }

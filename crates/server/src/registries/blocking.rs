@@ -23,13 +23,19 @@
 //! per key stored or deleted, and the command path one thread-local read:
 //! no lock, no allocation.
 //!
+//! `WAIT` blocks here too, on no key: its waiter waits for replicas to
+//! acknowledge the stream up to the changes made before it
+//! ([`AckTarget`]), and the replication side serves it
+//! ([`Blocking::serve_acks`]) whenever an acknowledgement comes, a
+//! replica leaves, or the stream grows.
+//!
 //! `EXEC` runs its commands with `Waits::AnswerNow`, so they answer at once;
 //! waiters are served once, after the whole transaction, since serving
 //! follows the client's command (`EXEC`), not the commands it queued. A
 //! blocked RESPB channel holds up only itself (see [`crate::net::mux`]).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -110,7 +116,37 @@ pub struct NewWaiter {
     pub on_delete: bool,
     /// When the wait ends without data; `None`: never.
     pub deadline: Option<Instant>,
+    /// For `WAIT`: the acknowledgements it waits for (then `keys` is empty).
+    pub acks: Option<AckTarget>,
 }
+
+/// What a client in `WAIT` waits for: `wanted` replicas that acknowledged
+/// the stream's `offset`, the one that holds every change up to `place`.
+#[derive(Debug, Clone, Copy)]
+pub struct AckTarget {
+    /// The last place of the changes waited for.
+    pub place: u64,
+    /// How many replicas must acknowledge them.
+    pub wanted: usize,
+    /// The offset that holds them, once the stream does.
+    pub offset: Option<u64>,
+    /// How many replicas acknowledged that offset when last counted.
+    pub count: usize,
+}
+
+/// [`AckTarget`] as a waiter keeps it, counted again as acknowledgements
+/// come.
+#[derive(Debug)]
+struct AckWait {
+    place: u64,
+    wanted: usize,
+    /// [`NO_OFFSET`] until the stream holds `place`.
+    offset: AtomicU64,
+    count: AtomicUsize,
+}
+
+/// [`AckWait::offset`] before the stream holds the place.
+const NO_OFFSET: u64 = u64::MAX;
 
 /// One blocked client: its command, ready to run again, and its wait.
 #[derive(Debug)]
@@ -128,6 +164,7 @@ pub struct Waiter {
     on_delete: bool,
     /// When the wait ends without data; `None`: never.
     pub deadline: Option<Instant>,
+    acks: Option<AckWait>,
     status: Mutex<Status>,
     wake: Notify,
 }
@@ -150,6 +187,11 @@ impl Waiter {
             Status::Waiting | Status::Serving { .. } => return None,
             Status::Done(bytes) => Ended::Reply(std::mem::take(bytes)),
             Status::Cancelled(Cancel::Gone) => Ended::Gone,
+            // WAIT answers a timeout with the replicas that acknowledged.
+            Status::Cancelled(Cancel::Timeout) if self.acks.is_some() => {
+                let count = self.acks.as_ref().map_or(0, |a| a.count.load(Ordering::Acquire));
+                Ended::Reply(self.encode(|s| s.integer(i64::try_from(count).unwrap_or(i64::MAX))))
+            }
             // Every blocking command answers a timeout with a null array,
             // BLMOVE too (its immediate answer inside EXEC is a null bulk).
             Status::Cancelled(Cancel::Timeout) => Ended::Reply(self.encode(|s| s.null_array())),
@@ -207,6 +249,9 @@ pub struct Blocking {
     /// Number of queued waiters, shared with the keyspace, which reports
     /// key creations only while it is non-zero.
     count: Arc<AtomicUsize>,
+    /// Number of waiters in `WAIT`, so that acknowledgements cost nothing
+    /// while there are none.
+    ack_waiting: AtomicUsize,
     registry: Mutex<Registry>,
 }
 
@@ -221,12 +266,14 @@ struct Registry {
     queues: HashMap<Slot, VecDeque<Arc<Waiter>>>,
     /// Each blocked client's waiter, until its connection is done with it.
     by_client: HashMap<u64, Arc<Waiter>>,
+    /// The waiters in `WAIT`, first come first.
+    acks: Vec<Arc<Waiter>>,
 }
 
 impl Blocking {
     /// A registry counting its waiters in `count` (the keyspace's gate).
     pub fn new(count: Arc<AtomicUsize>) -> Self {
-        Blocking { count, registry: Mutex::default() }
+        Blocking { count, ack_waiting: AtomicUsize::new(0), registry: Mutex::default() }
     }
 
     fn lock(&self) -> MutexGuard<'_, Registry> {
@@ -258,6 +305,10 @@ impl Blocking {
         for key in &waiter.keys {
             reg.queues.entry((waiter.db, key.clone())).or_default().push_back(Arc::clone(&waiter));
         }
+        if waiter.acks.is_some() {
+            reg.acks.push(Arc::clone(&waiter));
+            self.ack_waiting.fetch_add(1, Ordering::Relaxed);
+        }
         reg.by_client.insert(waiter.client, waiter);
         self.count.fetch_add(1, Ordering::Relaxed);
     }
@@ -272,6 +323,10 @@ impl Blocking {
                     reg.queues.remove(&slot);
                 }
             }
+        }
+        if waiter.acks.is_some() {
+            reg.acks.retain(|w| !Arc::ptr_eq(w, waiter));
+            self.ack_waiting.fetch_sub(1, Ordering::Relaxed);
         }
         self.count.fetch_sub(1, Ordering::Relaxed);
     }
@@ -355,10 +410,56 @@ impl Blocking {
             keys: w.keys,
             on_delete: w.on_delete,
             deadline: w.deadline,
+            acks: w.acks.map(|a| AckWait {
+                place: a.place,
+                wanted: a.wanted,
+                offset: AtomicU64::new(a.offset.unwrap_or(NO_OFFSET)),
+                count: AtomicUsize::new(a.count),
+            }),
             status: Mutex::new(Status::Waiting),
             wake: Notify::new(),
         };
         self.add(Arc::new(waiter));
+    }
+
+    /// Whether any client is in `WAIT`.
+    pub fn waits_for_acks(&self) -> bool {
+        self.ack_waiting.load(Ordering::Relaxed) > 0
+    }
+
+    /// Count again what the clients in `WAIT` wait for, and answer those
+    /// with enough: `offset_of` gives the stream's offset that holds a
+    /// place (`None`: not yet), `acks` the offsets the online replicas
+    /// acknowledged.
+    pub fn serve_acks(&self, offset_of: impl Fn(u64) -> Option<u64>, acks: &[u64]) {
+        if !self.waits_for_acks() {
+            return;
+        }
+        let mut reg = self.lock();
+        let waiters = reg.acks.clone();
+        for waiter in waiters {
+            let Some(wait) = &waiter.acks else { continue };
+            if !matches!(*waiter.status(), Status::Waiting) {
+                continue;
+            }
+            let mut offset = wait.offset.load(Ordering::Acquire);
+            if offset == NO_OFFSET {
+                match offset_of(wait.place) {
+                    Some(o) => {
+                        offset = o;
+                        wait.offset.store(o, Ordering::Release);
+                    }
+                    None => continue,
+                }
+            }
+            let count = acks.iter().filter(|&&a| a >= offset).count();
+            wait.count.store(count, Ordering::Release);
+            if count >= wait.wanted {
+                self.dequeue(&mut reg, &waiter);
+                let reply = waiter.encode(|s| s.integer(i64::try_from(count).unwrap_or(i64::MAX)));
+                waiter.finish(Status::Done(reply));
+            }
+        }
     }
 
     /// Every key someone waits on, with its database.
@@ -457,9 +558,54 @@ mod tests {
             keys: keys.iter().map(|k| Box::<[u8]>::from(*k)).collect(),
             on_delete: false,
             deadline: None,
+            acks: None,
             status: Mutex::new(Status::Waiting),
             wake: Notify::new(),
         })
+    }
+
+    fn wait_for(blocking: &Blocking, client: u64, wanted: usize) -> Arc<Waiter> {
+        blocking.block(NewWaiter {
+            client,
+            db: 0,
+            encoding: Encoding::Resp(Protocol::Resp2),
+            silent: false,
+            cmd: kvik_protocol::commands::id::WAIT,
+            args: CommandArgs::new(),
+            keys: Vec::new(),
+            on_delete: false,
+            deadline: None,
+            acks: Some(AckTarget { place: 7, wanted, offset: None, count: 0 }),
+        });
+        blocking.waiter(client).expect("blocked")
+    }
+
+    #[test]
+    fn a_wait_ends_when_enough_replicas_acknowledged_its_offset() {
+        let blocking = Blocking::new(Arc::default());
+        let stats = Stats::default();
+        let w = wait_for(&blocking, 1, 2);
+        assert!(blocking.waits_for_acks() && blocking.blocked() == 1);
+        // Not in the stream yet: nothing is counted.
+        blocking.serve_acks(|_| None, &[500, 500]);
+        assert_eq!(blocking.ended(&stats, &w), None);
+        blocking.serve_acks(|place| (place == 7).then_some(100), &[100, 99]);
+        assert_eq!(blocking.ended(&stats, &w), None, "one replica has it");
+        // The offset stays the one first found, as the stream grows.
+        blocking.serve_acks(|_| Some(10_000), &[150, 100]);
+        assert_eq!(blocking.ended(&stats, &w), Some(Ended::Reply(b":2\r\n".to_vec())));
+        assert!(!blocking.waits_for_acks() && blocking.blocked() == 0);
+    }
+
+    #[test]
+    fn a_wait_that_times_out_answers_the_count_so_far() {
+        let blocking = Blocking::new(Arc::default());
+        let stats = Stats::default();
+        let w = wait_for(&blocking, 1, 3);
+        blocking.serve_acks(|_| Some(100), &[100, 50, 120]);
+        assert!(blocking.cancel(&w, Cancel::Timeout));
+        assert_eq!(blocking.ended(&stats, &w), Some(Ended::Reply(b":2\r\n".to_vec())));
+        assert!(!blocking.waits_for_acks());
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //! backlog's first at `offset - backlog.len() + 1`.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
@@ -199,6 +199,25 @@ pub mod refuse {
     pub const WRITES: u8 = 1;
     /// `replica-serve-stale-data no` while the link is down: most commands.
     pub const STALE: u8 = 2;
+    /// A master with fewer good replicas than `min-replicas-to-write`:
+    /// writes.
+    pub const NOREPLICAS: u8 = 4;
+}
+
+/// `min-replicas-to-write` and `min-replicas-max-lag`: a master takes
+/// writes only while `to_write` replicas acknowledged within `max_lag_s`
+/// seconds (off when either is 0).
+#[derive(Debug, Clone, Copy)]
+pub struct MinReplicas {
+    pub to_write: usize,
+    pub max_lag_s: i64,
+}
+
+impl MinReplicas {
+    /// Whether the rule is on.
+    pub fn on(self) -> bool {
+        self.to_write > 0 && self.max_lag_s > 0
+    }
 }
 
 /// The link to the master, while this server is a replica (figures for
@@ -269,8 +288,17 @@ pub struct Replication {
     offset: AtomicU64,
     /// The feed thread runs.
     pub feeding: AtomicBool,
-    /// Places of the order of changes the stream holds: every one before this.
+    /// Places of the order of changes the stream holds: every one up to
+    /// this.
     pub places_done: AtomicU64,
+    /// The stream's end once the feed had appended them, before any
+    /// `PING` or `GETACK` after (stored before `places_done`).
+    pub fed_offset: AtomicU64,
+    /// A client in `WAIT` wants the replicas' offsets: the feed appends
+    /// `REPLCONF GETACK *` next.
+    pub getack_wanted: AtomicBool,
+    /// Good replicas when last counted, for `min-replicas-to-write`.
+    good_replicas: AtomicUsize,
     /// The lowest `cut` of the replicas attaching (`u64::MAX`: none), so
     /// that the feed tests each record against one number.
     lowest_cut: AtomicU64,
@@ -317,6 +345,9 @@ impl Default for Replication {
             offset: AtomicU64::new(0),
             feeding: AtomicBool::new(false),
             places_done: AtomicU64::new(0),
+            fed_offset: AtomicU64::new(0),
+            getack_wanted: AtomicBool::new(false),
+            good_replicas: AtomicUsize::new(0),
             lowest_cut: AtomicU64::new(u64::MAX),
             inner: Mutex::new(Inner::default()),
             syncs_full: AtomicU64::new(0),
@@ -392,7 +423,7 @@ impl Replication {
 
     /// Work the [`refuse`] bits out again from the role, the link and the
     /// settings.
-    pub fn update_refusals(&self, read_only: bool, serve_stale: bool) {
+    pub fn update_refusals(&self, read_only: bool, serve_stale: bool, min: MinReplicas) {
         let mut bits = 0;
         if self.is_replica() {
             if read_only {
@@ -402,7 +433,30 @@ impl Replication {
                 bits |= refuse::STALE;
             }
         }
+        let good = self.good_replicas(min.max_lag_s);
+        self.good_replicas.store(good, Ordering::Relaxed);
+        if min.on() && !self.is_replica() && good < min.to_write {
+            bits |= refuse::NOREPLICAS;
+        }
         self.refusals.store(bits, Ordering::Relaxed);
+    }
+
+    /// Online replicas that acknowledged within `max_lag_s` seconds
+    /// (Redis's "good" replicas; its clock is whole seconds).
+    fn good_replicas(&self, max_lag_s: i64) -> usize {
+        let now_s = crate::keyspace::now_ms() / 1000;
+        let inner = self.lock();
+        inner
+            .placed
+            .iter()
+            .filter(|l| l.state() == LinkState::Online)
+            .filter(|l| now_s - l.ack_time_ms.load(Ordering::Relaxed) / 1000 <= max_lag_s)
+            .count()
+    }
+
+    /// `min_slaves_good_slaves`, as last counted.
+    pub fn good_replicas_counted(&self) -> usize {
+        self.good_replicas.load(Ordering::Relaxed)
     }
 
     /// Become a replica of `upstream` (with the apply gate held): the feed

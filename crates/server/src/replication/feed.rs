@@ -8,7 +8,8 @@
 //! backlog: a replica that reconnects resumes from it. While replicas
 //! have a place in the stream it appends a `PING` every
 //! `repl-ping-replica-period` seconds, as Redis does, so that replicas
-//! see the link alive and their offsets move.
+//! see the link alive and their offsets move, and a `REPLCONF GETACK *`
+//! when a client in `WAIT` asks for the replicas' offsets.
 
 use std::io;
 use std::sync::atomic::Ordering;
@@ -84,6 +85,7 @@ fn round(state: &ServerState, feed: &mut Feed, data: &[u8], index: &mut [Entry])
     let ping_period = Duration::from_secs(u64::try_from(config.int("repl-ping-replica-period")).unwrap_or(10));
     drop(config);
     let repl = &state.replication;
+    let next_before = feed.order.next;
     let mut order = std::mem::take(&mut feed.order);
     order.put(data, index, |seq, record| {
         if repl.placing_before(seq) {
@@ -107,7 +109,12 @@ fn round(state: &ServerState, feed: &mut Feed, data: &[u8], index: &mut [Entry])
     feed.order = order;
     repl.append(&feed.out, backlog_size, limit);
     feed.out.clear();
-    repl.places_done.store(feed.order.next - 1, Ordering::Release);
+    if feed.order.next != next_before {
+        // The end of the last change: what the feed appends of its own
+        // afterwards (PING, GETACK) is no part of any change.
+        repl.fed_offset.store(repl.offset(), Ordering::Release);
+        repl.places_done.store(feed.order.next - 1, Ordering::Release);
+    }
     if repl.placing_before(feed.order.next) {
         repl.reached(feed.order.next);
     }
@@ -120,6 +127,12 @@ fn round(state: &ServerState, feed: &mut Feed, data: &[u8], index: &mut [Entry])
         feed.out.clear();
         feed.last_ping = Instant::now();
     }
+    if repl.getack_wanted.swap(false, Ordering::AcqRel) && repl.streaming() && !repl.is_replica() {
+        kvik_persist::aof::commands::put(&mut feed.out, &[b"REPLCONF", b"GETACK", b"*"]);
+        repl.append(&feed.out, backlog_size, limit);
+        feed.out.clear();
+    }
+    super::acks::serve(state);
 }
 
 /// Append one record's operations to `out`, each after the `SELECT` of

@@ -66,6 +66,8 @@ where
 {
     let served = sync(stream, state, &link, &ask, stop).await;
     state.replication.detach(&link);
+    super::update_refusals(state);
+    super::acks::serve(state);
     if let Err(e) = &served {
         crate::log!(Notice, "Connection with replica {}:{} lost: {e}", link.ip, link.port);
     }
@@ -121,6 +123,7 @@ where
         if !ask.rdb_only && u64::try_from(*offset).is_ok_and(continues) {
             repl.syncs_partial_ok.fetch_add(1, Ordering::Relaxed);
             link.set_state(LinkState::Online);
+            super::update_refusals(state);
             let reply = if ask.psync2 { format!("+CONTINUE {}\r\n", repl.replid()) } else { "+CONTINUE\r\n".into() };
             crate::log!(Notice, "Partial resynchronization request from {who} accepted, from offset {offset}.");
             write(stream, reply.as_bytes(), stop).await?;
@@ -162,6 +165,7 @@ where
     }
     link.set_state(LinkState::Online);
     link.acked(0);
+    super::update_refusals(state);
     stream_to(stream, state, link, ask.psync.is_some(), stop).await
 }
 
@@ -304,6 +308,7 @@ where
             // Acknowledgements that came meanwhile, without waiting.
             while let Some(n) = try_read(stream, &mut chunk).await? {
                 take_input(link, &mut input, &chunk[..n])?;
+                super::acks::serve(state);
             }
             continue;
         }
@@ -311,7 +316,10 @@ where
             () = &mut woken => {}
             r = stream.read(&mut chunk) => match r? {
                 0 => return Ok(()),
-                n => take_input(link, &mut input, &chunk[..n])?,
+                n => {
+                    take_input(link, &mut input, &chunk[..n])?;
+                    super::acks::serve(state);
+                }
             },
             () = tokio::time::sleep(TICK) => {}
             () = &mut *stop => return Err(io::Error::other("stopped")),

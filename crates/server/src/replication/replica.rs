@@ -90,7 +90,7 @@ pub fn follow(state: &Arc<ServerState>, upstream: Upstream, runners: Runners) ->
     drop(gate);
     state.update_config(|c| c.set_replicaof(Some((&upstream.host, upstream.port))));
     crate::keyspace::keep_expired_keys(true);
-    update_refusals(state);
+    super::update_refusals(state);
     crate::log!(Notice, "Connecting to MASTER {}:{}", upstream.host, upstream.port);
     let weak = Arc::downgrade(state);
     std::thread::Builder::new()
@@ -115,22 +115,12 @@ pub fn promote(state: &Arc<ServerState>) -> io::Result<()> {
     drop(gate);
     state.update_config(|c| c.set_replicaof(None));
     crate::keyspace::keep_expired_keys(false);
-    update_refusals(state);
+    super::update_refusals(state);
     crate::log!(Notice, "MASTER MODE enabled (user request from a client)");
     if repl.active() {
         super::feed::ensure_running(state)?;
     }
     Ok(())
-}
-
-/// Work out again what a replica refuses (`replica-read-only`,
-/// `replica-serve-stale-data`), after a change of role, link or setting.
-pub fn update_refusals(state: &ServerState) {
-    let config = state.config();
-    let (read_only, serve_stale) =
-        (config.get("replica-read-only") == "yes", config.get("replica-serve-stale-data") == "yes");
-    drop(config);
-    state.replication.update_refusals(read_only, serve_stale);
 }
 
 /// The link's thread: connect, synchronize, apply, and again after every
@@ -150,7 +140,7 @@ fn run(state: &Weak<ServerState>, upstream: &Upstream, generation: u64, runners:
                 repl.link.down_since_ms.store(crate::keyspace::now_ms(), Ordering::Relaxed);
             }
             repl.link.set_state(UpstreamState::Connect);
-            update_refusals(&strong);
+            super::update_refusals(&strong);
         }
         *repl.link.socket.lock().unwrap_or_else(|p| p.into_inner()) = None;
         // A transaction the link was inside comes again, whole.
@@ -414,8 +404,9 @@ fn stream_from(state: &ServerState, conn: &mut Conn, apply: Apply, session: &mut
     let repl = &state.replication;
     repl.link.set_state(UpstreamState::Connected);
     repl.link.down_since_ms.store(0, Ordering::Relaxed);
-    repl.link.read_offset.store(repl.offset(), Ordering::Relaxed);
-    update_refusals(state);
+    // What the handshake read past its last reply is the stream's start.
+    repl.link.read_offset.store(repl.offset() + conn.input.len() as u64, Ordering::Relaxed);
+    super::update_refusals(state);
     let timeout = repl_timeout(state);
     let mut applied = 0usize;
     let mut last_ack = Instant::now();

@@ -222,12 +222,15 @@ impl Rules {
 }
 
 /// What refuses a script with `flags` before it runs, as a command with
-/// those flags: MISCONF and READONLY for one that may write, MASTERDOWN
-/// for one without `allow-stale`.
+/// those flags: MISCONF, NOREPLICAS and READONLY for one that may write,
+/// MASTERDOWN for one without `allow-stale`.
 fn refused_before_run(state: &ServerState, flags: shebang::Flags) -> Result<(), Vec<u8>> {
     if !flags.no_writes {
         if let Some(msg) = crate::persistence::writes_refused(state) {
             return Err(msg);
+        }
+        if state.replication.refusals() & refuse::NOREPLICAS != 0 {
+            return Err(super::NOREPLICAS.to_vec());
         }
         if state.replication.refusals() & refuse::WRITES != 0 {
             return Err(super::READONLY.to_vec());
