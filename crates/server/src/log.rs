@@ -7,7 +7,7 @@
 //! 4711:M 01 Dec 2026 19:59:28.123 * Ready to accept connections tcp
 //! ```
 //!
-//! the process id, the role (`M`: kvik is always a master), the local time
+//! the process id, the role (`M` master, `S` replica), the local time
 //! to the millisecond, the level's mark (`.` debug, `-` verbose, `*`
 //! notice, `#` warning) and the message. `loglevel` drops what is below it;
 //! `logfile` names a file to append to (empty: standard output, which
@@ -155,7 +155,8 @@ pub fn enabled(level: Level) -> bool {
 pub fn write(level: Level, message: fmt::Arguments<'_>) {
     let now_ms = crate::keyspace::now_ms();
     let text = message.to_string();
-    let line = format!("{}:M {} {} {}\n", std::process::id(), timestamp(now_ms), level.mark(), text);
+    let role = if AS_REPLICA.load(std::sync::atomic::Ordering::Relaxed) { 'S' } else { 'M' };
+    let line = format!("{}:{role} {} {} {}\n", std::process::id(), timestamp(now_ms), level.mark(), text);
     let mut sink = SINK.lock().unwrap_or_else(|e| e.into_inner());
     match sink.as_mut().and_then(|s| s.file.as_mut()) {
         Some(file) => {
@@ -245,6 +246,14 @@ fn civil_from_days(days: i64) -> (i64, usize, i64) {
     let month = if month_from_march < 10 { month_from_march + 3 } else { month_from_march - 9 };
     let year = year_of_era + era * 400 + i64::from(month <= 2);
     (year, month as usize, day)
+}
+
+/// Whether lines say `S`: the server is a replica.
+static AS_REPLICA: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The role the lines name from now on (`REPLICAOF`, a promotion).
+pub fn set_replica(replica: bool) {
+    AS_REPLICA.store(replica, std::sync::atomic::Ordering::Relaxed);
 }
 
 #[cfg(test)]

@@ -295,7 +295,9 @@ fn a_replica_answers_as_a_redis_replica_does() {
     let master = start_kvik();
     let mut m = connect(master.port);
     call_text(&mut m, &["SET", "k", "v"]);
-    let replica = start_kvik();
+    let logs = ScratchDir::new("repl-log");
+    let log = logs.path().join("kvik.log");
+    let replica = start_kvik_with(&["--logfile", &log.display().to_string()]);
     let mut k = connect(replica.port);
     let port = master.port.to_string();
     assert_eq!(call_text(&mut k, &["REPLICAOF", "127.0.0.1", "70000"]), b"-ERR Invalid master port\r\n");
@@ -389,6 +391,13 @@ fn a_replica_answers_as_a_redis_replica_does() {
     assert_eq!(call_text(&mut k, &["REPLICAOF", "NO", "ONE"]), b"+OK\r\n");
     assert_eq!(call_text(&mut k, &["GET", "k"]), b"$1\r\nv\r\n");
     assert!(call_text(&mut k, &["ROLE"]).starts_with(b"*3\r\n$6\r\nmaster\r\n"));
+    // The log names the role, as Redis's does: S while a replica.
+    let text = std::fs::read_to_string(&log).expect("the log");
+    let role_of = |what: &str| {
+        text.lines().find(|l| l.contains(what)).and_then(|l| l.split(' ').next()).map(|p| p.ends_with(":S"))
+    };
+    assert_eq!(role_of("MASTER <-> REPLICA sync started"), Some(true), "{text}");
+    assert_eq!(role_of("MASTER MODE enabled"), Some(false), "{text}");
 }
 
 #[test]

@@ -464,6 +464,7 @@ impl Replication {
     pub fn follow(&self, upstream: Upstream) -> u64 {
         *self.upstream.lock().unwrap_or_else(|p| p.into_inner()) = Some(upstream);
         self.stream_from_place.store(u64::MAX, Ordering::Release);
+        crate::log::set_replica(true);
         self.link.set_state(UpstreamState::Connect);
         self.link.down_since_ms.store(0, Ordering::Relaxed);
         let generation = self.link.generation.fetch_add(1, Ordering::AcqRel) + 1;
@@ -477,6 +478,7 @@ impl Replication {
     /// and goes on with this server's own changes from `next_place`.
     pub fn promote(&self, next_place: u64) {
         *self.upstream.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        crate::log::set_replica(false);
         self.link.generation.fetch_add(1, Ordering::AcqRel);
         self.link.cut();
         self.link.set_state(UpstreamState::Connect);
