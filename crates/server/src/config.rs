@@ -1151,11 +1151,13 @@ impl Config {
             }
             match name.as_deref().filter(|n| !n.starts_with('#')).and_then(find_option) {
                 Some(index) => {
-                    if !written[index] {
-                        written[index] = true;
+                    // A master's file loses its `replicaof` line, as Redis's does.
+                    let gone = matches!(OPTIONS[index].kind, Kind::Replicaof) && self.replicaof().is_none();
+                    if !written[index] && !gone {
                         out.push_str(&self.config_line(index));
                         out.push('\n');
                     }
+                    written[index] = true;
                 }
                 None => {
                     out.push_str(line);

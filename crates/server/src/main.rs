@@ -43,6 +43,9 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // Made absolute before `dir` becomes the working directory, so that
+    // CONFIG REWRITE finds the file a relative path named.
+    let file = file.map(|f| std::path::absolute(&f).unwrap_or(f));
     if let Err(e) = config.enter_dir() {
         eprintln!("kvik-server: {e}");
         return ExitCode::from(1);

@@ -478,3 +478,36 @@ fn min_replicas_to_write_refuses_writes_without_good_replicas() {
     assert_eq!(call_text(&mut m, &["SET", "k", "w"]), b"+OK\r\n", "a lag of 0 turns the rule off");
     assert!(!info(master.port, "replication").contains("min_slaves_good_slaves"));
 }
+
+/// What Sentinel relies on after it moves a master: CONFIG REWRITE keeps
+/// the role in the file, `replicaof` while a replica and no line once
+/// promoted, as Redis's rewrite does.
+#[test]
+fn config_rewrite_keeps_the_role() {
+    let master = start_kvik();
+    let dir = ScratchDir::new("repl-rewrite");
+    let file = dir.path().join("kvik.conf");
+    std::fs::write(&file, format!("replicaof 127.0.0.1 {}\n", master.port)).expect("config");
+    // The file comes first, so not through start_kvik_with.
+    let args = [file.display().to_string(), "--bind".into(), "127.0.0.1".into(), "--port".into(), "{port}".into()];
+    let bin = env!("CARGO_BIN_EXE_kvik-server");
+    let replica = kvik_testkit::start(
+        "kvik",
+        bin.into(),
+        args.into_iter()
+            .chain(["--save".into(), String::new(), "--dir".into(), dir.path().display().to_string()])
+            .collect(),
+    );
+    wait_for("the link", 30, || link_up(replica.port));
+    let mut k = connect(replica.port);
+    let other = free_port().to_string();
+    assert_eq!(call_text(&mut k, &["REPLICAOF", "127.0.0.1", &other]), b"+OK\r\n");
+    assert_eq!(call_text(&mut k, &["CONFIG", "REWRITE"]), b"+OK\r\n");
+    let text = std::fs::read_to_string(&file).expect("read");
+    assert_eq!(text.matches("replicaof").count(), 1, "{text}");
+    assert!(text.contains(&format!("replicaof 127.0.0.1 {other}\n")), "{text}");
+    assert_eq!(call_text(&mut k, &["REPLICAOF", "NO", "ONE"]), b"+OK\r\n");
+    assert_eq!(call_text(&mut k, &["CONFIG", "REWRITE"]), b"+OK\r\n");
+    let text = std::fs::read_to_string(&file).expect("read");
+    assert!(!text.contains("replicaof"), "{text}");
+}
