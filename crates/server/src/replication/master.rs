@@ -205,6 +205,9 @@ where
             Ok(()) => {
                 if !replica {
                     super::feed::ensure_running(state)?;
+                    // The replica's place comes from the feed's next round:
+                    // now, not after its idle wait.
+                    state.journal.wake_feed();
                 }
                 return Ok(done_before);
             }
