@@ -34,13 +34,17 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_report import Client, encode, free_port, load_keys, wait_ready  # noqa: E402
+import bgsave  # noqa: E402
+from server_report import Client, free_port, load_keys, wait_ready  # noqa: E402
 
 PAIRS = [("kvik", "redis"), ("redis", "redis"), ("redis", "kvik")]
 
 
-class Server:
-    def __init__(self, name, kvik_bin, directory, threads, extra=()):
+class Server(bgsave.Server):
+    """bgsave.py's server (its INFO and stop), started with the options of
+    a replication run: redis-server's diskless sync without its delay."""
+
+    def __init__(self, name, kvik_bin, directory, threads):
         self.name, self.dir = name, directory
         self.port = free_port()
         self.log = os.path.join(directory, "server.log")
@@ -49,33 +53,13 @@ class Server:
         else:
             args = ["redis-server", "--bind", "127.0.0.1", "--port", str(self.port), "--daemonize", "no"]
             args += ["--repl-diskless-sync-delay", "0"]
-        args += ["--save", "", "--appendonly", "no", "--dir", directory, "--logfile", self.log, *extra]
+        args += ["--save", "", "--appendonly", "no", "--dir", directory, "--logfile", self.log]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if not wait_ready(self.port, 60):
             self.proc.kill()
             raise RuntimeError("%s did not start in %s" % (name, directory))
+        self.pid = self.proc.pid
         self.client = Client(self.port, timeout=600)
-
-    def info(self, section):
-        reply = self.client.call("INFO", section)
-        out = {}
-        for line in reply.decode(errors="replace").splitlines():
-            if ":" in line and not line.startswith("#"):
-                k, v = line.split(":", 1)
-                out[k] = v.strip()
-        return out
-
-    def stop(self):
-        try:
-            self.client.sock.sendall(encode(("SHUTDOWN", "NOSAVE")))
-            self.client.close()
-        except OSError:
-            pass
-        try:
-            self.proc.wait(60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 def sync_seconds(master, replica_name, kvik_bin, threads, keys, scratch, timeout):

@@ -62,6 +62,20 @@ pub fn wait<T: ReplyTarget>(c: &mut Ctx<'_, T>, wait: Wait<'_>) {
     // Blocking commands have no subcommands: the name says which it is.
     let Some(cmd) = kvik_protocol::commands::lookup(c.req.arg(0)).map(|spec| spec.id) else { return };
     let args = wait.args.unwrap_or_else(|| copy_args(&c.req));
+    let keys = wait.keys.iter().map(|k| Box::<[u8]>::from(*k)).collect();
+    block(c, cmd, args, keys, wait.on_delete, wait.deadline, None);
+}
+
+/// Register the client's waiter and mark it blocked.
+fn block<T: ReplyTarget>(
+    c: &mut Ctx<'_, T>,
+    cmd: kvik_protocol::commands::CommandId,
+    args: CommandArgs,
+    keys: Vec<Box<[u8]>>,
+    on_delete: bool,
+    deadline: Option<Instant>,
+    acks: Option<AckTarget>,
+) {
     let session = &*c.session;
     c.state.blocking.block(NewWaiter {
         client: session.id,
@@ -70,10 +84,10 @@ pub fn wait<T: ReplyTarget>(c: &mut Ctx<'_, T>, wait: Wait<'_>) {
         silent: session.reply_mode == crate::client::session::ReplyMode::Off || session.skip_this,
         cmd,
         args,
-        keys: wait.keys.iter().map(|k| Box::<[u8]>::from(*k)).collect(),
-        on_delete: wait.on_delete,
-        deadline: wait.deadline,
-        acks: None,
+        keys,
+        on_delete,
+        deadline,
+        acks,
     });
     c.outcome = Outcome::Block;
 }
@@ -82,20 +96,7 @@ pub fn wait<T: ReplyTarget>(c: &mut Ctx<'_, T>, wait: Wait<'_>) {
 /// (`c.outcome` becomes [`Outcome::Block`]). The caller answers at once
 /// when it may not block.
 pub fn wait_for_acks<T: ReplyTarget>(c: &mut Ctx<'_, T>, target: AckTarget, deadline: Option<Instant>) {
-    let session = &*c.session;
-    c.state.blocking.block(NewWaiter {
-        client: session.id,
-        db: session.db,
-        encoding: c.target.encoding(session),
-        silent: session.reply_mode == crate::client::session::ReplyMode::Off || session.skip_this,
-        cmd: kvik_protocol::commands::id::WAIT,
-        args: CommandArgs::new(),
-        keys: Vec::new(),
-        on_delete: false,
-        deadline,
-        acks: Some(target),
-    });
-    c.outcome = Outcome::Block;
+    block(c, kvik_protocol::commands::id::WAIT, CommandArgs::new(), Vec::new(), false, deadline, Some(target));
 }
 
 /// An owned copy of the request's arguments.
