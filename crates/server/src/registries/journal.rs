@@ -64,6 +64,9 @@ pub struct Queue {
     pub index: Vec<Entry>,
     /// The consumer sleeps on the condition variable.
     consumer_waiting: bool,
+    /// A wake came while the consumer was not waiting: its next take
+    /// does not wait.
+    wake_pending: bool,
 }
 
 /// The bit of [`Journal::consumers`] for the append-only file's writer.
@@ -129,20 +132,23 @@ impl Consumer {
         data.clear();
         index.clear();
         let mut queue = self.lock();
-        if queue.index.is_empty() && on() && !wait.is_zero() {
+        if queue.index.is_empty() && !std::mem::take(&mut queue.wake_pending) && on() && !wait.is_zero() {
             queue.consumer_waiting = true;
             queue = match self.arrived.wait_timeout(queue, wait) {
                 Ok((q, _)) => q,
                 Err(poisoned) => poisoned.into_inner().0,
             };
             queue.consumer_waiting = false;
+            queue.wake_pending = false;
         }
         std::mem::swap(&mut queue.data, data);
         std::mem::swap(&mut queue.index, index);
     }
 
     fn wake(&self) {
-        let _guard = self.lock();
+        let mut queue = self.lock();
+        queue.wake_pending = true;
+        drop(queue);
         self.arrived.notify_all();
     }
 }
