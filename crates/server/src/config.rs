@@ -347,7 +347,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     // Of replication: the master's side is kvik's; the rest is for when
     // kvik is a replica.
     opt("repl-backlog-size", mem(1, LONG_MAX), "1048576", Runtime),
-    knob("repl-backlog-ttl", int(0, INT_MAX), "3600", Runtime),
+    opt("repl-backlog-ttl", int(0, INT_MAX), "3600", Runtime),
     knob("repl-disable-tcp-nodelay", BOOL, "no", Runtime),
     opt("repl-diskless-load", Kind::Enum(&["disabled", "on-empty-db", "swapdb"]), "disabled", Runtime),
     knob("repl-diskless-sync", BOOL, "yes", Runtime),

@@ -511,3 +511,40 @@ fn config_rewrite_keeps_the_role() {
     let text = std::fs::read_to_string(&file).expect("read");
     assert!(!text.contains("replicaof"), "{text}");
 }
+
+/// `repl-backlog-ttl`: a master without replicas for that long frees its
+/// backlog and takes a new replication id, so a replica that comes back
+/// syncs in full; while one is attached the backlog stays.
+#[test]
+fn an_idle_backlog_goes_after_its_ttl() {
+    let master = start_kvik_with(&["--repl-backlog-ttl", "1"]);
+    let mut m = connect(master.port);
+    call_text(&mut m, &["SET", "k", "v"]);
+    let replica = start_kvik_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    wait_for("the link", 30, || link_up(replica.port));
+    let before = info(master.port, "replication");
+    assert_eq!(info_value(&before, "repl_backlog_active"), "1");
+    thread::sleep(Duration::from_millis(2500));
+    assert_eq!(info_value(&info(master.port, "replication"), "repl_backlog_active"), "1", "a replica is attached");
+    // To a master that is not there: the replica keeps the stream's id
+    // and offset, so that coming back would continue, but for the TTL.
+    let mut r = connect(replica.port);
+    let nowhere = free_port().to_string();
+    assert_eq!(call_text(&mut r, &["REPLICAOF", "127.0.0.1", &nowhere]), b"+OK\r\n");
+    wait_for("the backlog to go", 10, || {
+        info_value(&info(master.port, "replication"), "repl_backlog_active") == "0"
+    });
+    let after = info(master.port, "replication");
+    assert_ne!(info_value(&after, "master_replid"), info_value(&before, "master_replid"));
+    assert_eq!(info_value(&after, "repl_backlog_histlen"), "0");
+    assert_eq!(info_value(&after, "master_replid2"), "0000000000000000000000000000000000000000");
+    let offset = info_value(&after, "master_repl_offset");
+    call_text(&mut m, &["SET", "k", "w"]);
+    assert_eq!(info_value(&info(master.port, "replication"), "master_repl_offset"), offset, "no backlog, no offset");
+    let full_before = stat(master.port, "sync_full");
+    assert_eq!(call_text(&mut r, &["REPLICAOF", "127.0.0.1", &master.port.to_string()]), b"+OK\r\n");
+    wait_for("the link again", 30, || link_up(replica.port));
+    assert_eq!(call_text(&mut r, &["GET", "k"]), b"$1\r\nw\r\n");
+    let full: u64 = stat(master.port, "sync_full").parse().expect("count");
+    assert_eq!(full, full_before.parse::<u64>().expect("count") + 1, "a full resync: the old id is gone");
+}

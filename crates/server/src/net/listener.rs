@@ -470,7 +470,8 @@ fn stop_on_signal(state: &ServerState, reason: StopReason) -> bool {
 /// second, and once a second the memory a reply may take, the clients
 /// whose buffers are to go back ([`crate::housekeeping::idle_trim`]), whether freed
 /// memory is to go back ([`crate::housekeeping::heap_return`]) and how many replicas
-/// are good ([`crate::replication::update_refusals`]), for as long as the server
+/// are good ([`crate::replication::update_refusals`]) and whether an idle
+/// backlog goes ([`crate::replication::free_idle_backlog`]), for as long as the server
 /// accepts clients (never ends).
 async fn sample_rates(state: &ServerState) {
     let mut tick = tokio::time::interval(crate::metrics::instant_metrics::PERIOD);
@@ -487,6 +488,7 @@ async fn sample_rates(state: &ServerState) {
             heap.tick(state.used_memory());
             // Replicas' acknowledgements age: min-replicas-to-write.
             crate::replication::update_refusals(state);
+            crate::replication::free_idle_backlog(state);
         }
         ticks += 1;
     }

@@ -321,8 +321,12 @@ pub type SnapshotOutcome = Result<Arc<std::fs::File>, String>;
 struct Inner {
     /// The stream's last bytes.
     backlog: VecDeque<u8>,
-    /// The backlog exists (`repl_backlog_active`): since the first replica.
+    /// The backlog exists (`repl_backlog_active`): since the first replica,
+    /// until `repl-backlog-ttl` seconds without one free it.
     active: bool,
+    /// When the last replica left (Unix ms; 0 while there are replicas, or
+    /// never were).
+    no_replicas_since_ms: i64,
     /// Replicas with a place in the stream.
     placed: Vec<Arc<Link>>,
     /// Replicas whose snapshot's moment the feed has not reached yet: each
@@ -533,6 +537,7 @@ impl Replication {
     pub fn place_at_end(&self, link: &Arc<Link>) {
         let mut inner = self.lock();
         inner.active = true;
+        inner.no_replicas_since_ms = 0;
         link.sent.store(self.offset(), Ordering::Release);
         link.wake.notify_one();
         inner.placed.push(Arc::clone(link));
@@ -553,6 +558,7 @@ impl Replication {
     pub fn attach(&self, cut: u64, link: Arc<Link>) {
         let mut inner = self.lock();
         inner.active = true;
+        inner.no_replicas_since_ms = 0;
         inner.attaching.push((cut, link));
         self.lowest_cut.fetch_min(cut, Ordering::AcqRel);
     }
@@ -624,6 +630,10 @@ impl Replication {
             return;
         }
         let mut inner = self.lock();
+        if !inner.active {
+            // No backlog, no replica: nothing keeps the bytes.
+            return;
+        }
         inner.backlog.extend(bytes);
         let end = self.offset.fetch_add(bytes.len() as u64, Ordering::AcqRel) + bytes.len() as u64;
         let now_ms = crate::keyspace::now_ms();
@@ -695,7 +705,33 @@ impl Replication {
         let mut inner = self.lock();
         inner.placed.retain(|l| !Arc::ptr_eq(l, link));
         inner.attaching.retain(|(_, l)| !Arc::ptr_eq(l, link));
+        if inner.placed.is_empty() && inner.attaching.is_empty() {
+            inner.no_replicas_since_ms = crate::keyspace::now_ms();
+        }
         self.update_lowest_cut(&inner);
+    }
+
+    /// A master's backlog goes once it has had no replica for `ttl_s`
+    /// seconds (`repl-backlog-ttl`; 0: never), and the stream takes a new
+    /// id, as Redis does: without a backlog the offset stands still, so
+    /// the old id at a later offset would name other bytes. A replica keeps
+    /// its backlog, to serve partial resyncs if it is promoted. Returns
+    /// whether it went now.
+    pub fn free_idle_backlog(&self, ttl_s: i64, now_ms: i64) -> bool {
+        let mut inner = self.lock();
+        let idle = inner.placed.is_empty() && inner.attaching.is_empty() && inner.no_replicas_since_ms > 0;
+        if ttl_s <= 0 || !inner.active || !idle || self.is_replica() {
+            return false;
+        }
+        if now_ms - inner.no_replicas_since_ms <= ttl_s.saturating_mul(1000) {
+            return false;
+        }
+        inner.active = false;
+        inner.backlog = VecDeque::new();
+        drop(inner);
+        let mut ids = self.ids.lock().unwrap_or_else(|p| p.into_inner());
+        *ids = Ids { replid: hex_id(), replid2: NO_ID.into(), second_offset: -1 };
+        true
     }
 
     /// Every replica, placed or attaching, in the order they came.
@@ -796,5 +832,28 @@ mod tests {
         assert!(a.dropped());
         assert_eq!(r.backlog().histlen, 2);
         assert!(r.replicas().is_empty());
+    }
+
+    #[test]
+    fn the_backlog_goes_after_its_ttl_without_replicas_and_the_id_changes() {
+        let r = Replication::default();
+        let a = link(1);
+        r.attach(0, Arc::clone(&a));
+        r.reached(1);
+        let limit = OutputLimit::default();
+        r.append(b"abc", 100, limit);
+        let id = r.replid();
+        assert!(!r.free_idle_backlog(1, i64::MAX), "a replica is attached");
+        r.detach(&a);
+        let left_ms = crate::keyspace::now_ms();
+        assert!(!r.free_idle_backlog(0, i64::MAX), "ttl 0 keeps it");
+        assert!(!r.free_idle_backlog(10, left_ms + 10_000), "not yet");
+        assert!(r.free_idle_backlog(10, left_ms + 10_001));
+        let b = r.backlog();
+        assert!(!b.active && b.histlen == 0);
+        assert_ne!(r.replid(), id);
+        assert!(!r.continues(id.as_bytes(), 1), "the old id no longer continues");
+        r.append(b"def", 100, limit);
+        assert_eq!(r.offset(), 3, "the offset stands still without a backlog");
     }
 }

@@ -33,3 +33,12 @@ pub fn update_refusals(state: &ServerState) {
     drop(config);
     state.replication.update_refusals(read_only, serve_stale, min);
 }
+
+/// Once a second: a master without replicas for `repl-backlog-ttl`
+/// seconds lets its backlog go.
+pub fn free_idle_backlog(state: &ServerState) {
+    let ttl_s = state.config().int("repl-backlog-ttl");
+    if state.replication.free_idle_backlog(ttl_s, crate::keyspace::now_ms()) {
+        crate::log!(Notice, "Replication backlog freed after {ttl_s} seconds without connected replicas.");
+    }
+}
