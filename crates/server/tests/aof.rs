@@ -695,7 +695,10 @@ fn a_file_that_cannot_be_written_refuses_writes_or_stops_the_server() {
         "after {acked} writes: {}",
         String::from_utf8_lossy(&refusal)
     );
-    assert!((100..400).contains(&acked), "{acked} writes of 1 KiB acknowledged under a 256 KiB cap");
+    // everysec acknowledges a write before the file has it, so how many
+    // get through before the first failed write is seen depends on how
+    // busy the machine is: some hundreds past the cap on a loaded one.
+    assert!((100..2000).contains(&acked), "{acked} writes of 1 KiB acknowledged under a 256 KiB cap");
     let ping = call_text(&mut k, &["PING"]);
     assert!(ping.starts_with(b"-MISCONF Errors writing to the AOF file"), "{}", String::from_utf8_lossy(&ping));
     assert_eq!(call_text(&mut k, &["EXISTS", "k0"]), b":1\r\n", "reads are served");

@@ -548,3 +548,164 @@ fn an_idle_backlog_goes_after_its_ttl() {
     let full: u64 = stat(master.port, "sync_full").parse().expect("count");
     assert_eq!(full, full_before.parse::<u64>().expect("count") + 1, "a full resync: the old id is gone");
 }
+
+/// Clients that `INCR` a counter of their own on `port`, one request at a
+/// time, until a reply is not a number (`-READONLY` once the server is a
+/// replica). Each returns its key and the last value it was told.
+fn counters(port: u16, clients: usize) -> Vec<thread::JoinHandle<(String, i64)>> {
+    (0..clients)
+        .map(|i| {
+            thread::spawn(move || {
+                let key = format!("counter:{i}");
+                let mut s = connect(port);
+                let mut last = 0;
+                loop {
+                    let reply = call_text(&mut s, &["INCR", &key]);
+                    match std::str::from_utf8(&reply).ok().and_then(|r| r.strip_prefix(':')?.trim().parse().ok()) {
+                        Some(n) => last = n,
+                        None => {
+                            assert!(reply.starts_with(b"-READONLY"), "{}", String::from_utf8_lossy(&reply));
+                            return (key, last);
+                        }
+                    }
+                }
+            })
+        })
+        .collect()
+}
+
+fn role_of(port: u16) -> String {
+    info_value(&info(port, "replication"), "role").to_string()
+}
+
+/// `FAILOVER TO` under a write load: the replica named becomes the master
+/// with every write the old master acknowledged and none it refused; the
+/// old master follows it from its own offset (no full sync), and so does
+/// the other replica, through it.
+#[test]
+fn failover_hands_over_to_a_kvik_replica_without_losing_a_write() {
+    let master = start_kvik_with(&["--threads", "4"]);
+    let mport = master.port.to_string();
+    let (r1, r2) = (
+        start_kvik_with(&["--replicaof", "127.0.0.1", &mport]),
+        start_kvik_with(&["--replicaof", "127.0.0.1", &mport]),
+    );
+    wait_for("both links", 30, || link_up(r1.port) && link_up(r2.port));
+    let mut m = connect(master.port);
+    let mut r = connect(r1.port);
+    assert_eq!(call_text(&mut r, &["FAILOVER"]), b"-ERR FAILOVER is not valid when server is a replica.\r\n");
+    let refusals: [(&[&str], &[u8]); 6] = [
+        (&["FAILOVER", "ABORT"], b"-ERR No failover in progress.\r\n"),
+        (&["FAILOVER", "TIMEOUT", "0"], b"-ERR FAILOVER timeout must be greater than 0\r\n"),
+        (&["FAILOVER", "TIMEOUT", "x"], b"-ERR value is not an integer or out of range\r\n"),
+        (&["FAILOVER", "FORCE"], b"-ERR FAILOVER with force option requires both a timeout and target HOST and IP.\r\n"),
+        (&["FAILOVER", "TO", "127.0.0.1", "1"], b"-ERR FAILOVER target HOST and PORT is not a replica.\r\n"),
+        (&["FAILOVER", "ABORT", "TIMEOUT", "5"], b"-ERR syntax error\r\n"),
+    ];
+    for (args, want) in refusals {
+        assert_eq!(call_text(&mut m, args), want, "{args:?}");
+    }
+    assert_eq!(info_value(&info(master.port, "replication"), "master_failover_state"), "no-failover");
+
+    let clients = counters(master.port, 4);
+    thread::sleep(Duration::from_millis(500));
+    let r1port = r1.port.to_string();
+    assert_eq!(call_text(&mut m, &["FAILOVER", "TO", "127.0.0.1", &r1port, "TIMEOUT", "20000"]), b"+OK\r\n");
+    let told: Vec<(String, i64)> = clients.into_iter().map(|c| c.join().expect("client")).collect();
+    wait_for("the roles to swap", 30, || role_of(r1.port) == "master" && link_up(master.port));
+    let m_info = info(master.port, "replication");
+    assert_eq!(info_value(&m_info, "master_failover_state"), "no-failover");
+    assert_eq!(info_value(&m_info, "master_port"), r1port);
+    for (key, last) in &told {
+        assert!(*last > 0, "{key} was written");
+        let want = format!(":{last}\r\n");
+        let got = call_text(&mut r, &["INCRBY", key, "0"]);
+        assert_eq!(String::from_utf8_lossy(&got), want, "the new master has every acknowledged write of {key}");
+    }
+    assert_eq!(stat(r1.port, "sync_full"), "0", "the old master continued from its offset");
+    assert_eq!(stat(r1.port, "sync_partial_ok"), "1");
+    wait_for("the old master to catch up", 30, || offset(master.port) == offset(r1.port));
+    wait_for("the other replica to catch up", 30, || offset(r2.port) == offset(r1.port));
+    let mut r2c = connect(r2.port);
+    for (key, last) in &told {
+        assert_eq!(call_text(&mut m, &["GET", key]), format!("${}\r\n{last}\r\n", last.to_string().len()).as_bytes());
+        assert_eq!(call_text(&mut r2c, &["GET", key]), format!("${}\r\n{last}\r\n", last.to_string().len()).as_bytes());
+    }
+}
+
+/// The ways a failover ends without handing over: `TIMEOUT` while the
+/// replica lags (a redis-server replica in `DEBUG SLEEP`), and `FAILOVER
+/// ABORT`; writes go on on the master. Then `FORCE` hands over at the
+/// timeout anyway, and redis-server takes over as kvik asks it to.
+#[test]
+fn failover_gives_up_at_its_timeout_and_on_abort_and_forces_its_way_to_redis() {
+    let master = start_kvik();
+    let mport = master.port.to_string();
+    let Some(redis) = start_redis_with_or_skip("failover", &["--replicaof", "127.0.0.1", &mport, "--enable-debug-command", "yes"])
+    else {
+        return;
+    };
+    wait_for("the link", 30, || link_up(redis.port));
+    let rport = redis.port.to_string();
+    let mut m = connect(master.port);
+    let sleeper = || {
+        let port = redis.port;
+        thread::spawn(move || call_text(&mut connect(port), &["DEBUG", "SLEEP", "3"]))
+    };
+
+    let asleep = sleeper();
+    thread::sleep(Duration::from_millis(200));
+    call_text(&mut m, &["SET", "k", "1"]);
+    assert_eq!(call_text(&mut m, &["FAILOVER", "TO", "127.0.0.1", &rport, "TIMEOUT", "300"]), b"+OK\r\n");
+    assert_eq!(info_value(&info(master.port, "replication"), "master_failover_state"), "waiting-for-sync");
+    assert_eq!(call_text(&mut m, &["FAILOVER"]), b"-ERR FAILOVER already in progress.\r\n");
+    assert_eq!(call_text(&mut m, &["REPLICAOF", "NO", "ONE"]), b"-ERR REPLICAOF not allowed while failing over.\r\n");
+    wait_for("the timeout", 10, || info(master.port, "replication").contains("master_failover_state:no-failover"));
+    assert_eq!(role_of(master.port), "master");
+    assert_eq!(call_text(&mut m, &["SET", "k", "2"]), b"+OK\r\n", "writes go on");
+
+    assert_eq!(call_text(&mut m, &["FAILOVER"]), b"+OK\r\n");
+    assert_eq!(call_text(&mut m, &["CLIENT", "UNPAUSE"]), b"+OK\r\n");
+    assert_eq!(info_value(&info(master.port, "replication"), "master_failover_state"), "waiting-for-sync");
+    assert_eq!(call_text(&mut m, &["FAILOVER", "ABORT"]), b"+OK\r\n");
+    assert_eq!(call_text(&mut m, &["SET", "k", "3"]), b"+OK\r\n");
+    asleep.join().expect("sleep");
+
+    let asleep = sleeper();
+    thread::sleep(Duration::from_millis(200));
+    call_text(&mut m, &["SET", "k", "4"]);
+    assert_eq!(call_text(&mut m, &["FAILOVER", "TO", "127.0.0.1", &rport, "TIMEOUT", "300", "FORCE"]), b"+OK\r\n");
+    asleep.join().expect("sleep");
+    wait_for("redis to take over", 30, || role_of(redis.port) == "master" && link_up(master.port));
+    let mut r = connect(redis.port);
+    assert_eq!(call_text(&mut r, &["GET", "k"]), b"$1\r\n4\r\n");
+    assert_eq!(call_text(&mut m, &["SET", "k", "5"]), &b"-READONLY You can't write against a read only replica.\r\n"[..]);
+    assert_eq!(stat(redis.port, "sync_partial_ok"), "1", "kvik continued from its offset");
+}
+
+/// redis-server hands over to a kvik replica: kvik takes `PSYNC ...
+/// FAILOVER` as Redis does, and redis-server continues from its offset.
+#[test]
+fn redis_fails_over_to_a_kvik_replica() {
+    let Some(redis) = start_redis_with_or_skip("failover-redis", &["--repl-diskless-sync-delay", "0"]) else {
+        return;
+    };
+    let replica = start_kvik_with(&["--replicaof", "127.0.0.1", &redis.port.to_string()]);
+    wait_for("the link", 30, || link_up(replica.port));
+    let mut r = connect(redis.port);
+    for i in 0..100 {
+        call_text(&mut r, &["SET", &format!("k{i}"), &i.to_string()]);
+    }
+    let mut k = connect(replica.port);
+    let mine = info_value(&info(replica.port, "replication"), "master_replid").to_string();
+    assert_eq!(call_text(&mut k, &["PSYNC", "0123456789012345678901234567890123456789", "1", "FAILOVER"]), b"-ERR PSYNC FAILOVER replid must match my replid.\r\n");
+    assert_eq!(role_of(replica.port), "slave");
+    let kport = replica.port.to_string();
+    assert_eq!(call_text(&mut r, &["FAILOVER", "TO", "127.0.0.1", &kport]), b"+OK\r\n");
+    wait_for("kvik to take over", 30, || role_of(replica.port) == "master" && link_up(redis.port));
+    let k_info = info(replica.port, "replication");
+    assert_eq!(info_value(&k_info, "master_replid2"), mine);
+    assert_eq!(stat(replica.port, "sync_partial_ok"), "1", "redis continued from its offset");
+    assert_eq!(call_text(&mut k, &["SET", "k100", "100"]), b"+OK\r\n");
+    wait_for("redis to have it", 30, || call_text(&mut r, &["GET", "k100"]) == b"$3\r\n100\r\n");
+}

@@ -468,7 +468,8 @@ fn client_reply<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     }
 }
 
-/// `CLIENT PAUSE timeout [WRITE|ALL]`: records the pause end; clients are not held back.
+/// `CLIENT PAUSE timeout [WRITE|ALL]`: commands the mode holds back wait
+/// before they run until the timeout (milliseconds) or `CLIENT UNPAUSE`.
 fn client_pause<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     if c.argc() > 4 {
         return unknown_subcommand_syntax(c);

@@ -514,7 +514,7 @@ fn section(state: &ServerState, name: &str, out: &mut String) {
             }
             let backlog = repl.backlog();
             let ids = repl.ids();
-            line("master_failover_state", &"no-failover");
+            line("master_failover_state", &repl.failover().state.name());
             line("master_replid", &ids.replid);
             line("master_replid2", &ids.replid2);
             line("master_repl_offset", &repl.offset());

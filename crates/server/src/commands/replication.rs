@@ -15,8 +15,8 @@ use kvik_protocol::number::parse_i64;
 
 use super::{Ctx, Outcome, ReplyTarget, Waits};
 use crate::registries::blocking::AckTarget;
-use crate::registries::replication::{LinkState, Upstream, UpstreamState};
-use crate::replication::acks;
+use crate::registries::replication::{FailoverState, LinkState, Upstream, UpstreamState};
+use crate::replication::{acks, failover};
 use crate::replication::replica::{self, Runners};
 
 /// What the link to a master runs: the master's commands, and a
@@ -28,9 +28,13 @@ fn replicaof<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let Some(state) = c.state.shared() else {
         return c.error(b"ERR the server is stopping");
     };
+    if c.state.replication.failover().state != FailoverState::None {
+        return c.error(b"ERR REPLICAOF not allowed while failing over.");
+    }
     if c.arg(1).eq_ignore_ascii_case(b"no") && c.arg(2).eq_ignore_ascii_case(b"one") {
         if c.state.replication.upstream().is_some() {
-            if let Err(e) = replica::promote(&state) {
+            let why = format!("user request from 'id={}'", c.session.id);
+            if let Err(e) = replica::promote(&state, Some(&why)) {
                 return c.error(format!("ERR the replication feed could not start: {e}").as_bytes());
             }
         }
@@ -113,7 +117,53 @@ fn wait<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     acks::request(c.state);
 }
 
+/// `FAILOVER [TO host port [FORCE]] [TIMEOUT milliseconds]` and
+/// `FAILOVER ABORT`, parsed as Redis parses them; the failover itself
+/// goes on after the reply ([`crate::replication::failover`]).
+fn failover_command<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
+    let Some(state) = c.state.shared() else {
+        return c.error(b"ERR the server is stopping");
+    };
+    if c.argc() == 2 && c.arg(1).eq_ignore_ascii_case(b"abort") {
+        return match failover::abort_by_request(&state) {
+            Ok(()) => c.ok(),
+            Err(e) => c.error(e.as_bytes()),
+        };
+    }
+    let mut ask = failover::Request::default();
+    let mut j = 1;
+    while j < c.argc() {
+        let word = c.arg(j);
+        if word.eq_ignore_ascii_case(b"timeout") && j + 1 < c.argc() && ask.timeout_ms == 0 {
+            let Some(ms) = parse_i64(c.arg(j + 1)) else {
+                return c.error(b"ERR value is not an integer or out of range");
+            };
+            if ms <= 0 {
+                return c.error(b"ERR FAILOVER timeout must be greater than 0");
+            }
+            ask.timeout_ms = ms;
+            j += 2;
+        } else if word.eq_ignore_ascii_case(b"to") && j + 2 < c.argc() && ask.target.is_none() {
+            let Some(port) = parse_i64(c.arg(j + 2)) else {
+                return c.error(b"ERR value is not an integer or out of range");
+            };
+            ask.target = Some((String::from_utf8_lossy(c.arg(j + 1)).into_owned(), port));
+            j += 3;
+        } else if word.eq_ignore_ascii_case(b"force") && !ask.force {
+            ask.force = true;
+            j += 1;
+        } else {
+            return c.error(b"ERR syntax error");
+        }
+    }
+    match failover::start(&state, ask, RUNNERS) {
+        Ok(()) => c.ok(),
+        Err(e) => c.error(e.as_bytes()),
+    }
+}
+
 handlers! {
+    FAILOVER(c) => failover_command(c),
     WAIT(c) => wait(c),
     REPLICAOF(c) => replicaof(c),
     SLAVEOF(c) => replicaof(c),
@@ -178,7 +228,36 @@ fn psync<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
         return c.error(b"ERR value is not an integer or out of range");
     };
     let replid = c.arg(1).to_vec();
+    if c.argc() > 3 && c.arg(3).eq_ignore_ascii_case(b"failover") && !take_over(c, &replid) {
+        return;
+    }
     begin(c, Some((replid, offset)));
+}
+
+/// `PSYNC <replid> <offset> FAILOVER`: this server's master hands over
+/// to it. With the master's id, it becomes a master at once, and the
+/// `PSYNC` then continues the old master from its offset (PSYNC2).
+/// Returns whether the `PSYNC` goes on.
+fn take_over<T: ReplyTarget>(c: &mut Ctx<'_, T>, replid: &[u8]) -> bool {
+    crate::log!(Warning, "Failover request received for replid {}.", String::from_utf8_lossy(replid));
+    let Some(state) = c.state.shared() else {
+        c.error(b"ERR the server is stopping");
+        return false;
+    };
+    if state.replication.upstream().is_none() {
+        c.error(b"ERR PSYNC FAILOVER can't be sent to a master.");
+        return false;
+    }
+    if replid != state.replication.replid().as_bytes() {
+        c.error(b"ERR PSYNC FAILOVER replid must match my replid.");
+        return false;
+    }
+    let why = format!("failover request from 'id={}'", c.session.id);
+    if let Err(e) = replica::promote(&state, Some(&why)) {
+        c.error(format!("ERR the replication feed could not start: {e}").as_bytes());
+        return false;
+    }
+    true
 }
 
 /// `SYNC`.
@@ -194,6 +273,9 @@ fn begin<T: ReplyTarget>(c: &mut Ctx<'_, T>, psync: Option<(Vec<u8>, i64)>) {
         return c.error(b"ERR SYNC and PSYNC are invalid with pending output");
     }
     let repl = &c.state.replication;
+    if repl.failover().state != FailoverState::None {
+        return c.error(b"NOMASTERLINK Can't SYNC while failing over");
+    }
     if repl.upstream().is_some() && repl.link.state() != UpstreamState::Connected {
         return c.error(b"NOMASTERLINK Can't SYNC while not connected with my master");
     }

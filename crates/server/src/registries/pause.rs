@@ -9,8 +9,13 @@
 //!
 //! Commands a pause holds back: every command in `ALL` mode; in `WRITE` mode
 //! the ones that may write or be propagated (write commands, and those Redis
-//! marks as possibly replicated, such as EVAL and PUBLISH). Redis never
-//! pauses replicas; kvik has none.
+//! marks as possibly replicated, such as EVAL and PUBLISH). The master's
+//! stream on a replica is never held back, as Redis never pauses it.
+//!
+//! Two things pause: `CLIENT PAUSE`, and `FAILOVER`, which holds writes
+//! until the replica it hands over to has all of them. Each is kept on its
+//! own, so that `CLIENT UNPAUSE` ends only the first; what they add up to
+//! is published in two atomics that every command reads.
 //!
 //! A client whose command waits counts as blocked (INFO `blocked_clients`),
 //! as Redis counts it. Keys do not expire while writes are paused: an
@@ -43,17 +48,43 @@ const MAY_REPLICATE: &[CommandId] = &[id::EVAL, id::EVALSHA, id::FCALL, id::PUBL
 /// The server's pause state.
 #[derive(Debug, Default)]
 pub struct Pause {
-    /// End of the pause in Unix milliseconds; 0 when there is none. Read
-    /// before every command, so while no pause is set that costs one load.
+    /// End of the pause in force in Unix milliseconds; 0 when there is
+    /// none. Read before every command, so while no pause is set that
+    /// costs one load.
     until_ms: AtomicI64,
     /// The [`PauseMode`] as its number; meaningful while `until_ms` is ahead.
     mode: AtomicU8,
-    /// Serializes `start` and `end`, which read and then write both fields.
-    update: Mutex<()>,
+    /// Why the server pauses, each on its own; `until_ms` and `mode` are
+    /// what they add up to. Serializes every change of the three.
+    purposes: Mutex<Purposes>,
     /// Wakes waiting commands when a pause ends early or changes.
     changed: Notify,
     /// Clients (connections and RESPB channels) whose command waits now.
     held: AtomicUsize,
+}
+
+/// The pauses in force, by why, as Redis keeps them: `CLIENT UNPAUSE`
+/// ends a client's pause, not a `FAILOVER`'s.
+#[derive(Debug, Default)]
+struct Purposes {
+    /// `CLIENT PAUSE`: its end (Unix ms) and mode.
+    client: Option<(i64, PauseMode)>,
+    /// `FAILOVER` holds writes until it ends.
+    failover: bool,
+}
+
+impl Purposes {
+    /// The pause these add up to at `now_ms`: the strongest mode in force,
+    /// until the latest end of a pause in that mode (0: none).
+    fn in_force(&self, now_ms: i64) -> (i64, PauseMode) {
+        let client = self.client.filter(|&(until, _)| until > now_ms);
+        match (client, self.failover) {
+            (Some((until, PauseMode::All)), _) => (until, PauseMode::All),
+            (_, true) => (i64::MAX, PauseMode::Write),
+            (Some(client), false) => client,
+            (None, false) => (0, PauseMode::Write),
+        }
+    }
 }
 
 /// Counts one client as held by a pause while it lives.
@@ -65,26 +96,49 @@ impl Drop for Held<'_> {
     }
 }
 
+/// The longest a waiting command sleeps before it looks at the pause again
+/// (a `FAILOVER`'s has no end of its own).
+const LOOK_AGAIN: Duration = Duration::from_secs(60);
+
 impl Pause {
-    /// Pause until `until_ms` in `mode`. A pause already in force keeps its
-    /// later end and its stronger mode, as Redis combines them.
+    /// Pause until `until_ms` in `mode` (`CLIENT PAUSE`). A client's pause
+    /// already in force keeps its later end and its stronger mode, as
+    /// Redis combines them.
     pub fn start(&self, until_ms: i64, mode: PauseMode) {
-        let _update = self.update.lock().unwrap_or_else(|e| e.into_inner());
-        let (until, mode) = match self.mode() {
-            Some(current) => (self.until_ms.load(Ordering::Acquire).max(until_ms), current.max(mode)),
+        let mut purposes = self.lock();
+        let now = now_ms();
+        purposes.client = Some(match purposes.client.filter(|&(until, _)| until > now) {
+            Some((until, current)) => (until.max(until_ms), current.max(mode)),
             None => (until_ms, mode),
-        };
+        });
+        self.publish(&purposes, now);
+    }
+
+    /// End the client's pause now (`CLIENT UNPAUSE`) and release every
+    /// command that only it held back.
+    pub fn end(&self) {
+        let mut purposes = self.lock();
+        purposes.client = None;
+        self.publish(&purposes, now_ms());
+    }
+
+    /// Hold writes back for a `FAILOVER` (`on`), or stop.
+    pub fn set_failover(&self, on: bool) {
+        let mut purposes = self.lock();
+        purposes.failover = on;
+        self.publish(&purposes, now_ms());
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Purposes> {
+        self.purposes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Store what `purposes` add up to and wake the waiting commands.
+    fn publish(&self, purposes: &Purposes, now_ms: i64) {
+        let (until, mode) = purposes.in_force(now_ms);
         self.mode.store(mode as u8, Ordering::Release);
         self.until_ms.store(until, Ordering::Release);
         crate::keyspace::pause_expiry(until);
-        self.changed.notify_waiters();
-    }
-
-    /// End the pause now (`CLIENT UNPAUSE`) and release every waiting command.
-    pub fn end(&self) {
-        let _update = self.update.lock().unwrap_or_else(|e| e.into_inner());
-        self.until_ms.store(0, Ordering::Release);
-        crate::keyspace::pause_expiry(0);
         self.changed.notify_waiters();
     }
 
@@ -92,13 +146,35 @@ impl Pause {
     #[inline]
     pub fn mode(&self) -> Option<PauseMode> {
         let until = self.until_ms.load(Ordering::Acquire);
-        if until == 0 || now_ms() >= until {
+        if until == 0 {
             return None;
+        }
+        if now_ms() >= until {
+            return self.expired();
         }
         match self.mode.load(Ordering::Acquire) {
             2 => Some(PauseMode::All),
             _ => Some(PauseMode::Write),
         }
+    }
+
+    /// The published pause ran out: what is left of the others, stored so
+    /// that the next look is one load again.
+    #[cold]
+    fn expired(&self) -> Option<PauseMode> {
+        let purposes = self.lock();
+        let now = now_ms();
+        if self.until_ms.load(Ordering::Acquire) > now {
+            drop(purposes);
+            return self.mode();
+        }
+        let (until, mode) = purposes.in_force(now);
+        if until != 0 {
+            self.publish(&purposes, now);
+            return Some(mode);
+        }
+        self.until_ms.store(0, Ordering::Release);
+        None
     }
 
     /// Wait until no pause holds `spec` back (at once when none does),
@@ -148,14 +224,14 @@ impl Pause {
         // Registered before the state is read, so an `end` or `start`
         // after a caller's last look still wakes this waiter.
         changed.as_mut().enable();
-        let until = self.until_ms.load(Ordering::Acquire);
-        let left = until.saturating_sub(now_ms());
-        if until == 0 || left <= 0 {
+        if self.mode().is_none() {
             return;
         }
+        let left = self.until_ms.load(Ordering::Acquire).saturating_sub(now_ms());
+        let sleep = Duration::from_millis(left.max(1).unsigned_abs()).min(LOOK_AGAIN);
         tokio::select! {
             () = changed => {}
-            () = tokio::time::sleep(Duration::from_millis(left.unsigned_abs())) => {}
+            () = tokio::time::sleep(sleep) => {}
         }
     }
 }
@@ -202,6 +278,26 @@ mod tests {
         assert_eq!(pause.mode(), Some(PauseMode::Write), "an ended pause leaves no mode behind");
         pause.start(now_ms() - 1, PauseMode::All);
         assert_eq!(pause.mode(), Some(PauseMode::All), "a stronger mode applies to the pause in force");
+    }
+
+    #[test]
+    fn a_failover_pause_outlives_client_unpause_and_a_client_pause_ending() {
+        let pause = Pause::default();
+        pause.set_failover(true);
+        assert_eq!(pause.mode(), Some(PauseMode::Write));
+        pause.start(now_ms() + 60_000, PauseMode::All);
+        assert_eq!(pause.mode(), Some(PauseMode::All), "the stronger client pause, while it lasts");
+        pause.end();
+        assert_eq!(pause.mode(), Some(PauseMode::Write), "CLIENT UNPAUSE leaves the failover's");
+        pause.start(now_ms() + 30, PauseMode::All);
+        std::thread::sleep(Duration::from_millis(60));
+        assert_eq!(pause.mode(), Some(PauseMode::Write), "the client pause ran out, the failover's stays");
+        pause.set_failover(false);
+        assert_eq!(pause.mode(), None);
+        pause.start(now_ms() + 20, PauseMode::Write);
+        std::thread::sleep(Duration::from_millis(40));
+        assert_eq!(pause.mode(), None);
+        assert_eq!(pause.until_ms.load(Ordering::Relaxed), 0, "an expired pause is cleared on the first look");
     }
 
     #[test]

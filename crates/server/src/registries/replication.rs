@@ -45,6 +45,40 @@ impl LinkState {
     }
 }
 
+/// Where a `FAILOVER` is (`master_failover_state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FailoverState {
+    #[default]
+    None,
+    /// Writes are held until a replica has all of them.
+    WaitForSync,
+    /// This server follows the replica and asks it to take over.
+    InProgress,
+}
+
+impl FailoverState {
+    /// The words `INFO replication` shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            FailoverState::None => "no-failover",
+            FailoverState::WaitForSync => "waiting-for-sync",
+            FailoverState::InProgress => "failover-in-progress",
+        }
+    }
+}
+
+/// A `FAILOVER` under way.
+#[derive(Debug, Clone, Default)]
+pub struct Failover {
+    pub state: FailoverState,
+    /// `TO host port`, or the replica that caught up first.
+    pub target: Option<(String, u16)>,
+    /// Where `TIMEOUT` ends (Unix ms; 0: no timeout).
+    pub end_ms: i64,
+    /// `FORCE`: at the timeout, hand over anyway.
+    pub force: bool,
+}
+
 /// `sent` of a replica not yet given its place in the stream.
 const NOT_PLACED: u64 = u64::MAX;
 
@@ -312,6 +346,8 @@ pub struct Replication {
     snapshots: Mutex<(u64, Option<SnapshotOutcome>)>,
     /// Told when one finishes.
     pub snapshot_wake: Notify,
+    /// The `FAILOVER` under way, if any.
+    failover: Mutex<Failover>,
 }
 
 /// A snapshot written for replicas: the file, open, or why there is none.
@@ -359,6 +395,7 @@ impl Default for Replication {
             syncs_partial_err: AtomicU64::new(0),
             snapshots: Mutex::new((0, None)),
             snapshot_wake: Notify::new(),
+            failover: Mutex::new(Failover::default()),
         }
     }
 }
@@ -412,6 +449,15 @@ impl Replication {
     /// What this server replicates, when it is a replica.
     pub fn upstream(&self) -> Option<Upstream> {
         self.upstream.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The `FAILOVER` under way (a copy).
+    pub fn failover(&self) -> Failover {
+        self.lock_failover().clone()
+    }
+
+    pub fn lock_failover(&self) -> MutexGuard<'_, Failover> {
+        self.failover.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Whether this server is a replica.

@@ -121,13 +121,16 @@ fn round(state: &ServerState, feed: &mut Feed, data: &[u8], index: &mut [Entry])
     if repl.take_select_again() {
         feed.db = None;
     }
-    if repl.streaming() && !repl.is_replica() && feed.last_ping.elapsed() >= ping_period {
+    // While clients are paused, as in Redis, the stream does not grow by
+    // itself: a FAILOVER waits for a replica to reach its end.
+    let paused = state.pause.mode().is_some();
+    if repl.streaming() && !repl.is_replica() && !paused && feed.last_ping.elapsed() >= ping_period {
         kvik_persist::aof::commands::put(&mut feed.out, &[b"PING"]);
         repl.append(&feed.out, backlog_size, limit);
         feed.out.clear();
         feed.last_ping = Instant::now();
     }
-    if repl.getack_wanted.swap(false, Ordering::AcqRel) && repl.streaming() && !repl.is_replica() {
+    if !paused && repl.getack_wanted.swap(false, Ordering::AcqRel) && repl.streaming() && !repl.is_replica() {
         kvik_persist::aof::commands::put(&mut feed.out, &[b"REPLCONF", b"GETACK", b"*"]);
         repl.append(&feed.out, backlog_size, limit);
         feed.out.clear();

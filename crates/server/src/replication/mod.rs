@@ -1,8 +1,9 @@
 //! Replication: the feed that turns the journal's records into the
 //! stream replicas receive ([`feed`]), a replica's connection once it
 //! asked to synchronize ([`master`]), and this server's link to its own
-//! master when it is a replica ([`replica`]); and `WAIT`'s count of
-//! the replicas that acknowledged a client's changes ([`acks`]).
+//! master when it is a replica ([`replica`]); `WAIT`'s count of the
+//! replicas that acknowledged a client's changes ([`acks`]); and
+//! `FAILOVER`, which hands the master's role to a replica ([`failover`]).
 //!
 //! The stream is the journal's order of changes, the one the append-only
 //! file writes: per-key order as the threads executed, a multi-key change
@@ -11,6 +12,7 @@
 //! master shares of it lives in [`crate::registries::replication`].
 
 pub mod acks;
+pub mod failover;
 pub mod feed;
 pub mod master;
 pub mod replica;

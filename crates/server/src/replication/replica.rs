@@ -46,7 +46,7 @@ use kvik_protocol::CommandArgs;
 use crate::client::session::Session;
 use crate::config::parse_output_limits;
 use crate::persistence::loading::InstallFunctions;
-use crate::registries::replication::{Upstream, UpstreamState};
+use crate::registries::replication::{FailoverState, Upstream, UpstreamState};
 use crate::state::ServerState;
 
 /// Runs one command of the master's stream. The error is for the log.
@@ -99,10 +99,11 @@ pub fn follow(state: &Arc<ServerState>, upstream: Upstream, runners: Runners) ->
         .map(|_| ())
 }
 
-/// Stop being a replica (`REPLICAOF NO ONE`): the link stops, the stream
-/// takes a new id (keeping the master's for what came before) and goes on
-/// with this server's own changes.
-pub fn promote(state: &Arc<ServerState>) -> io::Result<()> {
+/// Stop being a replica (`REPLICAOF NO ONE`, `PSYNC ... FAILOVER`, or a
+/// failover given up): the link stops, the stream takes a new id (keeping
+/// the master's for what came before) and goes on with this server's own
+/// changes. `why` is for the log.
+pub fn promote(state: &Arc<ServerState>, why: Option<&str>) -> io::Result<()> {
     let repl = &state.replication;
     let gate = repl.apply_gate.lock().unwrap_or_else(|p| p.into_inner());
     let all = state.keyspace.lock_all();
@@ -116,7 +117,9 @@ pub fn promote(state: &Arc<ServerState>) -> io::Result<()> {
     state.update_config(|c| c.set_replicaof(None));
     crate::keyspace::keep_expired_keys(false);
     super::update_refusals(state);
-    crate::log!(Notice, "MASTER MODE enabled (user request from a client)");
+    if let Some(why) = why {
+        crate::log!(Notice, "MASTER MODE enabled ({why})");
+    }
     if repl.active() {
         super::feed::ensure_running(state)?;
     }
@@ -177,7 +180,7 @@ fn current(state: &ServerState, generation: u64) -> bool {
 
 /// One connection to the master, from connecting to its loss.
 fn link(
-    state: &ServerState,
+    state: &Arc<ServerState>,
     upstream: &Upstream,
     generation: u64,
     runners: Runners,
@@ -205,9 +208,29 @@ fn link(
     } else {
         ("?".to_string(), "-1".to_string())
     };
-    conn.send(&[b"PSYNC", ask.0.as_bytes(), ask.1.as_bytes()])?;
+    // A master handing over asks its replica to take over (see
+    // super::failover).
+    let failing_over = repl.failover().state == FailoverState::InProgress;
+    let mut psync: Vec<&[u8]> = vec![b"PSYNC", ask.0.as_bytes(), ask.1.as_bytes()];
+    if failing_over {
+        psync.push(b"FAILOVER");
+    }
+    if let Err(e) = conn.send(&psync) {
+        if failing_over {
+            super::failover::abort(state, "Write error to failover target");
+        }
+        return Err(e);
+    }
     let reply = conn.reply_line(state, timeout)?;
     let text = String::from_utf8_lossy(&reply).into_owned();
+    if failing_over {
+        if text.starts_with("+FULLRESYNC") || text.starts_with("+CONTINUE") {
+            super::failover::end(state);
+        } else {
+            super::failover::abort(state, "Failover target rejected psync request");
+            return Err(io::Error::new(io::ErrorKind::Interrupted, "the failover target refused"));
+        }
+    }
     if let Some(rest) = text.strip_prefix("+FULLRESYNC ") {
         let mut words = rest.split(' ');
         let (Some(replid), Some(offset)) = (words.next(), words.next().and_then(|o| o.parse::<u64>().ok())) else {
