@@ -24,6 +24,8 @@ def start_kvik(tmp_path, port, replica_of=None):
     home = tmp_path / str(port)
     home.mkdir(exist_ok=True)
     lines = ["bind 127.0.0.1", f"port {port}", 'save ""', f"dir {home}", f"logfile {home / 'kvik.log'}"]
+    # Full syncs go at once instead of waiting 5 s for more replicas.
+    lines.append("repl-diskless-sync-delay 0")
     if replica_of:
         lines.append(f"replicaof 127.0.0.1 {replica_of}")
     conf = home / "kvik.conf"

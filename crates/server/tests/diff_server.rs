@@ -688,7 +688,7 @@ fn container_entries_match_redis_in_size() {
 fn a_command_family_kvik_does_not_run_reads_as_unknown() {
     let kvik = start_kvik();
     let mut c = connect(kvik.port);
-    for (family, sub) in [("MODULE", "LIST"), ("CLUSTER", "INFO"), ("FAILOVER", "x")] {
+    for (family, sub) in [("MODULE", "LIST"), ("CLUSTER", "INFO"), ("READWRITE", "x")] {
         let reply = common::call_text(&mut c, &[family, sub]);
         let expected = format!("-ERR unknown command '{family}', with args beginning with: '{sub}' \r\n");
         assert_eq!(text(reply), expected);
@@ -718,7 +718,7 @@ fn command_lists_only_the_commands_kvik_runs() {
     let info = common::call(&mut stream, &[b"COMMAND", b"INFO", b"get", b"bf.add", b"client|no-touch", b"nosuch"]);
     assert!(info.starts_with(b"*4\r\n*10\r\n$3\r\nget\r\n"), "{}", info.escape_ascii());
     assert!(info.ends_with(b"$-1\r\n$-1\r\n$-1\r\n"), "{}", info.escape_ascii());
-    assert_eq!(common::call(&mut stream, &[b"COMMAND", b"DOCS", b"bf.add", b"failover"]), b"*0\r\n");
+    assert_eq!(common::call(&mut stream, &[b"COMMAND", b"DOCS", b"bf.add", b"readwrite"]), b"*0\r\n");
     // A container lists only the subcommands kvik runs.
     let client = common::call(&mut stream, &[b"COMMAND", b"INFO", b"client"]);
     assert!(client.windows(11).any(|w| w == b"client|list"));

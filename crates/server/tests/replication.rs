@@ -97,7 +97,16 @@ fn a_redis_replica_of_kvik_holds_what_kvik_holds_and_resumes_after_a_cut() {
         return;
     }
     let kdir = ScratchDir::new("repl-master");
-    let kvik = start_kvik_with(&["--threads", "4", "--dir", &kdir.path().display().to_string(), BACKLOG, "64mb"]);
+    let kvik = start_kvik_with(&[
+        "--threads",
+        "4",
+        "--dir",
+        &kdir.path().display().to_string(),
+        BACKLOG,
+        "64mb",
+        NO_DELAY[0],
+        NO_DELAY[1],
+    ]);
     let port = kvik.port.to_string();
     let (replica, rounds) = load_cut_and_catch_up(kvik.port, || {
         let replica =
@@ -106,6 +115,7 @@ fn a_redis_replica_of_kvik_holds_what_kvik_holds_and_resumes_after_a_cut() {
         let port = replica.port;
         (replica, port)
     });
+    assert!(!kdir.path().join("dump.rdb").exists(), "a diskless sync writes no file");
     let want = digest_of_kvik(kvik.port, kdir.path());
     assert_eq!(digest(replica.port), want, "the replica holds what kvik holds ({rounds} rounds of writes)");
     assert!(want.starts_with('+') && !want.contains("0000000000000000000000000000000000000000"), "{want}");
@@ -116,7 +126,7 @@ fn redis_cli_rdb_takes_a_snapshot_alone() {
     if start_redis_or_skip("rdb").is_none() {
         return;
     }
-    let kvik = start_kvik();
+    let kvik = start_kvik_with(&NO_DELAY);
     let mut k = connect(kvik.port);
     for i in 0..200 {
         call_text(&mut k, &["SET", &format!("k{i}"), &format!("{i}")]);
@@ -179,6 +189,10 @@ fn stat(port: u16, name: &str) -> String {
 /// lags further (a debug build's does) gets a full resync, as it should.
 const BACKLOG: &str = "--repl-backlog-size";
 
+/// A kvik master's diskless sync without its default 5 s wait for more
+/// replicas.
+const NO_DELAY: [&str; 2] = ["--repl-diskless-sync-delay", "0"];
+
 /// Start the write load on `master`, then the replica (`start` gives its
 /// handle and port), so that it syncs under load; once it is up, cut the
 /// link from the master's side: the replica must come back by a partial
@@ -214,7 +228,9 @@ fn a_kvik_replica_of_kvik_holds_what_its_master_holds() {
         return;
     }
     let (mdir, rdir) = (ScratchDir::new("repl-kk-master"), ScratchDir::new("repl-kk-replica"));
-    let master = start_kvik_with(&["--threads", "4", "--dir", &mdir.path().display().to_string(), BACKLOG, "64mb"]);
+    // From a file, as with repl-diskless-sync no; the other tests sync diskless.
+    let mdir_s = mdir.path().display().to_string();
+    let master = start_kvik_with(&["--threads", "4", "--dir", &mdir_s, BACKLOG, "64mb", "--repl-diskless-sync", "no"]);
     let port = master.port.to_string();
     let rdir_s = rdir.path().display().to_string();
     let (replica, rounds) = load_cut_and_catch_up(master.port, || {
@@ -292,7 +308,7 @@ fn a_promoted_kvik_replica_takes_its_old_master_as_a_replica_without_a_full_sync
 
 #[test]
 fn a_replica_answers_as_a_redis_replica_does() {
-    let master = start_kvik();
+    let master = start_kvik_with(&NO_DELAY);
     let mut m = connect(master.port);
     call_text(&mut m, &["SET", "k", "v"]);
     let logs = ScratchDir::new("repl-log");
@@ -405,7 +421,9 @@ fn wait_counts_the_replicas_that_have_a_clients_writes() {
     if start_redis_or_skip("wait").is_none() {
         return;
     }
-    let master = start_kvik();
+    // The default delay of 5 s, cut short by the second replica: one
+    // snapshot for both.
+    let master = start_kvik_with(&["--repl-diskless-sync-max-replicas", "2"]);
     let mut m = connect(master.port);
     assert_eq!(call_text(&mut m, &["WAIT", "0", "0"]), b":0\r\n");
     assert_eq!(call_text(&mut m, &["WAIT", "x", "1"]), b"-ERR value is not an integer or out of range\r\n");
@@ -416,10 +434,15 @@ fn wait_counts_the_replicas_that_have_a_clients_writes() {
     assert!(started.elapsed() >= Duration::from_millis(200));
 
     let port = master.port.to_string();
+    let started = Instant::now();
     let redis = start_redis_with_or_skip("wait-replica", &["--replicaof", "127.0.0.1", &port]).expect("redis");
     let kvik = start_kvik_with(&["--replicaof", "127.0.0.1", &port]);
     wait_for("both links", 30, || link_up(redis.port) && link_up(kvik.port));
     wait_for("both online", 30, || info(master.port, "replication").matches("state=online").count() == 2);
+    let persistence = info(master.port, "persistence");
+    assert_eq!(info_value(&persistence, "rdb_saves"), "1", "one diskless snapshot served both");
+    assert!(started.elapsed() < Duration::from_secs(4), "not the 5 s delay: {:?}", started.elapsed());
+    assert_eq!(stat(master.port, "sync_full"), "2");
     for i in 0..20 {
         let value = format!("v{i}");
         call_text(&mut m, &["SET", "k", &value]);
@@ -460,7 +483,7 @@ fn min_replicas_to_write_refuses_writes_without_good_replicas() {
     if start_redis_or_skip("min-replicas").is_none() {
         return;
     }
-    let master = start_kvik_with(&["--min-replicas-to-write", "1"]);
+    let master = start_kvik_with(&["--min-replicas-to-write", "1", NO_DELAY[0], NO_DELAY[1]]);
     let mut m = connect(master.port);
     let refused = b"-NOREPLICAS Not enough good replicas to write.\r\n";
     assert_eq!(call_text(&mut m, &["SET", "k", "v"]), refused);
@@ -484,7 +507,7 @@ fn min_replicas_to_write_refuses_writes_without_good_replicas() {
 /// promoted, as Redis's rewrite does.
 #[test]
 fn config_rewrite_keeps_the_role() {
-    let master = start_kvik();
+    let master = start_kvik_with(&NO_DELAY);
     let dir = ScratchDir::new("repl-rewrite");
     let file = dir.path().join("kvik.conf");
     std::fs::write(&file, format!("replicaof 127.0.0.1 {}\n", master.port)).expect("config");
@@ -517,7 +540,7 @@ fn config_rewrite_keeps_the_role() {
 /// syncs in full; while one is attached the backlog stays.
 #[test]
 fn an_idle_backlog_goes_after_its_ttl() {
-    let master = start_kvik_with(&["--repl-backlog-ttl", "1"]);
+    let master = start_kvik_with(&["--repl-backlog-ttl", "1", NO_DELAY[0], NO_DELAY[1]]);
     let mut m = connect(master.port);
     call_text(&mut m, &["SET", "k", "v"]);
     let replica = start_kvik_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
@@ -531,9 +554,7 @@ fn an_idle_backlog_goes_after_its_ttl() {
     let mut r = connect(replica.port);
     let nowhere = free_port().to_string();
     assert_eq!(call_text(&mut r, &["REPLICAOF", "127.0.0.1", &nowhere]), b"+OK\r\n");
-    wait_for("the backlog to go", 10, || {
-        info_value(&info(master.port, "replication"), "repl_backlog_active") == "0"
-    });
+    wait_for("the backlog to go", 10, || info_value(&info(master.port, "replication"), "repl_backlog_active") == "0");
     let after = info(master.port, "replication");
     assert_ne!(info_value(&after, "master_replid"), info_value(&before, "master_replid"));
     assert_eq!(info_value(&after, "repl_backlog_histlen"), "0");
@@ -584,7 +605,7 @@ fn role_of(port: u16) -> String {
 /// the other replica, through it.
 #[test]
 fn failover_hands_over_to_a_kvik_replica_without_losing_a_write() {
-    let master = start_kvik_with(&["--threads", "4"]);
+    let master = start_kvik_with(&["--threads", "4", NO_DELAY[0], NO_DELAY[1]]);
     let mport = master.port.to_string();
     let (r1, r2) = (
         start_kvik_with(&["--replicaof", "127.0.0.1", &mport]),
@@ -598,7 +619,10 @@ fn failover_hands_over_to_a_kvik_replica_without_losing_a_write() {
         (&["FAILOVER", "ABORT"], b"-ERR No failover in progress.\r\n"),
         (&["FAILOVER", "TIMEOUT", "0"], b"-ERR FAILOVER timeout must be greater than 0\r\n"),
         (&["FAILOVER", "TIMEOUT", "x"], b"-ERR value is not an integer or out of range\r\n"),
-        (&["FAILOVER", "FORCE"], b"-ERR FAILOVER with force option requires both a timeout and target HOST and IP.\r\n"),
+        (
+            &["FAILOVER", "FORCE"],
+            b"-ERR FAILOVER with force option requires both a timeout and target HOST and IP.\r\n",
+        ),
         (&["FAILOVER", "TO", "127.0.0.1", "1"], b"-ERR FAILOVER target HOST and PORT is not a replica.\r\n"),
         (&["FAILOVER", "ABORT", "TIMEOUT", "5"], b"-ERR syntax error\r\n"),
     ];
@@ -639,9 +663,10 @@ fn failover_hands_over_to_a_kvik_replica_without_losing_a_write() {
 /// timeout anyway, and redis-server takes over as kvik asks it to.
 #[test]
 fn failover_gives_up_at_its_timeout_and_on_abort_and_forces_its_way_to_redis() {
-    let master = start_kvik();
+    let master = start_kvik_with(&NO_DELAY);
     let mport = master.port.to_string();
-    let Some(redis) = start_redis_with_or_skip("failover", &["--replicaof", "127.0.0.1", &mport, "--enable-debug-command", "yes"])
+    let Some(redis) =
+        start_redis_with_or_skip("failover", &["--replicaof", "127.0.0.1", &mport, "--enable-debug-command", "yes"])
     else {
         return;
     };
@@ -679,7 +704,10 @@ fn failover_gives_up_at_its_timeout_and_on_abort_and_forces_its_way_to_redis() {
     wait_for("redis to take over", 30, || role_of(redis.port) == "master" && link_up(master.port));
     let mut r = connect(redis.port);
     assert_eq!(call_text(&mut r, &["GET", "k"]), b"$1\r\n4\r\n");
-    assert_eq!(call_text(&mut m, &["SET", "k", "5"]), &b"-READONLY You can't write against a read only replica.\r\n"[..]);
+    assert_eq!(
+        call_text(&mut m, &["SET", "k", "5"]),
+        &b"-READONLY You can't write against a read only replica.\r\n"[..]
+    );
     assert_eq!(stat(redis.port, "sync_partial_ok"), "1", "kvik continued from its offset");
 }
 
@@ -698,7 +726,10 @@ fn redis_fails_over_to_a_kvik_replica() {
     }
     let mut k = connect(replica.port);
     let mine = info_value(&info(replica.port, "replication"), "master_replid").to_string();
-    assert_eq!(call_text(&mut k, &["PSYNC", "0123456789012345678901234567890123456789", "1", "FAILOVER"]), b"-ERR PSYNC FAILOVER replid must match my replid.\r\n");
+    assert_eq!(
+        call_text(&mut k, &["PSYNC", "0123456789012345678901234567890123456789", "1", "FAILOVER"]),
+        b"-ERR PSYNC FAILOVER replid must match my replid.\r\n"
+    );
     assert_eq!(role_of(replica.port), "slave");
     let kport = replica.port.to_string();
     assert_eq!(call_text(&mut r, &["FAILOVER", "TO", "127.0.0.1", &kport]), b"+OK\r\n");

@@ -16,8 +16,8 @@ use kvik_protocol::number::parse_i64;
 use super::{Ctx, Outcome, ReplyTarget, Waits};
 use crate::registries::blocking::AckTarget;
 use crate::registries::replication::{FailoverState, LinkState, Upstream, UpstreamState};
-use crate::replication::{acks, failover};
 use crate::replication::replica::{self, Runners};
+use crate::replication::{acks, failover};
 
 /// What the link to a master runs: the master's commands, and a
 /// snapshot's function libraries.
@@ -202,6 +202,8 @@ fn replconf<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
                 // Capabilities kvik does not know are passed over, as Redis does.
                 if value.eq_ignore_ascii_case(b"psync2") {
                     c.session.replica.psync2 = true;
+                } else if value.eq_ignore_ascii_case(b"eof") {
+                    c.session.replica.eof = true;
                 }
             }
             // Only a replica's own connection acknowledges, and gets no

@@ -1116,7 +1116,12 @@ async fn serve_replica<S: ClientStream>(
         h.info().replica = true;
     }
     let link = Arc::new(crate::registries::replication::Link::new(session.id, ip, conf.port));
-    let ask = crate::replication::master::Request { psync: conf.psync, rdb_only: conf.rdb_only, psync2: conf.psync2 };
+    let ask = crate::replication::master::Request {
+        psync: conf.psync,
+        rdb_only: conf.rdb_only,
+        psync2: conf.psync2,
+        eof: conf.eof,
+    };
     let mut stop = std::pin::pin!(async {
         tokio::select! {
             () = &mut conn.shutdown => {}

@@ -11,7 +11,10 @@
 //! shard go and writes the buffer out. Keys a command changed before the
 //! walk reached them were copied by the command; the walk writes those
 //! copies after letting the shard go. The file is then flushed and renamed
-//! as `SAVE`'s is (see [`super::snapshot`]).
+//! as `SAVE`'s is (see [`super::snapshot`]). A diskless sync's snapshot
+//! goes to the replicas' connections instead, through bounded channels
+//! ([`start_to_replicas`]): no file, and no more memory than the channels
+//! hold while the slowest replica takes it.
 //!
 //! The same thread checks the `save <seconds> <changes>` points ten times
 //! a second, as Redis's `serverCron` does, and starts a scheduled save
@@ -30,11 +33,10 @@ use std::time::{Duration, Instant};
 
 use kvik_persist::rdb::file::{FileWriter, SaveInfo};
 
-use super::SaveFile;
 use crate::keyspace::now_ms;
 use crate::keyspace::snapshot::Walk;
 use crate::keyspace::Entry;
-use crate::registries::saves::{Background, Job, Purpose, Refused};
+use crate::registries::saves::{Background, Job, Piece, PieceSender, Purpose, Refused};
 use crate::state::ServerState;
 
 /// Buckets of a table one slice visits at most.
@@ -72,6 +74,30 @@ pub fn start_job(
     purpose: Purpose,
     path: std::path::PathBuf,
     temp: std::path::PathBuf,
+    at_moment: impl FnOnce(u64),
+) -> Result<(), Refused> {
+    begin(state, purpose, path, temp, Vec::new(), at_moment)
+}
+
+/// Begin a snapshot streamed to replicas' connections as it is made, each
+/// taking it from its channel in `sinks` (a diskless sync). `at_moment`
+/// as for [`start_job`].
+pub fn start_to_replicas(
+    state: &ServerState,
+    sinks: Vec<PieceSender>,
+    at_moment: impl FnOnce(u64),
+) -> Result<(), Refused> {
+    let path = super::snapshot_path(state);
+    let temp = Background::temp_path(&super::dir_of(&path));
+    begin(state, Purpose::ReplicaSockets, path, temp, sinks, at_moment)
+}
+
+fn begin(
+    state: &ServerState,
+    purpose: Purpose,
+    path: std::path::PathBuf,
+    temp: std::path::PathBuf,
+    sinks: Vec<PieceSender>,
     at_moment: impl FnOnce(u64),
 ) -> Result<(), Refused> {
     let bg = &state.saver;
@@ -131,12 +157,14 @@ pub fn start_job(
         dirty,
         sizes,
         functions,
+        sinks,
     };
     *bg.job.lock().unwrap_or_else(|p| p.into_inner()) = Some(job);
     bg.wake.notify_all();
     match purpose {
         Purpose::Snapshot => crate::log!(Notice, "Background saving started"),
         Purpose::Replication => crate::log!(Notice, "Starting BGSAVE for SYNC with target: disk"),
+        Purpose::ReplicaSockets => crate::log!(Notice, "Starting BGSAVE for SYNC with target: replicas sockets"),
         Purpose::AofBase => {}
     }
     Ok(())
@@ -229,6 +257,22 @@ fn run(state: &ServerState, job: Job) {
         }
     };
     let copied = bg.copied.load(Ordering::Relaxed);
+    if job.purpose == Purpose::ReplicaSockets {
+        // Nothing is on disk: the last save's time and status stand.
+        match &written {
+            Ok(keys) => crate::log!(
+                Notice,
+                "Background RDB transfer terminated with success ({keys} keys in {:.3} seconds)",
+                took.as_secs_f64()
+            ),
+            Err(e) => crate::log!(Warning, "Background transfer error: {e}"),
+        }
+        bg.last_copied.store(copied, Ordering::Relaxed);
+        *bg.started.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        bg.abort.store(false, Ordering::Relaxed);
+        bg.in_progress.store(false, Ordering::Release);
+        return;
+    }
     if job.purpose == Purpose::AofBase {
         *bg.started.lock().unwrap_or_else(|p| p.into_inner()) = None;
         bg.abort.store(false, Ordering::Relaxed);
@@ -266,16 +310,15 @@ fn run(state: &ServerState, job: Job) {
     bg.in_progress.store(false, Ordering::Release);
 }
 
-/// Walk every database of every shard, writing the snapshot's keys into
-/// the temporary file, then flush and rename it. Returns the keys written
-/// and, for replicas, the file still open: what is sent is this
-/// snapshot's file even if a later save renames another over its name.
-///
-/// The walk always goes to the end: after an error, or when aborted, it
-/// goes on without writing, so that the snapshot ends in every database.
+/// Write the snapshot's keys into the temporary file, then flush and
+/// rename it; or, for replicas' connections, stream them there. Returns
+/// the keys written and, for replicas of a file, the file still open: what
+/// is sent is this snapshot's file even if a later save renames another
+/// over its name.
 fn write(state: &ServerState, job: &Job) -> io::Result<(u64, Option<std::fs::File>)> {
-    let bg = &state.saver;
-    let ks = &state.keyspace;
+    if job.purpose == Purpose::ReplicaSockets {
+        return write_to_replicas(state, job).map(|keys| (keys, None));
+    }
     let dir = super::dir_of(&job.path);
     let mut failed: Option<io::Error> = None;
     let created = super::create_temp(&job.temp, &dir, job.settings);
@@ -287,65 +330,7 @@ fn write(state: &ServerState, job: &Job) -> io::Result<(u64, Option<std::fs::Fil
                 None
             }
         };
-    for code in &job.functions {
-        if let Some(w) = out.as_mut() {
-            if let Err(e) = w.function(code) {
-                failed = Some(e);
-                out = None;
-            }
-        }
-    }
-    let tuning = ks.lfu_tuning();
-    let mut keys = 0u64;
-    for (db, &(size, expires)) in job.sizes.iter().enumerate() {
-        if size > 0 {
-            if let Some(w) = out.as_mut() {
-                if let Err(e) = w.select_db(db, size, expires) {
-                    failed = Some(e);
-                    out = None;
-                }
-            }
-        }
-        for shard in 0..ks.shard_count() {
-            loop {
-                if out.is_some() && bg.abort.load(Ordering::Relaxed) {
-                    out = None;
-                    failed = Some(io::Error::new(io::ErrorKind::Interrupted, "the save was cut short"));
-                }
-                let mut encode = |w: &mut Option<FileWriter<SaveFile>>, e: &Entry| {
-                    let Some(w) = w.as_mut() else { return };
-                    if e.is_expired(job.at_ms) {
-                        return;
-                    }
-                    let access = super::access_of(e.meta(), job.policy, tuning, job.at_ms);
-                    w.put_entry(e.key(), e.value(), e.deadline(), access);
-                    keys += 1;
-                };
-                let (walk, leftovers) = {
-                    let mut guard = ks.lock(shard);
-                    let Some(d) = guard.snapshot_db(db) else { break };
-                    let walk = d.snapshot_slice(SLICE_BUCKETS, SLICE_KEYS, |e| encode(&mut out, e));
-                    let leftovers = d.take_snapshot_leftovers();
-                    let ended = walk == Walk::Done && d.end_snapshot();
-                    (if ended { Walk::Done } else { Walk::More }, leftovers)
-                };
-                bg.copied.fetch_add(leftovers.copied_bytes as u64, Ordering::Relaxed);
-                leftovers.for_each(|e| encode(&mut out, e));
-                // The set-aside tables are freed here, off the event loops.
-                drop(leftovers);
-                if let Some(w) = out.as_mut() {
-                    if let Err(e) = w.flush_if_full() {
-                        failed = Some(e);
-                        out = None;
-                    }
-                }
-                bg.keys_done.store(keys, Ordering::Relaxed);
-                if walk == Walk::Done {
-                    break;
-                }
-            }
-        }
-    }
+    let keys = walk(state, job, &mut out, &mut failed);
     let finished = match (out, failed) {
         (Some(w), None) => w.finish().and_then(|file| {
             // Opened to read before the rename, so that it is this file.
@@ -361,9 +346,151 @@ fn write(state: &ServerState, job: &Job) -> io::Result<(u64, Option<std::fs::Fil
     finished.map(|kept| (keys, kept))
 }
 
+/// Stream the snapshot to the replicas' channels, then tell each how it
+/// ended.
+fn write_to_replicas(state: &ServerState, job: &Job) -> io::Result<u64> {
+    let mut failed: Option<io::Error> = None;
+    let fanout = Fanout { sinks: job.sinks.clone() };
+    let mut out = match FileWriter::start(fanout, &job.info, job.settings.compress, job.settings.checksum) {
+        Ok(w) => Some(w),
+        Err(e) => {
+            failed = Some(e);
+            None
+        }
+    };
+    let keys = walk(state, job, &mut out, &mut failed);
+    let finished = match (out, failed) {
+        (Some(w), None) => w.finish().map(|_| keys),
+        (_, Some(e)) => Err(e),
+        (None, None) => Err(io::Error::other("nothing was sent")),
+    };
+    let end = finished.as_ref().map(|_| ()).map_err(|e| e.to_string());
+    for sink in &job.sinks {
+        // A replica that left takes nothing more.
+        let _ = sink.blocking_send(Piece::End(end.clone()));
+    }
+    finished
+}
+
+/// The snapshot's bytes to every replica's channel. Each write waits for
+/// room in every channel; a replica that left is let go, and once all
+/// have, the walk goes on without writing.
+struct Fanout {
+    sinks: Vec<PieceSender>,
+}
+
+impl io::Write for Fanout {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let piece: std::sync::Arc<[u8]> = buf.into();
+        self.sinks.retain(|sink| sink.blocking_send(Piece::Bytes(std::sync::Arc::clone(&piece))).is_ok());
+        if self.sinks.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::BrokenPipe, "every replica of the diskless sync left"));
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Walk every database of every shard, encoding the snapshot's keys into
+/// `out`. Returns the keys written.
+///
+/// The walk always goes to the end: after an error (left in `failed`,
+/// `out` then `None`), or when aborted, it goes on without writing, so
+/// that the snapshot ends in every database.
+fn walk<W: io::Write>(
+    state: &ServerState,
+    job: &Job,
+    out: &mut Option<FileWriter<W>>,
+    failed: &mut Option<io::Error>,
+) -> u64 {
+    let bg = &state.saver;
+    let ks = &state.keyspace;
+    for code in &job.functions {
+        if let Some(w) = out.as_mut() {
+            if let Err(e) = w.function(code) {
+                *failed = Some(e);
+                *out = None;
+            }
+        }
+    }
+    let tuning = ks.lfu_tuning();
+    let mut keys = 0u64;
+    for (db, &(size, expires)) in job.sizes.iter().enumerate() {
+        if size > 0 {
+            if let Some(w) = out.as_mut() {
+                if let Err(e) = w.select_db(db, size, expires) {
+                    *failed = Some(e);
+                    *out = None;
+                }
+            }
+        }
+        for shard in 0..ks.shard_count() {
+            loop {
+                if out.is_some() && bg.abort.load(Ordering::Relaxed) {
+                    *out = None;
+                    *failed = Some(io::Error::new(io::ErrorKind::Interrupted, "the save was cut short"));
+                }
+                let mut encode = |w: &mut Option<FileWriter<W>>, e: &Entry| {
+                    let Some(w) = w.as_mut() else { return };
+                    if e.is_expired(job.at_ms) {
+                        return;
+                    }
+                    let access = super::access_of(e.meta(), job.policy, tuning, job.at_ms);
+                    w.put_entry(e.key(), e.value(), e.deadline(), access);
+                    keys += 1;
+                };
+                let (walk, leftovers) = {
+                    let mut guard = ks.lock(shard);
+                    let Some(d) = guard.snapshot_db(db) else { break };
+                    let walk = d.snapshot_slice(SLICE_BUCKETS, SLICE_KEYS, |e| encode(out, e));
+                    let leftovers = d.take_snapshot_leftovers();
+                    let ended = walk == Walk::Done && d.end_snapshot();
+                    (if ended { Walk::Done } else { Walk::More }, leftovers)
+                };
+                bg.copied.fetch_add(leftovers.copied_bytes as u64, Ordering::Relaxed);
+                leftovers.for_each(|e| encode(out, e));
+                // The set-aside tables are freed here, off the event loops.
+                drop(leftovers);
+                if let Some(w) = out.as_mut() {
+                    if let Err(e) = w.flush_if_full() {
+                        *failed = Some(e);
+                        *out = None;
+                    }
+                }
+                bg.keys_done.store(keys, Ordering::Relaxed);
+                if walk == Walk::Done {
+                    break;
+                }
+            }
+        }
+    }
+    keys
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_diskless_snapshot_lets_go_of_replicas_that_left_and_stops_when_none_is_left() {
+        use std::io::Write;
+        let (a, mut a_rx) = tokio::sync::mpsc::channel(4);
+        let (b, b_rx) = tokio::sync::mpsc::channel(4);
+        let mut fanout = Fanout { sinks: vec![a, b] };
+        drop(b_rx);
+        assert_eq!(fanout.write(b"abc").expect("one is left"), 3);
+        assert_eq!(fanout.sinks.len(), 1);
+        match a_rx.try_recv() {
+            Ok(Piece::Bytes(bytes)) => assert_eq!(&bytes[..], b"abc"),
+            other => panic!("{other:?}"),
+        }
+        drop(a_rx);
+        let err = fanout.write(b"d").expect_err("none is left");
+        assert_eq!(err.kind(), io::ErrorKind::BrokenPipe);
+    }
 
     #[test]
     fn save_points_read_as_pairs() {

@@ -166,6 +166,9 @@ pub struct ReplicaConf {
     pub ip: Option<String>,
     /// `capa psync2`.
     pub psync2: bool,
+    /// `capa eof`: it reads a snapshot of unknown length, up to an end
+    /// mark (a diskless sync).
+    pub eof: bool,
     /// `rdb-only 1`: the snapshot alone, no stream.
     pub rdb_only: bool,
     /// `PSYNC <replid> <offset>`; `None` for `SYNC`.
@@ -353,6 +356,12 @@ pub struct Replication {
 /// A snapshot written for replicas: the file, open, or why there is none.
 pub type SnapshotOutcome = Result<Arc<std::fs::File>, String>;
 
+impl Inner {
+    fn no_replicas(&self) -> bool {
+        self.placed.is_empty() && self.attaching.is_empty() && self.waiting.is_empty()
+    }
+}
+
 #[derive(Debug, Default)]
 struct Inner {
     /// The stream's last bytes.
@@ -371,6 +380,19 @@ struct Inner {
     /// A replica got its place since the feed last looked: the next
     /// operation goes after a `SELECT`, as Redis sends one to a new replica.
     select_again: bool,
+    /// Replicas waiting for a diskless snapshot to begin, in the order
+    /// they came.
+    waiting: Vec<Waiting>,
+}
+
+/// A replica waiting for a diskless snapshot (`repl-diskless-sync`): the
+/// first waits `repl-diskless-sync-delay` seconds for others to share it.
+#[derive(Debug)]
+pub struct Waiting {
+    pub link: Arc<Link>,
+    /// Where its connection takes the snapshot from.
+    pub sink: crate::registries::saves::PieceSender,
+    pub since: std::time::Instant,
 }
 
 impl Default for Replication {
@@ -751,7 +773,8 @@ impl Replication {
         let mut inner = self.lock();
         inner.placed.retain(|l| !Arc::ptr_eq(l, link));
         inner.attaching.retain(|(_, l)| !Arc::ptr_eq(l, link));
-        if inner.placed.is_empty() && inner.attaching.is_empty() {
+        inner.waiting.retain(|w| !Arc::ptr_eq(&w.link, link));
+        if inner.no_replicas() {
             inner.no_replicas_since_ms = crate::keyspace::now_ms();
         }
         self.update_lowest_cut(&inner);
@@ -765,7 +788,7 @@ impl Replication {
     /// whether it went now.
     pub fn free_idle_backlog(&self, ttl_s: i64, now_ms: i64) -> bool {
         let mut inner = self.lock();
-        let idle = inner.placed.is_empty() && inner.attaching.is_empty() && inner.no_replicas_since_ms > 0;
+        let idle = inner.no_replicas() && inner.no_replicas_since_ms > 0;
         if ttl_s <= 0 || !inner.active || !idle || self.is_replica() {
             return false;
         }
@@ -780,11 +803,45 @@ impl Replication {
         true
     }
 
-    /// Every replica, placed or attaching, in the order they came.
+    /// `link` waits for a diskless snapshot, which its connection takes
+    /// from `sink`.
+    pub fn wait_for_diskless(&self, link: Arc<Link>, sink: crate::registries::saves::PieceSender) {
+        let mut inner = self.lock();
+        inner.no_replicas_since_ms = 0;
+        inner.waiting.push(Waiting { link, sink, since: std::time::Instant::now() });
+    }
+
+    /// Whether `link` still waits for its diskless snapshot to begin.
+    pub fn is_waiting(&self, link: &Arc<Link>) -> bool {
+        self.lock().waiting.iter().any(|w| Arc::ptr_eq(&w.link, link))
+    }
+
+    /// Whether the waiting replicas' snapshot is due: the first has waited
+    /// `delay`, or `max` (when above 0) are waiting.
+    pub fn waiting_due(&self, delay: std::time::Duration, max: usize) -> bool {
+        let inner = self.lock();
+        let first_waited = inner.waiting.first().is_some_and(|w| w.since.elapsed() >= delay);
+        first_waited || max > 0 && inner.waiting.len() >= max
+    }
+
+    /// Every waiting replica, which the snapshot about to begin serves.
+    pub fn take_waiting(&self) -> Vec<Waiting> {
+        std::mem::take(&mut self.lock().waiting)
+    }
+
+    /// The snapshot could not begin: they wait again, first as before.
+    pub fn put_back_waiting(&self, mut waiting: Vec<Waiting>) {
+        let mut inner = self.lock();
+        waiting.append(&mut inner.waiting);
+        inner.waiting = waiting;
+    }
+
+    /// Every replica, placed, attaching or waiting, in the order they came.
     pub fn replicas(&self) -> Vec<Arc<Link>> {
         let inner = self.lock();
+        let waiting = inner.waiting.iter().map(|w| &w.link);
         let mut all: Vec<Arc<Link>> =
-            inner.placed.iter().chain(inner.attaching.iter().map(|(_, l)| l)).cloned().collect();
+            inner.placed.iter().chain(inner.attaching.iter().map(|(_, l)| l)).chain(waiting).cloned().collect();
         all.sort_by_key(|l| l.client_id);
         all
     }

@@ -44,7 +44,23 @@ pub enum Purpose {
     /// A snapshot for replicas to load, written where `BGSAVE` writes
     /// (as Redis's disk-based sync does) and counted as a save.
     Replication,
+    /// A snapshot streamed to replicas' connections as it is made
+    /// (`repl-diskless-sync`): no file.
+    ReplicaSockets,
 }
+
+/// A piece of a snapshot streamed to a replica's connection.
+#[derive(Debug, Clone)]
+pub enum Piece {
+    /// The next bytes, shared by every replica of the snapshot.
+    Bytes(std::sync::Arc<[u8]>),
+    /// The snapshot is whole, or why it is not.
+    End(Result<(), String>),
+}
+
+/// Where a replica's connection takes its pieces from: a bounded channel,
+/// so that the snapshot goes no faster than its slowest replica takes it.
+pub type PieceSender = tokio::sync::mpsc::Sender<Piece>;
 
 /// A background save begun and waiting for the thread, or being written.
 #[derive(Debug)]
@@ -63,6 +79,8 @@ pub struct Job {
     pub(crate) sizes: Vec<(usize, usize)>,
     /// The function libraries' code, at the moment.
     pub(crate) functions: Vec<std::sync::Arc<[u8]>>,
+    /// [`Purpose::ReplicaSockets`]: the replicas' channels.
+    pub(crate) sinks: Vec<PieceSender>,
 }
 
 /// The state of background saving, for the commands and `INFO`.

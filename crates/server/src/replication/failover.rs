@@ -178,7 +178,9 @@ fn synced_replica(state: &ServerState, failover: &Failover) -> Option<(String, u
     let replicas = repl.replicas();
     let synced = |l: &Arc<Link>| l.state() == LinkState::Online && l.ack_offset.load(Ordering::Acquire) == end;
     match &failover.target {
-        Some((host, port)) => find(&replicas, host, i64::from(*port)).filter(|l| synced(l)).map(|_| (host.clone(), *port)),
+        Some((host, port)) => {
+            find(&replicas, host, i64::from(*port)).filter(|l| synced(l)).map(|_| (host.clone(), *port))
+        }
         None => replicas.iter().find(|l| synced(l)).map(|l| (l.ip.clone(), l.port)),
     }
 }

@@ -9,7 +9,10 @@
 //! feed has put every change up to that moment in the stream, the
 //! replica's place is known and `+FULLRESYNC <replid> <offset>` goes out
 //! (not for `SYNC`, which predates it). The snapshot file follows as one
-//! bulk string (`$<len>`), and then the stream from the replica's place,
+//! bulk string (`$<len>`); or, for a replica that reads an end mark
+//! (`capa eof`) while `repl-diskless-sync` is on, no file: the snapshot
+//! goes to the socket as it is made ([`super::diskless`]). Then the stream
+//! from the replica's place,
 //! while its `REPLCONF ACK <offset>`s are read. While it waits for the
 //! snapshot the replica gets a newline every second, as Redis sends it, so
 //! that its read timeout does not fire.
@@ -34,7 +37,7 @@ use crate::state::ServerState;
 
 /// How often a replica waiting for its snapshot gets a newline, and a
 /// streaming one's acknowledgements are checked against `repl-timeout`.
-const TICK: Duration = Duration::from_secs(1);
+pub(super) const TICK: Duration = Duration::from_secs(1);
 /// A retry to begin a snapshot while another background save runs.
 const RETRY: Duration = Duration::from_millis(100);
 /// The most unread input a replica may leave (its acknowledgements).
@@ -49,6 +52,8 @@ pub struct Request {
     pub rdb_only: bool,
     /// `REPLCONF capa psync2`: `+CONTINUE` names the replication id.
     pub psync2: bool,
+    /// `REPLCONF capa eof`: it takes a diskless sync's snapshot.
+    pub eof: bool,
 }
 
 /// Serve the replica on `stream` until it leaves, falls behind, times out
@@ -127,7 +132,7 @@ where
             let reply = if ask.psync2 { format!("+CONTINUE {}\r\n", repl.replid()) } else { "+CONTINUE\r\n".into() };
             crate::log!(Notice, "Partial resynchronization request from {who} accepted, from offset {offset}.");
             write(stream, reply.as_bytes(), stop).await?;
-            return stream_to(stream, state, link, true, stop).await;
+            return stream_to(stream, state, link, true, false, stop).await;
         }
         if replid.as_slice() != b"?" {
             repl.syncs_partial_err.fetch_add(1, Ordering::Relaxed);
@@ -137,8 +142,41 @@ where
         }
     }
     repl.syncs_full.fetch_add(1, Ordering::Relaxed);
-    let done_before = begin_snapshot(stream, state, link, stop).await?;
-    // The replica's place comes once the feed reaches the snapshot's moment.
+    let diskless = ask.eof && state.config().get("repl-diskless-sync") == "yes";
+    if diskless {
+        super::diskless::send(stream, state, link, ask, stop).await?;
+    } else {
+        let done_before = begin_snapshot(stream, state, link, stop).await?;
+        announce(stream, state, link, ask, stop).await?;
+        let file = wait_for_snapshot(stream, state, done_before, stop).await?;
+        link.set_state(LinkState::SendBulk);
+        send_file(stream, &file, stop).await?;
+    }
+    crate::log!(Notice, "Synchronization with replica {who} succeeded");
+    if ask.rdb_only {
+        return Ok(());
+    }
+    link.set_state(LinkState::Online);
+    link.acked(0);
+    super::update_refusals(state);
+    // A replica that acknowledges says when it has loaded.
+    let acks = ask.psync.is_some();
+    stream_to(stream, state, link, acks, diskless && acks, stop).await
+}
+
+/// Once the feed has reached the snapshot's moment, the replica's place
+/// is known: `+FULLRESYNC <replid> <offset>` (not for `SYNC`).
+pub(super) async fn announce<S, F>(
+    stream: &mut S,
+    state: &ServerState,
+    link: &Link,
+    ask: &Request,
+    stop: &mut F,
+) -> io::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+    F: std::future::Future<Output = ()> + Unpin,
+{
     let offset = loop {
         let woken = link.wake.notified();
         tokio::pin!(woken);
@@ -153,20 +191,10 @@ where
         }
     };
     if ask.psync.is_some() {
-        let reply = format!("+FULLRESYNC {} {offset}\r\n", repl.replid());
+        let reply = format!("+FULLRESYNC {} {offset}\r\n", state.replication.replid());
         write(stream, reply.as_bytes(), stop).await?;
     }
-    let file = wait_for_snapshot(stream, state, done_before, stop).await?;
-    link.set_state(LinkState::SendBulk);
-    send_file(stream, &file, stop).await?;
-    crate::log!(Notice, "Synchronization with replica {who} succeeded");
-    if ask.rdb_only {
-        return Ok(());
-    }
-    link.set_state(LinkState::Online);
-    link.acked(0);
-    super::update_refusals(state);
-    stream_to(stream, state, link, ask.psync.is_some(), stop).await
+    Ok(())
 }
 
 /// Begin a snapshot with `link` attached at its moment, waiting while
@@ -282,7 +310,19 @@ where
 /// Send the stream from the replica's place on, reading its
 /// acknowledgements, until it leaves, falls behind, times out (when it
 /// acknowledges: it came with `PSYNC`) or `stop` completes.
-async fn stream_to<S, F>(stream: &mut S, state: &ServerState, link: &Link, acks: bool, stop: &mut F) -> io::Result<()>
+///
+/// After a diskless snapshot (`after_ack`) nothing is sent until the
+/// replica's first acknowledgement: a Redis replica finds the snapshot's
+/// end by its mark being the last bytes it read, so nothing may follow
+/// the mark until it has loaded, as Redis's master waits too.
+async fn stream_to<S, F>(
+    stream: &mut S,
+    state: &ServerState,
+    link: &Link,
+    acks: bool,
+    mut after_ack: bool,
+    stop: &mut F,
+) -> io::Result<()>
 where
     S: AsyncRead + AsyncWrite + Unpin,
     F: std::future::Future<Output = ()> + Unpin,
@@ -305,7 +345,9 @@ where
                 return Err(io::Error::other("timeout"));
             }
         }
-        repl.take_for(link, &mut out);
+        if !after_ack {
+            repl.take_for(link, &mut out);
+        }
         if !out.is_empty() {
             write(stream, &out, stop).await?;
             // Acknowledgements that came meanwhile, without waiting.
@@ -320,7 +362,7 @@ where
             r = stream.read(&mut chunk) => match r? {
                 0 => return Ok(()),
                 n => {
-                    take_input(link, &mut input, &chunk[..n])?;
+                    after_ack &= take_input(link, &mut input, &chunk[..n])? == 0;
                     super::acks::serve(state);
                 }
             },
@@ -350,8 +392,10 @@ async fn try_read<S: AsyncRead + Unpin>(stream: &mut S, chunk: &mut [u8]) -> io:
 /// Add `bytes` to the replica's unread input and act on its whole
 /// commands: `REPLCONF ACK <offset>` notes the offset; newlines (sent
 /// while it loads) and other commands are passed over, as Redis runs a
-/// replica's commands without replying.
-fn take_input(link: &Link, input: &mut Vec<u8>, bytes: &[u8]) -> io::Result<()> {
+/// replica's commands without replying. Returns how many
+/// acknowledgements came.
+fn take_input(link: &Link, input: &mut Vec<u8>, bytes: &[u8]) -> io::Result<usize> {
+    let mut acks = 0;
     input.extend_from_slice(bytes);
     let lead = input.iter().take_while(|&&b| b == b'\n' || b == b'\r').count();
     input.drain(..lead);
@@ -359,6 +403,7 @@ fn take_input(link: &Link, input: &mut Vec<u8>, bytes: &[u8]) -> io::Result<()> 
         if c.args.len() >= 3 && c.args[0].eq_ignore_ascii_case(b"replconf") && c.args[1].eq_ignore_ascii_case(b"ack") {
             if let Some(offset) = kvik_protocol::number::parse_i64(c.args[2]).and_then(|o| u64::try_from(o).ok()) {
                 link.acked(offset);
+                acks += 1;
             }
         }
         Ok(())
@@ -373,11 +418,11 @@ fn take_input(link: &Link, input: &mut Vec<u8>, bytes: &[u8]) -> io::Result<()> 
     if input.len() > MAX_INPUT {
         return Err(io::Error::new(io::ErrorKind::InvalidData, "the replica sent too much"));
     }
-    Ok(())
+    Ok(acks)
 }
 
 /// Write `bytes` whole, unless `stop` completes first.
-async fn write<S, F>(stream: &mut S, bytes: &[u8], stop: &mut F) -> io::Result<()>
+pub(super) async fn write<S, F>(stream: &mut S, bytes: &[u8], stop: &mut F) -> io::Result<()>
 where
     S: AsyncWrite + Unpin,
     F: std::future::Future<Output = ()> + Unpin,
@@ -397,10 +442,10 @@ mod tests {
         let link = Link::new(1, "127.0.0.1".into(), 1);
         let mut input = Vec::new();
         let ack = b"*3\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n$3\r\n120\r\n";
-        take_input(&link, &mut input, b"\n\n").expect("newlines");
-        take_input(&link, &mut input, &ack[..10]).expect("half");
+        assert_eq!(take_input(&link, &mut input, b"\n\n").expect("newlines"), 0);
+        assert_eq!(take_input(&link, &mut input, &ack[..10]).expect("half"), 0);
         assert_eq!(link.ack_offset.load(Ordering::Relaxed), 0);
-        take_input(&link, &mut input, &ack[10..]).expect("rest");
+        assert_eq!(take_input(&link, &mut input, &ack[10..]).expect("rest"), 1);
         assert_eq!(link.ack_offset.load(Ordering::Relaxed), 120);
         assert!(input.is_empty());
         assert!(take_input(&link, &mut input, b"garbage").is_err());

@@ -1,6 +1,7 @@
 //! Replication: the feed that turns the journal's records into the
 //! stream replicas receive ([`feed`]), a replica's connection once it
-//! asked to synchronize ([`master`]), and this server's link to its own
+//! asked to synchronize ([`master`]; [`diskless`] when the snapshot goes
+//! straight to its socket), and this server's link to its own
 //! master when it is a replica ([`replica`]); `WAIT`'s count of the
 //! replicas that acknowledged a client's changes ([`acks`]); and
 //! `FAILOVER`, which hands the master's role to a replica ([`failover`]).
@@ -12,6 +13,7 @@
 //! master shares of it lives in [`crate::registries::replication`].
 
 pub mod acks;
+pub mod diskless;
 pub mod failover;
 pub mod feed;
 pub mod master;
