@@ -263,3 +263,26 @@ fn a_subscriber_that_stops_reading_is_cut_off_at_its_limits_and_no_longer_counte
     assert!(started.elapsed() >= std::time::Duration::from_secs(1), "cut off only after a second: {counted}");
     assert!(read_until(&mut sub, |_| false).closed);
 }
+
+/// `CLIENT LIST` and `CLIENT KILL` take a client with subscriptions as
+/// type `pubsub`, not `normal`, as Redis does.
+#[test]
+fn a_subscribed_client_is_of_type_pubsub() {
+    let kvik = start_kvik();
+    let mut sub = connect(kvik.port);
+    send(&mut sub, &["SUBSCRIBE news"], 1);
+    let mut other = connect(kvik.port);
+    let id_of = |s: &mut TcpStream| {
+        String::from_utf8_lossy(&call_text(s, &["CLIENT", "ID"])).trim().trim_start_matches(':').to_string()
+    };
+    let me = id_of(&mut other);
+    let listed = |s: &mut TcpStream, t: &str| {
+        String::from_utf8_lossy(&call_text(s, &["CLIENT", "LIST", "TYPE", t])).into_owned()
+    };
+    let pubsub = listed(&mut other, "pubsub");
+    assert_eq!(pubsub.matches("id=").count(), 1, "{pubsub}");
+    assert!(pubsub.contains(" flags=P ") && !pubsub.contains(&format!("id={me} ")), "{pubsub}");
+    let normal = listed(&mut other, "normal");
+    assert!(normal.contains(&format!("id={me} ")) && !normal.contains("flags=P"), "{normal}");
+    assert_eq!(call_text(&mut other, &["CLIENT", "KILL", "TYPE", "pubsub"]), b":1\r\n");
+}

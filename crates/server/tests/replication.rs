@@ -352,6 +352,21 @@ fn a_replica_answers_as_a_redis_replica_does() {
         "{m_role}"
     );
 
+    // The link to the master is a client of its own, as in Redis.
+    call_text(&mut m, &["SET", "seen", "1"]);
+    wait_for("the write", 10, || call_text(&mut k, &["GET", "seen"]) == b"$1\r\n1\r\n");
+    let listed = String::from_utf8_lossy(&call_text(&mut k, &["CLIENT", "LIST", "TYPE", "master"])).into_owned();
+    assert_eq!(listed.matches("id=").count(), 1, "{listed}");
+    assert!(listed.contains(&format!(" addr=127.0.0.1:{port} ")) && listed.contains(" flags=M "), "{listed}");
+    assert!(listed.contains(" cmd=set "), "{listed}");
+    let normal = String::from_utf8_lossy(&call_text(&mut k, &["CLIENT", "LIST", "TYPE", "normal"])).into_owned();
+    assert!(!normal.contains("flags=M"), "{normal}");
+    let partial_before: u64 = stat(master.port, "sync_partial_ok").parse().expect("count");
+    assert_eq!(call_text(&mut k, &["CLIENT", "KILL", "TYPE", "master"]), b":1\r\n");
+    wait_for("a partial resync after the kill", 30, || {
+        stat(master.port, "sync_partial_ok").parse::<u64>().expect("count") > partial_before && link_up(replica.port)
+    });
+
     let i = info(replica.port, "replication");
     for (field, want) in [
         ("role", "slave"),

@@ -287,25 +287,33 @@ fn argv_mem<T: ReplyTarget>(c: &Ctx<'_, T>) -> usize {
     (0..c.argc()).map(|i| c.arg(i).len()).sum()
 }
 
-/// Client types `CLIENT LIST` / `CLIENT KILL` filter on: a kvik client
-/// is a replica or `normal` (kvik is never a replica itself, so it has no
-/// master client).
+/// Client types `CLIENT LIST` / `CLIENT KILL` filter on, as Redis tells
+/// them apart: the link to this replica's master, a replica, a client
+/// with subscriptions, or any other (`normal`, MONITORs included).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum TypeFilter {
     Normal,
+    Master,
     Replica,
-    Other,
+    PubSub,
 }
 
 impl TypeFilter {
-    /// Whether a client (a replica or not) is of this type.
-    fn admits(filter: Option<TypeFilter>, replica: bool) -> bool {
-        match filter {
-            None => true,
-            Some(TypeFilter::Normal) => !replica,
-            Some(TypeFilter::Replica) => replica,
-            Some(TypeFilter::Other) => false,
+    fn of(info: &crate::registries::clients::ClientInfo) -> TypeFilter {
+        if info.master {
+            TypeFilter::Master
+        } else if info.replica {
+            TypeFilter::Replica
+        } else if info.subscriptions.iter().sum::<usize>() > 0 {
+            TypeFilter::PubSub
+        } else {
+            TypeFilter::Normal
         }
+    }
+
+    /// Whether a client is of this type (any, without a filter).
+    fn admits(filter: Option<TypeFilter>, info: &crate::registries::clients::ClientInfo) -> bool {
+        filter.is_none_or(|f| f == TypeFilter::of(info))
     }
 }
 
@@ -314,7 +322,8 @@ fn client_type(arg: &[u8]) -> Option<TypeFilter> {
     match t.as_slice() {
         b"normal" => Some(TypeFilter::Normal),
         b"replica" | b"slave" => Some(TypeFilter::Replica),
-        b"master" | b"pubsub" => Some(TypeFilter::Other),
+        b"master" => Some(TypeFilter::Master),
+        b"pubsub" => Some(TypeFilter::PubSub),
         _ => None,
     }
 }
@@ -351,7 +360,7 @@ fn client_list<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     let current = c.session.id;
     let argv = argv_mem(c);
     for h in c.state.clients.snapshot() {
-        let of_type = TypeFilter::admits(filter, h.info().replica);
+        let of_type = TypeFilter::admits(filter, &h.info());
         if of_type && ids.as_ref().is_none_or(|ids| ids.contains(&h.id)) {
             text.extend_from_slice(&list_line(&h, current, argv, c.state.blocking.is_blocked(h.id)));
         }
@@ -428,7 +437,7 @@ fn client_kill<T: ReplyTarget>(c: &mut Ctx<'_, T>) {
     for h in &clients {
         let matches = {
             let info = h.info();
-            TypeFilter::admits(filter, info.replica)
+            TypeFilter::admits(filter, &info)
                 && id.is_none_or(|id| id == h.id)
                 && addr.is_none_or(|a| a == info.addr.as_bytes())
                 && laddr.is_none_or(|a| a == info.laddr.as_bytes())

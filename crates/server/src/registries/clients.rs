@@ -73,6 +73,8 @@ pub struct ClientInfo {
     pub monitor: bool,
     /// Whether the client is a replica (`flags=S`).
     pub replica: bool,
+    /// Whether the client is this replica's link to its master (`flags=M`).
+    pub master: bool,
     /// Channel, pattern and shard channel subscriptions (`sub=`, `psub=`, `ssub=`).
     pub subscriptions: [usize; 3],
     /// Commands queued while a MULTI is open (`multi=`, `flags=x`).
@@ -480,6 +482,7 @@ impl ClientRegistry {
             no_evict: false,
             monitor: false,
             replica: false,
+            master: false,
             subscriptions: [0; 3],
             multi: None,
             lib_name: Vec::new(),
@@ -621,6 +624,9 @@ pub fn list_line(h: &ClientHandle, current: u64, argv: usize, blocked: bool) -> 
     }
     if info.monitor {
         flags.push('O');
+    }
+    if info.master {
+        flags.push('M');
     }
     let [sub, psub, ssub] = info.subscriptions;
     if sub + psub + ssub > 0 {

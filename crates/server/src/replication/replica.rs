@@ -197,7 +197,12 @@ fn link(
     stream.set_nodelay(true)?;
     stream.set_read_timeout(Some(POLL))?;
     *repl.link.socket.lock().unwrap_or_else(|p| p.into_inner()) = Some(stream.try_clone()?);
-    let mut conn = Conn { stream, input: Vec::new(), generation, last_io: Instant::now() };
+    let local = stream.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
+    let registration = state.clients.register(state.ids.next_id(), addr.to_string(), local, fd, None);
+    registration.handle.info().master = true;
+    let client = Arc::clone(&registration.handle);
+    let mut conn = Conn { stream, input: Vec::new(), generation, last_io: Instant::now(), client };
     if !current(state, generation) {
         return Err(io::Error::new(io::ErrorKind::Interrupted, "replaced"));
     }
@@ -438,6 +443,9 @@ fn stream_from(state: &ServerState, conn: &mut Conn, apply: Apply, session: &mut
         if !current(state, conn.generation) {
             return Err(io::Error::new(io::ErrorKind::Interrupted, "replaced"));
         }
+        if conn.client.is_killed() {
+            return Err(io::Error::other("the link was killed (CLIENT KILL)"));
+        }
         if last_ack.elapsed() >= ACK_EVERY {
             let at = repl.offset().to_string();
             conn.send(&[b"REPLCONF", b"ACK", at.as_bytes()])?;
@@ -448,7 +456,11 @@ fn stream_from(state: &ServerState, conn: &mut Conn, apply: Apply, session: &mut
             continue;
         }
         repl.link.read_offset.fetch_add(n as u64, Ordering::Relaxed);
-        applied = apply_input(state, &mut conn.input, applied, apply, session, &mut acks)?;
+        let last;
+        (applied, last) = apply_input(state, &mut conn.input, applied, apply, session, &mut acks)?;
+        if let Some(cmd) = last {
+            conn.client.ran(cmd, crate::clock::mono_us(Instant::now()));
+        }
         for at in acks.drain(..) {
             conn.send(&[b"REPLCONF", b"ACK", at.to_string().as_bytes()])?;
             last_ack = Instant::now();
@@ -472,12 +484,13 @@ fn apply_input(
     apply: Apply,
     session: &mut Session,
     acks: &mut Vec<u64>,
-) -> io::Result<usize> {
+) -> io::Result<(usize, Option<kvik_protocol::commands::CommandId>)> {
     let repl = &state.replication;
     let gate = repl.apply_gate.lock().unwrap_or_else(|p| p.into_inner());
     let base = repl.offset();
     let mut counted = if session.multi.is_none() { applied } else { 0 };
     let mut args = CommandArgs::new();
+    let mut last = None;
     let read = read::<()>(&input[applied..], |cmd| {
         let name = cmd.args[0];
         let is_replconf = name.eq_ignore_ascii_case(b"replconf");
@@ -492,6 +505,7 @@ fn apply_input(
                 log_refused(&e);
             }
         }
+        last = kvik_protocol::commands::lookup(name).map(|spec| spec.id).or(last);
         if session.multi.is_none() {
             counted = applied + cmd.span.end;
         }
@@ -516,7 +530,7 @@ fn apply_input(
     }
     drop(gate);
     input.drain(..counted);
-    Ok(consumed - counted)
+    Ok((consumed - counted, last))
 }
 
 /// Log, at most once a second, a command of the master's that did not run.
@@ -534,6 +548,9 @@ struct Conn {
     generation: u64,
     /// When the master last sent anything.
     last_io: Instant,
+    /// The link as `CLIENT LIST` shows it (`flags=M`), and `CLIENT KILL`
+    /// ends it.
+    client: Arc<crate::registries::clients::ClientHandle>,
 }
 
 impl Conn {
