@@ -320,50 +320,50 @@ fn write(state: &ServerState, job: &Job) -> io::Result<(u64, Option<std::fs::Fil
         return write_to_replicas(state, job).map(|keys| (keys, None));
     }
     let dir = super::dir_of(&job.path);
-    let mut failed: Option<io::Error> = None;
     let created = super::create_temp(&job.temp, &dir, job.settings);
-    let mut out =
-        match created.and_then(|f| FileWriter::start(f, &job.info, job.settings.compress, job.settings.checksum)) {
-            Ok(w) => Some(w),
-            Err(e) => {
-                failed = Some(e);
-                None
-            }
-        };
-    let keys = walk(state, job, &mut out, &mut failed);
-    let finished = match (out, failed) {
-        (Some(w), None) => w.finish().and_then(|file| {
-            // Opened to read before the rename, so that it is this file.
-            let kept = if job.purpose == Purpose::Replication { Some(std::fs::File::open(&job.temp)?) } else { None };
-            super::install(file.file(), &job.temp, &job.path, &dir).map(|_| kept)
-        }),
-        (_, Some(e)) => Err(e),
-        (None, None) => Err(io::Error::other("no file was written")),
-    };
+    let (written, keys) = start_and_walk(state, job, created);
+    let finished = written.and_then(FileWriter::finish).and_then(|file| {
+        // Opened to read before the rename, so that it is this file.
+        let kept = if job.purpose == Purpose::Replication { Some(std::fs::File::open(&job.temp)?) } else { None };
+        super::install(file.file(), &job.temp, &job.path, &dir).map(|_| kept)
+    });
     if finished.is_err() {
         let _ = std::fs::remove_file(&job.temp);
     }
     finished.map(|kept| (keys, kept))
 }
 
-/// Stream the snapshot to the replicas' channels, then tell each how it
-/// ended.
-fn write_to_replicas(state: &ServerState, job: &Job) -> io::Result<u64> {
+/// Start a snapshot on `out` and walk the keyspace into it. Returns the
+/// writer, still to be finished, unless something failed, and the keys
+/// written.
+fn start_and_walk<W: io::Write>(
+    state: &ServerState,
+    job: &Job,
+    out: io::Result<W>,
+) -> (io::Result<FileWriter<W>>, u64) {
     let mut failed: Option<io::Error> = None;
-    let fanout = Fanout { sinks: job.sinks.clone() };
-    let mut out = match FileWriter::start(fanout, &job.info, job.settings.compress, job.settings.checksum) {
+    let started = out.and_then(|o| FileWriter::start(o, &job.info, job.settings.compress, job.settings.checksum));
+    let mut writer = match started {
         Ok(w) => Some(w),
         Err(e) => {
             failed = Some(e);
             None
         }
     };
-    let keys = walk(state, job, &mut out, &mut failed);
-    let finished = match (out, failed) {
-        (Some(w), None) => w.finish().map(|_| keys),
+    let keys = walk(state, job, &mut writer, &mut failed);
+    let written = match (writer, failed) {
+        (Some(w), None) => Ok(w),
         (_, Some(e)) => Err(e),
-        (None, None) => Err(io::Error::other("nothing was sent")),
+        (None, None) => Err(io::Error::other("nothing was written")),
     };
+    (written, keys)
+}
+
+/// Stream the snapshot to the replicas' channels, then tell each how it
+/// ended.
+fn write_to_replicas(state: &ServerState, job: &Job) -> io::Result<u64> {
+    let (written, keys) = start_and_walk(state, job, Ok(Fanout { sinks: job.sinks.clone() }));
+    let finished = written.and_then(FileWriter::finish).map(|_| keys);
     let end = finished.as_ref().map(|_| ()).map_err(|e| e.to_string());
     for sink in &job.sinks {
         // A replica that left takes nothing more.
