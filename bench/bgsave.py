@@ -90,15 +90,7 @@ class Server:
         self.client = Client(self.port, timeout=600)
 
     def info(self, section):
-        reply = self.client.call("INFO", section)
-        if not isinstance(reply, bytes):
-            raise RuntimeError("%s: INFO %s failed: %r" % (self.name, section, reply))
-        out = {}
-        for line in reply.decode(errors="replace").splitlines():
-            if ":" in line and not line.startswith("#"):
-                k, v = line.split(":", 1)
-                out[k] = v.strip()
-        return out
+        return parse_info(self.client.call("INFO", section), "%s: INFO %s" % (self.name, section))
 
     def stop(self):
         try:
@@ -111,6 +103,19 @@ class Server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+def parse_info(reply, what):
+    """The fields of an INFO reply, as a dict; `what` names it in the error
+    when the reply is not one."""
+    if not isinstance(reply, bytes):
+        raise RuntimeError("%s failed: %r" % (what, reply))
+    out = {}
+    for line in reply.decode(errors="replace").splitlines():
+        if ":" in line and not line.startswith("#"):
+            k, v = line.split(":", 1)
+            out[k] = v.strip()
+    return out
 
 
 def tail(path, lines=10):

@@ -284,14 +284,7 @@ def summarize_load(rows):
 # --- replication lag ---------------------------------------------------------
 
 def parse_info(reply, who):
-    if not isinstance(reply, bytes):
-        raise RuntimeError("%s: INFO replication failed: %r" % (who, reply))
-    out = {}
-    for line in reply.decode(errors="replace").splitlines():
-        if ":" in line and not line.startswith("#"):
-            k, v = line.split(":", 1)
-            out[k] = v.strip()
-    return out
+    return bgsave.parse_info(reply, "%s: INFO replication" % who)
 
 
 def replica_offset(info):
