@@ -34,7 +34,30 @@ fn wait_for(what: &str, secs: u64, mut check: impl FnMut() -> bool) {
     }
 }
 
-/// Writes of every type, pipelined, by `writers` threads until `stop`.
+/// What the load's script writes: replicated as its effects.
+const SCRIPT: &str = "redis.call('INCR', KEYS[1]); return redis.call('HSET', KEYS[2], 'f', ARGV[1])";
+
+/// A key of the load that lives for 20 ms.
+fn px_key(writer: usize, k: usize) -> String {
+    format!("px:{writer}:{k}")
+}
+
+/// Read every short-lived key of `writers` on `port`, so that each that
+/// expired is deleted now (and its DEL sent to replicas), not whenever the
+/// expiry cycle comes to it: a master's snapshot leaves out expired keys,
+/// a replica holds them until their DEL.
+fn expire_short_lived(port: u16, writers: usize) {
+    let mut s = connect(port);
+    for w in 0..writers {
+        for k in 0..500 {
+            call_text(&mut s, &["EXISTS", &px_key(w, k)]);
+        }
+    }
+}
+
+/// Writes of every type (strings, lists, hashes, sets, sorted sets, streams),
+/// expiries, transactions and scripts, pipelined, by `writers` threads
+/// until `stop`.
 fn write_load(port: u16, writers: usize, stop: &Arc<AtomicBool>) -> Vec<thread::JoinHandle<usize>> {
     (0..writers)
         .map(|w| {
@@ -45,7 +68,7 @@ fn write_load(port: u16, writers: usize, stop: &Arc<AtomicBool>) -> Vec<thread::
                 while !stop.load(Ordering::Relaxed) {
                     let k = round % 500;
                     let mut batch = Vec::new();
-                    let cmds: [Vec<String>; 10] = [
+                    let cmds: [Vec<String>; 17] = [
                         vec!["SET".into(), format!("s:{w}:{k}"), format!("v{round}")],
                         vec!["INCR".into(), format!("n:{k}")],
                         vec!["RPUSH".into(), format!("l:{}", k % 50), format!("{w}-{round}")],
@@ -53,6 +76,30 @@ fn write_load(port: u16, writers: usize, stop: &Arc<AtomicBool>) -> Vec<thread::
                         vec!["SADD".into(), format!("set:{}", k % 50), format!("{}", round % 97)],
                         vec!["ZADD".into(), format!("z:{}", k % 50), format!("{}", round % 13), format!("m{w}")],
                         vec!["EXPIRE".into(), format!("s:{w}:{k}"), "100000".into()],
+                        // Keys that expire on the master while the load runs:
+                        // the replica must see their DELs.
+                        vec!["SET".into(), px_key(w, k), "short".into(), "PX".into(), "20".into()],
+                        vec![
+                            "XADD".into(),
+                            format!("x:{}", k % 50),
+                            "MAXLEN".into(),
+                            "100".into(),
+                            "*".into(),
+                            "f".into(),
+                            format!("{round}"),
+                        ],
+                        vec!["MULTI".into()],
+                        vec!["INCR".into(), format!("m:{}", k % 50)],
+                        vec!["LPUSH".into(), format!("ml:{w}"), format!("{round}")],
+                        vec!["EXEC".into()],
+                        vec![
+                            "EVAL".into(),
+                            SCRIPT.into(),
+                            "2".into(),
+                            format!("e:{}", k % 50),
+                            format!("eh:{w}"),
+                            format!("{round}"),
+                        ],
                         vec!["LPOP".into(), format!("l:{}", (k + 7) % 50)],
                         vec!["SELECT".into(), "3".into()],
                         vec!["RPUSH".into(), format!("l:{}", k % 50), format!("{w}-{round}")],
@@ -217,6 +264,8 @@ fn load_cut_and_catch_up<R>(master: u16, start: impl FnOnce() -> (R, u16)) -> (R
     stop.store(true, Ordering::Relaxed);
     let rounds: usize = writers.into_iter().map(|w| w.join().expect("writer")).sum();
     assert!(rounds > 10, "the load ran: {rounds} rounds");
+    thread::sleep(Duration::from_millis(50));
+    expire_short_lived(master, 3);
     assert_eq!(stat(master, "sync_full"), "1", "no second full sync");
     wait_for("the replica to catch up", 30, || offset(replica) == offset(master));
     (handle, rounds)
