@@ -128,7 +128,7 @@ impl std::error::Error for ReplyError {}
 /// never allocates, so replies can be counted and skipped cheaply.
 pub fn reply_len(buf: &[u8], limits: &ReplyLimits) -> Result<Option<usize>, ReplyError> {
     let parser = Parser { buf, limits };
-    Ok(parser.value::<Skip>(0, 0)?.map(|((), end)| end))
+    Ok(parser.value(&mut Skip, 0, 0)?.map(|((), end)| end))
 }
 
 /// Parses one complete reply at the start of `buf` into a [`Value`] and
@@ -139,74 +139,88 @@ pub fn reply_len(buf: &[u8], limits: &ReplyLimits) -> Result<Option<usize>, Repl
 /// [`Value::NullArray`]); RESP3's `_` is [`Value::Null`]; `!` blob errors are
 /// [`Value::Error`]; attributes wrap the value they decorate.
 pub fn parse_reply(buf: &[u8], limits: &ReplyLimits) -> Result<Option<(Value, usize)>, ReplyError> {
-    Parser { buf, limits }.value::<Tree>(0, 0)
+    Parser { buf, limits }.value(&mut Tree, 0, 0)
 }
 
-/// What the generic parser produces for each reply: a [`Value`] tree, or
-/// nothing at all (zero-sized, so its vectors never allocate).
-trait Build {
+/// [`parse_reply`] into what `builder` makes of each part. Incomplete
+/// input gives `None` after building part of the reply, which is thrown
+/// away: a caller whose objects are costly asks [`reply_len`] first.
+pub fn parse_reply_with<B: ReplyBuilder>(
+    buf: &[u8],
+    limits: &ReplyLimits,
+    builder: &mut B,
+) -> Result<Option<(B::V, usize)>, ReplyError> {
+    Parser { buf, limits }.value(builder, 0, 0)
+}
+
+/// What the generic parser produces for each reply: a [`Value`] tree,
+/// nothing at all (zero-sized, so its vectors never allocate), or what a
+/// caller builds itself ([`parse_reply_with`]; the Python client builds its
+/// objects straight from the bytes).
+pub trait ReplyBuilder {
     type V;
-    fn simple(s: &[u8]) -> Self::V;
-    fn error(s: &[u8]) -> Self::V;
-    fn integer(n: i64) -> Self::V;
-    fn bulk(b: &[u8]) -> Self::V;
-    fn null() -> Self::V;
-    fn null_array() -> Self::V;
-    fn double(d: f64) -> Self::V;
-    fn boolean(b: bool) -> Self::V;
-    fn big_number(digits: &[u8]) -> Self::V;
-    fn verbatim(format: [u8; 3], text: &[u8]) -> Self::V;
-    fn list(kind: u8, items: Vec<Self::V>) -> Self::V;
-    fn map(pairs: Vec<(Self::V, Self::V)>) -> Self::V;
-    fn attribute(attrs: Vec<(Self::V, Self::V)>, value: Self::V) -> Self::V;
+    fn simple(&mut self, s: &[u8]) -> Self::V;
+    fn error(&mut self, s: &[u8]) -> Self::V;
+    fn integer(&mut self, n: i64) -> Self::V;
+    fn bulk(&mut self, b: &[u8]) -> Self::V;
+    fn null(&mut self) -> Self::V;
+    fn null_array(&mut self) -> Self::V;
+    fn double(&mut self, d: f64) -> Self::V;
+    fn boolean(&mut self, b: bool) -> Self::V;
+    fn big_number(&mut self, digits: &[u8]) -> Self::V;
+    fn verbatim(&mut self, format: [u8; 3], text: &[u8]) -> Self::V;
+    /// `kind`: `*` array, `~` set, `>` push.
+    fn list(&mut self, kind: u8, items: Vec<Self::V>) -> Self::V;
+    fn map(&mut self, pairs: Vec<(Self::V, Self::V)>) -> Self::V;
+    fn attribute(&mut self, attrs: Vec<(Self::V, Self::V)>, value: Self::V) -> Self::V;
 }
 
 /// Builds [`Value`]s.
 struct Tree;
 
-impl Build for Tree {
+impl ReplyBuilder for Tree {
     type V = Value;
-    fn simple(s: &[u8]) -> Value {
+    fn simple(&mut self, s: &[u8]) -> Value {
         Value::Simple(s.to_vec())
     }
-    fn error(s: &[u8]) -> Value {
+    fn error(&mut self, s: &[u8]) -> Value {
         Value::Error(s.to_vec())
     }
-    fn integer(n: i64) -> Value {
+    fn integer(&mut self, n: i64) -> Value {
         Value::Integer(n)
     }
-    fn bulk(b: &[u8]) -> Value {
+    fn bulk(&mut self, b: &[u8]) -> Value {
         Value::Bulk(b.to_vec())
     }
-    fn null() -> Value {
+    fn null(&mut self) -> Value {
         Value::Null
     }
-    fn null_array() -> Value {
+    fn null_array(&mut self) -> Value {
         Value::NullArray
     }
-    fn double(d: f64) -> Value {
+    fn double(&mut self, d: f64) -> Value {
         Value::Double(d)
     }
-    fn boolean(b: bool) -> Value {
+    fn boolean(&mut self, b: bool) -> Value {
         Value::Boolean(b)
     }
-    fn big_number(digits: &[u8]) -> Value {
+    fn big_number(&mut self, digits: &[u8]) -> Value {
         Value::BigNumber(digits.to_vec())
     }
-    fn verbatim(format: [u8; 3], text: &[u8]) -> Value {
+    fn verbatim(&mut self, format: [u8; 3], text: &[u8]) -> Value {
         Value::Verbatim { format, text: text.to_vec() }
     }
-    fn list(kind: u8, items: Vec<Value>) -> Value {
+    fn list(&mut self, kind: u8, items: Vec<Value>) -> Value {
         match kind {
             b'~' => Value::Set(items),
             b'>' => Value::Push(items),
             _ => Value::Array(items),
         }
     }
-    fn map(pairs: Vec<(Value, Value)>) -> Value {
+    fn map(&mut self, pairs: Vec<(Value, Value)>) -> Value {
         Value::Map(pairs)
     }
-    fn attribute(attrs: Vec<(Value, Value)>, value: Value) -> Value {
+    fn attribute(&mut self, attrs: Vec<(Value, Value)>, value: Value) -> Value {
         Value::Attribute { attrs, value: Box::new(value) }
     }
 }
@@ -214,21 +228,21 @@ impl Build for Tree {
 /// Builds nothing: only validates and measures.
 struct Skip;
 
-impl Build for Skip {
+impl ReplyBuilder for Skip {
     type V = ();
-    fn simple(_: &[u8]) {}
-    fn error(_: &[u8]) {}
-    fn integer(_: i64) {}
-    fn bulk(_: &[u8]) {}
-    fn null() {}
-    fn null_array() {}
-    fn double(_: f64) {}
-    fn boolean(_: bool) {}
-    fn big_number(_: &[u8]) {}
-    fn verbatim(_: [u8; 3], _: &[u8]) {}
-    fn list(_: u8, _: Vec<()>) {}
-    fn map(_: Vec<((), ())>) {}
-    fn attribute(_: Vec<((), ())>, _: ()) {}
+    fn simple(&mut self, _: &[u8]) {}
+    fn error(&mut self, _: &[u8]) {}
+    fn integer(&mut self, _: i64) {}
+    fn bulk(&mut self, _: &[u8]) {}
+    fn null(&mut self) {}
+    fn null_array(&mut self) {}
+    fn double(&mut self, _: f64) {}
+    fn boolean(&mut self, _: bool) {}
+    fn big_number(&mut self, _: &[u8]) {}
+    fn verbatim(&mut self, _: [u8; 3], _: &[u8]) {}
+    fn list(&mut self, _: u8, _: Vec<()>) {}
+    fn map(&mut self, _: Vec<((), ())>) {}
+    fn attribute(&mut self, _: Vec<((), ())>, _: ()) {}
 }
 
 /// A parse result: the value and the offset just past it, or `None` if incomplete.
@@ -258,7 +272,7 @@ impl<'b> Parser<'b> {
     }
 
     /// Parses the value at `pos`, nested inside `depth` aggregates.
-    fn value<B: Build>(&self, pos: usize, depth: usize) -> Step<B::V> {
+    fn value<B: ReplyBuilder>(&self, b: &mut B, pos: usize, depth: usize) -> Step<B::V> {
         let Some(&kind) = self.buf.get(pos) else {
             return Ok(None);
         };
@@ -271,15 +285,15 @@ impl<'b> Parser<'b> {
             return Ok(None);
         };
         let v = match kind {
-            b'+' => B::simple(line),
-            b'-' => B::error(line),
-            b':' => B::integer(parse_int(line).ok_or(ReplyError::BadInteger)?),
-            b'_' if line.is_empty() => B::null(),
+            b'+' => b.simple(line),
+            b'-' => b.error(line),
+            b':' => b.integer(parse_int(line).ok_or(ReplyError::BadInteger)?),
+            b'_' if line.is_empty() => b.null(),
             b'_' => return Err(ReplyError::BadNull),
-            b',' => B::double(parse_double(line).ok_or(ReplyError::BadDouble)?),
+            b',' => b.double(parse_double(line).ok_or(ReplyError::BadDouble)?),
             b'#' => match line {
-                b"t" => B::boolean(true),
-                b"f" => B::boolean(false),
+                b"t" => b.boolean(true),
+                b"f" => b.boolean(false),
                 _ => return Err(ReplyError::BadBoolean),
             },
             b'(' => {
@@ -287,18 +301,18 @@ impl<'b> Parser<'b> {
                 if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
                     return Err(ReplyError::BadBigNumber);
                 }
-                B::big_number(line)
+                b.big_number(line)
             }
-            b'$' | b'!' | b'=' => return self.blob::<B>(kind, line, next),
-            _ => return self.aggregate::<B>(kind, line, next, depth),
+            b'$' | b'!' | b'=' => return self.blob(b, kind, line, next),
+            _ => return self.aggregate(b, kind, line, next, depth),
         };
         Ok(Some((v, next)))
     }
 
     /// `$`, `!` and `=`: a length line, that many bytes, CR LF.
-    fn blob<B: Build>(&self, kind: u8, line: &[u8], start: usize) -> Step<B::V> {
+    fn blob<B: ReplyBuilder>(&self, b: &mut B, kind: u8, line: &[u8], start: usize) -> Step<B::V> {
         let Some(len) = length_line(kind, line, b'$')? else {
-            return Ok(Some((B::null(), start)));
+            return Ok(Some((b.null(), start)));
         };
         let max = self.limits.max_bulk_len;
         let too_long = ReplyError::BulkTooLong { len, max };
@@ -316,10 +330,10 @@ impl<'b> Parser<'b> {
             return Err(ReplyError::MissingCrlf);
         }
         let v = match kind {
-            b'$' => B::bulk(data),
-            b'!' => B::error(data),
+            b'$' => b.bulk(data),
+            b'!' => b.error(data),
             _ => match data {
-                [a, b, c, b':', text @ ..] => B::verbatim([*a, *b, *c], text),
+                [f0, f1, f2, b':', text @ ..] => b.verbatim([*f0, *f1, *f2], text),
                 _ => return Err(ReplyError::BadVerbatim),
             },
         };
@@ -327,9 +341,9 @@ impl<'b> Parser<'b> {
     }
 
     /// `*`, `~`, `>`, `%` and `|`: a count line followed by the elements.
-    fn aggregate<B: Build>(&self, kind: u8, line: &[u8], start: usize, depth: usize) -> Step<B::V> {
+    fn aggregate<B: ReplyBuilder>(&self, b: &mut B, kind: u8, line: &[u8], start: usize, depth: usize) -> Step<B::V> {
         let Some(len) = length_line(kind, line, b'*')? else {
-            return Ok(Some((B::null_array(), start)));
+            return Ok(Some((b.null_array(), start)));
         };
         let max = self.limits.max_aggregate_len;
         let too_long = ReplyError::AggregateTooLong { len, max };
@@ -347,35 +361,35 @@ impl<'b> Parser<'b> {
             b'%' | b'|' => {
                 let mut pairs = Vec::with_capacity(count.min(available / 2));
                 for _ in 0..count {
-                    let Some((k, p)) = self.value::<B>(pos, depth + 1)? else {
+                    let Some((k, p)) = self.value(b, pos, depth + 1)? else {
                         return Ok(None);
                     };
-                    let Some((v, p)) = self.value::<B>(p, depth + 1)? else {
+                    let Some((v, p)) = self.value(b, p, depth + 1)? else {
                         return Ok(None);
                     };
                     pairs.push((k, v));
                     pos = p;
                 }
                 if kind == b'%' {
-                    return Ok(Some((B::map(pairs), pos)));
+                    return Ok(Some((b.map(pairs), pos)));
                 }
                 // The decorated value counts as one level deeper, so chains of
                 // attributes are bounded by the depth limit too.
-                let Some((v, p)) = self.value::<B>(pos, depth + 1)? else {
+                let Some((v, p)) = self.value(b, pos, depth + 1)? else {
                     return Ok(None);
                 };
-                Ok(Some((B::attribute(pairs, v), p)))
+                Ok(Some((b.attribute(pairs, v), p)))
             }
             _ => {
                 let mut items = Vec::with_capacity(count.min(available));
                 for _ in 0..count {
-                    let Some((v, p)) = self.value::<B>(pos, depth + 1)? else {
+                    let Some((v, p)) = self.value(b, pos, depth + 1)? else {
                         return Ok(None);
                     };
                     items.push(v);
                     pos = p;
                 }
-                Ok(Some((B::list(kind, items), pos)))
+                Ok(Some((b.list(kind, items), pos)))
             }
         }
     }
