@@ -47,7 +47,7 @@ test: deps
 	cargo test --manifest-path crates/acl/fuzz/Cargo.toml --target-dir "$(TARGET_DIR)"
 	KVIK_SERVER_BIN="$(SERVER_BIN)" $(VENV)/bin/python -m pytest -q tests/python
 
-deps: cargo redis-server openssl $(VENV)/.installed
+deps: cargo redis-server openssl $(VENV)/.installed $(VENV)/.kvik-python
 
 cargo:
 	@command -v cargo >/dev/null 2>&1 || { \
@@ -81,12 +81,23 @@ $(VENV)/.installed: tests/python/requirements.txt
 	@$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r tests/python/requirements.txt
 	@touch $@
 
+# The Python client (python/): maturin builds its native half against the
+# venv's interpreter; built again when it or the protocol crate changes.
+KVIK_PYTHON_SOURCES := $(shell find python/src python/kvik crates/protocol/src -name '*.rs' -o -name '*.py' -o -name '*.in' 2>/dev/null) python/Cargo.toml python/pyproject.toml
+$(VENV)/.kvik-python: $(VENV)/.installed $(KVIK_PYTHON_SOURCES)
+	@echo "building the Python client (python/) into $(VENV)"
+	@$(VENV)/bin/python -m pip install -q --disable-pip-version-check ./python
+	@touch $@
+
 fmt:
 	cargo fmt --all
+	cargo fmt --manifest-path python/Cargo.toml
 
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	cargo fmt --manifest-path python/Cargo.toml -- --check
+	cargo clippy --manifest-path python/Cargo.toml -- -D warnings
 
 ## The benchmark suite: kvik-server (1 and 2 threads) against redis-server and
 ## valkey-server, throughput and bytes per key: bench/results/suite.md, CSV, SVG.

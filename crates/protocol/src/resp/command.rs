@@ -11,17 +11,27 @@ use crate::number::write_u64;
 pub fn write_command<A: AsRef<[u8]>>(args: &[A], out: &mut Vec<u8>) {
     let payload: usize = args.iter().map(|a| a.as_ref().len() + 16).sum();
     out.reserve(payload + 16);
-    out.push(b'*');
-    write_u64(out, args.len() as u64);
-    out.extend_from_slice(b"\r\n");
+    write_command_header(args.len(), out);
     for a in args {
-        let a = a.as_ref();
-        out.push(b'$');
-        write_u64(out, a.len() as u64);
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
+        write_argument(a.as_ref(), out);
     }
+}
+
+/// The start of a request of `argc` arguments (`*<n>\r\n`), for a writer
+/// that has its arguments one at a time; [`write_argument`] each follows.
+pub fn write_command_header(argc: usize, out: &mut Vec<u8>) {
+    out.push(b'*');
+    write_u64(out, argc as u64);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// One argument of a request: `$<len>\r\n<bytes>\r\n`.
+pub fn write_argument(arg: &[u8], out: &mut Vec<u8>) {
+    out.push(b'$');
+    write_u64(out, arg.len() as u64);
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(arg);
+    out.extend_from_slice(b"\r\n");
 }
 
 #[cfg(test)]
