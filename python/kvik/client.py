@@ -145,22 +145,27 @@ class ConnectionPool:
             if self.max_connections is not None and self._made >= self.max_connections:
                 raise ConnectionError("Too many connections")
             self._made += 1
-        kw = self.connection_kwargs
         try:
-            conn = _native.Connection(
-                host=kw["host"],
-                port=kw["port"],
-                path=kw["path"],
-                connect_timeout=kw["socket_connect_timeout"],
-                socket_timeout=kw["socket_timeout"],
-                decode=kw["decode_responses"],
-                error_factory=_error_factory,
-            )
-            self._handshake(conn)
+            return self._connect_dedicated()
         except BaseException:
             with self._lock:
                 self._made -= 1
             raise
+
+    def _connect_dedicated(self):
+        """A new connection, handshake made, outside the pool's count (a
+        pub/sub connection is one)."""
+        kw = self.connection_kwargs
+        conn = _native.Connection(
+            host=kw["host"],
+            port=kw["port"],
+            path=kw["path"],
+            connect_timeout=kw["socket_connect_timeout"],
+            socket_timeout=kw["socket_timeout"],
+            decode=kw["decode_responses"],
+            error_factory=_error_factory,
+        )
+        self._handshake(conn)
         return conn
 
     def _handshake(self, conn):
@@ -339,8 +344,11 @@ class Redis(CoreCommands):
             **kwargs,
         )
 
-    def pubsub(self, **kwargs):
-        raise NotImplementedError("kvik.Redis.pubsub is not there yet: use redis-py's for publish/subscribe")
+    def pubsub(self, ignore_subscribe_messages=False):
+        """redis-py's PubSub, on a connection of its own."""
+        from .pubsub import PubSub
+
+        return PubSub(self.connection_pool, ignore_subscribe_messages=ignore_subscribe_messages)
 
     def monitor(self):
         raise NotImplementedError("kvik.Redis.monitor is not there yet: use redis-py's")

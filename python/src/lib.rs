@@ -78,6 +78,13 @@ impl Sock {
         }
     }
 
+    fn try_clone(&self) -> io::Result<Sock> {
+        Ok(match self {
+            Sock::Tcp(s) => Sock::Tcp(s.try_clone()?),
+            Sock::Unix(s) => Sock::Unix(s.try_clone()?),
+        })
+    }
+
     fn set_nonblocking(&self, on: bool) -> io::Result<()> {
         match self {
             Sock::Tcp(s) => s.set_nonblocking(on),
@@ -137,6 +144,8 @@ pub struct Connection {
     write: Vec<u8>,
     decode: bool,
     limits: ReplyLimits,
+    /// The read and write timeout the socket has between polls.
+    timeout: Option<Duration>,
     /// Makes the exception for an error reply from its text.
     error_factory: PyObject,
 }
@@ -409,6 +418,7 @@ impl Connection {
             write: Vec::with_capacity(READ_BYTES),
             decode,
             limits: ReplyLimits::DEFAULT,
+            timeout: socket_timeout,
             error_factory,
         })
     }
@@ -510,12 +520,44 @@ impl Connection {
         if let Some(sock) = &self.sock {
             sock.set_timeout(timeout).map_err(|e| Failure::Io(e).into_err(py, "setting the timeout of the"))?;
         }
+        self.timeout = timeout;
         Ok(())
+    }
+
+    /// The next reply (pushes included) if one comes within `timeout`
+    /// seconds (0: only one already received), else None; the connection
+    /// stays usable either way, as a pub/sub connection's wait for a
+    /// message must.
+    fn poll_reply(&mut self, py: Python<'_>, timeout: f64) -> PyResult<Option<PyObject>> {
+        let deadline = std::time::Instant::now() + Duration::from_secs_f64(timeout.max(0.0));
+        loop {
+            match reply_len(&self.read[self.start..self.end], &self.limits) {
+                Ok(Some(_)) => return self.next_any(py, false).map(Some),
+                Ok(None) => {}
+                Err(e) => return Err(self.broken(py, Failure::Protocol(e.to_string()), "reading from")),
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let waited = self.fill_within(py, left);
+            match waited {
+                Ok(true) => {}
+                Ok(false) => return Ok(None),
+                Err(f) => return Err(self.broken(py, f, "reading from")),
+            }
+        }
     }
 
     /// Whether a reply is already received and waiting.
     fn has_reply(&self) -> bool {
         matches!(reply_len(&self.read[self.start..self.end], &self.limits), Ok(Some(_)))
+    }
+
+    /// A writer of commands on this connection's socket that other threads
+    /// may use while this one waits for replies (a pub/sub connection:
+    /// one thread listens, another subscribes).
+    fn sender(&self, py: Python<'_>) -> PyResult<Sender> {
+        let sock = self.sock.as_ref().ok_or_else(|| Failure::Closed.into_err(py, "writing to"))?;
+        let sock = sock.try_clone().map_err(|e| Failure::Io(e).into_err(py, "writing to"))?;
+        Ok(Sender { sock: Some(sock), write: Vec::new() })
     }
 
     /// Close the socket; later calls raise `ConnectionError`.
@@ -612,6 +654,30 @@ impl Connection {
         Ok(())
     }
 
+    /// Read once, waiting at most `left` (not at all when zero). Whether
+    /// anything came; the socket's own timeout is put back after.
+    fn fill_within(&mut self, py: Python<'_>, left: Duration) -> Result<bool, Failure> {
+        let sock = self.sock()?;
+        if left.is_zero() {
+            sock.set_nonblocking(true)?;
+        } else {
+            sock.set_timeout(Some(left))?;
+        }
+        let filled = self.fill(py);
+        let timeout = self.timeout;
+        let sock = self.sock()?;
+        if left.is_zero() {
+            sock.set_nonblocking(false)?;
+        } else {
+            sock.set_timeout(timeout)?;
+        }
+        match filled {
+            Ok(()) => Ok(true),
+            Err(Failure::Io(e)) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => Ok(false),
+            Err(f) => Err(f),
+        }
+    }
+
     /// The length of the complete reply at the start of the read buffer,
     /// reading until it is there.
     fn complete(&mut self, py: Python<'_>) -> Result<usize, Failure> {
@@ -682,6 +748,29 @@ impl Connection {
     }
 }
 
+/// See [`Connection::sender`].
+#[pyclass(module = "kvik._native")]
+pub struct Sender {
+    sock: Option<Sock>,
+    write: Vec<u8>,
+}
+
+#[pymethods]
+impl Sender {
+    /// Send one command; its reply goes to the connection's reader.
+    fn send(&mut self, py: Python<'_>, command: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.write.clear();
+        put_command(py, command, &mut self.write)?;
+        let Sender { sock, write } = self;
+        let Some(sock) = sock.as_mut() else { return Err(Failure::Closed.into_err(py, "writing to")) };
+        let sent = py.allow_threads(|| sock.write_all(write));
+        sent.map_err(|e| {
+            self.sock = None;
+            Failure::Io(e).into_err(py, "writing to")
+        })
+    }
+}
+
 /// The RESP request for `command` (a tuple or list of arguments): what
 /// `Connection.call` sends. For building commands ahead of time, and tests.
 #[pyfunction]
@@ -725,6 +814,7 @@ fn parse_replies(py: Python<'_>, data: &[u8], error_factory: PyObject, decode: b
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Connection>()?;
+    m.add_class::<Sender>()?;
     m.add_function(wrap_pyfunction!(encode_command, m)?)?;
     m.add_function(wrap_pyfunction!(parse_replies, m)?)?;
     Ok(())

@@ -342,7 +342,8 @@ class FakeServer:
         self.sock.listen(8)
         self.sock.settimeout(0.2)
         self.stop = threading.Event()
-        threading.Thread(target=self._serve, daemon=True).start()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
 
     def _serve(self):
         while not self.stop.is_set():
@@ -367,6 +368,7 @@ class FakeServer:
 
     def close(self):
         self.stop.set()
+        self.thread.join(5)
         self.sock.close()
 
 
@@ -396,3 +398,73 @@ def test_a_bad_server_gives_a_clear_error_and_no_hang(tmp_path, first, close, er
                 r.get("k")
     finally:
         server.close()
+
+
+# --- publish/subscribe --------------------------------------------------------
+
+
+def _pubsub_session(client, publisher):
+    """Messages as a subscriber sees them: subscriptions, messages of a
+    channel and of a pattern, PING, and the unsubscriptions."""
+    seen = []
+    p = client.pubsub()
+    p.subscribe("news", "sport")
+    p.psubscribe("w*")
+    for _ in range(3):
+        seen.append(p.get_message(timeout=2))
+    publisher.publish("news", "hello")
+    publisher.publish("weather", "rain")
+    publisher.publish("nobody", "lost")
+    seen.append(p.get_message(timeout=2))
+    seen.append(p.get_message(timeout=2))
+    seen.append(p.get_message(timeout=0.05))
+    p.ping()
+    seen.append(p.get_message(timeout=2))
+    p.unsubscribe()
+    p.punsubscribe("w*")
+    for _ in range(3):
+        seen.append(p.get_message(timeout=2))
+    seen.append(p.subscribed)
+    p.close()
+    return seen
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+@pytest.mark.parametrize("decode", [False, True])
+def test_pubsub_gives_what_redis_py_gives(server_port, protocol, decode):
+    publisher = redis.Redis(port=server_port)
+    want = _pubsub_session(redis.Redis(port=server_port, protocol=protocol, decode_responses=decode), publisher)
+    got = _pubsub_session(kvik.Redis(port=server_port, protocol=protocol, decode_responses=decode), publisher)
+    assert got == want
+
+
+def test_pubsub_handlers_listen_and_run_in_thread(server_port):
+    r = kvik.Redis(port=server_port)
+    got = []
+    p = r.pubsub(ignore_subscribe_messages=True)
+    p.subscribe(**{"jobs": got.append})
+    plain = r.pubsub()
+    plain.subscribe("plain")
+    with pytest.raises(redis.exceptions.PubSubError):
+        plain.run_in_thread()
+    plain.close()
+    thread = p.run_in_thread(sleep_time=0.05, daemon=True)
+    # Another thread subscribes while the worker waits for messages.
+    p.psubscribe(**{"j*": got.append})
+    deadline = time.monotonic() + 5
+    while r.pubsub_numpat() < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    r.publish("jobs", "one")
+    while len(got) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    thread.stop()
+    thread.join(5)
+    assert sorted((m["type"], m["data"]) for m in got) == [("message", b"one"), ("pmessage", b"one")]
+
+    listener = r.pubsub()
+    listener.subscribe("l")
+    messages = listener.listen()
+    assert next(messages)["type"] == "subscribe"
+    r.publish("l", "x")
+    assert next(messages) == {"type": "message", "pattern": None, "channel": b"l", "data": b"x"}
+    listener.close()
