@@ -27,6 +27,7 @@ except ImportError:  # pragma: no cover - redis-py 5.0 and later have it
 # redis-py's keys in a command's options that are not for its callback.
 _EMPTY_RESPONSE = "EMPTY_RESPONSE"
 _NEVER_DECODE = "NEVER_DECODE"
+_NOT_FOR_CALLBACKS = (_EMPTY_RESPONSE, _NEVER_DECODE, "keys")
 
 # The exception redis-py raises for an error reply, from its text.
 _error_factory = BaseParser.parse_error
@@ -291,9 +292,8 @@ class Redis(CoreCommands):
 
     def _parse(self, command, response, options):
         if options:
-            options.pop(_EMPTY_RESPONSE, None)
-            options.pop(_NEVER_DECODE, None)
-            options.pop("keys", None)
+            for key in _NOT_FOR_CALLBACKS:
+                options.pop(key, None)
         callback = self.response_callbacks.get(command)
         if callback is not None:
             return callback(response, **options)
@@ -463,7 +463,25 @@ class Pipeline(Redis):
         replies = conn.call_many([args for args, _ in stack])
         if raise_on_error:
             self._raise_first_error(stack, replies)
-        return [r if isinstance(r, Exception) else self._parse(args[0], r, dict(opts)) for (args, opts), r in zip(stack, replies)]
+        return self._results(stack, replies)
+
+    def _results(self, stack, replies):
+        """Each reply through its command's callback (errors as they are),
+        each callback looked up once per name."""
+        callbacks, found, out = self.response_callbacks, {}, []
+        for (args, opts), reply in zip(stack, replies):
+            if isinstance(reply, Exception):
+                out.append(reply)
+                continue
+            name = args[0]
+            try:
+                callback = found[name]
+            except KeyError:
+                callback = found[name] = callbacks.get(name)
+            if opts:
+                opts = {k: v for k, v in opts.items() if k not in _NOT_FOR_CALLBACKS}
+            out.append(reply if callback is None else callback(reply, **opts))
+        return out
 
     def _execute_transaction(self, conn, stack, raise_on_error):
         replies = conn.call_many([("MULTI",)] + [args for args, _ in stack] + [("EXEC",)])
@@ -486,7 +504,7 @@ class Pipeline(Redis):
             raise ResponseError("Wrong number of response items from pipeline execution")
         if raise_on_error:
             self._raise_first_error(stack, response)
-        return [r if isinstance(r, Exception) else self._parse(args[0], r, dict(opts)) for (args, opts), r in zip(stack, response)]
+        return self._results(stack, response)
 
     def _raise_first_error(self, stack, replies):
         for i, r in enumerate(replies):
