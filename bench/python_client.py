@@ -713,17 +713,6 @@ def report(results, meta, cfg, sections, targets, clients, available):
     return lines
 
 
-def read_meta(path):
-    meta = {}
-    if path and path != "-" and os.path.exists(path):
-        with open(path) as f:
-            for line in f:
-                if "=" in line:
-                    k, v = line.rstrip("\n").split("=", 1)
-                    meta[k] = v
-    return meta
-
-
 # --- the run -------------------------------------------------------------------
 
 def rotate(items, r):
@@ -805,6 +794,9 @@ def main(argv):
     for c in clients + ([REDIS_CLI] if "bulk" in sections else []):
         print("%s: %s" % (CLIENT_LABEL[c], json.dumps(cfg["probes"][c]) if available[c] else
                           "not available (%s)" % cfg["probes"][c]["reason"]), file=sys.stderr)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from bgsave import read_meta  # the machine lines every report reads
+
     meta = read_meta(meta_path)
     targets = [(s, t) for s in servers for t in transports] if needs_server else []
     root = tempfile.mkdtemp(prefix="kvik-pyclient-")
