@@ -118,6 +118,15 @@ def parse_info(reply, what):
     return out
 
 
+def end_clients(procs):
+    """Wait for the client processes told to stop; kill those that do not."""
+    for p in procs:
+        p.join(30)
+        if p.exitcode is None:
+            p.kill()
+            p.join()
+
+
 def tail(path, lines=10):
     try:
         with open(path, errors="replace") as f:
@@ -374,11 +383,7 @@ def one_round(srv, keys, cfg, scratch, seq):
                 next_tick = clock()
     finally:
         stop.set()
-        for p in procs:
-            p.join(30)
-            if p.exitcode is None:
-                p.kill()
-                p.join()
+        end_clients(procs)
     stats = srv.info("stats")
     lat = read_array(lat_out)
     lat_errors, n = lat[0], (len(lat) - 1) // 2

@@ -240,11 +240,7 @@ def sync_under_load(master, kvik_bin, threads, keys, cfg, scratch, seq):
         sync1, cpu3 = clock(), cpu_seconds(master.pid)
     finally:
         stop.set()
-        for p in procs:
-            p.join(30)
-            if p.exitcode is None:
-                p.kill()
-                p.join()
+        bgsave.end_clients(procs)
     try:
         check_size(replica, keys)
     finally:
